@@ -1,0 +1,343 @@
+"""The release catalogue: every jax release on PyPI, the jaxlib it runs on, and when both landed.
+
+Built from PyPI's JSON API (jax, jaxlib, jax-cuda12-plugin), cached under
+``cache_dir()/catalogue/`` and refreshed when older than ``max_age``. Versions are
+``packaging`` Versions throughout; a version string packaging cannot parse is skipped.
+
+Upload times only count the files an installer on *this* machine would use (linux wheels
+for ``platform.machine()``, never free-threaded ones): a release's sdist or a late
+free-threaded wheel can land days after the release and must not move its date cut-off.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from .errors import NoNetwork, UnknownRelease, UserError
+from .files import cache_dir, write_json
+
+PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
+PYPI_JSON = "https://pypi.org/pypi/{}/json"
+BACKENDS = ("cpu", "cuda12")
+
+# Added to the last upload so the cut-off also admits sibling files this catalogue does not
+# track (jax-cuda12-pjrt lands minutes after the plugin), while staying far shorter than the
+# weeks it takes a new dependency release (numpy 2.0, say) to break an old jax.
+CUTOFF_MARGIN = timedelta(days=1)
+# A paired jaxlib whose wheels landed this long after the jax release was re-uploaded later
+# (jaxlib 0.4.13's are from 2025): a date cut-off admitting it would pull in that year's numpy.
+LATE_JAXLIB = timedelta(days=7)
+
+FIRST_CUDA12_FIND_LINKS = Version("0.4.13")  # first jaxlib built as +cuda12.cudnn89
+FIRST_CUDA12_PLUGIN = Version("0.4.22")  # first jax-cuda12-plugin on PyPI
+LAST_CUDA12_FIND_LINKS = Version("0.4.21")  # last release with no plugin at all
+
+Fetch = Callable[[str], bytes]
+
+
+@dataclass(frozen=True)
+class Release:
+    version: Version
+    uploaded: datetime  # UTC, last upload of the jax files an installer here would use
+    yanked: bool
+    requires_python: str | None
+    jaxlib: Version | None  # newest non-yanked jaxlib <= version that has wheels
+    jaxlib_uploaded: datetime | None
+    jaxlib_pythons: frozenset[str]  # cpXY tags of jaxlib's wheels for this machine
+    # The CUDA 12 plugin is versioned like jaxlib: the one that pairs is jaxlib's version.
+    cuda_plugin: Version | None = None
+    cuda_plugin_uploaded: datetime | None = None
+    cuda_plugin_pythons: frozenset[str] = frozenset()
+
+    def cutoff(self) -> datetime:
+        """The ``--exclude-newer`` time that resolves this release's dependencies as of its day."""
+        newest = max(t for t in (self.uploaded, self.jaxlib_uploaded) if t is not None)
+        return (newest + CUTOFF_MARGIN).replace(microsecond=0)
+
+    def __str__(self) -> str:
+        return f"jax {self.version}"
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    releases: tuple[Release, ...]  # sorted by version, yanked included
+    fetched_at: datetime
+    from_cache: bool
+    stale: bool  # PyPI could not be reached; this is an older cached copy
+
+    def get(self, version: str, *, allow_yanked: bool = True) -> Release:
+        try:
+            wanted = Version(str(version))
+        except InvalidVersion:
+            raise UnknownRelease(
+                f"{version!r} is not a version number; jax releases run "
+                f"{self.releases[0].version} … {self.releases[-1].version}"
+            ) from None
+        for release in self.releases:
+            if release.version == wanted:
+                if release.yanked and not allow_yanked:
+                    raise UnknownRelease(f"jax {wanted} was yanked; {self._nearest(wanted)}")
+                return release
+        raise UnknownRelease(f"jax {wanted} was never released; {self._nearest(wanted)}")
+
+    def _nearest(self, wanted: Version) -> str:
+        listed = [r.version for r in self.releases if not r.yanked and r.version != wanted]
+        below = [v for v in listed if v < wanted]
+        above = [v for v in listed if v > wanted]
+        near = [str(v) for v in (below[-1:] + above[:1])]
+        return "nearest releases: " + ", ".join(near) if near else "no releases are known"
+
+    def unusable_reason(
+        self,
+        release: Release,
+        backend: str,
+        python: tuple[int, int] | None = None,
+        *,
+        allow_yanked: bool = False,
+    ) -> str | None:
+        """None when ``release`` can be installed here for ``backend``; otherwise why not."""
+        if backend not in BACKENDS:
+            raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        major, minor = python or sys.version_info[:2]
+        tag = f"cp{major}{minor}"
+        here = f"linux {platform.machine()}"
+        if release.yanked and not allow_yanked:
+            return "yanked"
+        if release.requires_python:
+            try:
+                if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
+                    return (
+                        f"requires Python {release.requires_python} (this is {major}.{minor})"
+                    )
+            except InvalidSpecifier:
+                pass
+        if release.jaxlib is None:
+            return "no jaxlib on PyPI pairs with it (PyPI has dropped old jaxlib wheels)"
+        if release.jaxlib_uploaded and release.jaxlib_uploaded > release.uploaded + LATE_JAXLIB:
+            return (
+                f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
+                f"long after the release: its dependencies cannot be dated"
+            )
+        if not sys.platform.startswith("linux"):
+            return "only linux is supported"
+        if tag not in release.jaxlib_pythons:
+            return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
+        if backend == "cuda12":
+            if release.version < FIRST_CUDA12_FIND_LINKS:
+                return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"
+            if release.version >= FIRST_CUDA12_PLUGIN:
+                if release.cuda_plugin is None:
+                    return f"no jax-cuda12-plugin {release.jaxlib} on PyPI"
+                if tag not in release.cuda_plugin_pythons:
+                    return f"no jax-cuda12-plugin {release.cuda_plugin} wheel for {tag} on {here}"
+        return None
+
+    def between(
+        self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None
+    ) -> tuple[list[Release], list[tuple[Release, str]]]:
+        """Releases from ``lo`` to ``hi`` inclusive, by version: (usable, [(unusable, why)]).
+
+        Yanked releases inside the range are left out; a yanked end is kept only because it
+        was named, and then counts as usable if it installs (an exact pin still gets it).
+        """
+        first, last = self.get(lo), self.get(hi)
+        if first.version > last.version:
+            raise UserError(f"empty range: {first.version} is newer than {last.version}")
+        usable: list[Release] = []
+        unusable: list[tuple[Release, str]] = []
+        for release in self.releases:
+            named = release is first or release is last
+            if not first.version <= release.version <= last.version:
+                continue
+            if release.yanked and not named:
+                continue
+            why = self.unusable_reason(release, backend, python, allow_yanked=named)
+            if why is None:
+                usable.append(release)
+            else:
+                unusable.append((release, why))
+        return usable, unusable
+
+
+def load_catalogue(
+    *, refresh: bool = False, max_age: timedelta = timedelta(hours=6), fetch: Fetch | None = None
+) -> Catalogue:
+    """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
+    now = datetime.now(timezone.utc)
+    cached = _read_cache()
+    if cached and not refresh and now - _oldest(cached) <= max_age:
+        return _build(cached, from_cache=True, stale=False)
+    try:
+        documents = {name: trim(json.loads(_fetcher(fetch)(PYPI_JSON.format(name))))
+                     for name in PACKAGES}
+    except (OSError, ValueError, KeyError, TypeError) as error:  # URLError is an OSError
+        if not cached:
+            raise NoNetwork(
+                f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
+                f"in {_cache_path()}; connect once to fill it"
+            ) from None
+        fetched = _oldest(cached)
+        print(
+            f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
+            f"cached {fetched:%Y-%m-%d %H:%M} UTC",
+            file=sys.stderr,
+        )
+        return _build(cached, from_cache=True, stale=True)
+    fresh = {name: (now, doc) for name, doc in documents.items()}
+    for name, doc in documents.items():
+        write_json(_cache_path() / f"{name}.json", {"fetched_at": _iso(now), "pypi": doc})
+    return _build(fresh, from_cache=False, stale=False)
+
+
+def trim(document: dict) -> dict:
+    """Keep only what the catalogue reads from a PyPI JSON response (it is also the cache)."""
+    keep = ("filename", "upload_time_iso_8601", "yanked", "requires_python")
+    return {
+        "info": {"name": document["info"]["name"]},
+        "releases": {
+            version: [{key: f.get(key) for key in keep} for f in files]
+            for version, files in document["releases"].items()
+        },
+    }
+
+
+def _fetcher(fetch: Fetch | None) -> Fetch:
+    if fetch is not None:
+        return fetch
+
+    def urlopen(url: str) -> bytes:
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.read()
+
+    return urlopen
+
+
+def _describe(error: BaseException) -> str:
+    return str(getattr(error, "reason", None) or error) or type(error).__name__
+
+
+def _cache_path() -> Path:
+    return cache_dir() / "catalogue"
+
+
+def _read_cache() -> dict[str, tuple[datetime, dict]] | None:
+    """Every package's cached document with its fetch time, or None unless all are readable."""
+    cached = {}
+    for name in PACKAGES:
+        try:
+            entry = json.loads((_cache_path() / f"{name}.json").read_text(encoding="utf-8"))
+            cached[name] = (_parse_time(entry["fetched_at"]), entry["pypi"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    return cached
+
+
+def _oldest(cached: dict[str, tuple[datetime, dict]]) -> datetime:
+    return min(fetched for fetched, _ in cached.values())
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _parse_time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class _Files:
+    """One version of one package, as the catalogue needs it."""
+
+    yanked: bool
+    requires_python: str | None
+    has_wheels: bool
+    uploaded: datetime | None  # last upload of the files used here
+    pythons: frozenset[str]  # cpXY tags of this machine's platform wheels
+
+
+def _summarise(files: list[dict]) -> _Files:
+    machine = platform.machine().lower()
+    wheels, usable, pythons = [], [], set()
+    for f in files:
+        try:
+            *_, tags = parse_wheel_filename(f["filename"])
+        except (InvalidWheelFilename, InvalidVersion):
+            continue  # an sdist, or a wheel name packaging rejects
+        wheels.append(f)
+        for tag in tags:
+            if tag.abi.endswith("t"):  # free-threaded (cp313t): never installed here
+                continue
+            if tag.platform == "any" or (
+                "linux" in tag.platform and tag.platform.endswith("_" + machine)
+            ):
+                usable.append(f)
+                if tag.interpreter.startswith("cp"):
+                    pythons.add(tag.interpreter)
+    times = [_parse_time(f["upload_time_iso_8601"]) for f in (usable or wheels or files)]
+    requires = next((f["requires_python"] for f in (wheels or files) if f["requires_python"]),
+                    None)
+    return _Files(
+        yanked=bool(files) and all(f["yanked"] for f in files),
+        requires_python=requires,
+        has_wheels=bool(wheels),
+        uploaded=max(times) if times else None,
+        pythons=frozenset(pythons),
+    )
+
+
+def _versions(document: dict) -> dict[Version, _Files]:
+    parsed = {}
+    for text, files in document["releases"].items():
+        if not files:
+            continue
+        try:
+            parsed[Version(text)] = _summarise(files)
+        except InvalidVersion:
+            continue
+    return dict(sorted(parsed.items()))
+
+
+def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale: bool) -> Catalogue:
+    jax = _versions(cached["jax"][1])
+    jaxlibs = {v: f for v, f in _versions(cached["jaxlib"][1]).items() if f.has_wheels}
+    plugins = _versions(cached["jax-cuda12-plugin"][1])
+    releases = []
+    for version, files in jax.items():
+        # A yanked jax (asked for by name) keeps its own yanked jaxlib: 0.4.32 needs 0.4.32.
+        paired = [(v, f) for v, f in jaxlibs.items()
+                  if v <= version and (not f.yanked or (files.yanked and v == version))]
+        jaxlib, lib = paired[-1] if paired else (None, None)
+        plugin = plugins.get(jaxlib) if jaxlib is not None else None
+        if plugin is not None and plugin.yanked and not files.yanked:
+            plugin = None
+        releases.append(Release(
+            version=version,
+            uploaded=files.uploaded,
+            yanked=files.yanked,
+            requires_python=files.requires_python,
+            jaxlib=jaxlib,
+            jaxlib_uploaded=lib.uploaded if lib else None,
+            jaxlib_pythons=lib.pythons if lib else frozenset(),
+            cuda_plugin=jaxlib if plugin else None,
+            cuda_plugin_uploaded=plugin.uploaded if plugin else None,
+            cuda_plugin_pythons=plugin.pythons if plugin else frozenset(),
+        ))
+    return Catalogue(
+        releases=tuple(releases),
+        fetched_at=_oldest(cached),
+        from_cache=from_cache,
+        stale=stale,
+    )

@@ -1,0 +1,296 @@
+"""One uv environment per (release, backend), resolved as of the release's date.
+
+Environments live in ``cache_dir()/envs/jax-<version>-<backend>-py<major><minor>/``. One is
+complete only once ``.complete.json`` has been written, last; anything else is deleted and
+rebuilt, so an interrupted install never passes for a finished one.
+
+CUDA 12 wheels come from three channels over JAX's history (see shared/jax-facts.md):
+
+- <= 0.4.21: only JAX's find-links page, as ``jaxlib==X+cuda12.cudnn89``. The page has no upload
+  times, so jaxlib (pinned exactly) is exempted from the date cut-off while everything else from
+  PyPI still honours it. The page is ``JAX_CUDA_FIND_LINKS``; set ``JAX_SCAN_REPRO_FIND_LINKS``
+  to use a mirror or a local directory of wheels instead.
+- 0.4.22 - 0.4.29: JAX's page or PyPI's ``jax-cuda12-plugin``; we use PyPI, which date-filters.
+- >= 0.4.30: only PyPI, as ``jax[cuda12]``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from .catalogue import BACKENDS, CUTOFF_MARGIN, LAST_CUDA12_FIND_LINKS, Release
+from .errors import InstallFailed, UserError
+from .files import cache_dir, write_json
+
+JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
+FIRST_CUDA12_PJRT = Version("0.4.23")
+FIRST_CUDA12_EXTRA = Version("0.4.30")  # jax[cuda12] installs the PyPI plugin from here on
+MARKER = ".complete.json"
+MARKER_SCHEMA = 1
+RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
+
+Progress = Callable[[str], None]
+
+
+def resolve_backend(backend: str) -> str:
+    """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``."""
+    if backend in BACKENDS:
+        return backend
+    if backend != "auto":
+        raise UserError(f"unknown backend {backend!r}; choose auto, {', '.join(BACKENDS)}")
+    return "cuda12" if _nvidia_gpu_visible() else "cpu"
+
+
+def _nvidia_gpu_visible() -> bool:
+    if Path("/dev/nvidia0").exists():
+        return True
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return listing.returncode == 0 and any(
+        line.startswith("GPU ") for line in listing.stdout.splitlines()
+    )
+
+
+@dataclass(frozen=True)
+class InstallPlan:
+    requirements: tuple[str, ...]
+    exclude_newer: datetime | None  # resolve everything as of this moment
+    find_links: str | None
+    # Pinned exactly and served from find-links, which has no upload times to filter on.
+    date_exempt: tuple[str, ...] = ()
+
+
+def install_plan(release: Release, backend: str) -> InstallPlan:
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if release.jaxlib is None:
+        raise InstallFailed(f"cannot install jax {release.version}: no jaxlib on PyPI pairs with it")
+    jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff()
+    if backend == "cpu":
+        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
+    if jax <= LAST_CUDA12_FIND_LINKS:
+        return InstallPlan(
+            (f"jax[cuda12_pip]=={jax}", f"jaxlib=={jaxlib}+cuda12.cudnn89"),
+            cutoff,
+            os.environ.get("JAX_SCAN_REPRO_FIND_LINKS") or JAX_CUDA_FIND_LINKS,
+            date_exempt=("jaxlib",),
+        )
+    if release.cuda_plugin_uploaded is not None:
+        cutoff = max(cutoff, (release.cuda_plugin_uploaded + CUTOFF_MARGIN).replace(microsecond=0))
+    if jax >= FIRST_CUDA12_EXTRA:
+        return InstallPlan((f"jax[cuda12]=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
+    pins = [f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin[with_cuda]=={jaxlib}"]
+    if jaxlib >= FIRST_CUDA12_PJRT:  # before it, the plugin carried the PJRT library itself
+        pins.append(f"jax-cuda12-pjrt=={jaxlib}")
+    return InstallPlan(tuple(pins), cutoff, None)
+
+
+@dataclass(frozen=True)
+class Environment:
+    release: Release
+    backend: str
+    path: Path
+    python: Path  # path/bin/python
+    installed: dict  # canonical distribution name -> version, from the completion marker
+    reused: bool  # True when nothing was installed by this call
+    seconds: float
+
+
+def environment_path(release: Release, backend: str) -> Path:
+    major, minor = sys.version_info[:2]
+    return cache_dir() / "envs" / f"jax-{release.version}-{backend}-py{major}{minor}"
+
+
+def ensure_environment(
+    release: Release, backend: str, *, progress: Progress | None = None
+) -> Environment:
+    """A ready environment for ``release``: reused when complete, otherwise built afresh."""
+    say = progress or _to_stderr
+    started = time.monotonic()
+    plan = install_plan(release, backend)
+    path = environment_path(release, backend)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(path.with_name(path.name + ".lock"), say, release, backend):
+        installed = _complete(path, plan)
+        if installed is not None:
+            return Environment(release, backend, path, path / "bin" / "python", installed,
+                               reused=True, seconds=time.monotonic() - started)
+        say(f"installing jax {release.version} ({backend}) …")
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            installed = _build(path, plan, release, backend)
+        except BaseException:  # Ctrl-C included: leave nothing behind that looks reusable
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+    seconds = time.monotonic() - started
+    say(f"ready in {seconds:.1f} s")
+    return Environment(release, backend, path, path / "bin" / "python", installed,
+                       reused=False, seconds=seconds)
+
+
+def harness_command(env: Environment, args: list[str]) -> list[str]:
+    """How to run the repro harness in ``env`` (with the repo root as working directory)."""
+    return [str(env.python), "-m", "repro", *args]
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class _exclusive:
+    """An exclusive ``flock`` on ``lock_path``; says so when it has to wait for another run."""
+
+    def __init__(self, lock_path: Path, say: Progress, release: Release, backend: str):
+        self.lock_path, self.say, self.what = lock_path, say, f"jax {release.version} ({backend})"
+
+    def __enter__(self) -> None:
+        self.handle = open(self.lock_path, "a")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.say(f"waiting for another run to finish installing {self.what} …")
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()  # closing releases the lock
+
+
+def _plan_record(plan: InstallPlan) -> dict:
+    record = asdict(plan)
+    record["requirements"] = list(plan.requirements)
+    record["date_exempt"] = list(plan.date_exempt)
+    record["exclude_newer"] = _iso(plan.exclude_newer) if plan.exclude_newer else None
+    return record
+
+
+def _complete(path: Path, plan: InstallPlan) -> dict | None:
+    """The recorded versions when ``path`` is a finished environment for ``plan``, else None.
+
+    Cheap on purpose (no jax import, no uv): the marker, the interpreter, and jax's and
+    jaxlib's dist-info must all agree.
+    """
+    try:
+        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+        if marker.get("schema") != MARKER_SCHEMA or marker.get("plan") != _plan_record(plan):
+            return None
+        installed = dict(marker["installed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (path / "bin" / "python").exists():
+        return None
+    present = _installed(path, {"jax", "jaxlib"})
+    if any(present.get(name) != installed.get(name) for name in ("jax", "jaxlib")):
+        return None
+    return installed
+
+
+def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
+    """Versions of the distributions in ``path``'s site-packages, read from their dist-info."""
+    found = {}
+    for site in sorted(path.glob("lib/python*/site-packages")):
+        for dist in metadata.distributions(path=[str(site)]):
+            name = canonicalize_name(dist.metadata["Name"] or "")
+            if names is None or name in names:
+                found[name] = dist.version
+    return found
+
+
+def _build(path: Path, plan: InstallPlan, release: Release, backend: str) -> dict:
+    what = f"jax {release.version} ({backend})"
+    _uv(what, "venv", "--quiet", "--python", sys.executable, str(path))
+    args = ["pip", "install", "--python", str(path / "bin" / "python")]
+    if plan.exclude_newer is not None:
+        args += ["--exclude-newer", _iso(plan.exclude_newer)]
+    for name in plan.date_exempt:
+        args += ["--exclude-newer-package", f"{name}=false"]
+    if plan.find_links:
+        args += ["--find-links", plan.find_links]
+    _uv(what, *args, *plan.requirements)
+    everything = _installed(path)
+    installed = {name: version for name, version in sorted(everything.items())
+                 if name in RECORDED or name.startswith(("jax-cuda", "nvidia-"))}
+    if installed.get("jax") != str(release.version) or "jaxlib" not in installed:
+        raise InstallFailed(f"installing {what} left jax {installed.get('jax')} and "
+                            f"jaxlib {installed.get('jaxlib')} in {path}")
+    try:
+        write_json(path / MARKER, {
+            "schema": MARKER_SCHEMA,
+            "release": str(release.version),
+            "backend": backend,
+            "python": sys.version.split()[0],
+            "plan": _plan_record(plan),
+            "installed": installed,
+            "created_at": _iso(datetime.now(timezone.utc)),
+        })
+    except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise InstallFailed(_disk_full(what)) from None
+        raise
+    return installed
+
+
+def _uv_bin() -> str:
+    try:
+        import uv
+
+        return uv.find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise InstallFailed("uv is not installed; `pip install uv` (it builds every environment)")
+
+
+def _uv(what: str, *args: str) -> None:
+    command = [_uv_bin(), *args]
+    env = {**os.environ, "UV_NO_PROGRESS": "1"}
+    env.pop("UV_EXCLUDE_NEWER", None)  # the plan's cut-off, not the caller's, decides
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+    except OSError as error:
+        raise InstallFailed(f"installing {what}: cannot run uv ({error})") from None
+    if done.returncode != 0:
+        if "No space left" in done.stderr or "os error 28" in done.stderr:
+            raise InstallFailed(_disk_full(what))
+        raise InstallFailed(f"installing {what} failed: {_uv_error(done.stderr)}")
+
+
+def _disk_full(what: str) -> str:
+    return (f"installing {what}: no space left on the disk holding {cache_dir()} "
+            f"(free some, or point JAX_SCAN_REPRO_CACHE elsewhere)")
+
+
+def _uv_error(stderr: str) -> str:
+    """uv's complaint in one line: its ``error:`` line and the root ``cause:`` under it."""
+    lines = [line.strip().lstrip("×╰─▶│├ ").strip() for line in stderr.splitlines()]
+    lines = [line for line in lines
+             if line and not line.startswith(("hint:", "help:", "warning:", "Using Python"))]
+    if not lines:
+        return "uv failed without saying why"
+    head = next((line[len("error:"):].strip() for line in lines if line.startswith("error:")), None)
+    root = lines[-1].removeprefix("cause:").removeprefix("error:").strip()
+    return root if head in (None, root) else f"{head}: {root}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

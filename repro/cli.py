@@ -1,0 +1,251 @@
+"""``python -m repro``: measure the report's three variants and say whether v0 grows.
+
+Needs only jax and the standard library (tabulate is used when present), so it
+runs unchanged in any JAX environment from 0.4.20 on, without the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+
+from . import SCHEMA
+from .measure import MB, Params, compiled_case, runtime_case
+from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
+
+PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+RUNTIME_HEADROOM = 0.8  # refuse runtime cases expected to need more than this share of free memory
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _n_outer_list(text: str) -> list[int]:
+    return [_positive(part) for part in text.replace(",", " ").split()]
+
+
+def _variant(text: str) -> int:
+    key = text.lower().lstrip("v")
+    if key not in {"0", "1", "2"}:
+        raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
+    return int(key)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0])
+    p.add_argument("--n-outer", type=_n_outer_list, nargs="+", default=None, metavar="N",
+                   help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
+    p.add_argument("--n-inner", type=_positive, default=100, help="scan length (default 100)")
+    p.add_argument("--n-res", type=_positive, default=200,
+                   help="the array is n_res^3 (default 200, the report's)")
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--variants", type=_variant, nargs="+", default=[0, 1, 2], metavar="V",
+                   help="v0 v1 v2 (default: all three)")
+    p.add_argument("--mode", choices=("compiled", "runtime"), default="compiled",
+                   help="compiled: memory_analysis() of the plan (default); "
+                        "runtime: real peak of each case in a fresh process")
+    p.add_argument("--backend", choices=sorted(PLATFORMS), default="auto",
+                   help="JAX platform to use (default: whatever JAX picks)")
+    p.add_argument("--xla-flags", default="", metavar="FLAGS",
+                   help="extra XLA_FLAGS for every case, e.g. '--xla_cpu_enable_fast_math=false'")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON document")
+    out.add_argument("--check", action="store_true",
+                     help="exit 0 if v0 is constant, 1 if it grows, 125 if unmeasurable "
+                          "(git bisect run's codes)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    args = p.parse_args(argv)
+    args.n_outer = sorted({n for group in args.n_outer for n in group}) if args.n_outer \
+        else [1, 2, 5, 10, 15]
+    args.variants = sorted(set(args.variants))
+    if (args.json or args.check) and 0 not in args.variants:
+        p.error("--json and --check need variant v0 (the verdict is about v0)")
+    return args
+
+
+def _configure_jax_process(args: argparse.Namespace) -> None:
+    """Environment variables JAX reads at import: set before the first ``import jax``."""
+    if PLATFORMS[args.backend]:
+        os.environ["JAX_PLATFORMS"] = PLATFORMS[args.backend]
+    if args.xla_flags.strip():
+        os.environ["XLA_FLAGS"] = " ".join(
+            filter(None, [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip()]))
+    if args.dtype == "float64":
+        os.environ["JAX_ENABLE_X64"] = "1"
+
+
+def describe_environment() -> dict:
+    import jax
+    import jaxlib
+    import numpy
+
+    info = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
+            "numpy": numpy.__version__, "python": platform.python_version(),
+            "backend": None, "device": None, "device_count": None, "environment": None,
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS", "")}
+    if info["jaxlib"] is None:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib"] = jaxlib_version.__version__
+    try:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib_git_hash"] = getattr(jaxlib_version, "_git_hash", None)
+    except ImportError:
+        info["jaxlib_git_hash"] = None
+    info["backend"] = jax.default_backend()
+    devices = jax.devices()
+    info["device"] = devices[0].device_kind
+    info["device_count"] = len(devices)
+    try:
+        info["environment"] = jax.print_environment_info(return_string=True)
+    except Exception as exc:  # missing in a release, or a tool it shells out to fails
+        info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
+    return info
+
+
+def _available_bytes() -> int | None:
+    """Memory a runtime case may use: the device's limit on a GPU, MemAvailable on the CPU."""
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats()
+    except Exception:
+        stats = None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def runtime_need_bytes(variant: int, n_outer: int, params: Params, itemsize: int) -> int:
+    """What a runtime case may need at most: every stacked buffer alive at once, plus arrays."""
+    array = params.n_res**3 * itemsize
+    stacked = stacked_buffer_bytes(params.n_inner, params.n_res, itemsize)
+    return (n_outer + 1) * stacked + 4 * array if variant == 0 else 4 * array
+
+
+def check_runtime_fits(params: Params, itemsize: int) -> str | None:
+    available = _available_bytes()
+    if available is None:
+        return None
+    need = max(runtime_need_bytes(v, max(params.n_outer), params, itemsize)
+               for v in params.variants)
+    if need <= RUNTIME_HEADROOM * available:
+        return None
+    return (f"runtime mode could need {need / 1024**3:.1f} GiB but only "
+            f"{available / 1024**3:.1f} GiB is available; use a smaller --n-res "
+            f"(e.g. --n-res 32) or fewer --n-outer values")
+
+
+def measure(args: argparse.Namespace, log) -> dict:
+    import jax.numpy as jnp
+
+    params = Params(n_outer=tuple(args.n_outer), n_inner=args.n_inner, n_res=args.n_res,
+                    dtype=args.dtype, variants=tuple(args.variants))
+    itemsize = jnp.dtype(args.dtype).itemsize
+    document = {"schema": SCHEMA, **describe_environment(), "mode": args.mode,
+                "params": params.as_json(), "cases": []}
+    if args.mode == "runtime":
+        refusal = check_runtime_fits(params, itemsize)
+        if refusal:
+            raise SystemExit(f"python -m repro: error: {refusal}")
+    run_case = compiled_case if args.mode == "compiled" else runtime_case
+    for variant in params.variants:
+        for n_outer in params.n_outer:
+            case = run_case(variant, n_outer, params)
+            document["cases"].append(case)
+            shown = (f"{case['total_bytes'] / MB:.2f} MB" if case["status"] == "ok"
+                     else f"{case['status']}: {case['error']}")
+            log(f"v{variant} n_outer={n_outer}: {shown}")
+    unit = stacked_buffer_bytes(params.n_inner, params.n_res, itemsize)
+    v0 = [c for c in document["cases"] if c["variant"] == "v0"]
+    document["verdict"] = verdict(
+        [(c["n_outer"], c["total_bytes"] if c["status"] == "ok" else None) for c in v0], unit)
+    document["verdict"]["mode"] = args.mode
+    failed = [c for c in v0 if c["status"] != "ok"]
+    if failed and document["verdict"]["status"] == "unavailable":
+        document["verdict"]["reason"] = failed[0]["error"] or document["verdict"]["reason"]
+    return document
+
+
+def format_table(document: dict) -> str:
+    n_outers = document["params"]["n_outer"]
+    rows = []
+    for variant in document["params"]["variants"]:
+        row = [f"v{variant}"]
+        for n in n_outers:
+            case = next((c for c in document["cases"]
+                         if c["variant"] == f"v{variant}" and c["n_outer"] == n), None)
+            ok = case is not None and case["status"] == "ok"
+            row.append(f"{case['total_bytes'] / MB:.2f}" if ok else "n/a")
+        rows.append(row)
+    headers = ["variant"] + [f"n_outer={n} (MB)" for n in n_outers]
+    try:
+        from tabulate import tabulate
+    except ImportError:
+        widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+        return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths))
+                         for line in [headers, *rows])
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def format_summary(document: dict) -> str:
+    v = document["verdict"]
+    what = ("output + temp of memory_analysis()" if document["mode"] == "compiled"
+            else "real peak above baseline")
+    p = document["params"]
+    lines = [f"jax {document['jax']}, jaxlib {document['jaxlib']}, {document['backend']} "
+             f"({document['device']}); n_inner {p['n_inner']}, n_res {p['n_res']}, "
+             f"{p['dtype']}; {what}", "", format_table(document), ""]
+    if v["status"] == "unavailable":
+        lines.append(f"verdict: unavailable ({v['reason']})")
+    else:
+        lines.append(f"verdict: v0 {v['status']}: {v['growth_per_outer']:+.2f} stacked buffers "
+                     f"({v['unit_bytes'] / MB:.2f} MB each) per extra outer iteration")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    _configure_jax_process(args)
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    try:
+        document = measure(args, log)
+    except ImportError as exc:
+        print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(document, indent=2))
+    elif not args.check:
+        print(format_summary(document))
+    status = document["verdict"]["status"]
+    if args.check:
+        log(f"verdict: {status}")
+        return EXIT_STATUS[status]
+    return 0

@@ -1,0 +1,59 @@
+"""Is v0's memory constant in n_outer? Pure arithmetic, no jax.
+
+The growth is the least-squares slope of memory against n_outer, expressed in
+stacked buffers (n_inner copies of the array): the report's bug keeps one more
+stacked buffer alive per outer iteration, a growth of about 1.0 whatever the
+array size, so the verdict does not depend on n_res.
+"""
+
+from __future__ import annotations
+
+GROWS_AT = 0.5  # stacked buffers per extra outer iteration; the bug gives ~1.0, a fixed plan ~0.0
+
+SCHEMA_KEYS = ("status", "growth_per_outer", "unit_bytes", "points", "reason")
+
+
+def stacked_buffer_bytes(n_inner: int, n_res: int, itemsize: int) -> int:
+    return n_inner * n_res**3 * itemsize
+
+
+def slope(points: list[tuple[int, float]]) -> float:
+    """Least-squares slope of y against x."""
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    sxx = sum((x - mean_x) ** 2 for x, _ in points)
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in points)
+    return sxy / sxx
+
+
+def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
+    """Verdict over (n_outer, bytes) points; bytes None or 0 means "not measured".
+
+    "unavailable" unless at least two distinct n_outer values were measured with
+    non-zero memory: zero is what old releases report when they measure nothing,
+    and it must never read as "constant".
+    """
+    def unavailable(reason: str) -> dict:
+        return {"status": "unavailable", "growth_per_outer": None, "unit_bytes": unit_bytes,
+                "points": len(points), "reason": reason}
+
+    if unit_bytes <= 0:
+        return unavailable("the stacked buffer has no size")
+    missing = [n for n, b in points if b is None]
+    if missing:
+        return unavailable(f"no measurement at n_outer {', '.join(map(str, missing))}")
+    zeros = [n for n, b in points if b == 0]
+    if zeros:
+        return unavailable(
+            f"memory reported as 0 bytes at n_outer {', '.join(map(str, zeros))} "
+            "(this release does not measure it)")
+    if len({n for n, _ in points}) < 2:
+        return unavailable("needs at least two distinct n_outer values")
+    growth = slope([(n, b / unit_bytes) for n, b in points])
+    status = "grows" if growth >= GROWS_AT else "constant"
+    return {"status": status, "growth_per_outer": round(growth, 4), "unit_bytes": unit_bytes,
+            "points": len(points), "reason": None}
+
+
+EXIT_STATUS = {"constant": 0, "grows": 1, "unavailable": 125}  # git bisect run's codes

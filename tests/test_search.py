@@ -1,0 +1,195 @@
+"""Property tests of the bisection against brute-force oracles (linear scans)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import cache
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxbisect.search import Outcome, SearchResult, find_change
+
+OLD, NEW, SKIP = Outcome.OLD, Outcome.NEW, Outcome.SKIP
+
+
+class Recorder:
+    """A probe that answers from a list and fails the test if asked twice about an index."""
+
+    def __init__(self, outcomes: list[Outcome]):
+        self.outcomes = outcomes
+        self.calls: Counter[int] = Counter()
+
+    def __call__(self, i: int) -> Outcome:
+        assert 0 <= i < len(self.outcomes), f"probed {i} outside 0..{len(self.outcomes) - 1}"
+        self.calls[i] += 1
+        assert self.calls[i] == 1, f"probed {i} twice"
+        return self.outcomes[i]
+
+
+def run(outcomes: list[Outcome], **kwargs) -> SearchResult:
+    recorder = Recorder(outcomes)
+    result = find_change(len(outcomes), recorder, **kwargs)
+    assert list(result.probes) == list(recorder.calls)  # same indices, in call order
+    assert result.skipped == tuple(i for i in result.probes if outcomes[i] is SKIP)
+    return result
+
+
+def oracle(outcomes: list[Outcome]) -> tuple[int, int]:
+    """Last index that behaves like index 0 and first that does not, ignoring skips."""
+    last_old = 0
+    for i, outcome in enumerate(outcomes):
+        if outcome is outcomes[0]:
+            last_old = i
+        elif outcome is not SKIP:
+            return last_old, i
+    raise AssertionError("no change in the sequence")
+
+
+@cache
+def needed(k: int) -> int:
+    """Fewest probes that pin a change among k candidates at worst (brute force)."""
+    return 0 if k == 1 else 1 + min(max(needed(a), needed(k - a)) for a in range(1, k))
+
+
+def bound(n: int) -> int:
+    return 2 + math.ceil(math.log2(n))
+
+
+@st.composite
+def monotone(draw, max_n: int = 40, skips: bool = True) -> list[Outcome]:
+    """One change, from either side (index 0 may look NEW: a fix), interior skips allowed."""
+    n = draw(st.integers(2, max_n))
+    first_new = draw(st.integers(1, n - 1))
+    before, after = draw(st.sampled_from([(OLD, NEW), (NEW, OLD)]))
+    mask = draw(st.lists(st.booleans(), min_size=n - 2, max_size=n - 2)) if skips else []
+    skipped = {i + 1 for i, skip in enumerate(mask) if skip}
+    return [SKIP if i in skipped else before if i < first_new else after for i in range(n)]
+
+
+ANY = st.sampled_from(list(Outcome))
+MEASURED = st.sampled_from([OLD, NEW])
+
+
+@given(monotone())
+def test_agrees_with_the_oracle(outcomes):
+    result = run(outcomes)
+    last_old, first_new = oracle(outcomes)
+    assert result.status == "found"
+    assert (result.last_old, result.first_new) == (last_old, first_new)
+    assert result.exact == (first_new == last_old + 1)
+    assert set(range(last_old + 1, first_new)) <= set(result.skipped)
+    assert result.probes[:2] == (0, len(outcomes) - 1)
+
+
+@given(monotone(max_n=300, skips=False))
+def test_probe_count_is_logarithmic_without_skips(outcomes):
+    result = run(outcomes)
+    assert len(result.probes) <= bound(len(outcomes))
+    assert len(result.probes) <= 2 + needed(len(outcomes) - 1)  # the optimum, in fact
+    assert result.exact and not result.skipped
+
+
+@given(MEASURED, st.lists(ANY, max_size=20))
+def test_alike_ends_stop_after_two_probes(end, interior):
+    result = run([end, *interior, end])
+    assert result == SearchResult("alike", None, None, False, (0, len(interior) + 1), ())
+
+
+@given(ANY, ANY, st.lists(ANY, max_size=20))
+def test_a_skipped_end_is_unmeasurable(first, last, interior):
+    if SKIP not in (first, last):
+        first = SKIP
+    result = run([first, *interior, last])
+    assert result.status == "unmeasurable"
+    assert result.probes == (0, len(interior) + 1)
+    assert result.last_old is result.first_new is None and not result.exact
+
+
+@given(st.data())
+def test_non_monotone_ends_with_a_consistent_pair(data):
+    first = data.draw(MEASURED)
+    last = NEW if first is OLD else OLD
+    outcomes = [first, *data.draw(st.lists(ANY, max_size=40)), last]
+    result = run(outcomes)
+    lo, hi = result.last_old, result.first_new
+    assert result.status == "found"
+    assert 0 <= lo < hi < len(outcomes)
+    assert outcomes[lo] is first and outcomes[hi] is last
+    assert {lo, hi} <= set(result.probes)
+    assert set(range(lo + 1, hi)) <= set(result.skipped)
+    assert result.exact == (hi == lo + 1)
+
+
+@given(monotone(max_n=100, skips=False), st.data())
+def test_prefers_a_cached_midpoint_that_costs_nothing(outcomes, data):
+    free = data.draw(st.sets(st.integers(0, len(outcomes) - 1)))
+    result = run(outcomes, cached=free.__contains__)
+    assert len(result.probes) <= bound(len(outcomes))
+    # Replay: every probe keeps the worst case, and is a cached one whenever that was possible.
+    lo, hi = 0, len(outcomes) - 1
+    for i in result.probes[2:]:
+        balanced = [
+            j for j in range(lo + 1, hi) if needed(max(j - lo, hi - j)) == needed(hi - lo) - 1
+        ]
+        assert i in balanced
+        if free.intersection(balanced):
+            assert i in free
+        lo, hi = (lo, i) if outcomes[i] is outcomes[-1] else (i, hi)
+
+
+@given(monotone())
+def test_on_step_reports_each_narrowing(outcomes):
+    steps = []
+    result = run(outcomes, on_step=lambda *step: steps.append(step))
+    measured_inside = [i for i in result.probes[2:] if outcomes[i] is not SKIP]
+    assert len(steps) == len(measured_inside)
+    window = (0, len(outcomes) - 1)
+    for lo, hi, left in steps:
+        assert window[0] <= lo < hi <= window[1] and (lo, hi) != window
+        assert left == math.ceil(math.log2(hi - lo))
+        window = (lo, hi)
+    assert window == (result.last_old, result.first_new)
+
+
+def test_examples():
+    def found(outcomes):
+        r = run(outcomes)
+        return r.last_old, r.first_new, r.exact
+
+    assert found([OLD, SKIP, SKIP, OLD, NEW]) == (3, 4, True)
+    assert found([OLD, SKIP, NEW, SKIP, NEW]) == (0, 2, False)
+    assert found([OLD, SKIP, NEW]) == (0, 2, False)
+    assert found([OLD, SKIP, SKIP, NEW]) == (0, 3, False)
+    assert found([OLD, NEW, SKIP, SKIP, NEW, SKIP, NEW]) == (0, 1, True)
+    assert found([NEW, NEW, NEW, OLD, OLD]) == (2, 3, True)  # a fix
+    assert found([OLD, NEW]) == (0, 1, True)
+
+
+def test_midpoints_are_stable_across_overlapping_ranges():
+    # Global index 7 (1-based position 8) is the shallowest node in both windows.
+    assert run([OLD] * 5 + [NEW] * 5).probes[2] == 7
+    assert run([OLD] * 5 + [NEW] * 5, offset=3).probes[2] == 4  # global 7
+    assert run([OLD] * 5 + [NEW] * 5, cached={2}.__contains__).probes[2] == 2
+    # Only index 8 keeps 16 candidates to 4 more probes: a cached 5 is not worth a step.
+    assert run([OLD] * 5 + [NEW] * 12, cached={5}.__contains__).probes[2] == 8
+
+
+def test_a_skipped_midpoint_steps_to_its_neighbours():
+    # 4 is skipped, then 3 (a tie goes to the lower); in 3..8 the pick is 7, then 6 and 5.
+    result = run([OLD, OLD, OLD, OLD, SKIP, SKIP, SKIP, SKIP, NEW])
+    assert result.probes == (0, 8, 4, 3, 7, 6, 5)
+    assert (result.last_old, result.first_new, result.exact) == (3, 8, False)
+
+
+@pytest.mark.parametrize("n", [-1, 0, 1])
+def test_fewer_than_two_candidates_is_a_bug(n):
+    with pytest.raises(ValueError):
+        find_change(n, lambda i: OLD)
+
+
+def test_a_probe_must_answer_an_outcome():
+    with pytest.raises(TypeError):
+        find_change(3, lambda i: "old")
