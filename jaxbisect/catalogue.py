@@ -15,10 +15,10 @@ import json
 import platform
 import sys
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -60,9 +60,15 @@ class Release:
     cuda_plugin_uploaded: datetime | None = None
     cuda_plugin_pythons: frozenset[str] = frozenset()
 
-    def cutoff(self) -> datetime:
-        """The ``--exclude-newer`` time that resolves this release's dependencies as of its day."""
-        newest = max(t for t in (self.uploaded, self.jaxlib_uploaded) if t is not None)
+    def cutoff(self, backend: str = "cpu") -> datetime:
+        """The ``--exclude-newer`` time that resolves this release's dependencies as of its day.
+
+        For ``cuda12`` it also admits the CUDA plugin, whose wheels can land after jaxlib's.
+        """
+        times = [self.uploaded, self.jaxlib_uploaded]
+        if backend == "cuda12":
+            times.append(self.cuda_plugin_uploaded)
+        newest = max(t for t in times if t is not None)
         return (newest + CUTOFF_MARGIN).replace(microsecond=0)
 
     def __str__(self) -> str:
@@ -174,7 +180,7 @@ def load_catalogue(
     *, refresh: bool = False, max_age: timedelta = timedelta(hours=6), fetch: Fetch | None = None
 ) -> Catalogue:
     """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     cached = _read_cache()
     if cached and not refresh and now - _oldest(cached) <= max_age:
         return _build(cached, from_cache=True, stale=False)
@@ -249,12 +255,12 @@ def _oldest(cached: dict[str, tuple[datetime, dict]]) -> datetime:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _parse_time(text: str) -> datetime:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -24,16 +24,17 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .catalogue import BACKENDS, CUTOFF_MARGIN, LAST_CUDA12_FIND_LINKS, Release
+from .catalogue import BACKENDS, LAST_CUDA12_FIND_LINKS, Release
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
 
@@ -84,8 +85,9 @@ def install_plan(release: Release, backend: str) -> InstallPlan:
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if release.jaxlib is None:
-        raise InstallFailed(f"cannot install jax {release.version}: no jaxlib on PyPI pairs with it")
-    jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff()
+        raise InstallFailed(f"cannot install jax {release.version}: "
+                            "no jaxlib on PyPI pairs with it")
+    jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff(backend)
     if backend == "cpu":
         return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
     if jax <= LAST_CUDA12_FIND_LINKS:
@@ -95,8 +97,6 @@ def install_plan(release: Release, backend: str) -> InstallPlan:
             os.environ.get("JAX_SCAN_REPRO_FIND_LINKS") or JAX_CUDA_FIND_LINKS,
             date_exempt=("jaxlib",),
         )
-    if release.cuda_plugin_uploaded is not None:
-        cutoff = max(cutoff, (release.cuda_plugin_uploaded + CUTOFF_MARGIN).replace(microsecond=0))
     if jax >= FIRST_CUDA12_EXTRA:
         return InstallPlan((f"jax[cuda12]=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
     pins = [f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin[with_cuda]=={jaxlib}"]
@@ -130,12 +130,13 @@ def ensure_environment(
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(path.with_name(path.name + ".lock"), say, release, backend):
+    what = f"jax {release.version} ({backend})"
+    with _exclusive(path.with_name(path.name + ".lock"), say, what):
         installed = _complete(path, plan)
         if installed is not None:
             return Environment(release, backend, path, path / "bin" / "python", installed,
                                reused=True, seconds=time.monotonic() - started)
-        say(f"installing jax {release.version} ({backend}) …")
+        say(f"installing {what} …")
         shutil.rmtree(path, ignore_errors=True)
         try:
             installed = _build(path, plan, release, backend)
@@ -157,30 +158,26 @@ def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class _exclusive:
-    """An exclusive ``flock`` on ``lock_path``; says so when it has to wait for another run."""
-
-    def __init__(self, lock_path: Path, say: Progress, release: Release, backend: str):
-        self.lock_path, self.say, self.what = lock_path, say, f"jax {release.version} ({backend})"
-
-    def __enter__(self) -> None:
-        self.handle = open(self.lock_path, "a")
+@contextmanager
+def _exclusive(lock_path: Path, say: Progress, what: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path``; say so when another run holds it first."""
+    with open(lock_path, "a") as handle:  # closing it releases the lock
         try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.say(f"waiting for another run to finish installing {self.what} …")
-            fcntl.flock(self.handle, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc) -> None:
-        self.handle.close()  # closing releases the lock
+            say(f"waiting for another run to finish installing {what} …")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _plan_record(plan: InstallPlan) -> dict:
-    record = asdict(plan)
-    record["requirements"] = list(plan.requirements)
-    record["date_exempt"] = list(plan.date_exempt)
-    record["exclude_newer"] = _iso(plan.exclude_newer) if plan.exclude_newer else None
-    return record
+    """The plan as the marker stores it: an environment built to another plan is rebuilt."""
+    return {
+        "requirements": list(plan.requirements),
+        "exclude_newer": _iso(plan.exclude_newer) if plan.exclude_newer else None,
+        "find_links": plan.find_links,
+        "date_exempt": list(plan.date_exempt),
+    }
 
 
 def _complete(path: Path, plan: InstallPlan) -> dict | None:
@@ -240,7 +237,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str) -> dic
             "python": sys.version.split()[0],
             "plan": _plan_record(plan),
             "installed": installed,
-            "created_at": _iso(datetime.now(timezone.utc)),
+            "created_at": _iso(datetime.now(UTC)),
         })
     except OSError as error:
         if error.errno == errno.ENOSPC:
@@ -293,4 +290,4 @@ def _uv_error(stderr: str) -> str:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

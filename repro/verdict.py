@@ -50,9 +50,9 @@ def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
             "(this release does not measure it)")
     if len({n for n, _ in points}) < 2:
         return unavailable("needs at least two distinct n_outer values")
-    growth = slope([(n, b / unit_bytes) for n, b in points])
+    growth = round(slope([(n, b / unit_bytes) for n, b in points]), 4)
     status = "grows" if growth >= GROWS_AT else "constant"
-    return {"status": status, "growth_per_outer": round(growth, 4), "unit_bytes": unit_bytes,
+    return {"status": status, "growth_per_outer": growth, "unit_bytes": unit_bytes,
             "points": len(points), "reason": None}
 
 

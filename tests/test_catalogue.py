@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -85,8 +85,8 @@ def test_upload_times_count_only_files_used_here(cat):
     assert release.uploaded.tzinfo is not None
     assert release.jaxlib_pythons >= {"cp39", "cp310", "cp311", "cp312"}
     # jax 0.10.0's sdist came six days after its wheel; 0.5.3's free-threaded wheel, six days late.
-    assert cat.get("0.10.0").uploaded < datetime(2026, 4, 17, tzinfo=timezone.utc)
-    assert cat.get("0.5.3").jaxlib_uploaded < datetime(2025, 3, 20, tzinfo=timezone.utc)
+    assert cat.get("0.10.0").uploaded < datetime(2026, 4, 17, tzinfo=UTC)
+    assert cat.get("0.5.3").jaxlib_uploaded < datetime(2025, 3, 20, tzinfo=UTC)
     assert not any(p.endswith("t") for p in cat.get("0.5.3").jaxlib_pythons)
 
 
@@ -95,7 +95,7 @@ def test_cutoff_follows_both_uploads_and_precedes_numpy_2(cat):
     cutoff = release.cutoff()
     assert cutoff > release.uploaded and cutoff > release.jaxlib_uploaded
     assert cutoff - max(release.uploaded, release.jaxlib_uploaded) <= timedelta(days=1)
-    assert cutoff < datetime(2024, 6, 16, tzinfo=timezone.utc)  # numpy 2.0.0
+    assert cutoff < datetime(2024, 6, 16, tzinfo=UTC)  # numpy 2.0.0
     assert cat.get("0.4.37").cutoff() > cat.get("0.4.37").uploaded  # its jaxlib is older
 
 
@@ -103,7 +103,8 @@ def test_yanked_releases(cat):
     assert cat.get("0.4.32").yanked and cat.get("0.4.15").yanked
     assert not cat.get("0.4.31").yanked
     assert cat.unusable_reason(cat.get("0.4.32"), "cpu", PY311) == "yanked"
-    with pytest.raises(UnknownRelease, match=r"0\.4\.32 was yanked; nearest releases: 0\.4\.31, 0\.4\.33"):
+    nearest = r"0\.4\.32 was yanked; nearest releases: 0\.4\.31, 0\.4\.33"
+    with pytest.raises(UnknownRelease, match=nearest):
         cat.get("0.4.32", allow_yanked=False)
 
 
@@ -117,7 +118,8 @@ def test_python_filtering(cat):
     new = cat.get("0.11.0")
     assert cat.unusable_reason(new, "cpu", PY311) == "requires Python >=3.12 (this is 3.11)"
     assert cat.unusable_reason(new, "cpu", (3, 12)) is None
-    assert cat.unusable_reason(cat.get("0.4.31"), "cpu", (3, 9)) == "requires Python >=3.10 (this is 3.9)"
+    old = cat.get("0.4.31")
+    assert cat.unusable_reason(old, "cpu", (3, 9)) == "requires Python >=3.10 (this is 3.9)"
     # Python allowed, but jaxlib 0.7.0 was never built for 3.14.
     reason = cat.unusable_reason(cat.get("0.7.0"), "cpu", (3, 14))
     assert reason.startswith("no jaxlib 0.7.0 wheel for cp314 on linux ")

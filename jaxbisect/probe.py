@@ -1,0 +1,200 @@
+"""Run the harness of ``repro/`` inside one release's environment and keep what it said.
+
+The boundary between the driver and JAX: a subprocess (``python -m repro --json``) and the
+versioned JSON document it prints. Results are stored as they land, keyed by release, backend,
+harness options and the harness's own source, so the nox sessions and the bisect driver share
+them and a rerun measures nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import repro
+from repro import SCHEMA
+
+from .catalogue import Release
+from .environments import Environment, ensure_environment
+from .errors import InstallFailed
+from .files import cache_dir, write_json
+
+DEFAULT_TIMEOUT = 1800.0
+REPRO_SOURCE = Path(repro.__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """The harness parameters, as ``python -m repro`` takes them."""
+
+    n_outer: tuple[int, ...] = (1, 2, 5, 10, 15)
+    n_inner: int = 100
+    n_res: int = 200
+    dtype: str = "float32"
+    variants: tuple[int, ...] = (0, 1, 2)
+    mode: str = "compiled"
+    xla_flags: str = ""
+
+    def argv(self) -> list[str]:
+        args = ["--n-outer", *map(str, self.n_outer), "--n-inner", str(self.n_inner),
+                "--n-res", str(self.n_res), "--dtype", self.dtype,
+                "--variants", *(f"v{v}" for v in self.variants), "--mode", self.mode]
+        if self.xla_flags:
+            args += [f"--xla-flags={self.xla_flags}"]
+        return args
+
+    def runtime_fallback(self) -> "HarnessOptions":
+        """Options for releases whose compiled stats are empty: a real run at a size that fits."""
+        return replace(self, mode="runtime", n_res=min(self.n_res, 32), variants=(0,),
+                       n_outer=tuple(n for n in self.n_outer if n <= 10) or (1, 2))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    release: str
+    backend: str
+    options: HarnessOptions
+    document: dict | None       # what ``python -m repro --json`` printed; None when it failed
+    error: str | None           # one line: why there is no document (install, crash, timeout)
+    seconds: float              # time spent measuring it when it was measured
+    cached: bool = False        # True when this call measured nothing
+    installed: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.document["verdict"]["status"] if self.document else "unavailable"
+
+    @property
+    def reason(self) -> str | None:
+        if self.document is None:
+            return self.error
+        return self.document["verdict"].get("reason")
+
+    def as_json(self) -> dict:
+        d = asdict(self)
+        d["options"]["n_outer"] = list(self.options.n_outer)
+        d["options"]["variants"] = list(self.options.variants)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Measurement":
+        o = dict(d["options"])
+        o["n_outer"], o["variants"] = tuple(o["n_outer"]), tuple(o["variants"])
+        return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
+
+
+def harness_id() -> str:
+    """A digest of the harness's source: changing the harness invalidates stored results."""
+    digest = hashlib.sha256()
+    for path in sorted(REPRO_SOURCE.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def staged_harness() -> Path:
+    """A folder holding only a copy of ``repro/``: put first on a JAX environment's path,
+    it cannot shadow anything of that environment (our ``bisect/`` package least of all)."""
+    stage = cache_dir() / "harness" / harness_id()
+    if not (stage / "repro" / "__init__.py").exists():
+        tmp = stage.with_name(f"{stage.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(REPRO_SOURCE, tmp / "repro",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        try:
+            os.replace(tmp, stage)
+        except OSError:  # another process staged it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return stage
+
+
+def _options_key(options: HarnessOptions) -> str:
+    text = json.dumps(asdict(options), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def result_path(release: Release, backend: str, options: HarnessOptions) -> Path:
+    return (cache_dir() / "results" / backend / f"jax-{release.version}"
+            / f"{harness_id()}-{_options_key(options)}.json")
+
+
+def cached_measurement(release: Release, backend: str, options: HarnessOptions):
+    path = result_path(release, backend, options)
+    try:
+        return Measurement.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
+    """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
+    stage = staged_harness()
+    child_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    child_env["PYTHONPATH"] = str(stage)
+    command = [str(env.python), "-m", "repro", "--json", "--quiet", *options.argv()]
+    try:
+        done = subprocess.run(command, cwd=stage, env=child_env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise HarnessFailed(f"the harness timed out after {timeout:.0f} s") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        if done.returncode < 0:
+            lines.append(f"killed by signal {-done.returncode}")
+        raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
+    try:
+        document = json.loads(done.stdout)
+    except ValueError:
+        raise HarnessFailed("the harness printed no JSON document") from None
+    if document.get("schema") != SCHEMA:
+        raise HarnessFailed(f"the harness spoke schema {document.get('schema')}, not {SCHEMA}")
+    return document
+
+
+class HarnessFailed(Exception):
+    """The harness ran but gave no usable document (a crash, a timeout, a foreign schema)."""
+
+
+def measure_release(release: Release, backend: str, options: HarnessOptions, *,
+                    progress: Callable[[str], None] | None = None,
+                    timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True) -> Measurement:
+    """The harness's answer for one release, from the store or measured now and stored.
+
+    Failures that are the release's (no wheels, a crash, a timeout) come back as a
+    Measurement with ``error`` set and are stored too, so that a rerun skips them at once.
+    """
+    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+    if use_cache:
+        stored = cached_measurement(release, backend, options)
+        if stored is not None:
+            return stored
+    started = time.perf_counter()
+    installed: dict = {}
+    try:
+        env = ensure_environment(release, backend, progress=say)
+        installed = dict(env.installed)
+        say(f"jax {release.version} ({backend}): measuring, {options.mode} mode, "
+            f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
+        document, error = run_harness(env, options, timeout), None
+        keep = True
+    except InstallFailed as exc:  # may be transient (network, disk): never stored
+        document, error, keep = None, str(exc), False
+    except HarnessFailed as exc:
+        document, error, keep = None, str(exc), "timed out" not in str(exc)
+    measurement = Measurement(release=str(release.version), backend=backend, options=options,
+                              document=document, error=error,
+                              seconds=round(time.perf_counter() - started, 2),
+                              installed=installed)
+    if keep:
+        write_json(result_path(release, backend, options), measurement.as_json())
+    say(f"jax {release.version} ({backend}): {measurement.verdict}"
+        + (f" ({measurement.reason})" if measurement.reason else "")
+        + f" in {measurement.seconds:.1f} s")
+    return measurement

@@ -1,0 +1,57 @@
+"""Shared fixtures: real JAX releases in real uv environments (seconds each with uv)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def jax_python():
+    """``jax_python("0.5.0")`` -> the interpreter of that release's period-correct CPU env.
+
+    Environments go to the toolkit's normal cache (reused between test runs and by the
+    nox sessions), so only the first run on a machine installs anything.
+    """
+    from jaxbisect.catalogue import load_catalogue
+    from jaxbisect.environments import ensure_environment
+
+    catalogue = load_catalogue()
+    made = {}
+
+    def get(version: str) -> Path:
+        if version not in made:
+            made[version] = ensure_environment(catalogue.get(version), "cpu").python
+        return made[version]
+
+    return get
+
+
+def run_repro(python: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m repro ARGS`` from the repo root, as a maintainer would run it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
+    return subprocess.run([str(python), "-m", "repro", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def repro_json(python: Path, *args: str) -> dict:
+    done = run_repro(python, "--json", "--quiet", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+SYSTEM_PYTHON = Path(sys.executable)
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``)."""
+    for item in items:
+        if "jax_python" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.jax)
