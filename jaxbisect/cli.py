@@ -1,0 +1,119 @@
+"""``python -m bisect --from A --to B``: the first jax release whose behaviour differs from A's.
+
+Also installed as ``jax-bisect`` and run by ``nox -s bisect -- …``: entry points that the
+standard library's ``bisect`` module can never shadow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .catalogue import load_catalogue
+from .driver import Request, bisect_releases
+from .environments import resolve_backend
+from .errors import UserError
+from .probe import DEFAULT_TIMEOUT, HarnessOptions
+
+PROG = "python -m bisect"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0],
+                      epilog="After `--`, a command to bisect with instead of the built-in "
+                             "check, run inside each release's environment with git bisect "
+                             "run's exit codes: 0 old behaviour, 1-127 new (125: skip).")
+    p.add_argument("--from", dest="start", required=True, metavar="RELEASE",
+                   help="a jax release with the old behaviour, e.g. 0.4.20")
+    p.add_argument("--to", dest="end", required=True, metavar="RELEASE",
+                   help="a later jax release, e.g. 0.5.0")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
+                   help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
+    p.add_argument("--n-outer", type=_positive, nargs="+", default=[1, 2, 5, 10, 15],
+                   metavar="N")
+    p.add_argument("--n-inner", type=_positive, default=100)
+    p.add_argument("--n-res", type=_positive, default=200)
+    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
+                   default="float32")
+    p.add_argument("--xla-flags", default="", metavar="FLAGS",
+                   help="XLA_FLAGS for every probe; the report says which were in force")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="per probe; a release that takes longer is skipped")
+    p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
+                   help="where the markdown report and its JSON go (default: reports/)")
+    p.add_argument("--no-evidence", action="store_true",
+                   help="skip the JAX-or-XLA attribution and the buffer evidence")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
+    command: tuple[str, ...] = ()
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], tuple(argv[cut + 1:])
+        if not command:
+            parser().error("nothing after `--`: give a command to bisect with")
+    return parser().parse_args(argv), command
+
+
+def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
+    from .report import write_report  # tabulate and friends only once input is valid
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    options = HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
+                             n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags)
+    if len(options.n_outer) < 2 and not command:
+        raise UserError("--n-outer needs at least two values to tell growth from constant")
+    request = Request(start=args.start, end=args.end, backend=resolve_backend(args.backend),
+                      options=options, command=command, timeout=args.timeout)
+    catalogue = load_catalogue()
+    bisection = bisect_releases(catalogue, request, say)
+    evidence_md, extra = "", {}
+    if bisection.result.status == "found" and not command and not args.no_evidence:
+        from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
+
+        evidence_md, extra = gather(bisection, say)
+    path, doc = write_report(bisection, args.reports, evidence_md, extra)
+    from .report import answer_line
+
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(answer_line(bisection).replace("**", ""))
+        print(f"probes: {len(bisection.probes)} ({sum(p.cached for p in bisection.probes)} "
+              f"stored)")
+    say(f"report: {path}")
+    return 0 if bisection.result.status == "found" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, command = parse(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return run(args, command)
+    except UserError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; every probe finished so far is stored, rerun to resume",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,5 @@
+"""Placeholder until the evidence module lands: no attribution yet."""
+
+
+def gather(bisection, say):
+    return "", {}

@@ -1,0 +1,200 @@
+"""The bisection's answer as a markdown report for a GitHub issue, and as one JSON document."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tabulate import tabulate
+
+from .driver import Bisection, Probe
+from .files import write_atomic, write_json
+from .tables import results_table
+
+SCHEMA = 1
+JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
+
+
+def _who(probe: Probe | None) -> dict | None:
+    return None if probe is None else {"jax": str(probe.release.version), "jaxlib": probe.jaxlib}
+
+
+def answer_line(b: Bisection) -> str:
+    r, req = b.result, b.request
+    ends = f"jax {req.start} … {req.end} ({req.backend})"
+    if r.status == "unmeasurable":
+        bad = [p for p in (b.probe_of(0), b.probe_of(len(b.candidates) - 1))
+               if p.outcome.value == "skip"]
+        why = "; ".join(f"jax {p.release.version}: {p.reason}" for p in bad)
+        return f"**No answer for {ends}: an end of the range could not be measured** ({why})."
+    if r.status == "alike":
+        first = b.probe_of(0)
+        what = (f"v0 {first.verdict} in n_outer" if not req.command
+                else f"the command exits {first.exit_status}")
+        return (f"**No change in {ends}: both ends behave alike** ({what} at jax {req.start} "
+                f"and at jax {req.end}).")
+    old, new = b.last_old, b.first_new
+    if req.command:
+        behaviour = (f"`{shlex.join(req.command)}` exits {old.exit_status} at jax "
+                     f"{old.release.version} and {new.exit_status} at jax {new.release.version}")
+        kind = "The behaviour changed"
+    else:
+        behaviour = (f"v0's memory is {old.verdict} in n_outer up to jax {old.release.version} "
+                     f"and {new.verdict} from jax {new.release.version} on")
+        kind = "Regression" if b.direction == "regression" else "Fix"
+    where = (f"between jax {old.release.version} (jaxlib {old.jaxlib}), the last release with "
+             f"the old behaviour, and jax {new.release.version} (jaxlib {new.jaxlib}), the first "
+             f"with the new")
+    if not r.exact:
+        between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
+        where += (f"; jax {', '.join(between)} in between could not be measured, so the "
+                  f"change is in one of them or in jax {new.release.version}")
+    return f"**{kind} ({req.backend}) {where}:** {behaviour}."
+
+
+def reproduce_command(b: Bisection) -> str:
+    req, o = b.request, b.request.options
+    argv = ["python", "-m", "bisect", "--from", req.start, "--to", req.end,
+            "--backend", req.backend]
+    defaults = type(o)()
+    if o.n_outer != defaults.n_outer:
+        argv += ["--n-outer", *map(str, o.n_outer)]
+    for name in ("n_inner", "n_res", "dtype"):
+        if getattr(o, name) != getattr(defaults, name):
+            argv += [f"--{name.replace('_', '-')}", str(getattr(o, name))]
+    if o.xla_flags:
+        argv += ["--xla-flags", o.xla_flags]
+    if req.command:
+        argv += ["--", *req.command]
+    return shlex.join(argv)
+
+
+def machine_environment(b: Bisection) -> str:
+    """What a maintainer asks about the probing machine, plus jax's own description."""
+    lines = [f"date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+             f"platform: {platform.platform()}", f"python: {platform.python_version()}"]
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((l.split(":", 1)[1].strip() for l in handle if l.startswith("model name")),
+                         None)
+        lines.append(f"cpu: {model} × {os.cpu_count()}")
+        with open("/proc/meminfo") as handle:
+            lines.append(f"memory: {int(handle.readline().split()[1]) / 1024**2:.1f} GiB")
+    except OSError:
+        pass
+    for what, argv in [("uv", ["uv", "--version"]), ("toolkit commit", ["git", "rev-parse",
+                                                                         "--short", "HEAD"])]:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10,
+                                 cwd=Path(__file__).resolve().parent)
+            if out.returncode == 0:
+                lines.append(f"{what}: {out.stdout.strip()}")
+        except OSError:
+            pass
+    newest = next((p for p in reversed(b.probes) if p.measurement and p.measurement.document),
+                  None)
+    if newest:
+        doc = newest.measurement.document
+        lines += ["", f"jax.print_environment_info() under jax {doc['jax']}:",
+                  str(doc.get("environment") or "").strip(),
+                  f"XLA_FLAGS: {doc.get('xla_flags') or '(none)'}"]
+    return "\n".join(lines)
+
+
+def probe_table(b: Bisection) -> str:
+    ordered = sorted(b.probes, key=lambda p: p.release.version)
+    order = {id(p): i + 1 for i, p in enumerate(b.probes)}
+    if b.request.command:
+        rows = [[str(p.release.version), p.jaxlib, b.request.backend, p.exit_status, p.verdict,
+                 p.reason or "", order[id(p)], "yes" if p.cached else ""] for p in ordered]
+        return tabulate(rows, headers=["jax", "jaxlib", "backend", "exit status", "behaviour",
+                                       "note", "probe #", "stored"], tablefmt="github")
+    measured = [p for p in ordered if p.measurement]
+    table = results_table([p.measurement for p in measured], extra={
+        "probe #": [str(order[id(p)]) for p in measured],
+        "note": [("compiled stats empty; real run" if p.unavailable_compiled else "")
+                 for p in measured]})
+    return table
+
+
+def render(b: Bisection, evidence_markdown: str = "") -> str:
+    req, r = b.request, b.result
+    o = req.options
+    parts = [f"# jax.lax.scan memory: bisection of jax {req.start} … {req.end} ({req.backend})",
+             "", answer_line(b), ""]
+    if r.status == "found":
+        old, new = b.last_old, b.first_new
+        parts += [f"Compare: {JAX_COMPARE.format(old=old.release.version, new=new.release.version)}",
+                  ""]
+    what = ("v0 (the report's scan stacking outputs, `x_out[-1]` used) measured as output + temp "
+            "of `compiled.memory_analysis()` in MB; \"runtime\" rows are a real run's peak RSS "
+            "above baseline where a release's compiled statistics are empty"
+            if not req.command else f"the command `{shlex.join(req.command)}`")
+    parts += [f"## Releases probed ({len(b.probes)} of {len(b.candidates)} candidates)", "",
+              f"Each row: {what}. n_inner {o.n_inner}, n_res {o.n_res}, {o.dtype}"
+              + (f", XLA_FLAGS `{o.xla_flags}`" if o.xla_flags else "") + ".", "",
+              probe_table(b), ""]
+    skipped = [p for p in b.probes if p.outcome.value == "skip"]
+    if skipped or b.unusable:
+        parts += ["Skipped or left out:", ""]
+        parts += [f"- jax {p.release.version}: {p.reason}" for p in skipped]
+        parts += [f"- jax {rel.version}: not installable here ({why})" for rel, why in b.unusable]
+        parts.append("")
+    parts += ["## Reproduce", "", "From a clone of the toolkit, in its project environment "
+              "(see its README):", "", "```sh", reproduce_command(b), "```", ""]
+    if evidence_markdown:
+        parts += [evidence_markdown.rstrip(), ""]
+    parts += ["<details><summary>Environment of the probing machine</summary>", "", "```text",
+              machine_environment(b), "```", "", "</details>", ""]
+    return "\n".join(parts)
+
+
+def document(b: Bisection, report_path: Path | None, extra: dict | None = None) -> dict:
+    req, r = b.request, b.result
+    first, last = b.probe_of(0), b.probe_of(len(b.candidates) - 1)
+    skipped = [{"jax": str(p.release.version), "reason": p.reason}
+               for p in b.probes if p.outcome.value == "skip"]
+    skipped += [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
+                for rel, why in b.unusable]
+    doc = {
+        "schema": SCHEMA, "from": req.start, "to": req.end, "backend": req.backend,
+        "status": r.status, "direction": b.direction, "exact": r.exact,
+        "verdict_from": first.verdict, "verdict_to": last.verdict,
+        "last_old": _who(b.last_old), "first_new": _who(b.first_new),
+        "probes": [{"jax": str(p.release.version), "jaxlib": p.jaxlib, "verdict": p.verdict,
+                    "mode": p.mode, "cached": p.cached, "seconds": p.seconds,
+                    "reason": p.reason, "exit_status": p.exit_status,
+                    "measurement": p.measurement.document if p.measurement else None}
+                   for p in b.probes],
+        "skipped": skipped,
+        "params": {**{k: v for k, v in vars(req.options).items()},
+                   "n_outer": list(req.options.n_outer),
+                   "variants": list(req.options.variants)},
+        "command": list(req.command) or None,
+        "reproduce": reproduce_command(b),
+        "report": str(report_path) if report_path else None,
+    }
+    if r.status == "found":
+        doc["compare"] = JAX_COMPARE.format(old=b.last_old.release.version,
+                                            new=b.first_new.release.version)
+    doc.update(extra or {})
+    return doc
+
+
+def report_stem(b: Bisection) -> str:
+    req = b.request
+    tag = "-command" if req.command else ""
+    return f"bisect-{req.start}-{req.end}-{req.backend}{tag}"
+
+
+def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",
+                 extra: dict | None = None) -> tuple[Path, dict]:
+    md_path = folder / f"{report_stem(b)}.md"
+    doc = document(b, md_path, extra)
+    write_atomic(md_path, render(b, evidence_markdown))
+    write_json(md_path.with_suffix(".json"), doc)
+    return md_path, doc
