@@ -28,8 +28,8 @@ def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]
                        for n in m.document["params"]["n_outer"]})
     top = n_outers[-1] if n_outers else None
     headers = ["jax", "jaxlib", "backend", "device", "mode"]
-    headers += [f"v0 @{n} (MB)" for n in n_outers]
-    headers += [f"v1 @{top} (MB)", f"v2 @{top} (MB)", "verdict"]
+    headers += [f"v0 n_outer={n} (MB)" for n in n_outers]
+    headers += [f"v1 n_outer={top} (MB)", f"v2 n_outer={top} (MB)", "verdict"]
     rows = []
     for m in measurements:
         d = m.document

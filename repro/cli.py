@@ -21,6 +21,10 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 RUNTIME_HEADROOM = 0.8  # refuse runtime cases expected to need more than this share of free memory
 
 
+class Refused(Exception):
+    """A request this machine cannot serve (e.g. a runtime case bigger than its memory)."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -170,7 +174,7 @@ def measure(args: argparse.Namespace, log) -> dict:
     if args.mode == "runtime":
         refusal = check_runtime_fits(params, itemsize)
         if refusal:
-            raise SystemExit(f"python -m repro: error: {refusal}")
+            raise Refused(refusal)
     run_case = compiled_case if args.mode == "compiled" else runtime_case
     for variant in params.variants:
         for n_outer in params.n_outer:
@@ -239,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         document = measure(args, log)
     except ImportError as exc:
         print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
+        return 2
+    except Refused as exc:
+        print(f"python -m repro: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(document, indent=2))

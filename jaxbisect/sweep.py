@@ -1,0 +1,402 @@
+"""``python -m jaxbisect.sweep``: run the repro harness in JAX releases and write ``reports/``.
+
+One release, a list, or a range. Each release gets its own environment (made by
+``environments.ensure_environment`` and shared with the bisect driver) and is measured by
+``probe.measure_release``, which stores what it finds, so a rerun measures nothing twice. Each
+result is written whole to ``REPORTS/jax-<release>-<backend>.json`` (the Measurement's JSON) as
+soon as it lands, and ``REPORTS/README.md`` is rebuilt from every JSON in that folder.
+
+A release that cannot be installed, a harness that fails, Ctrl-C: each gets one line, and a
+result already written is never replaced by a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from repro.cli import DTYPES, _n_outer_list, _positive, _variant
+
+from .catalogue import Catalogue, Release, load_catalogue
+from .environments import ensure_environment, resolve_backend
+from .errors import InstallFailed, UnknownRelease, UserError
+from .files import write_atomic, write_json
+from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
+from .tables import results_table
+
+DEFAULT_REPORTS = Path("reports") / "repro"
+SUMMARY = "README.md"
+PROG = "python -m jaxbisect.sweep"
+UPDATED = "- Updated: "  # the one summary line that changes on every run
+
+
+@dataclass(frozen=True)
+class Target:
+    """A release to measure, or to list as skipped with the reason it cannot be installed."""
+
+    release: Release
+    skip: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What sweeping one release produced."""
+
+    release: str
+    measurement: Measurement | None  # None when nothing could be measured (install failed)
+    problem: str | None  # one line, for the end-of-run summary; None when all went well
+    written: Path | None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
+    which = p.add_argument_group("releases (one of)")
+    which.add_argument("--release", "--releases", dest="releases", action="extend", nargs="+",
+                       default=[], metavar="VERSION", help="one or more jax releases, e.g. 0.5.0")
+    which.add_argument("--from", dest="first", metavar="VERSION",
+                       help="first release of a range (default: the oldest installable here)")
+    which.add_argument("--to", dest="last", metavar="VERSION",
+                       help="last release of a range (default: the newest installable here)")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
+                   help="auto (default): cuda12 where an NVIDIA GPU is visible, else cpu")
+    p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, metavar="DIR",
+                   help=f"where the JSON results and {SUMMARY} go (default: {DEFAULT_REPORTS})")
+    p.add_argument("--remeasure", action="store_true",
+                   help="run the harness again even where a stored result exists")
+    p.add_argument("--allow-yanked", action="store_true", help="measure a yanked release named")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
+    p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    h = p.add_argument_group("harness options (as python -m repro takes them)")
+    h.add_argument("--n-outer", type=_n_outer_list, nargs="+", default=None, metavar="N")
+    h.add_argument("--n-inner", type=_positive, default=HarnessOptions.n_inner)
+    h.add_argument("--n-res", type=_positive, default=HarnessOptions.n_res)
+    h.add_argument("--dtype", choices=DTYPES, default=HarnessOptions.dtype)
+    h.add_argument("--variants", type=_variant, nargs="+", default=None, metavar="V")
+    h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
+    h.add_argument("--xla-flags", default="", metavar="FLAGS")
+    args = p.parse_args(argv)
+    if not args.releases and args.first is None and args.last is None:
+        p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
+    if args.releases and (args.first or args.last):
+        p.error("use either --release or --from/--to, not both")
+    if args.timeout <= 0:
+        p.error("--timeout must be positive")
+    variants = sorted(set(args.variants)) if args.variants else list(HarnessOptions.variants)
+    if 0 not in variants:
+        p.error("--variants must include v0 (the verdict is about v0)")
+    args.options = HarnessOptions(
+        n_outer=tuple(sorted({n for group in args.n_outer for n in group}))
+        if args.n_outer else HarnessOptions.n_outer,
+        n_inner=args.n_inner, n_res=args.n_res, dtype=args.dtype, variants=tuple(variants),
+        mode=args.mode, xla_flags=args.xla_flags.strip())
+    return args
+
+
+# -- which releases -------------------------------------------------------------------------
+
+
+def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Target]:
+    """The releases asked for, checked before anything is installed.
+
+    A release named on its own that cannot be installed here is an error (exit 2, one line);
+    inside a range it is listed as skipped, with the reason.
+    """
+    if args.releases:
+        targets, seen = [], set()
+        for text in args.releases:
+            try:
+                release = catalogue.get(text, allow_yanked=args.allow_yanked)
+            except UnknownRelease as exc:
+                hint = " (--allow-yanked measures it anyway)" if "yanked" in str(exc) else ""
+                raise UnknownRelease(f"{exc}{hint}") from None
+            if release.version in seen:
+                continue
+            seen.add(release.version)
+            why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
+            if why:
+                raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
+                                f"{why}")
+            targets.append(Target(release))
+        return targets
+    installable = [r for r in catalogue.releases
+                   if catalogue.unusable_reason(r, backend) is None]
+    if not installable:
+        raise UserError(f"no jax release can be installed here for {backend}")
+    first = args.first or str(installable[0].version)
+    last = args.last or str(installable[-1].version)
+    usable, unusable = catalogue.between(first, last, backend)
+    targets = [Target(r) for r in usable] + [Target(r, why) for r, why in unusable]
+    return sorted(targets, key=lambda t: t.release.version)
+
+
+# -- one release ----------------------------------------------------------------------------
+
+
+def result_file(reports: Path, release: str, backend: str) -> Path:
+    return reports / f"jax-{release}-{backend}.json"
+
+
+def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
+              remeasure: bool, timeout: float, say: Callable[[str], None]) -> Outcome:
+    release = target.release
+    name = f"jax {release.version} ({backend})"
+
+    def progress(message: str) -> None:  # ensure_environment's and measure_release's lines
+        message = message.replace(f"{name}: ", "").replace(f" {name}", "")
+        say(f"{name}: {message}")
+
+    if target.skip:
+        say(f"{name}: skipped, {target.skip}")
+        skipped = Measurement(release=str(release.version), backend=backend, options=options,
+                              document=None, error=f"not installable here: {target.skip}",
+                              seconds=0.0)
+        return Outcome(str(release.version), skipped, None,
+                       _write_result(reports, skipped, say))
+    started = time.perf_counter()
+    stored = None if remeasure else cached_measurement(release, backend, options)
+    if stored is not None:
+        say(f"{name}: stored result from an earlier run (measured in {stored.seconds:.1f} s; "
+            f"--remeasure runs it again)")
+        measurement = stored
+    else:
+        try:
+            env = ensure_environment(release, backend, progress=progress)
+        except InstallFailed as exc:
+            say(f"{name}: {exc}")
+            return Outcome(str(release.version), None, str(exc), None)
+        if env.reused:
+            say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
+        measurement = measure_release(release, backend, options, progress=progress,
+                                      timeout=timeout, use_cache=False)
+    written = _write_result(reports, measurement, say)
+    problem = None
+    if measurement.document is None:
+        problem = f"{name}: {measurement.error}"
+    else:
+        ran_on = measurement.document.get("backend")
+        if backend == "cuda12" and ran_on != "gpu":
+            say(f"{name}: warning: a CUDA environment, but JAX ran on {ran_on!r} "
+                f"(is the GPU usable? see the JSON's environment)")
+    if stored is None:
+        say(f"{name}: done in {time.perf_counter() - started:.1f} s "
+            f"(harness {measurement.seconds:.1f} s)")
+    return Outcome(str(release.version), measurement, problem, written)
+
+
+def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
+    """Write the result whole; a failure never replaces a result that has a document."""
+    path = result_file(reports, measurement.release, measurement.backend)
+    if measurement.document is None:
+        previous = _read_measurement(path)
+        if previous is not None and previous.document is not None:
+            say(f"jax {measurement.release} ({measurement.backend}): kept the earlier result "
+                f"in {path}")
+            return None
+    # ``cached`` says whether this call measured anything: not part of the result itself.
+    write_json(path, replace(measurement, cached=False).as_json())
+    return path
+
+
+def _read_measurement(path: Path) -> Measurement | None:
+    try:
+        return Measurement.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# -- the summary ----------------------------------------------------------------------------
+
+
+def load_results(folder: Path) -> tuple[list[Measurement], list[str]]:
+    """Every result JSON directly in ``folder``, by backend then release; and unreadable ones."""
+    found, unreadable = [], []
+    for path in sorted(folder.glob("*.json")):
+        m = _read_measurement(path)
+        if m is None:
+            unreadable.append(path.name)
+        else:
+            found.append(m)
+    return sorted(found, key=lambda m: (m.backend, _version_key(m.release))), unreadable
+
+
+def _version_key(text: str):
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+
+def harness_command(options: HarnessOptions) -> str:
+    return shlex.join(["python", "-m", "repro", "--json", *options.argv()])
+
+
+def machine_description() -> str:
+    """This machine in a few lines: OS, CPU, cores, memory, Python, GPUs."""
+    lines = [f"platform: {platform.platform()}", f"machine: {platform.machine()}"]
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle
+                          if line.startswith("model name")), None)
+        if model:
+            lines.append(f"cpu: {model}")
+    except OSError:
+        pass
+    lines.append(f"cores: {os.cpu_count()}")
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        lines.append(f"memory: {pages * size / 1024**3:.1f} GiB")
+    except (ValueError, OSError):
+        pass
+    lines.append(f"python (driver): {sys.version.split()[0]}")
+    return "\n".join(lines)
+
+
+def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,
+                 now: datetime) -> str:
+    by_options: dict[HarnessOptions, list[str]] = {}
+    for m in measurements:
+        by_options.setdefault(m.options, []).append(f"{m.release} ({m.backend})")
+    lines = [
+        "# jax.lax.scan memory growth, one row per JAX release",
+        "",
+        "Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit by "
+        "hand, rerun the command instead.",
+        "",
+        f"- Command: `{command}`",
+        f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC",
+    ]
+    for options, releases in by_options.items():
+        which = "" if len(by_options) == 1 else f" (for {', '.join(releases)})"
+        lines.append(f"- Harness{which}: `{harness_command(options)}`")
+    lines += [
+        "- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
+        "compiled mode (the report's figure), the real peak in runtime mode.",
+        "- Verdict: v0 *grows* when it gains at least 0.5 stacked buffers (n_inner × n_res³ "
+        "values) per extra outer iteration (the report's bug: +1.00), *constant* when it "
+        "does not; *unavailable* when the release reports no sizes (0 bytes: not measured, "
+        "never constant).",
+        "",
+        results_table(measurements) if measurements else "_No results yet._",
+        "",
+    ]
+    if unreadable:
+        lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
+    lines += ["<details><summary>Machine</summary>", "", "```text", machine_description(),
+              "```", "", "</details>", ""]
+    infos = [(m, m.document.get("environment")) for m in measurements if m.document]
+    if infos:
+        lines += ["<details><summary><code>jax.print_environment_info()</code> of each release"
+                  "</summary>", ""]
+        for m, info in infos:
+            lines += [f"jax {m.release} ({m.backend}):", "", "```text",
+                      str(info or "").rstrip(), "```", ""]
+        lines += ["</details>", ""]
+    return "\n".join(lines)
+
+
+def write_summary(reports: Path, command: str) -> Path:
+    """Rebuild ``REPORTS/README.md``; left untouched when only its date would change."""
+    measurements, unreadable = load_results(reports)
+    path = reports / SUMMARY
+    text = summary_text(measurements, unreadable, command, datetime.now(UTC))
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError:
+        old = None
+    if old is None or _undated(old) != _undated(text):
+        write_atomic(path, text)
+    return path
+
+
+def _undated(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith(UPDATED)]
+
+
+# -- main -----------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    backend = resolve_backend(args.backend)
+    catalogue = load_catalogue()
+    targets = select(catalogue, args, backend)
+    command = args.command or shlex.join([*PROG.split(), *args.argv])
+    reports: Path = args.reports
+    skipped = sum(1 for t in targets if t.skip)
+    say(f"{len(targets) - skipped} release(s) to measure on {backend}"
+        + (f", {skipped} not installable here" if skipped else "")
+        + f"; results in {reports}/")
+    outcomes: list[Outcome] = []
+    current = None
+    try:
+        for i, target in enumerate(targets, 1):
+            current = target
+            step = say if len(targets) == 1 else (lambda m, i=i: say(f"[{i}/{len(targets)}] {m}"))
+            outcome = sweep_one(target, backend, args.options, reports,
+                                remeasure=args.remeasure, timeout=args.timeout, say=step)
+            outcomes.append(outcome)
+            if outcome.written:
+                write_summary(reports, command)
+    except KeyboardInterrupt:
+        where = f" during jax {current.release.version}" if current else ""
+        print(f"{PROG}: interrupted{where}; {len(outcomes)} release(s) done and kept in "
+              f"{reports}/ (an environment interrupted while installing is removed)",
+              file=sys.stderr, flush=True)
+        return 130
+    except OSError as exc:  # a full or read-only disk under reports/ or the cache
+        where = f"jax {current.release.version}: " if current else ""
+        print(f"{PROG}: error: {where}cannot write ({exc.strerror or exc}"
+              f"{': ' + str(exc.filename) if exc.filename else ''}); {len(outcomes)} "
+              f"release(s) done are kept in {reports}/", file=sys.stderr, flush=True)
+        return 2
+    summary = write_summary(reports, command)
+    measured = [o.measurement for o in outcomes if o.measurement is not None]
+    if measured and not args.quiet:
+        print(results_table(measured))
+    say(f"summary: {summary}")
+    problems = [o.problem for o in outcomes if o.problem]
+    if problems:
+        for problem in problems:
+            print(f"{PROG}: error: {problem}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    args.argv = argv
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    try:
+        return run(args, say)
+    except UserError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
