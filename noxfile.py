@@ -1,14 +1,110 @@
-"""Sessions: ``nox -s repro`` (the main job), ``nox -s tests``, ``nox -s lint``.
+"""`nox` runs the main job, `nox -s repro`: the default JAX releases measured into reports/repro/.
 
-uv is nox's backend here; JAX releases themselves live in environments made by
-``jaxbisect.environments`` (one per release and backend, shared with the bisect driver).
+Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
+Results of many machines: `nox -s merge -- artifacts/`. Also `bench`, `tests`, `lint`.
 """
+
+# uv is nox's backend here; JAX releases themselves live in environments made by
+# jaxbisect.environments (one per release and backend, shared with the bisect driver), so a
+# session's own virtualenv only holds this project (packaging, tabulate, uv). This file imports
+# nothing but nox and the standard library: `nox -l` must work wherever nox does.
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
 nox.options.sessions = ["repro"]
+
+# The default set, chosen by measuring on CPU (see reports/repro/README.md):
+#   0.4.20  the oldest release jax-facts covers; CPU (and GPU) memory_analysis() gives zeros
+#   0.4.29  the first jaxlib that reports sizes on CPU; v0 constant
+#   0.5.0   the report's release; v0 constant on CPU (the report saw it grow on GPU)
+#   0.5.1   the first release where v0 grows on CPU (0.5.0 -> 0.5.1 is the CPU change)
+#   0.10.2  the newest release installable for Python 3.11; grows, the report's figures
+# Five harness runs at the report's sizes: about 1.5 minutes warm on two cores.
+DEFAULT_RELEASES = ["0.4.20", "0.4.29", "0.5.0", "0.5.1", "0.10.2"]
+
+SWEEP = ("python", "-m", "jaxbisect.sweep")
+RELEASE_FLAGS = {"--release", "--releases", "--from", "--to"}
+INSTALLED_STAMP = ".jaxbisect-installed"
+
+
+def _install_project(session: nox.Session, *extra: str) -> None:
+    """Install this project (editable) once per nox virtualenv, not on every run.
+
+    Reinstalls when pyproject.toml (or ``extra``) changes. Editable, so edits to the code need
+    no reinstall; skipping uv here keeps a warm run's overhead down and works offline.
+    """
+    stamp = Path(session.virtualenv.location) / INSTALLED_STAMP
+    key = hashlib.sha256(Path("pyproject.toml").read_bytes() + repr(extra).encode()).hexdigest()
+    try:
+        if stamp.read_text() == key:
+            return
+    except OSError:
+        pass
+    session.install("-e", ".", *extra)
+    stamp.write_text(key)
+
+
+def _invocation(session: nox.Session, name: str) -> str:
+    """The command line a user would type to rerun this, for the report's header."""
+    command = ["nox", "-s", name]
+    if session.posargs:
+        command += ["--", *session.posargs]
+    return shlex.join(command)
+
+
+@nox.session
+@nox.parametrize("release", DEFAULT_RELEASES)
+def repro(session: nox.Session, release: str) -> None:
+    """Measure one release of the default set; writes reports/repro/ (JSON + README table).
+
+    Arguments after ``--`` go to ``python -m jaxbisect.sweep``: ``--backend cpu``, harness
+    options (``--n-outer 1 2 5``, ``--n-res 64``, ``--mode runtime`` …), ``--remeasure``.
+    """
+    if RELEASE_FLAGS.intersection(session.posargs):
+        session.error("nox -s repro measures its default set; for other releases use "
+                      "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
+    _install_project(session)
+    session.run(*SWEEP, "--release", release, "--command", _invocation(session, "repro"),
+                *session.posargs)
+
+
+@nox.session
+def repro_range(session: nox.Session) -> None:
+    """Measure any releases: ``-- --release 0.4.25 0.6.0`` or ``-- --from 0.4.30 --to 0.5.0``."""
+    if not RELEASE_FLAGS.intersection(session.posargs):
+        session.error("name the releases: nox -s repro_range -- --release 0.5.0 [0.6.0 …] "
+                      "or -- --from 0.4.30 --to 0.5.0")
+    _install_project(session)
+    session.run(*SWEEP, "--command", _invocation(session, "repro_range"), *session.posargs)
+
+
+@nox.session
+def merge(session: nox.Session) -> None:
+    """Merge result JSONs from many machines into reports/merged.md.
+
+    ``nox -s merge -- artifacts/`` (a folder of downloaded CI artifacts, searched
+    recursively); with no arguments it merges reports/repro/.
+    """
+    _install_project(session)
+    session.run("python", "-m", "jaxbisect.merge", *(session.posargs or ["reports/repro"]))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Environments cold/warm with uv vs pip, and a whole ``nox -s repro`` cold vs warm.
+
+    Writes reports/bench.md. ``-- --only env`` or ``-- --only repro`` runs one part.
+    """
+    _install_project(session, "nox")
+    session.run("python", "-m", "jaxbisect.bench", *session.posargs)
 
 
 @nox.session

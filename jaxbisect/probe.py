@@ -28,6 +28,8 @@ from .errors import InstallFailed
 from .files import cache_dir, write_json
 
 DEFAULT_TIMEOUT = 1800.0
+ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+RUNTIME_STACKED_BYTES = 12 * 1024**2
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
 
 
@@ -52,8 +54,14 @@ class HarnessOptions:
         return args
 
     def runtime_fallback(self) -> "HarnessOptions":
-        """Options for releases whose compiled stats are empty: a real run at a size that fits."""
-        return replace(self, mode="runtime", n_res=min(self.n_res, 32), variants=(0,),
+        """Options for releases whose compiled stats are empty: a real run, sized so that one
+        stacked buffer is big enough to stand out of the process's RSS (≥ 12 MiB) while
+        every case still fits this machine easily (n_outer ≤ 10: under ~150 MiB)."""
+        itemsize = ITEMSIZE[self.dtype]
+        n_res = 1
+        while self.n_inner * n_res**3 * itemsize < RUNTIME_STACKED_BYTES:
+            n_res += 1
+        return replace(self, mode="runtime", n_res=n_res, variants=(0,),
                        n_outer=tuple(n for n in self.n_outer if n <= 10) or (1, 2))
 
 

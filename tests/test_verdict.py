@@ -77,3 +77,13 @@ def test_report_figures_grow_by_one_buffer():
     result = verdict(points, stacked_buffer_bytes(100, 200, 4))
     assert result["status"] == "grows"
     assert result["growth_per_outer"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_one_outer_iteration_is_left_out_of_the_fit():
+    """A constant plan holds one stacked buffer at n_outer 1 and two from 2 on (jax 0.5.0 on
+    the CPU): with n_outer 1 and 3 only, a naive fit would call that a growth of 0.5."""
+    unit = stacked_buffer_bytes(10, 16, 4)
+    assert verdict([(1, unit), (3, 2 * unit), (6, 2 * unit)], unit)["status"] == "constant"
+    assert verdict([(1, unit), (3, 3 * unit), (6, 6 * unit)], unit)["status"] == "grows"
+    # with a single larger value there is nothing else to fit against
+    assert verdict([(1, unit), (3, 3 * unit)], unit)["growth_per_outer"] == 1.0

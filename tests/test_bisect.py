@@ -1,0 +1,180 @@
+"""The bisect driver end to end: real releases, real environments, real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
+
+
+def bisect(*args: str, module: str = "jaxbisect", env: dict | None = None, timeout=900):
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(done: subprocess.CompletedProcess, status: int = 2) -> str:
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.jax
+def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
+    """0.5.0 is constant on the CPU, 0.5.1 grows: the first run measures, the rerun not."""
+    args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", *SMALL, "--no-evidence",
+            "--reports", str(tmp_path), "--json"]
+    first = bisect(*args)
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)
+    assert doc["schema"] == 1 and doc["status"] == "found" and doc["exact"]
+    assert doc["direction"] == "regression"
+    assert (doc["verdict_from"], doc["verdict_to"]) == ("constant", "grows")
+    assert doc["last_old"] == {"jax": "0.5.0", "jaxlib": "0.5.0"}
+    assert doc["first_new"] == {"jax": "0.5.1", "jaxlib": "0.5.1"}
+    probed = [p["jax"] for p in doc["probes"]]
+    assert probed[:2] == ["0.5.0", "0.5.3"] and len(probed) <= 2 + 2
+    assert doc["compare"].endswith("compare/jax-v0.5.0...jax-v0.5.1")
+
+    report = Path(doc["report"]).read_text()
+    assert report.startswith("# jax.lax.scan memory: bisection of jax 0.5.0 … 0.5.3 (cpu)")
+    assert "jax 0.5.0 (jaxlib 0.5.0)" in report and "jax 0.5.1 (jaxlib 0.5.1)" in report
+    assert "python -m bisect --from 0.5.0 --to 0.5.3 --backend cpu --n-outer 1 3 6" in report
+    assert "<details><summary>Environment of the probing machine</summary>" in report
+    assert "| jax " in report and "grows" in report
+
+    started = time.perf_counter()
+    again = bisect(*args)
+    elapsed = time.perf_counter() - started
+    redo = json.loads(again.stdout)
+    assert all(p["cached"] for p in redo["probes"]), redo["probes"]
+    assert [p["jax"] for p in redo["probes"]] == probed
+    assert (redo["last_old"], redo["first_new"]) == (doc["last_old"], doc["first_new"])
+    assert elapsed < 30
+
+
+@pytest.mark.jax
+def test_empty_compiled_stats_fall_back_to_a_real_run(tmp_path):
+    """jaxlib 0.4.28 reports zeros on the CPU: its verdict comes from a real run instead."""
+    done = bisect("--from", "0.4.28", "--to", "0.4.29", "--backend", "cpu", *SMALL,
+                  "--reports", str(tmp_path), "--json")
+    doc = json.loads(done.stdout)
+    old = doc["probes"][0]
+    assert old["jax"] == "0.4.28" and old["mode"] == "runtime"
+    assert old["verdict"] == "constant"
+    assert doc["probes"][1]["mode"] == "compiled"
+    assert doc["status"] == "alike" and done.returncode == 1
+    assert "both ends behave alike" in Path(doc["report"]).read_text()
+
+
+@pytest.mark.jax
+def test_bisects_with_a_command(tmp_path):
+    """git bisect run's contract: 0 old, 1-127 new, run inside each release's environment."""
+    check = ("import jax, sys; "
+             "sys.exit(tuple(map(int, jax.__version__.split('.'))) >= (0, 4, 34))")
+    done = bisect("--from", "0.4.30", "--to", "0.4.35", "--backend", "cpu", "--reports",
+                  str(tmp_path), "--json", "--", "python", "-c", check)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["last_old"]["jax"] == "0.4.33" and doc["first_new"]["jax"] == "0.4.34"
+    assert all(p["mode"] == "command" for p in doc["probes"])
+    assert doc["direction"] is None
+    assert {"jax": "0.4.32", "reason": "yanked"} not in doc["skipped"]  # left out, not skipped
+    report = Path(doc["report"]).read_text()
+    assert "exits 0 at jax 0.4.33 and 1 at jax 0.4.34" in report
+
+
+@pytest.mark.jax
+def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
+    args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", "--n-res", "15",
+            "--n-inner", "10", "--n-outer", "1", "3", "6", "--no-evidence", "--reports",
+            str(tmp_path), "--json"]
+    cache = tmp_path / "cache"
+    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
+    # The environments themselves come from the shared cache: share its envs folder.
+    (cache).mkdir()
+    (cache / "envs").symlink_to(Path(os.environ.get("JAX_SCAN_REPRO_CACHE") or
+                                     Path.home() / ".cache" / "jax-scan-repro") / "envs")
+    child = subprocess.Popen([sys.executable, "-m", "jaxbisect", *args], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if line.startswith("jax 0.5.0: "):  # the first probe's answer is stored
+            child.send_signal(signal.SIGINT)
+            break
+    rest = child.stderr.read()
+    assert child.wait(timeout=120) == 130, "".join(seen) + rest
+    assert "rerun to resume" in rest and "Traceback" not in rest
+    again = subprocess.run([sys.executable, "-m", "jaxbisect", *args], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=900)
+    doc = json.loads(again.stdout)
+    assert doc["probes"][0]["jax"] == "0.5.0" and doc["probes"][0]["cached"] is True
+    assert doc["first_new"]["jax"] == "0.5.1"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--from", "0.5.0", "--to", "0.5.0"], "same release"),
+    (["--from", "0.5.0", "--to", "0.4.30"], "newer than"),
+    (["--from", "0.4.32", "--to", "0.5.0"], "yanked"),
+    (["--from", "0.4.99", "--to", "0.5.0"], "never released"),
+    (["--from", "banana", "--to", "0.5.0"], "not a version"),
+    (["--from", "0.10.2", "--to", "0.12.0"], "requires Python"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "0"], "at least 1"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "5"], "two values"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--backend", "tpu"], "invalid choice"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
+    (["--to", "0.5.0"], "--from"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    assert needle in one_line_error(bisect(*args))
+
+
+def test_no_network_and_no_cache_is_one_line(tmp_path):
+    done = bisect("--from", "0.4.30", "--to", "0.5.0",
+                  env={"JAX_SCAN_REPRO_CACHE": str(tmp_path), "HTTPS_PROXY": "http://127.0.0.1:9",
+                       "https_proxy": "http://127.0.0.1:9"})
+    assert "cannot reach PyPI" in one_line_error(done)
+
+
+@pytest.mark.jax
+def test_a_command_that_does_not_exist_is_one_line(tmp_path):
+    done = bisect("--from", "0.4.30", "--to", "0.4.31", "--backend", "cpu", "--reports",
+                  str(tmp_path), "--", "no-such-command-here")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("python -m bisect: error: cannot run")
+    assert "Traceback" not in done.stderr
+
+
+def _startup_imports_bisect(python: str) -> bool:
+    out = subprocess.run([python, "-c", "import sys; print('bisect' in sys.modules)"],
+                         capture_output=True, text=True, cwd="/")
+    return out.stdout.strip() == "True"
+
+
+def test_python_m_bisect_is_our_driver():
+    if _startup_imports_bisect(sys.executable):
+        pytest.skip("this interpreter imports bisect at start-up (a site hook); "
+                    "the README's project environment does not")
+    done = bisect("--help", module="bisect")
+    assert done.returncode == 0 and "--from RELEASE" in done.stdout
+
+
+def test_console_script_cannot_be_shadowed(tmp_path):
+    script = Path(sys.executable).parent / "jax-bisect"
+    if not script.exists():
+        pytest.skip("the project is not installed in this interpreter's environment")
+    done = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0 and "--from RELEASE" in done.stdout
