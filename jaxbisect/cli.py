@@ -74,6 +74,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
     return parser().parse_args(argv), command
 
 
+def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
+    """Where to look next when the range holds no change: up to the newest usable release."""
+    newest = max((r for r in catalogue.releases
+                  if catalogue.unusable_reason(r, request.backend) is None),
+                 key=lambda r: r.version, default=None)
+    if newest is None or str(newest.version) == request.end:
+        return ""
+    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {request.backend}. "
+            f"The newest release installable here is jax {newest.version}; to look further:\n\n"
+            f"```sh\npython -m bisect --from {request.end} --to {newest.version} "
+            f"--backend {request.backend}\n```\n")
+
+
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from .report import write_report  # tabulate and friends only once input is valid
 
@@ -89,6 +102,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     catalogue = load_catalogue()
     bisection = bisect_releases(catalogue, request, say)
     evidence_md, extra = "", {}
+    if bisection.result.status == "alike" and not command:
+        evidence_md = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
     if bisection.result.status == "found" and not command and not args.no_evidence:
         from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
 
@@ -100,6 +115,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
+        if evidence_md.startswith("## Next step"):
+            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
         print(f"probes: {len(bisection.probes)} ({sum(p.cached for p in bisection.probes)} "
               f"stored)")
     say(f"report: {path}")
