@@ -47,6 +47,7 @@ _SSA = re.compile(r"%[\w$.\-]+")
 _SSA_DEFINED = re.compile(r"(?::\d+)?\s*=(?!=)|:\s")  # `%x =`, `%x:2 =`, `%arg0: tensor`
 _PRIVATE_FUNC = re.compile(r"func\.func\s+private\s+@([\w$.\-]+)")
 _MODULE_NAME = re.compile(r"^(\s*module\s+)@[\w$.\-]+")
+_EMPTIED = "\x00"
 
 # Attributes whose value differs between releases for the same program and never reaches the
 # compiled code. Each entry: attribute -> the values that are noise (None: any value).
@@ -130,10 +131,10 @@ def _drop_noise_attributes(line: str) -> str:
                 if not (m.group(1) in NOISE_ATTRIBUTES
                         and (NOISE_ATTRIBUTES[m.group(1)] is None
                              or m.group(2) in NOISE_ATTRIBUTES[m.group(1)]))]
-        return "{" + ", ".join(kept) + "}" if kept else "{}"
+        return "{" + ", ".join(kept) + "}" if kept else _EMPTIED
 
     line = _ATTR_DICT.sub(clean, line)
-    return re.sub(r"\s*\{\}", "", line)  # an attribute dictionary left empty
+    return re.sub(r"\s*" + _EMPTIED, "", line)  # a dictionary left empty goes altogether
 
 
 def _renumber_values(lines: list[str]) -> list[str]:
@@ -180,14 +181,38 @@ def normalize_lowered(text: str) -> str:
     for raw in text.splitlines():
         if _LOC_DEFINITION.match(raw):
             continue
-        line = _outside_quotes(raw, lambda s: s)  # (no-op; quotes are handled per rule)
-        line = _strip_locations(line)
+        line = _strip_locations(raw)
         line = _drop_noise_attributes(line)
         line = _MODULE_NAME.sub(r"\1@module", line)
         line = " ".join(line.split())  # printers changed spacing (`compare  LT,` -> `compare LT,`)
         if line:
             lines.append(line)
     return "\n".join(_renumber_values(_rename_private_functions("\n".join(lines)).splitlines()))
+
+
+def meaningful_diff(old: list[str], new: list[str], context: int = 1) -> list[str]:
+    """A unified diff of normalised modules, aligned with value names masked.
+
+    One inserted definition renumbers every later ``%vN``; aligning on lines with the names
+    masked keeps those renumbered-but-equal lines out of the diff. When the modules differ
+    only in how values connect, the masked lines are all equal: then a plain diff.
+    """
+    masked_old = [_SSA.sub("%_", line) for line in old]
+    masked_new = [_SSA.sub("%_", line) for line in new]
+    matcher = difflib.SequenceMatcher(None, masked_old, masked_new, autojunk=False)
+    if matcher.ratio() == 1.0:
+        return list(difflib.unified_diff(old, new, "old", "new", n=context, lineterm=""))
+    out = ["--- old", "+++ new"]
+    for group in matcher.get_grouped_opcodes(context):
+        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+        out.append(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[a1:a2]]
+                continue
+            out += ["-" + line for line in old[a1:a2]]
+            out += ["+" + line for line in new[b1:b2]]
+    return out
 
 
 def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
@@ -202,8 +227,7 @@ def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
     if old == new:
         return {"lowering": "identical", "diff": [], "diff_truncated": False,
                 "added": 0, "removed": 0, "reason": None}
-    diff = list(difflib.unified_diff(old.splitlines(), new.splitlines(), "old", "new",
-                                     n=1, lineterm=""))
+    diff = meaningful_diff(old.splitlines(), new.splitlines())
     added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
     removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
     shown = [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
@@ -540,7 +564,7 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
             carries = [root.get(o, o) for o in (carried.operands if carried else ())
                        if o in root]
             live = [b for b, end in last_use.items()
-                    if by_name[b].position < inst.position <= end]
+                    if b in by_name and by_name[b].position < inst.position <= end]
             peak = max(peak, len(live))
             trips = _trip_count(inst.attributes)
             lines.append(f"{inst.position:4d}  {inst.name}: loop {number} of {len(loops)}"

@@ -138,11 +138,11 @@ def merged_text(results: list[Result], skipped: list[str], inputs: list[Path],
     lines = [
         "# jax.lax.scan memory growth on every machine measured",
         "",
-        "Written by `nox -s merge` (`jaxbisect.merge`) from the sweep results of each machine; "
-        "do not edit by hand.",
+        ("Written by `nox -s merge` (`jaxbisect.merge`) from the sweep results of each "
+         "machine; do not edit by hand."),
         "",
-        f"- Merged: {now:%Y-%m-%d %H:%M} UTC, {len(results)} result(s) from "
-        f"{', '.join(f'`{p}`' for p in inputs)}",
+        (f"- Merged: {now:%Y-%m-%d %H:%M} UTC, {len(results)} result(s) from "
+         f"{', '.join(f'`{p}`' for p in inputs)}"),
         f"- Groups (backend · device): {', '.join(f'{b} · {d}' for b, d in groups)}",
         "",
         "## Verdicts side by side",

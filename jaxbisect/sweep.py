@@ -277,8 +277,8 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
     lines = [
         "# jax.lax.scan memory growth, one row per JAX release",
         "",
-        "Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit by "
-        "hand, rerun the command instead.",
+        ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
+         "by hand, rerun the command instead."),
         "",
         f"- Command: `{command}`",
         f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC",
@@ -287,12 +287,12 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
         which = "" if len(by_options) == 1 else f" (for {', '.join(releases)})"
         lines.append(f"- Harness{which}: `{harness_command(options)}`")
     lines += [
-        "- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
-        "compiled mode (the report's figure), the real peak in runtime mode.",
-        "- Verdict: v0 *grows* when it gains at least 0.5 stacked buffers (n_inner × n_res³ "
-        "values) per extra outer iteration (the report's bug: +1.00), *constant* when it "
-        "does not; *unavailable* when the release reports no sizes (0 bytes: not measured, "
-        "never constant).",
+        ("- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
+         "compiled mode (the report's figure), the real peak in runtime mode."),
+        ("- Verdict: v0 *grows* when it gains at least 0.5 stacked buffers (n_inner × n_res³ "
+         "values) per extra outer iteration (the report's bug: +1.00), *constant* when it "
+         "does not; *unavailable* when the release reports no sizes (0 bytes: not measured, "
+         "never constant)."),
         "",
         results_table(measurements) if measurements else "_No results yet._",
         "",
@@ -303,8 +303,8 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
               "```", "", "</details>", ""]
     infos = [(m, m.document.get("environment")) for m in measurements if m.document]
     if infos:
-        lines += ["<details><summary><code>jax.print_environment_info()</code> of each release"
-                  "</summary>", ""]
+        lines += [("<details><summary><code>jax.print_environment_info()</code> of each "
+                   "release</summary>"), ""]
         for m, info in infos:
             lines += [f"jax {m.release} ({m.backend}):", "", "```text",
                       str(info or "").rstrip(), "```", ""]

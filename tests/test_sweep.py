@@ -1,0 +1,208 @@
+"""The per-release sweep behind ``nox -s repro``: real runs at small sizes into a temporary
+reports folder (environments and stored results from the real cache, so warm runs are quick),
+and every kind of bad input or fault as one line with nothing measured lost."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jaxbisect import sweep
+from jaxbisect.catalogue import load_catalogue
+from jaxbisect.errors import InstallFailed
+from jaxbisect.probe import Measurement
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3"]
+DEAD_PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+              "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
+              "NO_PROXY": "", "no_proxy": ""}
+
+
+def run_sweep(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jaxbisect.sweep", *args], cwd=REPO,
+                          check=False, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("python -m jaxbisect.sweep: error: ")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    """Two real releases swept one after the other into one reports folder."""
+    reports = tmp_path_factory.mktemp("reports")
+    for release in ("0.10.2", "0.5.0"):
+        done = run_sweep("--release", release, "--backend", "cpu", "--reports", str(reports),
+                         *SMALL)
+        assert done.returncode == 0, done.stderr
+        assert f"jax {release} (cpu): " in done.stderr  # progress names the release
+    return reports
+
+
+@pytest.mark.jax
+def test_each_release_is_written_whole_as_its_measurement(swept):
+    for release, verdict in (("0.10.2", "grows"), ("0.5.0", None)):
+        document = json.loads((swept / f"jax-{release}-cpu.json").read_text())
+        measurement = Measurement.from_json(document)
+        assert measurement.release == release and measurement.backend == "cpu"
+        assert measurement.options.n_res == 16 and measurement.options.n_outer == (1, 3)
+        assert measurement.document["jax"] == release
+        assert measurement.installed["jax"] == release
+        assert document["cached"] is False  # stable content, whether stored or measured now
+        if verdict:
+            assert measurement.verdict == verdict
+    assert not list(swept.glob(".*.tmp"))  # no half-written file left behind
+
+
+@pytest.mark.jax
+def test_the_summary_is_regenerated_from_every_result(swept):
+    summary = (swept / "README.md").read_text()
+    table_rows = [line for line in summary.splitlines() if line.startswith("| 0.")]
+    assert [row.split("|")[1].strip() for row in table_rows] == ["0.5.0", "0.10.2"]
+    assert "- Command: `python -m jaxbisect.sweep --release 0.5.0" in summary
+    assert "--n-res 16" in summary and "<details><summary>Machine</summary>" in summary
+    assert "jax.print_environment_info()" in summary and "jaxlib: 0.10.2" in summary
+
+
+@pytest.mark.jax
+def test_a_rerun_measures_nothing_and_leaves_the_files_alone(swept):
+    before = {p.name: p.read_text() for p in swept.iterdir()}
+    done = run_sweep("--release", "0.5.0", "--backend", "cpu", "--reports", str(swept), *SMALL)
+    assert done.returncode == 0, done.stderr
+    assert "stored result from an earlier run" in done.stderr
+    after = {p.name: p.read_text() for p in swept.iterdir()}
+    assert after["jax-0.5.0-cpu.json"] == before["jax-0.5.0-cpu.json"]
+    assert sweep._undated(after["README.md"]) == sweep._undated(before["README.md"])
+
+
+@pytest.mark.jax
+def test_without_network_what_is_stored_still_answers(swept, tmp_path):
+    done = run_sweep("--release", "0.10.2", "--backend", "cpu", "--reports", str(tmp_path),
+                     *SMALL, env=DEAD_PROXY)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "jax-0.10.2-cpu.json").exists()
+
+
+@pytest.mark.parametrize("release, needle", [
+    ("9.9.9", "jax 9.9.9 was never released; nearest releases: "),
+    ("0.4.32", "jax 0.4.32 was yanked; nearest releases: 0.4.31, 0.4.33 (--allow-yanked"),
+    ("0.11.0", "jax 0.11.0 cannot be installed here (cpu): requires Python >=3.12"),
+    ("0.4.16", "jax 0.4.16 cannot be installed here (cpu): its jaxlib 0.4.13 was uploaded"),
+    ("banana", "'banana' is not a version number"),
+])
+def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(release, needle, tmp_path):
+    done = run_sweep("--release", "0.5.0", release, "--backend", "cpu",
+                     "--reports", str(tmp_path))
+    assert needle in one_line_error(done)
+    assert not list(tmp_path.iterdir())  # checked before anything is installed or written
+
+
+@pytest.mark.parametrize("args, needle", [
+    ([], "name the releases"),
+    (["--release", "0.5.0", "--from", "0.4.30"], "either --release or --from/--to"),
+    (["--release", "0.5.0", "--n-outer", "0"], "must be at least 1"),
+    (["--release", "0.5.0", "--variants", "v1"], "must include v0"),
+    (["--release", "0.5.0", "--backend", "tpu"], "invalid choice: 'tpu'"),
+    (["--from", "0.5.0", "--to", "0.4.30"], "empty range"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(args, needle, tmp_path):
+    done = run_sweep(*args, "--reports", str(tmp_path))
+    assert needle in one_line_error(done)
+
+
+def test_no_network_and_no_catalogue_is_one_line(tmp_path):
+    done = run_sweep("--release", "0.5.0", "--backend", "cpu", "--reports", str(tmp_path),
+                     env={"JAX_SCAN_REPRO_CACHE": str(tmp_path / "empty"), **DEAD_PROXY})
+    assert "cannot reach PyPI" in one_line_error(done)
+
+
+def test_a_range_lists_what_cannot_be_installed_with_the_reason():
+    catalogue = load_catalogue()
+    args = sweep.parse_args(["--from", "0.4.16", "--to", "0.4.19"])
+    targets = sweep.select(catalogue, args, "cpu")
+    assert [str(t.release.version) for t in targets] == ["0.4.16", "0.4.17", "0.4.18", "0.4.19"]
+    assert [bool(t.skip) for t in targets] == [True, True, False, False]
+    assert "long after the release" in targets[0].skip
+    yanked_inside = sweep.select(catalogue, sweep.parse_args(["--from", "0.4.31", "--to",
+                                                              "0.4.33"]), "cpu")
+    assert [str(t.release.version) for t in yanked_inside] == ["0.4.31", "0.4.33"]
+
+
+# --- faults: nothing already measured is lost ------------------------------------------------
+
+
+@pytest.fixture
+def measured(swept, tmp_path) -> Path:
+    """A reports folder holding one real result (a copy), and the stored result store bypassed."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "jax-0.10.2-cpu.json").write_text((swept / "jax-0.10.2-cpu.json").read_text())
+    return reports
+
+
+def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
+    monkeypatch.setattr(sweep, "cached_measurement", lambda *a: None)
+    return sweep.main(["--release", *releases, "--backend", "cpu", "--reports", str(reports),
+                       *SMALL, "-q"])
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("fault, status, needle", [
+    (InstallFailed("installing jax 0.10.2 (cpu) failed: Failed to fetch: `https://pypi.org/…`"),
+     2, "Failed to fetch"),
+    (InstallFailed("installing jax 0.10.2 (cpu): no space left on the disk holding /x"),
+     2, "no space left"),
+    (KeyboardInterrupt(), 130, "interrupted during jax 0.10.2"),
+])
+def test_an_install_that_fails_keeps_the_earlier_result(fault, status, needle, measured,
+                                                        monkeypatch, capsys):
+    before = (measured / "jax-0.10.2-cpu.json").read_text()
+
+    def ensure(*args, **kwargs):
+        raise fault
+
+    monkeypatch.setattr(sweep, "ensure_environment", ensure)
+    assert _sweep_main(monkeypatch, measured, "0.10.2") == status
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert (measured / "jax-0.10.2-cpu.json").read_text() == before
+
+
+@pytest.mark.jax
+def test_a_full_disk_while_writing_is_one_line(measured, monkeypatch, capsys):
+    before = (measured / "jax-0.10.2-cpu.json").read_text()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(measured / "x.json"))
+
+    monkeypatch.setattr(sweep, "write_json", full)
+    assert _sweep_main(monkeypatch, measured, "0.10.2") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [(f"python -m jaxbisect.sweep: error: jax 0.10.2: cannot write (No space "
+                    f"left on device: {measured / 'x.json'}); 0 release(s) done are kept in "
+                    f"{measured}/")]
+    assert (measured / "jax-0.10.2-cpu.json").read_text() == before
+
+
+@pytest.mark.jax
+def test_a_failed_harness_never_replaces_a_result(measured):
+    good = Measurement.from_json(json.loads((measured / "jax-0.10.2-cpu.json").read_text()))
+    failed = replace(good, document=None, error="the harness failed: boom")
+    assert sweep._write_result(measured, failed, lambda m: None) is None
+    assert Measurement.from_json(
+        json.loads((measured / "jax-0.10.2-cpu.json").read_text())).document is not None
+    fresh = measured / "elsewhere"
+    assert sweep._write_result(fresh, failed, lambda m: None) == fresh / "jax-0.10.2-cpu.json"
