@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
-from conftest import SYSTEM_PYTHON, repro_json, run_repro
+from conftest import REPO, SYSTEM_PYTHON, repro_json, run_repro
 
 MB = 1024**2
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
@@ -115,3 +116,40 @@ def test_bad_arguments_one_line_exit_2(args, needle):
     assert done.returncode == 2
     assert needle in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+FAKE_GPU = r"""
+import json, jax
+from repro.measure import Params, runtime_child
+from repro import cli
+
+class FakeGpu:
+    # What a GPU's memory_stats() answers: bytes now, the peak so far, the limit.
+    device_kind = "NVIDIA H200"
+    def __init__(self):
+        self.calls = 0
+    def memory_stats(self):
+        self.calls += 1
+        if self.calls == 1:
+            return {"bytes_in_use": 1000, "peak_bytes_in_use": 1000, "bytes_limit": 10**9}
+        return {"bytes_in_use": 1000, "peak_bytes_in_use": 7000, "bytes_limit": 10**9}
+
+gpu = FakeGpu()
+jax.devices = lambda *args: [gpu]
+case = runtime_child(0, 2, Params(n_res=8, n_inner=4))
+limit = cli._available_bytes()
+print(json.dumps({"case": case, "limit": limit}))
+"""
+
+
+def test_runtime_mode_reads_device_peaks_where_the_backend_has_them(jax_python):
+    """The GPU path's logic on the CPU: a device with memory_stats() is read, not RSS."""
+    out = subprocess.run([str(jax_python("0.10.2")), "-c", FAKE_GPU], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    case = result["case"]
+    assert case["status"] == "ok", case
+    assert case["source"] == "device memory_stats peak_bytes_in_use"
+    assert (case["baseline_bytes"], case["peak_bytes"], case["total_bytes"]) == (1000, 7000, 6000)
+    assert result["limit"] == 10**9 - 1000
