@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import subprocess
@@ -242,6 +243,7 @@ _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 _HUMAN_SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
 _ARRAY_SHAPE = re.compile(r"^([a-zA-Z]\w*)\[([^\]]*)\]")
 _TOTAL = re.compile(r"^Total bytes used:\s*(\d+)")
+_REPORT_TOTAL = re.compile(r"^Total bytes(?: used)?:\s*(\d+)")
 _ALLOCATION = re.compile(r"^allocation (\d+): size ([^,]+), (.*?):?\s*$")
 _VALUE = re.compile(r"^\s*value: <(\d+) (.+?) @\d+> \(size=(\d+),offset=(\d+)\): (.+?)\s*$")
 _MULTIPLIED = re.compile(r"^(\d+)\s*[×x]\s*(\S.*)$")
@@ -282,7 +284,7 @@ class ReportSlice:
 
 @dataclass(frozen=True)
 class ReportAllocation:
-    index: int
+    index: int | None          # None where the report does not label its tables
     size_bytes: int | None     # approximate, as above
     kind: str                  # "preallocated-temp", "output shape is |f32[..]|, maybe-live-out"
     slices: tuple[ReportSlice, ...] = ()
@@ -307,41 +309,53 @@ def _shapes_list(text: str) -> tuple[tuple[int, str], ...]:
 
 def parse_memory_usage_report(text: str) -> MemoryUsageReport:
     """XLA's ``*-memory-usage-report.txt``: the total, then allocations by size with the
-    regions of each (size, offset, and the shapes of the values sharing a region)."""
-    total, order, kinds, sizes = None, [], {}, {}
-    slices: dict[int, list[ReportSlice]] = {}
-    current = None
-    in_values = False
+    regions of each (size, offset, and the shapes of the values sharing a region).
+
+    Two layouts exist: older jaxlibs (0.5 … 0.7 at least) put an ``allocation N:`` line before
+    every value table; newer ones (0.10.2) print a ``Memory Space`` header with ``Total bytes:``
+    and unlabelled tables, largest allocation first (index and kind are then None and "").
+    """
+    total = None
+    allocations: list[dict] = []
+    by_index: dict[int, dict] = {}
+    current: dict | None = None
+    labelled = False
+
+    def allocation(index: int | None, size: int | None, kind: str) -> dict:
+        entry = {"index": index, "size_bytes": size, "kind": kind, "slices": []}
+        allocations.append(entry)
+        if index is not None:
+            by_index[index] = entry
+        return entry
+
     for line in text.splitlines():
-        if (m := _TOTAL.match(line)) is not None:
-            total = int(m.group(1))
-        elif line.startswith("Allocations sorted by size with their values"):
-            in_values = True
-        elif not in_values and "; allocation " in line:
+        stripped = line.strip()
+        if (m := _REPORT_TOTAL.match(stripped)) is not None:
+            total = (total or 0) + int(m.group(1))  # one total per memory space
+        elif (m := _ALLOCATION.match(line)) is not None:
+            index = int(m.group(1))
+            current = by_index.get(index) or allocation(index, human_bytes(m.group(2)),
+                                                        m.group(3))
+            labelled = True
+        elif "; allocation " in line:  # a row of the summary: "… ; allocation 10: size …"
             m = re.search(r"allocation (\d+): size ([^,]+), (.*?):?\s*$", line)
-            if m:
-                index = int(m.group(1))
-                order.append(index)
-                sizes[index], kinds[index] = human_bytes(m.group(2)), m.group(3)
-        elif in_values and (m := _ALLOCATION.match(line)) is not None:
-            current = int(m.group(1))
-            slices.setdefault(current, [])
-            if current not in sizes:
-                order.append(current)
-                sizes[current], kinds[current] = human_bytes(m.group(2)), m.group(3)
-        elif in_values and current is not None and line.count(";") >= 4:
-            cells = [c.strip() for c in line.split(";", 4)]
-            if cells[0].startswith("cumulative_size"):
-                continue
+            if m and int(m.group(1)) not in by_index:
+                allocation(int(m.group(1)), human_bytes(m.group(2)), m.group(3))
+        elif stripped.startswith("cumulative_size;") and "shapes_list" in stripped:
+            if not labelled:
+                current = allocation(None, None, "")
+            labelled = False
+        elif current is not None and stripped.count(";") >= 4:
+            cells = [c.strip() for c in stripped.split(";", 4)]
             offset, users = cells[2], cells[3]
-            slices[current].append(ReportSlice(
+            current["slices"].append(ReportSlice(
                 size_bytes=human_bytes(cells[1]),
                 offset=int(offset) if offset.isdigit() else None,
                 used_by_n_values=int(users) if users.isdigit() else None,
                 shapes=_shapes_list(cells[4])))
     return MemoryUsageReport(total_bytes=total, allocations=tuple(
-        ReportAllocation(index=i, size_bytes=sizes[i], kind=kinds[i],
-                         slices=tuple(slices.get(i, ()))) for i in order))
+        ReportAllocation(index=a["index"], size_bytes=a["size_bytes"], kind=a["kind"],
+                         slices=tuple(a["slices"])) for a in allocations))
 
 
 @dataclass(frozen=True)
@@ -597,7 +611,7 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
     report = files.get("memory_usage_report", "")
     if report:
         lines = report.splitlines()
-        head = [l for l in lines if l.startswith("Total bytes used")]
+        head = [l for l in lines if l.startswith(("Total bytes", "Memory Space"))]
         head += [l.rstrip() for l in lines if "; allocation " in l][:3]
         head += [l.rstrip() for l in lines if ";" in l and stacked_line(l)]
         out["memory_usage_report"] = head[:limit]
@@ -856,9 +870,17 @@ def _commit_cell(commit: dict) -> str:
     return f"`{commit['ref']}` ({commit['source']})" if commit.get("ref") else "unknown"
 
 
+def _axis_top(value: float) -> float:
+    """A round number a little above ``value`` (two significant digits) for the y-axis."""
+    if value <= 0:
+        return 1.0
+    step = 10 ** (math.floor(math.log10(value * 1.05)) - 1)
+    return math.ceil(value * 1.05 / step) * step
+
+
 def _format_number(value: float) -> str:
     """Numbers as mermaid's grammar takes them: plain decimals, no exponent."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
 
 
@@ -879,7 +901,7 @@ def chart_markdown(series: dict[str, list[tuple[int, float]]],
     top = max(y for pts in series.values() for n, y in pts if n in shared)
     lines = ["```mermaid", "xychart-beta", f'    title "{title}"',
              f'    x-axis "n_outer" [{", ".join(map(str, shared))}]',
-             f'    y-axis "{y_label}" 0 --> {_format_number(top * 1.1 or 1)}']
+             f'    y-axis "{y_label}" 0 --> {_format_number(_axis_top(top))}']
     for label, points in series.items():
         values = dict(points)
         safe = label.replace('"', "'")
@@ -1013,7 +1035,7 @@ def render_evidence_markdown(attribution: dict, evidence: dict) -> str:
                          w["verdict"] + (" ✅" if w["verdict"] == "constant" else "")])
         out += [f"**What helps under {n}** (memory_analysis output + temp, MB; "
                 f"n_inner {options['n_inner']}, n_res {options['n_res']}):", "",
-                tabulate(rows, headers=["workaround", *(f"n_outer={k}" for k in ns), "v0 memory"],
+                tabulate(rows, headers=["way around", *(f"n_outer={k}" for k in ns), "memory"],
                          tablefmt="github", disable_numparse=True), ""]
         restoring = evidence.get("restores_constant") or []
         out += [("Restore constant memory: " + ", ".join(f"`{r}`" for r in restoring) + "."

@@ -121,6 +121,14 @@ def probe_table(b: Bisection) -> str:
     return table
 
 
+def packages_table(b: Bisection) -> str:
+    """Every package recorded in each probed release's environment (its date-resolved set)."""
+    probes = sorted((p for p in b.probes if p.installed), key=lambda p: p.release.version)
+    names = sorted({name for p in probes for name in p.installed} - {"jax"})
+    rows = [[str(p.release.version), *(p.installed.get(n, "") for n in names)] for p in probes]
+    return tabulate(rows, headers=["jax", *names], tablefmt="github", disable_numparse=True)
+
+
 def render(b: Bisection, evidence_markdown: str = "") -> str:
     req, r = b.request, b.result
     o = req.options
@@ -148,6 +156,10 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
               "(see its README):", "", "```sh", reproduce_command(b), "```", ""]
     if evidence_markdown:
         parts += [evidence_markdown.rstrip(), ""]
+    if any(p.installed for p in b.probes):
+        parts += ["<details><summary>Packages installed in each probed environment "
+                  "(resolved as of each release's date)</summary>", "", packages_table(b), "",
+                  "</details>", ""]
     parts += ["<details><summary>Environment of the probing machine</summary>", "", "```text",
               machine_environment(b), "```", "", "</details>", ""]
     return "\n".join(parts)

@@ -1,0 +1,360 @@
+"""Where and what: normalising lowered modules, reading XLA's dumps, the chart, end to end.
+
+The files under tests/data/lowered and tests/data/dumps are real: written by the releases they
+are named after (see tests/data/dumps/README.md), at n_res 4, n_inner 3.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jaxbisect.evidence import (
+    BufferAssignment, EvidenceOptions, MemoryUsageReport, attribution_of, chart_markdown,
+    compare_lowering, gather_evidence, normalize_lowered, parse_buffer_assignment,
+    parse_entry_computation, parse_memory_usage_report, release_evidence,
+    render_evidence_markdown, schedule_summary, stacked_buffers_live, write_png,
+    xla_commit_from_pin, xla_commit_in_checkout)
+from repro.evidence import trim_after_optimizations, trim_buffer_assignment
+
+DATA = Path(__file__).parent / "data"
+N_INNER, SHAPE = 3, (4, 4, 4)  # the sizes of the checked-in dumps
+OLD, NEW = "0.5.0", "0.5.1"    # the releases either side of the CPU change
+
+
+def lowered(name: str) -> str:
+    return (DATA / "lowered" / f"{name}.mlir").read_text()
+
+
+def dump(version: str, name: str) -> str:
+    return (DATA / "dumps" / f"jax-{version}" / name).read_text()
+
+
+# -- normalisation of lowered modules ------------------------------------------------------
+
+def test_same_program_from_different_releases_normalises_equal():
+    """0.6.2 and 0.7.0 print v0 differently (private function names @None vs @closed_call_5,
+    region indentation) but lower the same program."""
+    old, new = lowered("v0-jax-0.6.2"), lowered("v0-jax-0.7.0")
+    assert old != new
+    assert normalize_lowered(old) == normalize_lowered(new)
+    assert compare_lowering(old, new)["lowering"] == "identical"
+
+
+def test_locations_are_not_part_of_the_program():
+    plain, debug = lowered("v0-jax-0.5.0"), lowered("v0-jax-0.5.0-debug-info")
+    assert "loc(" in debug and "#loc" in debug
+    normal = normalize_lowered(debug)
+    assert "loc" not in normal
+    assert normal == normalize_lowered(plain)
+
+
+def test_version_noise_goes_and_meaning_stays():
+    text = normalize_lowered(lowered("v0-jax-0.4.20"))
+    assert "jax.result_info" not in text and "{replicated}" not in text
+    assert "mhlo.num_partitions = 1" in text  # kept: it changes what XLA compiles
+    assert text.startswith("module @module ")
+    assert not re.search(r"%(?!v\d)\w", text)  # every SSA value renamed canonically
+    sharded = ('func.func public @main(%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}", '
+               'jax.result_info = "x"}) -> tensor<8xf32> {')
+    assert normalize_lowered(sharded) == ('func.func public @main(%v0: tensor<8xf32> '
+                                          '{mhlo.sharding = "{devices=[2]<=[2]}"}) '
+                                          '-> tensor<8xf32> {')
+
+
+def test_real_lowering_change_survives():
+    """0.5.3 stopped emitting the index normalisation (compare/select) around the scan's
+    dynamic_update_slice: a change in JAX's lowering, shown in the diff."""
+    result = compare_lowering(lowered("v0-jax-0.5.0"), lowered("v0-jax-0.5.3"))
+    assert result["lowering"] == "changed"
+    assert result["removed"] > 0
+    removed = [line for line in result["diff"] if line.startswith("-")]
+    assert any("stablehlo.select" in line for line in removed)
+    assert len(result["diff"]) <= 60
+
+
+@pytest.mark.parametrize("edit", [
+    ("stablehlo.cosine", "stablehlo.sine"),
+    ("dense<3> : tensor<i32>", "dense<2> : tensor<i32>"),
+    ("stablehlo.multiply %arg0, %arg0", "stablehlo.multiply %arg0, %0"),  # other dataflow
+])
+def test_semantic_edit_is_detected(edit):
+    text = lowered("v0-jax-0.7.0")
+    assert edit[0] in text
+    result = compare_lowering(text, text.replace(edit[0], edit[1], 1))
+    assert result["lowering"] == "changed"
+    assert any(line.startswith("+") and not line.startswith("+++") for line in result["diff"])
+
+
+def test_different_variant_is_a_change_and_missing_text_is_unknown():
+    assert compare_lowering(lowered("v0-jax-0.5.0"), lowered("v1-jax-0.5.0"))["lowering"] \
+        == "changed"
+    assert compare_lowering(None, lowered("v0-jax-0.5.0"))["lowering"] == "unknown"
+    assert compare_lowering(lowered("v0-jax-0.5.0"), lowered("v0-jax-0.5.0"))["lowering"] \
+        == "identical"
+
+
+# -- XLA's dump files ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version, slots", [("0.4.20", 2), (OLD, 2), (NEW, 3), ("0.10.2", 3)])
+def test_stacked_buffers_in_the_buffer_assignment(version, slots):
+    """At n_outer 3 the old plan reuses two places for the three stacked buffers; from 0.5.1
+    on each outer iteration has its own."""
+    assignment = parse_buffer_assignment(dump(version, "buffer-assignment.txt"))
+    stacked = stacked_buffers_live(assignment, N_INNER, SHAPE)
+    assert (stacked.slots, stacked.bytes) == (slots, slots * 3 * 64 * 4)
+    assert stacked.values == 15 and stacked.shape == "[3,4,4,4]"
+    largest = assignment.largest()
+    assert largest.kind == "preallocated-temp"
+    assert any(v.name == "copy.5" for v in largest.values)
+
+
+@pytest.mark.parametrize("version, slots, total", [(OLD, 2, 2660), (NEW, 3, 3492),
+                                                   ("0.10.2", 3, 3492)])
+def test_stacked_buffers_in_the_memory_usage_report(version, slots, total):
+    report = parse_memory_usage_report(dump(version, "memory-usage-report.txt"))
+    assert report.total_bytes == total
+    assert stacked_buffers_live(report, N_INNER, SHAPE).slots == slots
+    temp = report.allocations[0]  # largest first in both layouts
+    assert len(temp.slices) >= 10
+    assert (5, "f32[3,4,4,4]") in temp.slices[0].shapes or \
+        any((5, "f32[3,4,4,4]") in s.shapes for s in temp.slices)
+
+
+def test_report_details_old_layout():
+    report = parse_memory_usage_report(dump(OLD, "memory-usage-report.txt"))
+    temp = report.allocations[0]
+    assert (temp.index, temp.kind) == (10, "preallocated-temp")
+    assert temp.size_bytes == pytest.approx(2116, rel=0.03)  # printed as 2.1KiB
+    first = temp.slices[0]
+    assert (first.size_bytes, first.offset, first.used_by_n_values, first.shapes) == \
+        (768, 192, 5, ((5, "f32[3,4,4,4]"),))
+    tuple_slot = next(s for s in temp.slices if s.shapes[0][1].startswith("("))
+    assert tuple_slot.shapes == ((5, "(s32[], f32[4,4,4], f32[3,4,4,4])"),)
+    assert report.allocations[1].kind == "output shape is |f32[4,4,4]|, maybe-live-out"
+
+
+def test_exact_totals_and_empty_inputs():
+    assert parse_buffer_assignment(dump(OLD, "buffer-assignment.txt")).total_bytes == 2660
+    assert parse_buffer_assignment(dump(NEW, "buffer-assignment.txt")).largest().size_bytes \
+        == 2948
+    assert parse_buffer_assignment("") == BufferAssignment(None, ())
+    assert parse_memory_usage_report("") == MemoryUsageReport(None, ())
+    assert stacked_buffers_live(BufferAssignment(None, ()), 3, SHAPE).slots == 0
+
+
+@pytest.mark.parametrize("version", [OLD, NEW])
+def test_trimmed_dumps_parse_like_the_raw_ones(version):
+    """repro.evidence sends only the allocations and the ENTRY computation; nothing the
+    parsers read is lost."""
+    raw_assignment, raw_hlo = dump(version, "buffer-assignment.txt"), \
+        dump(version, "after_optimizations.txt")
+    trimmed = trim_buffer_assignment(raw_assignment)
+    assert len(trimmed) < len(raw_assignment) / 3
+    assert parse_buffer_assignment(trimmed) == parse_buffer_assignment(raw_assignment)
+    entry = trim_after_optimizations(raw_hlo)
+    assert "metadata=" not in entry and "fused_computation (" not in entry
+    strip = [(i.name, i.opcode, i.operands) for i in parse_entry_computation(raw_hlo)]
+    assert [(i.name, i.opcode, i.operands) for i in parse_entry_computation(entry)] == strip
+    assert schedule_summary(entry, N_INNER, SHAPE) == schedule_summary(raw_hlo, N_INNER, SHAPE)
+
+
+# -- the schedule ---------------------------------------------------------------------------
+
+def _positions(lines: list[str]) -> dict[str, int]:
+    return {m.group(2): int(m.group(1)) for line in lines[1:]
+            if (m := re.match(r"\s*(\d+)\s+([\w.\-]+)", line))}
+
+
+def test_schedule_old_release_copies_just_before_each_loop():
+    lines = schedule_summary(dump(OLD, "after_optimizations.txt"), N_INNER, SHAPE)
+    assert "3 while loops" in lines[0] and "at most 2" in lines[0]
+    at = _positions(lines)
+    assert at["broadcast.4"] < at["copy.5"] < at["while.39"] < at["copy.14"] < at["while.79"] \
+        < at["while.119"]
+    assert any("while.39: loop 1 of 3 (3 trips), carries copy.5; stacked buffers live: 2" in l
+               for l in lines)
+
+
+@pytest.mark.parametrize("version, creator", [(NEW, "broadcast.4"),
+                                              ("0.10.2", "wrapped_broadcast")])
+def test_schedule_new_release_makes_every_copy_before_the_first_loop(version, creator):
+    lines = schedule_summary(dump(version, "after_optimizations.txt"), N_INNER, SHAPE)
+    assert "at most 3" in lines[0]
+    at = _positions(lines)
+    loops = sorted(p for name, p in at.items() if name.startswith("while"))
+    assert at[creator] < at["copy.5"] < at["copy.14"] < loops[0]
+    live = [int(l.rsplit(" ", 1)[1]) for l in lines if "stacked buffers live:" in l]
+    assert live == [3, 2, 1]
+
+
+def test_schedule_of_a_release_printing_without_percent_signs():
+    lines = schedule_summary(dump("0.4.20", "after_optimizations.txt"), N_INNER, SHAPE)
+    assert "at most 2" in lines[0]
+    assert any(l.strip().startswith(tuple("0123456789")) and "copy.14 = copy(broadcast.3)" in l
+               for l in lines)
+
+
+def test_schedule_without_entry_or_loops():
+    assert schedule_summary("HloModule m\n", 3, SHAPE) == ["no ENTRY computation found"]
+    hlo = ("ENTRY %main (x: f32[4,4,4]) -> f32[4,4,4] {\n"
+           "  %x = f32[4,4,4]{2,1,0} parameter(0)\n"
+           "  ROOT %c = f32[4,4,4]{2,1,0} cosine(f32[4,4,4]{2,1,0} %x)\n}\n")
+    lines = schedule_summary(hlo, 3, SHAPE)
+    assert "0 while loops" in lines[0] and lines[-1] == "no while loops in the entry computation"
+
+
+# -- attribution and the report from the checked-in files -----------------------------------
+
+def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
+    """An evidence document as ``python -m repro.evidence`` prints it, from real files."""
+    files = {key: dump(version, name) for key, name in (
+        ("memory_usage_report", "memory-usage-report.txt"),
+        ("buffer_assignment", "buffer-assignment.txt"),
+        ("after_optimizations", "after_optimizations.txt"))
+        if (DATA / "dumps" / f"jax-{version}" / name).exists()}
+    v0 = [[1, 1412], [2, 2308], [4, 2308 if version == OLD else 4100]]
+    return {"schema": 1, "status": "ok", "error": None, "jax": version, "jaxlib": version,
+            "jaxlib_git_hash": git_hash, "lowered": {"status": "ok", "text": lowered(lowered_name)},
+            "compiled": {"status": "ok", "total_bytes": 2308 if version == OLD else 3204},
+            "dump": {"status": "ok", "files": files},
+            "workarounds": {"cases": [
+                {"name": "v0", "description": "", "points": v0, "errors": [],
+                 "verdict": {"status": "constant" if version == OLD else "grows",
+                             "growth_per_outer": 0.0 if version == OLD else 1.0}},
+                {"name": "v1", "description": "", "points": [[1, 385], [2, 385], [4, 385]],
+                 "errors": [], "verdict": {"status": "constant", "growth_per_outer": 0.0}}]}}
+
+
+def test_attribution_and_markdown_from_real_files():
+    options = EvidenceOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
+    old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
+    new = _document(NEW, "v0-jax-0.5.0", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
+    attribution = attribution_of(old, new)
+    assert (attribution["lowering"], attribution["culprit"]) == ("identical", "xla")
+    assert attribution["links"]["jax_compare"] == \
+        "https://github.com/jax-ml/jax/compare/jax-v0.5.0...jax-v0.5.1"
+    assert attribution["links"]["xla_pin_new"].endswith(
+        "/tree/9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c/third_party/xla")
+    assert attribution["links"]["xla_compare"] is None and attribution["xla_note"]
+    releases = {"old": release_evidence(old, options), "new": release_evidence(new, options)}
+    assert releases["old"]["stacked"]["slots"] == 2 and releases["new"]["stacked"]["slots"] == 3
+    evidence = {"options": {**options.__dict__, "workaround_n_outer": [1, 2, 4]},
+                "releases": releases, "restores_constant": ["v1"]}
+    markdown = render_evidence_markdown(attribution, evidence)
+    assert "**identical**" in markdown and "Culprit: `xla`" in markdown
+    assert re.search(r"\| stacked \[3,4,4,4\] buffers \(slots\)\s*\| 2 .*\| 3 ", markdown)
+    assert markdown.count("<details>") == markdown.count("</details>") == 1
+    assert "```mermaid\nxychart-beta" in markdown
+    assert "Restore constant memory: `v1`." in markdown
+
+    changed = attribution_of(_document("0.4.20", "v0-jax-0.4.20", None), new)
+    assert (changed["lowering"], changed["culprit"]) == ("changed", "jax")
+    assert changed["commits"]["old"]["ref"] == "jax-v0.4.20"  # no hash in wheels before 0.4.24
+    assert "Lowering diff" in render_evidence_markdown(changed, evidence)
+
+
+def test_xla_commit_from_either_pin_file(tmp_path):
+    commit = "1e81d47ecb624cb8e75890fe9c1e5b04558ef545"
+    workspace = (f'load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")\n\n'
+                 f'XLA_COMMIT = "{commit}"\nXLA_SHA256 = "{"0" * 64}"\n')
+    assert xla_commit_from_pin(workspace) == commit
+    assert xla_commit_from_pin('# buildifier: disable=module-docstring\nXLA_COMMIT = "b00ea9a0'
+                               'cdde1e3261b31efc503da2788098f4d5"\n') \
+        == "b00ea9a0cdde1e3261b31efc503da2788098f4d5"
+    assert xla_commit_from_pin('XLA_COMMIT = "main"\n') is None
+    repo = tmp_path / "jax"
+    (repo / "third_party" / "xla").mkdir(parents=True)
+    (repo / "third_party" / "xla" / "workspace.bzl").write_text(workspace)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "pin"], check=True)
+    head = subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert xla_commit_in_checkout(repo, head) == commit
+    assert xla_commit_in_checkout(repo, "0" * 40) is None
+
+
+# -- the chart ------------------------------------------------------------------------------
+
+MERMAID_LINE = re.compile(r'^    line "[^"]*" \[(-?\d+(\.\d+)?)(, -?\d+(\.\d+)?)*\]$')
+
+
+def test_chart_is_a_mermaid_xychart_with_one_line_per_series():
+    series = {"jax 0.5.0": [(1, 12.75), (2, 25.25), (4, 25.25), (6, 25.25)],
+              "jax 0.5.1": [(6, 75.25), (1, 12.75), (2, 25.25), (4, 50.25)]}
+    markdown = chart_markdown(series)
+    block = markdown.split("```")[1].splitlines()
+    assert block[0] == "mermaid" and block[1] == "xychart-beta"
+    assert block[2].startswith('    title "')
+    assert block[3] == '    x-axis "n_outer" [1, 2, 4, 6]'
+    assert re.fullmatch(r'    y-axis "[^"]+" 0 --> \d+(\.\d+)?', block[4])
+    assert float(block[4].rsplit(" ", 1)[1]) >= 75.25
+    lines = block[5:]
+    assert len(lines) == 2 and all(MERMAID_LINE.match(line) for line in lines)
+    assert lines[1] == '    line "jax 0.5.1" [12.75, 25.25, 50.25, 75.25]'  # sorted by n_outer
+    assert "1. jax 0.5.0; 2. jax 0.5.1" in markdown
+
+
+def test_chart_uses_shared_n_outer_and_plain_numbers():
+    series = {'a "quoted"': [(1, 0.00012), (2, 123456789.0), (3, 1.0)], "b": [(2, 1.0), (3, 2.0)]}
+    markdown = chart_markdown(series)
+    assert '    x-axis "n_outer" [2, 3]' in markdown
+    assert "e+" not in markdown and "e-" not in markdown
+    assert '    line "a \'quoted\'" [123456789, 1]' in markdown
+    assert "n_outer 1 not measured for every line" in markdown
+    assert chart_markdown({}).startswith("_No measurements")
+    assert chart_markdown({"a": [(1, 1.0)], "b": [(2, 1.0)]}).startswith("_The series share")
+
+
+def test_png_only_with_matplotlib(tmp_path, monkeypatch):
+    series = {"jax 0.5.1": [(1, 12.75), (2, 25.25)]}
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert write_png(series, tmp_path / "chart.png") is None
+    monkeypatch.undo()
+    pytest.importorskip("matplotlib")
+    path = write_png(series, tmp_path / "chart.png")
+    assert path is not None and path.read_bytes().startswith(b"\x89PNG")
+
+
+# -- end to end, on two real releases ---------------------------------------------------------
+
+SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+
+
+@pytest.mark.jax
+def test_gather_evidence_on_the_releases_around_the_change(jax_python):
+    """Lowering identical -> XLA; the new plan holds one stacked buffer per outer iteration;
+    the carry-only scan, the full unroll and XLA's older CPU scheduler restore constant memory."""
+    options = EvidenceOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4),
+                              unroll=(2, 10))
+    result = gather_evidence(jax_python(OLD), jax_python(NEW), options,
+                             workaround_xla_flags=[SCHEDULER_OFF], timeout=120)
+    json.dumps(result)  # goes into the bisect JSON as it is
+    attribution, evidence = result["attribution"], result["evidence"]
+    assert (attribution["lowering"], attribution["culprit"]) == ("identical", "xla")
+    for side in ("old", "new"):
+        assert re.fullmatch(r"[0-9a-f]{40}", attribution["commits"][side]["commit"])
+    old, new = evidence["releases"]["old"], evidence["releases"]["new"]
+    assert (old["jax"], new["jax"], old["error"], new["error"]) == (OLD, NEW, None, None)
+    assert (old["stacked"]["slots"], new["stacked"]["slots"]) == (2, 3)
+    assert "at most 2" in old["schedule"][0] and "at most 3" in new["schedule"][0]
+    verdicts = {w["name"]: w["verdict"] for w in new["workarounds"]}
+    assert verdicts["v0"] == "grows" and verdicts["v0 unroll=2"] == "grows"
+    assert set(evidence["restores_constant"]) == \
+        {"v1", "v2", "v0 unroll=10", f"v0 with XLA_FLAGS={SCHEDULER_OFF}"}
+    markdown = render_evidence_markdown(attribution, evidence)
+    assert "xychart-beta" in markdown and f"jax {OLD} → jax {NEW}" in markdown
