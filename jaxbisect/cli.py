@@ -58,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
                    help="per probe; a release that takes longer is skipped")
     p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                    help="where the markdown report and its JSON go (default: reports/)")
+    p.add_argument("--try-xla-flags", action="append", default=[], metavar="FLAGS",
+                   help="after a change is found, measure v0 under the first new release with "
+                        "these XLA_FLAGS too and report whether they restore constant memory "
+                        "(repeatable)")
     p.add_argument("--no-evidence", action="store_true",
                    help="skip the JAX-or-XLA attribution and the buffer evidence")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
@@ -107,7 +111,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     if bisection.result.status == "found" and not command and not args.no_evidence:
         from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
 
-        evidence_md, extra = gather(bisection, say)
+        from .report import report_stem
+
+        evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),
+                                    png_path=args.reports / f"{report_stem(bisection)}.png")
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line
 

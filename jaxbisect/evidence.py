@@ -18,9 +18,9 @@ import math
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 from tabulate import tabulate
 
@@ -43,7 +43,7 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _LOC_DEFINITION = re.compile(r"^\s*#loc\d*\s*=")
 _LOC_START = re.compile(r"(?<![\w.@#%$])loc\(")
 _ATTR_DICT = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
-_ATTR_ENTRY = re.compile(r'^\s*([\w.$]+)\s*=\s*(.*?)\s*$', re.S)
+_ATTR_ENTRY = re.compile(r'^\s*([\w.$]+)\s*=\s*(.*?)\s*$', re.DOTALL)
 _SSA = re.compile(r"%[\w$.\-]+")
 _SSA_DEFINED = re.compile(r"(?::\d+)?\s*=(?!=)|:\s")  # `%x =`, `%x:2 =`, `%arg0: tensor`
 _PRIVATE_FUNC = re.compile(r"func\.func\s+private\s+@([\w$.\-]+)")
@@ -111,7 +111,7 @@ def _split_top_level(text: str, sep: str = ",") -> list[str]:
             in_string = True
         elif char in "([{<":
             depth += 1
-        elif char in ")]}>":
+        elif char in ")]}>" and text[i - 1:i + 1] != "->":  # `->` of a function type
             depth -= 1
         elif char == sep and depth == 0:
             parts.append("".join(current))
@@ -185,7 +185,8 @@ def normalize_lowered(text: str) -> str:
         line = _strip_locations(raw)
         line = _drop_noise_attributes(line)
         line = _MODULE_NAME.sub(r"\1@module", line)
-        line = " ".join(line.split())  # printers changed spacing (`compare  LT,` -> `compare LT,`)
+        # Printers changed spacing (`compare  LT,` -> `compare LT,`); strings keep theirs.
+        line = _outside_quotes(line, lambda part: re.sub(r"\s+", " ", part)).strip()
         if line:
             lines.append(line)
     return "\n".join(_renumber_values(_rename_private_functions("\n".join(lines)).splitlines()))
@@ -409,8 +410,9 @@ def parse_buffer_assignment(text: str) -> BufferAssignment:
 class StackedBuffers:
     """The stacked ``[n_inner, *shape]`` buffers XLA planned for.
 
-    ``slots``: distinct places (allocation, offset) that hold one. XLA shares a place between
-    values whose live ranges do not overlap, so this is how many are live together at peak.
+    ``slots``: distinct places (allocation, offset) that hold one. XLA's heap simulator gives
+    values whose live ranges do not overlap the same place, so this is how many stacked buffers
+    the plan holds at once (3 per 3 outer iterations when they grow, 2 when they do not).
     """
 
     slots: int
@@ -611,9 +613,9 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
     report = files.get("memory_usage_report", "")
     if report:
         lines = report.splitlines()
-        head = [l for l in lines if l.startswith(("Total bytes", "Memory Space"))]
-        head += [l.rstrip() for l in lines if "; allocation " in l][:3]
-        head += [l.rstrip() for l in lines if ";" in l and stacked_line(l)]
+        head = [line for line in lines if line.startswith(("Total bytes", "Memory Space"))]
+        head += [line.rstrip() for line in lines if "; allocation " in line][:3]
+        head += [line.rstrip() for line in lines if ";" in line and stacked_line(line)]
         out["memory_usage_report"] = head[:limit]
     assignment = files.get("buffer_assignment", "")
     if assignment:
@@ -631,8 +633,8 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
         kept = [i for i in parse_entry_computation(hlo)
                 if i.opcode == "while" or is_stacked(i.shape, n_inner, array_shape)]
         wanted = {i.name for i in kept}
-        out["after_optimizations"] = [l.strip() for l in hlo.splitlines()
-                                      if (m := _INSTRUCTION.match(l)) and m.group(2) in wanted
+        out["after_optimizations"] = [line.strip() for line in hlo.splitlines()
+                                      if (m := _INSTRUCTION.match(line)) and m.group(2) in wanted
                                       ][:limit]
     return out
 
@@ -676,7 +678,7 @@ def _run_in_environment(python: Path, module: str, args: Sequence[str], timeout:
     env["PYTHONPATH"] = str(stage)
     try:
         done = subprocess.run([str(python), "-m", module, *args], cwd=stage, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise EvidenceFailed(f"{module} timed out after {timeout:.0f} s") from None
     except OSError as exc:
@@ -698,7 +700,7 @@ def run_evidence(python: Path, options: EvidenceOptions, timeout: float = 900) -
 
 def xla_commit_from_pin(text: str) -> str | None:
     """``XLA_COMMIT = "<40 hex>"`` from third_party/xla/workspace.bzl or revision.bzl."""
-    m = re.search(r'^XLA_COMMIT\s*=\s*"([0-9a-f]{40})"', text, re.M)
+    m = re.search(r'^XLA_COMMIT\s*=\s*"([0-9a-f]{40})"', text, re.MULTILINE)
     return m.group(1) if m else None
 
 
@@ -706,7 +708,7 @@ def xla_commit_in_checkout(jax_repo: Path, jax_commit: str) -> str | None:
     """The XLA commit pinned at ``jax_commit`` in a local clone of JAX, without the network."""
     for pin in ("third_party/xla/revision.bzl", "third_party/xla/workspace.bzl"):
         done = subprocess.run(["git", "-C", str(jax_repo), "show", f"{jax_commit}:{pin}"],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, check=False)
         if done.returncode == 0 and (commit := xla_commit_from_pin(done.stdout)):
             return commit
     return None
@@ -880,7 +882,7 @@ def _axis_top(value: float) -> float:
 
 def _format_number(value: float) -> str:
     """Numbers as mermaid's grammar takes them: plain decimals, no exponent."""
-    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    text = f"{value:.{2 if abs(value) >= 1 else 4}f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
 
 
@@ -960,7 +962,10 @@ def _code(lines: Sequence[str], language: str = "text") -> str:
     return f"```{language}\n" + "\n".join(lines) + "\n```"
 
 
-def render_evidence_markdown(attribution: dict, evidence: dict) -> str:
+def render_evidence_markdown(attribution: dict, evidence: dict,
+                             series: dict[str, list[tuple[int, float]]] | None = None) -> str:
+    """The evidence as markdown; ``series`` (label -> [(n_outer, MB)]) replaces the chart's
+    default lines (the two releases of the evidence) with, e.g., every release probed."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
     options = evidence["options"]
     o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
@@ -973,8 +978,8 @@ def render_evidence_markdown(attribution: dict, evidence: dict) -> str:
                    "**lowering changed** (the diff is below; XLA may have changed too).",
         "unknown": f"unknown ({attribution.get('reason') or 'no lowered modules'}).",
     }
-    out += [f"**Where:** {verdicts[attribution['lowering']]} "
-            f"Culprit: `{attribution['culprit']}`.", ""]
+    out += [(f"**Where:** {verdicts[attribution['lowering']]} "
+             f"Culprit: `{attribution['culprit']}`."), ""]
     commits, links = attribution["commits"], attribution["links"]
     shape = "[" + ",".join(map(str, [options["n_inner"]] + [options["n_res"]] * 3)) + "]"
     rows = [
@@ -1012,9 +1017,9 @@ def render_evidence_markdown(attribution: dict, evidence: dict) -> str:
                          f"−{attribution['removed']} lines{more}",
                          _code(attribution["diff"], "diff")), ""]
     if old["schedule"] or new["schedule"]:
-        out += [f"**What:** the scheduled entry computation (XLA's *after_optimizations* HLO) "
-                f"at n_outer {options['n_outer']}: where stacked {shape} buffers are made "
-                f"relative to the while loops.", ""]
+        out += [(f"**What:** the scheduled entry computation (XLA's *after_optimizations* "
+                 f"HLO) at n_outer {options['n_outer']}: where stacked {shape} buffers are made "
+                 f"relative to the while loops."), ""]
         body = []
         for label, release in ((o, old), (n, new)):
             body += [f"{label}:", *release["schedule"], ""]
@@ -1030,17 +1035,17 @@ def render_evidence_markdown(attribution: dict, evidence: dict) -> str:
         ns = options["workaround_n_outer"]
         rows = []
         for w in new["workarounds"]:
-            points = dict((p[0], p[1]) for p in w["points"])
+            points = {p[0]: p[1] for p in w["points"]}
             rows.append([w["name"], *(_mb(points.get(k)).replace(" MB", "") for k in ns),
                          w["verdict"] + (" ✅" if w["verdict"] == "constant" else "")])
-        out += [f"**What helps under {n}** (memory_analysis output + temp, MB; "
-                f"n_inner {options['n_inner']}, n_res {options['n_res']}):", "",
+        out += [(f"**What helps under {n}** (memory_analysis output + temp, MB; "
+                 f"n_inner {options['n_inner']}, n_res {options['n_res']}):"), "",
                 tabulate(rows, headers=["way around", *(f"n_outer={k}" for k in ns), "memory"],
                          tablefmt="github", disable_numparse=True), ""]
         restoring = evidence.get("restores_constant") or []
         out += [("Restore constant memory: " + ", ".join(f"`{r}`" for r in restoring) + "."
                  if restoring else "None of these restores constant memory."), ""]
-    series = evidence_series(evidence)
+    series = series or evidence_series(evidence)
     if series:
         out += ["**The picture:**", "", chart_markdown(series), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -1,5 +1,67 @@
-"""Placeholder until the evidence module lands: no attribution yet."""
+"""After a bisection finds a change: where (JAX or XLA), what (the buffers), what helps.
+
+Runs ``repro.evidence`` in the environments of the two releases around the change (see
+``evidence.py``) and keeps the answer, so that a rerun of a finished bisection measures nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from .driver import Bisection, Say
+from .environments import ensure_environment
+from .evidence import EvidenceOptions, gather_evidence, render_evidence_markdown, write_png
+from .files import cache_dir, write_json
+from .probe import harness_id
+
+MB = 1024**2
 
 
-def gather(bisection, say):
-    return "", {}
+def probed_series(b: Bisection) -> dict[str, list[tuple[int, float]]]:
+    """v0 MB against n_outer for every release probed in compiled mode, oldest first."""
+    series = {}
+    for probe in sorted(b.probes, key=lambda p: p.release.version):
+        doc = probe.measurement.document if probe.measurement else None
+        if not doc or doc["mode"] != "compiled":
+            continue
+        points = [(c["n_outer"], c["total_bytes"] / MB) for c in doc["cases"]
+                  if c["variant"] == "v0" and c["status"] == "ok"]
+        if len(points) >= 2:
+            series[f"jax {doc['jax']}"] = points
+    return series
+
+
+def _stored(key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / "evidence" / f"{key['old']}-{key['new']}-{key['backend']}-{digest}.json"
+
+
+def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
+           png_path: Path | None = None) -> tuple[str, dict]:
+    """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON."""
+    old, new = b.last_old.release, b.first_new.release
+    o = b.request.options
+    options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags)
+    key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
+           "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id()}
+    path = _stored(key)
+    try:
+        found = json.loads(path.read_text())
+        say(f"evidence for jax {old.version} → {new.version}: stored")
+    except (OSError, ValueError):
+        say(f"gathering evidence: lowering, XLA dumps and workarounds under jax {old.version} "
+            f"and {new.version} …")
+        pythons = [ensure_environment(r, b.request.backend, progress=say).python
+                   for r in (old, new)]
+        found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
+                                timeout=b.request.timeout)
+        write_json(path, found)
+    series = probed_series(b)
+    markdown = "## Evidence\n\n" + render_evidence_markdown(found["attribution"],
+                                                            found["evidence"], series)
+    if png_path is not None and series and write_png(series, png_path):
+        markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
+    return markdown, {"attribution": found["attribution"], "evidence": found["evidence"]}

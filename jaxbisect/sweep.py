@@ -180,7 +180,7 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
         try:
             env = ensure_environment(release, backend, progress=progress)
         except InstallFailed as exc:
-            say(f"{name}: {exc}")
+            progress(str(exc))
             return Outcome(str(release.version), None, str(exc), None)
         if env.reused:
             say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")

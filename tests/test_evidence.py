@@ -15,11 +15,25 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence import (
-    BufferAssignment, EvidenceOptions, MemoryUsageReport, attribution_of, chart_markdown,
-    compare_lowering, gather_evidence, normalize_lowered, parse_buffer_assignment,
-    parse_entry_computation, parse_memory_usage_report, release_evidence,
-    render_evidence_markdown, schedule_summary, stacked_buffers_live, write_png,
-    xla_commit_from_pin, xla_commit_in_checkout)
+    BufferAssignment,
+    EvidenceOptions,
+    MemoryUsageReport,
+    attribution_of,
+    chart_markdown,
+    compare_lowering,
+    gather_evidence,
+    normalize_lowered,
+    parse_buffer_assignment,
+    parse_entry_computation,
+    parse_memory_usage_report,
+    release_evidence,
+    render_evidence_markdown,
+    schedule_summary,
+    stacked_buffers_live,
+    write_png,
+    xla_commit_from_pin,
+    xla_commit_in_checkout,
+)
 from repro.evidence import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"
@@ -177,8 +191,8 @@ def test_schedule_old_release_copies_just_before_each_loop():
     at = _positions(lines)
     assert at["broadcast.4"] < at["copy.5"] < at["while.39"] < at["copy.14"] < at["while.79"] \
         < at["while.119"]
-    assert any("while.39: loop 1 of 3 (3 trips), carries copy.5; stacked buffers live: 2" in l
-               for l in lines)
+    assert any("while.39: loop 1 of 3 (3 trips), carries copy.5; stacked buffers live: 2" in line
+               for line in lines)
 
 
 @pytest.mark.parametrize("version, creator", [(NEW, "broadcast.4"),
@@ -189,15 +203,15 @@ def test_schedule_new_release_makes_every_copy_before_the_first_loop(version, cr
     at = _positions(lines)
     loops = sorted(p for name, p in at.items() if name.startswith("while"))
     assert at[creator] < at["copy.5"] < at["copy.14"] < loops[0]
-    live = [int(l.rsplit(" ", 1)[1]) for l in lines if "stacked buffers live:" in l]
+    live = [int(line.rsplit(" ", 1)[1]) for line in lines if "stacked buffers live:" in line]
     assert live == [3, 2, 1]
 
 
 def test_schedule_of_a_release_printing_without_percent_signs():
     lines = schedule_summary(dump("0.4.20", "after_optimizations.txt"), N_INNER, SHAPE)
     assert "at most 2" in lines[0]
-    assert any(l.strip().startswith(tuple("0123456789")) and "copy.14 = copy(broadcast.3)" in l
-               for l in lines)
+    assert any(line.strip()[:1].isdigit() and "copy.14 = copy(broadcast.3)" in line
+               for line in lines)
 
 
 def test_schedule_without_entry_or_loops():
