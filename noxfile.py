@@ -116,5 +116,5 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    session.install("ruff==0.17.5")
     session.run("ruff", "check", ".")

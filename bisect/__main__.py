@@ -10,6 +10,6 @@ except ModuleNotFoundError as error:  # run from an environment without the tool
         "run it from the project environment (see README.md)",
         file=sys.stderr,
     )
-    raise SystemExit(2)
+    raise SystemExit(2) from None
 
 raise SystemExit(main())

@@ -40,8 +40,8 @@ from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
 from .files import write_atomic
+from .machine import machine_description
 from .probe import Measurement
-from .sweep import machine_description
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent

@@ -99,8 +99,9 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
     options = HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
                              n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags)
-    if len(options.n_outer) < 2 and not command:
-        raise UserError("--n-outer needs at least two values to tell growth from constant")
+    if len([n for n in options.n_outer if n >= 2]) < 2 and not command:
+        raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
+                        "constant (at n_outer 1 every plan holds one stacked buffer)")
     request = Request(start=args.start, end=args.end, backend=resolve_backend(args.backend),
                       options=options, command=command, timeout=args.timeout)
     catalogue = load_catalogue()
@@ -110,7 +111,6 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         evidence_md = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
     if bisection.result.status == "found" and not command and not args.no_evidence:
         from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
-
         from .report import report_stem
 
         evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),

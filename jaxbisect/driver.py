@@ -10,18 +10,16 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .catalogue import Catalogue, Release
 from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
-from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, \
-    measure_release
+from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
 from .search import Outcome, SearchResult, find_change
 
 Say = Callable[[str], None]
@@ -120,15 +118,6 @@ def candidates_for(catalogue: Catalogue, request: Request
     return usable, unusable
 
 
-def _only_unmeasured(measurement: Measurement) -> bool:
-    """True when the compiled plan was read but holds nothing (zeros, None): not a crash."""
-    doc = measurement.document
-    if doc is None or doc["verdict"]["status"] != "unavailable":
-        return False
-    v0 = [c for c in doc["cases"] if c["variant"] == "v0"]
-    return bool(v0) and all(c["status"] == "unavailable" for c in v0)
-
-
 def check_release(release: Release, request: Request, say: Say) -> Probe:
     """The built-in check: v0's verdict, falling back to a real run where the compiled
     statistics of the release are empty (jaxlib < 0.4.29 on the CPU)."""
@@ -136,7 +125,7 @@ def check_release(release: Release, request: Request, say: Say) -> Probe:
     compiled = measure_release(release, request.backend, request.options, progress=say,
                                timeout=request.timeout)
     chosen, replaced = compiled, None
-    if request.options.mode == "compiled" and _only_unmeasured(compiled):
+    if compiled.stats_empty:
         fallback = request.options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
             f"({compiled.reason}); measuring a real run at n_res {fallback.n_res}")

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import platform
 import shlex
-import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
 from tabulate import tabulate
 
 from .driver import Bisection, Probe
 from .files import write_atomic, write_json
+from .machine import machine_description
 from .tables import results_table
 
 SCHEMA = 1
@@ -75,26 +72,7 @@ def reproduce_command(b: Bisection) -> str:
 
 def machine_environment(b: Bisection) -> str:
     """What a maintainer asks about the probing machine, plus jax's own description."""
-    lines = [f"date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
-             f"platform: {platform.platform()}", f"python: {platform.python_version()}"]
-    try:
-        with open("/proc/cpuinfo") as handle:
-            model = next((l.split(":", 1)[1].strip() for l in handle if l.startswith("model name")),
-                         None)
-        lines.append(f"cpu: {model} × {os.cpu_count()}")
-        with open("/proc/meminfo") as handle:
-            lines.append(f"memory: {int(handle.readline().split()[1]) / 1024**2:.1f} GiB")
-    except OSError:
-        pass
-    for what, argv in [("uv", ["uv", "--version"]), ("toolkit commit", ["git", "rev-parse",
-                                                                         "--short", "HEAD"])]:
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10,
-                                 cwd=Path(__file__).resolve().parent)
-            if out.returncode == 0:
-                lines.append(f"{what}: {out.stdout.strip()}")
-        except OSError:
-            pass
+    lines = [machine_description(dated=True)]
     newest = next((p for p in reversed(b.probes) if p.measurement and p.measurement.document),
                   None)
     if newest:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
 import sys
 import time
@@ -32,6 +30,7 @@ from .catalogue import Catalogue, Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import write_atomic, write_json
+from .machine import machine_description
 from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
 from .tables import results_table
 
@@ -150,8 +149,9 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
 # -- one release ----------------------------------------------------------------------------
 
 
-def result_file(reports: Path, release: str, backend: str) -> Path:
-    return reports / f"jax-{release}-{backend}.json"
+def result_file(reports: Path, release: str, backend: str, mode: str = "compiled") -> Path:
+    suffix = "" if mode == "compiled" else f"-{mode}"
+    return reports / f"jax-{release}-{backend}{suffix}.json"
 
 
 def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
@@ -195,6 +195,13 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
         if backend == "cuda12" and ran_on != "gpu":
             say(f"{name}: warning: a CUDA environment, but JAX ran on {ran_on!r} "
                 f"(is the GPU usable? see the JSON's environment)")
+    if measurement.stats_empty:  # as the bisect driver does: a real run answers instead
+        fallback = options.runtime_fallback()
+        say(f"{name}: compiled statistics are empty; measuring a real run at "
+            f"n_res {fallback.n_res} too")
+        real = measure_release(release, backend, fallback, progress=progress, timeout=timeout,
+                               use_cache=not remeasure)
+        _write_result(reports, real, say)
     if stored is None:
         say(f"{name}: done in {time.perf_counter() - started:.1f} s "
             f"(harness {measurement.seconds:.1f} s)")
@@ -203,7 +210,8 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
 
 def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
     """Write the result whole; a failure never replaces a result that has a document."""
-    path = result_file(reports, measurement.release, measurement.backend)
+    path = result_file(reports, measurement.release, measurement.backend,
+                       measurement.options.mode)
     if measurement.document is None:
         previous = _read_measurement(path)
         if previous is not None and previous.document is not None:
@@ -246,27 +254,6 @@ def _version_key(text: str):
 
 def harness_command(options: HarnessOptions) -> str:
     return shlex.join(["python", "-m", "repro", "--json", *options.argv()])
-
-
-def machine_description() -> str:
-    """This machine in a few lines: OS, CPU, cores, memory, Python, GPUs."""
-    lines = [f"platform: {platform.platform()}", f"machine: {platform.machine()}"]
-    try:
-        with open("/proc/cpuinfo") as handle:
-            model = next((line.split(":", 1)[1].strip() for line in handle
-                          if line.startswith("model name")), None)
-        if model:
-            lines.append(f"cpu: {model}")
-    except OSError:
-        pass
-    lines.append(f"cores: {os.cpu_count()}")
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        lines.append(f"memory: {pages * size / 1024**3:.1f} GiB")
-    except (ValueError, OSError):
-        pass
-    lines.append(f"python (driver): {sys.version.split()[0]}")
-    return "\n".join(lines)
 
 
 def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,

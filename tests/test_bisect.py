@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]

@@ -16,7 +16,7 @@ from jaxbisect.catalogue import load_catalogue
 from jaxbisect.probe import HarnessOptions, measure_release
 
 REPO = Path(__file__).resolve().parent.parent
-SMALL = HarnessOptions(n_outer=(1, 3), n_inner=10, n_res=16)
+SMALL = HarnessOptions(n_outer=(1, 3, 6), n_inner=10, n_res=16)
 
 
 @pytest.fixture(scope="module")

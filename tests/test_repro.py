@@ -6,7 +6,6 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import REPO, SYSTEM_PYTHON, repro_json, run_repro
 
 MB = 1024**2
@@ -88,7 +87,7 @@ def test_runs_cleanly_across_releases(jax_python, version):
 
 @pytest.mark.parametrize("version,status", [("0.5.0", "constant"), ("0.10.2", "grows")])
 def test_runtime_mode_agrees_with_compiled(jax_python, version, status):
-    args = ("--n-res", "24", "--n-inner", "50", "--n-outer", "1", "4", "--variants", "v0")
+    args = ("--n-res", "24", "--n-inner", "50", "--n-outer", "1", "2", "4", "--variants", "v0")
     compiled = repro_json(jax_python(version), *args)
     runtime = repro_json(jax_python(version), *args, "--mode", "runtime")
     assert compiled["verdict"]["status"] == runtime["verdict"]["status"] == status

@@ -20,7 +20,7 @@ from jaxbisect.errors import InstallFailed
 from jaxbisect.probe import Measurement
 
 REPO = Path(__file__).resolve().parent.parent
-SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3"]
+SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
 DEAD_PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
               "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
               "NO_PROXY": "", "no_proxy": ""}

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from repro.verdict import GROWS_AT, slope, stacked_buffer_bytes, verdict
 
-n_outers = st.lists(st.integers(1, 40), min_size=2, max_size=8, unique=True)
+n_outers = st.lists(st.integers(2, 40), min_size=2, max_size=8, unique=True).map(
+    lambda xs: [1, *xs])  # the report's own sets start at 1, which the fit leaves out
 
 
 def exact_slope(points):
@@ -20,7 +21,8 @@ def exact_slope(points):
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-@given(n_outers, st.lists(st.integers(0, 10**12), min_size=8, max_size=8))
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=8, unique=True),
+       st.lists(st.integers(0, 10**12), min_size=8, max_size=8))
 def test_slope_matches_exact_arithmetic(xs, ys):
     points = list(zip(xs, ys))
     assert slope(points) == pytest.approx(float(exact_slope(points)), rel=1e-9, abs=1e-3)
@@ -68,6 +70,8 @@ def test_all_zero_stats_are_unavailable():
 def test_one_point_is_not_enough():
     assert verdict([(5, 123)], 1000)["status"] == "unavailable"
     assert verdict([(5, 123), (5, 456)], 1000)["status"] == "unavailable"
+    # 1 and 2 alone cannot tell the bug (1, 2, 3 … buffers) from a fixed plan (1, 2, 2 …)
+    assert verdict([(1, 1000), (2, 2000)], 1000)["status"] == "unavailable"
 
 
 def test_report_figures_grow_by_one_buffer():
@@ -85,5 +89,4 @@ def test_one_outer_iteration_is_left_out_of_the_fit():
     unit = stacked_buffer_bytes(10, 16, 4)
     assert verdict([(1, unit), (3, 2 * unit), (6, 2 * unit)], unit)["status"] == "constant"
     assert verdict([(1, unit), (3, 3 * unit), (6, 6 * unit)], unit)["status"] == "grows"
-    # with a single larger value there is nothing else to fit against
-    assert verdict([(1, unit), (3, 3 * unit)], unit)["growth_per_outer"] == 1.0
+    assert verdict([(1, unit), (3, 3 * unit)], unit)["status"] == "unavailable"

@@ -1,0 +1,56 @@
+"""The machine a result came from, in the few lines a maintainer asks for."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=15,
+                              cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def machine_description(*, dated: bool = False) -> str:
+    """OS, CPU, cores, memory, GPUs, the driver's Python, uv, and this toolkit's commit."""
+    lines = [f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"] if dated else []
+    lines += [f"platform: {platform.platform()}", f"machine: {platform.machine()}"]
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle
+                          if line.startswith("model name")), None)
+        if model:
+            lines.append(f"cpu: {model}")
+    except OSError:
+        pass
+    lines.append(f"cores: {os.cpu_count()}")
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        lines.append(f"memory: {pages * size / 1024**3:.1f} GiB")
+    except (ValueError, OSError):
+        pass
+    if shutil.which("nvidia-smi"):
+        gpus = _first_line(["nvidia-smi", "-L"])
+        lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
+    lines.append(f"python (driver): {sys.version.split()[0]}")
+    try:
+        from uv import find_uv_bin
+
+        uv = find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        uv = "uv"
+    for what, argv in (("uv", [uv, "--version"]),
+                       ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):
+        found = _first_line(argv)
+        if found:
+            lines.append(f"{what}: {found}")
+    return "\n".join(lines)
