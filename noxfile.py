@@ -1,7 +1,8 @@
 """`nox` runs the main job, `nox -s repro`: the default JAX releases measured into reports/repro/.
 
 Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
-Results of many machines: `nox -s merge -- artifacts/`. Also `bench`, `tests`, `lint`.
+Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
+`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `bench`, `tests`, `lint`.
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
@@ -98,10 +99,20 @@ def merge(session: nox.Session) -> None:
 
 
 @nox.session
-def bench(session: nox.Session) -> None:
-    """Environments cold/warm with uv vs pip, and a whole ``nox -s repro`` cold vs warm.
+def bisect(session: nox.Session) -> None:
+    """The bisect driver by a name nothing shadows: ``nox -s bisect -- --from A --to B``."""
+    if not session.posargs:
+        session.error("give the range: nox -s bisect -- --from 0.5.0 --to 0.10.2 [options]")
+    _install_project(session)
+    session.run("python", "-m", "jaxbisect", *session.posargs)
 
-    Writes reports/bench.md. ``-- --only env`` or ``-- --only repro`` runs one part.
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Environments cold/warm with uv vs pip, a whole ``nox -s repro`` cold vs warm, and a
+    bisection over 21 releases cold, warm and stored.
+
+    Writes reports/bench.md. ``-- --only env`` (or ``repro``, ``bisect``) runs one part.
     """
     _install_project(session, "nox")
     session.run("python", "-m", "jaxbisect.bench", *session.posargs)

@@ -237,12 +237,59 @@ def _default_releases(noxfile: Path) -> list[str]:
         return []
 
 
+# -- a bisection ------------------------------------------------------------------------------
+
+BISECT_RANGE = ("0.5.0", "0.10.2")  # 21 CPU releases here; the CPU change is 0.5.0 -> 0.5.1
+
+
+def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
+    """One bisection over a fixed range: cold (no environments, no results), warm
+    (environments ready, results dropped) and fully stored, with the probe count."""
+    cache = scratch / "bisect-cache"
+    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
+    if args.fresh_machine:
+        env["UV_CACHE_DIR"] = str(scratch / "bisect-uv-cache")
+    start, end = BISECT_RANGE
+    command = [sys.executable, "-m", "jaxbisect", "--from", start, "--to", end, "--backend",
+               args.backend, "--no-evidence", "--json", "--reports", str(scratch / "bisect")]
+    what = f"bisect {start} … {end} ({args.backend})"
+    rows, checks = [], []
+
+    def bisection(label: str) -> tuple[float, dict]:
+        say(f"bench: {what}, {label} …")
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True,
+                              check=False)
+        seconds = time.perf_counter() - started
+        if done.returncode not in (0, 1):
+            raise UserError(f"the bisection failed: {done.stderr.strip().splitlines()[-1:]}")
+        say(f"bench: {what}, {label}: {seconds:.1f} s")
+        return seconds, json.loads(done.stdout)
+
+    cold, doc = bisection("cold")
+    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
+              else doc["status"])
+    probes = len(doc["probes"])
+    rows.append(Row(what, "uv", cold, f"cold: no environments, no stored results; "
+                                      f"{probes} probes; answer {answer}"))
+    shutil.rmtree(cache / "results", ignore_errors=True)
+    warm, _ = bisection("warm")
+    rows.append(Row(what, "uv", warm, "warm: environments ready, results dropped"))
+    stored, again = bisection("stored")
+    rows.append(Row(what, "uv", stored, f"fully stored rerun: "
+                                        f"{sum(p['cached'] for p in again['probes'])} of "
+                                        f"{len(again['probes'])} probes stored"))
+    checks.append(Check("fully stored bisection rerun takes seconds", f"{stored:.1f} s",
+                        stored < 10))
+    return Results(rows, checks)
+
+
 # Each benchmark takes the parsed arguments, a scratch folder and a progress callback, and
-# returns rows for the table and target checks. The bisect driver adds its own here, e.g.
-# "bisect": bench_bisect (a bisection over a range, cold against warm), selectable with --only.
+# returns rows for the table and target checks; --only picks some.
 BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path, Say], Results]] = {
     "env": bench_environments,
     "repro": bench_repro,
+    "bisect": bench_bisect,
 }
 
 
