@@ -35,6 +35,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0],
                       epilog="After `--`, a command to bisect with instead of the built-in "
@@ -54,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
                    default="float32")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="per probe; a release that takes longer is skipped")
     p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                    help="where the markdown report and its JSON go (default: reports/)")
@@ -62,6 +72,10 @@ def parser() -> argparse.ArgumentParser:
                    help="after a change is found, measure v0 under the first new release with "
                         "these XLA_FLAGS too and report whether they restore constant memory "
                         "(repeatable)")
+    p.add_argument("--jax-repo", type=Path, metavar="PATH",
+                   help="a local clone of jax: its pinned XLA commits give an XLA compare link")
+    p.add_argument("--remeasure", action="store_true",
+                   help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
                    help="skip the JAX-or-XLA attribution and the buffer evidence")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
@@ -102,9 +116,12 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     if len([n for n in options.n_outer if n >= 2]) < 2 and not command:
         raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
                         "constant (at n_outer 1 every plan holds one stacked buffer)")
-    request = Request(start=args.start, end=args.end, backend=resolve_backend(args.backend),
-                      options=options, command=command, timeout=args.timeout)
     catalogue = load_catalogue()
+    # The catalogue's spelling of each end ("v0.5" and "0.5.0" are one release).
+    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+    request = Request(start=start, end=end, backend=resolve_backend(args.backend),
+                      options=options, command=command, timeout=args.timeout,
+                      remeasure=args.remeasure)
     bisection = bisect_releases(catalogue, request, say)
     evidence_md, extra = "", {}
     if bisection.result.status == "alike" and not command:
@@ -114,7 +131,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         from .report import report_stem
 
         evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),
-                                    png_path=args.reports / f"{report_stem(bisection)}.png")
+                                    png_path=args.reports / f"{report_stem(bisection)}.png",
+                                    jax_repo=args.jax_repo)
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line
 
@@ -137,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_status
+    except OSError as exc:  # e.g. a reports folder that cannot be written
+        where = f"cannot write {exc.filename}: " if exc.filename else ""
+        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; every probe finished so far is stored, rerun to resume",
               file=sys.stderr)

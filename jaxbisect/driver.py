@@ -33,6 +33,7 @@ class Request:
     options: HarnessOptions
     command: tuple[str, ...] = ()     # bisect with this command instead of the built-in check
     timeout: float = DEFAULT_TIMEOUT
+    remeasure: bool = False           # ignore stored results (they are replaced)
 
 
 @dataclass(frozen=True)
@@ -123,14 +124,14 @@ def check_release(release: Release, request: Request, say: Say) -> Probe:
     statistics of the release are empty (jaxlib < 0.4.29 on the CPU)."""
     started = time.perf_counter()
     compiled = measure_release(release, request.backend, request.options, progress=say,
-                               timeout=request.timeout)
+                               timeout=request.timeout, use_cache=not request.remeasure)
     chosen, replaced = compiled, None
     if compiled.stats_empty:
         fallback = request.options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
             f"({compiled.reason}); measuring a real run at n_res {fallback.n_res}")
         chosen = measure_release(release, request.backend, fallback, progress=say,
-                                 timeout=request.timeout)
+                                 timeout=request.timeout, use_cache=not request.remeasure)
         replaced = compiled
     cached = compiled.cached and (replaced is None or chosen.cached)
     return Probe(release=release, verdict=chosen.verdict, mode=chosen.options.mode,
@@ -154,6 +155,8 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
     store = (cache_dir() / "results" / request.backend / f"jax-{release.version}"
              / f"command-{_command_key(request.command)}.json")
     try:
+        if request.remeasure:
+            raise OSError("asked to measure again")
         stored = json.loads(store.read_text())
         return Probe(release=release, verdict=stored["verdict"], mode="command",
                      reason=stored["reason"], cached=True, seconds=0.0,
@@ -199,6 +202,8 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
 
 def is_cached(release: Release, request: Request) -> bool:
     """A probe of this release costs little: its result is stored or its environment exists."""
+    if request.remeasure:
+        return (environment_path(release, request.backend) / ".complete.json").exists()
     if not request.command and cached_measurement(release, request.backend, request.options):
         return True
     return (environment_path(release, request.backend) / ".complete.json").exists()

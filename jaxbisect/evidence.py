@@ -670,12 +670,9 @@ class EvidenceOptions:
 
 def _run_in_environment(python: Path, module: str, args: Sequence[str], timeout: float) -> dict:
     """``python -m MODULE ARGS`` from the staged harness; its JSON document."""
-    from .probe import staged_harness  # the same staging as the harness probes
+    from .probe import harness_environ, staged_harness  # the same staging as the probes
 
-    stage = staged_harness()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "XLA_FLAGS")}
-    env["PYTHONPATH"] = str(stage)
+    stage, env = staged_harness(), harness_environ()
     try:
         done = subprocess.run([str(python), "-m", module, *args], cwd=stage, env=env,
                               capture_output=True, text=True, timeout=timeout, check=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .driver import Bisection, Say
 from .environments import ensure_environment
+from .errors import InstallFailed
 from .evidence import EvidenceOptions, gather_evidence, render_evidence_markdown, write_png
 from .files import cache_dir, write_json
 from .probe import harness_id
@@ -40,13 +41,28 @@ def _stored(key: dict) -> Path:
 
 
 def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
-           png_path: Path | None = None) -> tuple[str, dict]:
-    """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON."""
+           png_path: Path | None = None, jax_repo: Path | None = None) -> tuple[str, dict]:
+    """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON.
+
+    Never loses the bisection's answer: evidence that cannot be gathered (an environment
+    that no longer installs, say) is reported as unavailable, with the reason."""
+    try:
+        return _gather(b, say, try_xla_flags, png_path, jax_repo)
+    except (InstallFailed, OSError) as exc:
+        say(f"evidence unavailable: {exc}")
+        return (f"## Evidence\n\nUnavailable: {exc}\n",
+                {"attribution": {"lowering": "unknown", "culprit": "unknown",
+                                 "reason": str(exc)}, "evidence": None})
+
+
+def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
+            jax_repo: Path | None) -> tuple[str, dict]:
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
     options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
-           "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id()}
+           "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
+           "jax_repo": str(jax_repo) if jax_repo else None}
     path = _stored(key)
     try:
         found = json.loads(path.read_text())
@@ -57,7 +73,7 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
                    for r in (old, new)]
         found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
-                                timeout=b.request.timeout)
+                                jax_repo=jax_repo, timeout=b.request.timeout)
         write_json(path, found)
     series = probed_series(b)
     markdown = "## Evidence\n\n" + render_evidence_markdown(found["attribution"],

@@ -135,6 +135,17 @@ def staged_harness() -> Path:
     return stage
 
 
+def harness_environ() -> dict[str, str]:
+    """The environment a harness process gets: ours, less what would change a measurement
+    behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_* settings), with
+    only the staged harness on its path."""
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("PYTHONPATH", "PYTHONHOME", "XLA_FLAGS")
+                 and not k.startswith(("JAX_", "XLA_PYTHON_"))}
+    child_env["PYTHONPATH"] = str(staged_harness())
+    return child_env
+
+
 def _options_key(options: HarnessOptions) -> str:
     text = json.dumps(asdict(options), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -155,19 +166,22 @@ def cached_measurement(release: Release, backend: str, options: HarnessOptions):
 
 def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
     """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
-    stage = staged_harness()
-    child_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    child_env["PYTHONPATH"] = str(stage)
-    command = [str(env.python), "-m", "repro", "--json", "--quiet", *options.argv()]
+    stage, child_env = staged_harness(), harness_environ()
+    # A cuda12 environment must run on the GPU: JAX falling back to the CPU is a failure.
+    platform = "gpu" if env.backend == "cuda12" else "cpu"
+    command = [str(env.python), "-m", "repro", "--json", "--quiet", "--backend", platform,
+               *options.argv()]
     try:
         done = subprocess.run(command, cwd=stage, env=child_env, capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise HarnessFailed(f"the harness timed out after {timeout:.0f} s") from None
+        raise HarnessFailed(f"the harness timed out after {timeout:.0f} s",
+                            lasting=False) from None
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        if done.returncode < 0:
-            lines.append(f"killed by signal {-done.returncode}")
+        if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
+            raise HarnessFailed(f"the harness was killed by signal {-done.returncode}",
+                                lasting=False)
         raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
@@ -179,7 +193,15 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> di
 
 
 class HarnessFailed(Exception):
-    """The harness ran but gave no usable document (a crash, a timeout, a foreign schema)."""
+    """The harness ran but gave no usable document (a crash, a timeout, a foreign schema).
+
+    ``lasting`` failures are the release's own and are stored; others (a timeout, a kill)
+    may go away and are measured again next time.
+    """
+
+    def __init__(self, message: str, *, lasting: bool = True):
+        super().__init__(message)
+        self.lasting = lasting
 
 
 def measure_release(release: Release, backend: str, options: HarnessOptions, *,
@@ -207,7 +229,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
     except InstallFailed as exc:  # may be transient (network, disk): never stored
         document, error, keep = None, str(exc), False
     except HarnessFailed as exc:
-        document, error, keep = None, str(exc), "timed out" not in str(exc)
+        document, error, keep = None, str(exc), exc.lasting
     measurement = Measurement(release=str(release.version), backend=backend, options=options,
                               document=document, error=error,
                               seconds=round(time.perf_counter() - started, 2),

@@ -40,8 +40,9 @@ def answer_line(b: Bisection) -> str:
                      f"{old.release.version} and {new.exit_status} at jax {new.release.version}")
         kind = "The behaviour changed"
     else:
-        behaviour = (f"v0's memory is {old.verdict} in n_outer up to jax {old.release.version} "
-                     f"and {new.verdict} from jax {new.release.version} on")
+        words = {"constant": "constant in n_outer", "grows": "growing with n_outer"}
+        behaviour = (f"v0's memory is {words[old.verdict]} up to jax {old.release.version} "
+                     f"and {words[new.verdict]} from jax {new.release.version} on")
         kind = "Regression" if b.direction == "regression" else "Fix"
     where = (f"between jax {old.release.version} (jaxlib {old.jaxlib}), the last release with "
              f"the old behaviour, and jax {new.release.version} (jaxlib {new.jaxlib}), the first "

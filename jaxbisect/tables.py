@@ -16,20 +16,30 @@ def _case_mb(document: dict, variant: str, n_outer: int) -> str:
     return "–"
 
 
+def _across(document: dict, variant: str, n_outers: list[int]) -> str:
+    """A variant that does not depend on n_outer in one cell: its MB, or the range it spans."""
+    values = [_case_mb(document, variant, n) for n in n_outers]
+    measured = [v for v in values if v not in ("n/a", "–")]
+    if not measured:
+        return values[0] if values else "–"
+    low, high = min(measured, key=float), max(measured, key=float)
+    gaps = " (some n/a)" if len(measured) < len(values) else ""
+    return (low if low == high else f"{low}–{high}") + gaps
+
+
 def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None
                   ) -> str:
     """Release, jaxlib, backend, device, mode, v0 MB at each n_outer, v1/v2 MB, verdict.
 
-    v1 and v2 are shown at the largest n_outer (they do not depend on it). Releases whose
+    v1 and v2 get one cell each for all n_outer: their MB, or the range it spans. Releases whose
     harness gave no document show why in the verdict column. ``extra`` adds columns
     (name -> one cell per measurement), e.g. the bisection's "probed as" column.
     """
     n_outers = sorted({n for m in measurements if m.document
                        for n in m.document["params"]["n_outer"]})
-    top = n_outers[-1] if n_outers else None
     headers = ["jax", "jaxlib", "backend", "device", "mode"]
     headers += [f"v0 n_outer={n} (MB)" for n in n_outers]
-    headers += [f"v1 n_outer={top} (MB)", f"v2 n_outer={top} (MB)", "verdict"]
+    headers += ["v1, any n_outer (MB)", "v2, any n_outer (MB)", "verdict"]
     rows = []
     for m in measurements:
         d = m.document
@@ -45,7 +55,7 @@ def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]
             shown += f": {verdict['reason']}"
         rows.append([d["jax"], d["jaxlib"], d["backend"], d["device"], d["mode"]]
                     + [_case_mb(d, "v0", n) for n in n_outers]
-                    + [_case_mb(d, "v1", top), _case_mb(d, "v2", top), shown])
+                    + [_across(d, "v1", n_outers), _across(d, "v2", n_outers), shown])
     for name, cells in (extra or {}).items():
         headers.append(name)
         for row, cell in zip(rows, cells):

@@ -77,6 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.n_outer = sorted({n for group in args.n_outer for n in group}) if args.n_outer \
         else [1, 2, 5, 10, 15]
+    if not args.n_outer:
+        p.error("--n-outer needs at least one value")
     args.variants = sorted(set(args.variants))
     if (args.json or args.check) and 0 not in args.variants:
         p.error("--json and --check need variant v0 (the verdict is about v0)")
@@ -92,6 +94,10 @@ def _configure_jax_process(args: argparse.Namespace) -> None:
             filter(None, [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip()]))
     if args.dtype == "float64":
         os.environ["JAX_ENABLE_X64"] = "1"
+    if args.mode == "runtime":
+        # Each case runs in a child process on the same device: this process must not take
+        # the GPU's memory up front (JAX preallocates 75 % by default).
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
 
 
 def describe_environment() -> dict:
@@ -151,11 +157,18 @@ def runtime_need_bytes(variant: int, n_outer: int, params: Params, itemsize: int
 
 
 def check_runtime_fits(params: Params, itemsize: int) -> str | None:
+    """Refuse runtime cases that cannot fit: the compiled plan's estimate where the release
+    gives one (arguments + output + temp), the worst case of the formula otherwise."""
     available = _available_bytes()
     if available is None:
         return None
-    need = max(runtime_need_bytes(v, max(params.n_outer), params, itemsize)
-               for v in params.variants)
+    top = max(params.n_outer)
+    need = 0
+    for variant in params.variants:
+        plan = compiled_case(variant, top, params)
+        estimate = (plan["total_bytes"] + (plan.get("argument_bytes") or 0)
+                    if plan["status"] == "ok" else None)
+        need = max(need, estimate or runtime_need_bytes(variant, top, params, itemsize))
     if need <= RUNTIME_HEADROOM * available:
         return None
     return (f"runtime mode could need {need / 1024**3:.1f} GiB but only "
@@ -239,14 +252,23 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
+    # One line, never a traceback; under --check every failure is git bisect's "skip" (125),
+    # so a commit that cannot be measured is never blamed for the change.
+    failed = EXIT_STATUS["unavailable"] if args.check else 2
     try:
         document = measure(args, log)
     except ImportError as exc:
         print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
-        return 2
+        return failed
     except Refused as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
-        return 2
+        return failed
+    except Exception as exc:  # JAX failing to start: no such backend, a broken install …
+        line = (str(exc).strip().splitlines() or [""])[0][:300]
+        where = (f" (JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}: is that backend installed "
+                 f"and its device visible?)" if PLATFORMS[args.backend] else "")
+        print(f"python -m repro: error: {type(exc).__name__}: {line}{where}", file=sys.stderr)
+        return failed
     if args.json:
         print(json.dumps(document, indent=2))
     elif not args.check:

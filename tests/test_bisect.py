@@ -103,9 +103,11 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
     # The environments themselves come from the shared cache: share its envs folder.
-    (cache).mkdir()
-    (cache / "envs").symlink_to(Path(os.environ.get("JAX_SCAN_REPRO_CACHE") or
-                                     Path.home() / ".cache" / "jax-scan-repro") / "envs")
+    shared = Path(os.environ.get("JAX_SCAN_REPRO_CACHE") or
+                  Path.home() / ".cache" / "jax-scan-repro") / "envs"
+    shared.mkdir(parents=True, exist_ok=True)
+    cache.mkdir()
+    (cache / "envs").symlink_to(shared)
     child = subprocess.Popen([sys.executable, "-m", "jaxbisect", *args], cwd=REPO, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []

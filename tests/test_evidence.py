@@ -248,7 +248,7 @@ def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
 def test_attribution_and_markdown_from_real_files():
     options = EvidenceOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
     old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
-    new = _document(NEW, "v0-jax-0.5.0", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
+    new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
     attribution = attribution_of(old, new)
     assert (attribution["lowering"], attribution["culprit"]) == ("identical", "xla")
     assert attribution["links"]["jax_compare"] == \
