@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from repro.cli import OneLineParser, positive_int
+
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
@@ -18,21 +20,6 @@ from .errors import UserError
 from .probe import DEFAULT_TIMEOUT, HarnessOptions
 
 PROG = "python -m bisect"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _seconds(text: str) -> float:
@@ -56,10 +43,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a later jax release, e.g. 0.5.0")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
                    help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
-    p.add_argument("--n-outer", type=_positive, nargs="+", default=[1, 2, 5, 10, 15],
+    p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
                    metavar="N")
-    p.add_argument("--n-inner", type=_positive, default=100)
-    p.add_argument("--n-res", type=_positive, default=200)
+    p.add_argument("--n-inner", type=positive_int, default=100)
+    p.add_argument("--n-res", type=positive_int, default=200)
     p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
                    default="float32")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",

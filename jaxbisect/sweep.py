@@ -24,7 +24,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from repro.cli import DTYPES, _n_outer_list, _positive, _variant
+from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
 
 from .catalogue import Catalogue, Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
@@ -58,11 +58,6 @@ class Outcome:
     written: Path | None
 
 
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     which = p.add_argument_group("releases (one of)")
@@ -84,11 +79,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     h = p.add_argument_group("harness options (as python -m repro takes them)")
-    h.add_argument("--n-outer", type=_n_outer_list, nargs="+", default=None, metavar="N")
-    h.add_argument("--n-inner", type=_positive, default=HarnessOptions.n_inner)
-    h.add_argument("--n-res", type=_positive, default=HarnessOptions.n_res)
+    h.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N")
+    h.add_argument("--n-inner", type=positive_int, default=HarnessOptions.n_inner)
+    h.add_argument("--n-res", type=positive_int, default=HarnessOptions.n_res)
     h.add_argument("--dtype", choices=DTYPES, default=HarnessOptions.dtype)
-    h.add_argument("--variants", type=_variant, nargs="+", default=None, metavar="V")
+    h.add_argument("--variants", type=variant_number, nargs="+", default=None, metavar="V")
     h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
     h.add_argument("--xla-flags", default="", metavar="FLAGS")
     args = p.parse_args(argv)

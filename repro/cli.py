@@ -26,11 +26,13 @@ class Refused(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad input in one line (exit 2), without the usage dump."""
+
     def error(self, message: str):  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -40,11 +42,11 @@ def _positive(text: str) -> int:
     return value
 
 
-def _n_outer_list(text: str) -> list[int]:
-    return [_positive(part) for part in text.replace(",", " ").split()]
+def n_outer_list(text: str) -> list[int]:
+    return [positive_int(part) for part in text.replace(",", " ").split()]
 
 
-def _variant(text: str) -> int:
+def variant_number(text: str) -> int:
     key = text.lower().lstrip("v")
     if key not in {"0", "1", "2"}:
         raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
@@ -53,13 +55,13 @@ def _variant(text: str) -> int:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0])
-    p.add_argument("--n-outer", type=_n_outer_list, nargs="+", default=None, metavar="N",
+    p.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N",
                    help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
-    p.add_argument("--n-inner", type=_positive, default=100, help="scan length (default 100)")
-    p.add_argument("--n-res", type=_positive, default=200,
+    p.add_argument("--n-inner", type=positive_int, default=100, help="scan length (default 100)")
+    p.add_argument("--n-res", type=positive_int, default=200,
                    help="the array is n_res^3 (default 200, the report's)")
     p.add_argument("--dtype", choices=DTYPES, default="float32")
-    p.add_argument("--variants", type=_variant, nargs="+", default=[0, 1, 2], metavar="V",
+    p.add_argument("--variants", type=variant_number, nargs="+", default=[0, 1, 2], metavar="V",
                    help="v0 v1 v2 (default: all three)")
     p.add_argument("--mode", choices=("compiled", "runtime"), default="compiled",
                    help="compiled: memory_analysis() of the plan (default); "

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 from . import SCHEMA
+from .cli import OneLineParser, positive_int
+from .measure import error_line
 from .verdict import stacked_buffer_bytes, verdict
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -30,33 +32,21 @@ MAX_FILE_CHARS = 600_000  # per dump file kept; far above what n_outer 15 produc
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
 
-def _error_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0][:500]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m repro.evidence",
+    p = OneLineParser(prog="python -m repro.evidence",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true",
                    help="print the JSON document (always printed; kept for the harness's CLI)")
-    p.add_argument("--n-outer", type=_positive, default=3,
+    p.add_argument("--n-outer", type=positive_int, default=3,
                    help="outer loop count of the dumped v0 (default 3: growth shows from 3 on)")
-    p.add_argument("--n-inner", type=_positive, default=100)
-    p.add_argument("--n-res", type=_positive, default=32)
+    p.add_argument("--n-inner", type=positive_int, default=100)
+    p.add_argument("--n-res", type=positive_int, default=32)
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="extra XLA_FLAGS for everything this process compiles")
-    p.add_argument("--workaround-n-outer", type=_positive, nargs="+", default=[1, 2, 4, 6],
+    p.add_argument("--workaround-n-outer", type=positive_int, nargs="+", default=[1, 2, 4, 6],
                    metavar="N", help="n_outer values of the workaround measurements")
-    p.add_argument("--unroll", type=_positive, nargs="+", default=None, metavar="K",
+    p.add_argument("--unroll", type=positive_int, nargs="+", default=None, metavar="K",
                    help="scan unroll factors to try (default: 2 and n_inner, i.e. full)")
     p.add_argument("--no-workarounds", action="store_true", help="skip the workaround section")
     return p.parse_args(argv)
@@ -89,7 +79,7 @@ def describe_release() -> dict:
         info["backend"] = jax.default_backend()
         info["device"] = jax.devices()[0].device_kind
     except Exception as exc:
-        info["backend"] = f"unavailable: {_error_line(exc)}"
+        info["backend"] = f"unavailable: {error_line(exc)}"
     return info
 
 
@@ -125,7 +115,7 @@ def plan_bytes(compiled) -> tuple[int | None, str | None]:
     except NotImplementedError as exc:
         return None, f"memory_analysis() not implemented: {exc}"
     except Exception as exc:
-        return None, _error_line(exc)
+        return None, error_line(exc)
     if isinstance(stats, (list, tuple)):  # some releases answer one entry per device
         stats = stats[0] if stats else None
     if stats is None:
@@ -133,7 +123,7 @@ def plan_bytes(compiled) -> tuple[int | None, str | None]:
     try:
         total = int(stats.output_size_in_bytes) + int(stats.temp_size_in_bytes)
     except Exception as exc:
-        return None, _error_line(exc)
+        return None, error_line(exc)
     if total == 0:  # jaxlib < 0.4.29 on CPU: nothing measured, never "constant"
         return None, "memory_analysis() reports 0 bytes (not measured by this release)"
     return total, None
@@ -218,7 +208,7 @@ def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict
     try:
         lowered = outer_loop.lower(arg, args.n_outer, args.n_inner, 0)
     except Exception as exc:
-        error = _error_line(exc)
+        error = error_line(exc)
         lowered_doc.update(status="error", error=error)
         compiled_doc.update(status="error", error=f"not lowered: {error}")
         return lowered_doc, compiled_doc, {"status": "unavailable", "error": "not lowered",
@@ -226,18 +216,18 @@ def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict
     try:
         lowered_doc["text"] = lowered.as_text()
     except Exception as exc:
-        lowered_doc.update(status="unavailable", error=_error_line(exc))
+        lowered_doc.update(status="unavailable", error=error_line(exc))
     try:
         compiled = lowered.compile()
         total, error = plan_bytes(compiled)
         compiled_doc.update(total_bytes=total, error=error,
                             status="ok" if total is not None else "unavailable")
     except Exception as exc:
-        compiled_doc.update(status="error", error=_error_line(exc))
+        compiled_doc.update(status="error", error=error_line(exc))
     try:
         dump = find_dump(dump_dir)
     except Exception as exc:
-        dump = {"status": "error", "error": _error_line(exc), "module": None, "files": {},
+        dump = {"status": "error", "error": error_line(exc), "module": None, "files": {},
                 "missing": list(DUMP_FILES)}
     return lowered_doc, compiled_doc, dump
 
@@ -269,7 +259,7 @@ def workarounds(args: argparse.Namespace) -> dict:
             try:
                 total, error = plan_bytes(lower(n).compile())
             except Exception as exc:
-                total, error = None, _error_line(exc)
+                total, error = None, error_line(exc)
             points.append([n, total])
             if error:
                 errors.append(f"n_outer {n}: {error}")
@@ -289,7 +279,7 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
     try:
         document.update(describe_release())
     except Exception as exc:  # no usable jax here: say so, in the same JSON shape
-        document.update(status="error", error=f"cannot use JAX here: {_error_line(exc)}")
+        document.update(status="error", error=f"cannot use JAX here: {error_line(exc)}")
         return document
     document["lowered"], document["compiled"], document["dump"] = lower_and_dump(args, dump_dir)
     if args.no_workarounds:
@@ -298,7 +288,7 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
         try:
             document["workarounds"] = workarounds(args)
         except Exception as exc:
-            document["workarounds"] = {"status": "error", "error": _error_line(exc), "cases": []}
+            document["workarounds"] = {"status": "error", "error": error_line(exc), "cases": []}
     return document
 
 

@@ -40,7 +40,7 @@ def _case(variant: int, n_outer: int, mode: str) -> dict:
             "error": None, "output_bytes": None, "temp_bytes": None, "total_bytes": None}
 
 
-def _error_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
@@ -90,7 +90,7 @@ def compiled_case(variant: int, n_outer: int, params: Params) -> dict:
     except NotImplementedError as exc:
         case.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
     except Exception as exc:
-        case.update(status="error", error=_error_line(exc))
+        case.update(status="error", error=error_line(exc))
     return case
 
 
@@ -160,7 +160,7 @@ def runtime_child(variant: int, n_outer: int, params: Params) -> dict:
         # still refuses to read zeros as "constant".
         case["total_bytes"] = max(0, case["peak_bytes"] - case["baseline_bytes"])
     except Exception as exc:
-        case.update(status="error", error=_error_line(exc))
+        case.update(status="error", error=error_line(exc))
     return case
 
 
