@@ -95,8 +95,8 @@ def probe_table(b: Bisection) -> str:
     measured = [p for p in ordered if p.measurement]
     table = results_table([p.measurement for p in measured], extra={
         "probe #": [str(order[id(p)]) for p in measured],
-        "note": [("compiled stats empty; real run" if p.unavailable_compiled else "")
-                 for p in measured]})
+        "note": [(f"compiled stats empty: a real run at n_res {p.measurement.options.n_res}"
+                  if p.unavailable_compiled else "") for p in measured]})
     return table
 
 
