@@ -149,11 +149,6 @@ def ensure_environment(
                        reused=False, seconds=seconds)
 
 
-def harness_command(env: Environment, args: list[str]) -> list[str]:
-    """How to run the repro harness in ``env`` (with the repo root as working directory)."""
-    return [str(env.python), "-m", "repro", *args]
-
-
 def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

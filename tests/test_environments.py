@@ -23,7 +23,6 @@ from jaxbisect.environments import (
     JAX_CUDA_FIND_LINKS,
     InstallPlan,
     ensure_environment,
-    harness_command,
     install_plan,
     resolve_backend,
 )
@@ -139,13 +138,6 @@ def test_plans_refuse_what_cannot_be_installed(cat):
         install_plan(cat.get("0.4.10"), "cpu")
     with pytest.raises(UserError, match="unknown backend"):
         install_plan(cat.get("0.5.0"), "metal")
-
-
-def test_harness_command(tmp_path, cat):
-    env = environments.Environment(cat.get("0.5.0"), "cpu", tmp_path, tmp_path / "bin/python",
-                                   {}, reused=True, seconds=0.0)
-    assert harness_command(env, ["--json", "--mode", "0"]) == [
-        str(tmp_path / "bin/python"), "-m", "repro", "--json", "--mode", "0"]
 
 
 def test_uv_errors_become_one_line():
