@@ -129,7 +129,7 @@ def check_release(release: Release, request: Request, say: Say) -> Probe:
     if compiled.stats_empty:
         fallback = request.options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
-            f"({compiled.reason}); measuring a real run at n_res {fallback.n_res}")
+            f"({compiled.reason}); its verdict comes from a real run at n_res {fallback.n_res}")
         chosen = measure_release(release, request.backend, fallback, progress=say,
                                  timeout=request.timeout, use_cache=not request.remeasure)
         replaced = compiled
@@ -230,7 +230,9 @@ def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisecti
         return made.outcome
 
     def narrowed(lo: int, hi: int, steps_left: int) -> None:
-        say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} releases between, "
+        between = hi - lo - 1
+        say(f"narrowed to jax {names[lo]} … {names[hi]} ({between} "
+            f"release{'' if between == 1 else 's'} between, "
             f"~{steps_left} steps left)")
 
     everything = [r.version for r in catalogue.releases if not r.yanked]

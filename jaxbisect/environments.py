@@ -49,7 +49,11 @@ Progress = Callable[[str], None]
 
 
 def resolve_backend(backend: str) -> str:
-    """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``."""
+    """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``; ``cuda12``
+    where none is visible is refused at once, before minutes of CUDA installs."""
+    if backend == "cuda12" and not _nvidia_gpu_visible():
+        raise UserError("--backend cuda12, but no NVIDIA GPU is visible here (no /dev/nvidia0, "
+                        "nvidia-smi -L lists none); use --backend cpu or auto")
     if backend in BACKENDS:
         return backend
     if backend != "auto":

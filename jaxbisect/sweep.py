@@ -192,7 +192,7 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
                 f"(is the GPU usable? see the JSON's environment)")
     if measurement.stats_empty:  # as the bisect driver does: a real run answers instead
         fallback = options.runtime_fallback()
-        say(f"{name}: compiled statistics are empty; measuring a real run at "
+        say(f"{name}: compiled statistics are empty; adding a real run at "
             f"n_res {fallback.n_res} too")
         real = measure_release(release, backend, fallback, progress=progress, timeout=timeout,
                                use_cache=not remeasure)

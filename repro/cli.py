@@ -260,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         document = measure(args, log)
     except ImportError as exc:
-        print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
+        print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
+              f"of a JAX environment, e.g. ~/.cache/jax-scan-repro/envs/jax-0.10.2-cpu-py311/"
+              f"bin/python -m repro (made by nox -s repro)", file=sys.stderr)
         return failed
     except Refused as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)

@@ -57,13 +57,15 @@ def quiet(message: str) -> None:
 # --- backends --------------------------------------------------------------------------------
 
 def test_resolve_backend(monkeypatch):
-    assert resolve_backend("cpu") == "cpu" and resolve_backend("cuda12") == "cuda12"
+    assert resolve_backend("cpu") == "cpu"
     with pytest.raises(UserError, match="unknown backend 'tpu'"):
         resolve_backend("tpu")
     monkeypatch.setattr(environments, "_nvidia_gpu_visible", lambda: True)
-    assert resolve_backend("auto") == "cuda12"
+    assert resolve_backend("auto") == "cuda12" and resolve_backend("cuda12") == "cuda12"
     monkeypatch.setattr(environments, "_nvidia_gpu_visible", lambda: False)
     assert resolve_backend("auto") == "cpu"
+    with pytest.raises(UserError, match="no NVIDIA GPU is visible"):
+        resolve_backend("cuda12")
 
 
 @pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="a real GPU is visible here")
