@@ -135,6 +135,13 @@ def staged_harness() -> Path:
     return stage
 
 
+def harness_args(backend: str, options: HarnessOptions) -> list[str]:
+    """``python -m repro``'s arguments for one release's run on ``backend``."""
+    # A cuda12 environment must run on the GPU: JAX falling back to the CPU is a failure.
+    platform = "gpu" if backend == "cuda12" else "cpu"
+    return ["--json", "--backend", platform, *options.argv()]
+
+
 def harness_environ() -> dict[str, str]:
     """The environment a harness process gets: ours, less what would change a measurement
     behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_* settings), with
@@ -167,10 +174,7 @@ def cached_measurement(release: Release, backend: str, options: HarnessOptions):
 def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
     """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
     stage, child_env = staged_harness(), harness_environ()
-    # A cuda12 environment must run on the GPU: JAX falling back to the CPU is a failure.
-    platform = "gpu" if env.backend == "cuda12" else "cpu"
-    command = [str(env.python), "-m", "repro", "--json", "--quiet", "--backend", platform,
-               *options.argv()]
+    command = [str(env.python), "-m", "repro", "--quiet", *harness_args(env.backend, options)]
     try:
         done = subprocess.run(command, cwd=stage, env=child_env, capture_output=True,
                               text=True, timeout=timeout)

@@ -31,7 +31,14 @@ from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import write_atomic, write_json
 from .machine import machine_description
-from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
+from .probe import (
+    DEFAULT_TIMEOUT,
+    HarnessOptions,
+    Measurement,
+    cached_measurement,
+    harness_args,
+    measure_release,
+)
 from .tables import results_table
 
 DEFAULT_REPORTS = Path("reports") / "repro"
@@ -247,15 +254,15 @@ def _version_key(text: str):
         return (1, text)
 
 
-def harness_command(options: HarnessOptions) -> str:
-    return shlex.join(["python", "-m", "repro", "--json", *options.argv()])
+def harness_command(backend: str, options: HarnessOptions) -> str:
+    return shlex.join(["python", "-m", "repro", *harness_args(backend, options)])
 
 
 def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,
                  now: datetime) -> str:
-    by_options: dict[HarnessOptions, list[str]] = {}
+    by_options: dict[tuple[str, HarnessOptions], list[str]] = {}
     for m in measurements:
-        by_options.setdefault(m.options, []).append(f"{m.release} ({m.backend})")
+        by_options.setdefault((m.backend, m.options), []).append(f"{m.release} ({m.backend})")
     lines = [
         "# jax.lax.scan memory growth, one row per JAX release",
         "",
@@ -265,9 +272,9 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
         f"- Command: `{command}`",
         f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC",
     ]
-    for options, releases in by_options.items():
+    for (backend, options), releases in by_options.items():
         which = "" if len(by_options) == 1 else f" (for {', '.join(releases)})"
-        lines.append(f"- Harness{which}: `{harness_command(options)}`")
+        lines.append(f"- Harness{which}: `{harness_command(backend, options)}`")
     lines += [
         ("- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
          "compiled mode (the report's figure), the real peak in runtime mode."),
