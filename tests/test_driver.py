@@ -1,0 +1,133 @@
+"""The driver's policy around the search, with the harness replaced by scripted answers.
+
+Real bisections run in test_bisect.py; these cover what real releases here cannot show on
+demand: a crash next to the change (an inexact answer), a fix rather than a regression, and
+the fallback to a real run, on the recorded PyPI catalogue.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jaxbisect import driver
+from jaxbisect.catalogue import load_catalogue
+from jaxbisect.probe import HarnessOptions, Measurement
+from jaxbisect.report import answer_line, document, render
+from jaxbisect.search import Outcome
+
+DATA = Path(__file__).parent / "data"
+MB = 1024**2
+UNIT = 100 * 16**3 * 4
+
+
+def recorded(url: str) -> bytes:
+    return (DATA / f"pypi-{url.rstrip('/').split('/')[-2]}.json").read_bytes()
+
+
+@pytest.fixture
+def catalogue(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
+    return load_catalogue(fetch=recorded)
+
+
+def harness_document(version: str, status: str, mode: str = "compiled") -> dict:
+    """What ``python -m repro --json`` prints, for a scripted verdict."""
+    n_outer = [1, 3, 6]
+    buffers = {"grows": lambda n: n, "constant": lambda n: min(n, 2), "zeros": lambda n: 0}
+    cases = [{"variant": "v0", "n_outer": n, "mode": mode,
+              "status": "unavailable" if status == "zeros" else "ok",
+              "error": "memory_analysis() reports 0 bytes" if status == "zeros" else None,
+              "total_bytes": buffers[status](n) * UNIT} for n in n_outer]
+    verdict = ({"status": "unavailable", "growth_per_outer": None, "unit_bytes": UNIT,
+                "reason": "memory_analysis() reports 0 bytes"} if status == "zeros" else
+               {"status": status, "growth_per_outer": 1.0 if status == "grows" else 0.0,
+                "unit_bytes": UNIT, "reason": None})
+    return {"schema": 1, "jax": version, "jaxlib": version, "backend": "cpu", "device": "cpu",
+            "mode": mode, "environment": f"jax: {version}", "xla_flags": "",
+            "params": {"n_outer": n_outer, "n_inner": 100, "n_res": 16, "dtype": "float32",
+                       "variants": [0]},
+            "cases": cases, "verdict": verdict}
+
+
+def script(monkeypatch, answers: dict[str, str | dict[str, str]]):
+    """Each release answers its scripted verdict; "crash" gives no document at all.
+
+    An answer may be a dict by mode ({"compiled": "zeros", "runtime": "constant"})."""
+    calls = []
+
+    def measure_release(release, backend, options, **_):
+        version = str(release.version)
+        calls.append((version, options.mode))
+        answer = answers[version]
+        if isinstance(answer, dict):
+            answer = answer[options.mode]
+        if answer == "crash":
+            return Measurement(version, backend, options, None,
+                               "the harness failed: Segmentation fault", 1.0,
+                               installed={"jax": version, "jaxlib": version})
+        return Measurement(version, backend, options,
+                           harness_document(version, answer, options.mode), None, 1.0,
+                           installed={"jax": version, "jaxlib": version, "numpy": "1.26.4"})
+
+    monkeypatch.setattr(driver, "measure_release", measure_release)
+    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    return calls
+
+
+def bisect(catalogue, start, end):
+    request = driver.Request(start=start, end=end, backend="cpu",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16))
+    return driver.bisect_releases(catalogue, request, say=lambda message: None)
+
+
+def test_a_crash_next_to_the_change_gives_the_range_that_holds_it(catalogue, monkeypatch):
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "crash", "0.5.2": "grows",
+                         "0.5.3": "grows", "0.6.0": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    assert b.result.status == "found" and not b.result.exact
+    assert (str(b.last_old.release.version), str(b.first_new.release.version)) == \
+        ("0.5.0", "0.5.2")
+    line = answer_line(b)
+    assert "jax 0.5.1 in between could not be measured" in line
+    assert "the change is in one of them or in jax 0.5.2" in line
+    doc = document(b, None)
+    assert doc["exact"] is False
+    assert {"jax": "0.5.1", "reason": "the harness failed: Segmentation fault"} in doc["skipped"]
+    text = render(b)
+    assert "skipped: the harness failed: Segmentation fault" in text  # the crashed row
+    assert "- jax 0.5.1: the harness failed: Segmentation fault" in text
+
+
+def test_a_fix_is_found_and_named_as_one(catalogue, monkeypatch):
+    script(monkeypatch, {"0.5.0": "grows", "0.5.1": "grows", "0.5.2": "grows",
+                         "0.5.3": "constant", "0.6.0": "constant"})
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    assert b.direction == "fix" and b.result.exact
+    assert str(b.first_new.release.version) == "0.5.3"
+    assert answer_line(b).startswith("**Fix (cpu) between jax 0.5.2")
+    assert "growing with n_outer up to jax 0.5.2 and constant in n_outer from jax 0.5.3" \
+        in answer_line(b)
+    assert len(b.probes) <= 2 + 3
+
+
+def test_empty_compiled_stats_are_measured_for_real(catalogue, monkeypatch):
+    calls = script(monkeypatch, {"0.4.25": {"compiled": "zeros", "runtime": "constant"},
+                                 "0.4.26": {"compiled": "zeros", "runtime": "grows"}})
+    b = bisect(catalogue, "0.4.25", "0.4.26")
+    assert [p.mode for p in b.probes] == ["runtime", "runtime"]
+    assert calls == [("0.4.25", "compiled"), ("0.4.25", "runtime"),
+                     ("0.4.26", "compiled"), ("0.4.26", "runtime")]
+    assert b.result.status == "found" and b.direction == "regression"
+    assert "compiled stats empty: a real run at n_res" in render(b)
+
+
+def test_an_end_that_cannot_be_measured_stops_the_search(catalogue, monkeypatch):
+    script(monkeypatch, {"0.5.0": "crash", "0.5.1": "grows", "0.5.2": "grows",
+                         "0.5.3": "grows", "0.6.0": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    assert b.result.status == "unmeasurable" and len(b.probes) == 2
+    assert b.probes[0].outcome is Outcome.SKIP
+    assert "an end of the range could not be measured" in answer_line(b)
+    assert "Segmentation fault" in answer_line(b)
