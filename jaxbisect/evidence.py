@@ -652,6 +652,7 @@ class EvidenceOptions:
     xla_flags: str = ""
     workaround_n_outer: tuple[int, ...] = (1, 2, 4, 6)
     unroll: tuple[int, ...] = ()      # () -> 2 and n_inner (full)
+    platform: str = ""                # JAX_PLATFORMS for every run ("cuda": no CPU fallback)
 
     def argv(self) -> list[str]:
         args = ["--n-outer", str(self.n_outer), "--n-inner", str(self.n_inner),
@@ -668,11 +669,14 @@ class EvidenceOptions:
         return (self.n_res,) * 3
 
 
-def _run_in_environment(python: Path, module: str, args: Sequence[str], timeout: float) -> dict:
+def _run_in_environment(python: Path, module: str, args: Sequence[str], timeout: float,
+                        platform: str = "") -> dict:
     """``python -m MODULE ARGS`` from the staged harness; its JSON document."""
     from .probe import harness_environ, staged_harness  # the same staging as the probes
 
     stage, env = staged_harness(), harness_environ()
+    if platform:
+        env["JAX_PLATFORMS"] = platform
     try:
         done = subprocess.run([str(python), "-m", module, *args], cwd=stage, env=env,
                               capture_output=True, text=True, timeout=timeout, check=False)
@@ -692,7 +696,8 @@ def _run_in_environment(python: Path, module: str, args: Sequence[str], timeout:
 
 def run_evidence(python: Path, options: EvidenceOptions, timeout: float = 900) -> dict:
     """``python -m repro.evidence --json`` in one release's environment."""
-    return _run_in_environment(python, "repro.evidence", ["--json", *options.argv()], timeout)
+    return _run_in_environment(python, "repro.evidence", ["--json", *options.argv()], timeout,
+                               options.platform)
 
 
 def xla_commit_from_pin(text: str) -> str | None:
@@ -827,7 +832,8 @@ def gather_evidence(old_python: Path, new_python: Path,
                 "--n-res", str(options.n_res), "--dtype", options.dtype,
                 f"--xla-flags={combined}"]
         try:
-            doc = _run_in_environment(Path(new_python), "repro", args, timeout)
+            doc = _run_in_environment(Path(new_python), "repro", args, timeout,
+                                      options.platform)
             points = [[c["n_outer"], c["total_bytes"]] for c in doc["cases"]]
             flag_cases.append({"name": f"v0 with XLA_FLAGS={flags}", "xla_flags": flags,
                                "points": points, "verdict": doc["verdict"]["status"],
