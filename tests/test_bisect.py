@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -54,14 +53,11 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
     assert "<details><summary>Environment of the probing machine</summary>" in report
     assert "| jax " in report and "grows" in report
 
-    started = time.perf_counter()
-    again = bisect(*args)
-    elapsed = time.perf_counter() - started
+    again = bisect(*args)  # how fast this is belongs to `nox -s bench`, not to a test
     redo = json.loads(again.stdout)
     assert all(p["cached"] for p in redo["probes"]), redo["probes"]
     assert [p["jax"] for p in redo["probes"]] == probed
     assert (redo["last_old"], redo["first_new"]) == (doc["last_old"], doc["first_new"])
-    assert elapsed < 30
 
 
 @pytest.mark.jax

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -362,10 +361,9 @@ def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
     assert jax_version == "0.4.20" and Version(numpy_version) < Version("2") and total == "6"
     assert numpy_version == env.installed["numpy"]
 
-    monkeypatch.setattr(environments, "_uv_bin", lambda: "/nonexistent/uv")
-    started = time.monotonic()
+    monkeypatch.setattr(environments, "_uv_bin", lambda: "/nonexistent/uv")  # uv never runs
     again = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
-    assert again.reused and time.monotonic() - started < 0.5
+    assert again.reused
     assert again.installed == env.installed
 
 
