@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from .errors import NoNetwork, UnknownRelease, UserError
 from .files import cache_dir, write_json
+from .interpreters import Interpreter, find_interpreters, own
 
 PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
 PYPI_JSON = "https://pypi.org/pypi/{}/json"
@@ -112,42 +113,13 @@ class Catalogue:
         *,
         allow_yanked: bool = False,
     ) -> str | None:
-        """None when ``release`` can be installed here for ``backend``; otherwise why not."""
-        if backend not in BACKENDS:
-            raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        major, minor = python or sys.version_info[:2]
-        tag = f"cp{major}{minor}"
-        here = f"linux {platform.machine()}"
-        if release.yanked and not allow_yanked:
-            return "yanked"
-        if release.requires_python:
-            try:
-                if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
-                    return (
-                        f"requires Python {release.requires_python} (this is {major}.{minor})"
-                    )
-            except InvalidSpecifier:
-                pass
-        if release.jaxlib is None:
-            return "no jaxlib on PyPI pairs with it (PyPI has dropped old jaxlib wheels)"
-        if release.jaxlib_uploaded and release.jaxlib_uploaded > release.uploaded + LATE_JAXLIB:
-            return (
-                f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
-                f"long after the release: its dependencies cannot be dated"
-            )
-        if not sys.platform.startswith("linux"):
-            return "only linux is supported"
-        if tag not in release.jaxlib_pythons:
-            return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
-        if backend == "cuda12":
-            if release.version < FIRST_CUDA12_FIND_LINKS:
-                return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"
-            if release.version >= FIRST_CUDA12_PLUGIN:
-                if release.cuda_plugin is None:
-                    return f"no jax-cuda12-plugin {release.jaxlib} on PyPI"
-                if tag not in release.cuda_plugin_pythons:
-                    return f"no jax-cuda12-plugin {release.cuda_plugin} wheel for {tag} on {here}"
-        return None
+        """None when ``release`` can be installed here for ``backend``; otherwise why not.
+
+        With ``python`` given, for that Python only; otherwise for any interpreter found here.
+        """
+        if python is not None:
+            return _unusable(release, backend, python, allow_yanked)
+        return interpreter_for(release, backend, allow_yanked=allow_yanked)[1]
 
     def between(
         self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None
@@ -174,6 +146,66 @@ class Catalogue:
             else:
                 unusable.append((release, why))
         return usable, unusable
+
+
+def _unusable(release: Release, backend: str, python: tuple[int, int],
+              allow_yanked: bool) -> str | None:
+    """None when ``release`` installs for ``backend`` on this Python; otherwise why not."""
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    major, minor = python
+    tag = f"cp{major}{minor}"
+    here = f"linux {platform.machine()}"
+    if release.yanked and not allow_yanked:
+        return "yanked"
+    if release.requires_python:
+        try:
+            if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
+                return (
+                    f"requires Python {release.requires_python} (this is {major}.{minor})"
+                )
+        except InvalidSpecifier:
+            pass
+    if release.jaxlib is None:
+        return "no jaxlib on PyPI pairs with it (PyPI has dropped old jaxlib wheels)"
+    if release.jaxlib_uploaded and release.jaxlib_uploaded > release.uploaded + LATE_JAXLIB:
+        return (
+            f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
+            f"long after the release: its dependencies cannot be dated"
+        )
+    if not sys.platform.startswith("linux"):
+        return "only linux is supported"
+    if tag not in release.jaxlib_pythons:
+        return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
+    if backend == "cuda12":
+        if release.version < FIRST_CUDA12_FIND_LINKS:
+            return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"
+        if release.version >= FIRST_CUDA12_PLUGIN:
+            if release.cuda_plugin is None:
+                return f"no jax-cuda12-plugin {release.jaxlib} on PyPI"
+            if tag not in release.cuda_plugin_pythons:
+                return f"no jax-cuda12-plugin {release.cuda_plugin} wheel for {tag} on {here}"
+    return None
+
+
+PYTHON_REASONS = ("requires Python", "wheel for cp")  # what another interpreter may cure
+
+
+def interpreter_for(release: Release, backend: str, *, allow_yanked: bool = False
+                    ) -> tuple[Interpreter | None, str | None]:
+    """The interpreter to build ``release``'s environment on (the driver's own when it can),
+    or None and why no interpreter found on this machine can."""
+    mine = own()
+    why = _unusable(release, backend, mine.version, allow_yanked)
+    if why is None:
+        return mine, None
+    if not why.startswith(PYTHON_REASONS) and PYTHON_REASONS[1] not in why:
+        return None, why
+    found = find_interpreters()
+    for other in found[1:]:
+        if _unusable(release, backend, other.version, allow_yanked) is None:
+            return other, None
+    return None, f"{why}; Pythons found here: {', '.join(map(str, found))}"
 
 
 def load_catalogue(

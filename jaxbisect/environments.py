@@ -34,9 +34,10 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .catalogue import BACKENDS, LAST_CUDA12_FIND_LINKS, Release
+from .catalogue import BACKENDS, LAST_CUDA12_FIND_LINKS, Release, interpreter_for
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
+from .interpreters import Interpreter, own
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 FIRST_CUDA12_PJRT = Version("0.4.23")
@@ -120,8 +121,14 @@ class Environment:
     seconds: float
 
 
+def interpreter(release: Release, backend: str) -> Interpreter:
+    """The Python this release's environment is built on: the driver's own where the release
+    supports it, else another found on the machine (jax 0.11+ needs 3.12)."""
+    return interpreter_for(release, backend, allow_yanked=True)[0] or own()
+
+
 def environment_path(release: Release, backend: str) -> Path:
-    major, minor = sys.version_info[:2]
+    major, minor = interpreter(release, backend).version
     return cache_dir() / "envs" / f"jax-{release.version}-{backend}-py{major}{minor}"
 
 
@@ -143,7 +150,7 @@ def ensure_environment(
         say(f"installing {what} …")
         shutil.rmtree(path, ignore_errors=True)
         try:
-            installed = _build(path, plan, release, backend)
+            installed = _build(path, plan, release, backend, interpreter(release, backend))
         except BaseException:  # Ctrl-C included: leave nothing behind that looks reusable
             shutil.rmtree(path, ignore_errors=True)
             raise
@@ -211,9 +218,10 @@ def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
     return found
 
 
-def _build(path: Path, plan: InstallPlan, release: Release, backend: str) -> dict:
+def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
+           python: Interpreter) -> dict:
     what = f"jax {release.version} ({backend})"
-    _uv(what, "venv", "--quiet", "--python", sys.executable, str(path))
+    _uv(what, "venv", "--quiet", "--python", str(python.path), str(path))
     args = ["pip", "install", "--python", str(path / "bin" / "python")]
     if plan.exclude_newer is not None:
         args += ["--exclude-newer", _iso(plan.exclude_newer)]
@@ -233,7 +241,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str) -> dic
             "schema": MARKER_SCHEMA,
             "release": str(release.version),
             "backend": backend,
-            "python": sys.version.split()[0],
+            "python": str(python),
             "plan": _plan_record(plan),
             "installed": installed,
             "created_at": _iso(datetime.now(UTC)),

@@ -50,6 +50,19 @@ def repro_json(python: Path, *args: str) -> dict:
 SYSTEM_PYTHON = Path(sys.executable)
 
 
+@pytest.fixture(autouse=True)
+def only_this_python(monkeypatch):
+    """Every test sees the driver's own Python only, whatever else this machine has (so jax
+    0.11+, which needs 3.12, is "not installable here" alike everywhere); tests of the
+    interpreter search undo this."""
+    from jaxbisect.interpreters import find_interpreters
+
+    monkeypatch.setenv("JAX_SCAN_REPRO_PYTHONS", "")
+    find_interpreters.cache_clear()
+    yield
+    find_interpreters.cache_clear()
+
+
 def pytest_collection_modifyitems(items):
     """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``)."""
     for item in items:
