@@ -81,6 +81,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--remeasure", action="store_true",
                    help="run the harness again even where a stored result exists")
     p.add_argument("--allow-yanked", action="store_true", help="measure a yanked release named")
+    p.add_argument("--if-installable", action="store_true",
+                   help="a named release that cannot be installed here is listed as skipped, "
+                        "with its reason, instead of an error (nox -s repro's default set)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
@@ -117,8 +120,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Target]:
     """The releases asked for, checked before anything is installed.
 
-    A release named on its own that cannot be installed here is an error (exit 2, one line);
-    inside a range it is listed as skipped, with the reason.
+    A release named on its own that cannot be installed here is an error (exit 2, one line),
+    unless ``--if-installable``; inside a range it is listed as skipped, with the reason.
     """
     if args.releases:
         targets, seen = [], set()
@@ -132,10 +135,10 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
                 continue
             seen.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
-            if why:
+            if why and not args.if_installable:
                 raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
                                 f"{why}")
-            targets.append(Target(release))
+            targets.append(Target(release, why))
         return targets
     installable = [r for r in catalogue.releases
                    if catalogue.unusable_reason(r, backend) is None]

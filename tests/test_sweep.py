@@ -205,3 +205,15 @@ def test_a_failed_harness_never_replaces_a_result(measured):
         json.loads((measured / "jax-0.10.2-cpu.json").read_text())).document is not None
     fresh = measured / "elsewhere"
     assert sweep._write_result(fresh, failed, lambda m: None) == fresh / "jax-0.10.2-cpu.json"
+
+
+def test_the_default_set_skips_what_cannot_be_installed_here(tmp_path):
+    """nox -s repro names releases that may need a Python this machine lacks (0.12.0.1 needs
+    3.12): with --if-installable they are listed with the reason, and the run succeeds."""
+    done = run_sweep("--release", "0.12.0.1", "--if-installable", "--backend", "cpu",
+                     "--reports", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "jax-0.12.0.1-cpu.json").read_text())
+    assert document["document"] is None
+    assert document["error"].startswith("not installable here: requires Python >=3.12")
+    assert "skipped: not installable here" in (tmp_path / "README.md").read_text()
