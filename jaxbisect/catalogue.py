@@ -191,6 +191,10 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
 PYTHON_REASONS = ("requires Python", "wheel for cp")  # what another interpreter may cure
 
 
+def needs_another_python(why: str) -> bool:
+    return why.startswith(PYTHON_REASONS[0]) or PYTHON_REASONS[1] in why
+
+
 def interpreter_for(release: Release, backend: str, *, allow_yanked: bool = False
                     ) -> tuple[Interpreter | None, str | None]:
     """The interpreter to build ``release``'s environment on (the driver's own when it can),
@@ -199,7 +203,7 @@ def interpreter_for(release: Release, backend: str, *, allow_yanked: bool = Fals
     why = _unusable(release, backend, mine.version, allow_yanked)
     if why is None:
         return mine, None
-    if not why.startswith(PYTHON_REASONS) and PYTHON_REASONS[1] not in why:
+    if not needs_another_python(why):
         return None, why
     found = find_interpreters()
     for other in found[1:]:

@@ -48,7 +48,9 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
     that no longer installs, say) is reported as unavailable, with the reason."""
     try:
         return _gather(b, say, try_xla_flags, png_path, jax_repo)
-    except (InstallFailed, OSError) as exc:
+    except Exception as exc:  # even a bug here must not cost the bisection's answer
+        if not isinstance(exc, (InstallFailed, OSError)):
+            exc = RuntimeError(f"internal error: {type(exc).__name__}: {exc}")
         say(f"evidence unavailable: {exc}")
         return (f"## Evidence\n\nUnavailable: {exc}\n",
                 {"attribution": {"lowering": "unknown", "culprit": "unknown",
@@ -66,6 +68,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
            "jax_repo": str(jax_repo) if jax_repo else None}
     path = _stored(key)
     try:
+        if b.request.remeasure:
+            raise OSError("asked to measure again")
         found = json.loads(path.read_text())
         say(f"evidence for jax {old.version} → {new.version}: stored")
     except (OSError, ValueError):
@@ -75,7 +79,9 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                    for r in (old, new)]
         found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
                                 jax_repo=jax_repo, timeout=b.request.timeout)
-        write_json(path, found)
+        sides = found["evidence"]["releases"].values()
+        if all(side.get("error") is None for side in sides):  # a failure may be transient
+            write_json(path, found)
     series = probed_series(b)
     markdown = "## Evidence\n\n" + render_evidence_markdown(found["attribution"],
                                                             found["evidence"], series)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ASK_VERSION = "import sys; print(*sys.version_info[:2])"
+ASK_VERSION = "import sys; print(*sys.version_info[:2], 't' in getattr(sys, 'abiflags', ''))"
+OLDEST = (3, 11)  # the harness is tested from here on; older jax releases all serve 3.11
 
 
 @dataclass(frozen=True)
@@ -35,20 +36,29 @@ def own() -> Interpreter:
 def _candidates() -> list[Path]:
     if "JAX_SCAN_REPRO_PYTHONS" in os.environ:
         return [Path(p) for p in os.environ["JAX_SCAN_REPRO_PYTHONS"].split(os.pathsep) if p]
-    found = [Path(p) for minor in range(9, 16) if (p := shutil.which(f"python3.{minor}"))]
+    found = [Path(p) for minor in range(OLDEST[1], 16)
+             if (p := shutil.which(f"python3.{minor}"))]
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    found += sorted(pyenv.glob("3.*/bin/python3"))
+    for python in sorted(pyenv.glob("3.*/bin/python3")):
+        try:  # the folder names the version: skip old ones without starting them
+            if tuple(map(int, python.parent.parent.name.split(".")[:2])) >= OLDEST:
+                found.append(python)
+        except ValueError:  # "3.13t" and friends: free-threaded, no wheels for them here
+            continue
     return found
 
 
 def _version_of(path: Path) -> tuple[int, int] | None:
     try:
-        done = subprocess.run([str(path), "-c", ASK_VERSION], capture_output=True, text=True,
-                              timeout=15)
-        major, minor = map(int, done.stdout.split())
+        done = subprocess.run([str(path), "-I", "-c", ASK_VERSION], capture_output=True,
+                              text=True, timeout=15)
+        major, minor, free_threaded = done.stdout.split()
+        version = (int(major), int(minor))
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
-    return (major, minor) if done.returncode == 0 else None
+    if done.returncode != 0 or free_threaded == "True" or version < OLDEST:
+        return None
+    return version
 
 
 @cache

@@ -144,11 +144,10 @@ def harness_args(backend: str, options: HarnessOptions) -> list[str]:
 
 def harness_environ() -> dict[str, str]:
     """The environment a harness process gets: ours, less what would change a measurement
-    behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_* settings), with
-    only the staged harness on its path."""
+    behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_*, PYTHON* settings:
+    warnings as errors, another allocator …), with only the staged harness on its path."""
     child_env = {k: v for k, v in os.environ.items()
-                 if k not in ("PYTHONPATH", "PYTHONHOME", "XLA_FLAGS")
-                 and not k.startswith(("JAX_", "XLA_PYTHON_"))}
+                 if k != "XLA_FLAGS" and not k.startswith(("JAX_", "XLA_PYTHON_", "PYTHON"))}
     child_env["PYTHONPATH"] = str(staged_harness())
     return child_env
 

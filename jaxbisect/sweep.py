@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
 
-from .catalogue import Catalogue, Release, load_catalogue
+from .catalogue import Catalogue, Release, load_catalogue, needs_another_python
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import write_atomic, write_json
@@ -82,8 +82,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="run the harness again even where a stored result exists")
     p.add_argument("--allow-yanked", action="store_true", help="measure a yanked release named")
     p.add_argument("--if-installable", action="store_true",
-                   help="a named release that cannot be installed here is listed as skipped, "
-                        "with its reason, instead of an error (nox -s repro's default set)")
+                   help="a named release that needs a Python this machine lacks is listed as "
+                        "skipped, with the reason, instead of an error (nox -s repro's default "
+                        "set)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
@@ -135,7 +136,7 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
                 continue
             seen.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
-            if why and not args.if_installable:
+            if why and not (args.if_installable and needs_another_python(why)):
                 raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
                                 f"{why}")
             targets.append(Target(release, why))

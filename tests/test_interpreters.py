@@ -35,16 +35,19 @@ def fake_python(folder: Path, name: str, answer: str, status: int = 0) -> Path:
 
 def test_the_driver_s_own_python_comes_first_and_broken_ones_are_ignored(tmp_path,
                                                                           monkeypatch):
-    good = fake_python(tmp_path, "python3.12", "3 12")
+    good = fake_python(tmp_path, "python3.12", "3 12 False")
     broken = fake_python(tmp_path, "python3.13", "pyenv: python3.13: command not found", 127)
-    same = fake_python(tmp_path, "python3.11-copy", f"{own().version[0]} {own().version[1]}")
-    monkeypatch.setenv("JAX_SCAN_REPRO_PYTHONS", os.pathsep.join(map(str, [good, broken, same])))
+    same = fake_python(tmp_path, "python3.11-copy", f"{own().version[0]} {own().version[1]} False")
+    free = fake_python(tmp_path, "python3.14t", "3 14 True")
+    old = fake_python(tmp_path, "python3.8", "3 8 False")
+    monkeypatch.setenv("JAX_SCAN_REPRO_PYTHONS",
+                       os.pathsep.join(map(str, [good, broken, same, free, old])))
     find_interpreters.cache_clear()
     found = find_interpreters()
     assert found[0] == own()
     assert Interpreter((3, 12), good) in found
     assert [i.version for i in found].count(own().version) == 1
-    assert all(i.version != (3, 13) for i in found)
+    assert {i.version for i in found} == {own().version, (3, 12)}  # no broken, t, or old ones
 
 
 def test_a_release_that_needs_a_newer_python_uses_one_when_found(cat, monkeypatch):
