@@ -50,6 +50,20 @@ def repro_json(python: Path, *args: str) -> dict:
 SYSTEM_PYTHON = Path(sys.executable)
 
 
+def recorded_pypi(url: str) -> bytes:
+    """A ``fetch`` that answers PyPI's JSON URLs from the responses recorded in tests/data."""
+    return (REPO / "tests" / "data" / f"pypi-{url.rstrip('/').split('/')[-2]}.json").read_bytes()
+
+
+@pytest.fixture
+def recorded_catalogue(tmp_path, monkeypatch):
+    """The release catalogue as PyPI answered when the fixtures were recorded."""
+    from jaxbisect.catalogue import load_catalogue
+
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
+    return load_catalogue(fetch=recorded_pypi)
+
+
 @pytest.fixture(autouse=True)
 def only_this_python(monkeypatch):
     """Every test sees the driver's own Python only, whatever else this machine has (so jax

@@ -7,29 +7,20 @@ the fallback to a real run, on the recorded PyPI catalogue.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from jaxbisect import driver
-from jaxbisect.catalogue import load_catalogue
 from jaxbisect.probe import HarnessOptions, Measurement
 from jaxbisect.report import answer_line, document, render
 from jaxbisect.search import Outcome
 
-DATA = Path(__file__).parent / "data"
 MB = 1024**2
 UNIT = 100 * 16**3 * 4
 
 
-def recorded(url: str) -> bytes:
-    return (DATA / f"pypi-{url.rstrip('/').split('/')[-2]}.json").read_bytes()
-
-
 @pytest.fixture
-def catalogue(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
-    return load_catalogue(fetch=recorded)
+def catalogue(recorded_catalogue):
+    return recorded_catalogue
 
 
 def harness_document(version: str, status: str, mode: str = "compiled") -> dict:

@@ -13,17 +13,10 @@ from jaxbisect.catalogue import interpreter_for, load_catalogue
 from jaxbisect.environments import ensure_environment, environment_path
 from jaxbisect.interpreters import Interpreter, find_interpreters, own
 
-DATA = Path(__file__).parent / "data"
-
-
-def recorded(url: str) -> bytes:
-    return (DATA / f"pypi-{url.rstrip('/').split('/')[-2]}.json").read_bytes()
-
 
 @pytest.fixture
-def cat(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
-    return load_catalogue(fetch=recorded)
+def cat(recorded_catalogue):
+    return recorded_catalogue
 
 
 def fake_python(folder: Path, name: str, answer: str, status: int = 0) -> Path:
