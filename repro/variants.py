@@ -7,12 +7,6 @@ arguments of the jitted outer loop, exactly as in the report).
 import jax
 import jax.numpy as jnp
 
-VARIANTS = {
-    0: "v0: scan stacking outputs, x_out[-1] used",
-    1: "v1: scan carrying only",
-    2: "v2: unrolled Python loop",
-}
-
 
 def inner_loop_v0(x, N):
     def body_fun(x1, _):

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 GROWS_AT = 0.5  # stacked buffers per extra outer iteration; the bug gives ~1.0, a fixed plan ~0.0
 
-SCHEMA_KEYS = ("status", "growth_per_outer", "unit_bytes", "points", "reason")
-
-
 def stacked_buffer_bytes(n_inner: int, n_res: int, itemsize: int) -> int:
     return n_inner * n_res**3 * itemsize
 
