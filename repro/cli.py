@@ -10,10 +10,14 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from . import SCHEMA
-from .measure import MB, Params, compiled_case, runtime_case
+from . import target as targets
+from .measure import MB, Compiler, Params, compiled_case, left_out_case, runtime_case
 from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
@@ -70,6 +74,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="JAX platform to use (default: whatever JAX picks)")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="extra XLA_FLAGS for every case, e.g. '--xla_cpu_enable_fast_math=false'")
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="compile for this NVIDIA GPU without one: "
+                        f"{', '.join(targets.built_in())} or a GpuTargetConfigProto spec file "
+                        "(needs jax >= 0.4.34 with the CUDA 12 plugin; compiled mode)")
+    p.add_argument("--v2-up-to", type=positive_int, default=None, metavar="N",
+                   help="measure v2 only at n_outer <= N (v2 unrolls 100 x n_outer ops: minutes "
+                        "a case for a GPU target; default 1 with --target, all otherwise)")
+    p.add_argument("--sizes-from", choices=("auto", "dump"), default="auto",
+                   help="auto: memory_analysis(), XLA's buffer-assignment dump where it answers "
+                        "None; dump: always the dump (to check that both agree)")
+    p.add_argument("--write-target-spec", metavar="FILE", type=Path,
+                   help="on a machine with a GPU: write its target spec to FILE (for --target) "
+                        "and exit")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document")
     out.add_argument("--check", action="store_true",
@@ -82,27 +99,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not args.n_outer:
         p.error("--n-outer needs at least one value")
     args.variants = sorted(set(args.variants))
+    if args.target is not None:
+        if args.mode != "compiled":
+            p.error("--target compiles without the GPU: it has no --mode runtime")
+        if PLATFORMS[args.backend] not in (None, "cuda"):
+            p.error(f"--target compiles for a CUDA GPU; --backend {args.backend} contradicts it")
+        try:
+            args.target = targets.load(args.target)
+        except targets.TargetError as exc:
+            p.error(str(exc))
+    elif args.sizes_from == "dump" and args.mode != "compiled":
+        p.error("--sizes-from dump reads the compiled plan: compiled mode only")
+    if args.v2_up_to is None and args.target is not None:
+        args.v2_up_to = 1
     if (args.json or args.check) and 0 not in args.variants:
         p.error("--json and --check need variant v0 (the verdict is about v0)")
     return args
 
 
-def _configure_jax_process(args: argparse.Namespace) -> None:
-    """Environment variables JAX reads at import: set before the first ``import jax``."""
-    if PLATFORMS[args.backend]:
+def _configure_jax_process(args: argparse.Namespace) -> Path | None:
+    """Environment variables JAX reads at import: set before the first ``import jax``.
+
+    Returns the folder XLA dumps its modules into, where the plan is read from the dump."""
+    if PLATFORMS[args.backend] and args.target is None:
         os.environ["JAX_PLATFORMS"] = PLATFORMS[args.backend]
     if args.xla_flags.strip():
         os.environ["XLA_FLAGS"] = " ".join(
             filter(None, [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip()]))
+    dump_dir = None
+    if args.target is not None or args.sizes_from == "dump":
+        dump_dir = Path(tempfile.mkdtemp(prefix="repro-xla-dump-"))
+    if args.target is not None:
+        targets.configure_process(dump_dir)
+    elif dump_dir is not None:
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [
+            os.environ.get("XLA_FLAGS", ""),
+            f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop"]))
     if args.dtype == "float64":
         os.environ["JAX_ENABLE_X64"] = "1"
     if args.mode == "runtime":
         # Each case runs in a child process on the same device: this process must not take
         # the GPU's memory up front (JAX preallocates 75 % by default).
         os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return dump_dir
 
 
-def describe_environment() -> dict:
+def describe_environment(compiler: Compiler | None = None) -> dict:
     import jax
     import jaxlib
     import numpy
@@ -124,6 +166,13 @@ def describe_environment() -> dict:
     devices = jax.devices()
     info["device"] = devices[0].device_kind
     info["device_count"] = len(devices)
+    # A target's plan is compiled for a GPU that is not here: say so in every document, and
+    # never let it pass for a measurement on that GPU (or a real one pass for this).
+    info["target"] = compiler.describe() if compiler is not None else None
+    info["deviceless"] = info["target"] is not None
+    if info["deviceless"]:
+        info["host_backend"], info["backend"] = info["backend"], "gpu"
+        info["device"], info["device_count"] = info["target"]["description"], 1
     try:
         info["environment"] = jax.print_environment_info(return_string=True)
     except Exception as exc:  # missing in a release, or a tool it shells out to fails
@@ -178,22 +227,31 @@ def check_runtime_fits(params: Params, itemsize: int) -> str | None:
             f"(e.g. --n-res 32) or fewer --n-outer values")
 
 
-def measure(args: argparse.Namespace, log) -> dict:
+def measure(args: argparse.Namespace, log, dump_dir: Path | None = None) -> dict:
     import jax.numpy as jnp
 
     params = Params(n_outer=tuple(args.n_outer), n_inner=args.n_inner, n_res=args.n_res,
                     dtype=args.dtype, variants=tuple(args.variants))
     itemsize = jnp.dtype(args.dtype).itemsize
-    document = {"schema": SCHEMA, **describe_environment(), "mode": args.mode,
-                "params": params.as_json(), "cases": []}
+    compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
+    document = {"schema": SCHEMA, **describe_environment(compiler), "mode": args.mode,
+                "params": {**params.as_json(), "v2_up_to": args.v2_up_to},
+                "sizes_from": args.sizes_from, "cases": []}
     if args.mode == "runtime":
         refusal = check_runtime_fits(params, itemsize)
         if refusal:
             raise Refused(refusal)
-    run_case = compiled_case if args.mode == "compiled" else runtime_case
     for variant in params.variants:
         for n_outer in params.n_outer:
-            case = run_case(variant, n_outer, params)
+            if variant == 2 and args.v2_up_to is not None and n_outer > args.v2_up_to:
+                case = left_out_case(variant, n_outer, (
+                    f"v2 left out at n_outer > {args.v2_up_to}: it unrolls n_inner x n_outer "
+                    f"ops, minutes to compile a case{' for a GPU target' if args.target else ''}"
+                    f"; --v2-up-to N measures more"))
+            elif args.mode == "compiled":
+                case = compiled_case(variant, n_outer, params, compiler)
+            else:
+                case = runtime_case(variant, n_outer, params)
             document["cases"].append(case)
             shown = (f"{case['total_bytes'] / MB:.2f} MB" if case["status"] == "ok"
                      else f"{case['status']}: {case['error']}")
@@ -218,7 +276,8 @@ def format_table(document: dict) -> str:
             case = next((c for c in document["cases"]
                          if c["variant"] == f"v{variant}" and c["n_outer"] == n), None)
             ok = case is not None and case["status"] == "ok"
-            row.append(f"{case['total_bytes'] / MB:.2f}" if ok else "n/a")
+            left_out = case is not None and case["status"] == "left out"
+            row.append(f"{case['total_bytes'] / MB:.2f}" if ok else "–" if left_out else "n/a")
         rows.append(row)
     headers = ["variant"] + [f"n_outer={n} (MB)" for n in n_outers]
     try:
@@ -230,14 +289,30 @@ def format_table(document: dict) -> str:
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
+def device_line(document: dict) -> str:
+    """Where the figures come from, in the words every report uses."""
+    target = document.get("target")
+    if target:
+        return (f"compiled for {target['description']}, without the GPU (target "
+                f"{target['name']}, {target['source']})")
+    return f"{document['backend']} ({document['device']})"
+
+
 def format_summary(document: dict) -> str:
     v = document["verdict"]
-    what = ("output + temp of memory_analysis()" if document["mode"] == "compiled"
+    sources = {c.get("source") for c in document["cases"] if c["status"] == "ok"}
+    what = ("output + temp of XLA's buffer-assignment dump"
+            + (" (memory_analysis() gives none here)" if document.get("sizes_from") != "dump"
+               else "") if sources == {"XLA buffer-assignment dump"}
+            else "output + temp of memory_analysis()" if document["mode"] == "compiled"
             else "real peak above baseline")
     p = document["params"]
-    lines = [f"jax {document['jax']}, jaxlib {document['jaxlib']}, {document['backend']} "
-             f"({document['device']}); n_inner {p['n_inner']}, n_res {p['n_res']}, "
-             f"{p['dtype']}; {what}", "", format_table(document), ""]
+    lines = [f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
+             f"n_inner {p['n_inner']}, n_res {p['n_res']}, {p['dtype']}; {what}", "",
+             format_table(document), ""]
+    left_out = [c for c in document["cases"] if c["status"] == "left out"]
+    if left_out:
+        lines += [f"–: {left_out[0]['error']}", ""]
     if v["status"] == "unavailable":
         lines.append(f"verdict: unavailable ({v['reason']})")
     else:
@@ -248,7 +323,31 @@ def format_summary(document: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    _configure_jax_process(args)
+    if args.write_target_spec is not None:
+        return write_target_spec(args.write_target_spec)
+    dump_dir = _configure_jax_process(args)
+    try:
+        return _run(args, dump_dir)
+    finally:
+        if dump_dir is not None:
+            shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+def write_target_spec(path: Path) -> int:
+    try:
+        text = targets.capture_spec()
+        path.write_text(text, encoding="utf-8")
+    except targets.TargetError as exc:
+        print(f"python -m repro: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"python -m repro: error: cannot write {path}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}: use it with --target {path}", file=sys.stderr)
+    return 0
+
+
+def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
 
     def log(message: str) -> None:
         if not args.quiet:
@@ -258,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     # so a commit that cannot be measured is never blamed for the change.
     failed = EXIT_STATUS["unavailable"] if args.check else 2
     try:
-        document = measure(args, log)
+        document = measure(args, log, dump_dir)
     except ImportError as exc:
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
               f"of a JAX environment, e.g. ~/.cache/jax-scan-repro/envs/jax-0.10.2-cpu-py311/"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -60,26 +61,113 @@ def _memory_fields(stats) -> dict:
     return fields
 
 
-def compiled_case(variant: int, n_outer: int, params: Params) -> dict:
-    """Lower on a shape/dtype struct (nothing allocated), compile, read memory_analysis()."""
+_ALLOCATION = re.compile(r"^allocation \d+: size (\d+), (.*?):?\s*$")
+NOT_TEMP = ("parameter", "maybe-live-out", "thread-local", "constant")
+
+
+def sizes_from_buffer_assignment(text: str) -> dict:
+    """output, temp and argument bytes from XLA's ``*-buffer-assignment.txt``, as
+    memory_analysis() counts them: per ``allocation N: size S, ...`` line, ``parameter`` is
+    argument, ``maybe-live-out`` output, and temp is what is none of parameter, live-out,
+    thread-local or constant."""
+    sizes = {"argument_bytes": 0, "output_bytes": 0, "temp_bytes": 0}
+    seen = False
+    for line in text.splitlines():
+        match = _ALLOCATION.match(line)
+        if not match:
+            continue
+        seen = True
+        size, kinds = int(match[1]), match[2]
+        if "parameter" in kinds:
+            sizes["argument_bytes"] += size
+        if "maybe-live-out" in kinds:
+            sizes["output_bytes"] += size
+        if not any(kind in kinds for kind in NOT_TEMP):
+            sizes["temp_bytes"] += size
+    if not seen:
+        raise ValueError("no allocation lines in the buffer-assignment dump")
+    return sizes
+
+
+class Compiler:
+    """Compiles the report's program for this process's device, or for a target's
+    compile-only GPU, and reads the plan's sizes.
+
+    ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the
+    buffer assignment there answers where memory_analysis() cannot (``None`` for a
+    compile-only GPU before jax 0.6.1), and wherever ``from_dump`` asks for it.
+    """
+
+    def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False):
+        self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
+        self._device = None
+        if target is not None:
+            from .target import CompileOnly
+
+            self._device = CompileOnly(target)
+
+    def describe(self) -> dict | None:
+        return self._device.describe() if self._device is not None else None
+
+    def struct(self, shape, dtype):
+        import jax
+
+        if self._device is not None:
+            return self._device.struct(shape, dtype)
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    def _dumped(self) -> set[Path]:
+        if self.dump_dir is None or not self.dump_dir.is_dir():
+            return set()
+        return set(self.dump_dir.iterdir())
+
+    def compile(self, fn, *args):
+        """``fn.lower(*args).compile()`` and the buffer-assignment text it dumped (or None)."""
+        before = self._dumped()
+        compiled = fn.lower(*args).compile()
+        new = self._dumped() - before
+        assignment = [p for p in new if p.name.endswith("after_optimizations-buffer-assignment.txt")]
+        text = assignment[0].read_text(encoding="utf-8") if len(assignment) == 1 else None
+        for path in new:  # dumps of v2 at large n_outer are big: keep none of them
+            if path.is_file():
+                path.unlink()
+        return compiled, text
+
+    def sizes(self, compiled, assignment: str | None) -> tuple[dict, str]:
+        """The plan's ``*_bytes`` fields and where they came from; raises Unmeasured."""
+        if not self.from_dump:
+            stats = compiled.memory_analysis()
+            if isinstance(stats, (list, tuple)):  # some releases answer one entry per device
+                stats = stats[0] if stats else None
+            if stats is not None:
+                return _memory_fields(stats), "memory_analysis()"
+        if assignment is None:
+            raise Unmeasured("XLA dumped no buffer assignment for this module" if self.from_dump
+                             else "memory_analysis() returned None")
+        return sizes_from_buffer_assignment(assignment), "XLA buffer-assignment dump"
+
+
+class Unmeasured(Exception):
+    """The compile worked but the release gives no sizes for it."""
+
+
+def compiled_case(variant: int, n_outer: int, params: Params, compiler: Compiler | None = None
+                  ) -> dict:
+    """Lower on a shape/dtype struct (nothing allocated), compile, read the plan's sizes."""
     case = _case(variant, n_outer, "compiled")
     try:
-        import jax
         import jax.numpy as jnp
 
         from .variants import outer_loop
 
+        compiler = compiler or Compiler()
         started = time.perf_counter()
-        arg = jax.ShapeDtypeStruct((params.n_res,) * 3, jnp.dtype(params.dtype))
-        compiled = outer_loop.lower(arg, n_outer, params.n_inner, variant).compile()
+        arg = compiler.struct((params.n_res,) * 3, jnp.dtype(params.dtype))
+        compiled, assignment = compiler.compile(outer_loop, arg, n_outer, params.n_inner,
+                                                variant)
         case["compile_seconds"] = round(time.perf_counter() - started, 3)
-        stats = compiled.memory_analysis()
-        if isinstance(stats, (list, tuple)):  # some releases answer one entry per device
-            stats = stats[0] if stats else None
-        if stats is None:
-            case.update(status="unavailable", error="memory_analysis() returned None")
-            return case
-        case.update(_memory_fields(stats))
+        fields, case["source"] = compiler.sizes(compiled, assignment)
+        case.update(fields)
         if case["output_bytes"] is None or case["temp_bytes"] is None:
             case.update(status="unavailable", error="memory_analysis() has no output/temp sizes")
             return case
@@ -87,10 +175,19 @@ def compiled_case(variant: int, n_outer: int, params: Params) -> dict:
         if case["total_bytes"] == 0:
             case.update(status="unavailable",
                         error="memory_analysis() reports 0 bytes (not measured by this release)")
+    except Unmeasured as exc:
+        case.update(status="unavailable", error=str(exc))
     except NotImplementedError as exc:
         case.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
     except Exception as exc:
         case.update(status="error", error=error_line(exc))
+    return case
+
+
+def left_out_case(variant: int, n_outer: int, why: str) -> dict:
+    """A case deliberately not measured (too slow here); never read as a measurement."""
+    case = _case(variant, n_outer, "compiled")
+    case.update(status="left out", error=why)
     return case
 
 

@@ -1,0 +1,195 @@
+"""Compile for an NVIDIA GPU on a machine without one (see shared/deviceless-gpu.md).
+
+JAX compiles for a compile-only CUDA topology described by a target spec (a
+``GpuTargetConfigProto`` in text format): XLA runs the same passes, scheduler and buffer
+assignment as for the real GPU, but nothing is run or allocated. What comes out is XLA's plan
+for that GPU, never a measurement on one.
+
+Built-in specs live in ``repro/targets/`` (trimmed copies of XLA's own, Apache-2.0); a path to
+any spec file works too. jax and the standard library only, like the rest of ``repro``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+TARGETS_DIR = Path(__file__).resolve().parent / "targets"
+SPEC_SUFFIX = ".txtpb"
+_DESCRIPTION = re.compile(r'^\s*device_description_str:\s*"((?:[^"\\]|\\.)*)"', re.MULTILINE)
+# The packages a compile-only CUDA environment holds; their versions go into every result.
+PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")
+
+
+class TargetError(ValueError):
+    """A target name or spec file that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str          # "a6000", or the spec file's stem
+    description: str   # the spec's device_description_str: "NVIDIA RTX A6000"
+    source: str        # "built in: repro/targets/a6000.txtpb" or the file's absolute path
+    text: str
+    sha256: str
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "description": self.description, "source": self.source,
+                "sha256": self.sha256}
+
+
+def built_in() -> list[str]:
+    return sorted(p.stem for p in TARGETS_DIR.glob(f"*{SPEC_SUFFIX}"))
+
+
+def load(name_or_path: str) -> Target:
+    """A built-in target by name (``a6000``), or a spec file by path."""
+    key = name_or_path.strip()
+    path = TARGETS_DIR / f"{key.lower()}{SPEC_SUFFIX}"
+    if key.lower() in built_in():
+        source = f"built in: repro/targets/{path.name}"
+    elif os.sep in key or key.endswith(SPEC_SUFFIX) or Path(key).is_file():
+        path = Path(key).expanduser().resolve()
+        source = str(path)
+    else:
+        raise TargetError(f"unknown target {key!r}: choose one of {', '.join(built_in())} "
+                          f"or give the path of a GpuTargetConfigProto spec file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"cannot read the target spec {path}: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
+    found = _DESCRIPTION.search(text)
+    if "gpu_device_info" not in text or not found:
+        raise TargetError(f"{path} is not a GPU target spec (a GpuTargetConfigProto in text "
+                          f"format with gpu_device_info and device_description_str)")
+    return Target(name=path.stem, description=found[1],
+                  source=source, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
+def configure_process(dump_dir: Path) -> None:
+    """Environment variables JAX and XLA read at start-up; call before ``import jax``."""
+    # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
+    # driver that check fails (cuInit error 303), the plugin is not registered, and the
+    # topology below cannot be made ("topology not implemented for cuda").
+    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    flags = [os.environ.get("XLA_FLAGS", "")]
+    nvcc = nvcc_wheel_dir()
+    if nvcc is not None:
+        # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
+        # toolkit the machine happens to have, so that a result says which one it used.
+        flags.append(f"--xla_gpu_cuda_data_dir={nvcc}")
+    # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
+    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
+    flags.append(f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop")
+    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
+
+
+def nvcc_wheel_dir() -> Path | None:
+    """``site-packages/nvidia/cuda_nvcc`` of this environment, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / "bin" / "ptxas").exists():
+            return Path(location)
+    return None
+
+
+def _patch_gpu_platform_name() -> None:
+    """jax 0.4.34 and 0.4.35 lower for platform 'gpu', which a compile-only client does not
+    know ("Unknown backend: 'gpu' requested", jax-ml/jax#23971, fixed in 0.4.36): map it to
+    'cuda', the one change that makes these two releases compile without a GPU."""
+    import jax
+    from jax._src import xla_bridge
+
+    if jax.__version__ not in ("0.4.34", "0.4.35"):
+        return
+    original = xla_bridge.canonicalize_platform
+    if getattr(original, "_jax_scan_repro", False):
+        return
+
+    def canonicalize_platform(platform: str) -> str:
+        return original("cuda" if platform == "gpu" else platform)
+
+    canonicalize_platform._jax_scan_repro = True
+    xla_bridge.canonicalize_platform = canonicalize_platform
+
+
+class CompileOnly:
+    """The compile-only device of one target, and arguments placed on it."""
+
+    def __init__(self, target: Target):
+        import jax
+        from jax.experimental import topologies
+
+        _patch_gpu_platform_name()
+        self.target = target
+        topology = topologies.get_topology_desc(platform="cuda", target_config=target.text,
+                                                topology="1x1x1")
+        self.device = topology.devices[0]
+        mesh = topologies.make_mesh(topology, (1,), ("x",))
+        self._sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+    def struct(self, shape, dtype):
+        import jax
+
+        return jax.ShapeDtypeStruct(shape, dtype, sharding=self._sharding)
+
+    def describe(self) -> dict:
+        """What the harness document says about a deviceless result."""
+        from importlib import metadata
+
+        plugins = {}
+        for name in PLUGIN_PACKAGES:
+            try:
+                plugins[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                plugins[name] = None
+        return {**self.target.as_json(), "device_kind": getattr(self.device, "device_kind", None),
+                "plugins": plugins, "ptxas": ptxas()}
+
+
+def ptxas() -> dict:
+    """The ptxas XLA compiles with: the nvcc wheel's (configure_process points XLA at it),
+    else the first one XLA would find on the machine."""
+    wheel = nvcc_wheel_dir()
+    candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
+        Path(p) for p in filter(None, [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"])]
+    for path in candidates:
+        if path.exists():
+            try:
+                done = subprocess.run([str(path), "--version"], capture_output=True, text=True,
+                                      timeout=30)
+                lines = done.stdout.strip().splitlines()
+                version = lines[-1] if lines else None
+            except (OSError, subprocess.TimeoutExpired):
+                version = None
+            return {"path": str(path), "version": version,
+                    "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
+                    else "the machine's CUDA toolkit"}
+    return {"path": None, "version": None, "from": None}
+
+
+def capture_spec() -> str:
+    """The spec of the GPU at hand (run on a machine with one), to reuse as a target file."""
+    import jax
+    from jax._src.lib import xla_client
+
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        raise TargetError("no GPU is visible to JAX here: --write-target-spec needs one")
+    config = xla_client.get_topology_for_devices(gpus[:1]).target_config
+    text = config if isinstance(config, str) else str(config)
+    header = (f"# Written by `python -m repro --write-target-spec` on a machine with a "
+              f"{gpus[0].device_kind}, jax {jax.__version__}.\n"
+              f"# proto-message: stream_executor.GpuTargetConfigProto\n\n")
+    return header + text
