@@ -30,7 +30,13 @@ from .interpreters import Interpreter, find_interpreters, own
 
 PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
 PYPI_JSON = "https://pypi.org/pypi/{}/json"
-BACKENDS = ("cpu", "cuda12")
+BACKENDS = ("cpu", "cuda12", "cuda12-deviceless")
+# The environments of ``--target``: the CUDA 12 plugin, compiled for a GPU that is not here.
+DEVICELESS = "cuda12-deviceless"
+
+# Which releases can compile for a GPU without one (shared/deviceless-gpu.md, measured here).
+FIRST_DEVICELESS = Version("0.4.34")  # before it the topology comes from a real client
+NO_DEVICELESS = {Version("0.4.36"), Version("0.4.37")}  # "could not find registered platform"
 
 # Added to the last upload so the cut-off also admits sibling files this catalogue does not
 # track (jax-cuda12-pjrt lands minutes after the plugin), while staying far shorter than the
@@ -67,7 +73,7 @@ class Release:
         For ``cuda12`` it also admits the CUDA plugin, whose wheels can land after jaxlib's.
         """
         times = [self.uploaded, self.jaxlib_uploaded]
-        if backend == "cuda12":
+        if backend.startswith("cuda12"):
             times.append(self.cuda_plugin_uploaded)
         newest = max(t for t in times if t is not None)
         return (newest + CUTOFF_MARGIN).replace(microsecond=0)
@@ -177,7 +183,11 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
         return "only linux is supported"
     if tag not in release.jaxlib_pythons:
         return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
-    if backend == "cuda12":
+    if backend == DEVICELESS:
+        why = deviceless_reason(release.version)
+        if why:
+            return why
+    if backend.startswith("cuda12"):
         if release.version < FIRST_CUDA12_FIND_LINKS:
             return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"
         if release.version >= FIRST_CUDA12_PLUGIN:
@@ -186,6 +196,24 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
             if tag not in release.cuda_plugin_pythons:
                 return f"no jax-cuda12-plugin {release.cuda_plugin} wheel for {tag} on {here}"
     return None
+
+
+NEEDS_A_GPU = "needs a real GPU"
+
+
+def deviceless_reason(version: Version) -> str | None:
+    """None when this jax release can compile for a GPU target without the GPU; else why not."""
+    if version < FIRST_DEVICELESS:
+        return (f"{NEEDS_A_GPU}: before jax {FIRST_DEVICELESS} a GPU topology comes from a real "
+                f"client (\"No visible GPU devices\")")
+    if version in NO_DEVICELESS:
+        return (f"{NEEDS_A_GPU}: jax {version} cannot compile without one (\"could not find "
+                f"registered platform with id\"; no workaround known)")
+    return None
+
+
+def needs_a_gpu(why: str | None) -> bool:
+    return bool(why) and why.startswith(NEEDS_A_GPU)
 
 
 PYTHON_REASONS = ("requires Python", "wheel for cp")  # what another interpreter may cure

@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 from repro.cli import OneLineParser, positive_int
+from repro.target import TargetError
+from repro.target import built_in as built_in_targets
+from repro.target import load as load_target
 
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
@@ -43,6 +46,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a later jax release, e.g. 0.5.0")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
                    help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="bisect XLA's plan for this NVIDIA GPU, compiled without one: "
+                        f"{', '.join(built_in_targets())} or a spec file (releases from jax "
+                        "0.4.34 on, less 0.4.36 and 0.4.37)")
     p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
                    metavar="N")
     p.add_argument("--n-inner", type=positive_int, default=100)
@@ -79,6 +86,18 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
     return parser().parse_args(argv), command
 
 
+def target_option(text: str | None) -> str:
+    """``--target`` as the harness takes it: a built-in's name, or a spec file's absolute
+    path (the harness runs in another folder); a bad one is a UserError."""
+    if not text:
+        return ""
+    try:
+        target = load_target(text)
+    except TargetError as exc:
+        raise UserError(str(exc)) from None
+    return target.name if target.source.startswith("built in") else target.source
+
+
 def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
     """Where to look next when the range holds no change: up to the newest usable release."""
     newest = max((r for r in catalogue.releases
@@ -86,10 +105,13 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
                  key=lambda r: r.version, default=None)
     if newest is None or str(newest.version) == request.end:
         return ""
+    where = (f"--target {request.options.target}" if request.options.target
+             else f"--backend {request.backend}")
+    verdict = {"grows": "growing"}.get(verdict, verdict)
     return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {request.backend}. "
             f"The newest release installable here is jax {newest.version}; to look further:\n\n"
             f"```sh\npython -m bisect --from {request.end} --to {newest.version} "
-            f"--backend {request.backend}\n```\n")
+            f"{where}\n```\n")
 
 
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
@@ -99,14 +121,16 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         print(message, file=sys.stderr, flush=True)
 
     options = HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
-                             n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags)
+                             n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags,
+                             target=target_option(args.target))
     if len([n for n in options.n_outer if n >= 2]) < 2 and not command:
         raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
                         "constant (at n_outer 1 every plan holds one stacked buffer)")
     catalogue = load_catalogue()
     # The catalogue's spelling of each end ("v0.5" and "0.5.0" are one release).
     start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
-    request = Request(start=start, end=end, backend=resolve_backend(args.backend),
+    request = Request(start=start, end=end,
+                      backend=resolve_backend(args.backend, options.target),
                       options=options, command=command, timeout=args.timeout,
                       remeasure=args.remeasure)
     bisection = bisect_releases(catalogue, request, say)
@@ -121,12 +145,15 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
                                     jax_repo=args.jax_repo)
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
-    from .report import answer_line
+    from .report import answer_line, gpu_commands
 
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
+        lo, hi = bisection.measured_part
+        for command_line in gpu_commands(bisection):
+            print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")
         if evidence_md.startswith("## Next step"):
             print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
         print(f"probes: {len(bisection.probes)} ({sum(p.cached for p in bisection.probes)} "

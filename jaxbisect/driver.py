@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue import Catalogue, Release
+from .catalogue import DEVICELESS, Catalogue, Release, needs_a_gpu
 from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
@@ -29,7 +29,7 @@ Say = Callable[[str], None]
 class Request:
     start: str
     end: str
-    backend: str                      # resolved: cpu or cuda12
+    backend: str                      # resolved: cpu, cuda12, or cuda12-deviceless (a target)
     options: HarnessOptions
     command: tuple[str, ...] = ()     # bisect with this command instead of the built-in check
     timeout: float = DEFAULT_TIMEOUT
@@ -74,6 +74,23 @@ class Bisection:
     probes: tuple[Probe, ...]         # in the order they were made
     result: SearchResult
 
+    @property
+    def measured_part(self) -> tuple[str, str]:
+        """The first and last release the search covered (narrower than the range asked for
+        when a target's end cannot compile without a GPU)."""
+        return str(self.candidates[0].version), str(self.candidates[-1].version)
+
+    @property
+    def needs_a_gpu(self) -> list[tuple[str, str]]:
+        """(from, to) of each part of the asked range that only a real GPU can measure."""
+        lo, hi = self.measured_part
+        parts = []
+        if lo != self.request.start:
+            parts.append((self.request.start, lo))
+        if hi != self.request.end:
+            parts.append((hi, self.request.end))
+        return parts
+
     def probe_of(self, index: int) -> Probe:
         release = self.candidates[index]
         return next(p for p in self.probes if p.release is release)
@@ -111,10 +128,18 @@ def candidates_for(catalogue: Catalogue, request: Request
     usable, unusable = catalogue.between(request.start, request.end, request.backend)
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)
-        if why:
+        # A target's end that only a real GPU can compile for narrows the range to the part
+        # that can be measured here; the report names the rest and the command for it.
+        if why and not (request.backend == DEVICELESS and needs_a_gpu(why)):
             raise UserError(f"jax {end_release.version} cannot be installed here for "
                             f"{request.backend}: {why}")
     if len(usable) < 2:
+        if request.backend == DEVICELESS:
+            raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
+                            f"for --target {request.options.target} without a GPU (jax 0.4.34 "
+                            f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
+                            f"python -m bisect --from {start.version} --to {end.version} "
+                            f"--backend cuda12")
         raise UserError(f"no installable releases between {start.version} and {end.version}")
     return usable, unusable
 
@@ -126,7 +151,7 @@ def check_release(release: Release, request: Request, say: Say) -> Probe:
     compiled = measure_release(release, request.backend, request.options, progress=say,
                                timeout=request.timeout, use_cache=not request.remeasure)
     chosen, replaced = compiled, None
-    if compiled.stats_empty:
+    if compiled.stats_empty and not request.options.target:  # a target has no real run
         fallback = request.options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
             f"({compiled.reason}); its verdict comes from a real run at n_res {fallback.n_res}")
@@ -214,6 +239,9 @@ def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisecti
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
     names = [str(r.version) for r in candidates]
+    if (names[0], names[-1]) != (request.start, request.end):
+        say(f"measuring the part jax {names[0]} … {names[-1]} that compiles without a GPU; "
+            f"the rest of jax {request.start} … {request.end} needs a real one")
     say(f"bisecting {len(candidates)} releases, jax {names[0]} … {names[-1]} "
         f"({request.backend}); at most {2 + (len(candidates) - 1).bit_length()} probes")
     probes: list[Probe] = []

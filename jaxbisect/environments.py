@@ -34,7 +34,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .catalogue import BACKENDS, LAST_CUDA12_FIND_LINKS, Release, interpreter_for
+from .catalogue import BACKENDS, DEVICELESS, LAST_CUDA12_FIND_LINKS, Release, interpreter_for
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
 from .interpreters import Interpreter, own
@@ -49,9 +49,15 @@ RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
 Progress = Callable[[str], None]
 
 
-def resolve_backend(backend: str) -> str:
+def resolve_backend(backend: str, target: str = "") -> str:
     """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``; ``cuda12``
-    where none is visible is refused at once, before minutes of CUDA installs."""
+    where none is visible is refused at once, before minutes of CUDA installs. A ``target``
+    needs no GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
+    if target:
+        if backend not in ("auto", "cuda12", DEVICELESS):
+            raise UserError(f"--target {target} compiles for a CUDA GPU; --backend {backend} "
+                            "contradicts it")
+        return DEVICELESS
     if backend == "cuda12" and not _nvidia_gpu_visible():
         raise UserError("--backend cuda12, but no NVIDIA GPU is visible here (no /dev/nvidia0, "
                         "nvidia-smi -L lists none); use --backend cpu or auto")
@@ -95,6 +101,12 @@ def install_plan(release: Release, backend: str) -> InstallPlan:
     jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff(backend)
     if backend == "cpu":
         return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
+    if backend == DEVICELESS:
+        # The small install (~350 MB): the plugin and PJRT wheels without the CUDA libraries
+        # (nothing runs), and the nvcc wheel, whose ptxas XLA runs while compiling.
+        plugin = release.cuda_plugin or jaxlib
+        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin=={plugin}",
+                            f"jax-cuda12-pjrt=={plugin}", "nvidia-cuda-nvcc-cu12"), cutoff, None)
     if jax <= LAST_CUDA12_FIND_LINKS:
         return InstallPlan(
             (f"jax[cuda12_pip]=={jax}", f"jaxlib=={jaxlib}+cuda12.cudnn89"),

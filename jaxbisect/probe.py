@@ -21,8 +21,9 @@ from pathlib import Path
 
 import repro
 from repro import SCHEMA
+from repro.target import load as load_target
 
-from .catalogue import Release
+from .catalogue import DEVICELESS, Release
 from .environments import Environment, ensure_environment
 from .errors import InstallFailed
 from .files import cache_dir, write_json
@@ -44,6 +45,8 @@ class HarnessOptions:
     variants: tuple[int, ...] = (0, 1, 2)
     mode: str = "compiled"
     xla_flags: str = ""
+    target: str = ""              # a built-in target's name or a spec file's absolute path
+    v2_up_to: int | None = None   # v2 only at n_outer <= this (the harness: 1 for a target)
 
     def argv(self) -> list[str]:
         args = ["--n-outer", *map(str, self.n_outer), "--n-inner", str(self.n_inner),
@@ -51,6 +54,10 @@ class HarnessOptions:
                 "--variants", *(f"v{v}" for v in self.variants), "--mode", self.mode]
         if self.xla_flags:
             args += [f"--xla-flags={self.xla_flags}"]
+        if self.target:
+            args += ["--target", self.target]
+        if self.v2_up_to is not None:
+            args += ["--v2-up-to", str(self.v2_up_to)]
         return args
 
     def runtime_fallback(self) -> HarnessOptions:
@@ -112,10 +119,11 @@ class Measurement:
 
 
 def harness_id() -> str:
-    """A digest of the harness's source: changing the harness invalidates stored results."""
+    """A digest of the harness's source and its target specs: changing either invalidates
+    stored results."""
     digest = hashlib.sha256()
-    for path in sorted(REPRO_SOURCE.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted([*REPRO_SOURCE.glob("*.py"), *REPRO_SOURCE.glob("targets/*.txtpb")]):
+        digest.update(str(path.relative_to(REPRO_SOURCE)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -137,6 +145,8 @@ def staged_harness() -> Path:
 
 def harness_args(backend: str, options: HarnessOptions) -> list[str]:
     """``python -m repro``'s arguments for one release's run on ``backend``."""
+    if backend == DEVICELESS:  # --target in the options says what to compile for
+        return ["--json", *options.argv()]
     # A cuda12 environment must run on the GPU: JAX falling back to the CPU is a failure.
     platform = "gpu" if backend == "cuda12" else "cpu"
     return ["--json", "--backend", platform, *options.argv()]
@@ -153,7 +163,10 @@ def harness_environ() -> dict[str, str]:
 
 
 def _options_key(options: HarnessOptions) -> str:
-    text = json.dumps(asdict(options), sort_keys=True)
+    fields = asdict(options)
+    if options.target:  # a spec file edited in place is another target
+        fields["target_sha256"] = load_target(options.target).sha256
+    text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

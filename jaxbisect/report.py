@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
 from .files import write_atomic, write_json
 from .machine import machine_description
@@ -20,9 +21,42 @@ def _who(probe: Probe | None) -> dict | None:
     return None if probe is None else {"jax": str(probe.release.version), "jaxlib": probe.jaxlib}
 
 
+def where_measured(b: Bisection) -> str:
+    """The backend, or for a target the words every report uses: never mistaken for a run on
+    that GPU."""
+    target = next((p.measurement.document.get("target") for p in b.probes
+                   if p.measurement and p.measurement.document
+                   and p.measurement.document.get("target")), None)
+    if target:
+        return f"compiled for {target['description']}, without the GPU"
+    if b.request.options.target:
+        return f"target {b.request.options.target}, compiled without the GPU"
+    return b.request.backend
+
+
+def grouped_reasons(unusable) -> list[tuple[str, str]]:
+    """Neighbouring releases left out for the same reason, as one line each."""
+    groups: list[list] = []
+    for release, why in sorted(unusable, key=lambda item: item[0].version):
+        if groups and groups[-1][1] == why:
+            groups[-1][0].append(release)
+        else:
+            groups.append([[release], why])
+    return [(f"jax {rs[0].version}" if len(rs) == 1 else
+             f"jax {rs[0].version} … {rs[-1].version} ({len(rs)} releases)", why)
+            for rs, why in groups]
+
+
+def gpu_commands(b: Bisection) -> list[str]:
+    """The command for each part of the range only a real GPU can measure."""
+    return [shlex.join(["python", "-m", "bisect", "--from", lo, "--to", hi, "--backend",
+                        "cuda12"]) for lo, hi in b.needs_a_gpu]
+
+
 def answer_line(b: Bisection) -> str:
     r, req = b.result, b.request
-    ends = f"jax {req.start} … {req.end} ({req.backend})"
+    lo, hi = b.measured_part
+    ends = f"jax {lo} … {hi} ({where_measured(b)})"
     if r.status == "unmeasurable":
         bad = [p for p in (b.probe_of(0), b.probe_of(len(b.candidates) - 1))
                if p.outcome.value == "skip"]
@@ -32,8 +66,8 @@ def answer_line(b: Bisection) -> str:
         first = b.probe_of(0)
         what = (f"v0 {first.verdict} in n_outer" if not req.command
                 else f"the command exits {first.exit_status}")
-        return (f"**No change in {ends}: both ends behave alike** ({what} at jax {req.start} "
-                f"and at jax {req.end}).")
+        return (f"**No change in {ends}: both ends behave alike** ({what} at jax {lo} "
+                f"and at jax {hi}).")
     old, new = b.last_old, b.first_new
     if req.command:
         behaviour = (f"`{shlex.join(req.command)}` exits {old.exit_status} at jax "
@@ -51,13 +85,13 @@ def answer_line(b: Bisection) -> str:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
         where += (f"; jax {', '.join(between)} in between could not be measured, so the "
                   f"change is in one of them or in jax {new.release.version}")
-    return f"**{kind} ({req.backend}) {where}:** {behaviour}."
+    return f"**{kind} ({where_measured(b)}) {where}:** {behaviour}."
 
 
 def reproduce_command(b: Bisection) -> str:
     req, o = b.request, b.request.options
     argv = ["python", "-m", "bisect", "--from", req.start, "--to", req.end,
-            "--backend", req.backend]
+            *(["--target", o.target] if o.target else ["--backend", req.backend])]
     defaults = type(o)()
     if o.n_outer != defaults.n_outer:
         argv += ["--n-outer", *map(str, o.n_outer)]
@@ -111,8 +145,14 @@ def packages_table(b: Bisection) -> str:
 def render(b: Bisection, evidence_markdown: str = "") -> str:
     req, r = b.request, b.result
     o = req.options
-    parts = [f"# jax.lax.scan memory: bisection of jax {req.start} … {req.end} ({req.backend})",
-             "", answer_line(b), ""]
+    parts = [f"# jax.lax.scan memory: bisection of jax {req.start} … {req.end} "
+             f"({where_measured(b)})", "", answer_line(b), ""]
+    if b.needs_a_gpu:
+        lo, hi = b.measured_part
+        rest = ", ".join(f"jax {a} … {z}" for a, z in b.needs_a_gpu)
+        parts += [f"**Measured part: jax {lo} … {hi}.** The rest of the range asked for "
+                  f"({rest}) cannot be compiled without a GPU (listed below); on a machine with "
+                  f"an NVIDIA GPU, this measures it:", "", "```sh", *gpu_commands(b), "```", ""]
     if r.status == "found":
         old, new = b.last_old, b.first_new
         parts += [f"Compare: {JAX_COMPARE.format(old=old.release.version, new=new.release.version)}",
@@ -121,6 +161,12 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
             "of `compiled.memory_analysis()` in MB; \"runtime\" rows are a real run's peak RSS "
             "above baseline where a release's compiled statistics are empty"
             if not req.command else f"the command `{shlex.join(req.command)}`")
+    if o.target and not req.command:
+        what = ("v0 (the report's scan stacking outputs, `x_out[-1]` used): XLA's plan "
+                f"{where_measured(b)}, as output + temp of `compiled.memory_analysis()` in MB, "
+                "or of XLA's buffer-assignment dump where a release's memory_analysis() gives "
+                "None (before jax 0.6.1); v2 only at n_outer 1 (it unrolls 100 × n_outer ops: "
+                "minutes a case to compile for a GPU)")
     parts += [f"## Releases probed ({len(b.probes)} of {len(b.candidates)} candidates)", "",
               f"Each row: {what}. n_inner {o.n_inner}, n_res {o.n_res}, {o.dtype}"
               + (f", XLA_FLAGS `{o.xla_flags}`" if o.xla_flags else "") + ".", "",
@@ -129,7 +175,9 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
     if skipped or b.unusable:
         parts += ["Skipped or left out:", ""]
         parts += [f"- jax {p.release.version}: {p.reason}" for p in skipped]
-        parts += [f"- jax {rel.version}: not installable here ({why})" for rel, why in b.unusable]
+        parts += [f"- {which}: {why}" if needs_a_gpu(why) else
+                  f"- {which}: not installable here ({why})"
+                  for which, why in grouped_reasons(b.unusable)]
         parts.append("")
     parts += ["## Reproduce", "", "From a clone of the toolkit, in its project environment "
               "(see its README):", "", "```sh", reproduce_command(b), "```", ""]
@@ -165,6 +213,11 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
         "params": {**{k: v for k, v in vars(req.options).items()},
                    "n_outer": list(req.options.n_outer),
                    "variants": list(req.options.variants)},
+        "target": req.options.target or None,
+        "measured": where_measured(b),
+        "measured_part": list(b.measured_part),
+        "needs_a_gpu": [{"from": lo, "to": hi, "command": cmd}
+                        for (lo, hi), cmd in zip(b.needs_a_gpu, gpu_commands(b))],
         "command": list(req.command) or None,
         "reproduce": reproduce_command(b),
         "report": str(report_path) if report_path else None,
@@ -179,7 +232,8 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
 def report_stem(b: Bisection) -> str:
     req = b.request
     tag = "-command" if req.command else ""
-    return f"bisect-{req.start}-{req.end}-{req.backend}{tag}"
+    where = req.options.target.rsplit("/", 1)[-1].removesuffix(".txtpb") or req.backend
+    return f"bisect-{req.start}-{req.end}-{where}{tag}"
 
 
 def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",

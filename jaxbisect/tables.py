@@ -12,6 +12,8 @@ MB = 1024**2
 def _case_mb(document: dict, variant: str, n_outer: int) -> str:
     for case in document["cases"]:
         if case["variant"] == variant and case["n_outer"] == n_outer:
+            if case["status"] == "left out":
+                return "–"
             return f"{case['total_bytes'] / MB:.2f}" if case["status"] == "ok" else "n/a"
     return "–"
 
@@ -23,7 +25,12 @@ def _across(document: dict, variant: str, n_outers: list[int]) -> str:
     if not measured:
         return values[0] if values else "–"
     low, high = min(measured, key=float), max(measured, key=float)
-    gaps = " (some n/a)" if len(measured) < len(values) else ""
+    gaps = ""
+    if "n/a" in values:
+        gaps = " (some n/a)"
+    elif len(measured) < len(values):  # left out on purpose (v2 for a GPU target)
+        at = [str(n) for n, v in zip(n_outers, values) if v not in ("n/a", "–")]
+        gaps = f" (n_outer {', '.join(at)} only)"
     return (low if low == high else f"{low}–{high}") + gaps
 
 
@@ -53,7 +60,10 @@ def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]
             shown += f" ({verdict['growth_per_outer']:+.2f}/outer)"
         elif verdict.get("reason"):
             shown += f": {verdict['reason']}"
-        rows.append([d["jax"], d["jaxlib"], d["backend"], d["device"], d["mode"]]
+        backend, device = d["backend"], d["device"]
+        if d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
+            backend, device = m.backend, f"{device}, compiled without the GPU"
+        rows.append([d["jax"], d["jaxlib"], backend, device, d["mode"]]
                     + [_case_mb(d, "v0", n) for n in n_outers]
                     + [_across(d, "v1", n_outers), _across(d, "v2", n_outers), shown])
     for name, cells in (extra or {}).items():
