@@ -33,6 +33,10 @@ nox.options.sessions = ["repro"]
 # Six harness runs at the report's sizes: under 2 minutes warm on two cores.
 DEFAULT_RELEASES = ["0.4.20", "0.4.29", "0.5.0", "0.5.1", "0.10.2", "0.12.0.1"]
 
+# The report's own GPU, compiled without one (jaxbisect measures it on any machine): every
+# default release is also measured for it, beside the CPU (or the GPU at hand).
+REPORT_TARGET = "a6000"
+
 SWEEP = ("python", "-m", "jaxbisect.sweep")
 RELEASE_FLAGS = {"--release", "--releases", "--from", "--to"}
 INSTALLED_STAMP = ".jaxbisect-installed"
@@ -66,7 +70,8 @@ def _invocation(session: nox.Session, name: str) -> str:
 @nox.session
 @nox.parametrize("release", DEFAULT_RELEASES)
 def repro(session: nox.Session, release: str) -> None:
-    """Measure one release of the default set; writes reports/repro/ (JSON + README table).
+    """Measure one release of the default set, on this machine's backend and for the report's
+    GPU (an RTX A6000, compiled without one); writes reports/repro/ (JSON + README table).
 
     Arguments after ``--`` go to ``python -m jaxbisect.sweep``: ``--backend cpu``, harness
     options (``--n-outer 1 2 5``, ``--n-res 64``, ``--mode runtime`` …), ``--remeasure``.
@@ -78,6 +83,22 @@ def repro(session: nox.Session, release: str) -> None:
     session.run(*SWEEP, "--release", release, "--if-installable",
                 "--command", _invocation(session, "repro"),
                 *session.posargs)
+    if "--target" not in session.posargs and "runtime" not in session.posargs:
+        session.run(*SWEEP, "--release", release, "--if-installable", "--target", REPORT_TARGET,
+                    "--command", _invocation(session, "repro"), *_without_backend(session.posargs))
+
+
+def _without_backend(posargs: list[str]) -> list[str]:
+    """posargs less ``--backend X``: a target sets its own (compile-only CUDA)."""
+    kept, skip = [], False
+    for arg in posargs:
+        if skip:
+            skip = False
+        elif arg == "--backend":
+            skip = True
+        elif not arg.startswith("--backend="):
+            kept.append(arg)
+    return kept
 
 
 @nox.session

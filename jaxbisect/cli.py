@@ -12,15 +12,13 @@ import sys
 from pathlib import Path
 
 from repro.cli import OneLineParser, positive_int
-from repro.target import TargetError
 from repro.target import built_in as built_in_targets
-from repro.target import load as load_target
 
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
-from .probe import DEFAULT_TIMEOUT, HarnessOptions
+from .probe import DEFAULT_TIMEOUT, HarnessOptions, target_option
 
 PROG = "python -m bisect"
 
@@ -84,18 +82,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
         if not command:
             parser().error("nothing after `--`: give a command to bisect with")
     return parser().parse_args(argv), command
-
-
-def target_option(text: str | None) -> str:
-    """``--target`` as the harness takes it: a built-in's name, or a spec file's absolute
-    path (the harness runs in another folder); a bad one is a UserError."""
-    if not text:
-        return ""
-    try:
-        target = load_target(text)
-    except TargetError as exc:
-        raise UserError(str(exc)) from None
-    return target.name if target.source.startswith("built in") else target.source
 
 
 def wider_range_hint(catalogue, request: Request, verdict: str) -> str:

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import repro
 from repro import SCHEMA
+from repro.target import TargetError
 from repro.target import load as load_target
 
 from .catalogue import DEVICELESS, Release
 from .environments import Environment, ensure_environment
-from .errors import InstallFailed
+from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
 
 DEFAULT_TIMEOUT = 1800.0
@@ -116,6 +117,18 @@ class Measurement:
         o = dict(d["options"])
         o["n_outer"], o["variants"] = tuple(o["n_outer"]), tuple(o["variants"])
         return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
+
+
+def target_option(text: str | None) -> str:
+    """``--target`` as the harness takes it: a built-in's name, or a spec file's absolute
+    path (the harness runs in another folder); a bad one is a UserError."""
+    if not text:
+        return ""
+    try:
+        target = load_target(text)
+    except TargetError as exc:
+        raise UserError(str(exc)) from None
+    return target.name if target.source.startswith("built in") else target.source
 
 
 def harness_id() -> str:

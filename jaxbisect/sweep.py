@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
 
-from .catalogue import Catalogue, Release, load_catalogue, needs_another_python
+from .catalogue import Catalogue, Release, load_catalogue, needs_a_gpu, needs_another_python
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import write_atomic, write_json
@@ -38,6 +38,7 @@ from .probe import (
     cached_measurement,
     harness_args,
     measure_release,
+    target_option,
 )
 from .tables import results_table
 
@@ -76,6 +77,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="last release of a range (default: the newest installable here)")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
                    help="auto (default): cuda12 where an NVIDIA GPU is visible, else cpu")
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="XLA's plan for this NVIDIA GPU, compiled without one (a6000, a100, "
+                        "h100, h200 or a spec file); releases that cannot are listed as such")
     p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, metavar="DIR",
                    help=f"where the JSON results and {SUMMARY} go (default: {DEFAULT_REPORTS})")
     p.add_argument("--remeasure", action="store_true",
@@ -112,6 +116,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if args.n_outer else HarnessOptions.n_outer,
         n_inner=args.n_inner, n_res=args.n_res, dtype=args.dtype, variants=tuple(variants),
         mode=args.mode, xla_flags=args.xla_flags.strip())
+    if args.target is not None and args.mode != "compiled":
+        p.error("--target compiles without the GPU: it has no --mode runtime")
     return args
 
 
@@ -136,7 +142,8 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
                 continue
             seen.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
-            if why and not (args.if_installable and needs_another_python(why)):
+            if why and not (args.if_installable
+                            and (needs_another_python(why) or needs_a_gpu(why))):
                 raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
                                 f"{why}")
             targets.append(Target(release, why))
@@ -155,9 +162,11 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
 # -- one release ----------------------------------------------------------------------------
 
 
-def result_file(reports: Path, release: str, backend: str, mode: str = "compiled") -> Path:
+def result_file(reports: Path, release: str, backend: str, mode: str = "compiled",
+                target: str = "") -> Path:
     suffix = "" if mode == "compiled" else f"-{mode}"
-    return reports / f"jax-{release}-{backend}{suffix}.json"
+    where = target.rsplit("/", 1)[-1].removesuffix(".txtpb") if target else backend
+    return reports / f"jax-{release}-{where}{suffix}.json"
 
 
 def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
@@ -172,7 +181,8 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
     if target.skip:
         say(f"{name}: skipped, {target.skip}")
         skipped = Measurement(release=str(release.version), backend=backend, options=options,
-                              document=None, error=f"not installable here: {target.skip}",
+                              document=None, error=(target.skip if needs_a_gpu(target.skip)
+                                                    else f"not installable here: {target.skip}"),
                               seconds=0.0)
         return Outcome(str(release.version), skipped, None,
                        _write_result(reports, skipped, say))
@@ -217,7 +227,7 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
 def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
     """Write the result whole; a failure never replaces a result that has a document."""
     path = result_file(reports, measurement.release, measurement.backend,
-                       measurement.options.mode)
+                       measurement.options.mode, measurement.options.target)
     if measurement.document is None:
         previous = _read_measurement(path)
         if previous is not None and previous.document is not None:
@@ -327,7 +337,8 @@ def _undated(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
-    backend = resolve_backend(args.backend)
+    args.options = replace(args.options, target=target_option(args.target))
+    backend = resolve_backend(args.backend, args.options.target)
     catalogue = load_catalogue()
     targets = select(catalogue, args, backend)
     command = args.command or shlex.join([*PROG.split(), *args.argv])
