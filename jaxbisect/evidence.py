@@ -653,6 +653,7 @@ class EvidenceOptions:
     workaround_n_outer: tuple[int, ...] = (1, 2, 4, 6)
     unroll: tuple[int, ...] = ()      # () -> 2 and n_inner (full)
     platform: str = ""                # JAX_PLATFORMS for every run ("cuda": no CPU fallback)
+    target: str = ""                  # compile for this GPU without one (python -m repro --target)
 
     def argv(self) -> list[str]:
         args = ["--n-outer", str(self.n_outer), "--n-inner", str(self.n_inner),
@@ -660,6 +661,8 @@ class EvidenceOptions:
                 "--workaround-n-outer", *map(str, self.workaround_n_outer)]
         if self.unroll:
             args += ["--unroll", *map(str, self.unroll)]
+        if self.target:
+            args += ["--target", self.target]
         if self.xla_flags:
             args.append(f"--xla-flags={self.xla_flags}")
         return args
@@ -830,7 +833,8 @@ def gather_evidence(old_python: Path, new_python: Path,
         args = ["--json", "--quiet", "--variants", "v0", "--n-outer",
                 *map(str, options.workaround_n_outer), "--n-inner", str(options.n_inner),
                 "--n-res", str(options.n_res), "--dtype", options.dtype,
-                f"--xla-flags={combined}"]
+                f"--xla-flags={combined}"] + (["--target", options.target] if options.target
+                                              else [])
         try:
             doc = _run_in_environment(Path(new_python), "repro", args, timeout,
                                       options.platform)

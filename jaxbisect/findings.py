@@ -62,7 +62,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
     options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
-                              platform="cuda" if b.request.backend == "cuda12" else "cpu")
+                              platform={"cuda12": "cuda", "cpu": "cpu"}.get(b.request.backend, ""),
+                              target=o.target)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
            "jax_repo": str(jax_repo) if jax_repo else None}

@@ -23,8 +23,9 @@ import tempfile
 from pathlib import Path
 
 from . import SCHEMA
+from . import target as targets
 from .cli import OneLineParser, positive_int
-from .measure import error_line
+from .measure import Compiler, Unmeasured, error_line
 from .verdict import stacked_buffer_bytes, verdict
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -49,11 +50,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--unroll", type=positive_int, nargs="+", default=None, metavar="K",
                    help="scan unroll factors to try (default: 2 and n_inner, i.e. full)")
     p.add_argument("--no-workarounds", action="store_true", help="skip the workaround section")
-    return p.parse_args(argv)
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="compile for this NVIDIA GPU without one (as python -m repro --target)")
+    args = p.parse_args(argv)
+    if args.target:
+        try:
+            args.target = targets.load(args.target)
+        except targets.TargetError as exc:
+            p.error(str(exc))
+    return args
 
 
 def configure_process(args: argparse.Namespace, dump_dir: Path) -> None:
     """XLA_FLAGS and JAX_ENABLE_X64 for this process; must run before ``import jax``."""
+    if args.target:
+        targets.configure_process(None)
     ours = f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"
     flags = [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip(), ours]
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
@@ -197,14 +208,13 @@ TRIMMERS = {"memory_usage_report": lambda text: text,
 
 def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict, dict]:
     """Lower v0 (its text), compile it (the dump lands in ``dump_dir``), read the dump."""
-    import jax
     import jax.numpy as jnp
 
     from .variants import outer_loop
 
     lowered_doc = {"status": "ok", "error": None, "text": None}
     compiled_doc = {"status": "ok", "error": None, "total_bytes": None}
-    arg = jax.ShapeDtypeStruct((args.n_res,) * 3, jnp.dtype(args.dtype))
+    arg = args.compiler.struct((args.n_res,) * 3, jnp.dtype(args.dtype))
     try:
         lowered = outer_loop.lower(arg, args.n_outer, args.n_inner, 0)
     except Exception as exc:
@@ -220,6 +230,8 @@ def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict
     try:
         compiled = lowered.compile()
         total, error = plan_bytes(compiled)
+        if total is None and args.target:  # memory_analysis() is None before jax 0.6.1
+            total, error = _dumped_total(dump_dir), None
         compiled_doc.update(total_bytes=total, error=error,
                             status="ok" if total is not None else "unavailable")
     except Exception as exc:
@@ -232,15 +244,24 @@ def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict
     return lowered_doc, compiled_doc, dump
 
 
+def _dumped_total(dump_dir: Path) -> int | None:
+    from .measure import sizes_from_buffer_assignment
+
+    found = sorted(dump_dir.glob("*jit_outer_loop*after_optimizations-buffer-assignment.txt"))
+    if not found:
+        return None
+    sizes = sizes_from_buffer_assignment(found[-1].read_text(encoding="utf-8"))
+    return sizes["output_bytes"] + sizes["temp_bytes"]
+
+
 def workarounds(args: argparse.Namespace) -> dict:
     """v0, v1, v2 and v0 with ``scan(unroll=k)``, each at every workaround n_outer, with a
     verdict: which of them keep the plan constant under this release."""
-    import jax
     import jax.numpy as jnp
 
     from .variants import outer_loop
 
-    arg = jax.ShapeDtypeStruct((args.n_res,) * 3, jnp.dtype(args.dtype))
+    arg = args.compiler.struct((args.n_res,) * 3, jnp.dtype(args.dtype))
     unit = stacked_buffer_bytes(args.n_inner, args.n_res, jnp.dtype(args.dtype).itemsize)
     unrolled = make_unrolled_v0()
     unrolls = args.unroll or sorted({min(2, args.n_inner), args.n_inner})
@@ -257,7 +278,11 @@ def workarounds(args: argparse.Namespace) -> dict:
         points, errors = [], []
         for n in args.workaround_n_outer:
             try:
-                total, error = plan_bytes(lower(n).compile())
+                compiled, assignment = args.compiler.compile(lambda lower=lower, n=n: lower(n))
+                fields, _ = args.compiler.sizes(compiled, assignment)
+                total, error = fields["output_bytes"] + fields["temp_bytes"], None
+            except Unmeasured as exc:
+                total, error = None, str(exc)
             except Exception as exc:
                 total, error = None, error_line(exc)
             points.append([n, total])
@@ -278,6 +303,12 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
                                  "stacked_shape": [args.n_inner] + [args.n_res] * 3}}
     try:
         document.update(describe_release())
+        args.compiler = Compiler(args.target or None, dump_dir)
+        document["target"] = args.compiler.describe()
+        document["deviceless"] = bool(args.target)
+        if document["deviceless"]:  # XLA's plan for that GPU, compiled on this machine
+            document["host_backend"], document["backend"] = document["backend"], "gpu"
+            document["device"] = document["target"]["description"]
     except Exception as exc:  # no usable jax here: say so, in the same JSON shape
         document.update(status="error", error=f"cannot use JAX here: {error_line(exc)}")
         return document

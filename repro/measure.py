@@ -122,9 +122,10 @@ class Compiler:
         return set(self.dump_dir.iterdir())
 
     def compile(self, fn, *args):
-        """``fn.lower(*args).compile()`` and the buffer-assignment text it dumped (or None)."""
+        """``fn.lower(*args).compile()`` (or ``fn().compile()`` for a function that lowers)
+        and the buffer-assignment text it dumped (or None)."""
         before = self._dumped()
-        compiled = fn.lower(*args).compile()
+        compiled = (fn.lower(*args) if args else fn()).compile()
         new = self._dumped() - before
         assignment = [p for p in new if p.name.endswith("after_optimizations-buffer-assignment.txt")]
         text = assignment[0].read_text(encoding="utf-8") if len(assignment) == 1 else None

@@ -72,8 +72,10 @@ def load(name_or_path: str) -> Target:
                   source=source, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
-def configure_process(dump_dir: Path) -> None:
-    """Environment variables JAX and XLA read at start-up; call before ``import jax``."""
+def configure_process(dump_dir: Path | None) -> None:
+    """Environment variables JAX and XLA read at start-up; call before ``import jax``.
+
+    ``dump_dir``: where XLA dumps each module (None: the caller configures its own dump)."""
     # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
     # driver that check fails (cuInit error 303), the plugin is not registered, and the
     # topology below cannot be made ("topology not implemented for cuda").
@@ -86,7 +88,8 @@ def configure_process(dump_dir: Path) -> None:
         flags.append(f"--xla_gpu_cuda_data_dir={nvcc}")
     # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
     # buffer-assignment dump has the same numbers (repro/measure.py reads it).
-    flags.append(f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop")
+    if dump_dir is not None:
+        flags.append(f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop")
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
 
 
