@@ -207,8 +207,8 @@ def deviceless_reason(version: Version) -> str | None:
         return (f"{NEEDS_A_GPU}: before jax {FIRST_DEVICELESS} a GPU topology comes from a real "
                 f"client (\"No visible GPU devices\")")
     if version in NO_DEVICELESS:
-        return (f"{NEEDS_A_GPU}: jax {version} cannot compile without one (\"could not find "
-                f"registered platform with id\"; no workaround known)")
+        return (f"{NEEDS_A_GPU}: jax 0.4.36 and 0.4.37 cannot compile without one (\"could not "
+                f"find registered platform with id\"; no workaround known)")
     return None
 
 

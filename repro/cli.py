@@ -126,6 +126,8 @@ def _configure_jax_process(args: argparse.Namespace) -> Path | None:
     if args.xla_flags.strip():
         os.environ["XLA_FLAGS"] = " ".join(
             filter(None, [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip()]))
+    # What the caller asked for; the harness's own additions (the dump, ptxas) vary by run.
+    args.xla_flags_asked = os.environ.get("XLA_FLAGS", "")
     dump_dir = None
     if args.target is not None or args.sizes_from == "dump":
         dump_dir = Path(tempfile.mkdtemp(prefix="repro-xla-dump-"))
@@ -234,7 +236,9 @@ def measure(args: argparse.Namespace, log, dump_dir: Path | None = None) -> dict
                     dtype=args.dtype, variants=tuple(args.variants))
     itemsize = jnp.dtype(args.dtype).itemsize
     compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
-    document = {"schema": SCHEMA, **describe_environment(compiler), "mode": args.mode,
+    document = {"schema": SCHEMA, **describe_environment(compiler),
+                "xla_flags": getattr(args, "xla_flags_asked", os.environ.get("XLA_FLAGS", "")),
+                "mode": args.mode,
                 "params": {**params.as_json(), "v2_up_to": args.v2_up_to},
                 "sizes_from": args.sizes_from, "cases": []}
     if args.mode == "runtime":

@@ -61,7 +61,7 @@ def _memory_fields(stats) -> dict:
     return fields
 
 
-_ALLOCATION = re.compile(r"^allocation \d+: size (\d+), (.*?):?\s*$")
+_ALLOCATION = re.compile(r"^allocation \d+: size (\d+)(?:, (.*?))?:?\s*$")
 NOT_TEMP = ("parameter", "maybe-live-out", "thread-local", "constant")
 
 
@@ -77,7 +77,7 @@ def sizes_from_buffer_assignment(text: str) -> dict:
         if not match:
             continue
         seen = True
-        size, kinds = int(match[1]), match[2]
+        size, kinds = int(match[1]), match[2] or ""
         if "parameter" in kinds:
             sizes["argument_bytes"] += size
         if "maybe-live-out" in kinds:

@@ -34,6 +34,24 @@ def jax_python():
     return get
 
 
+@pytest.fixture(scope="session")
+def target_python():
+    """``target_python("0.5.0")`` -> the interpreter of that release's compile-only CUDA env
+    (jax, jaxlib, the CUDA 12 plugin and PJRT wheels, nvcc's ptxas: ~350 MB, no GPU needed)."""
+    from jaxbisect.catalogue import DEVICELESS, load_catalogue
+    from jaxbisect.environments import ensure_environment
+
+    catalogue = load_catalogue()
+    made = {}
+
+    def get(version: str) -> Path:
+        if version not in made:
+            made[version] = ensure_environment(catalogue.get(version), DEVICELESS).python
+        return made[version]
+
+    return get
+
+
 def run_repro(python: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """``python -m repro ARGS`` from the repo root, as a maintainer would run it."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
@@ -80,5 +98,5 @@ def only_this_python(monkeypatch):
 def pytest_collection_modifyitems(items):
     """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``)."""
     for item in items:
-        if "jax_python" in getattr(item, "fixturenames", ()):
+        if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)

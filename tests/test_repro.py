@@ -43,7 +43,8 @@ def test_json_document_fields(jax_python):
         ("0.10.2", "0.10.2", "cpu", "cpu")
     assert "jaxlib" in doc["environment"]
     assert doc["params"] == {"n_outer": [1, 3, 6], "n_inner": 10, "n_res": 16,
-                             "dtype": "float32", "variants": [0, 1, 2]}
+                             "dtype": "float32", "variants": [0, 1, 2], "v2_up_to": None}
+    assert (doc["target"], doc["deviceless"]) == (None, False)  # a real run, on this CPU
     assert len(doc["cases"]) == 9
     for case in doc["cases"]:
         assert case["status"] == "ok"

@@ -1,0 +1,211 @@
+"""``--target``: XLA's plan for an NVIDIA GPU, compiled on a machine without one.
+
+Real releases in real compile-only CUDA environments (no GPU here); the GPU itself is out of
+reach, so what a real GPU would print is only ever a recorded document in these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, SYSTEM_PYTHON, repro_json, run_repro
+from packaging.version import Version
+
+from jaxbisect.catalogue import DEVICELESS, deviceless_reason, needs_a_gpu
+from jaxbisect.environments import install_plan
+from repro import target as targets
+from repro.measure import sizes_from_buffer_assignment
+
+MB = 1024**2
+SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3", "5", "--variants", "v0", "v1")
+
+
+def cases(document):
+    return {(c["variant"], c["n_outer"]): c for c in document["cases"]}
+
+
+# -- the specs ----------------------------------------------------------------------------
+
+def test_built_in_targets_are_the_report_gpu_and_the_common_ones():
+    assert {"a6000", "a100", "h100", "h200"} <= set(targets.built_in())
+    a6000 = targets.load("A6000")
+    assert a6000.description == "NVIDIA RTX A6000"
+    assert a6000.source == "built in: repro/targets/a6000.txtpb"
+    for name in targets.built_in():
+        text = targets.load(name).text
+        assert "Apache License, Version 2.0" in text and "openxla/xla/blob/" in text
+        fields = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+        # Trimmed so that old jaxlibs parse it (jaxlib 0.5.0 rejects feature_extension).
+        for newer in ("feature_extension", "dnn_version:", "thread_dim_limit", "rate_infos"):
+            assert newer not in fields, (name, newer)
+
+
+def test_a_spec_file_path_works_and_bad_ones_say_why(tmp_path):
+    spec = tmp_path / "mine.txtpb"
+    spec.write_text(targets.load("h100").text.replace("H100 80GB HBM3", "H100 (mine)"))
+    mine = targets.load(str(spec))
+    assert (mine.name, mine.description, mine.source) == ("mine", "NVIDIA H100 (mine)",
+                                                          str(spec))
+    with pytest.raises(targets.TargetError, match="unknown target 'b999'.*a6000"):
+        targets.load("b999")
+    with pytest.raises(targets.TargetError, match="cannot read"):
+        targets.load(str(tmp_path / "missing.txtpb"))
+    (tmp_path / "junk.txtpb").write_text("hello")
+    with pytest.raises(targets.TargetError, match="not a GPU target spec"):
+        targets.load(str(tmp_path / "junk.txtpb"))
+
+
+# -- which releases, which packages ---------------------------------------------------------
+
+@pytest.mark.parametrize("version, can", [("0.4.20", False), ("0.4.33", False), ("0.4.34", True),
+                                          ("0.4.35", True), ("0.4.36", False),
+                                          ("0.4.37", False), ("0.4.38", True), ("0.5.0", True),
+                                          ("0.10.2", True)])
+def test_which_releases_compile_without_a_gpu(version, can):
+    why = deviceless_reason(Version(version))
+    assert (why is None) is can
+    assert can or needs_a_gpu(why)
+
+
+def test_the_small_install(recorded_catalogue):
+    plan = install_plan(recorded_catalogue.get("0.5.0"), DEVICELESS)
+    assert plan.requirements == ("jax==0.5.0", "jaxlib==0.5.0", "jax-cuda12-plugin==0.5.0",
+                                 "jax-cuda12-pjrt==0.5.0", "nvidia-cuda-nvcc-cu12")
+    assert plan.exclude_newer is not None and plan.find_links is None
+    assert not any("with_cuda" in r or "[cuda12]" in r for r in plan.requirements)
+
+
+# -- the dump reader ------------------------------------------------------------------------
+
+def test_buffer_assignment_sizes_follow_memory_analysis_rules():
+    text = "\n".join([
+        "allocation 0: size 32000000, output shape is |f32[200,200,200]|, maybe-live-out:",
+        " value: <1 x @0> (size=32000000,offset=0): f32[200,200,200]{2,1,0}",
+        "allocation 1: size 32000000, parameter 0, shape |f32[200,200,200]| at ShapeIndex {}:",
+        "allocation 2: size 4, constant:",
+        "allocation 3: size 64, thread-local:",
+        "allocation 4: size 16000001537, preallocated-temp:",
+        "allocation 5: size 128:"])
+    assert sizes_from_buffer_assignment(text) == {
+        "argument_bytes": 32000000, "output_bytes": 32000000, "temp_bytes": 16000001537 + 128}
+    with pytest.raises(ValueError):
+        sizes_from_buffer_assignment("no allocations here")
+
+
+# -- real releases --------------------------------------------------------------------------
+
+def test_report_figures_for_the_a6000_under_0_5_0(target_python):
+    """The upstream report's own numbers, to the hundredth of a MB, on a machine with no GPU:
+    jax 0.5.0's memory_analysis() is None for a compile-only GPU, so they come from XLA's
+    buffer-assignment dump."""
+    doc = repro_json(target_python("0.5.0"), "--target", "a6000", "--n-outer", "5", "10", "15",
+                     "--variants", "v0", "v1")
+    found = cases(doc)
+    assert [round(found["v0", n]["total_bytes"] / MB, 2) for n in (5, 10, 15)] == \
+        [15289.31, 30548.10, 45806.89]
+    assert {round(found["v1", n]["total_bytes"] / MB, 2) for n in (5, 10, 15)} == {30.52}
+    assert {c["source"] for c in doc["cases"]} == {"XLA buffer-assignment dump"}
+    assert doc["deviceless"] is True and doc["backend"] == "gpu"
+    assert doc["device"] == "NVIDIA RTX A6000"
+    target = doc["target"]
+    assert (target["name"], target["source"]) == ("a6000", "built in: repro/targets/a6000.txtpb")
+    assert target["plugins"]["jax-cuda12-plugin"] == "0.5.0"
+    assert target["plugins"]["nvidia-cuda-nvcc-cu12"]
+    assert target["ptxas"]["from"] == "nvidia-cuda-nvcc-cu12 wheel"
+    assert "cuda_12" in target["ptxas"]["version"]
+
+
+@pytest.mark.parametrize("where", ["cpu", "target"])
+def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
+    """Where both exist (jax 0.10.2, on the CPU and for the A6000 target), XLA's
+    buffer-assignment dump gives memory_analysis()'s sizes byte for byte."""
+    if where == "cpu":
+        python, extra = jax_python("0.10.2"), ()
+    else:
+        python, extra = target_python("0.10.2"), ("--target", "a6000")
+    analysis = repro_json(python, *SMALL, *extra)
+    dump = repro_json(python, *SMALL, *extra, "--sizes-from", "dump")
+    assert {c["source"] for c in analysis["cases"]} == {"memory_analysis()"}
+    assert {c["source"] for c in dump["cases"]} == {"XLA buffer-assignment dump"}
+    for key, case in cases(analysis).items():
+        other = cases(dump)[key]
+        for field in ("output_bytes", "temp_bytes", "argument_bytes", "total_bytes"):
+            assert case[field] == other[field] > 0, (key, field)
+    assert analysis["verdict"] == dump["verdict"]
+
+
+def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_python):
+    """The trimmed specs parse from the first release that can compile without a GPU (0.4.34,
+    with the harness's one workaround) to the newest on this Python."""
+    for version in ("0.4.34", "0.10.2"):
+        for name in targets.built_in():
+            doc = repro_json(target_python(version), "--target", name, "--n-res", "8",
+                             "--n-inner", "4", "--n-outer", "2", "3", "--variants", "v0")
+            assert doc["device"] == targets.load(name).description, (version, name)
+            assert all(c["status"] == "ok" for c in doc["cases"]), (version, name, doc["cases"])
+
+
+def test_summary_says_compiled_without_the_gpu(target_python):
+    done = run_repro(target_python("0.10.2"), "--target", "h100", *SMALL)
+    assert done.returncode == 0, done.stderr
+    assert "compiled for NVIDIA H100 80GB HBM3, without the GPU (target h100" in done.stdout
+
+
+def test_bad_target_input_is_one_line(jax_python):
+    for args in (["--target", "nosuch"], ["--target", "a6000", "--mode", "runtime"],
+                 ["--target", "a6000", "--backend", "cpu"]):
+        done = run_repro(jax_python("0.10.2"), *args)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for args in (["--target", "nosuch"], ["--target", "a6000", "--backend", "cpu"]):
+        done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", "0.5.0", "--to",
+                               "0.5.1", *args], cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_write_target_spec_needs_a_gpu(jax_python, tmp_path):
+    done = run_repro(jax_python("0.10.2"), "--write-target-spec", str(tmp_path / "mine.txtpb"))
+    assert done.returncode == 2 and "no GPU is visible" in done.stderr
+    assert not (tmp_path / "mine.txtpb").exists()
+
+
+def test_users_range_on_the_a6000_measures_what_it_can(target_python, tmp_path):
+    """jax 0.4.20 … 0.5.0 for the A6000 on a CPU-only machine: the part from 0.4.34 is
+    measured and answered, the rest is named with the command for a real GPU; exit 1."""
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", "0.4.20", "--to",
+                           "0.5.0", "--target", "a6000", "--json", "--reports", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["measured_part"] == ["0.4.34", "0.5.0"]
+    assert doc["measured"] == "compiled for NVIDIA RTX A6000, without the GPU"
+    assert doc["needs_a_gpu"] == [{"from": "0.4.20", "to": "0.4.34", "command":
+                                   "python -m bisect --from 0.4.20 --to 0.4.34 --backend cuda12"}]
+    assert doc["status"] == "alike" and doc["verdict_from"] == doc["verdict_to"] == "grows"
+    assert "Traceback" not in done.stderr
+    report = (tmp_path / "bisect-0.4.20-0.5.0-a6000.md").read_text()
+    assert "**Measured part: jax 0.4.34 … 0.5.0.**" in report
+    assert "python -m bisect --from 0.4.20 --to 0.4.34 --backend cuda12" in report
+    assert "jax 0.4.36 … 0.4.37 (2 releases): needs a real GPU" in report
+
+
+def test_a_real_gpu_is_never_labelled_deviceless():
+    from repro.cli import device_line
+
+    real = {"backend": "gpu", "device": "NVIDIA RTX A6000", "target": None, "deviceless": False}
+    assert device_line(real) == "gpu (NVIDIA RTX A6000)"
+    planned = {**real, "deviceless": True, "target": {
+        "name": "a6000", "description": "NVIDIA RTX A6000",
+        "source": "built in: repro/targets/a6000.txtpb"}}
+    assert device_line(planned).startswith("compiled for NVIDIA RTX A6000, without the GPU")
+
+
+def test_system_python_has_no_jax():
+    """The driver side of these tests never imports jax (the boundary is a subprocess)."""
+    done = subprocess.run([str(SYSTEM_PYTHON), "-c", "import jaxbisect.cli, repro.target, sys; "
+                           "print('jax' in sys.modules)"], cwd=REPO, capture_output=True,
+                          text=True)
+    assert done.stdout.strip() == "False", done.stderr
