@@ -37,6 +37,8 @@ class Result:
     @property
     def device(self) -> str:
         d = self.measurement.document
+        if d and d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
+            return f"{d.get('device')}, compiled without the GPU"
         return str(d.get("device") or "?") if d else NOT_MEASURED
 
     @property

@@ -79,6 +79,7 @@ def test_the_matrix_step_lists_every_repro_session(runners, expected, tmp_path):
     output = tmp_path / "github_output"
     bindir = str(Path(sys.executable).parent)  # this interpreter's python and nox come first
     env = {**os.environ, "RUNNERS": runners, "GITHUB_OUTPUT": str(output),
+           "TARGETS": '["a6000", "h100"]',
            "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     done = subprocess.run(["bash", "-c", list_step()["run"]], cwd=tmp_path, env=env,
                           check=False, capture_output=True, text=True, timeout=120)
@@ -94,6 +95,7 @@ def test_the_matrix_step_lists_every_repro_session(runners, expected, tmp_path):
                         for s in nox_list("-s", "repro")]
     assert {"session": "repro(release='0.5.0')", "release": "0.5.0"} in sessions
     assert json.loads(outputs["runners"]) == expected
+    assert json.loads(outputs["targets"]) == ["a6000", "h100"]
 
 
 def test_the_jobs_fit_together():
@@ -110,3 +112,17 @@ def test_the_jobs_fit_together():
     assert download["with"] == {"pattern": "repro-jax-*", "path": "artifacts"}
     assert any(s.get("run") == "nox -s merge -- artifacts" for s in merge_job["steps"])
     assert "measure" in merge_job["needs"] and "always()" in merge_job["if"]
+
+
+def test_targets_fan_out_on_plain_cpu_runners():
+    """XLA's plan for each GPU target needs no GPU: one CPU job per release and target,
+    merged with the rest."""
+    jobs = load_workflow()["jobs"]
+    target = jobs["target"]
+    assert target["runs-on"] == "ubuntu-latest"
+    assert set(target["strategy"]["matrix"]) == {"repro", "target"}
+    run = next(s["run"] for s in target["steps"] if "nox -s" in s.get("run", ""))
+    assert '--target "$TARGET"' in run and "--reports ci-results" in run
+    upload = next(s for s in target["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["name"].startswith("repro-jax-")  # the merge job's pattern
+    assert "target" in jobs["merge"]["needs"]
