@@ -1,7 +1,8 @@
-"""After a bisection finds a change: where (JAX or XLA), what (the buffers), what helps.
+"""After a bisection finds a change: why (the XLA flag behind it), where (JAX or XLA), what
+(the buffers), what helps.
 
-Runs ``repro.evidence`` in the environments of the two releases around the change (see
-``evidence.py``) and keeps the answer, so that a rerun of a finished bisection measures nothing.
+Runs the evidence package's collectors in the environments of the two releases around the
+change and keeps the answer, so that a rerun of a finished bisection measures nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pathlib import Path
 from .driver import Bisection, Say
 from .environments import ensure_environment
 from .errors import InstallFailed
-from .evidence import EvidenceOptions, gather_evidence, render_evidence_markdown, write_png
+from .evidence import (
+    EvidenceOptions,
+    explain_change,
+    gather_evidence,
+    render_evidence_markdown,
+    render_explanation_markdown,
+    write_png,
+)
+from .evidence.explain import small_options
+from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
 from .probe import harness_id
 
@@ -53,8 +63,9 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
             exc = RuntimeError(f"internal error: {type(exc).__name__}: {exc}")
         say(f"evidence unavailable: {exc}")
         return (f"## Evidence\n\nUnavailable: {exc}\n",
-                {"attribution": {"lowering": "unknown", "culprit": "unknown",
-                                 "reason": str(exc)}, "evidence": None})
+                {"explanation": None, "attribution": {"lowering": "unknown",
+                                                      "culprit": "unknown", "reason": str(exc)},
+                 "evidence": None})
 
 
 def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
@@ -66,7 +77,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                               target=o.target)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
-           "jax_repo": str(jax_repo) if jax_repo else None}
+           "jax_repo": str(jax_repo) if jax_repo else None,
+           "explain": asdict(small_options(o))}
     path = _stored(key)
     try:
         if b.request.remeasure:
@@ -83,9 +95,28 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         sides = found["evidence"]["releases"].values()
         if all(side.get("error") is None for side in sides):  # a failure may be transient
             write_json(path, found)
+    if found.get("explanation") is None:
+        found["explanation"] = _explain(b, say)
+        if found["explanation"] is not None and path.exists():
+            write_json(path, found)
     series = probed_series(b)
-    markdown = "## Evidence\n\n" + render_evidence_markdown(found["attribution"],
-                                                            found["evidence"], series)
+    markdown = "## Evidence\n\n"
+    if found["explanation"] is not None:
+        markdown += render_explanation_markdown(found["explanation"]) + "\n"
+    markdown += render_evidence_markdown(found["attribution"], found["evidence"], series)
     if png_path is not None and series and write_png(series, png_path):
         markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
-    return markdown, {"attribution": found["attribution"], "evidence": found["evidence"]}
+    return markdown, {"explanation": found["explanation"], "attribution": found["attribution"],
+                      "evidence": found["evidence"]}
+
+
+def _explain(b: Bisection, say: Say) -> dict | None:
+    """The why (``explanation``); None, with the reason said, where it cannot be had: the
+    rest of the evidence stands without it, and a rerun tries again."""
+    old, new = b.last_old.release, b.first_new.release
+    try:
+        return explain_change(old, new, b.request.backend, b.request.options, say,
+                              timeout=b.request.timeout, remeasure=b.request.remeasure)
+    except (EvidenceFailed, InstallFailed, OSError) as exc:
+        say(f"explanation unavailable: {exc}")
+        return None

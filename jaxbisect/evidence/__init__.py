@@ -10,6 +10,8 @@ One module per kind of evidence, the renderer apart from the collectors:
 - ``commits``: the JAX commit of each wheel and the XLA commit it pins.
 - ``runner``: ``python -m repro.evidence`` in a release's environment (the driver never
   imports jax); ``release``: one release's side; ``collect``: both sides together.
+- ``flags``: which changed XLA flag default is behind a change (a pure search);
+  ``explain``: runs that search in the releases' environments (the why).
 - ``render``, ``chart``: the markdown and the picture.
 
 ``gather_evidence`` is the entry point; ``jaxbisect.findings`` calls it after a bisection.
@@ -17,7 +19,9 @@ One module per kind of evidence, the renderer apart from the collectors:
 
 from .chart import write_png
 from .collect import gather_evidence
-from .render import render_evidence_markdown
+from .explain import explain_change
+from .render import render_evidence_markdown, render_explanation_markdown
 from .runner import EvidenceOptions
 
-__all__ = ["EvidenceOptions", "gather_evidence", "render_evidence_markdown", "write_png"]
+__all__ = ["EvidenceOptions", "explain_change", "gather_evidence", "render_evidence_markdown",
+           "render_explanation_markdown", "write_png"]

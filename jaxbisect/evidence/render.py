@@ -125,3 +125,30 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
     if series:
         out += ["**The picture:**", "", chart_markdown(series), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_explanation_markdown(explanation: dict) -> str:
+    """The explanation: the culprit in one sentence first, then how it was found."""
+    culprit = explanation["culprit"] or {"text": "No explanation."}
+    releases = " → ".join(f"jax {r}" for r in explanation["releases"])
+    out = [f"### Why: {releases}", "", f"**{culprit['text']}**", ""]
+    changed = explanation.get("flag_defaults_changed") or []
+    if changed:
+        rows = [[f"`--{c['name']}`", f"`{c['old']}`", f"`{c['new']}`"] for c in changed]
+        out += [_details(f"XLA flag defaults that changed and can matter here ({len(changed)})",
+                         tabulate(rows, headers=["flag", *(f"jax {r}" for r in
+                                                           explanation["releases"][:2])],
+                                  tablefmt="github", disable_numparse=True)), ""]
+    if explanation.get("tests"):
+        rows = [[f"jax {t['release']}", f"`{t['xla_flags']}`" if t["xla_flags"] else "(none)",
+                 t["verdict"]] for t in explanation["tests"]]
+        out += [_details(f"Measurements behind it ({len(rows)}; v0, compiled, small size)",
+                         tabulate(rows, headers=["release", "XLA_FLAGS", "v0"],
+                                  tablefmt="github", disable_numparse=True)), ""]
+    workarounds = explanation.get("workarounds") or []
+    if workarounds:
+        lines = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: v0 {w['verdict']}"
+                 + ("" if w["safe"] else " (diagnostic only: correctness depends on this pass, "
+                                         "never a fix)") for w in workarounds]
+        out += ["Ways around it found by this search:", "", *lines, ""]
+    return "\n".join(out).rstrip() + "\n"
