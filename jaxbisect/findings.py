@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from .catalogue import Release
 from .driver import Bisection, Say
 from .environments import ensure_environment
 from .errors import InstallFailed
@@ -23,10 +24,10 @@ from .evidence import (
     render_explanation_markdown,
     write_png,
 )
-from .evidence.explain import small_options
+from .evidence.explain import explain_release, small_options
 from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
-from .probe import harness_id
+from .probe import HarnessOptions, harness_id
 
 MB = 1024**2
 
@@ -120,3 +121,24 @@ def _explain(b: Bisection, say: Say) -> dict | None:
     except (EvidenceFailed, InstallFailed, OSError) as exc:
         say(f"explanation unavailable: {exc}")
         return None
+
+
+def explain_one(release: Release, backend: str, options: HarnessOptions, say: Say, *,
+                timeout: float, remeasure: bool = False) -> tuple[str, dict]:
+    """``--explain RELEASE``: the why for one release (markdown, explanation), stored whole
+    once every measurement behind it is."""
+    key = {"release": str(release.version), "backend": backend, "harness": harness_id(),
+           "explain": asdict(small_options(options)), "xla_flags": options.xla_flags}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    path = cache_dir() / "explanations" / f"{release.version}-{backend}-{digest}.json"
+    try:
+        if remeasure:
+            raise OSError("asked to measure again")
+        explanation = json.loads(path.read_text())
+        say(f"explanation for jax {release.version}: stored")
+    except (OSError, ValueError):
+        explanation = explain_release(release, backend, options, say, timeout=timeout,
+                                      remeasure=remeasure)
+        if all(t["verdict"] != "unavailable" for t in explanation["tests"][:1]):
+            write_json(path, explanation)
+    return render_explanation_markdown(explanation), explanation

@@ -31,3 +31,9 @@ def child_environ(backend: str = "cpu", xla_flags: str = "",
 def start_backend_code() -> str:
     """Python source that imports jax and starts its backend (which parses XLA_FLAGS)."""
     return "import jax; jax.devices()"
+
+
+def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
+    """The same set-up for this process; must run before the first ``import jax``."""
+    os.environ.clear()
+    os.environ.update(child_environ(backend, xla_flags, base=dict(os.environ)))

@@ -2,12 +2,14 @@
 
 Lists each release's XLA flags (``python -m repro.xla_flags``), keeps the defaults that changed
 and can matter on the backend, and measures v0 at a small size with each set back (see
-``flags.search_flags``). Every measurement goes through the probes' store, so a rerun
-measures nothing again.
+``flags.search_flags``). Where no flag explains it, or where both ends grow, the HLO passes
+that changed v0's module are turned off one at a time (``passes``). Every measurement goes
+through the probes' store, so a rerun measures nothing again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -19,6 +21,7 @@ from ..files import cache_dir, write_json
 from ..probe import HarnessOptions, Measurement, harness_id, measure_release
 from .common import MB
 from .flags import FlagChange, FlagSearch, changed_defaults, relevant_to, search_flags
+from .passes import first_difference, is_safe, passes_that_changed
 from .runner import EvidenceFailed, run_in_environment
 
 SMALL_N_OUTER = (2, 3, 4)
@@ -169,4 +172,128 @@ def explain_change(old: Release, new: Release, backend: str, options: HarnessOpt
                    say: Say, *, timeout: float, remeasure: bool = False) -> dict:
     """The explanation of a change between two releases (``explanation`` in the JSON)."""
     sides = [Side(r, ensure_environment(r, backend, progress=say).python) for r in (old, new)]
-    return explain_flags(*sides, backend, options, say, timeout=timeout, remeasure=remeasure)
+    explanation = explain_flags(*sides, backend, options, say, timeout=timeout,
+                                remeasure=remeasure)
+    verdicts = {t["release"]: t["verdict"] for t in explanation["tests"][:2]}
+    if explanation["culprit"]["kind"] == "flag" or "grows" not in verdicts.values():
+        return explanation
+    grows, other = sides[::-1] if verdicts[sides[1].version] == "grows" else sides
+    return explain_passes(grows, other, backend, options, say, explanation, timeout=timeout,
+                          remeasure=remeasure)
+
+
+LONG_TEXT = "xla_dump_hlo_as_long_text"  # its default flipped in 0.5.1: set it on both sides
+
+
+def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: str, *,
+                   timeout: float, remeasure: bool = False) -> dict:
+    """``python -m repro.xla_passes`` in the release's environment, stored like a probe."""
+    args = ["--json", "--backend", _platform(backend), "--n-outer", "3", "--n-inner",
+            str(small.n_inner), "--n-res", str(small.n_res), "--dtype", small.dtype,
+            f"--xla-flags={xla_flags}"]
+    key = hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]
+    path = (cache_dir() / "results" / backend / f"jax-{side.version}"
+            / f"xla-passes-{harness_id()}-{key}.json")
+    if not remeasure:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+    document = run_in_environment(side.python, "repro.xla_passes", args, timeout,
+                                  _platform(backend))
+    if document.get("status") != "ok":
+        raise EvidenceFailed(f"jax {side.version}: per-pass dumps: {document.get('error')}")
+    write_json(path, document)
+    return document
+
+
+def explain_passes(grows: Side, other: Side | None, backend: str, options: HarnessOptions,
+                   say: Say, explanation: dict, *, timeout: float,
+                   remeasure: bool = False) -> dict:
+    """The pass step: each HLO pass that changed v0's module under ``grows``, turned off one at
+    a time at the small size; where ``other`` is given, the first pass after which the two
+    releases' modules differ. Adds to ``explanation`` (tests, workarounds, culprit)."""
+    small = small_options(options)
+    sides = [s for s in (other, grows) if s is not None]
+    lists = [xla_flag_list(s.release, backend, s.python, timeout=timeout, remeasure=remeasure)
+             for s in sides]
+    long_text = (f"--{LONG_TEXT}=true" if all(any(f["name"] == LONG_TEXT for f in doc["flags"])
+                                              for doc in lists) else "")
+    dump_flags = " ".join(f for f in (options.xla_flags, long_text) if f)
+    say(f"jax {grows.version}: which HLO passes ran (--xla_dump_hlo_pass_re=.*) …")
+    dumps = {s.version: xla_pass_dumps(s, backend, small, dump_flags, timeout=timeout,
+                                       remeasure=remeasure)["dumps"] for s in sides}
+    candidates = passes_that_changed([d["file"] for d in dumps[grows.version]])
+    say(f"jax {grows.version}: {len(candidates)} passes changed v0's module; turning each off")
+    restoring = []
+    for name in candidates:
+        extra = f"--xla_disable_hlo_passes={name}"
+        flags = " ".join(f for f in (options.xla_flags, extra) if f)
+        m = measure_release(grows.release, backend, replace(small, xla_flags=flags),
+                            progress=say, timeout=timeout, use_cache=not remeasure)
+        explanation["tests"].append({"release": grows.version, "xla_flags": flags,
+                                     "verdict": m.verdict})
+        if m.verdict == "constant":
+            restoring.append((name, m))
+            explanation["workarounds"].append({"release": grows.version, "xla_flags": extra,
+                                               "verdict": "constant", "safe": is_safe(name)})
+    first = None
+    if other is not None:
+        old_side, new_side = (other, grows) if other.release.version < grows.release.version \
+            else (grows, other)
+        first = first_difference(dumps[old_side.version], dumps[new_side.version])
+        where = (f"The modules of jax {old_side.version} and {new_side.version} are the same "
+                 f"after every HLO pass that changed them (compared with numbering and printer "
+                 f"differences removed), so the change comes after the pass pipeline "
+                 f"(scheduling, buffer assignment)." if first["status"] == "same" else
+                 f"The modules of jax {old_side.version} and {new_side.version} first differ "
+                 f"after the pass `{first['pass']}` (pipeline `{first['pipeline']}`: "
+                 f"{first['how']}).")
+    else:
+        where = ""
+    size = f"v0 compiled at n_res {small.n_res}, n_inner {small.n_inner}"
+    safe = [(n, m) for n, m in restoring if is_safe(n)]
+    if restoring:
+        chosen = next((n for n, _ in restoring if first and n == first.get("pass")),
+                      (safe or restoring)[0][0])
+        shown = "; ".join(f"`{n}` ({_mb_points(m)} at n_outer "
+                          f"{' / '.join(map(str, SMALL_N_OUTER))})"
+                          + ("" if is_safe(n) else ", diagnostic only: correctness depends "
+                                                    "on it")
+                          for n, m in restoring)
+        text = (f"Turning off HLO passes one at a time keeps v0 constant under jax "
+                f"{grows.version} for {len(restoring)} of the {len(candidates)} passes that "
+                f"changed its module: {shown}; {size}.")
+        explanation["culprit"] = {"kind": "pass", "name": chosen,
+                                  "text": " ".join(t for t in (text, where) if t)}
+    else:
+        text = (f"No single HLO pass, turned off, keeps v0 constant under jax {grows.version} "
+                f"({len(candidates)} passes changed its module: "
+                f"{', '.join(candidates) or 'none'}; {size}).")
+        prior = explanation.get("culprit")
+        lead = prior["text"] + " " if prior and prior.get("kind") == "none" else ""
+        explanation["culprit"] = {"kind": "none", "name": None,
+                                  "text": lead + " ".join(t for t in (text, where) if t)}
+    return explanation
+
+
+def explain_release(release: Release, backend: str, options: HarnessOptions, say: Say, *,
+                    timeout: float, remeasure: bool = False) -> dict:
+    """One release on its own (``--explain``): no second release to diff flags against, so
+    the pass step only, where v0 grows at the small size."""
+    side = Side(release, ensure_environment(release, backend, progress=say).python)
+    small = small_options(options)
+    base = measure_release(release, backend, small, progress=say, timeout=timeout,
+                           use_cache=not remeasure)
+    explanation = {"releases": [side.version], "flag_defaults_changed": [],
+                   "tests": [{"release": side.version, "xla_flags": options.xla_flags,
+                              "verdict": base.verdict}], "culprit": None, "workarounds": []}
+    if base.verdict != "grows":
+        explanation["culprit"] = {
+            "kind": "none", "name": None,
+            "text": (f"v0 is {base.verdict} under jax {side.version} at a small size (v0 "
+                     f"compiled at n_res {small.n_res}, n_inner {small.n_inner}; "
+                     f"{_mb_points(base)}): there is no growth to explain.")}
+        return explanation
+    return explain_passes(side, None, backend, options, say, explanation, timeout=timeout,
+                          remeasure=remeasure)

@@ -146,9 +146,11 @@ def render_explanation_markdown(explanation: dict) -> str:
                          tabulate(rows, headers=["release", "XLA_FLAGS", "v0"],
                                   tablefmt="github", disable_numparse=True)), ""]
     workarounds = explanation.get("workarounds") or []
-    if workarounds:
+    for safe, title in ((True, "Ways around it found by this search:"),
+                        (False, "Diagnostic only (correctness depends on these passes; never "
+                                "a fix):")):
         lines = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: v0 {w['verdict']}"
-                 + ("" if w["safe"] else " (diagnostic only: correctness depends on this pass, "
-                                         "never a fix)") for w in workarounds]
-        out += ["Ways around it found by this search:", "", *lines, ""]
+                 for w in workarounds if w["safe"] is safe]
+        if lines:
+            out += [title, "", *lines, ""]
     return "\n".join(out).rstrip() + "\n"
