@@ -70,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
                         "(repeatable)")
     p.add_argument("--jax-repo", type=Path, metavar="PATH",
                    help="a local clone of jax: its pinned XLA commits give an XLA compare link")
+    p.add_argument("--xla-repo", type=Path, metavar="PATH",
+                   help="a local clone of openxla/xla: list the commits between the two "
+                        "releases' XLA pins that touch the culprit flag or pass")
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
@@ -140,7 +143,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
         evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
-                                    jax_repo=args.jax_repo)
+                                    jax_repo=args.jax_repo, xla_repo=args.xla_repo)
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line, gpu_commands
 

@@ -20,10 +20,12 @@ from .evidence import (
     EvidenceOptions,
     explain_change,
     gather_evidence,
+    render_culprit_commits,
     render_evidence_markdown,
     render_explanation_markdown,
     write_png,
 )
+from .evidence.commits import commits_touching, github, most_likely
 from .evidence.explain import explain_release, small_options
 from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
@@ -52,13 +54,14 @@ def _stored(key: dict) -> Path:
 
 
 def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
-           png_path: Path | None = None, jax_repo: Path | None = None) -> tuple[str, dict]:
+           png_path: Path | None = None, jax_repo: Path | None = None,
+           xla_repo: Path | None = None) -> tuple[str, dict]:
     """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON.
 
     Never loses the bisection's answer: evidence that cannot be gathered (an environment
     that no longer installs, say) is reported as unavailable, with the reason."""
     try:
-        return _gather(b, say, try_xla_flags, png_path, jax_repo)
+        return _gather(b, say, try_xla_flags, png_path, jax_repo, xla_repo)
     except Exception as exc:  # even a bug here must not cost the bisection's answer
         if not isinstance(exc, (InstallFailed, OSError)):
             exc = RuntimeError(f"internal error: {type(exc).__name__}: {exc}")
@@ -70,7 +73,7 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
 
 
 def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
-            jax_repo: Path | None) -> tuple[str, dict]:
+            jax_repo: Path | None, xla_repo: Path | None = None) -> tuple[str, dict]:
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
     options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
@@ -92,7 +95,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
                    for r in (old, new)]
         found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
-                                jax_repo=jax_repo, timeout=b.request.timeout)
+                                jax_repo=jax_repo, timeout=b.request.timeout,
+                                fetch=None if jax_repo else github)
         sides = found["evidence"]["releases"].values()
         if all(side.get("error") is None for side in sides):  # a failure may be transient
             write_json(path, found)
@@ -104,11 +108,38 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
     markdown = "## Evidence\n\n"
     if found["explanation"] is not None:
         markdown += render_explanation_markdown(found["explanation"]) + "\n"
+        if xla_repo is not None:
+            found["attribution"]["xla_culprit_commits"] = culprit_commits(
+                found["explanation"], found["attribution"], xla_repo)
+            markdown += render_culprit_commits(found["attribution"]["xla_culprit_commits"])
     markdown += render_evidence_markdown(found["attribution"], found["evidence"], series)
     if png_path is not None and series and write_png(series, png_path):
         markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
     return markdown, {"explanation": found["explanation"], "attribution": found["attribution"],
                       "evidence": found["evidence"]}
+
+
+def culprit_commits(explanation: dict, attribution: dict, xla_repo: Path) -> dict:
+    """The commits between the two XLA pins, in a local openxla/xla clone, that touch the
+    culprit flag or pass, and the most likely one."""
+    culprit, pins = explanation["culprit"], attribution.get("xla_commits") or {}
+    out = {"name": None, "range": None, "commits": [], "most_likely": None, "note": None}
+    if culprit["kind"] == "none" or not culprit["name"]:
+        out["note"] = "no culprit to look for"
+        return out
+    if not (pins.get("old") and pins.get("new")):
+        out["note"] = "the XLA pins of the two releases are not known (see --jax-repo)"
+        return out
+    name = culprit["name"].split()[0].removeprefix("--")
+    change = next((c for c in explanation["flag_defaults_changed"] if c["name"] == name), None)
+    commits = commits_touching(xla_repo, pins["old"], pins["new"], name,
+                               change["new"] if change else None)
+    likely = most_likely(commits, name)
+    out.update(name=name, range=f"{pins['old']}..{pins['new']}",
+               commits=[asdict(c) for c in commits],
+               most_likely=asdict(likely) if likely else None,
+               note=None if commits else f"no commit in {xla_repo} between the pins names {name}")
+    return out
 
 
 def _explain(b: Bisection, say: Say) -> dict | None:

@@ -20,8 +20,12 @@ One module per kind of evidence, the renderer apart from the collectors:
 from .chart import write_png
 from .collect import gather_evidence
 from .explain import explain_change
-from .render import render_evidence_markdown, render_explanation_markdown
+from .render import (
+    render_culprit_commits,
+    render_evidence_markdown,
+    render_explanation_markdown,
+)
 from .runner import EvidenceOptions
 
-__all__ = ["EvidenceOptions", "explain_change", "gather_evidence", "render_evidence_markdown",
-           "render_explanation_markdown", "write_png"]
+__all__ = ["EvidenceOptions", "explain_change", "gather_evidence", "render_culprit_commits",
+           "render_evidence_markdown", "render_explanation_markdown", "write_png"]

@@ -6,18 +6,19 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from .commits import commit_range
+from .commits import Fetch, commit_range
 from .lowering import compare_lowering
 from .release import release_evidence
 from .runner import EvidenceFailed, EvidenceOptions, run_evidence, run_in_environment
 
 
-def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = None) -> dict:
+def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = None,
+                   fetch: Fetch | None = None) -> dict:
     old_lowered = (old or {}).get("lowered", {}).get("text")
     new_lowered = (new or {}).get("lowered", {}).get("text")
     comparison = compare_lowering(old_lowered, new_lowered)
     culprit = {"identical": "xla", "changed": "jax"}.get(comparison["lowering"], "unknown")
-    commits = commit_range(old, new, jax_repo)
+    commits = commit_range(old, new, jax_repo, fetch)
     return {"lowering": comparison["lowering"], "culprit": culprit,
             "reason": comparison["reason"], "diff": comparison["diff"],
             "diff_truncated": comparison["diff_truncated"], "added": comparison["added"],
@@ -27,7 +28,7 @@ def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = N
 def gather_evidence(old_python: Path, new_python: Path,
                     options: EvidenceOptions = EvidenceOptions(), *,
                     workaround_xla_flags: Sequence[str] = (), jax_repo: Path | None = None,
-                    timeout: float = 900) -> dict:
+                    timeout: float = 900, fetch: Fetch | None = None) -> dict:
     """Run the evidence module in both environments; ``{"attribution": …, "evidence": …}``.
 
     A release that gives no document leaves its side empty with the reason and the
@@ -59,7 +60,7 @@ def gather_evidence(old_python: Path, new_python: Path,
             flag_cases.append({"name": f"v0 with XLA_FLAGS={flags}", "xla_flags": flags,
                                "points": [], "verdict": "unavailable", "growth": None,
                                "errors": [str(exc)]})
-    attribution = attribution_of(documents["old"], documents["new"], jax_repo)
+    attribution = attribution_of(documents["old"], documents["new"], jax_repo, fetch)
     releases = {side: release_evidence(documents[side], options, errors[side])
                 for side in ("old", "new")}
     releases["new"]["workarounds"] += flag_cases

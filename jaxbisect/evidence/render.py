@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from .chart import chart_markdown, evidence_series
-from .commits import JAX_REPO_URL
+from .commits import JAX_REPO_URL, XLA_REPO_URL
 from .common import MB, UNITS
 
 
@@ -154,3 +154,19 @@ def render_explanation_markdown(explanation: dict) -> str:
         if lines:
             out += [title, "", *lines, ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_culprit_commits(info: dict) -> str:
+    """The XLA commits between the two pins that touch the culprit (``--xla-repo``)."""
+    if not info["commits"]:
+        return f"_XLA commits touching the culprit: none listed ({info['note']})._\n\n"
+    likely = info["most_likely"]
+    rows = [[f"[`{c['sha'][:10]}`]({XLA_REPO_URL}/commit/{c['sha']})", c["subject"],
+             "yes" if c["sets_new_value"] else ""] for c in info["commits"]]
+    return (f"**XLA commits between the pins that touch `{info['name']}`** ({len(rows)}); "
+            f"most likely [`{likely['sha'][:10]}`]({XLA_REPO_URL}/commit/{likely['sha']}): "
+            f"{likely['subject']}\n\n"
+            + _details("All of them", tabulate(rows, headers=["commit", "subject",
+                                                                "sets the new value"],
+                                               tablefmt="github", disable_numparse=True))
+            + "\n\n")
