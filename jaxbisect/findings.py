@@ -104,6 +104,9 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         found["explanation"] = _explain(b, say)
         if found["explanation"] is not None and path.exists():
             write_json(path, found)
+    # Stored evidence comes back with its keys sorted: render the fresh one the same way, so
+    # that a rerun writes the same report byte for byte.
+    found = json.loads(json.dumps(found, sort_keys=True))
     series = probed_series(b)
     markdown = "## Evidence\n\n"
     if found["explanation"] is not None:
