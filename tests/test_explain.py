@@ -37,3 +37,23 @@ def test_explains_one_release_by_its_passes_and_reruns_from_the_store(tmp_path):
 ])
 def test_explain_bad_input_is_one_line(args, needle):
     assert needle in one_line_error(bisect(*args))
+
+
+@pytest.mark.jax
+def test_a_found_change_is_explained_first_in_the_evidence(tmp_path):
+    """No hint: the bisection's evidence names the CPU flag, before the raw evidence."""
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "16",
+                  "--n-inner", "10", "--n-outer", "1", "3", "6", "--reports", str(tmp_path),
+                  "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    culprit = doc["explanation"]["culprit"]
+    flag = "--xla_cpu_enable_concurrency_optimized_scheduler"
+    assert (culprit["kind"], culprit["name"]) == ("flag", flag)
+    report = (tmp_path / "bisect-0.5.0-0.5.1-cpu.md").read_text()
+    why, where = report.index("### Why: jax 0.5.0 → jax 0.5.1"), report.index("### Where and what")
+    assert why < report.index(f"**The change follows the XLA flag `{flag}`") < where
+    skipped = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "16",
+                     "--n-inner", "10", "--n-outer", "1", "3", "6", "--reports", str(tmp_path),
+                     "--json", "--no-evidence")
+    assert "explanation" not in json.loads(skipped.stdout)
