@@ -169,7 +169,7 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
     from .findings import explain_one
 
     release = catalogue.get(args.explain)
-    backend = resolve_backend(args.backend)
+    backend = resolve_backend(args.backend, options.target)
     why = catalogue.unusable_reason(release, backend)
     if why:
         raise UserError(f"jax {release.version} cannot be installed here for {backend}: {why}")
