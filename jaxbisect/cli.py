@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,10 +39,13 @@ def parser() -> argparse.ArgumentParser:
                       epilog="After `--`, a command to bisect with instead of the built-in "
                              "check, run inside each release's environment with git bisect "
                              "run's exit codes: 0 old behaviour, 1-127 new (125: skip).")
-    p.add_argument("--from", dest="start", required=True, metavar="RELEASE",
+    p.add_argument("--from", dest="start", metavar="RELEASE",
                    help="a jax release with the old behaviour, e.g. 0.4.20")
-    p.add_argument("--to", dest="end", required=True, metavar="RELEASE",
+    p.add_argument("--to", dest="end", metavar="RELEASE",
                    help="a later jax release, e.g. 0.5.0")
+    p.add_argument("--explain", metavar="RELEASE",
+                   help="no bisection: explain v0's growth under this one release (which HLO "
+                        "passes, turned off, keep it constant), instead of --from/--to")
     p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
                    help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
     p.add_argument("--target", metavar="NAME|FILE",
@@ -66,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
                         "(repeatable)")
     p.add_argument("--jax-repo", type=Path, metavar="PATH",
                    help="a local clone of jax: its pinned XLA commits give an XLA compare link")
+    p.add_argument("--xla-repo", type=Path, metavar="PATH",
+                   help="a local clone of openxla/xla: list the commits between the two "
+                        "releases' XLA pins that touch the culprit flag or pass")
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
@@ -81,7 +88,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
         argv, command = argv[:cut], tuple(argv[cut + 1:])
         if not command:
             parser().error("nothing after `--`: give a command to bisect with")
-    return parser().parse_args(argv), command
+    args = parser().parse_args(argv)
+    if args.explain is None and (args.start is None or args.end is None):
+        parser().error("give --from and --to (or --explain RELEASE)")
+    if args.explain is not None and (args.start or args.end or command):
+        parser().error("--explain takes one release: leave out --from, --to and `--`")
+    return args, command
 
 
 def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
@@ -113,6 +125,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
                         "constant (at n_outer 1 every plan holds one stacked buffer)")
     catalogue = load_catalogue()
+    if args.explain is not None:
+        return run_explain(args, catalogue, options, say)
     # The catalogue's spelling of each end ("v0.5" and "0.5.0" are one release).
     start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
     request = Request(start=start, end=end,
@@ -129,7 +143,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
         evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
-                                    jax_repo=args.jax_repo)
+                                    jax_repo=args.jax_repo, xla_repo=args.xla_repo)
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line, gpu_commands
 
@@ -146,6 +160,43 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
               f"stored)")
     say(f"report: {path}")
     return 0 if bisection.result.status == "found" else 1
+
+
+def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, say) -> int:
+    """``--explain RELEASE``: the why for one release, as a report and (``--json``) one JSON
+    document; exit 0 where an explanation (a flag or pass) was found, 1 otherwise."""
+    from .files import write_atomic, write_json
+    from .findings import explain_one
+
+    release = catalogue.get(args.explain)
+    backend = resolve_backend(args.backend, options.target)
+    why = catalogue.unusable_reason(release, backend)
+    if why:
+        raise UserError(f"jax {release.version} cannot be installed here for {backend}: {why}")
+    markdown, explanation = explain_one(release, backend, options, say, timeout=args.timeout,
+                                        remeasure=args.remeasure)
+    path = args.reports / f"explain-{release.version}-{backend}.md"
+    doc = {"schema": 1, "explain": str(release.version), "backend": backend,
+           "params": {"n_inner": options.n_inner, "dtype": options.dtype,
+                      "xla_flags": options.xla_flags},
+           "explanation": explanation, "report": str(path)}
+    reproduce = ["python", "-m", "bisect", "--explain", str(release.version), "--backend", backend]
+    if options.n_inner != HarnessOptions().n_inner:
+        reproduce += ["--n-inner", str(options.n_inner)]
+    if options.dtype != HarnessOptions().dtype:
+        reproduce += ["--dtype", options.dtype]
+    if options.xla_flags:
+        reproduce += [f"--xla-flags={options.xla_flags}"]
+    reproduce = shlex.join(reproduce)
+    write_atomic(path, f"# jax.lax.scan memory: why v0 grows under jax {release.version} "
+                       f"({backend})\n\n{markdown}\n## Reproduce\n\n```sh\n{reproduce}\n```\n")
+    write_json(path.with_suffix(".json"), doc)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(explanation["culprit"]["text"])
+    say(f"report: {path}")
+    return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
 def main(argv: list[str] | None = None) -> int:

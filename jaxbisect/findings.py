@@ -1,7 +1,8 @@
-"""After a bisection finds a change: where (JAX or XLA), what (the buffers), what helps.
+"""After a bisection finds a change: why (the XLA flag behind it), where (JAX or XLA), what
+(the buffers), what helps.
 
-Runs ``repro.evidence`` in the environments of the two releases around the change (see
-``evidence.py``) and keeps the answer, so that a rerun of a finished bisection measures nothing.
+Runs the evidence package's collectors in the environments of the two releases around the
+change and keeps the answer, so that a rerun of a finished bisection measures nothing.
 """
 
 from __future__ import annotations
@@ -11,12 +12,24 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from .catalogue import Release
 from .driver import Bisection, Say
 from .environments import ensure_environment
 from .errors import InstallFailed
-from .evidence import EvidenceOptions, gather_evidence, render_evidence_markdown, write_png
+from .evidence import (
+    EvidenceOptions,
+    explain_change,
+    gather_evidence,
+    render_culprit_commits,
+    render_evidence_markdown,
+    render_explanation_markdown,
+    write_png,
+)
+from .evidence.commits import commits_touching, github, most_likely
+from .evidence.explain import explain_release, small_options
+from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
-from .probe import harness_id
+from .probe import HarnessOptions, harness_id
 
 MB = 1024**2
 
@@ -41,24 +54,26 @@ def _stored(key: dict) -> Path:
 
 
 def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
-           png_path: Path | None = None, jax_repo: Path | None = None) -> tuple[str, dict]:
+           png_path: Path | None = None, jax_repo: Path | None = None,
+           xla_repo: Path | None = None) -> tuple[str, dict]:
     """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON.
 
     Never loses the bisection's answer: evidence that cannot be gathered (an environment
     that no longer installs, say) is reported as unavailable, with the reason."""
     try:
-        return _gather(b, say, try_xla_flags, png_path, jax_repo)
+        return _gather(b, say, try_xla_flags, png_path, jax_repo, xla_repo)
     except Exception as exc:  # even a bug here must not cost the bisection's answer
         if not isinstance(exc, (InstallFailed, OSError)):
             exc = RuntimeError(f"internal error: {type(exc).__name__}: {exc}")
         say(f"evidence unavailable: {exc}")
         return (f"## Evidence\n\nUnavailable: {exc}\n",
-                {"attribution": {"lowering": "unknown", "culprit": "unknown",
-                                 "reason": str(exc)}, "evidence": None})
+                {"explanation": None, "attribution": {"lowering": "unknown",
+                                                      "culprit": "unknown", "reason": str(exc)},
+                 "evidence": None})
 
 
 def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
-            jax_repo: Path | None) -> tuple[str, dict]:
+            jax_repo: Path | None, xla_repo: Path | None = None) -> tuple[str, dict]:
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
     options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
@@ -66,7 +81,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                               target=o.target)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
-           "jax_repo": str(jax_repo) if jax_repo else None}
+           "jax_repo": str(jax_repo) if jax_repo else None,
+           "explain": asdict(small_options(o))}
     path = _stored(key)
     try:
         if b.request.remeasure:
@@ -79,13 +95,84 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
                    for r in (old, new)]
         found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
-                                jax_repo=jax_repo, timeout=b.request.timeout)
+                                jax_repo=jax_repo, timeout=b.request.timeout,
+                                fetch=None if jax_repo else github)
         sides = found["evidence"]["releases"].values()
         if all(side.get("error") is None for side in sides):  # a failure may be transient
             write_json(path, found)
+    if found.get("explanation") is None:
+        found["explanation"] = _explain(b, say)
+        if found["explanation"] is not None and path.exists():
+            write_json(path, found)
+    # Stored evidence comes back with its keys sorted: render the fresh one the same way, so
+    # that a rerun writes the same report byte for byte.
+    found = json.loads(json.dumps(found, sort_keys=True))
     series = probed_series(b)
-    markdown = "## Evidence\n\n" + render_evidence_markdown(found["attribution"],
-                                                            found["evidence"], series)
+    markdown = "## Evidence\n\n"
+    if found["explanation"] is not None:
+        markdown += render_explanation_markdown(found["explanation"]) + "\n"
+        if xla_repo is not None:
+            found["attribution"]["xla_culprit_commits"] = culprit_commits(
+                found["explanation"], found["attribution"], xla_repo)
+            markdown += render_culprit_commits(found["attribution"]["xla_culprit_commits"])
+    markdown += render_evidence_markdown(found["attribution"], found["evidence"], series)
     if png_path is not None and series and write_png(series, png_path):
         markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
-    return markdown, {"attribution": found["attribution"], "evidence": found["evidence"]}
+    return markdown, {"explanation": found["explanation"], "attribution": found["attribution"],
+                      "evidence": found["evidence"]}
+
+
+def culprit_commits(explanation: dict, attribution: dict, xla_repo: Path) -> dict:
+    """The commits between the two XLA pins, in a local openxla/xla clone, that touch the
+    culprit flag or pass, and the most likely one."""
+    culprit, pins = explanation["culprit"], attribution.get("xla_commits") or {}
+    out = {"name": None, "range": None, "commits": [], "most_likely": None, "note": None}
+    if culprit["kind"] == "none" or not culprit["name"]:
+        out["note"] = "no culprit to look for"
+        return out
+    if not (pins.get("old") and pins.get("new")):
+        out["note"] = "the XLA pins of the two releases are not known (see --jax-repo)"
+        return out
+    name = culprit["name"].split()[0].removeprefix("--")
+    change = next((c for c in explanation["flag_defaults_changed"] if c["name"] == name), None)
+    commits = commits_touching(xla_repo, pins["old"], pins["new"], name,
+                               change["new"] if change else None)
+    likely = most_likely(commits, name)
+    out.update(name=name, range=f"{pins['old']}..{pins['new']}",
+               commits=[asdict(c) for c in commits],
+               most_likely=asdict(likely) if likely else None,
+               note=None if commits else f"no commit in {xla_repo} between the pins names {name}")
+    return out
+
+
+def _explain(b: Bisection, say: Say) -> dict | None:
+    """The why (``explanation``); None, with the reason said, where it cannot be had: the
+    rest of the evidence stands without it, and a rerun tries again."""
+    old, new = b.last_old.release, b.first_new.release
+    try:
+        return explain_change(old, new, b.request.backend, b.request.options, say,
+                              timeout=b.request.timeout, remeasure=b.request.remeasure)
+    except (EvidenceFailed, InstallFailed, OSError) as exc:
+        say(f"explanation unavailable: {exc}")
+        return None
+
+
+def explain_one(release: Release, backend: str, options: HarnessOptions, say: Say, *,
+                timeout: float, remeasure: bool = False) -> tuple[str, dict]:
+    """``--explain RELEASE``: the why for one release (markdown, explanation), stored whole
+    once every measurement behind it is."""
+    key = {"release": str(release.version), "backend": backend, "harness": harness_id(),
+           "explain": asdict(small_options(options)), "xla_flags": options.xla_flags}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    path = cache_dir() / "explanations" / f"{release.version}-{backend}-{digest}.json"
+    try:
+        if remeasure:
+            raise OSError("asked to measure again")
+        explanation = json.loads(path.read_text())
+        say(f"explanation for jax {release.version}: stored")
+    except (OSError, ValueError):
+        explanation = explain_release(release, backend, options, say, timeout=timeout,
+                                      remeasure=remeasure)
+        if all(t["verdict"] != "unavailable" for t in explanation["tests"][:1]):
+            write_json(path, explanation)
+    return render_explanation_markdown(explanation), explanation

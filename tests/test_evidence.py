@@ -14,26 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence import (
+from jaxbisect.evidence.chart import chart_markdown, write_png
+from jaxbisect.evidence.collect import attribution_of, gather_evidence
+from jaxbisect.evidence.commits import xla_commit_from_pin, xla_commit_in_checkout
+from jaxbisect.evidence.dumps import (
     BufferAssignment,
-    EvidenceOptions,
     MemoryUsageReport,
-    attribution_of,
-    chart_markdown,
-    compare_lowering,
-    gather_evidence,
-    normalize_lowered,
     parse_buffer_assignment,
-    parse_entry_computation,
     parse_memory_usage_report,
-    release_evidence,
-    render_evidence_markdown,
-    schedule_summary,
     stacked_buffers_live,
-    write_png,
-    xla_commit_from_pin,
-    xla_commit_in_checkout,
 )
+from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
+from jaxbisect.evidence.release import release_evidence
+from jaxbisect.evidence.render import render_evidence_markdown
+from jaxbisect.evidence.runner import EvidenceOptions
+from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
 from repro.evidence import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"

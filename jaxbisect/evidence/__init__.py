@@ -1,0 +1,31 @@
+"""Where and what: after a bisection, the evidence a maintainer asks for next.
+
+One module per kind of evidence, the renderer apart from the collectors:
+
+- ``lowering``: JAX or XLA? the lowered v0 modules of the two releases, compared once what
+  always differs is removed.
+- ``dumps``, ``schedule``: XLA's own account of the compiled v0 (memory-usage report, buffer
+  assignment, the scheduled entry computation), reduced to how many stacked
+  ``[n_inner, *shape]`` buffers are live and where the schedule creates them.
+- ``commits``: the JAX commit of each wheel and the XLA commit it pins.
+- ``runner``: ``python -m repro.evidence`` in a release's environment (the driver never
+  imports jax); ``release``: one release's side; ``collect``: both sides together.
+- ``flags``: which changed XLA flag default is behind a change (a pure search);
+  ``explain``: runs that search in the releases' environments (the why).
+- ``render``, ``chart``: the markdown and the picture.
+
+``gather_evidence`` is the entry point; ``jaxbisect.findings`` calls it after a bisection.
+"""
+
+from .chart import write_png
+from .collect import gather_evidence
+from .explain import explain_change
+from .render import (
+    render_culprit_commits,
+    render_evidence_markdown,
+    render_explanation_markdown,
+)
+from .runner import EvidenceOptions
+
+__all__ = ["EvidenceOptions", "explain_change", "gather_evidence", "render_culprit_commits",
+           "render_evidence_markdown", "render_explanation_markdown", "write_png"]

@@ -1,0 +1,92 @@
+"""The picture: v0's memory against n_outer, as a mermaid chart GitHub renders and a PNG."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from .common import MB
+
+
+def _axis_top(value: float) -> float:
+    """A round number a little above ``value`` (two significant digits) for the y-axis."""
+    if value <= 0:
+        return 1.0
+    step = 10 ** (math.floor(math.log10(value * 1.05)) - 1)
+    return math.ceil(value * 1.05 / step) * step
+
+
+def _format_number(value: float) -> str:
+    """Numbers as mermaid's grammar takes them: plain decimals, no exponent."""
+    text = f"{value:.{2 if abs(value) >= 1 else 4}f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def chart_markdown(series: dict[str, list[tuple[int, float]]],
+                   title: str = "v0 memory against n_outer",
+                   y_label: str = "MB (output + temp)") -> str:
+    """A mermaid ``xychart-beta`` line chart, which GitHub renders in markdown as it stands.
+
+    Its x-axis is categorical, so every line must have a value at each category: the chart uses
+    the n_outer values all series share. Mermaid draws no legend; the caption names the lines.
+    """
+    series = {label: sorted(points) for label, points in series.items() if points}
+    if not series:
+        return "_No measurements to chart._"
+    shared = sorted(set.intersection(*({n for n, _ in pts} for pts in series.values())))
+    if not shared:
+        return "_The series share no n_outer value; nothing to chart._"
+    top = max(y for pts in series.values() for n, y in pts if n in shared)
+    lines = ["```mermaid", "xychart-beta", f'    title "{title}"',
+             f'    x-axis "n_outer" [{", ".join(map(str, shared))}]',
+             f'    y-axis "{y_label}" 0 --> {_format_number(_axis_top(top))}']
+    for label, points in series.items():
+        values = dict(points)
+        safe = label.replace('"', "'")
+        lines.append(f'    line "{safe}" [{", ".join(_format_number(values[n]) for n in shared)}]')
+    lines.append("```")
+    caption = "Lines, in order: " + "; ".join(f"{i}. {label}" for i, label in
+                                               enumerate(series, 1))
+    dropped = sorted({n for pts in series.values() for n, _ in pts} - set(shared))
+    if dropped:
+        caption += f" (n_outer {', '.join(map(str, dropped))} not measured for every line)"
+    return "\n".join(lines) + "\n\n" + caption + "."
+
+
+def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
+              title: str = "v0 memory against n_outer") -> Path | None:
+    """The same chart as a PNG, when matplotlib is importable; None otherwise."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for label, points in series.items():
+        if points:
+            xs, ys = zip(*sorted(points))
+            axes.plot(xs, ys, marker="o", label=label)
+    axes.set(title=title, xlabel="n_outer", ylabel="MB (output + temp)")
+    axes.legend()
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+    os.replace(tmp, path)
+    return path
+
+
+def evidence_series(evidence: dict) -> dict[str, list[tuple[int, float]]]:
+    """label -> [(n_outer, MB)] of v0 for each release in the evidence."""
+    out = {}
+    for side in ("old", "new"):
+        release = evidence["releases"][side]
+        if release["series"]:
+            out[f"jax {release['jax']}"] = [(n, b / MB) for n, b in release["series"]]
+    return out
+

@@ -1,0 +1,184 @@
+"""The commits behind two releases: the JAX commit each wheel records, the XLA commit it pins.
+
+``jaxlib.version._git_hash`` (from jaxlib 0.4.24) names the JAX commit a wheel was built from;
+``XLA_COMMIT`` in ``third_party/xla/workspace.bzl`` (later ``revision.bzl``) at that commit
+names XLA's. Without the hash, the release tag is the best reference.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..files import cache_dir, write_json
+
+JAX_REPO_URL = "https://github.com/jax-ml/jax"
+XLA_REPO_URL = "https://github.com/openxla/xla"
+RAW_URL = "https://raw.githubusercontent.com/jax-ml/jax/{ref}/third_party/xla/{pin}"
+PIN_FILES = ("revision.bzl", "workspace.bzl")  # newer releases first
+Fetch = Callable[[str], bytes]  # a URL's body; raises OSError (urllib's errors included)
+
+
+def xla_commit_from_pin(text: str) -> str | None:
+    """``XLA_COMMIT = "<40 hex>"`` from third_party/xla/workspace.bzl or revision.bzl."""
+    m = re.search(r'^XLA_COMMIT\s*=\s*"([0-9a-f]{40})"', text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def xla_commit_in_checkout(jax_repo: Path, jax_commit: str) -> str | None:
+    """The XLA commit pinned at ``jax_commit`` in a local clone of JAX, without the network."""
+    for pin in PIN_FILES:
+        done = subprocess.run(["git", "-C", str(jax_repo), "show",
+                               f"{jax_commit}:third_party/xla/{pin}"],
+                              capture_output=True, text=True, check=False)
+        if done.returncode == 0 and (commit := xla_commit_from_pin(done.stdout)):
+            return commit
+    return None
+
+
+def release_commit(document: dict | None) -> dict:
+    """The JAX commit a release's jaxlib was built from, and where that answer came from."""
+    if not document or document.get("status") != "ok":
+        return {"jax": None, "jaxlib": None, "commit": None, "ref": None, "source": None}
+    commit = document.get("jaxlib_git_hash")
+    # Without the hash (jaxlib < 0.4.24) the tag of the jaxlib's version is the best reference.
+    ref = commit or f"jax-v{document['jaxlib']}"
+    return {"jax": document["jax"], "jaxlib": document["jaxlib"], "commit": commit, "ref": ref,
+            "source": "jaxlib.version._git_hash" if commit else "release tag (no hash in wheel)"}
+
+
+
+class GitHubUnreachable(Exception):
+    """GitHub did not answer (no network, a proxy, a timeout): stop asking it."""
+
+
+def github(url: str) -> bytes:
+    """The real ``Fetch``: a URL's body from GitHub."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+def xla_commit_online(ref: str, fetch: Fetch | None = None) -> str | None:
+    """The XLA commit pinned at ``ref`` (a JAX commit or tag), read from GitHub and cached:
+    a pin at a commit never changes. None where GitHub has no pin there; GitHubUnreachable
+    where it does not answer."""
+    safe = re.sub(r"[^\w.\-]", "_", ref)
+    path = cache_dir() / "xla-pins" / f"{safe}.json"
+    try:
+        return json.loads(path.read_text())["xla_commit"]
+    except (OSError, ValueError, KeyError):
+        pass
+    for pin in PIN_FILES:
+        try:
+            text = (fetch or github)(RAW_URL.format(ref=ref, pin=pin)).decode()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                continue  # this release keeps its pin in the other file (or no such ref)
+            raise GitHubUnreachable(f"GitHub answered {exc.code}") from None
+        except (OSError, ValueError) as exc:
+            raise GitHubUnreachable(str(exc)) from None
+        commit = xla_commit_from_pin(text)
+        if commit:
+            write_json(path, {"ref": ref, "pin": pin, "xla_commit": commit})
+            return commit
+    return None
+
+
+def xla_commit_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None
+                   ) -> tuple[str | None, str | None]:
+    """(XLA commit, how it was found) for one release's ``release_commit``: the wheel's JAX
+    commit in the local clone, else the release tag there (the commit may be missing from the
+    clone), else GitHub (both refs) where ``fetch`` is given."""
+    tag = f"jax-v{commit['jaxlib']}" if commit.get("jaxlib") else None
+    refs = [r for r in (commit.get("commit"), tag) if r]
+    if jax_repo is not None:
+        for ref in refs:
+            if found := xla_commit_in_checkout(jax_repo, ref):
+                return found, f"{jax_repo} at {ref}"
+    if fetch is not None:
+        for ref in refs:
+            if found := xla_commit_online(ref, fetch):
+                return found, f"GitHub at {ref}"
+    return None, None
+
+
+def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = None,
+                 fetch: Fetch | None = None) -> dict:
+    """The JAX commits of two releases' wheels, the XLA commits they pin (where a local jax
+    clone has them) and the links between them: ``commits``, ``xla_commits``, ``xla_note``,
+    ``links``."""
+    commits = {"old": release_commit(old), "new": release_commit(new)}
+    links: dict[str, str | None] = {"jax_compare": None, "xla_compare": None,
+                                    "xla_pin_old": None, "xla_pin_new": None}
+    if commits["old"]["jax"] and commits["new"]["jax"]:
+        links["jax_compare"] = (f"{JAX_REPO_URL}/compare/jax-v{commits['old']['jax']}"
+                                f"...jax-v{commits['new']['jax']}")
+    xla: dict[str, str | None] = {"old": None, "new": None}
+    sources: dict[str, str | None] = {"old": None, "new": None}
+    unreachable = None
+    for side in ("old", "new"):
+        ref = commits[side]["ref"]
+        if ref:  # the folder holds workspace.bzl (older) or revision.bzl (newer) with XLA_COMMIT
+            links[f"xla_pin_{side}"] = f"{JAX_REPO_URL}/tree/{ref}/third_party/xla"
+            try:
+                xla[side], sources[side] = xla_commit_for(commits[side], jax_repo, fetch)
+            except GitHubUnreachable as exc:
+                unreachable, fetch = str(exc), None  # one failure is enough: ask no more
+    if xla["old"] and xla["new"]:
+        links["xla_compare"] = f"{XLA_REPO_URL}/compare/{xla['old']}...{xla['new']}"
+        xla_note = None
+    else:
+        xla_note = ("XLA commits not derived: the wheels record only the JAX commit, and the "
+                    "XLA pin (XLA_COMMIT in third_party/xla/workspace.bzl, later revision.bzl) "
+                    "needs the JAX sources at that commit"
+                    + (f"; {jax_repo} did not have them" if jax_repo is not None else "")
+                    + (f"; GitHub could not be reached ({unreachable})" if unreachable else "")
+                    + ("" if jax_repo is not None else "; --jax-repo PATH reads a local clone"))
+    return {"commits": commits, "xla_commits": xla, "xla_pin_sources": sources,
+            "xla_note": xla_note, "links": links}
+
+
+@dataclass(frozen=True)
+class XlaCommit:
+    sha: str
+    subject: str
+    sets_new_value: bool     # an added line names the culprit together with its new value
+
+
+def commits_touching(xla_repo: Path, old: str, new: str, name: str,
+                     new_value: str | None = None) -> list[XlaCommit]:
+    """The commits in ``old..new`` of a local openxla/xla clone whose diff adds or removes a
+    line naming ``name`` (``git log -G``; ``-S`` misses a default flipped in place), newest
+    first."""
+    done = subprocess.run(["git", "-C", str(xla_repo), "log", "--format=%H%x09%s",
+                           "-G", re.escape(name), f"{old}..{new}"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return []
+    out = []
+    for line in done.stdout.splitlines():
+        sha, _, subject = line.partition("\t")
+        sets = False
+        if new_value is not None:
+            shown = subprocess.run(["git", "-C", str(xla_repo), "show", "--format=", "-U0",
+                                    sha], capture_output=True, text=True, check=False).stdout
+            sets = any(added.startswith("+") and name in added
+                       and re.search(rf"\b{re.escape(new_value)}\b", added)
+                       for added in shown.splitlines())
+        out.append(XlaCommit(sha, subject, sets))
+    return out
+
+
+def most_likely(commits: list[XlaCommit], name: str) -> XlaCommit | None:
+    """The commit that sets the new value, else one naming the culprit in its subject, else
+    the newest."""
+    for test in (lambda c: c.sets_new_value, lambda c: name in c.subject, lambda c: True):
+        if found := next((c for c in commits if test(c)), None):
+            return found
+    return None

@@ -1,0 +1,194 @@
+"""Where: the lowered v0 modules of two releases, compared once what always differs is gone.
+
+Identical modules put a change in the XLA compiler inside jaxlib; different ones in JAX's
+lowering.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from .common import split_top_level
+
+MAX_DIFF_LINES = 60
+MAX_LINE_CHARS = 200
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_LOC_DEFINITION = re.compile(r"^\s*#loc\d*\s*=")
+_LOC_START = re.compile(r"(?<![\w.@#%$])loc\(")
+_ATTR_DICT = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+_ATTR_ENTRY = re.compile(r'^\s*([\w.$]+)\s*=\s*(.*?)\s*$', re.DOTALL)
+_SSA = re.compile(r"%[\w$.\-]+")
+_SSA_DEFINED = re.compile(r"(?::\d+)?\s*=(?!=)|:\s")  # `%x =`, `%x:2 =`, `%arg0: tensor`
+_PRIVATE_FUNC = re.compile(r"func\.func\s+private\s+@([\w$.\-]+)")
+_MODULE_NAME = re.compile(r"^(\s*module\s+)@[\w$.\-]+")
+_EMPTIED = "\x00"
+
+# Attributes whose value differs between releases for the same program and never reaches the
+# compiled code. Each entry: attribute -> the values that are noise (None: any value).
+NOISE_ATTRIBUTES: dict[str, frozenset[str] | None] = {
+    # The pytree path of each result, for error messages and export; "" became "result".
+    "jax.result_info": None,
+    "jax.arg_info": None,
+    # Older releases spell out that a one-device argument is replicated; newer ones omit it.
+    # Any other sharding changes the partitioning and is kept.
+    "mhlo.sharding": frozenset({'"{replicated}"'}),
+    # Some releases print the default layout explicitly; a non-default layout is kept.
+    "mhlo.layout_mode": frozenset({'"default"'}),
+}
+# Kept on purpose: mhlo.num_partitions / mhlo.num_replicas (they change what XLA compiles),
+# mhlo.frontend_attributes (they carry compiler hints such as host offloading), donation.
+
+
+def _outside_quotes(line: str, edit) -> str:
+    """Apply ``edit`` to the parts of ``line`` outside string literals."""
+    out, last = [], 0
+    for match in _QUOTED.finditer(line):
+        out.append(edit(line[last:match.start()]))
+        out.append(match.group())
+        last = match.end()
+    out.append(edit(line[last:]))
+    return "".join(out)
+
+
+def _strip_locations(line: str) -> str:
+    """Remove every ``loc(...)`` (balanced, quotes respected): source locations differ with
+    the path the program was run from and with JAX's traceback filtering."""
+    while (match := _LOC_START.search(line)) is not None:
+        depth, i, in_string = 0, match.end() - 1, False
+        while i < len(line):
+            char = line[i]
+            if in_string:
+                if char == "\\":
+                    i += 1
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        line = line[:match.start()].rstrip() + line[i + 1:]
+    return line
+
+
+def _drop_noise_attributes(line: str) -> str:
+    def clean(match: re.Match) -> str:
+        entries = split_top_level(match.group(1))
+        parsed = [_ATTR_ENTRY.match(entry) for entry in entries]
+        if not all(parsed):  # not an attribute dictionary (a region, a dense literal, ...)
+            return match.group()
+        kept = [entry.strip() for entry, m in zip(entries, parsed)
+                if not (m.group(1) in NOISE_ATTRIBUTES
+                        and (NOISE_ATTRIBUTES[m.group(1)] is None
+                             or m.group(2) in NOISE_ATTRIBUTES[m.group(1)]))]
+        return "{" + ", ".join(kept) + "}" if kept else _EMPTIED
+
+    line = _ATTR_DICT.sub(clean, line)
+    return re.sub(r"\s*" + _EMPTIED, "", line)  # a dictionary left empty goes altogether
+
+
+def _renumber_values(lines: list[str]) -> list[str]:
+    """SSA names (``%0``, ``%cst_3``, ``%iterArg_8``) -> ``%v<N>`` in order of definition.
+
+    Printers name values differently across releases (``%0`` became ``%cst``/``%c``, region
+    values restart their numbering), but the program is the same whenever the definitions come
+    in the same order and every use refers to the same definition. Sibling regions may reuse a
+    name, so a use refers to the latest definition of its name.
+    """
+    current: dict[str, str] = {}
+    counter = 0
+
+    def rename(segment: str) -> str:
+        nonlocal counter
+        out, last = [], 0
+        for match in _SSA.finditer(segment):
+            name = match.group()
+            if _SSA_DEFINED.match(segment, match.end()) or name not in current:
+                current[name] = f"%v{counter}"
+                counter += 1
+            out.append(segment[last:match.start()] + current[name])
+            last = match.end()
+        return "".join(out) + segment[last:]
+
+    return [_outside_quotes(line, rename) for line in lines]
+
+
+def _rename_private_functions(text: str) -> str:
+    """Private functions get their names from Python objects and counters (``@None_0``,
+    ``@closed_call_5``) that vary by release; rename them in order of definition."""
+    names = {name: f"@private_{i}" for i, name in enumerate(dict.fromkeys(
+        _PRIVATE_FUNC.findall(text)))}
+    if not names:
+        return text
+    return re.sub(r"@([\w$.\-]+)", lambda m: names.get(m.group(1), m.group()), text)
+
+
+def normalize_lowered(text: str) -> str:
+    """The lowered module without what differs between releases for the same program:
+    source locations, the module's name, private function names, SSA value names, the
+    attributes in ``NOISE_ATTRIBUTES`` and whitespace. Everything that reaches XLA stays."""
+    lines = []
+    for raw in text.splitlines():
+        if _LOC_DEFINITION.match(raw):
+            continue
+        line = _strip_locations(raw)
+        line = _drop_noise_attributes(line)
+        line = _MODULE_NAME.sub(r"\1@module", line)
+        # Printers changed spacing (`compare  LT,` -> `compare LT,`); strings keep theirs.
+        line = _outside_quotes(line, lambda part: re.sub(r"\s+", " ", part)).strip()
+        if line:
+            lines.append(line)
+    return "\n".join(_renumber_values(_rename_private_functions("\n".join(lines)).splitlines()))
+
+
+def meaningful_diff(old: list[str], new: list[str], context: int = 1) -> list[str]:
+    """A unified diff of normalised modules, aligned with value names masked.
+
+    One inserted definition renumbers every later ``%vN``; aligning on lines with the names
+    masked keeps those renumbered-but-equal lines out of the diff. When the modules differ
+    only in how values connect, the masked lines are all equal: then a plain diff.
+    """
+    masked_old = [_SSA.sub("%_", line) for line in old]
+    masked_new = [_SSA.sub("%_", line) for line in new]
+    matcher = difflib.SequenceMatcher(None, masked_old, masked_new, autojunk=False)
+    if matcher.ratio() == 1.0:
+        return list(difflib.unified_diff(old, new, "old", "new", n=context, lineterm=""))
+    out = ["--- old", "+++ new"]
+    for group in matcher.get_grouped_opcodes(context):
+        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+        out.append(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[a1:a2]]
+                continue
+            out += ["-" + line for line in old[a1:a2]]
+            out += ["+" + line for line in new[b1:b2]]
+    return out
+
+
+def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
+    """identical / changed / unknown, and the meaningful diff (normalised, trimmed)."""
+    if not old_text or not new_text:
+        return {"lowering": "unknown", "diff": [], "diff_truncated": False,
+                "added": 0, "removed": 0,
+                "reason": "no lowered module from " + " and ".join(
+                    side for side, t in (("the old release", old_text),
+                                         ("the new release", new_text)) if not t)}
+    old, new = normalize_lowered(old_text), normalize_lowered(new_text)
+    if old == new:
+        return {"lowering": "identical", "diff": [], "diff_truncated": False,
+                "added": 0, "removed": 0, "reason": None}
+    diff = meaningful_diff(old.splitlines(), new.splitlines())
+    added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
+    removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+    shown = [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
+             for d in diff[:MAX_DIFF_LINES]]
+    return {"lowering": "changed", "diff": shown, "diff_truncated": len(diff) > MAX_DIFF_LINES,
+            "added": added, "removed": removed, "reason": None}
+

@@ -1,0 +1,146 @@
+"""Which HLO passes matter: the passes that ran, whether turning one off helps, where two
+releases' modules first part.
+
+Pure logic on what ``python -m repro.xla_passes`` reports: the per-pass dumps XLA writes with
+``--xla_dump_hlo_pass_re=.*`` (``module_N.jit_outer_loop.SSSS.<pipeline>.after_<pass>
+.before_<next>.txt``, one after each pass that changed the module).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+# Passes a correct program depends on (buffers that must not alias, layouts the code generator
+# needs, calls it cannot emit): turning one off may hide the growth, but only as a diagnosis.
+DIAGNOSTIC_ONLY = frozenset({
+    "copy-insertion", "layout-assignment", "flatten-call-graph", "sharding-remover",
+    "sub-byte-size-setter", "call-inliner", "cpu-layout-assignment", "gpu-layout-assignment",
+    "add-original-value", "hlo-verifier", "while-loop-trip-count-annotator",
+})
+_PSEUDO = {"pipeline-start", "pipeline-end"}
+_DUMP_NAME = re.compile(r"^module_\d+\.(?P<module>[\w\-]+)\.(?P<order>\d{4})\."
+                        r"(?P<rest>.+)\.txt$")
+_IDENTIFIER = re.compile(r"\b([A-Za-z_][\w\-]*?)\.\d+(?:\.\d+)*\b")
+
+
+@dataclass(frozen=True)
+class PassDump:
+    order: int
+    pipeline: str
+    after: str             # the pass that changed the module (pipeline-start: the input)
+    before: str | None     # the pass that runs next (None: a pass's own stage dump)
+
+
+def parse_dump_name(name: str) -> PassDump | None:
+    """``module_0001.jit_outer_loop.0004.HLO_passes_through_layout_assignment.after_call-
+    inliner.before_batch-dot-simplification.txt`` -> its pipeline and passes."""
+    m = _DUMP_NAME.match(name)
+    if not m:
+        return None
+    rest = m.group("rest")
+    pipeline, sep, tail = rest.partition(".after_")
+    if not sep:
+        return None
+    after, sep, before = tail.partition(".before_")
+    return PassDump(int(m.group("order")), pipeline, after, before if sep else None)
+
+
+def passes_that_changed(names: list[str]) -> list[str]:
+    """The passes that changed the module, in the order they first did: the ones whose
+    removal can change anything."""
+    out: list[str] = []
+    for dump in filter(None, map(parse_dump_name, names)):
+        if dump.before is not None and dump.after not in _PSEUDO and dump.after not in out:
+            out.append(dump.after)
+    return out
+
+
+def passes_that_ran(names: list[str]) -> list[str]:
+    """Every pass a dump name mentions (before or after a change), in order."""
+    out: list[str] = []
+    for dump in filter(None, map(parse_dump_name, names)):
+        for name in (dump.after, dump.before):
+            if name and name not in _PSEUDO and name not in out:
+                out.append(name)
+    return out
+
+
+def is_safe(pass_name: str) -> bool:
+    """Whether turning the pass off may be offered as a fix (never for DIAGNOSTIC_ONLY)."""
+    return pass_name not in DIAGNOSTIC_ONLY
+
+
+def _drop_backend_config(line: str) -> str:
+    """Printers differ on whether they show ``backend_config={...}`` (0.5.1's short form
+    leaves it out), so it is no part of the comparison."""
+    start = line.find(", backend_config=")
+    if start < 0:
+        return line
+    i, depth = start + len(", backend_config="), 0
+    while i < len(line):
+        depth += {"{": 1, "}": -1}.get(line[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    return line[:start] + line[i:]
+
+
+def normalize_hlo(text: str) -> list[str]:
+    """The module's lines without what differs between releases for the same program: the
+    module's name, instruction numbering (``%copy.5``), the printer's comments
+    (``/*index=5*/``, ``} // region_0.8``), ``%`` signs and blank lines. (Typed operands, the
+    long text form where one release prints it and the other not, are avoided at the source:
+    both sides dump with ``--xla_dump_hlo_as_long_text=true``.)"""
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        return names.setdefault(m.group(), f"{m.group(1)}.#{len(names)}")
+
+    lines = []
+    for line in text.splitlines():
+        line = re.sub(r"^HloModule [\w.\-]+", "HloModule m", line.strip())
+        line = _drop_backend_config(re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", ""))
+        if line:
+            lines.append(_IDENTIFIER.sub(rename, line))
+    return lines
+
+
+def first_difference(old: list[dict], new: list[dict], context: int = 1,
+                     max_lines: int = 40) -> dict:
+    """Walk two releases' per-pass dumps (``{"file", "text"}``) in order, paired by pipeline
+    and pass; the first pass after which the modules differ, or where one release runs a pass
+    the other does not. ``{"status": "same"|"differ", "pass", "pipeline", "diff", ...}``."""
+    def keyed(dumps):
+        out = []
+        for d in dumps:
+            parsed = parse_dump_name(d["file"])
+            if parsed:
+                out.append(((parsed.pipeline, parsed.after, parsed.before), d))
+        return out
+
+    a, b = keyed(old), keyed(new)
+    matcher = difflib.SequenceMatcher(None, [k for k, _ in a], [k for k, _ in b],
+                                      autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for (key, da), (_, db) in zip(a[i1:i2], b[j1:j2]):
+                la, lb = normalize_hlo(da["text"]), normalize_hlo(db["text"])
+                if la != lb:
+                    diff = list(difflib.unified_diff(la, lb, "old", "new", n=context,
+                                                     lineterm=""))
+                    return {"status": "differ", "pipeline": key[0], "pass": key[1],
+                            "old_file": da["file"], "new_file": db["file"],
+                            "how": "the module differs", "diff": diff[:max_lines],
+                            "diff_truncated": len(diff) > max_lines}
+        else:
+            key = (a[i1][0] if i1 < i2 else b[j1][0])
+            return {"status": "differ", "pipeline": key[0], "pass": key[1],
+                    "old_file": a[i1][1]["file"] if i1 < i2 else None,
+                    "new_file": b[j1][1]["file"] if j1 < j2 else None,
+                    "how": "only one release changes the module here", "diff": [],
+                    "diff_truncated": False}
+    return {"status": "same", "pipeline": None, "pass": None, "old_file": None,
+            "new_file": None, "how": "the module is the same after every pass", "diff": [],
+            "diff_truncated": False}

@@ -1,0 +1,169 @@
+"""What: the scheduled entry computation (XLA's *after_optimizations* HLO).
+
+Where the schedule creates the stacked buffers relative to the while loops, and how many are
+live when each loop starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .common import is_stacked, split_top_level
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    position: int      # index in the entry computation's schedule
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    attributes: str
+    root: bool = False
+
+
+INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
+_COMMENT = re.compile(r"/\*.*?\*/")
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the bracket group that opens at ``text[start]``."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _parse_instruction(line: str, position: int) -> HloInstruction | None:
+    m = INSTRUCTION.match(line)
+    if not m:
+        return None
+    rest = m.group(3)
+    if rest.startswith("("):
+        end = _balanced(rest, 0)
+    else:
+        end = rest.find(" ") if " " in rest else len(rest)
+    shape, rest = rest[:end], rest[end:].lstrip()
+    op = re.match(r"([\w\-]+)\(", rest)
+    if not op:
+        return None
+    close = _balanced(rest, op.end() - 1)
+    inside = _COMMENT.sub("", rest[op.end():close - 1])
+    if "%" in inside:  # newer printers: `%name`, older typed ones: `f32[..] %name`
+        operands = tuple(re.findall(r"%([\w.\-]+)", inside))
+    else:
+        operands = tuple(p.split()[-1] for p in split_top_level(inside) if p.strip())
+    return HloInstruction(position, m.group(2), shape, op.group(1), operands,
+                          rest[close:].lstrip(", "), bool(m.group(1)))
+
+
+def parse_entry_computation(hlo_text: str) -> list[HloInstruction]:
+    """The instructions of the ENTRY computation of a scheduled HLO module, in order."""
+    instructions: list[HloInstruction] = []
+    inside = False
+    for line in hlo_text.splitlines():
+        if line.startswith("ENTRY"):
+            inside = True
+            continue
+        if inside:
+            if line.startswith("}"):
+                break
+            parsed = _parse_instruction(line, len(instructions))
+            if parsed:
+                instructions.append(parsed)
+    return instructions
+
+
+def _trip_count(attributes: str) -> str | None:
+    m = re.search(r'"known_trip_count":\{"n":"(\d+)"', attributes)
+    return m.group(1) if m else None
+
+
+def stacked_liveness(instructions: list[HloInstruction], n_inner: int,
+                     array_shape: Sequence[int]) -> tuple[dict[str, str], dict[str, int]]:
+    """For each stacked value: the buffer it lives in (its root), and each root's last use.
+
+    A while loop updates its carried buffer in place, so ``get-tuple-element(while)`` is the
+    buffer that went in through the loop's tuple; a bitcast is its operand's buffer. A use by
+    a tuple lasts until the tuple's own last use (the loop that takes it).
+    """
+    by_name = {i.name: i for i in instructions}
+    root: dict[str, str] = {}
+    for inst in instructions:
+        if not is_stacked(inst.shape, n_inner, array_shape):
+            continue
+        source = inst.name
+        if inst.opcode == "bitcast" and inst.operands:
+            source = root.get(inst.operands[0], inst.operands[0])
+        elif inst.opcode == "get-tuple-element" and inst.operands:
+            loop = by_name.get(inst.operands[0])
+            index = re.search(r"index=(\d+)", inst.attributes)
+            if loop is not None and loop.opcode == "while" and index and loop.operands:
+                carried = by_name.get(loop.operands[0])
+                if carried is not None and carried.opcode == "tuple":
+                    k = int(index.group(1))
+                    if k < len(carried.operands):
+                        source = root.get(carried.operands[k], carried.operands[k])
+        root[inst.name] = source
+    last: dict[str, int] = {}
+    for inst in reversed(instructions):  # a tuple's operands live as long as the tuple
+        for operand in inst.operands:
+            last[operand] = max(last.get(operand, -1), last.get(inst.name, inst.position)
+                                if inst.opcode == "tuple" else inst.position)
+        if inst.root:
+            last[inst.name] = len(instructions)
+    last_use: dict[str, int] = {}
+    for name, buffer in root.items():
+        last_use[buffer] = max(last_use.get(buffer, -1), last.get(name, -1))
+    return root, last_use
+
+
+def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
+                     max_lines: int = 40) -> list[str]:
+    """A few lines: the while loops of the entry computation in schedule order, and where the
+    stacked buffers are created, copied or updated relative to them, with how many stacked
+    buffers are live when each loop starts."""
+    instructions = parse_entry_computation(hlo_text)
+    if not instructions:
+        return ["no ENTRY computation found"]
+    root, last_use = stacked_liveness(instructions, n_inner, array_shape)
+    loops = [i for i in instructions if i.opcode == "while"]
+    by_name = {i.name: i for i in instructions}
+    shape = "[" + ",".join(map(str, (n_inner, *array_shape))) + "]"
+    lines = []
+    peak = 0
+    for inst in instructions:
+        if inst.opcode == "while":
+            number = loops.index(inst) + 1
+            carried = by_name.get(inst.operands[0]) if inst.operands else None
+            carries = [root.get(o, o) for o in (carried.operands if carried else ())
+                       if o in root]
+            live = [b for b, end in last_use.items()
+                    if b in by_name and by_name[b].position < inst.position <= end]
+            peak = max(peak, len(live))
+            trips = _trip_count(inst.attributes)
+            lines.append(f"{inst.position:4d}  {inst.name}: loop {number} of {len(loops)}"
+                         + (f" ({trips} trips)" if trips else "")
+                         + (f", carries {', '.join(carries)}" if carries else "")
+                         + f"; stacked buffers live: {len(live)}")
+        elif inst.name in root and root[inst.name] == inst.name \
+                and inst.opcode != "get-tuple-element":
+            what = {"copy": "copies", "dynamic-update-slice": "updates",
+                    "parameter": "receives"}.get(inst.opcode, "creates")
+            lines.append(f"{inst.position:4d}  {inst.name} = {inst.opcode}"
+                         f"({', '.join(inst.operands)}): {what} a stacked buffer")
+    if not loops:
+        lines.append("no while loops in the entry computation")
+    header = (f"entry computation: {len(instructions)} instructions, {len(loops)} while loops; "
+              f"stacked {shape} buffers live at a loop's start: at most {peak}")
+    if len(lines) > max_lines:
+        lines = lines[:max_lines - 1] + [f"… {len(lines) - max_lines + 1} more lines"]
+    return [header, *lines]
+

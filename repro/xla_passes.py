@@ -1,0 +1,81 @@
+"""``python -m repro.xla_passes``: the module v0 after every HLO pass that changed it, as JSON.
+
+Compiles v0 once with ``--xla_dump_hlo_pass_re=.*``: XLA dumps the module after each pass that
+changed it, in files named ``module_N.jit_outer_loop.SSSS.<pipeline>.after_<pass>.before_<next>
+.txt``. The names say which passes ran; the texts (metadata dropped) let two releases be
+compared pass by pass. Needs only jax and the standard library; XLA reads its flags once, so
+this runs as its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from . import SCHEMA
+from .process import PLATFORMS, configure_this_process
+
+MAX_TEXT_CHARS = 200_000
+_METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
+_PASS_DUMP = re.compile(r"^module_\d+\.jit_outer_loop\.\d{4}\..+\.txt$")
+
+
+def pass_dumps(dump_dir: Path) -> list[dict]:
+    """Each per-pass dump of v0's module, in the order XLA wrote them."""
+    names = sorted(p.name for p in dump_dir.iterdir() if _PASS_DUMP.match(p.name))
+    return [{"file": name, "text": _METADATA.sub("", (dump_dir / name).read_text(
+        errors="replace"))[:MAX_TEXT_CHARS]} for name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .cli import OneLineParser, positive_int
+
+    p = OneLineParser(prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
+    p.add_argument("--n-outer", type=positive_int, default=3)
+    p.add_argument("--n-inner", type=positive_int, default=100)
+    p.add_argument("--n-res", type=positive_int, default=32)
+    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
+                   default="float32")
+    p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
+    p.add_argument("--xla-flags", default="", metavar="FLAGS")
+    p.add_argument("--json", action="store_true", help="print the JSON document (always)")
+    args = p.parse_args(argv)
+    dump_dir = Path(tempfile.mkdtemp(prefix="repro-passes-"))
+    document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
+                "jax": None, "jaxlib": None, "xla_flags": args.xla_flags, "dumps": []}
+    try:
+        configure_this_process(args.backend, f"{args.xla_flags} --xla_dump_to={dump_dir} "
+                                             "--xla_dump_hlo_pass_re=.*")
+        if args.dtype == "float64":
+            import os
+
+            os.environ["JAX_ENABLE_X64"] = "1"
+        for name in ("jax", "jaxlib"):
+            document[name] = metadata.version(name)
+        import jax
+        import jax.numpy as jnp
+
+        from .variants import outer_loop
+
+        arg = jax.ShapeDtypeStruct((args.n_res,) * 3, jnp.dtype(args.dtype))
+        outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
+        document["dumps"] = pass_dumps(dump_dir)
+        if not document["dumps"]:
+            document.update(status="unavailable", error="XLA wrote no per-pass dumps")
+    except Exception as exc:
+        from .measure import error_line
+
+        document.update(status="error", error=error_line(exc))
+    finally:
+        shutil.rmtree(dump_dir, ignore_errors=True)
+    print(json.dumps(document, indent=1))
+    return 0 if document["status"] == "ok" else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
