@@ -14,6 +14,7 @@ from pathlib import Path
 
 from repro.cli import OneLineParser, positive_int
 from repro.target import built_in as built_in_targets
+from repro.target import load as load_target
 
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
@@ -175,12 +176,18 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
         raise UserError(f"jax {release.version} cannot be installed here for {backend}: {why}")
     markdown, explanation = explain_one(release, backend, options, say, timeout=args.timeout,
                                         remeasure=args.remeasure)
-    path = args.reports / f"explain-{release.version}-{backend}.md"
+    where, label = backend, backend
+    if options.target:  # XLA's plan for that GPU, compiled here: say so, name it so
+        where = options.target.rsplit("/", 1)[-1].removesuffix(".txtpb")
+        label = f"compiled for {load_target(options.target).description}, without the GPU"
+    path = args.reports / f"explain-{release.version}-{where}.md"
     doc = {"schema": 1, "explain": str(release.version), "backend": backend,
+           "target": options.target or None, "measured": label,
            "params": {"n_inner": options.n_inner, "dtype": options.dtype,
                       "xla_flags": options.xla_flags},
            "explanation": explanation, "report": str(path)}
-    reproduce = ["python", "-m", "bisect", "--explain", str(release.version), "--backend", backend]
+    reproduce = ["python", "-m", "bisect", "--explain", str(release.version),
+                 *(["--target", options.target] if options.target else ["--backend", backend])]
     if options.n_inner != HarnessOptions().n_inner:
         reproduce += ["--n-inner", str(options.n_inner)]
     if options.dtype != HarnessOptions().dtype:
@@ -189,7 +196,7 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
         reproduce += [f"--xla-flags={options.xla_flags}"]
     reproduce = shlex.join(reproduce)
     write_atomic(path, f"# jax.lax.scan memory: why v0 grows under jax {release.version} "
-                       f"({backend})\n\n{markdown}\n## Reproduce\n\n```sh\n{reproduce}\n```\n")
+                       f"({label})\n\n{markdown}\n## Reproduce\n\n```sh\n{reproduce}\n```\n")
     write_json(path.with_suffix(".json"), doc)
     if args.json:
         print(json.dumps(doc, indent=2))

@@ -43,8 +43,20 @@ def main(argv: list[str] | None = None) -> int:
                    default="float32")
     p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
     p.add_argument("--xla-flags", default="", metavar="FLAGS")
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="compile for this NVIDIA GPU without one (as python -m repro --target)")
     p.add_argument("--json", action="store_true", help="print the JSON document (always)")
     args = p.parse_args(argv)
+    target = None
+    if args.target:
+        from . import target as targets
+
+        try:
+            target = targets.load(args.target)
+        except targets.TargetError as exc:
+            p.error(str(exc))
+        targets.configure_process(None)
+        args.backend = "auto"  # the CUDA plugin must load: no JAX_PLATFORMS
     dump_dir = Path(tempfile.mkdtemp(prefix="repro-passes-"))
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags, "dumps": []}
@@ -57,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["JAX_ENABLE_X64"] = "1"
         for name in ("jax", "jaxlib"):
             document[name] = metadata.version(name)
-        import jax
         import jax.numpy as jnp
 
+        from .measure import Compiler
         from .variants import outer_loop
 
-        arg = jax.ShapeDtypeStruct((args.n_res,) * 3, jnp.dtype(args.dtype))
+        arg = Compiler(target).struct((args.n_res,) * 3, jnp.dtype(args.dtype))
         outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
         document["dumps"] = pass_dumps(dump_dir)
         if not document["dumps"]:

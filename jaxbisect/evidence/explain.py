@@ -37,6 +37,8 @@ def small_options(options: HarnessOptions) -> HarnessOptions:
 
 
 def _platform(backend: str) -> str:
+    # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
+    # for every backend, and a compile-only process has no GPU client to start.
     return "cuda" if backend == "cuda12" else "cpu"
 
 
@@ -190,7 +192,7 @@ def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: s
     """``python -m repro.xla_passes`` in the release's environment, stored like a probe."""
     args = ["--json", "--backend", _platform(backend), "--n-outer", "3", "--n-inner",
             str(small.n_inner), "--n-res", str(small.n_res), "--dtype", small.dtype,
-            f"--xla-flags={xla_flags}"]
+            f"--xla-flags={xla_flags}"] + (["--target", small.target] if small.target else [])
     key = hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]
     path = (cache_dir() / "results" / backend / f"jax-{side.version}"
             / f"xla-passes-{harness_id()}-{key}.json")
@@ -200,7 +202,7 @@ def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: s
         except (OSError, ValueError):
             pass
     document = run_in_environment(side.python, "repro.xla_passes", args, timeout,
-                                  _platform(backend))
+                                  "" if small.target else _platform(backend))
     if document.get("status") != "ok":
         raise EvidenceFailed(f"jax {side.version}: per-pass dumps: {document.get('error')}")
     write_json(path, document)
