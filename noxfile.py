@@ -30,7 +30,7 @@ nox.options.sessions = ["repro"]
 #   0.10.2  the newest release installable for Python 3.11; grows, the report's figures
 #   0.12.0.1 the newest release; needs Python 3.12, used where one is found on the machine
 #           (pyenv, PATH), listed as "not installable here" (and skipped) elsewhere
-# Six harness runs at the report's sizes: under 2 minutes warm on two cores.
+# Six harness runs at the report's sizes, measured two at a time on two cores.
 DEFAULT_RELEASES = ["0.4.20", "0.4.29", "0.5.0", "0.5.1", "0.10.2", "0.12.0.1"]
 
 # The report's own GPU, compiled without one (jaxbisect measures it on any machine): every
@@ -68,21 +68,38 @@ def _invocation(session: nox.Session, name: str) -> str:
 
 
 @nox.session
-@nox.parametrize("release", DEFAULT_RELEASES)
-def repro(session: nox.Session, release: str) -> None:
-    """Measure one release of the default set, on this machine's backend and for the report's
-    GPU (an RTX A6000, compiled without one); writes reports/repro/ (JSON + README table).
+def repro(session: nox.Session) -> None:
+    """Measure the default set, several releases at once, on this machine's backend and for the
+    report's GPU (an RTX A6000, compiled without one); writes reports/repro/ (JSON + README).
 
     Arguments after ``--`` go to ``python -m jaxbisect.sweep``: ``--backend cpu``, harness
-    options (``--n-outer 1 2 5``, ``--n-res 64``, ``--mode runtime`` …), ``--remeasure``.
+    options (``--n-outer 1 2 5``, ``--n-res 64``, ``--mode runtime`` …), ``--remeasure``,
+    ``--jobs N`` (releases at once; default from the cores and memory).
     """
     if RELEASE_FLAGS.intersection(session.posargs):
-        session.error("nox -s repro measures its default set; for other releases use "
+        session.error("nox -s repro measures its default set; for one of it use "
+                      "nox -s \"repro_release(release='0.5.0')\", for other releases "
+                      "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
+    _install_project(session)
+    session.run(*SWEEP, "--release", *DEFAULT_RELEASES, "--if-installable",
+                "--command", _invocation(session, "repro"), *session.posargs)
+    if "--target" not in session.posargs and "runtime" not in session.posargs:
+        session.run(*SWEEP, "--release", *DEFAULT_RELEASES, "--if-installable",
+                    "--target", REPORT_TARGET, "--command", _invocation(session, "repro"),
+                    *_without_backend(session.posargs))
+
+
+@nox.session
+@nox.parametrize("release", DEFAULT_RELEASES)
+def repro_release(session: nox.Session, release: str) -> None:
+    """One release of the default set into reports/repro/ (the CI workflow runs each as a job
+    of its own, on every runner named)."""
+    if RELEASE_FLAGS.intersection(session.posargs):
+        session.error("repro_release measures the release it names; for other releases use "
                       "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
     _install_project(session)
     session.run(*SWEEP, "--release", release, "--if-installable",
-                "--command", _invocation(session, "repro"),
-                *session.posargs)
+                "--command", _invocation(session, "repro"), *session.posargs)
     if "--target" not in session.posargs and "runtime" not in session.posargs:
         session.run(*SWEEP, "--release", release, "--if-installable", "--target", REPORT_TARGET,
                     "--command", _invocation(session, "repro"), *_without_backend(session.posargs))

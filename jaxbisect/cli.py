@@ -20,6 +20,7 @@ from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
+from .machine import parallel_runs
 from .probe import DEFAULT_TIMEOUT, HarnessOptions, target_option
 
 PROG = "python -m bisect"
@@ -33,6 +34,13 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
+
+
+def default_jobs() -> int:
+    """Candidates a round probes by default: half the harness runs the machine holds at once,
+    since each search probe has a full table and installs running behind it (on two cores,
+    measured by ``nox -s bench``: one)."""
+    return max(1, parallel_runs() // 2)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -74,6 +82,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--xla-repo", type=Path, metavar="PATH",
                    help="a local clone of openxla/xla: list the commits between the two "
                         "releases' XLA pins that touch the culprit flag or pass")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="probe up to N releases at once, splitting the window into N+1 parts "
+                        f"(default here: {default_jobs()}, from the cores and memory)")
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
@@ -116,8 +127,8 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from .report import write_report  # tabulate and friends only once input is valid
 
-    def say(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+    def say(message: str) -> None:  # one write a line: probes in threads share stderr
+        print(message + "\n", end="", file=sys.stderr, flush=True)
 
     options = HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
                              n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags,
@@ -133,7 +144,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     request = Request(start=start, end=end,
                       backend=resolve_backend(args.backend, options.target),
                       options=options, command=command, timeout=args.timeout,
-                      remeasure=args.remeasure)
+                      remeasure=args.remeasure, jobs=args.jobs or default_jobs())
     bisection = bisect_releases(catalogue, request, say)
     evidence_md, extra = "", {}
     if bisection.result.status == "alike" and not command:
@@ -142,7 +153,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
         from .report import report_stem
 
-        evidence_md, extra = gather(bisection, say, try_xla_flags=tuple(args.try_xla_flags),
+        evidence_md, extra = gather(bisection.fully_measured(), say,
+                                    try_xla_flags=tuple(args.try_xla_flags),
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
                                     jax_repo=args.jax_repo, xla_repo=args.xla_repo)
     path, doc = write_report(bisection, args.reports, evidence_md, extra)
@@ -157,8 +169,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
             print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")
         if evidence_md.startswith("## Next step"):
             print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
-        print(f"probes: {len(bisection.probes)} ({sum(p.cached for p in bisection.probes)} "
-              f"stored)")
+        print(f"probes: {len(bisection.probes)} in {len(bisection.result.rounds)} rounds "
+              f"({sum(p.cached for p in bisection.probes)} stored)")
     say(f"report: {path}")
     return 0 if bisection.result.status == "found" else 1
 

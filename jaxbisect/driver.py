@@ -2,6 +2,12 @@
 
 Policy and I/O around the pure search of ``search.py``: which releases are candidates,
 what one probe does (install, measure, or run the user's command), and what the answer is.
+
+A search probe measures only what v0's verdict needs (``HarnessOptions.for_search``); the
+releases the report shows in full (``search.full_table``: the ends and both sides of the
+change) are then measured with every variant at every n_outer, the ends' already while the
+search goes on. While a round of probes runs, the environments that the next round could need
+are built (``search.prefetch_order``).
 """
 
 from __future__ import annotations
@@ -10,9 +16,11 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .catalogue import DEVICELESS, Catalogue, Release, needs_a_gpu
@@ -20,7 +28,14 @@ from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
 from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
-from .search import Outcome, SearchResult, find_change
+from .search import (
+    Outcome,
+    SearchResult,
+    find_change,
+    full_table,
+    prefetch_order,
+    probe_limit,
+)
 
 Say = Callable[[str], None]
 
@@ -34,6 +49,7 @@ class Request:
     command: tuple[str, ...] = ()     # bisect with this command instead of the built-in check
     timeout: float = DEFAULT_TIMEOUT
     remeasure: bool = False           # ignore stored results (they are replaced)
+    jobs: int = 1                     # candidates probed at once, per round
 
 
 @dataclass(frozen=True)
@@ -44,12 +60,19 @@ class Probe:
     verdict: str                      # constant / grows / unavailable, or old / new / skip
     mode: str                         # compiled / runtime / command
     reason: str | None
-    cached: bool
-    seconds: float
+    cached: bool                      # the search's answer was stored (measured nothing)
+    seconds: float                    # spent measuring, the full table's included
     measurement: Measurement | None = None   # the harness's document (built-in check)
     unavailable_compiled: Measurement | None = None  # the compiled try a fallback replaced
     exit_status: int | None = None    # the command's (command probes)
     installed: dict = field(default_factory=dict)
+    full_table: bool = False          # measurement holds every variant at every n_outer
+    full_error: str | None = None     # why the full table could not be measured
+
+    @property
+    def table_verdict(self) -> str:
+        """The verdict of what the table shows: the full table's where it was measured."""
+        return self.measurement.verdict if self.measurement else self.verdict
 
     @property
     def outcome(self) -> Outcome:
@@ -73,6 +96,12 @@ class Bisection:
     unusable: tuple[tuple[Release, str], ...]
     probes: tuple[Probe, ...]         # in the order they were made
     result: SearchResult
+    jobs: int = 1
+
+    @property
+    def limit(self) -> tuple[int, int]:
+        """At most (probes, rounds) the search needs over these candidates, nothing skipped."""
+        return probe_limit(len(self.candidates), self.jobs)
 
     @property
     def measured_part(self) -> tuple[str, str]:
@@ -102,6 +131,13 @@ class Bisection:
     @property
     def first_new(self) -> Probe | None:
         return None if self.result.first_new is None else self.probe_of(self.result.first_new)
+
+    def fully_measured(self) -> Bisection:
+        """The same bisection with only the probes that carry the full table (and the two
+        either side of the change): what a chart of v0 against every n_outer draws."""
+        keep = {id(p) for p in (self.last_old, self.first_new) if p is not None}
+        return replace(self, probes=tuple(p for p in self.probes
+                                          if p.full_table or id(p) in keep))
 
     @property
     def direction(self) -> str | None:
@@ -144,15 +180,18 @@ def candidates_for(catalogue: Catalogue, request: Request
     return usable, unusable
 
 
-def check_release(release: Release, request: Request, say: Say) -> Probe:
-    """The built-in check: v0's verdict, falling back to a real run where the compiled
-    statistics of the release are empty (jaxlib < 0.4.29 on the CPU)."""
+def check_release(release: Release, request: Request, say: Say,
+                  options: HarnessOptions | None = None) -> Probe:
+    """The built-in check with ``options`` (default: the request's, the full table): v0's
+    verdict, falling back to a real run where the compiled statistics of the release are empty
+    (jaxlib < 0.4.29 on the CPU)."""
+    options = options or request.options
     started = time.perf_counter()
-    compiled = measure_release(release, request.backend, request.options, progress=say,
+    compiled = measure_release(release, request.backend, options, progress=say,
                                timeout=request.timeout, use_cache=not request.remeasure)
     chosen, replaced = compiled, None
-    if compiled.stats_empty and not request.options.target:  # a target has no real run
-        fallback = request.options.runtime_fallback()
+    if compiled.stats_empty and not options.target:  # a target has no real run
+        fallback = options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
             f"({compiled.reason}); its verdict comes from a real run at n_res {fallback.n_res}")
         chosen = measure_release(release, request.backend, fallback, progress=say,
@@ -163,8 +202,51 @@ def check_release(release: Release, request: Request, say: Say) -> Probe:
                  reason=chosen.reason, cached=cached,
                  seconds=0.0 if cached else round(time.perf_counter() - started, 2),
                  measurement=chosen, unavailable_compiled=replaced,
-                 installed=chosen.installed or compiled.installed)
+                 installed=chosen.installed or compiled.installed,
+                 full_table=options == request.options)
 
+
+def stored_full(release: Release, request: Request) -> Probe | None:
+    """The full table's answer where it is stored already (an earlier bisection, ``nox -s
+    repro``): it holds every case a search probe needs."""
+    if request.remeasure:
+        return None
+    full = cached_measurement(release, request.backend, request.options)
+    if full is None or full.document is None:
+        return None
+    replaced = None
+    if full.stats_empty and not request.options.target:
+        replaced = full
+        full = cached_measurement(release, request.backend, request.options.runtime_fallback())
+        if full is None or full.document is None:
+            return None
+    return Probe(release=release, verdict=full.verdict, mode=full.options.mode,
+                 reason=full.reason, cached=True, seconds=0.0, measurement=full,
+                 unavailable_compiled=replaced, installed=full.installed, full_table=True)
+
+
+def search_release(release: Release, request: Request, say: Say) -> Probe:
+    """A search probe: a stored full table where there is one, else v0 at the sizes its
+    verdict needs."""
+    return stored_full(release, request) or check_release(release, request, say,
+                                                          request.options.for_search())
+
+
+def complete_table(probe: Probe, request: Request, say: Say) -> Probe:
+    """``probe`` with the full table (every variant, every n_outer) measured for the report.
+
+    A release whose search probe failed (no document) gets none; a full run that fails keeps
+    the search's row and says why."""
+    if probe.full_table or probe.measurement is None or probe.measurement.document is None:
+        return probe
+    say(f"jax {probe.release.version}: measuring the full table for the report")
+    full = check_release(probe.release, request, say)
+    if full.measurement.document is None:
+        return replace(probe, full_error=full.reason, seconds=probe.seconds + full.seconds)
+    return replace(probe, measurement=full.measurement,
+                   unavailable_compiled=full.unavailable_compiled, full_table=True,
+                   seconds=probe.seconds + full.seconds,
+                   installed=full.installed or probe.installed)
 
 def _command_key(command: tuple[str, ...]) -> str:
     """The command and the content of any file it names: an edited script is a new command."""
@@ -225,37 +307,116 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
     return probe
 
 
+def is_stored(release: Release, request: Request) -> bool:
+    """A probe of this release would measure nothing: its answer is stored."""
+    if request.remeasure or request.command:
+        return False
+    return any(cached_measurement(release, request.backend, options)
+               for options in (request.options.for_search(), request.options))
+
+
 def is_cached(release: Release, request: Request) -> bool:
     """A probe of this release costs little: its result is stored or its environment exists."""
-    if request.remeasure:
-        return (environment_path(release, request.backend) / ".complete.json").exists()
-    if not request.command and cached_measurement(release, request.backend, request.options):
-        return True
-    return (environment_path(release, request.backend) / ".complete.json").exists()
+    return (is_stored(release, request)
+            or (environment_path(release, request.backend) / ".complete.json").exists())
+
+
+class Workers:
+    """The threads a bisection keeps busy: the round's probes, the full tables behind them,
+    and the installs ahead of them. Each runs subprocesses, so threads are enough."""
+
+    def __init__(self, jobs: int):
+        self.probes = ThreadPoolExecutor(jobs, thread_name_prefix="probe")
+        # One more than the probes: once the search is over, its cores measure tables too.
+        self.tables = ThreadPoolExecutor(jobs + 1, thread_name_prefix="table")
+        self.installs = ThreadPoolExecutor(max(2, jobs), thread_name_prefix="install")
+        self.ahead: dict[int, Future] = {}
+        self.lock = threading.Lock()
+
+    def install_ahead(self, indices: list[int], install: Callable[[int], object]) -> None:
+        """Queue installs for ``indices`` in that order; queued ones no longer named are
+        dropped (one already installing finishes: the lock of ensure_environment holds)."""
+        with self.lock:
+            for i, future in list(self.ahead.items()):
+                if i not in indices and future.cancel():
+                    del self.ahead[i]
+            for i in indices:
+                if i not in self.ahead:
+                    self.ahead[i] = self.installs.submit(install, i)
+
+    def installed(self, i: int) -> None:
+        """Wait for an install of ``i`` that is under way, so that the probe finds it ready."""
+        with self.lock:
+            future = self.ahead.get(i)
+        if future is not None and not future.cancel():
+            future.exception()  # a failed install is the probe's to report
+
+    def close(self) -> None:
+        for pool in (self.installs, self.probes, self.tables):
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisection:
     candidates, unusable = candidates_for(catalogue, request)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
+    n = len(candidates)
     names = [str(r.version) for r in candidates]
     if (names[0], names[-1]) != (request.start, request.end):
         say(f"measuring the part jax {names[0]} … {names[-1]} that compiles without a GPU; "
             f"the rest of jax {request.start} … {request.end} needs a real one")
-    say(f"bisecting {len(candidates)} releases, jax {names[0]} … {names[-1]} "
-        f"({request.backend}); at most {2 + (len(candidates) - 1).bit_length()} probes")
-    probes: list[Probe] = []
-    probe_one = run_command if request.command else check_release
+    most_probes, most_rounds = probe_limit(n, request.jobs)
+    say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} "
+        f"({request.backend}); at most {most_probes} probes"
+        + (f" in {most_rounds} rounds of up to {request.jobs}" if request.jobs > 1 else ""))
+    made: dict[int, Probe] = {}
+    seen: dict[int, Outcome] = {}
+    tables: dict[int, Future] = {}
+    probe_one = run_command if request.command else search_release
+    everything = [r.version for r in catalogue.releases if not r.yanked]
+    offset = everything.index(candidates[0].version)
 
-    def probe(index: int) -> Outcome:
-        release = candidates[index]
-        say(f"probe {len(probes) + 1}: jax {release.version}")
-        made = probe_one(release, request, say)
-        probes.append(made)
-        shown = made.verdict + (f" ({made.mode})" if made.mode != "compiled" else "")
-        say(f"jax {release.version}: {shown}" + (" [stored]" if made.cached else "")
-            + (f" — {made.reason}" if made.reason and made.outcome is Outcome.SKIP else ""))
-        return made.outcome
+    def cached(i: int) -> bool:
+        return is_cached(candidates[i], request)
+
+    def install(i: int) -> None:
+        release = candidates[i]
+        try:
+            ensure_environment(release, request.backend,
+                               progress=lambda m: say(f"ahead, jax {release.version}: {m}"))
+        except InstallFailed:
+            pass  # the probe, if it comes, says why
+
+    def probe_at(i: int) -> Probe:
+        workers.installed(i)
+        return probe_one(candidates[i], request, say)
+
+    def full_table_of(i: int) -> None:
+        if not request.command and i not in tables:
+            tables[i] = workers.tables.submit(complete_table, made[i], request, say)
+
+    def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
+        ahead = prefetch_order(n, seen, indices, jobs=request.jobs, cached=cached,
+                               offset=offset)
+        workers.install_ahead([i for i in ahead
+                               if not is_cached(candidates[i], request)], install)
+        first = len(made) + 1
+        if len(indices) == 1:
+            say(f"probe {first}: jax {names[indices[0]]}")
+        else:
+            say(f"probes {first}–{first + len(indices) - 1}: jax "
+                + ", ".join(names[i] for i in indices))
+        answers = [f.result() for f in [workers.probes.submit(probe_at, i) for i in indices]]
+        for i, probe in zip(indices, answers):
+            made[i] = probe
+            seen[i] = probe.outcome
+            shown = probe.verdict + (f" ({probe.mode})" if probe.mode != "compiled" else "")
+            say(f"jax {names[i]}: {shown}" + (" [stored]" if probe.cached else "")
+                + (f" — {probe.reason}" if probe.reason and probe.outcome is Outcome.SKIP
+                   else ""))
+            if i in (0, n - 1):  # the ends always get the full table: start it now
+                full_table_of(i)
+        return [made[i].outcome for i in indices]
 
     def narrowed(lo: int, hi: int, steps_left: int) -> None:
         between = hi - lo - 1
@@ -263,10 +424,16 @@ def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisecti
             f"release{'' if between == 1 else 's'} between, "
             f"~{steps_left} steps left)")
 
-    everything = [r.version for r in catalogue.releases if not r.yanked]
-    offset = everything.index(candidates[0].version)
-    result = find_change(len(candidates), probe,
-                         cached=lambda i: is_cached(candidates[i], request),
-                         on_step=narrowed, offset=offset)
+    workers = Workers(request.jobs)
+    try:
+        result = find_change(n, probe_round=probe_round, jobs=request.jobs, cached=cached,
+                             on_step=narrowed, offset=offset)
+        for i in full_table(n, result):
+            full_table_of(i)
+        for i, future in tables.items():
+            made[i] = future.result()
+    finally:
+        workers.close()
     return Bisection(request=request, candidates=tuple(candidates), unusable=tuple(unusable),
-                     probes=tuple(probes), result=result)
+                     probes=tuple(made[i] for i in result.probes), result=result,
+                     jobs=request.jobs)

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -60,6 +61,13 @@ class HarnessOptions:
         if self.v2_up_to is not None:
             args += ["--v2-up-to", str(self.v2_up_to)]
         return args
+
+    def for_search(self) -> HarnessOptions:
+        """What a search probe measures: only what v0's verdict needs. v0 alone, at the two
+        smallest n_outer values of 2 or more (the verdict fits those only, and needs two);
+        compiles grow with n_outer, and v2's unrolled loop costs most of a full run."""
+        fitted = tuple(sorted(n for n in self.n_outer if n >= 2)[:2])
+        return replace(self, variants=(0,), n_outer=fitted)
 
     def runtime_fallback(self) -> HarnessOptions:
         """Options for releases whose compiled stats are empty: a real run, sized so that one
@@ -145,7 +153,8 @@ def staged_harness() -> Path:
     it cannot shadow anything of that environment (our ``bisect/`` package least of all)."""
     stage = cache_dir() / "harness" / harness_id()
     if not (stage / "repro" / "__init__.py").exists():
-        tmp = stage.with_name(f"{stage.name}.{os.getpid()}.tmp")
+        # Threads of one process (probes run at once) stage apart too.
+        tmp = stage.with_name(f"{stage.name}.{os.getpid()}-{threading.get_ident()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(REPRO_SOURCE, tmp / "repro",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -129,9 +129,32 @@ def probe_table(b: Bisection) -> str:
     measured = [p for p in ordered if p.measurement]
     table = results_table([p.measurement for p in measured], extra={
         "probe #": [str(order[id(p)]) for p in measured],
-        "note": [(f"compiled stats empty: a real run at n_res {p.measurement.options.n_res}"
-                  if p.unavailable_compiled else "") for p in measured]})
+        "note": ["; ".join(_notes(p)) for p in measured]})
     return table
+
+
+def _notes(p: Probe) -> list[str]:
+    notes = []
+    if p.unavailable_compiled:
+        notes.append(f"compiled stats empty: a real run at n_res {p.measurement.options.n_res}")
+    if not p.full_table:
+        notes.append("search probe: v0 at n_outer "
+                     + ", ".join(map(str, p.measurement.options.n_outer)))
+    elif p.table_verdict != p.verdict:
+        notes.append(f"the search probe's verdict was {p.verdict}")
+    if p.full_error:
+        notes.append(f"full table failed: {p.full_error}")
+    return notes
+
+
+def search_line(b: Bisection) -> str:
+    """How many probes and rounds the search took, against its limit."""
+    probes, rounds = b.limit
+    made = len(b.result.rounds)
+    jobs = f", up to {b.jobs} at once" if b.jobs > 1 else ""
+    return (f"{len(b.probes)} probes in {made} round{'' if made == 1 else 's'}{jobs} "
+            f"(at most {probes} probes in {rounds} rounds for {len(b.candidates)} candidates "
+            f"when none is skipped)")
 
 
 def packages_table(b: Bisection) -> str:
@@ -167,10 +190,13 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
                 "or of XLA's buffer-assignment dump where a release's memory_analysis() gives "
                 "None (before jax 0.6.1); v2 only at n_outer 1 (it unrolls 100 × n_outer ops: "
                 "minutes a case to compile for a GPU)")
+    full = ("" if req.command else " The ends of the range and the releases either side of "
+            "the change carry the full table (v1 and v2 too); the search's other probes "
+            "measured v0 at the sizes its verdict needs.")
     parts += [f"## Releases probed ({len(b.probes)} of {len(b.candidates)} candidates)", "",
               f"Each row: {what}. n_inner {o.n_inner}, n_res {o.n_res}, {o.dtype}"
-              + (f", XLA_FLAGS `{o.xla_flags}`" if o.xla_flags else "") + ".", "",
-              probe_table(b), ""]
+              + (f", XLA_FLAGS `{o.xla_flags}`" if o.xla_flags else "") + "." + full, "",
+              probe_table(b), "", f"Search: {search_line(b)}.", ""]
     skipped = [p for p in b.probes if p.outcome.value == "skip"]
     if skipped or b.unusable:
         parts += ["Skipped or left out:", ""]
@@ -207,8 +233,13 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
         "probes": [{"jax": str(p.release.version), "jaxlib": p.jaxlib, "verdict": p.verdict,
                     "mode": p.mode, "cached": p.cached, "seconds": p.seconds,
                     "reason": p.reason, "exit_status": p.exit_status,
+                    "full_table": p.full_table, "full_error": p.full_error,
                     "measurement": p.measurement.document if p.measurement else None}
                    for p in b.probes],
+        "search": {"jobs": b.jobs, "probes": len(b.probes), "rounds": len(r.rounds),
+                   "limit": dict(zip(("probes", "rounds"), b.limit)),
+                   "by_round": [[str(b.candidates[i].version) for i in round_]
+                                for round_ in r.rounds]},
         "skipped": skipped,
         "params": {**{k: v for k, v in vars(req.options).items()},
                    "n_outer": list(req.options.n_outer),

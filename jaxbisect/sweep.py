@@ -16,8 +16,10 @@ import argparse
 import json
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +32,7 @@ from .catalogue import Catalogue, Release, load_catalogue, needs_a_gpu, needs_an
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import write_atomic, write_json
-from .machine import machine_description
+from .machine import machine_description, parallel_runs
 from .probe import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
@@ -92,6 +94,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="measure up to N releases at once (default here: "
+                        f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     h = p.add_argument_group("harness options (as python -m repro takes them)")
     h.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N")
@@ -347,29 +352,50 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     say(f"{len(targets) - skipped} release(s) to measure on {backend}"
         + (f", {skipped} not installable here" if skipped else "")
         + f"; results in {reports}/")
-    outcomes: list[Outcome] = []
-    current = None
-    try:
-        for i, target in enumerate(targets, 1):
-            current = target
-            step = say if len(targets) == 1 else (lambda m, i=i: say(f"[{i}/{len(targets)}] {m}"))
-            outcome = sweep_one(target, backend, args.options, reports,
-                                remeasure=args.remeasure, timeout=args.timeout, say=step)
-            outcomes.append(outcome)
+    jobs = min(args.jobs or parallel_runs(), max(1, len(targets)))
+    done: dict[int, Outcome] = {}
+    running: set[int] = set()
+    lock = threading.Lock()
+
+    def measure(i: int, target: Target) -> None:
+        with lock:
+            running.add(i)
+        step = say if len(targets) == 1 else (lambda m: say(f"[{i + 1}/{len(targets)}] {m}"))
+        outcome = sweep_one(target, backend, args.options, reports,
+                            remeasure=args.remeasure, timeout=args.timeout, say=step)
+        with lock:  # one summary at a time, rebuilt from every result written so far
+            done[i] = outcome
+            running.discard(i)
             if outcome.written:
                 write_summary(reports, command)
+
+    # Releases measured at once, each on its own core: a compile keeps one core busy.
+    pool = ThreadPoolExecutor(jobs, thread_name_prefix="release")
+    futures = [pool.submit(measure, i, target) for i, target in enumerate(targets)]
+    failed = None
+    try:
+        for i, future in enumerate(futures):
+            failed = i
+            future.result()
     except KeyboardInterrupt:
-        where = f" during jax {current.release.version}" if current else ""
-        print(f"{PROG}: interrupted{where}; {len(outcomes)} release(s) done and kept in "
+        pool.shutdown(wait=True, cancel_futures=True)
+        during = sorted(running)
+        where = (f" during jax {', '.join(str(targets[i].release.version) for i in during)}"
+                 if during else "")
+        print(f"{PROG}: interrupted{where}; {len(done)} release(s) done and kept in "
               f"{reports}/ (an environment interrupted while installing is removed)",
               file=sys.stderr, flush=True)
         return 130
     except OSError as exc:  # a full or read-only disk under reports/ or the cache
-        where = f"jax {current.release.version}: " if current else ""
+        pool.shutdown(wait=True, cancel_futures=True)
+        where = f"jax {targets[failed].release.version}: " if failed is not None else ""
         print(f"{PROG}: error: {where}cannot write ({exc.strerror or exc}"
-              f"{': ' + str(exc.filename) if exc.filename else ''}); {len(outcomes)} "
+              f"{': ' + str(exc.filename) if exc.filename else ''}); {len(done)} "
               f"release(s) done are kept in {reports}/", file=sys.stderr, flush=True)
         return 2
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    outcomes = [done[i] for i in sorted(done)]
     summary = write_summary(reports, command)
     measured = [o.measurement for o in outcomes if o.measurement is not None]
     if measured and not args.quiet:
@@ -389,8 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
 
     def say(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
+        if not args.quiet:  # one write a line: releases measured at once share stderr
+            print(message + "\n", end="", file=sys.stderr, flush=True)
 
     try:
         return run(args, say)

@@ -50,7 +50,7 @@ def script(monkeypatch, answers: dict[str, str | dict[str, str]]):
 
     def measure_release(release, backend, options, **_):
         version = str(release.version)
-        calls.append((version, options.mode))
+        calls.append((version, options.mode, "full" if 1 in options.n_outer else "search"))
         answer = answers[version]
         if isinstance(answer, dict):
             answer = answer[options.mode]
@@ -67,10 +67,14 @@ def script(monkeypatch, answers: dict[str, str | dict[str, str]]):
     return calls
 
 
-def bisect(catalogue, start, end):
+def bisect(catalogue, start, end, jobs=1):
     request = driver.Request(start=start, end=end, backend="cpu",
-                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16))
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16), jobs=jobs)
     return driver.bisect_releases(catalogue, request, say=lambda message: None)
+
+
+def searched(calls, kind="search"):
+    return [(version, mode) for version, mode, what in calls if what == kind]
 
 
 def test_a_crash_next_to_the_change_gives_the_range_that_holds_it(catalogue, monkeypatch):
@@ -108,8 +112,11 @@ def test_empty_compiled_stats_are_measured_for_real(catalogue, monkeypatch):
                                  "0.4.26": {"compiled": "zeros", "runtime": "grows"}})
     b = bisect(catalogue, "0.4.25", "0.4.26")
     assert [p.mode for p in b.probes] == ["runtime", "runtime"]
-    assert calls == [("0.4.25", "compiled"), ("0.4.25", "runtime"),
-                     ("0.4.26", "compiled"), ("0.4.26", "runtime")]
+    both = [("0.4.25", "compiled"), ("0.4.25", "runtime"), ("0.4.26", "compiled"),
+            ("0.4.26", "runtime")]
+    assert searched(calls) == both
+    assert sorted(searched(calls, "full")) == both  # the ends' full tables fall back too
+    assert all(p.full_table and p.mode == "runtime" for p in b.probes)
     assert b.result.status == "found" and b.direction == "regression"
     assert "compiled stats empty: a real run at n_res" in render(b)
 
@@ -122,3 +129,98 @@ def test_an_end_that_cannot_be_measured_stops_the_search(catalogue, monkeypatch)
     assert b.probes[0].outcome is Outcome.SKIP
     assert "an end of the range could not be measured" in answer_line(b)
     assert "Segmentation fault" in answer_line(b)
+
+
+FIVE = {"0.5.0": "constant", "0.5.1": "constant", "0.5.2": "grows", "0.5.3": "grows",
+        "0.6.0": "grows"}
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_search_probes_measure_v0_and_the_report_gets_the_full_table(catalogue, monkeypatch,
+                                                                     jobs):
+    options = []
+    script(monkeypatch, FIVE)
+    measure = driver.measure_release
+
+    def spy(release, backend, opts, **kwargs):
+        options.append((str(release.version), opts))
+        return measure(release, backend, opts, **kwargs)
+
+    monkeypatch.setattr(driver, "measure_release", spy)
+    b = bisect(catalogue, "0.5.0", "0.6.0", jobs=jobs)
+    assert (str(b.last_old.release.version), str(b.first_new.release.version)) == \
+        ("0.5.1", "0.5.2")
+    search = HarnessOptions(n_outer=(3, 6), n_res=16, variants=(0,))
+    full = HarnessOptions(n_outer=(1, 3, 6), n_res=16)
+    probed = [str(p.release.version) for p in b.probes]
+    assert sorted(v for v, o in options if o == search) == sorted(probed)  # once, v0 only
+    assert sorted(v for v, o in options if o == full) == ["0.5.0", "0.5.1", "0.5.2", "0.6.0"]
+    assert len(options) == len(probed) + 4
+    assert {str(p.release.version) for p in b.probes if p.full_table} == \
+        {"0.5.0", "0.5.1", "0.5.2", "0.6.0"}
+    assert all(p.measurement.options == (full if p.full_table else search) for p in b.probes)
+    assert all(len(r) <= jobs for r in b.result.rounds)
+    assert len(b.result.rounds) <= b.limit[1] and len(b.probes) <= b.limit[0]
+    text = render(b)
+    assert f"Search: {len(b.probes)} probes in {len(b.result.rounds)} round" in text
+    doc = document(b, None)
+    assert doc["search"]["rounds"] == len(b.result.rounds)
+    assert doc["search"]["by_round"][0] == (["0.5.0", "0.6.0"] if jobs > 1 else ["0.5.0"])
+    if len(b.probes) > 4:
+        assert "search probe: v0 at n_outer 3, 6" in text
+
+
+def test_stored_full_tables_answer_search_probes(catalogue, monkeypatch):
+    calls = script(monkeypatch, FIVE)
+    full = HarnessOptions(n_outer=(1, 3, 6), n_res=16)
+    stored = {version: Measurement(version, "cpu", full, harness_document(version, verdict),
+                                   None, 2.0, cached=True,
+                                   installed={"jax": version, "jaxlib": version})
+              for version, verdict in FIVE.items() if version in ("0.5.0", "0.6.0", "0.5.2")}
+
+    def cached_measurement(release, backend, options):
+        return stored.get(str(release.version)) if options == full else None
+
+    monkeypatch.setattr(driver, "cached_measurement", cached_measurement)
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    assert b.result.status == "found" and str(b.first_new.release.version) == "0.5.2"
+    measured = {version for version, _, _ in calls}
+    assert not measured & set(stored)  # a stored full table is neither searched nor redone
+    assert all(p.full_table for p in b.probes if str(p.release.version) in stored)
+    assert b.probe_of(0).cached and b.probe_of(0).seconds == 0.0
+
+
+def test_installs_run_one_round_ahead(catalogue, monkeypatch):
+    script(monkeypatch, FIVE)
+    installed, queued = [], []
+    monkeypatch.setattr(driver, "ensure_environment",
+                        lambda release, backend, **_: installed.append(str(release.version)))
+    queue = driver.Workers.install_ahead
+    monkeypatch.setattr(driver.Workers, "install_ahead",
+                        lambda self, indices, install: (queued.append(list(indices)),
+                                                        queue(self, indices, install)))
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    rounds = b.result.rounds
+    assert len(queued) == len(rounds)
+    for ahead, following in zip(queued, rounds[1:]):
+        assert set(following) <= set(ahead)  # nothing is cached here: all were queued
+    assert set(installed) <= {str(r.version) for r in b.candidates}
+
+
+def test_a_failed_full_table_keeps_the_search_row(catalogue, monkeypatch):
+    answers = dict(FIVE)
+    script(monkeypatch, answers)
+    measure = driver.measure_release
+
+    def full_crashes(release, backend, options, **kwargs):
+        if options.variants != (0,) and str(release.version) == "0.6.0":
+            return Measurement(str(release.version), backend, options, None,
+                               "the harness failed: v2 crashed", 1.0)
+        return measure(release, backend, options, **kwargs)
+
+    monkeypatch.setattr(driver, "measure_release", full_crashes)
+    b = bisect(catalogue, "0.5.0", "0.6.0")
+    end = b.probe_of(len(b.candidates) - 1)
+    assert not end.full_table and end.full_error == "the harness failed: v2 crashed"
+    assert end.verdict == "grows" and b.result.status == "found"
+    assert "full table failed: the harness failed: v2 crashed" in render(b)

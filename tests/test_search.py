@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.search import Outcome, SearchResult, find_change
+from jaxbisect.search import (
+    Outcome,
+    SearchResult,
+    find_change,
+    full_table,
+    next_round,
+    prefetch_order,
+    probe_limit,
+    window,
+)
 
 OLD, NEW, SKIP = Outcome.OLD, Outcome.NEW, Outcome.SKIP
 
@@ -95,7 +104,8 @@ def test_probe_count_is_logarithmic_without_skips(outcomes):
 @given(MEASURED, st.lists(ANY, max_size=20))
 def test_alike_ends_stop_after_two_probes(end, interior):
     result = run([end, *interior, end])
-    assert result == SearchResult("alike", None, None, False, (0, len(interior) + 1), ())
+    n = len(interior) + 2
+    assert result == SearchResult("alike", None, None, False, (0, n - 1), (), ((0,), (n - 1,)))
 
 
 @given(ANY, ANY, st.lists(ANY, max_size=20))
@@ -193,3 +203,155 @@ def test_fewer_than_two_candidates_is_a_bug(n):
 def test_a_probe_must_answer_an_outcome():
     with pytest.raises(TypeError):
         find_change(3, lambda i: "old")
+
+
+# -- rounds of several probes at once (--jobs) ------------------------------------------------
+
+
+class RoundRecorder(Recorder):
+    """Answers whole rounds, checking each asks only for untried candidates inside the window."""
+
+    def __init__(self, outcomes: list[Outcome], jobs: int):
+        super().__init__(outcomes)
+        self.jobs, self.seen, self.rounds = jobs, {}, []
+
+    def round(self, indices: tuple[int, ...]) -> list[Outcome]:
+        n = len(self.outcomes)
+        assert 1 <= len(indices) <= self.jobs and list(indices) == sorted(set(indices))
+        if {0, n - 1} <= set(self.seen):
+            lo, hi = window(n, self.seen)
+            assert all(lo < i < hi for i in indices), (indices, lo, hi)
+        else:
+            assert set(indices) <= {0, n - 1}
+        self.rounds.append(indices)
+        answers = [self(i) for i in indices]
+        self.seen.update(zip(indices, answers))
+        return answers
+
+
+def run_rounds(outcomes: list[Outcome], jobs: int, **kwargs) -> SearchResult:
+    recorder = RoundRecorder(outcomes, jobs)
+    result = find_change(len(outcomes), probe_round=recorder.round, jobs=jobs, **kwargs)
+    assert list(result.probes) == list(recorder.calls)
+    assert result.rounds == tuple(recorder.rounds)
+    assert [i for r in result.rounds for i in r] == list(result.probes)
+    return result
+
+
+@cache
+def rounds_needed(width: int, jobs: int) -> int:
+    """Fewest rounds of ``jobs`` probes that pin a change among ``width`` gaps at worst (brute
+    force over the widest part a round can leave)."""
+    if width <= 1:
+        return 0
+    return 1 + min(rounds_needed(part, jobs) for part in range(1, width)
+                   if part * (jobs + 1) >= width)
+
+
+JOBS = st.integers(1, 4)
+
+
+@given(monotone(), JOBS)
+def test_rounds_agree_with_the_oracle(outcomes, jobs):
+    result = run_rounds(outcomes, jobs)
+    assert (result.last_old, result.first_new) == oracle(outcomes)
+    assert result.status == "found"
+    assert set(range(result.last_old + 1, result.first_new)) <= set(result.skipped)
+
+
+@given(monotone(max_n=300, skips=False), JOBS)
+def test_rounds_are_as_few_as_the_jobs_allow(outcomes, jobs):
+    result = run_rounds(outcomes, jobs)
+    n = len(outcomes)
+    probes, rounds = probe_limit(n, jobs)
+    ends = 1 if jobs >= 2 else 2
+    assert len(result.rounds) <= ends + rounds_needed(n - 1, jobs) == rounds
+    assert len(result.probes) <= probes
+    assert result.rounds[:ends] == (((0, n - 1),) if jobs >= 2 else ((0,), (n - 1,)))
+    assert result.exact and not result.skipped
+
+
+@given(monotone(max_n=100, skips=False), JOBS, st.data())
+def test_cached_candidates_never_cost_a_round(outcomes, jobs, data):
+    free = data.draw(st.sets(st.integers(0, len(outcomes) - 1)))
+    result = run_rounds(outcomes, jobs, cached=free.__contains__)
+    assert len(result.rounds) <= probe_limit(len(outcomes), jobs)[1]
+
+
+@given(st.data(), JOBS)
+def test_rounds_on_any_sequence_end_with_a_consistent_pair(data, jobs):
+    first = data.draw(MEASURED)
+    last = NEW if first is OLD else OLD
+    outcomes = [first, *data.draw(st.lists(ANY, max_size=40)), last]
+    result = run_rounds(outcomes, jobs)
+    lo, hi = result.last_old, result.first_new
+    assert outcomes[lo] is first and outcomes[hi] is last
+    assert set(range(lo + 1, hi)) <= set(result.skipped)
+
+
+def test_one_job_is_the_one_probe_search():
+    outcomes = [OLD] * 9 + [NEW] * 12
+    assert run_rounds(outcomes, 1).probes == run(outcomes).probes
+    assert all(len(r) == 1 for r in run_rounds(outcomes, 1).rounds)
+
+
+def test_rounds_split_the_window_into_jobs_plus_one_parts():
+    # 27 gaps, two jobs: 3 rounds of 9, 3 and 1 gaps; the ends together in the first round.
+    result = run_rounds([OLD] * 14 + [NEW] * 14, 2)
+    assert result.rounds[0] == (0, 27)
+    assert [len(r) for r in result.rounds] == [2, 2, 2, 2]
+    assert result.rounds[1] == (9, 18)
+    assert (result.last_old, result.first_new) == (13, 14)
+
+
+# -- what to install ahead ---------------------------------------------------------------------
+
+
+@given(monotone(max_n=80, skips=False), JOBS)
+def test_prefetch_holds_whatever_the_next_round_asks_for(outcomes, jobs):
+    """Replaying a search: while each round runs, the prefetch names every candidate the next
+    round then asks for, never one already probed or in the round itself."""
+    n = len(outcomes)
+    result = run_rounds(outcomes, jobs)
+    seen: dict[int, Outcome] = {}
+    for k, round_ in enumerate(result.rounds):
+        ahead = prefetch_order(n, seen, round_, jobs=jobs)
+        assert len(set(ahead)) == len(ahead)
+        assert not set(ahead) & (set(seen) | set(round_))
+        assert len(ahead) <= jobs * (jobs + 1)
+        seen.update((i, outcomes[i]) for i in round_)
+        if k + 1 < len(result.rounds):
+            assert set(result.rounds[k + 1]) <= set(ahead)
+        else:
+            assert isinstance(next_round(n, seen, jobs=jobs), str)
+
+
+def test_prefetch_examples():
+    # 21 candidates (0.5.0 … 0.10.2): while 0 runs, the other end; while it runs, the first
+    # midpoint (15: position 16, the shallowest node); while 15 runs, 7 (if 15 is new) or 19.
+    assert prefetch_order(21, {}, (0,)) == (20,)
+    assert prefetch_order(21, {0: OLD}, (20,)) == (15,)
+    assert next_round(21, {0: OLD, 20: NEW}) == (15,)
+    assert prefetch_order(21, {0: OLD, 20: NEW}, (15,)) == (7, 19)
+    # Two jobs: while the ends run, the first round; while it runs, the next rounds, the
+    # change's possible places from left to right.
+    assert prefetch_order(21, {}, (0, 20), jobs=2) == next_round(21, {0: OLD, 20: NEW}, jobs=2)
+    assert len(prefetch_order(28, {0: OLD, 27: NEW}, (9, 18), jobs=2)) == 6
+
+
+# -- which candidates the report measures in full ---------------------------------------------
+
+
+@given(monotone())
+def test_the_full_table_holds_the_ends_and_both_sides_of_the_change(outcomes):
+    result = run(outcomes)
+    n = len(outcomes)
+    assert full_table(n, result) == tuple(sorted({0, n - 1, result.last_old,
+                                                   result.first_new}))
+    assert set(full_table(n, result)) <= set(result.probes)
+
+
+def test_without_a_change_the_full_table_holds_the_ends():
+    assert full_table(9, run([OLD] * 9)) == (0, 8)
+    assert full_table(2, run([OLD, NEW])) == (0, 1)
+    assert full_table(5, run([SKIP, OLD, OLD, OLD, NEW])) == (0, 4)

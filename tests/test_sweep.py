@@ -217,3 +217,18 @@ def test_the_default_set_skips_what_cannot_be_installed_here(tmp_path):
     assert document["document"] is None
     assert document["error"].startswith("not installable here: requires Python >=3.12")
     assert "skipped: not installable here" in (tmp_path / "README.md").read_text()
+
+
+@pytest.mark.jax
+def test_releases_measured_side_by_side_give_the_same_results(swept, tmp_path):
+    done = run_sweep("--release", "0.10.2", "0.5.0", "--jobs", "2", "--remeasure",
+                     "--backend", "cpu", "--reports", str(tmp_path), *SMALL)
+    assert done.returncode == 0, done.stderr
+    assert "[1/2] jax 0.10.2 (cpu): " in done.stderr and "[2/2] jax 0.5.0 (cpu): " in done.stderr
+    for name in ("jax-0.10.2-cpu.json", "jax-0.5.0-cpu.json"):
+        one, both = (json.loads((folder / name).read_text()) for folder in (swept, tmp_path))
+        assert [(c["variant"], c["n_outer"], c["total_bytes"]) for c in both["document"]["cases"]] \
+            == [(c["variant"], c["n_outer"], c["total_bytes"]) for c in one["document"]["cases"]]
+        assert both["document"]["verdict"] == one["document"]["verdict"]
+    summary = (tmp_path / "README.md").read_text()
+    assert "| 0.10.2 " in summary and "| 0.5.0 " in summary
