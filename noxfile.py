@@ -161,8 +161,12 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite: real JAX CPU releases installed with uv, property tests, the CLI."""
+    """The test suite: real JAX CPU releases installed with uv, property tests, the CLI.
+
+    Its environments and results live in .cache/tests/ inside the clone (kept between runs),
+    never in the user's cache."""
     session.install("-e", ".[test]")
+    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
     session.run("pytest", *(session.posargs or ["-q"]))
 
 

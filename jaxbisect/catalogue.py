@@ -93,10 +93,9 @@ class Catalogue:
         try:
             wanted = Version(str(version))
         except InvalidVersion:
-            raise UnknownRelease(
-                f"{version!r} is not a version number; jax releases run "
-                f"{self.releases[0].version} … {self.releases[-1].version}"
-            ) from None
+            span = (f"jax releases run {self.releases[0].version} … "
+                    f"{self.releases[-1].version}" if self.releases else self._nearest(None))
+            raise UnknownRelease(f"{version!r} is not a version number; {span}") from None
         for release in self.releases:
             if release.version == wanted:
                 if release.yanked and not allow_yanked:
@@ -104,12 +103,15 @@ class Catalogue:
                 return release
         raise UnknownRelease(f"jax {wanted} was never released; {self._nearest(wanted)}")
 
-    def _nearest(self, wanted: Version) -> str:
+    def _nearest(self, wanted: Version | None) -> str:
         listed = [r.version for r in self.releases if not r.yanked and r.version != wanted]
         below = [v for v in listed if v < wanted]
         above = [v for v in listed if v > wanted]
         near = [str(v) for v in (below[-1:] + above[:1])]
-        return "nearest releases: " + ", ".join(near) if near else "no releases are known"
+        if near:
+            return "nearest releases: " + ", ".join(near)
+        return (f"no releases are known: the release catalogue (cached in {_cache_path()}) "
+                f"lists none; --refresh-catalogue fetches it from PyPI again")
 
     def unusable_reason(
         self,
@@ -245,13 +247,19 @@ def load_catalogue(
 ) -> Catalogue:
     """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
     now = datetime.now(UTC)
-    cached = _read_cache()
+    cached, damaged = _read_cache()
     if cached and not refresh and now - _oldest(cached) <= max_age:
         return _build(cached, from_cache=True, stale=False)
     try:
         documents = {name: trim(json.loads(_fetcher(fetch)(PYPI_JSON.format(name))))
                      for name in PACKAGES}
-    except (OSError, ValueError, KeyError, TypeError) as error:  # URLError is an OSError
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        # URLError is an OSError; the others: PyPI answered something of another shape
+        if damaged:
+            raise NoNetwork(
+                f"cannot reach PyPI ({_describe(error)}) and the cached release catalogue "
+                f"{damaged} is damaged; connect once to fetch it again"
+            ) from None
         if not cached:
             raise NoNetwork(
                 f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
@@ -302,16 +310,41 @@ def _cache_path() -> Path:
     return cache_dir() / "catalogue"
 
 
-def _read_cache() -> dict[str, tuple[datetime, dict]] | None:
-    """Every package's cached document with its fetch time, or None unless all are readable."""
+def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None]:
+    """Every package's cached document with its fetch time (None unless all are usable), and
+    the first file that is there but damaged: not JSON, or JSON of another shape."""
     cached = {}
     for name in PACKAGES:
+        path = _cache_path() / f"{name}.json"
         try:
-            entry = json.loads((_cache_path() / f"{name}.json").read_text(encoding="utf-8"))
-            cached[name] = (_parse_time(entry["fetched_at"]), entry["pypi"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-    return cached
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            return None, None
+        try:
+            entry = json.loads(text)
+            document = entry["pypi"]
+            _check_shape(document, name)
+            cached[name] = (_parse_time(entry["fetched_at"]), document)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None, path
+    return cached, None
+
+
+def _check_shape(document: dict, name: str) -> None:
+    """Raise ValueError unless ``document`` is a trimmed PyPI answer the catalogue can read."""
+    releases = document["releases"]
+    if document["info"]["name"] is None or not isinstance(releases, dict):
+        raise ValueError(f"no releases mapping for {name}")
+    if name == "jax" and not releases:
+        raise ValueError("jax lists no releases")
+    for version, files in releases.items():
+        if not isinstance(version, str) or not isinstance(files, list):
+            raise ValueError(f"{name} {version!r}: not a list of files")
+        for f in files:
+            if not (isinstance(f["filename"], str) and isinstance(f["upload_time_iso_8601"], str)
+                    and isinstance(f["yanked"], bool)):
+                raise ValueError(f"{name} {version}: a file of another shape")
+            _parse_time(f["upload_time_iso_8601"])
 
 
 def _oldest(cached: dict[str, tuple[datetime, dict]]) -> datetime:

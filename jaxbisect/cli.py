@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from repro.cli import OneLineParser, positive_int
+from repro.cli import OneLineParser, glue_flag_values, positive_int
 from repro.target import built_in as built_in_targets
 from repro.target import load as load_target
 
@@ -20,8 +20,9 @@ from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
+from .files import check_reports_folder
 from .machine import parallel_runs
-from .probe import DEFAULT_TIMEOUT, HarnessOptions, target_option
+from .probe import DEFAULT_TIMEOUT, HarnessOptions, ignored_environment_note, target_option
 
 PROG = "python -m bisect"
 
@@ -43,8 +44,8 @@ def default_jobs() -> int:
     return max(1, parallel_runs() // 2)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0],
+def parser(prog: str = PROG) -> argparse.ArgumentParser:
+    p = OneLineParser(prog=prog, description=__doc__.splitlines()[0],
                       epilog="After `--`, a command to bisect with instead of the built-in "
                              "check, run inside each release's environment with git bisect "
                              "run's exit codes: 0 old behaviour, 1-127 new (125: skip).")
@@ -89,22 +90,25 @@ def parser() -> argparse.ArgumentParser:
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
                    help="skip the JAX-or-XLA attribution and the buffer evidence")
+    p.add_argument("--refresh-catalogue", action="store_true",
+                   help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     return p
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, tuple[str, ...]]:
+def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[str, ...]]:
     command: tuple[str, ...] = ()
+    argv = glue_flag_values(argv)  # a flag value of "--" is not the command's separator
     if "--" in argv:
         cut = argv.index("--")
         argv, command = argv[:cut], tuple(argv[cut + 1:])
         if not command:
-            parser().error("nothing after `--`: give a command to bisect with")
-    args = parser().parse_args(argv)
+            parser(prog).error("nothing after `--`: give a command to bisect with")
+    args = parser(prog).parse_args(argv)
     if args.explain is None and (args.start is None or args.end is None):
-        parser().error("give --from and --to (or --explain RELEASE)")
+        parser(prog).error("give --from and --to (or --explain RELEASE)")
     if args.explain is not None and (args.start or args.end or command):
-        parser().error("--explain takes one release: leave out --from, --to and `--`")
+        parser(prog).error("--explain takes one release: leave out --from, --to and `--`")
     return args, command
 
 
@@ -124,27 +128,43 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
             f"{where}\n```\n")
 
 
+def options_from(args: argparse.Namespace) -> HarnessOptions:
+    return HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
+                          n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags,
+                          target=target_option(args.target))
+
+
+def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=None
+                 ) -> Request:
+    """The question the command line asks. With a catalogue, the ends take its spelling
+    ("v0.5" and "0.5.0" are one release) and ``auto`` becomes the backend at hand."""
+    options = options_from(args)
+    start, end, backend = args.start, args.end, args.backend
+    if catalogue is not None:
+        start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+        backend = resolve_backend(args.backend, options.target)
+    return Request(start=start, end=end, backend=backend, options=options, command=command,
+                   try_xla_flags=tuple(args.try_xla_flags), timeout=args.timeout,
+                   remeasure=args.remeasure, jobs=args.jobs or default_jobs())
+
+
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from .report import write_report  # tabulate and friends only once input is valid
 
     def say(message: str) -> None:  # one write a line: probes in threads share stderr
         print(message + "\n", end="", file=sys.stderr, flush=True)
 
-    options = HarnessOptions(n_outer=tuple(sorted(set(args.n_outer))), n_inner=args.n_inner,
-                             n_res=args.n_res, dtype=args.dtype, xla_flags=args.xla_flags,
-                             target=target_option(args.target))
-    if len([n for n in options.n_outer if n >= 2]) < 2 and not command:
+    note = ignored_environment_note()
+    if note:
+        say(note)
+    if len([n for n in args.n_outer if n >= 2]) < 2 and not command:
         raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
                         "constant (at n_outer 1 every plan holds one stacked buffer)")
-    catalogue = load_catalogue()
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
     if args.explain is not None:
-        return run_explain(args, catalogue, options, say)
-    # The catalogue's spelling of each end ("v0.5" and "0.5.0" are one release).
-    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
-    request = Request(start=start, end=end,
-                      backend=resolve_backend(args.backend, options.target),
-                      options=options, command=command, timeout=args.timeout,
-                      remeasure=args.remeasure, jobs=args.jobs or default_jobs())
+        return run_explain(args, catalogue, options_from(args), say)
+    request = request_from(args, command, catalogue)
     bisection = bisect_releases(catalogue, request, say)
     evidence_md, extra = "", {}
     if bisection.result.status == "alike" and not command:
@@ -154,10 +174,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         from .report import report_stem
 
         evidence_md, extra = gather(bisection.fully_measured(), say,
-                                    try_xla_flags=tuple(args.try_xla_flags),
+                                    try_xla_flags=request.try_xla_flags,
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
                                     jax_repo=args.jax_repo, xla_repo=args.xla_repo)
-    path, doc = write_report(bisection, args.reports, evidence_md, extra)
+    path, doc, kept = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line, gpu_commands
 
     if args.json:
@@ -171,7 +191,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
             print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
         print(f"probes: {len(bisection.probes)} in {len(bisection.result.rounds)} rounds "
               f"({sum(p.cached for p in bisection.probes)} stored)")
-    say(f"report: {path}")
+    if kept:
+        say(f"report: {path} kept: it holds an answer from an earlier run, this run found none")
+    else:
+        say(f"report: {path}")
     return 0 if bisection.result.status == "found" else 1
 
 
@@ -218,18 +241,24 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
     return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
+def prog_name() -> str:
+    """How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``."""
+    return "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
+
+
 def main(argv: list[str] | None = None) -> int:
-    args, command = parse(list(sys.argv[1:] if argv is None else argv))
+    prog = prog_name()
+    args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
     try:
         return run(args, command)
     except UserError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_status
     except OSError as exc:  # e.g. a reports folder that cannot be written
         where = f"cannot write {exc.filename}: " if exc.filename else ""
-        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; every probe finished so far is stored, rerun to resume",
+        print(f"{prog}: interrupted; every probe finished so far is stored, rerun to resume",
               file=sys.stderr)
         return 130

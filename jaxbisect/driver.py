@@ -16,11 +16,12 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 
 from .catalogue import DEVICELESS, Catalogue, Release, needs_a_gpu
@@ -47,9 +48,28 @@ class Request:
     backend: str                      # resolved: cpu, cuda12, or cuda12-deviceless (a target)
     options: HarnessOptions
     command: tuple[str, ...] = ()     # bisect with this command instead of the built-in check
+    try_xla_flags: tuple[str, ...] = ()  # measured as workarounds once a change is found
     timeout: float = DEFAULT_TIMEOUT
     remeasure: bool = False           # ignore stored results (they are replaced)
     jobs: int = 1                     # candidates probed at once, per round
+
+    # How a run is carried out, not what it answers: left out of report names and of the
+    # Reproduce line. Every other field (and every field of ``options``) changes the result.
+    NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs")
+
+    def result_options(self) -> dict[str, object]:
+        """Every option that changes the result and differs from its default, by CLI name."""
+        changed = {}
+        for owner in (self.options, self):
+            for spec in fields(owner):
+                if owner is self and spec.name in self.NOT_RESULT:
+                    continue
+                default = (spec.default_factory() if spec.default_factory is not MISSING
+                           else spec.default)
+                value = getattr(owner, spec.name)
+                if value != default:
+                    changed[spec.name] = value
+        return changed
 
 
 @dataclass(frozen=True)
@@ -257,6 +277,13 @@ def _command_key(command: tuple[str, ...]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by something without a file
+        return 2
+
+
 def run_command(release: Release, request: Request, say: Say) -> Probe:
     """The user's command inside the release's environment, with git bisect run's codes."""
     store = (cache_dir() / "results" / request.backend / f"jax-{release.version}"
@@ -272,7 +299,8 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
         pass
     started = time.perf_counter()
     try:
-        env = ensure_environment(release, request.backend, progress=say)
+        env = ensure_environment(release, request.backend, progress=say,
+                                 verify=request.remeasure)
     except InstallFailed as exc:
         return Probe(release=release, verdict="skip", mode="command", reason=str(exc),
                      cached=False, seconds=round(time.perf_counter() - started, 2))
@@ -282,7 +310,10 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
     child_env.pop("PYTHONHOME", None)
     say(f"jax {release.version}: running {' '.join(request.command)}")
     try:
-        done = subprocess.run(list(request.command), env=child_env, timeout=request.timeout)
+        # Our stdout carries only the answer (one JSON document under --json): the
+        # command's own output goes to stderr, beside the progress lines.
+        done = subprocess.run(list(request.command), env=child_env, timeout=request.timeout,
+                              stdout=_stderr_fd())
         code = done.returncode
     except subprocess.TimeoutExpired:
         code = None
@@ -422,7 +453,7 @@ def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisecti
         between = hi - lo - 1
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({between} "
             f"release{'' if between == 1 else 's'} between, "
-            f"~{steps_left} steps left)")
+            f"~{steps_left} step{'' if steps_left == 1 else 's'} left)")
 
     workers = Workers(request.jobs)
     try:

@@ -145,9 +145,14 @@ def environment_path(release: Release, backend: str) -> Path:
 
 
 def ensure_environment(
-    release: Release, backend: str, *, progress: Progress | None = None
+    release: Release, backend: str, *, progress: Progress | None = None,
+    rebuild: bool = False, verify: bool = False,
 ) -> Environment:
-    """A ready environment for ``release``: reused when complete, otherwise built afresh."""
+    """A ready environment for ``release``: reused when complete, otherwise built afresh.
+
+    ``rebuild`` builds it afresh even when complete (jax was found not to import in it);
+    ``verify`` imports jax in a complete one first and rebuilds it when that fails.
+    """
     say = progress or _to_stderr
     started = time.monotonic()
     plan = install_plan(release, backend)
@@ -155,7 +160,12 @@ def ensure_environment(
     path.parent.mkdir(parents=True, exist_ok=True)
     what = f"jax {release.version} ({backend})"
     with _exclusive(path.with_name(path.name + ".lock"), say, what):
-        installed = _complete(path, plan)
+        installed = None if rebuild else _complete(path, plan)
+        if installed is not None and verify:
+            broken = import_error(path / "bin" / "python")
+            if broken:
+                say(f"{what}: its environment no longer imports jax ({broken}); rebuilding it")
+                installed = None
         if installed is not None:
             return Environment(release, backend, path, path / "bin" / "python", installed,
                                reused=True, seconds=time.monotonic() - started)
@@ -170,6 +180,19 @@ def ensure_environment(
     say(f"ready in {seconds:.1f} s")
     return Environment(release, backend, path, path / "bin" / "python", installed,
                        reused=False, seconds=seconds)
+
+
+def import_error(python: Path) -> str | None:
+    """None when jax and jaxlib import under ``python``; otherwise the error's last line."""
+    try:
+        done = subprocess.run([str(python), "-I", "-c", "import jaxlib, jax"],
+                              capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1][:300] if lines else f"exit status {done.returncode}"
 
 
 def _to_stderr(message: str) -> None:

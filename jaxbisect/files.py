@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .errors import UserError
+
 
 def cache_dir() -> Path:
     """Root of everything cached between runs (catalogue, environments, probe results).
@@ -44,3 +46,55 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_json(path: Path, document: object) -> None:
     write_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+# What differs between two runs that measured the same thing: timings, whether a result came
+# from the store, when and from which commit. A rerun that changes only these writes nothing.
+VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at"})
+VOLATILE_LINES = ("date: ", "toolkit commit: ")
+
+
+def _steady(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
+
+
+def write_json_if_changed(path: Path, document: object) -> bool:
+    """``write_json`` unless ``path`` holds the same document up to its volatile fields."""
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    if old is not None and _steady(old) == _steady(json.loads(json.dumps(document))):
+        return False
+    write_json(path, document)
+    return True
+
+
+def write_text_if_changed(path: Path, text: str) -> bool:
+    """``write_atomic`` unless ``path`` holds the same text up to its volatile lines."""
+    def steady(lines: str) -> list[str]:
+        return [line for line in lines.splitlines() if not line.startswith(VOLATILE_LINES)]
+
+    try:
+        old = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        old = None
+    if old is not None and steady(old) == steady(text):
+        return False
+    write_atomic(path, text)
+    return True
+
+
+def check_reports_folder(folder: Path) -> None:
+    """Before any measuring: the reports folder exists (or can be made) and takes files."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UserError(f"--reports {folder}: cannot write there "
+                        f"({exc.strerror or exc})") from None

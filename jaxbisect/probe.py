@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,6 +175,16 @@ def harness_args(backend: str, options: HarnessOptions) -> list[str]:
     return ["--json", "--backend", platform, *options.argv()]
 
 
+def ignored_environment_note() -> str | None:
+    """One line when the caller's XLA_FLAGS is set: the probes never see it (a measurement
+    must not depend on the shell it was started from)."""
+    flags = os.environ.get("XLA_FLAGS", "").strip()
+    if not flags:
+        return None
+    return (f"note: XLA_FLAGS from your environment ({flags}) is not passed to the probes; "
+            f"use --xla-flags to set XLA flags for every probe")
+
+
 def harness_environ() -> dict[str, str]:
     """The environment a harness process gets: ours, less what would change a measurement
     behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_*, PYTHON* settings:
@@ -200,9 +211,28 @@ def result_path(release: Release, backend: str, options: HarnessOptions) -> Path
 def cached_measurement(release: Release, backend: str, options: HarnessOptions):
     path = result_path(release, backend, options)
     try:
-        return Measurement.from_json(json.loads(path.read_text()))
+        stored = Measurement.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if stored.error and CANNOT_IMPORT in stored.error:  # a broken environment, not a verdict
+        return None
+    return stored
+
+
+CANNOT_IMPORT = "cannot import JAX here"   # what ``python -m repro`` says when jax won't import
+# An abseil/TSL log line of severity F (fatal), with or without the date in front:
+# "2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown flags …"
+# "F1130 13:35:40.341465    6172 parse_flags_from_env.cc:226] Unknown flags …"
+_FATAL_LOG = re.compile(r"(?:^|\s)F(?:\d{4} [\d:.]+ +\d+)? *[\w./-]+:\d+\] (.+)$")
+
+
+def fatal_log_line(stderr: str) -> str | None:
+    """XLA's own words when it aborted the process (a bad flag, a failed check), else None."""
+    for line in reversed(stderr.splitlines()):
+        match = _FATAL_LOG.search(line.strip())
+        if match:
+            return match.group(1).strip()[:300]
+    return None
 
 
 def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
@@ -217,9 +247,14 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> di
                             lasting=False) from None
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        fatal = fatal_log_line(done.stderr)
+        if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time
+            raise HarnessFailed(f"XLA aborted the harness: {fatal}")
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"the harness was killed by signal {-done.returncode}",
                                 lasting=False)
+        if CANNOT_IMPORT in done.stderr:
+            raise EnvironmentBroken(f"the harness failed: {lines[-1][:300]}")
         raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
@@ -242,6 +277,14 @@ class HarnessFailed(Exception):
         self.lasting = lasting
 
 
+class EnvironmentBroken(HarnessFailed):
+    """jax does not import in an environment that was complete (a library deleted, a disk
+    error): the environment's fault, not the release's answer. Rebuilt once, never stored."""
+
+    def __init__(self, message: str):
+        super().__init__(message, lasting=False)
+
+
 def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                     progress: Callable[[str], None] | None = None,
                     timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True) -> Measurement:
@@ -257,17 +300,27 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
             return stored
     started = time.perf_counter()
     installed: dict = {}
-    try:
-        env = ensure_environment(release, backend, progress=say)
-        installed = dict(env.installed)
-        say(f"jax {release.version} ({backend}): measuring, {options.mode} mode, "
-            f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-        document, error = run_harness(env, options, timeout), None
-        keep = True
-    except InstallFailed as exc:  # may be transient (network, disk): never stored
-        document, error, keep = None, str(exc), False
-    except HarnessFailed as exc:
-        document, error, keep = None, str(exc), exc.lasting
+    rebuild = False
+    while True:
+        try:
+            env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
+            installed = dict(env.installed)
+            say(f"jax {release.version} ({backend}): measuring, {options.mode} mode, "
+                f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
+            document, error = run_harness(env, options, timeout), None
+            keep = True
+        except InstallFailed as exc:  # may be transient (network, disk): never stored
+            document, error, keep = None, str(exc), False
+        except EnvironmentBroken as exc:
+            if not rebuild:
+                say(f"jax {release.version} ({backend}): its environment no longer imports "
+                    f"jax ({exc}); rebuilding it")
+                rebuild = True
+                continue
+            document, error, keep = None, str(exc), False
+        except HarnessFailed as exc:
+            document, error, keep = None, str(exc), exc.lasting
+        break
     measurement = Measurement(release=str(release.version), backend=backend, options=options,
                               document=document, error=error,
                               seconds=round(time.perf_counter() - started, 2),

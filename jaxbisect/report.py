@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from pathlib import Path
 
@@ -9,9 +11,9 @@ from tabulate import tabulate
 
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
-from .files import write_atomic, write_json
+from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .tables import results_table
+from .tables import narrow_columns, results_rows
 
 SCHEMA = 1
 JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
@@ -89,17 +91,25 @@ def answer_line(b: Bisection) -> str:
 
 
 def reproduce_command(b: Bisection) -> str:
-    req, o = b.request, b.request.options
+    """The command line that asks the same question: every option that changes the result,
+    each value glued to its option so that one starting with ``--`` pastes back too."""
+    req = b.request
     argv = ["python", "-m", "bisect", "--from", req.start, "--to", req.end,
-            *(["--target", o.target] if o.target else ["--backend", req.backend])]
-    defaults = type(o)()
-    if o.n_outer != defaults.n_outer:
-        argv += ["--n-outer", *map(str, o.n_outer)]
-    for name in ("n_inner", "n_res", "dtype"):
-        if getattr(o, name) != getattr(defaults, name):
-            argv += [f"--{name.replace('_', '-')}", str(getattr(o, name))]
-    if o.xla_flags:
-        argv += ["--xla-flags", o.xla_flags]
+            *([] if req.options.target else ["--backend", req.backend])]
+    for name, value in req.result_options().items():
+        if name == "command":
+            continue
+        option = "--" + name.replace("_", "-")
+        if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+            argv += [f"{option}={v}" for v in value]      # a repeatable option
+        elif isinstance(value, tuple):
+            argv += [option, *map(str, value)]
+        elif isinstance(value, bool):
+            argv += [option] if value else []
+        elif isinstance(value, str):
+            argv.append(f"{option}={value}")
+        else:
+            argv += [option, str(value)]
     if req.command:
         argv += ["--", *req.command]
     return shlex.join(argv)
@@ -118,19 +128,39 @@ def machine_environment(b: Bisection) -> str:
     return "\n".join(lines)
 
 
+MAX_COLUMNS = 10  # what a GitHub issue comment shows without scrolling sideways
+
+
 def probe_table(b: Bisection) -> str:
+    """Every probe, oldest release first, in at most MAX_COLUMNS columns; a wider table is
+    shown narrowed, with the whole of it in a collapsed block below."""
     ordered = sorted(b.probes, key=lambda p: p.release.version)
     order = {id(p): i + 1 for i, p in enumerate(b.probes)}
     if b.request.command:
-        rows = [[str(p.release.version), p.jaxlib, b.request.backend, p.exit_status, p.verdict,
-                 p.reason or "", order[id(p)], "yes" if p.cached else ""] for p in ordered]
-        return tabulate(rows, headers=["jax", "jaxlib", "backend", "exit status", "behaviour",
-                                       "note", "probe #", "stored"], tablefmt="github")
+        headers = ["jax", "jaxlib", "exit status", "behaviour", "probe #", "stored"]
+        rows = [[str(p.release.version), p.jaxlib, p.exit_status, p.verdict, order[id(p)],
+                 "yes" if p.cached else ""] for p in ordered]
+        if any(p.reason for p in ordered):
+            headers.insert(4, "note")
+            for row, p in zip(rows, ordered):
+                row.insert(4, p.reason or "")
+        return tabulate(rows, headers=headers, tablefmt="github")
     measured = [p for p in ordered if p.measurement]
-    table = results_table([p.measurement for p in measured], extra={
-        "probe #": [str(order[id(p)]) for p in measured],
-        "note": ["; ".join(_notes(p)) for p in measured]})
-    return table
+    extra = {"probe #": [str(order[id(p)]) for p in measured]}
+    notes = ["; ".join(_notes(p)) for p in measured]
+    if any(notes):  # no column that would be empty everywhere
+        extra["note"] = notes
+    headers, rows = results_rows([p.measurement for p in measured], extra=extra)
+    whole = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    if len(headers) <= MAX_COLUMNS:
+        return whole
+    keep = narrow_columns(headers, MAX_COLUMNS)
+    narrow = tabulate([[row[i] for i in keep] for row in rows],
+                      headers=[headers[i] for i in keep], tablefmt="github",
+                      disable_numparse=True)
+    left_out = ", ".join(h.replace(" (MB)", "") for i, h in enumerate(headers) if i not in keep)
+    return (f"{narrow}\n\n<details><summary>Every column ({left_out} too)</summary>\n\n"
+            f"{whole}\n\n</details>")
 
 
 def _notes(p: Probe) -> list[str]:
@@ -261,16 +291,45 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
 
 
 def report_stem(b: Bisection) -> str:
+    """``bisect-A-B-backend``, plus a digest of the result-changing options where any differ
+    from the defaults: runs that ask different questions never overwrite each other."""
     req = b.request
-    tag = "-command" if req.command else ""
-    where = req.options.target.rsplit("/", 1)[-1].removesuffix(".txtpb") or req.backend
-    return f"bisect-{req.start}-{req.end}-{where}{tag}"
+    changed = req.result_options()
+    # A built-in target names itself in place of the backend; a spec file goes in the digest.
+    target = req.options.target
+    where = target if target and "/" not in target else req.backend
+    if where == target:
+        changed.pop("target")
+    stem = f"bisect-{req.start}-{req.end}-{where}" + ("-command" if req.command else "")
+    if not changed:
+        return stem
+    text = json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in changed.items()},
+                      sort_keys=True)
+    return f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def _has_answer(json_path: Path) -> bool:
+    try:
+        return json.loads(json_path.read_text(encoding="utf-8"))["status"] in ("found", "alike")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",
-                 extra: dict | None = None) -> tuple[Path, dict]:
+                 extra: dict | None = None) -> tuple[Path, dict, bool]:
+    """Write the markdown and its JSON; the path, the document, and whether an earlier
+    report was kept instead (this run found no answer and that one has one).
+
+    A file whose content would change only in volatile fields (timings, the date) is left
+    as it was, so that a rerun that measures nothing changes no tracked file."""
     md_path = folder / f"{report_stem(b)}.md"
     doc = document(b, md_path, extra)
-    write_atomic(md_path, render(b, evidence_markdown))
-    write_json(md_path.with_suffix(".json"), doc)
-    return md_path, doc
+    if b.result.status == "unmeasurable" and _has_answer(md_path.with_suffix(".json")):
+        return md_path, doc, True
+    text = render(b, evidence_markdown)
+    write_text_if_changed(md_path, text)
+    write_json_if_changed(md_path.with_suffix(".json"), doc)
+    chart = md_path.with_suffix(".png")
+    if chart.exists() and f"]({chart.name})" not in text:
+        chart.unlink()  # an earlier run's chart that this report no longer shows
+    return md_path, doc, False

@@ -31,7 +31,7 @@ from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant
 from .catalogue import Catalogue, Release, load_catalogue, needs_a_gpu, needs_another_python
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
-from .files import write_atomic, write_json
+from .files import VOLATILE_LINES, check_reports_folder, write_atomic, write_json_if_changed
 from .machine import machine_description, parallel_runs
 from .probe import (
     DEFAULT_TIMEOUT,
@@ -39,6 +39,7 @@ from .probe import (
     Measurement,
     cached_measurement,
     harness_args,
+    ignored_environment_note,
     measure_release,
     target_option,
 )
@@ -93,6 +94,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "set)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
+    p.add_argument("--refresh-catalogue", action="store_true",
+                   help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="measure up to N releases at once (default here: "
@@ -240,7 +243,8 @@ def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
                 f"in {path}")
             return None
     # ``cached`` says whether this call measured anything: not part of the result itself.
-    write_json(path, replace(measurement, cached=False).as_json())
+    # Measured again with the same outcome (other timings only): the file stays as it was.
+    write_json_if_changed(path, replace(measurement, cached=False).as_json())
     return path
 
 
@@ -335,23 +339,43 @@ def write_summary(reports: Path, command: str) -> Path:
 
 
 def _undated(text: str) -> list[str]:
-    return [line for line in text.splitlines() if not line.startswith(UPDATED)]
+    return [line for line in text.splitlines()
+            if not line.startswith((UPDATED, *VOLATILE_LINES))]
 
 
 # -- main -----------------------------------------------------------------------------------
 
 
+def _releases(n: int) -> str:
+    return f"{n} release{'' if n == 1 else 's'}"
+
+
+def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
+              remeasure: bool) -> str:
+    """What this run will do: how many releases it measures, and how many it need not."""
+    skipped = [t for t in targets if t.skip]
+    stored = [t for t in targets if not t.skip and not remeasure
+              and cached_measurement(t.release, backend, options) is not None]
+    to_measure = len(targets) - len(skipped) - len(stored)
+    parts = [f"{_releases(to_measure)} to measure on {backend}" if to_measure
+             else f"nothing to measure on {backend}"]
+    if stored:
+        parts.append(f"{_releases(len(stored))} stored from earlier runs"
+                     + (" (--remeasure measures again)" if not to_measure else ""))
+    if skipped:
+        parts.append(f"{_releases(len(skipped))} not installable here")
+    return ", ".join(parts)
+
+
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     args.options = replace(args.options, target=target_option(args.target))
     backend = resolve_backend(args.backend, args.options.target)
-    catalogue = load_catalogue()
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
     targets = select(catalogue, args, backend)
     command = args.command or shlex.join([*PROG.split(), *args.argv])
     reports: Path = args.reports
-    skipped = sum(1 for t in targets if t.skip)
-    say(f"{len(targets) - skipped} release(s) to measure on {backend}"
-        + (f", {skipped} not installable here" if skipped else "")
-        + f"; results in {reports}/")
+    say(plan_line(targets, backend, args.options, args.remeasure) + f"; results in {reports}/")
     jobs = min(args.jobs or parallel_runs(), max(1, len(targets)))
     done: dict[int, Outcome] = {}
     running: set[int] = set()

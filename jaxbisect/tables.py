@@ -34,13 +34,14 @@ def _across(document: dict, variant: str, n_outers: list[int]) -> str:
     return (low if low == high else f"{low}–{high}") + gaps
 
 
-def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None
-                  ) -> str:
+def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None
+                 ) -> tuple[list[str], list[list[str]]]:
     """Release, jaxlib, backend, device, mode, v0 MB at each n_outer, v1/v2 MB, verdict.
 
     v1 and v2 get one cell each for all n_outer: their MB, or the range it spans. Releases whose
     harness gave no document show why in the verdict column. ``extra`` adds columns
-    (name -> one cell per measurement), e.g. the bisection's "probed as" column.
+    (name -> one cell per measurement), e.g. the bisection's "probe #" column. Backend and
+    device are left out when every row says "cpu | cpu": they would say nothing.
     """
     n_outers = sorted({n for m in measurements if m.document
                        for n in m.document["params"]["n_outer"]})
@@ -70,4 +71,34 @@ def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]
         headers.append(name)
         for row, cell in zip(rows, cells):
             row.append(cell)
+    if rows and all(row[2] == "cpu" and row[3] in ("cpu", "") for row in rows):
+        headers = headers[:2] + headers[4:]
+        rows = [row[:2] + row[4:] for row in rows]
+    return headers, rows
+
+
+def results_table(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None
+                  ) -> str:
+    headers, rows = results_rows(measurements, extra=extra)
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+# Which columns a narrow table gives up first: what the verdict does not rest on.
+NARROWING = ("v1, any n_outer (MB)", "v2, any n_outer (MB)", "note", "device", "backend",
+             "mode", "jaxlib")
+
+
+def narrow_columns(headers: list[str], most: int) -> list[int]:
+    """Indices of at most ``most`` columns to show, in order; v0's first and last n_outer,
+    the release and the verdict are given up last."""
+    keep = list(range(len(headers)))
+    for name in NARROWING:
+        if len(keep) <= most:
+            return keep
+        if name in headers:
+            keep.remove(headers.index(name))
+    v0 = [i for i in keep if headers[i].startswith("v0 ")]
+    while len(keep) > most and len(v0) > 2:
+        dropped = v0.pop(len(v0) // 2)
+        keep.remove(dropped)
+    return keep

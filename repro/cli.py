@@ -29,11 +29,38 @@ class Refused(Exception):
     """A request this machine cannot serve (e.g. a runtime case bigger than its memory)."""
 
 
+# Options whose value is itself a list of flags ("--xla_foo=true"): argparse would read such
+# a value as an option of ours and say "expected one argument".
+FLAG_VALUED = ("--xla-flags", "--try-xla-flags")
+
+
+def glue_flag_values(argv: list[str], options: tuple[str, ...] = FLAG_VALUED) -> list[str]:
+    """``--xla-flags VALUE`` becomes ``--xla-flags=VALUE``, whatever VALUE starts with."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            return out + argv[i:]
+        if argv[i] in options and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input in one line (exit 2), without the usage dump."""
+    """argparse that reports bad input in one line (exit 2), without the usage dump, and
+    takes ``--xla-flags "--xla_foo=true"`` as people type it."""
 
     def error(self, message: str):  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        known = tuple(o for o in FLAG_VALUED if o in self._option_string_actions)
+        return super().parse_known_args(glue_flag_values(args, known), namespace)
 
 
 def positive_int(text: str) -> int:
@@ -115,6 +142,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if (args.json or args.check) and 0 not in args.variants:
         p.error("--json and --check need variant v0 (the verdict is about v0)")
     return args
+
+
+def toolkit_cache() -> str:
+    """Where the toolkit keeps its environments (as jaxbisect.files.cache_dir, stdlib only)."""
+    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jax-scan-repro")
 
 
 def _configure_jax_process(args: argparse.Namespace) -> Path | None:
@@ -363,9 +399,10 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     try:
         document = measure(args, log, dump_dir)
     except ImportError as exc:
+        example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
-              f"of a JAX environment, e.g. ~/.cache/jax-scan-repro/envs/jax-0.10.2-cpu-py311/"
-              f"bin/python -m repro (made by nox -s repro)", file=sys.stderr)
+              f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)",
+              file=sys.stderr)
         return failed
     except Refused as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)

@@ -12,13 +12,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# The tests' own cache, inside the clone (ignored by git) and kept between test runs: the
+# environments and results they make never land in the user's cache. Set before anything
+# reads it; every subprocess a test starts inherits it.
+TEST_CACHE = REPO / ".cache" / "tests"
+os.environ["JAX_SCAN_REPRO_CACHE"] = str(TEST_CACHE)
+
 
 @pytest.fixture(scope="session")
 def jax_python():
     """``jax_python("0.5.0")`` -> the interpreter of that release's period-correct CPU env.
 
-    Environments go to the toolkit's normal cache (reused between test runs and by the
-    nox sessions), so only the first run on a machine installs anything.
+    Environments go to the tests' cache inside the clone (TEST_CACHE, kept between test
+    runs), so only the first run of a clone installs anything.
     """
     from jaxbisect.catalogue import load_catalogue
     from jaxbisect.environments import ensure_environment

@@ -77,7 +77,10 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
     tmp = path.with_name(f".{path.name}.tmp.png")
     figure.savefig(tmp, dpi=100)
     plt.close(figure)
-    os.replace(tmp, path)
+    if path.exists() and path.read_bytes() == tmp.read_bytes():
+        tmp.unlink()  # the same picture: leave the file (and its timestamp) alone
+    else:
+        os.replace(tmp, path)
     return path
 
 

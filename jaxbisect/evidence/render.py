@@ -102,7 +102,9 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
         out += [_code(body[:-1]), ""]
     raw = []
     for label, release in ((o, old), (n, new)):
-        for key, lines in release["raw"].items():
+        # In the dump's own order, however the dict was stored (sorted keys, from the cache).
+        for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
+            lines = release["raw"].get(key)
             if lines:
                 raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
     if raw:
