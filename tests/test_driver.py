@@ -7,11 +7,26 @@ the fallback to a real run, on the recorded PyPI catalogue.
 
 from __future__ import annotations
 
-import pytest
+import re
+import shlex
+from dataclasses import replace
+from types import SimpleNamespace
 
-from jaxbisect import driver
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxbisect import cli, driver, report
 from jaxbisect.probe import HarnessOptions, Measurement
-from jaxbisect.report import answer_line, document, render
+from jaxbisect.report import (
+    answer_line,
+    document,
+    probe_table,
+    render,
+    report_stem,
+    reproduce_command,
+    write_report,
+)
 from jaxbisect.search import Outcome
 
 MB = 1024**2
@@ -224,3 +239,164 @@ def test_a_failed_full_table_keeps_the_search_row(catalogue, monkeypatch):
     assert not end.full_table and end.full_error == "the harness failed: v2 crashed"
     assert end.verdict == "grows" and b.result.status == "found"
     assert "full table failed: the harness failed: v2 crashed" in render(b)
+# -- the report: its Reproduce line, its name, what it replaces, its tables ------------------
+
+flag_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                    max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n_outer=st.lists(st.integers(2, 40), min_size=2, max_size=5, unique=True),
+       n_inner=st.integers(1, 500), n_res=st.integers(1, 400),
+       dtype=st.sampled_from(["float32", "float64", "float16", "bfloat16"]),
+       xla_flags=st.one_of(st.just("--xla_cpu_enable_concurrency_optimized_scheduler=false"),
+                           st.just("--bogus=1 --other='a b'"), flag_text),
+       try_xla_flags=st.lists(st.one_of(st.just("--xla_foo=true"), flag_text), max_size=3),
+       command=st.one_of(st.just(()), st.lists(flag_text, min_size=1, max_size=4).map(tuple)))
+def test_the_reproduce_line_parses_back_into_the_same_request(n_outer, n_inner, n_res, dtype,
+                                                              xla_flags, try_xla_flags, command):
+    request = driver.Request(
+        start="0.5.0", end="0.10.2", backend="cpu",
+        options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_inner=n_inner, n_res=n_res,
+                               dtype=dtype, xla_flags=xla_flags),
+        command=command, try_xla_flags=tuple(try_xla_flags))
+    line = reproduce_command(SimpleNamespace(request=request))
+    argv = shlex.split(line)
+    assert argv[:3] == ["python", "-m", "bisect"]
+    args, parsed_command = cli.parse(argv[3:])
+    assert cli.request_from(args, parsed_command) == request
+
+
+def test_the_reproduce_line_carries_the_flags_in_a_form_a_shell_pastes_back():
+    request = driver.Request(start="0.5.0", end="0.10.2", backend="cpu",
+                             options=HarnessOptions(xla_flags="--bogus=1"),
+                             try_xla_flags=("--xla_cpu_enable_fast_math=false",))
+    assert reproduce_command(SimpleNamespace(request=request)) == (
+        "python -m bisect --from 0.5.0 --to 0.10.2 --backend cpu --xla-flags=--bogus=1 "
+        "--try-xla-flags=--xla_cpu_enable_fast_math=false")
+
+
+def test_reports_of_different_questions_have_different_names():
+    def stem(**changes):
+        options = {k: changes.pop(k) for k in list(changes) if k in HarnessOptions.__annotations__}
+        request = driver.Request(start="0.5.0", end="0.10.2", backend="cpu",
+                                 options=HarnessOptions(**options), **changes)
+        return report_stem(SimpleNamespace(request=request))
+
+    plain = stem()
+    assert plain == "bisect-0.5.0-0.10.2-cpu"
+    assert stem(timeout=5.0, remeasure=True) == plain  # how it ran, not what it asked
+    others = [stem(xla_flags="--bogus=1"), stem(xla_flags="--other=1"), stem(n_res=64),
+              stem(n_outer=(2, 5)), stem(try_xla_flags=("--a=1",)), stem(command=("true",)),
+              stem(command=("false",))]
+    assert len({plain, *others}) == 1 + len(others)
+
+
+def test_a_run_with_no_answer_never_replaces_a_report_that_has_one(catalogue, monkeypatch,
+                                                                     tmp_path):
+    tmp_path = tmp_path / "reports"
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    found = bisect(catalogue, "0.5.0", "0.5.1")
+    path, _, kept = write_report(found, tmp_path)
+    assert not kept
+    good = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    script(monkeypatch, {"0.5.0": "crash", "0.5.1": "grows"})
+    failed = bisect(catalogue, "0.5.0", "0.5.1")
+    assert failed.result.status == "unmeasurable"
+    again, doc, kept = write_report(failed, tmp_path)
+    assert kept and again == path and doc["status"] == "unmeasurable"
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == good
+
+
+def test_a_chart_the_new_report_does_not_show_is_removed(catalogue, monkeypatch, tmp_path):
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.5.1")
+    chart = tmp_path / f"{report_stem(b)}.png"
+    chart.write_bytes(b"an earlier run's chart")
+    write_report(b, tmp_path, f"## Evidence\n\n![v0]({chart.name})\n")
+    assert chart.exists()
+    write_report(b, tmp_path)  # --no-evidence: no chart in the report
+    assert not chart.exists()
+
+
+def test_a_rewrite_that_changes_only_timings_and_the_date_leaves_the_files(
+        catalogue, monkeypatch, tmp_path):
+    tmp_path = tmp_path / "reports"
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.5.1")
+    monkeypatch.setattr(report, "machine_description",
+                        lambda dated=False: "date: 2026-01-01 10:00 UTC\ntoolkit commit: abc")
+    write_report(b, tmp_path)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    stored = replace(b, probes=tuple(replace(p, cached=True, seconds=0.0) for p in b.probes))
+    monkeypatch.setattr(report, "machine_description",
+                        lambda dated=False: "date: 2026-02-02 11:11 UTC\ntoolkit commit: def")
+    write_report(stored, tmp_path)
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()} == before
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "constant"})
+    write_report(bisect(catalogue, "0.5.0", "0.5.1"), tmp_path)  # a real change is written
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} != \
+        {name: data for name, (data, _) in before.items()}
+
+
+def wide_document(version: str, status: str) -> dict:
+    """A harness document at the report's five n_outer values."""
+    doc = harness_document(version, status)
+    grow = status == "grows"
+    doc["params"]["n_outer"] = [1, 2, 5, 10, 15]
+    doc["cases"] = [{"variant": v, "n_outer": n, "mode": "compiled", "status": "ok",
+                     "error": None, "total_bytes": (n if grow and v == "v0" else 1) * UNIT}
+                    for v in ("v0", "v1", "v2") for n in doc["params"]["n_outer"]]
+    return doc
+
+
+def table_widths(markdown: str) -> list[int]:
+    return [line.count("|") - 1 for line in markdown.splitlines() if line.startswith("|")]
+
+
+def test_the_probe_table_fits_a_github_comment(catalogue, monkeypatch):
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.5.1")
+    wide = replace(b, probes=tuple(
+        replace(p, measurement=replace(p.measurement, document=wide_document(
+            str(p.release.version), p.verdict))) for p in b.probes))
+    table = probe_table(wide)
+    shown, _, hidden = table.partition("<details>")
+    assert set(table_widths(shown)) == {10}
+    assert "v0 n_outer=1 (MB)" in shown and "v0 n_outer=15 (MB)" in shown
+    assert "verdict" in shown and "probe #" in shown
+    assert "v1, any n_outer (MB)" not in shown and "v1, any n_outer (MB)" in hidden
+    header = shown.splitlines()[0]
+    assert "note" not in header  # empty everywhere: no column
+    assert "backend" not in header and "device" not in header  # "cpu | cpu" says nothing
+    assert table.count("<details>") == table.count("</details>") == 1
+
+
+def test_a_command_table_has_no_empty_note_and_no_backend(catalogue, monkeypatch, tmp_path):
+    codes = {"0.5.0": 0, "0.5.1": 1}
+
+    def run_command(release, request, say):
+        code = codes[str(release.version)]
+        return driver.Probe(release=release, verdict="old" if code == 0 else "new",
+                            mode="command", reason=None, cached=False, seconds=0.1,
+                            exit_status=code, installed={"jax": str(release.version)})
+
+    monkeypatch.setattr(driver, "run_command", run_command)
+    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    request = driver.Request(start="0.5.0", end="0.5.1", backend="cpu",
+                             options=HarnessOptions(), command=("python", "check.py"))
+    b = driver.bisect_releases(catalogue, request, say=lambda message: None)
+    header = probe_table(b).splitlines()[0]
+    assert "note" not in header and "backend" not in header and "exit status" in header
+
+
+def test_progress_says_one_step_not_one_steps(catalogue, monkeypatch):
+    script(monkeypatch, {v: "constant" if v in ("0.5.0", "0.5.1") else "grows"
+                         for v in ("0.5.0", "0.5.1", "0.5.2", "0.5.3")})
+    said = []
+    request = driver.Request(start="0.5.0", end="0.5.3", backend="cpu",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16))
+    driver.bisect_releases(catalogue, request, say=said.append)
+    narrowed = [line for line in said if line.startswith("narrowed")]
+    assert not any("~1 steps" in line for line in narrowed), narrowed
+    assert any(re.search(r"~1 step left\)$", line) for line in narrowed), narrowed

@@ -367,3 +367,19 @@ def test_gather_evidence_on_the_releases_around_the_change(jax_python):
         {"v1", "v2", "v0 unroll=10", f"v0 with XLA_FLAGS={SCHEDULER_OFF}"}
     markdown = render_evidence_markdown(attribution, evidence)
     assert "xychart-beta" in markdown and f"jax {OLD} → jax {NEW}" in markdown
+
+
+def test_raw_dump_blocks_read_alike_from_a_fresh_run_and_from_the_store():
+    """The store writes sorted keys: the raw blocks must still come in the dump's order."""
+    options = EvidenceOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
+    old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
+    new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
+    attribution = attribution_of(old, new)
+    releases = {"old": release_evidence(old, options), "new": release_evidence(new, options)}
+    evidence = {"options": {**options.__dict__, "workaround_n_outer": [1, 2, 4]},
+                "releases": releases, "restores_constant": ["v1"]}
+    fresh = render_evidence_markdown(attribution, evidence)
+    stored = json.loads(json.dumps({"a": attribution, "e": evidence}, sort_keys=True))
+    assert render_evidence_markdown(stored["a"], stored["e"]) == fresh
+    blocks = re.findall(r"\*\*jax 0\.5\.0, ([a-z ]+)\*\*", fresh)
+    assert blocks == ["memory usage report", "buffer assignment", "after optimizations"]
