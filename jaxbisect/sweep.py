@@ -368,6 +368,9 @@ def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
 
 
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    note = ignored_environment_note()
+    if note:
+        say(note)
     args.options = replace(args.options, target=target_option(args.target))
     backend = resolve_backend(args.backend, args.options.target)
     check_reports_folder(args.reports)

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, TEST_CACHE
+
+from jaxbisect import cli as cli_module
 
 SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
 
@@ -98,9 +100,8 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
             str(tmp_path), "--json"]
     cache = tmp_path / "cache"
     env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
-    # The environments themselves come from the shared cache: share its envs folder.
-    shared = Path(os.environ.get("JAX_SCAN_REPRO_CACHE") or
-                  Path.home() / ".cache" / "jax-scan-repro") / "envs"
+    # The environments themselves come from the tests' cache: share its envs folder.
+    shared = TEST_CACHE / "envs"
     shared.mkdir(parents=True, exist_ok=True)
     cache.mkdir()
     (cache / "envs").symlink_to(shared)
@@ -175,3 +176,113 @@ def test_console_script_cannot_be_shadowed(tmp_path):
         pytest.skip("the project is not installed in this interpreter's environment")
     done = subprocess.run([str(script), "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and "--from RELEASE" in done.stdout
+
+
+DEAD_PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+              "NO_PROXY": "", "no_proxy": ""}
+
+
+@pytest.mark.jax
+def test_json_stdout_is_only_json_whatever_the_command_prints(tmp_path):
+    check = ("import jax, sys; print('noise from', jax.__version__); "
+             "sys.exit(jax.__version__ != '0.5.0')")
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",
+                  str(tmp_path), "--json", "--", "python", "-c", check)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # nothing but the one document
+    assert doc["first_new"]["jax"] == "0.5.1"
+    assert "noise from 0.5.0" in done.stderr and "noise from 0.5.1" in done.stderr
+
+
+@pytest.mark.parametrize("module, args, needle", [
+    ("jaxbisect", ["--from", "0.5.0", "--to", "0.5.0", "--xla-flags", "--xla_foo=true",
+                   "--try-xla-flags", "--xla_bar=1", "--try-xla-flags", "--xla_baz=2"],
+     "same release"),
+    ("jaxbisect.sweep", ["--release", "0.5.0", "--xla-flags", "--xla_foo=true", "--timeout",
+                         "0"], "--timeout must be positive"),
+])
+def test_flag_values_starting_with_dashes_are_taken(recorded_catalogue, module, args, needle):
+    """As the README shows them: `--xla-flags "--xla_foo=true"` is one option and its value."""
+    done = bisect(*args, module=module)
+    line = one_line_error(done)
+    assert needle in line and "expected one argument" not in line
+
+
+def test_flag_values_reach_the_request():
+    args, command = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1", "--xla-flags",
+                                      "--xla_foo=true --xla_bar=2", "--try-xla-flags", "--a=1",
+                                      "--try-xla-flags", "--b", "--", "echo", "--xla-flags"])
+    assert args.xla_flags == "--xla_foo=true --xla_bar=2"
+    assert args.try_xla_flags == ["--a=1", "--b"]
+    assert command == ("echo", "--xla-flags")
+
+
+def test_the_callers_xla_flags_are_named_as_ignored(recorded_catalogue):
+    done = bisect("--from", "0.5.0", "--to", "0.5.0", env={"XLA_FLAGS": "--xla_foo=1"})
+    assert done.returncode == 2, done.stderr
+    note, error = done.stderr.strip().splitlines()
+    assert "XLA_FLAGS" in note and "--xla_foo=1" in note and "--xla-flags" in note
+    assert "same release" in error
+    quiet = bisect("--from", "0.5.0", "--to", "0.5.0", env={"XLA_FLAGS": ""})
+    assert "XLA_FLAGS" not in quiet.stderr
+
+
+def test_an_unwritable_reports_folder_is_refused_before_any_probe(recorded_catalogue,
+                                                                   tmp_path):
+    not_a_folder = tmp_path / "reports"
+    not_a_folder.write_text("a file")
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",
+                  str(not_a_folder))
+    line = one_line_error(done)
+    assert "--reports" in line and str(not_a_folder) in line
+
+
+def test_refresh_catalogue_asks_pypi_however_fresh_the_cache(recorded_catalogue):
+    args = ["--from", "0.5.0", "--to", "0.5.0"]
+    plain = bisect(*args, env=DEAD_PROXY)
+    assert "same release" in one_line_error(plain)  # the fresh cache answers, PyPI not asked
+    refreshed = bisect(*args, "--refresh-catalogue", env=DEAD_PROXY)
+    assert refreshed.returncode == 2
+    warning, error = refreshed.stderr.strip().splitlines()
+    assert "cannot reach PyPI" in warning and "same release" in error
+
+
+def test_a_damaged_catalogue_offline_is_one_line_naming_it(recorded_catalogue):
+    path = Path(os.environ["JAX_SCAN_REPRO_CACHE"]) / "catalogue" / "jax.json"
+    path.write_text(json.dumps({"fetched_at": "2026-11-30T00:00:00Z", "pypi": None}))
+    line = one_line_error(bisect("--from", "0.5.0", "--to", "0.5.1", env=DEAD_PROXY))
+    assert str(path) in line and "damaged" in line
+
+
+@pytest.mark.jax
+def test_nothing_is_written_into_home_or_the_users_cache(tmp_path):
+    from jaxbisect.catalogue import load_catalogue
+    from jaxbisect.environments import ensure_environment
+    from jaxbisect.files import cache_dir
+
+    assert cache_dir() == TEST_CACHE and TEST_CACHE.is_relative_to(REPO)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(TEST_CACHE)], cwd=REPO)
+    assert ignored.returncode == 0, "the tests' cache must be ignored by git"
+    catalogue = load_catalogue()
+    for version in ("0.5.0", "0.5.1"):  # installed here, as every other test would
+        ensure_environment(catalogue.get(version), "cpu")
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    home.mkdir()
+    xdg.mkdir()
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", *SMALL,
+                  "--no-evidence", "--reports", str(tmp_path / "reports"), "--json",
+                  env={"HOME": str(home), "XDG_CACHE_HOME": str(xdg)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["first_new"]["jax"] == "0.5.1"
+    assert [p for p in home.rglob("*")] == [] and [p for p in xdg.rglob("*")] == []
+
+
+def test_jax_bisect_names_itself_in_its_errors(recorded_catalogue):
+    script = Path(sys.executable).parent / "jax-bisect"
+    if not script.exists():
+        pytest.skip("the project is not installed in this interpreter's environment")
+    for args, needle in ((["--to", "0.5.0"], "--from"),
+                         (["--from", "0.5.0", "--to", "0.5.0"], "same release")):
+        done = subprocess.run([str(script), *args], cwd=REPO, capture_output=True, text=True)
+        line = one_line_error(done)
+        assert line.startswith("jax-bisect: error: ") and needle in line

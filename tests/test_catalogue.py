@@ -53,10 +53,6 @@ def versions(releases) -> list[str]:
     return [str(r.version) for r in releases]
 
 
-def test_fixtures_are_small():
-    assert sum(f.stat().st_size for f in DATA.glob("pypi-*.json")) < 300_000
-
-
 @pytest.mark.parametrize(
     "jax, jaxlib",
     [("0.4.20", "0.4.20"), ("0.4.37", "0.4.36"), ("0.5.2", "0.5.1"), ("0.5.0", "0.5.0"),
@@ -293,3 +289,59 @@ def test_default_fetch_goes_through_urllib(cache, monkeypatch):
 def test_live_pypi_agrees_with_the_recording():
     live = load_catalogue(refresh=True)
     assert live.get("0.4.37").jaxlib == Version("0.4.36")
+
+
+WRONG_SHAPES = {
+    "pypi is null": lambda entry: {**entry, "pypi": None},
+    "releases is a list": lambda entry: {**entry, "pypi": {**entry["pypi"], "releases": []}},
+    "no releases at all": lambda entry: {**entry, "pypi": {**entry["pypi"], "releases": {}}},
+    "files are not a list": lambda entry: {**entry, "pypi": {**entry["pypi"],
+                                                             "releases": {"0.5.0": "x"}}},
+    "a file without its time": lambda entry: {**entry, "pypi": {**entry["pypi"], "releases": {
+        "0.5.0": [{"filename": "jax-0.5.0-py3-none-any.whl", "yanked": False}]}}},
+    "fetched_at is a number": lambda entry: {**entry, "fetched_at": 7},
+    "a list, not an object": lambda entry: [entry],
+}
+
+
+@pytest.mark.parametrize("damage", WRONG_SHAPES.values(), ids=WRONG_SHAPES.keys())
+def test_a_cache_of_the_wrong_shape_is_fetched_again(cache, damage):
+    load_catalogue(fetch=recorded)
+    path = cache / "catalogue" / "jax.json"
+    path.write_text(json.dumps(damage(json.loads(path.read_text()))))
+    again = load_catalogue(fetch=recorded)
+    assert not again.from_cache and again.get("0.5.0").jaxlib == Version("0.5.0")
+    assert load_catalogue(fetch=offline).from_cache  # healed: the next run reads it
+
+
+@pytest.mark.parametrize("damage", WRONG_SHAPES.values(), ids=WRONG_SHAPES.keys())
+def test_offline_a_cache_of_the_wrong_shape_is_one_line_naming_the_file(cache, damage):
+    load_catalogue(fetch=recorded)
+    path = cache / "catalogue" / "jax.json"
+    path.write_text(json.dumps(damage(json.loads(path.read_text()))))
+    with pytest.raises(NoNetwork) as caught:
+        load_catalogue(fetch=offline)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and "damaged" in message
+
+
+def test_no_releases_known_says_why_and_what_to_do(cache):
+    empty = Catalogue(releases=(), fetched_at=datetime.now(UTC), from_cache=True, stale=False)
+    for asked in ("0.5.0", "banana"):
+        with pytest.raises(UnknownRelease) as caught:
+            empty.get(asked)
+        message = str(caught.value)
+        assert "no releases are known" in message and "lists none" in message
+        assert "--refresh-catalogue" in message
+
+
+def test_refresh_fetches_however_fresh_the_cache(cache):
+    calls = []
+
+    def counting(url):
+        calls.append(url)
+        return recorded(url)
+
+    load_catalogue(fetch=counting)
+    assert load_catalogue(fetch=counting).from_cache and len(calls) == 3
+    assert not load_catalogue(fetch=counting, refresh=True).from_cache and len(calls) == 6
