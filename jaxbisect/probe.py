@@ -27,7 +27,7 @@ from repro.target import TargetError
 from repro.target import load as load_target
 
 from .catalogue import DEVICELESS, Release
-from .environments import Environment, ensure_environment
+from .environments import Environment, ensure_environment, import_error
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
 
@@ -253,8 +253,9 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> di
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"the harness was killed by signal {-done.returncode}",
                                 lasting=False)
-        if CANNOT_IMPORT in done.stderr:
-            raise EnvironmentBroken(f"the harness failed: {lines[-1][:300]}")
+        broken = import_error(env.python)  # the environment's fault, or the release's?
+        if broken:
+            raise EnvironmentBroken(f"jax does not import in {env.path}: {broken}")
         raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)

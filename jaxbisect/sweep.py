@@ -409,7 +409,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         during = sorted(running)
         where = (f" during jax {', '.join(str(targets[i].release.version) for i in during)}"
                  if during else "")
-        print(f"{PROG}: interrupted{where}; {len(done)} release(s) done and kept in "
+        print(f"{PROG}: interrupted{where}; {_releases(len(done))} done and kept in "
               f"{reports}/ (an environment interrupted while installing is removed)",
               file=sys.stderr, flush=True)
         return 130
@@ -417,8 +417,9 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         pool.shutdown(wait=True, cancel_futures=True)
         where = f"jax {targets[failed].release.version}: " if failed is not None else ""
         print(f"{PROG}: error: {where}cannot write ({exc.strerror or exc}"
-              f"{': ' + str(exc.filename) if exc.filename else ''}); {len(done)} "
-              f"release(s) done are kept in {reports}/", file=sys.stderr, flush=True)
+              f"{': ' + str(exc.filename) if exc.filename else ''}); "
+              f"{_releases(len(done))} done are kept in {reports}/", file=sys.stderr,
+              flush=True)
         return 2
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

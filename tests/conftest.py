@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 # reads it; every subprocess a test starts inherits it.
 TEST_CACHE = REPO / ".cache" / "tests"
 os.environ["JAX_SCAN_REPRO_CACHE"] = str(TEST_CACHE)
+# matplotlib (the report's chart) keeps a font cache under HOME otherwise.
+os.environ.setdefault("MPLCONFIGDIR", str(REPO / ".cache" / "matplotlib"))
 
 
 @pytest.fixture(scope="session")

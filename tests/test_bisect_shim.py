@@ -94,18 +94,6 @@ def test_the_package_provides_the_standard_api_where_it_shadows_it():
     assert report["choices"] == random.Random(7).choices(range(10), cum_weights=range(1, 11), k=50)
 
 
-def test_in_this_process_either_module_serves_the_standard_api():
-    """Under the `pytest` script the standard module wins; under `python -m pytest` from the
-    repo root, our package does (the working directory comes first): both must work."""
-    if hasattr(bisect, "__path__"):
-        assert bisect.__path__ == [str(SHIM)]
-    else:
-        assert Path(bisect.__file__).parent == Path(sysconfig.get_paths()["stdlib"])
-    values = [1, 3, 3, 7]
-    assert (bisect.bisect_left(values, 3), bisect.bisect(values, 3)) == (1, 3)
-    assert random.Random(1).choices("ab", cum_weights=[1, 2], k=3)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the shim, beside whatever ``jaxbisect`` a test gives it."""

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
 from conftest import REPO, SYSTEM_PYTHON, repro_json, run_repro
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from repro import cli
 
 MB = 1024**2
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
@@ -153,3 +158,29 @@ def test_runtime_mode_reads_device_peaks_where_the_backend_has_them(jax_python):
     assert case["source"] == "device memory_stats peak_bytes_in_use"
     assert (case["baseline_bytes"], case["peak_bytes"], case["total_bytes"]) == (1000, 7000, 6000)
     assert result["limit"] == 10**9 - 1000
+
+
+def test_xla_flags_as_people_type_them(jax_python):
+    """`--xla-flags "--xla_foo=…"` (a value starting with dashes) reaches XLA_FLAGS."""
+    flags = "--xla_cpu_enable_fast_math=false --xla_cpu_use_thunk_runtime=true"
+    doc = repro_json(jax_python("0.5.0"), "--xla-flags", flags, "--n-res", "8",
+                     "--n-inner", "10", "--n-outer", "1", "2", "3", "--variants", "v0")
+    assert doc["xla_flags"] == flags
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                     max_size=40).filter(lambda text: text != "--"),
+       glued=st.booleans())
+def test_any_flag_value_parses_either_way(value, glued):
+    argv = [f"--xla-flags={value}"] if glued else ["--xla-flags", value]
+    assert cli.parse_args([*argv, "--n-res", "8"]).xla_flags == value
+
+
+def test_the_no_jax_hint_names_the_real_cache(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_SCAN_REPRO_CACHE", "PYTHONPATH")}
+    done = subprocess.run([str(SYSTEM_PYTHON), "-m", "repro"], cwd=REPO, capture_output=True,
+                          text=True, env={**env, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert done.returncode == 2
+    assert f"{tmp_path}/xdg/jax-scan-repro/envs/" in done.stderr
+    assert "~/.cache" not in done.stderr

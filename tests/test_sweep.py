@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import replace
@@ -187,11 +188,11 @@ def test_a_full_disk_while_writing_is_one_line(measured, monkeypatch, capsys):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(measured / "x.json"))
 
-    monkeypatch.setattr(sweep, "write_json", full)
+    monkeypatch.setattr(sweep, "write_json_if_changed", full)
     assert _sweep_main(monkeypatch, measured, "0.10.2") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [(f"python -m jaxbisect.sweep: error: jax 0.10.2: cannot write (No space "
-                    f"left on device: {measured / 'x.json'}); 0 release(s) done are kept in "
+                    f"left on device: {measured / 'x.json'}); 0 releases done are kept in "
                     f"{measured}/")]
     assert (measured / "jax-0.10.2-cpu.json").read_text() == before
 
@@ -232,3 +233,36 @@ def test_releases_measured_side_by_side_give_the_same_results(swept, tmp_path):
         assert both["document"]["verdict"] == one["document"]["verdict"]
     summary = (tmp_path / "README.md").read_text()
     assert "| 0.10.2 " in summary and "| 0.5.0 " in summary
+
+
+@pytest.mark.jax
+def test_a_rerun_says_there_is_nothing_to_measure_and_changes_no_byte(swept):
+    """Stored: nothing measured and no file touched. Measured again (--remeasure): the same
+    figures with other timings, and still no file touched."""
+    args = ["--release", "0.5.0", "--backend", "cpu", "--reports", str(swept), *SMALL]
+    command = shlex.join(["python", "-m", "jaxbisect.sweep", *args])  # as the fixture ran it
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()}
+    done = run_sweep(*args, "--command", command)
+    assert done.returncode == 0, done.stderr
+    assert "nothing to measure on cpu, 1 release stored from earlier runs" in done.stderr
+    assert "release(s)" not in done.stderr and "1 release to measure" not in done.stderr
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
+    again = run_sweep(*args, "--remeasure", "--command", command)
+    assert again.returncode == 0, again.stderr
+    assert "1 release to measure on cpu" in again.stderr
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
+
+
+def test_the_callers_xla_flags_are_named_as_ignored(recorded_catalogue, tmp_path):
+    done = run_sweep("--release", "9.9.9", "--backend", "cpu", "--reports", str(tmp_path),
+                     env={"XLA_FLAGS": "--xla_foo=1"})
+    assert done.returncode == 2
+    note, error = done.stderr.strip().splitlines()
+    assert "--xla_foo=1" in note and "--xla-flags" in note and "never released" in error
+
+
+def test_an_unwritable_reports_folder_is_refused_first(recorded_catalogue, tmp_path):
+    (tmp_path / "file").write_text("")
+    line = one_line_error(run_sweep("--release", "0.5.0", "--backend", "cpu", "--reports",
+                                    str(tmp_path / "file" / "reports")))
+    assert "--reports" in line and "cannot write there" in line

@@ -13,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "repro.yml"
+README = REPO / "README.md"
 OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
            "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
            "NO_PROXY": "", "no_proxy": ""}
@@ -128,3 +129,29 @@ def test_targets_fan_out_on_plain_cpu_runners():
     upload = next(s for s in target["steps"] if "upload-artifact" in s.get("uses", ""))
     assert upload["with"]["name"].startswith("repro-jax-")  # the merge job's pattern
     assert "target" in jobs["merge"]["needs"]
+
+
+def test_the_readme_installs_only_what_the_main_job_needs():
+    quick_start = README.read_text().split("```sh\n", 1)[1].split("```", 1)[0]
+    assert "pip install -e . &&" in quick_start and "[test]" not in quick_start
+    assert quick_start.strip().endswith("nox -s repro")
+
+
+@pytest.mark.jax  # needs PyPI or a warm uv cache
+def test_the_project_alone_brings_nox(tmp_path):
+    """`pip install -e .` and nothing else: `nox -s repro` must find nox and the noxfile."""
+    from uv import find_uv_bin
+
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    for args in (["venv", "--quiet", "--python", sys.executable, str(venv)],
+                 ["pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
+                  "-e", str(REPO)]):
+        done = subprocess.run([find_uv_bin(), *args], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    listed = subprocess.run([str(venv / "bin" / "nox"), "-l", "--json"], cwd=REPO,
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    sessions = {s["name"] for s in json.loads(listed.stdout)}
+    assert sessions == {"repro"}  # the default sessions: the main job

@@ -1,0 +1,97 @@
+"""Running the harness in a release's environment: what a failure says, and what heals itself.
+
+Real releases in real uv environments; a broken environment is made by deleting a library
+of jaxlib's, as a disk error or a careless cleanup would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jaxbisect import probe
+from jaxbisect.catalogue import load_catalogue
+from jaxbisect.environments import ensure_environment
+from jaxbisect.probe import HarnessOptions, Measurement, measure_release, result_path
+
+TINY = HarnessOptions(n_outer=(1, 2, 3), n_inner=10, n_res=8, variants=(0,))
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+@pytest.mark.parametrize("stderr, said", [
+    ("2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown "
+     "flags in XLA_FLAGS: --bogus_flag=1 \n", "Unknown flags in XLA_FLAGS: --bogus_flag=1"),
+    ("W0000 00:00:1 warning.cc:1] nothing\nF1130 13:35:40.341465    6172 "
+     "parse_flags_from_env.cc:226] Unknown flags in XLA_FLAGS: --x=1\n*** Check failure ***\n",
+     "Unknown flags in XLA_FLAGS: --x=1"),
+    ("Traceback (most recent call last):\nValueError: F is for fail\n", None),
+    ("", None),
+])
+def test_xlas_own_fatal_line_is_found(stderr, said):
+    assert probe.fatal_log_line(stderr) == said
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A cache of this test's own: it breaks environments on purpose."""
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.jax
+def test_a_bad_xla_flag_shows_xlas_own_line():
+    release = load_catalogue().get("0.5.0")
+    bad = HarnessOptions(**{**TINY.__dict__, "xla_flags": "--bogus_flag=1"})
+    measured = measure_release(release, "cpu", bad, progress=quiet, use_cache=False)
+    assert measured.document is None
+    assert "Unknown flags in XLA_FLAGS: --bogus_flag=1" in measured.error
+    assert "signal" not in measured.error
+
+
+def break_jaxlib(path) -> None:
+    libraries = list(path.glob("lib/python*/site-packages/jaxlib/xla_extension*.so"))
+    assert libraries
+    for library in libraries:
+        library.unlink()
+
+
+@pytest.mark.jax
+def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(private_cache):
+    release = load_catalogue().get("0.5.0")
+    env = ensure_environment(release, "cpu", progress=quiet)
+    break_jaxlib(env.path)
+    said = []
+    measured = measure_release(release, "cpu", TINY, progress=said.append)
+    assert measured.verdict == "constant", measured.error
+    assert any("rebuilding it" in line for line in said), said
+    stored = json.loads(result_path(release, "cpu", TINY).read_text())
+    assert stored["error"] is None and stored["document"]["verdict"]["status"] == "constant"
+
+
+@pytest.mark.jax
+def test_a_stored_import_failure_is_not_a_verdict(private_cache):
+    release = load_catalogue().get("0.5.0")
+    failure = Measurement(release="0.5.0", backend="cpu", options=TINY, document=None,
+                          error="the harness failed: python -m repro: error: cannot import JAX "
+                                "here (No module named 'jaxlib.xla_extension'); run it …",
+                          seconds=1.0)
+    path = result_path(release, "cpu", TINY)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(failure.as_json()))
+    assert probe.cached_measurement(release, "cpu", TINY) is None
+    assert measure_release(release, "cpu", TINY, progress=quiet).verdict == "constant"
+
+
+@pytest.mark.jax
+def test_verify_rebuilds_an_environment_that_no_longer_imports(private_cache):
+    release = load_catalogue().get("0.5.0")
+    env = ensure_environment(release, "cpu", progress=quiet)
+    break_jaxlib(env.path)
+    assert ensure_environment(release, "cpu", progress=quiet).reused  # looks complete
+    said = []
+    healed = ensure_environment(release, "cpu", progress=said.append, verify=True)
+    assert not healed.reused and any("rebuilding it" in line for line in said)
+    assert ensure_environment(release, "cpu", progress=quiet, verify=True).reused
