@@ -13,7 +13,6 @@ import random
 import shutil
 import subprocess
 import sys
-import sysconfig
 from operator import itemgetter
 from pathlib import Path
 
