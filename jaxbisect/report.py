@@ -158,8 +158,9 @@ def probe_table(b: Bisection) -> str:
     narrow = tabulate([[row[i] for i in keep] for row in rows],
                       headers=[headers[i] for i in keep], tablefmt="github",
                       disable_numparse=True)
-    left_out = ", ".join(h.replace(" (MB)", "") for i, h in enumerate(headers) if i not in keep)
-    return (f"{narrow}\n\n<details><summary>Every column ({left_out} too)</summary>\n\n"
+    left_out = ", ".join(h.split(",")[0].replace(" (MB)", "")
+                         for i, h in enumerate(headers) if i not in keep)
+    return (f"{narrow}\n\n<details><summary>All columns (adds {left_out})</summary>\n\n"
             f"{whole}\n\n</details>")
 
 
