@@ -58,7 +58,7 @@ class Request:
     NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs")
 
     def result_options(self) -> dict[str, object]:
-        """Every option that changes the result and differs from its default, by CLI name."""
+        """Every option that changes the result and differs from its default, by field name."""
         changed = {}
         for owner in (self.options, self):
             for spec in fields(owner):
