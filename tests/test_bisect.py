@@ -187,7 +187,7 @@ def test_json_stdout_is_only_json_whatever_the_command_prints(tmp_path):
     check = ("import jax, sys; print('noise from', jax.__version__); "
              "sys.exit(jax.__version__ != '0.5.0')")
     done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",
-                  str(tmp_path), "--json", "--", "python", "-c", check)
+                  str(tmp_path), "--json", "--remeasure", "--", "python", "-c", check)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)  # nothing but the one document
     assert doc["first_new"]["jax"] == "0.5.1"
