@@ -82,11 +82,8 @@ def repro(session: nox.Session) -> None:
                       "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
     _install_project(session)
     session.run(*SWEEP, "--release", *DEFAULT_RELEASES, "--if-installable",
-                "--command", _invocation(session, "repro"), *session.posargs)
-    if "--target" not in session.posargs and "runtime" not in session.posargs:
-        session.run(*SWEEP, "--release", *DEFAULT_RELEASES, "--if-installable",
-                    "--target", REPORT_TARGET, "--command", _invocation(session, "repro"),
-                    *_without_backend(session.posargs))
+                "--command", _invocation(session, "repro"), *_report_target(session.posargs),
+                *session.posargs)
 
 
 @nox.session
@@ -99,23 +96,17 @@ def repro_release(session: nox.Session, release: str) -> None:
                       "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
     _install_project(session)
     session.run(*SWEEP, "--release", release, "--if-installable",
-                "--command", _invocation(session, "repro"), *session.posargs)
-    if "--target" not in session.posargs and "runtime" not in session.posargs:
-        session.run(*SWEEP, "--release", release, "--if-installable", "--target", REPORT_TARGET,
-                    "--command", _invocation(session, "repro"), *_without_backend(session.posargs))
+                "--command", _invocation(session, "repro"), *_report_target(session.posargs),
+                *session.posargs)
 
 
-def _without_backend(posargs: list[str]) -> list[str]:
-    """posargs less ``--backend X``: a target sets its own (compile-only CUDA)."""
-    kept, skip = [], False
-    for arg in posargs:
-        if skip:
-            skip = False
-        elif arg == "--backend":
-            skip = True
-        elif not arg.startswith("--backend="):
-            kept.append(arg)
-    return kept
+def _report_target(posargs: list[str]) -> list[str]:
+    """The report's GPU beside the backend, unless the run names its own target or runs
+    for real (a compile-only target has no runtime mode)."""
+    if any(arg.startswith(("--target", "--also-target")) for arg in posargs) \
+            or "runtime" in posargs:
+        return []
+    return ["--also-target", REPORT_TARGET]
 
 
 @nox.session

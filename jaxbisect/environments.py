@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -288,15 +290,30 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
     return installed
 
 
-def _uv_bin() -> str:
+_UV_LOCK = threading.Lock()
+
+
+@functools.cache
+def _find_uv() -> str | None:
     try:
         import uv
 
         return uv.find_uv_bin()
     except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        if found:
-            return found
+        return shutil.which("uv")
+
+
+def uv_binary() -> str | None:
+    """uv's executable, found once, under a lock: find_uv_bin reads sysconfig, whose first
+    use is not thread-safe (releases installed side by side saw get_config_var answer None)."""
+    with _UV_LOCK:
+        return _find_uv()
+
+
+def _uv_bin() -> str:
+    found = uv_binary()
+    if found:
+        return found
     raise InstallFailed("uv is not installed; `pip install uv` (it builds every environment)")
 
 

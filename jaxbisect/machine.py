@@ -62,12 +62,9 @@ def machine_description(*, dated: bool = False) -> str:
         gpus = _first_line(["nvidia-smi", "-L"])
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
     lines.append(f"python (driver): {sys.version.split()[0]}")
-    try:
-        from uv import find_uv_bin
+    from .environments import uv_binary
 
-        uv = find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        uv = "uv"
+    uv = uv_binary() or "uv"
     for what, argv in (("uv", [uv, "--version"]),
                        ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):
         found = _first_line(argv)

@@ -28,7 +28,14 @@ from packaging.version import InvalidVersion, Version
 
 from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
 
-from .catalogue import Catalogue, Release, load_catalogue, needs_a_gpu, needs_another_python
+from .catalogue import (
+    DEVICELESS,
+    Catalogue,
+    Release,
+    load_catalogue,
+    needs_a_gpu,
+    needs_another_python,
+)
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import VOLATILE_LINES, check_reports_folder, write_atomic, write_json_if_changed
@@ -83,6 +90,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target", metavar="NAME|FILE",
                    help="XLA's plan for this NVIDIA GPU, compiled without one (a6000, a100, "
                         "h100, h200 or a spec file); releases that cannot are listed as such")
+    p.add_argument("--also-target", metavar="NAME|FILE",
+                   help="measure the same releases for this GPU target too (compiled without "
+                        "it), in the same pool of --jobs (nox -s repro: a6000)")
     p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, metavar="DIR",
                    help=f"where the JSON results and {SUMMARY} go (default: {DEFAULT_REPORTS})")
     p.add_argument("--remeasure", action="store_true",
@@ -124,8 +134,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if args.n_outer else HarnessOptions.n_outer,
         n_inner=args.n_inner, n_res=args.n_res, dtype=args.dtype, variants=tuple(variants),
         mode=args.mode, xla_flags=args.xla_flags.strip())
-    if args.target is not None and args.mode != "compiled":
+    if (args.target or args.also_target) and args.mode != "compiled":
         p.error("--target compiles without the GPU: it has no --mode runtime")
+    if args.target and args.also_target:
+        p.error("--also-target adds a target to the backend's run: not with --target")
     return args
 
 
@@ -375,11 +387,19 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     backend = resolve_backend(args.backend, args.options.target)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    targets = select(catalogue, args, backend)
+    work = [(target, backend, args.options) for target in select(catalogue, args, backend)]
     command = args.command or shlex.join([*PROG.split(), *args.argv])
     reports: Path = args.reports
-    say(plan_line(targets, backend, args.options, args.remeasure) + f"; results in {reports}/")
-    jobs = min(args.jobs or parallel_runs(), max(1, len(targets)))
+    say(plan_line([t for t, _, _ in work], backend, args.options, args.remeasure)
+        + f"; results in {reports}/")
+    if args.also_target:  # one pool for both: neither waits for the other's slowest release
+        also = replace(args.options, target=target_option(args.also_target))
+        also_targets = select(catalogue, args, DEVICELESS)
+        say(plan_line(also_targets, DEVICELESS, also, args.remeasure)
+            + f" (target {also.target})")
+        work += [(target, DEVICELESS, also) for target in also_targets]
+    targets = [target for target, _, _ in work]
+    jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
     done: dict[int, Outcome] = {}
     running: set[int] = set()
     lock = threading.Lock()
@@ -387,8 +407,9 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     def measure(i: int, target: Target) -> None:
         with lock:
             running.add(i)
-        step = say if len(targets) == 1 else (lambda m: say(f"[{i + 1}/{len(targets)}] {m}"))
-        outcome = sweep_one(target, backend, args.options, reports,
+        step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
+        _, on, options = work[i]
+        outcome = sweep_one(target, on, options, reports,
                             remeasure=args.remeasure, timeout=args.timeout, say=step)
         with lock:  # one summary at a time, rebuilt from every result written so far
             done[i] = outcome

@@ -182,7 +182,8 @@ def _configure_jax_process(args: argparse.Namespace) -> Path | None:
     return dump_dir
 
 
-def describe_environment(compiler: Compiler | None = None) -> dict:
+def describe_environment(compiler: Compiler | None = None,
+                         xla_flags_asked: str | None = None) -> dict:
     import jax
     import jaxlib
     import numpy
@@ -211,10 +212,22 @@ def describe_environment(compiler: Compiler | None = None) -> dict:
     if info["deviceless"]:
         info["host_backend"], info["backend"] = info["backend"], "gpu"
         info["device"], info["device_count"] = info["target"]["description"], 1
+    # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
+    # additions (a temporary dump folder, this machine's paths), so that a result reads the
+    # same wherever and whenever it was measured. XLA parsed its flags when the backend
+    # started, above, so this changes nothing it does.
+    ours = os.environ.get("XLA_FLAGS")
+    if xla_flags_asked is not None:
+        os.environ["XLA_FLAGS"] = xla_flags_asked
+        if not xla_flags_asked:
+            del os.environ["XLA_FLAGS"]
     try:
         info["environment"] = jax.print_environment_info(return_string=True)
     except Exception as exc:  # missing in a release, or a tool it shells out to fails
         info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
+    finally:
+        if ours is not None:
+            os.environ["XLA_FLAGS"] = ours
     return info
 
 
@@ -272,8 +285,8 @@ def measure(args: argparse.Namespace, log, dump_dir: Path | None = None) -> dict
                     dtype=args.dtype, variants=tuple(args.variants))
     itemsize = jnp.dtype(args.dtype).itemsize
     compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
-    document = {"schema": SCHEMA, **describe_environment(compiler),
-                "xla_flags": getattr(args, "xla_flags_asked", os.environ.get("XLA_FLAGS", "")),
+    asked = getattr(args, "xla_flags_asked", os.environ.get("XLA_FLAGS", ""))
+    document = {"schema": SCHEMA, **describe_environment(compiler, asked), "xla_flags": asked,
                 "mode": args.mode,
                 "params": {**params.as_json(), "v2_up_to": args.v2_up_to},
                 "sizes_from": args.sizes_from, "cases": []}
@@ -281,15 +294,23 @@ def measure(args: argparse.Namespace, log, dump_dir: Path | None = None) -> dict
         refusal = check_runtime_fits(params, itemsize)
         if refusal:
             raise Refused(refusal)
+    zero = None  # the first case's "0 bytes": this release measures nothing on this backend
     for variant in params.variants:
         for n_outer in params.n_outer:
-            if variant == 2 and args.v2_up_to is not None and n_outer > args.v2_up_to:
+            if zero is not None:  # every other case would compile (v2: seconds) to say 0 too
+                case = {**zero, "variant": f"v{variant}", "n_outer": n_outer,
+                        "compile_seconds": None, "error": f"{zero['error']}; not compiled "
+                        f"again (v{params.variants[0]} n_outer={params.n_outer[0]} says so)"}
+            elif variant == 2 and args.v2_up_to is not None and n_outer > args.v2_up_to:
                 case = left_out_case(variant, n_outer, (
                     f"v2 left out at n_outer > {args.v2_up_to}: it unrolls n_inner x n_outer "
                     f"ops, minutes to compile a case{' for a GPU target' if args.target else ''}"
                     f"; --v2-up-to N measures more"))
             elif args.mode == "compiled":
                 case = compiled_case(variant, n_outer, params, compiler)
+                if case["status"] == "unavailable" and case["total_bytes"] == 0 \
+                        and not document["cases"]:
+                    zero = case
             else:
                 case = runtime_case(variant, n_outer, params)
             document["cases"].append(case)

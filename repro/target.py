@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,7 +164,7 @@ class CompileOnly:
 
 def ptxas() -> dict:
     """The ptxas XLA compiles with: the nvcc wheel's (configure_process points XLA at it),
-    else the first one XLA would find on the machine."""
+    else the first one XLA would find on the machine. ``$ENV`` stands for the environment."""
     wheel = nvcc_wheel_dir()
     candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
         Path(p) for p in filter(None, [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"])]
@@ -176,7 +177,10 @@ def ptxas() -> dict:
                 version = lines[-1] if lines else None
             except (OSError, subprocess.TimeoutExpired):
                 version = None
-            return {"path": str(path), "version": version,
+            shown = str(path)
+            if path.is_relative_to(sys.prefix):  # the same wheel reads the same everywhere
+                shown = "$ENV/" + str(path.relative_to(sys.prefix))
+            return {"path": shown, "version": version,
                     "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
                     else "the machine's CUDA toolkit"}
     return {"path": None, "version": None, "from": None}

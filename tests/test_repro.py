@@ -77,6 +77,13 @@ def test_zero_stats_release_is_unavailable_not_constant(jax_python):
     assert doc["jax"] == "0.4.25"
     assert doc["verdict"]["status"] == "unavailable"
     assert "0 bytes" in doc["verdict"]["reason"]
+    # Every case is unmeasured, each with the reason; only the first is compiled (the rest
+    # would spend seconds, v2 most, to say 0 again).
+    assert [c["status"] for c in doc["cases"]] == ["unavailable"] * len(doc["cases"]) == \
+        ["unavailable"] * 9
+    assert doc["cases"][0]["compile_seconds"] is not None
+    assert all(c["compile_seconds"] is None and "not compiled again" in c["error"]
+               for c in doc["cases"][1:])
     check = run_repro(python, "--check", *SMALL)
     assert check.returncode == 125
     assert "Traceback" not in check.stderr

@@ -129,6 +129,11 @@ def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
     analysis = repro_json(python, *SMALL, *extra)
     dump = repro_json(python, *SMALL, *extra, "--sizes-from", "dump")
     assert {c["source"] for c in analysis["cases"]} == {"memory_analysis()"}
+    # The harness's own flags (a temporary dump folder, this machine's paths) stay out of
+    # what is recorded: a result reads the same wherever it was measured.
+    assert "repro-xla-dump" not in analysis["environment"] + analysis["xla_flags"]
+    if where == "target":
+        assert analysis["target"]["ptxas"]["path"].startswith("$ENV/")
     assert {c["source"] for c in dump["cases"]} == {"XLA buffer-assignment dump"}
     for key, case in cases(analysis).items():
         other = cases(dump)[key]
