@@ -419,7 +419,11 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
 
     # Releases measured at once, each on its own core: a compile keeps one core busy.
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="release")
-    futures = [pool.submit(measure, i, target) for i, target in enumerate(targets)]
+    # Longest first, by what each took when its result in REPORTS was measured (a clone
+    # carries them): no release that takes long starts last, with the other cores idle.
+    order = sorted(range(len(work)), key=lambda i: -_expected_seconds(reports, *work[i]))
+    submitted = {i: pool.submit(measure, i, work[i][0]) for i in order}
+    futures = [submitted[i] for i in range(len(work))]
     failed = None
     try:
         for i, future in enumerate(futures):
@@ -456,6 +460,18 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             print(f"{PROG}: error: {problem}", file=sys.stderr)
         return 2
     return 0
+
+
+def _expected_seconds(reports: Path, target: Target, backend: str,
+                      options: HarnessOptions) -> float:
+    """Seconds the last measurement of this release in REPORTS took; unknown ones first."""
+    if target.skip:
+        return 0.0
+    previous = _read_measurement(result_file(reports, str(target.release.version), backend,
+                                             options.mode, options.target))
+    if previous is None or previous.document is None:
+        return float("inf")
+    return previous.seconds
 
 
 def main(argv: list[str] | None = None) -> int:
