@@ -35,5 +35,6 @@ def start_backend_code() -> str:
 
 def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
     """The same set-up for this process; must run before the first ``import jax``."""
+    wanted = child_environ(backend, xla_flags, base=dict(os.environ))
     os.environ.clear()
-    os.environ.update(child_environ(backend, xla_flags, base=dict(os.environ)))
+    os.environ.update(wanted)

@@ -113,3 +113,20 @@ def test_first_difference_names_the_pass():
 def test_real_names_pair_with_themselves(version):
     same = [{"file": n, "text": MODULE} for n in names(version)]
     assert first_difference(same, same)["status"] == "same"
+
+
+def test_configuring_a_child_process_keeps_its_environment():
+    """The pass dumps of a GPU target need JAX_SKIP_CUDA_CONSTRAINTS_CHECK (and PATH, HOME):
+    setting the backend and XLA_FLAGS must not wipe the rest (it once did)."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ['JAX_SKIP_CUDA_CONSTRAINTS_CHECK'] = '1'; "
+            "os.environ['XLA_FLAGS'] = '--a=1'; "
+            "from repro.process import configure_this_process; "
+            "configure_this_process('cpu', '--b=2'); "
+            "print(os.environ['JAX_SKIP_CUDA_CONSTRAINTS_CHECK'], os.environ['JAX_PLATFORMS'], "
+            "os.environ['XLA_FLAGS'], 'PATH' in os.environ)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, check=True)
+    assert done.stdout.split() == ["1", "cpu", "--a=1", "--b=2", "True"]
