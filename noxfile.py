@@ -13,6 +13,7 @@ Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 from pathlib import Path
 
@@ -35,7 +36,9 @@ DEFAULT_RELEASES = ["0.4.20", "0.4.29", "0.5.0", "0.5.1", "0.10.2", "0.12.0.1"]
 
 # The report's own GPU, compiled without one (jaxbisect measures it on any machine): every
 # default release is also measured for it, beside the CPU (or the GPU at hand).
-REPORT_TARGET = "a6000"
+# REPRO_REPORT_TARGET names another (empty: none; the CI workflow's GPU jobs leave it to its
+# CPU target jobs).
+REPORT_TARGET = os.environ.get("REPRO_REPORT_TARGET", "a6000")
 
 SWEEP = ("python", "-m", "jaxbisect.sweep")
 RELEASE_FLAGS = {"--release", "--releases", "--from", "--to"}
@@ -103,8 +106,10 @@ def repro_release(session: nox.Session, release: str) -> None:
 def _report_target(posargs: list[str]) -> list[str]:
     """The report's GPU beside the backend, unless the run names its own target or runs
     for real (a compile-only target has no runtime mode)."""
-    if any(arg.startswith(("--target", "--also-target")) for arg in posargs) \
-            or "runtime" in posargs:
+    runtime = "--mode=runtime" in posargs or any(
+        a == "--mode" and b == "runtime" for a, b in zip(posargs, posargs[1:]))
+    if not REPORT_TARGET or runtime or any(
+            arg.startswith(("--target", "--also-target")) for arg in posargs):
         return []
     return ["--also-target", REPORT_TARGET]
 

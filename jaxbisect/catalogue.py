@@ -166,6 +166,10 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
     here = f"linux {platform.machine()}"
     if release.yanked and not allow_yanked:
         return "yanked"
+    if backend == DEVICELESS:  # first: what a real GPU would cure, whatever else stands
+        why = deviceless_reason(release.version)
+        if why:
+            return why
     if release.requires_python:
         try:
             if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
@@ -185,10 +189,6 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
         return "only linux is supported"
     if tag not in release.jaxlib_pythons:
         return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
-    if backend == DEVICELESS:
-        why = deviceless_reason(release.version)
-        if why:
-            return why
     if backend.startswith("cuda12"):
         if release.version < FIRST_CUDA12_FIND_LINKS:
             return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"

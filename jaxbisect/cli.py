@@ -22,7 +22,13 @@ from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
 from .machine import parallel_runs
-from .probe import DEFAULT_TIMEOUT, HarnessOptions, ignored_environment_note, target_option
+from .probe import (
+    DEFAULT_TIMEOUT,
+    HarnessOptions,
+    ignored_environment_note,
+    target_label,
+    target_option,
+)
 
 PROG = "python -m bisect"
 
@@ -109,6 +115,14 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         parser(prog).error("give --from and --to (or --explain RELEASE)")
     if args.explain is not None and (args.start or args.end or command):
         parser(prog).error("--explain takes one release: leave out --from, --to and `--`")
+    if args.target is not None and command:
+        parser(prog).error("--target compiles the report's program for a GPU without one; "
+                           "a command after `--` cannot run there: drop one of them")
+    if args.target is not None:  # checked before the catalogue is loaded (or fetched)
+        try:
+            args.target = target_option(args.target)
+        except UserError as exc:
+            parser(prog).error(str(exc))
     return args, command
 
 
@@ -213,7 +227,7 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
                                         remeasure=args.remeasure)
     where, label = backend, backend
     if options.target:  # XLA's plan for that GPU, compiled here: say so, name it so
-        where = options.target.rsplit("/", 1)[-1].removesuffix(".txtpb")
+        where = target_label(options.target)
         label = f"compiled for {load_target(options.target).description}, without the GPU"
     path = args.reports / f"explain-{release.version}-{where}.md"
     doc = {"schema": 1, "explain": str(release.version), "backend": backend,

@@ -136,9 +136,25 @@ class Bisection:
         parts = []
         if lo != self.request.start:
             parts.append((self.request.start, lo))
+        if self.gpu_only_between:  # the answer's pair has releases between it never saw
+            parts.append((str(self.last_old.release.version),
+                          str(self.first_new.release.version)))
         if hi != self.request.end:
             parts.append((hi, self.request.end))
         return parts
+
+    @property
+    def gpu_only_between(self) -> list[Release]:
+        """Releases strictly between the answer's two that only a real GPU can measure (jax
+        0.4.36 and 0.4.37 for a target): the change may be in one of them."""
+        if self.result.status != "found":
+            return []
+        old, new = self.last_old.release.version, self.first_new.release.version
+        return [r for r, why in self.unusable if needs_a_gpu(why) and old < r.version < new]
+
+    @property
+    def exact(self) -> bool:
+        return self.result.exact and not self.gpu_only_between
 
     def probe_of(self, index: int) -> Probe:
         release = self.candidates[index]

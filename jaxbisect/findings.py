@@ -29,7 +29,7 @@ from .evidence.commits import commits_touching, github, most_likely
 from .evidence.explain import explain_release, small_options
 from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
-from .probe import HarnessOptions, harness_id
+from .probe import HarnessOptions, harness_id, target_key
 
 MB = 1024**2
 
@@ -82,7 +82,7 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
            "jax_repo": str(jax_repo) if jax_repo else None,
-           "explain": asdict(small_options(o))}
+           "explain": asdict(small_options(o)), "target": target_key(o.target)}
     path = _stored(key)
     try:
         if b.request.remeasure:
@@ -162,7 +162,8 @@ def explain_one(release: Release, backend: str, options: HarnessOptions, say: Sa
     """``--explain RELEASE``: the why for one release (markdown, explanation), stored whole
     once every measurement behind it is."""
     key = {"release": str(release.version), "backend": backend, "harness": harness_id(),
-           "explain": asdict(small_options(options)), "xla_flags": options.xla_flags}
+           "explain": asdict(small_options(options)), "xla_flags": options.xla_flags,
+           "target": target_key(options.target)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = cache_dir() / "explanations" / f"{release.version}-{backend}-{digest}.json"
     try:

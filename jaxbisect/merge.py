@@ -37,8 +37,6 @@ class Result:
     @property
     def device(self) -> str:
         d = self.measurement.document
-        if d and d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
-            return f"{d.get('device')}, compiled without the GPU"
         return str(d.get("device") or "?") if d else NOT_MEASURED
 
     @property
@@ -49,9 +47,11 @@ class Result:
     def identity(self) -> str:
         """Equal for the same result uploaded twice, different for any other."""
         m = self.measurement
-        return json.dumps([m.release, m.backend, m.options.argv(), m.error,
-                           m.document and {k: m.document.get(k) for k in
-                                           ("jax", "jaxlib", "backend", "device", "cases")}],
+        d = m.document and {k: m.document.get(k) for k in ("jax", "jaxlib", "backend", "device")}
+        if d:  # how long a compile took is the machine's, not the result's
+            d["cases"] = [{k: v for k, v in c.items() if k != "compile_seconds"}
+                          for c in m.document.get("cases") or []]
+        return json.dumps([m.release, m.backend, m.options.argv(), m.error, d],
                           sort_keys=True, default=str)
 
 

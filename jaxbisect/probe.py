@@ -131,13 +131,31 @@ class Measurement:
 def target_option(text: str | None) -> str:
     """``--target`` as the harness takes it: a built-in's name, or a spec file's absolute
     path (the harness runs in another folder); a bad one is a UserError."""
-    if not text:
+    if text is None:
         return ""
+    if not text.strip():
+        raise UserError("--target needs a name (a6000, a100, h100, h200) or a spec file")
     try:
         target = load_target(text)
     except TargetError as exc:
         raise UserError(str(exc)) from None
     return target.name if target.source.startswith("built in") else target.source
+
+
+def target_label(target: str) -> str:
+    """How files name a target: a built-in's name; a spec file's stem and content digest
+    (``mine-1a2b3c4d``), so that it never takes a built-in's (or another file's) place."""
+    if not target:
+        return ""
+    if "/" not in target:
+        return target
+    return f"{Path(target).stem}-{load_target(target).sha256[:8]}"
+
+
+def target_key(target: str) -> str:
+    """What a stored result depends on of its target: the spec's content (edited in place,
+    it is another target)."""
+    return load_target(target).sha256 if target else ""
 
 
 def harness_id() -> str:
@@ -198,7 +216,7 @@ def harness_environ() -> dict[str, str]:
 def _options_key(options: HarnessOptions) -> str:
     fields = asdict(options)
     if options.target:  # a spec file edited in place is another target
-        fields["target_sha256"] = load_target(options.target).sha256
+        fields["target_sha256"] = target_key(options.target)
     text = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

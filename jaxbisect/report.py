@@ -51,8 +51,8 @@ def grouped_reasons(unusable) -> list[tuple[str, str]]:
 
 def gpu_commands(b: Bisection) -> list[str]:
     """The command for each part of the range only a real GPU can measure."""
-    return [shlex.join(["python", "-m", "bisect", "--from", lo, "--to", hi, "--backend",
-                        "cuda12"]) for lo, hi in b.needs_a_gpu]
+    return [shlex.join(_bisect_argv(b.request, lo, hi, ["--backend", "cuda12"],
+                                    leave_out=("target",))) for lo, hi in b.needs_a_gpu]
 
 
 def answer_line(b: Bisection) -> str:
@@ -83,6 +83,10 @@ def answer_line(b: Bisection) -> str:
     where = (f"between jax {old.release.version} (jaxlib {old.jaxlib}), the last release with "
              f"the old behaviour, and jax {new.release.version} (jaxlib {new.jaxlib}), the first "
              f"with the new")
+    if b.gpu_only_between:
+        between = [str(r.version) for r in b.gpu_only_between]
+        where += (f"; jax {', '.join(between)} in between cannot be compiled without a GPU, "
+                  f"so the change is in one of them or in jax {new.release.version}")
     if not r.exact:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
         where += (f"; jax {', '.join(between)} in between could not be measured, so the "
@@ -94,10 +98,15 @@ def reproduce_command(b: Bisection) -> str:
     """The command line that asks the same question: every option that changes the result,
     each value glued to its option so that one starting with ``--`` pastes back too."""
     req = b.request
-    argv = ["python", "-m", "bisect", "--from", req.start, "--to", req.end,
-            *([] if req.options.target else ["--backend", req.backend])]
+    return shlex.join(_bisect_argv(req, req.start, req.end,
+                                   [] if req.options.target else ["--backend", req.backend]))
+
+
+def _bisect_argv(req, start: str, end: str, where: list[str], *,
+                 leave_out: tuple[str, ...] = ()) -> list[str]:
+    argv = ["python", "-m", "bisect", "--from", start, "--to", end, *where]
     for name, value in req.result_options().items():
-        if name == "command":
+        if name == "command" or name in leave_out:
             continue
         option = "--" + name.replace("_", "-")
         if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
@@ -112,7 +121,7 @@ def reproduce_command(b: Bisection) -> str:
             argv += [option, str(value)]
     if req.command:
         argv += ["--", *req.command]
-    return shlex.join(argv)
+    return argv
 
 
 def machine_environment(b: Bisection) -> str:
@@ -254,11 +263,12 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
     first, last = b.probe_of(0), b.probe_of(len(b.candidates) - 1)
     skipped = [{"jax": str(p.release.version), "reason": p.reason}
                for p in b.probes if p.outcome.value == "skip"]
-    skipped += [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
+    skipped += [{"jax": str(rel.version),
+                 "reason": why if needs_a_gpu(why) else f"not installable here: {why}"}
                 for rel, why in b.unusable]
     doc = {
         "schema": SCHEMA, "from": req.start, "to": req.end, "backend": req.backend,
-        "status": r.status, "direction": b.direction, "exact": r.exact,
+        "status": r.status, "direction": b.direction, "exact": b.exact,
         "verdict_from": first.verdict, "verdict_to": last.verdict,
         "last_old": _who(b.last_old), "first_new": _who(b.first_new),
         "probes": [{"jax": str(p.release.version), "jaxlib": p.jaxlib, "verdict": p.verdict,

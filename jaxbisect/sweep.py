@@ -48,6 +48,7 @@ from .probe import (
     harness_args,
     ignored_environment_note,
     measure_release,
+    target_label,
     target_option,
 )
 from .tables import results_table
@@ -185,7 +186,7 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
 def result_file(reports: Path, release: str, backend: str, mode: str = "compiled",
                 target: str = "") -> Path:
     suffix = "" if mode == "compiled" else f"-{mode}"
-    where = target.rsplit("/", 1)[-1].removesuffix(".txtpb") if target else backend
+    where = target_label(target) if target else backend
     return reports / f"jax-{release}-{where}{suffix}.json"
 
 
@@ -312,7 +313,10 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
         lines.append(f"- Harness{which}: `{harness_command(backend, options)}`")
     lines += [
         ("- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
-         "compiled mode (the report's figure), the real peak in runtime mode."),
+         "compiled mode (the report's figure), or of XLA's buffer-assignment dump where a "
+         "release's `memory_analysis()` gives none (a GPU target before jax 0.6.1); the real "
+         "peak in runtime mode. A GPU target's rows are XLA's plan for that GPU, compiled "
+         "on this machine without it."),
         ("- Verdict: v0 *grows* when it gains at least 0.5 stacked buffers (n_inner × n_res³ "
          "values) per extra outer iteration (the report's bug: +1.00), *constant* when it "
          "does not; *unavailable* when the release reports no sizes (0 bytes: not measured, "

@@ -63,7 +63,7 @@ def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]]
             shown += f": {verdict['reason']}"
         backend, device = d["backend"], d["device"]
         if d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
-            backend, device = m.backend, f"{device}, compiled without the GPU"
+            backend = m.backend
         rows.append([d["jax"], d["jaxlib"], backend, device, d["mode"]]
                     + [_case_mb(d, "v0", n) for n in n_outers]
                     + [_across(d, "v1", n_outers), _across(d, "v2", n_outers), shown])

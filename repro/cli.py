@@ -172,7 +172,7 @@ def _configure_jax_process(args: argparse.Namespace) -> Path | None:
     elif dump_dir is not None:
         os.environ["XLA_FLAGS"] = " ".join(filter(None, [
             os.environ.get("XLA_FLAGS", ""),
-            f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop"]))
+            f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re=jit_outer_loop']))
     if args.dtype == "float64":
         os.environ["JAX_ENABLE_X64"] = "1"
     if args.mode == "runtime":
@@ -210,8 +210,9 @@ def describe_environment(compiler: Compiler | None = None,
     info["target"] = compiler.describe() if compiler is not None else None
     info["deviceless"] = info["target"] is not None
     if info["deviceless"]:
-        info["host_backend"], info["backend"] = info["backend"], "gpu"
-        info["device"], info["device_count"] = info["target"]["description"], 1
+        info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
+        info["device"] = targets.device_label(info["target"]["description"])
+        info["device_count"] = 1
     # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
     # additions (a temporary dump folder, this machine's paths), so that a result reads the
     # same wherever and whenever it was measured. XLA parsed its flags when the backend
@@ -395,16 +396,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_target_spec(path: Path) -> int:
+    """The GPU at hand's spec, written whole to ``path`` once it reads back as a target."""
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
         text = targets.capture_spec()
-        path.write_text(text, encoding="utf-8")
-    except targets.TargetError as exc:
-        print(f"python -m repro: error: {exc}", file=sys.stderr)
-        return 2
+        tmp.write_text(text, encoding="utf-8")
+        targets.load(str(tmp))  # what --target will need of it
+        os.replace(tmp, path)
     except OSError as exc:
         print(f"python -m repro: error: cannot write {path}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(f"wrote {path}: use it with --target {path}", file=sys.stderr)
+    except Exception as exc:  # no JAX, no GPU, a release without the call: one line
+        tmp.unlink(missing_ok=True)
+        print(f"python -m repro: error: cannot write a target spec here: {type(exc).__name__}: "
+              f"{(str(exc).strip().splitlines() or [''])[0][:300]}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}: use it with --target {path} (a jaxlib older than this one may need "
+          f"it trimmed: see repro/targets/README.md)", file=sys.stderr)
     return 0
 
 

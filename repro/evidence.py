@@ -65,7 +65,7 @@ def configure_process(args: argparse.Namespace, dump_dir: Path) -> None:
     """XLA_FLAGS and JAX_ENABLE_X64 for this process; must run before ``import jax``."""
     if args.target:
         targets.configure_process(None)
-    ours = f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"
+    ours = f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_text'  # quoted: TMPDIR may hold spaces
     flags = [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip(), ours]
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
     if args.dtype == "float64":
@@ -307,8 +307,9 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
         document["target"] = args.compiler.describe()
         document["deviceless"] = bool(args.target)
         if document["deviceless"]:  # XLA's plan for that GPU, compiled on this machine
-            document["host_backend"], document["backend"] = document["backend"], "gpu"
-            document["device"] = document["target"]["description"]
+            document["host_backend"] = document["backend"]
+            document["backend"] = targets.COMPILE_ONLY
+            document["device"] = targets.device_label(document["target"]["description"])
     except Exception as exc:  # no usable jax here: say so, in the same JSON shape
         document.update(status="error", error=f"cannot use JAX here: {error_line(exc)}")
         return document

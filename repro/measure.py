@@ -127,6 +127,14 @@ class Compiler:
         before = self._dumped()
         compiled = (fn.lower(*args) if args else fn()).compile()
         new = self._dumped() - before
+        if self.dump_dir is not None and not new:
+            # The same program compiled earlier in this process comes from jax's cache, and
+            # XLA dumps nothing: compile it afresh where the dump is what gives the sizes.
+            import jax
+
+            jax.clear_caches()
+            compiled = (fn.lower(*args) if args else fn()).compile()
+            new = self._dumped() - before
         assignment = [p for p in new if p.name.endswith("after_optimizations-buffer-assignment.txt")]
         text = assignment[0].read_text(encoding="utf-8") if len(assignment) == 1 else None
         for path in new:  # dumps of v2 at large n_outer are big: keep none of them

@@ -44,6 +44,14 @@ class Target:
                 "sha256": self.sha256}
 
 
+COMPILE_ONLY = "gpu (compile-only)"  # the backend of a deviceless result, never "gpu"
+
+
+def device_label(description: str) -> str:
+    """The device of a deviceless result: the GPU's name, and that it was not there."""
+    return f"{description}, compiled without the GPU"
+
+
 def built_in() -> list[str]:
     return sorted(p.stem for p in TARGETS_DIR.glob(f"*{SPEC_SUFFIX}"))
 
@@ -86,11 +94,11 @@ def configure_process(dump_dir: Path | None) -> None:
     if nvcc is not None:
         # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
         # toolkit the machine happens to have, so that a result says which one it used.
-        flags.append(f"--xla_gpu_cuda_data_dir={nvcc}")
+        flags.append(f'--xla_gpu_cuda_data_dir="{nvcc}"')  # quoted: a path may hold spaces
     # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
     # buffer-assignment dump has the same numbers (repro/measure.py reads it).
     if dump_dir is not None:
-        flags.append(f"--xla_dump_to={dump_dir} --xla_dump_hlo_module_re=jit_outer_loop")
+        flags.append(f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re=jit_outer_loop')
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
 
 
@@ -195,7 +203,7 @@ def capture_spec() -> str:
     if not gpus:
         raise TargetError("no GPU is visible to JAX here: --write-target-spec needs one")
     config = xla_client.get_topology_for_devices(gpus[:1]).target_config
-    text = config if isinstance(config, str) else str(config)
+    text = config.decode() if isinstance(config, bytes) else str(config)
     header = (f"# Written by `python -m repro --write-target-spec` on a machine with a "
               f"{gpus[0].device_kind}, jax {jax.__version__}.\n"
               f"# proto-message: stream_executor.GpuTargetConfigProto\n\n")

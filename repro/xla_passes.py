@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags, "dumps": []}
     try:
-        configure_this_process(args.backend, f"{args.xla_flags} --xla_dump_to={dump_dir} "
+        configure_this_process(args.backend, f'{args.xla_flags} --xla_dump_to="{dump_dir}" '
                                              "--xla_dump_hlo_pass_re=.*")
         if args.dtype == "float64":
             import os

@@ -401,3 +401,44 @@ def test_progress_says_one_step_not_one_steps(catalogue, monkeypatch):
     narrowed = [line for line in said if line.startswith("narrowed")]
     assert not any("~1 steps" in line for line in narrowed), narrowed
     assert any(re.search(r"~1 step left\)$", line) for line in narrowed), narrowed
+
+
+def target_bisect(catalogue, start, end, **options):
+    request = driver.Request(start=start, end=end, backend="cuda12-deviceless",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16, target="a6000",
+                                                    **options))
+    return driver.bisect_releases(catalogue, request, say=lambda message: None)
+
+
+def test_a_target_change_next_to_releases_only_a_gpu_can_compile_is_not_exact(
+        catalogue, monkeypatch):
+    """jax 0.4.36 and 0.4.37 cannot compile without a GPU: a change seen between 0.4.35 and
+    0.4.38 may be in either of them, and the report says so, with the real-GPU command."""
+    script(monkeypatch, {"0.4.35": "grows", "0.4.38": "constant"})
+    b = target_bisect(catalogue, "0.4.35", "0.4.38")
+    assert [str(r.version) for r in b.candidates] == ["0.4.35", "0.4.38"]
+    assert b.result.status == "found" and b.result.exact and not b.exact
+    assert [str(r.version) for r in b.gpu_only_between] == ["0.4.36", "0.4.37"]
+    line = answer_line(b)
+    assert "jax 0.4.36, 0.4.37 in between cannot be compiled without a GPU" in line
+    assert "the change is in one of them or in jax 0.4.38" in line
+    doc = document(b, None)
+    assert doc["exact"] is False
+    assert doc["needs_a_gpu"] == [{"from": "0.4.35", "to": "0.4.38", "command":
+                                   "python -m bisect --from 0.4.35 --to 0.4.38 --backend cuda12 "
+                                   "--n-outer 1 3 6 --n-res 16"}]
+
+
+def test_a_target_range_is_narrowed_to_what_compiles_and_the_rest_keeps_the_options(
+        catalogue, monkeypatch):
+    """An end before 0.4.34 (whatever else is wrong with it: 0.4.16's jaxlib is dated years
+    later) narrows the range; the command for the rest asks the same question on a GPU."""
+    script(monkeypatch, {"0.4.34": "grows", "0.4.35": "grows", "0.4.38": "grows",
+                         "0.5.0": "grows"})
+    b = target_bisect(catalogue, "0.4.16", "0.5.0", n_inner=50, xla_flags="--xla_foo=1")
+    assert b.measured_part == ("0.4.34", "0.5.0") and b.result.status == "alike"
+    [command] = report.gpu_commands(b)
+    assert shlex.split(command) == ["python", "-m", "bisect", "--from", "0.4.16", "--to",
+                                    "0.4.34", "--backend", "cuda12", "--n-outer", "1", "3", "6",
+                                    "--n-inner", "50", "--n-res", "16", "--xla-flags=--xla_foo=1"]
+    assert "**Measured part: jax 0.4.34 … 0.5.0.**" in render(b)

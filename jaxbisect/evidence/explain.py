@@ -18,7 +18,7 @@ from pathlib import Path
 from ..catalogue import Release
 from ..environments import ensure_environment
 from ..files import cache_dir, write_json
-from ..probe import HarnessOptions, Measurement, harness_id, measure_release
+from ..probe import HarnessOptions, Measurement, harness_id, measure_release, target_key
 from .common import MB
 from .flags import FlagChange, FlagSearch, changed_defaults, relevant_to, search_flags
 from .passes import first_difference, is_safe, passes_that_changed
@@ -193,7 +193,7 @@ def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: s
     args = ["--json", "--backend", _platform(backend), "--n-outer", "3", "--n-inner",
             str(small.n_inner), "--n-res", str(small.n_res), "--dtype", small.dtype,
             f"--xla-flags={xla_flags}"] + (["--target", small.target] if small.target else [])
-    key = hashlib.sha256(json.dumps(args).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([*args, target_key(small.target)]).encode()).hexdigest()[:12]
     path = (cache_dir() / "results" / backend / f"jax-{side.version}"
             / f"xla-passes-{harness_id()}-{key}.json")
     if not remeasure:
