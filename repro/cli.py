@@ -18,6 +18,7 @@ from pathlib import Path
 from . import SCHEMA
 from . import target as targets
 from .measure import MB, Compiler, Params, compiled_case, left_out_case, runtime_case
+from .process import stdout_to_stderr
 from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
@@ -426,7 +427,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     # so a commit that cannot be measured is never blamed for the change.
     failed = EXIT_STATUS["unavailable"] if args.check else 2
     try:
-        document = measure(args, log, dump_dir)
+        with stdout_to_stderr():
+            document = measure(args, log, dump_dir)
     except ImportError as exc:
         example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "

@@ -26,6 +26,7 @@ from . import SCHEMA
 from . import target as targets
 from .cli import OneLineParser, positive_int
 from .measure import Compiler, Unmeasured, error_line
+from .process import stdout_to_stderr
 from .verdict import stacked_buffer_bytes, verdict
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -329,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     dump_dir = Path(tempfile.mkdtemp(prefix="repro-evidence-"))
     try:
         configure_process(args, dump_dir)
-        document = gather(args, dump_dir)
+        with stdout_to_stderr():  # stdout: the JSON document only
+            document = gather(args, dump_dir)
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
     print(json.dumps(document, indent=1))

@@ -8,7 +8,9 @@ environment comes from here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
 
@@ -38,3 +40,19 @@ def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
     wanted = child_environ(backend, xla_flags, base=dict(os.environ))
     os.environ.clear()
     os.environ.update(wanted)
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send whatever JAX and its plugins print while they work to stderr, at the descriptor
+    level (C++ logging too): with ``--json``, stdout is one JSON document and nothing else
+    (jax 0.6.1's CUDA plugin prints a line about its constraints check to stdout)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
-from .process import PLATFORMS, configure_this_process
+from .process import PLATFORMS, configure_this_process, stdout_to_stderr
 
 MAX_TEXT_CHARS = 200_000
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
@@ -67,18 +67,19 @@ def main(argv: list[str] | None = None) -> int:
             import os
 
             os.environ["JAX_ENABLE_X64"] = "1"
-        for name in ("jax", "jaxlib"):
-            document[name] = metadata.version(name)
-        import jax.numpy as jnp
+        with stdout_to_stderr():  # stdout: the JSON document only
+            for name in ("jax", "jaxlib"):
+                document[name] = metadata.version(name)
+            import jax.numpy as jnp
 
-        from .measure import Compiler
-        from .variants import outer_loop
+            from .measure import Compiler
+            from .variants import outer_loop
 
-        arg = Compiler(target).struct((args.n_res,) * 3, jnp.dtype(args.dtype))
-        outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
-        document["dumps"] = pass_dumps(dump_dir)
-        if not document["dumps"]:
-            document.update(status="unavailable", error="XLA wrote no per-pass dumps")
+            arg = Compiler(target).struct((args.n_res,) * 3, jnp.dtype(args.dtype))
+            outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
+            document["dumps"] = pass_dumps(dump_dir)
+            if not document["dumps"]:
+                document.update(status="unavailable", error="XLA wrote no per-pass dumps")
     except Exception as exc:
         from .measure import error_line
 

@@ -226,3 +226,21 @@ def test_system_python_has_no_jax():
                            "print('jax' in sys.modules)"], cwd=REPO, capture_output=True,
                           text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_json_stdout_stays_one_document_where_the_plugin_prints(target_python):
+    """jax 0.6.1's CUDA plugin prints a line to stdout when its constraints check is skipped:
+    the harness keeps stdout for its JSON document alone (the line goes to stderr)."""
+    done = run_repro(target_python("0.6.1"), "--json", "--quiet", "--target", "a6000", *SMALL)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["deviceless"] is True
+    assert "Skipped CUDA versions constraints check" in done.stderr
+
+
+def test_releases_that_cannot_describe_a_compile_only_output_are_read_from_the_dump(
+        target_python):
+    """jax 0.8.2 compiles for the target, then fails describing the outputs of a device that
+    lists no memory kinds: the plan was made, and XLA's dump of it gives the sizes."""
+    doc = repro_json(target_python("0.8.2"), "--target", "a6000", *SMALL)
+    assert {c["source"] for c in doc["cases"]} == {"XLA buffer-assignment dump"}
+    assert all(c["status"] == "ok" for c in doc["cases"]) and doc["verdict"]["status"] == "grows"
