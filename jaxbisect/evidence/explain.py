@@ -47,16 +47,21 @@ def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: floa
     """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
     path = (cache_dir() / "results" / backend / f"jax-{release.version}"
             / f"xla-flags-{harness_id()}.json")
+    return _stored_run(path, remeasure, f"jax {release.version}", lambda: run_in_environment(
+        python, "repro.xla_flags", ["--json", "--backend", _platform(backend)], timeout,
+        _platform(backend)))
+
+
+def _stored_run(path: Path, remeasure: bool, what: str, run) -> dict:
+    """The stored document at ``path``, or ``run()``'s, stored when it is a good one."""
     if not remeasure:
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):
             pass
-    document = run_in_environment(python, "repro.xla_flags",
-                                  ["--json", "--backend", _platform(backend)], timeout,
-                                  _platform(backend))
+    document = run()
     if document.get("status") != "ok":
-        raise EvidenceFailed(f"jax {release.version}: {document.get('error')}")
+        raise EvidenceFailed(f"{what}: {document.get('error')}")
     write_json(path, document)
     return document
 
@@ -196,17 +201,10 @@ def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: s
     key = hashlib.sha256(json.dumps([*args, target_key(small.target)]).encode()).hexdigest()[:12]
     path = (cache_dir() / "results" / backend / f"jax-{side.version}"
             / f"xla-passes-{harness_id()}-{key}.json")
-    if not remeasure:
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            pass
-    document = run_in_environment(side.python, "repro.xla_passes", args, timeout,
-                                  "" if small.target else _platform(backend))
-    if document.get("status") != "ok":
-        raise EvidenceFailed(f"jax {side.version}: per-pass dumps: {document.get('error')}")
-    write_json(path, document)
-    return document
+    return _stored_run(path, remeasure, f"jax {side.version}: per-pass dumps",
+                       lambda: run_in_environment(side.python, "repro.xla_passes", args,
+                                                  timeout,
+                                                  "" if small.target else _platform(backend)))
 
 
 def explain_passes(grows: Side, other: Side | None, backend: str, options: HarnessOptions,
