@@ -67,8 +67,10 @@ def run_in_environment(python: Path, module: str, args: Sequence[str], timeout: 
     try:
         document = json.loads(done.stdout)
     except ValueError:
-        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        raise EvidenceFailed(f"{module} printed no JSON document: {tail[:300]}") from None
+        tail = (done.stderr.strip().splitlines() or [""])[-1][:300]
+        how = (f"killed by signal {-done.returncode}" if done.returncode < 0
+               else f"exit status {done.returncode}")
+        raise EvidenceFailed(f"{module} printed no JSON document ({how}): {tail}") from None
     if document.get("schema") != SCHEMA:
         raise EvidenceFailed(f"{module} spoke schema {document.get('schema')}, not {SCHEMA}")
     return document
