@@ -378,8 +378,11 @@ def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
     if stored:
         parts.append(f"{_releases(len(stored))} stored from earlier runs"
                      + (" (--remeasure measures again)" if not to_measure else ""))
-    if skipped:
-        parts.append(f"{_releases(len(skipped))} not installable here")
+    gpu_only = [t for t in skipped if needs_a_gpu(t.skip)]
+    if gpu_only:
+        parts.append(f"{_releases(len(gpu_only))} only a real GPU can compile for")
+    if len(skipped) > len(gpu_only):
+        parts.append(f"{_releases(len(skipped) - len(gpu_only))} not installable here")
     return ", ".join(parts)
 
 
