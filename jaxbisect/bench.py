@@ -188,11 +188,17 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
 # -- the whole main job -----------------------------------------------------------------------
 
 
-def _harness_seconds(reports: Path) -> float:
+def _harness_seconds(cache: Path, since: float) -> float:
+    """Harness seconds of every measurement stored in ``cache`` since ``since`` (the
+    reports' copies keep their old timings when only timings changed: not those)."""
     total = 0.0
-    for path in reports.glob("*.json"):
-        m = Measurement.from_json(json.loads(path.read_text(encoding="utf-8")))
-        total += m.seconds
+    for path in (cache / "results").rglob("*.json"):
+        if path.stat().st_mtime < since:
+            continue
+        try:
+            total += Measurement.from_json(json.loads(path.read_text(encoding="utf-8"))).seconds
+        except (ValueError, KeyError, TypeError):
+            continue  # a command's or an explanation's record, not a measurement
     return total
 
 
@@ -211,11 +217,18 @@ def bench_repro(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     unit = args.harness_seconds
     rows, checks = [], []
 
+    cache = scratch / "repro-cache"
+    started: list[float] = []
+
     def nox(extra: list[str], label: str) -> float:
         say(f"bench: {what}, {label} …")
+        started.append(time.time())
         seconds, _ = _timed(lambda: _run([*base, *extra], env=env, cwd=REPO, log=log))
         say(f"bench: {what}, {label}: {seconds:.1f} s")
         return seconds
+
+    def harness_seconds() -> float:  # of the last nox run
+        return _harness_seconds(cache, started[-1])
 
     cold_label = ("cold: fresh cache, nox envdir and uv cache (a fresh machine)"
                   if args.fresh_machine else "cold: fresh JAX_SCAN_REPRO_CACHE and nox envdir")
@@ -224,19 +237,19 @@ def bench_repro(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     shutil.rmtree(reports, ignore_errors=True)
     shutil.copytree(REPO / "reports" / "repro", reports)
     cold = nox([], "cold")
-    harness = _harness_seconds(reports)
+    harness = harness_seconds()
     rows.append(Row(what, "uv", cold, f"{cold_label}; harness {harness:.1f} s, releases "
                                       f"side by side", cold / unit))
     stored = nox([], "warm")
     rows.append(Row(what, "uv", stored, "warm: environments and results stored, nothing to run",
                     stored / unit))
     remeasured = nox(["--remeasure"], "warm, remeasured")
-    harness = _harness_seconds(reports)
+    harness = harness_seconds()
     rows.append(Row(what, "uv", remeasured,
                     f"warm, --remeasure: environments ready, harness {harness:.1f} s of work",
                     remeasured / unit))
     one_at_a_time = nox(["--remeasure", "--jobs", "1"], "warm, remeasured, one at a time")
-    harness_one = _harness_seconds(reports)
+    harness_one = harness_seconds()
     outside_one = (one_at_a_time - harness_one) / one_at_a_time
     rows.append(Row(what, "uv", one_at_a_time,
                     f"warm, --remeasure --jobs 1 (one release at a time): harness "
