@@ -39,7 +39,7 @@ from .catalogue import (
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .files import VOLATILE_LINES, check_reports_folder, write_atomic, write_json_if_changed
-from .machine import HARNESS_GIB, machine_description, memory_gib, parallel_runs
+from .machine import machine_description, parallel_runs
 from .probe import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
@@ -110,7 +110,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="measure up to N releases at once (default here: "
-                        f"{sweep_jobs()}, from the cores and memory)")
+                        f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     h = p.add_argument_group("harness options (as python -m repro takes them)")
     h.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N")
@@ -406,7 +406,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             + f" (target {also.target})")
         work += [(target, DEVICELESS, also) for target in also_targets]
     targets = [target for target, _, _ in work]
-    jobs = min(args.jobs or sweep_jobs(), max(1, len(work)))
+    jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
     done: dict[int, Outcome] = {}
     running: set[int] = set()
     lock = threading.Lock()
@@ -467,15 +467,6 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             print(f"{PROG}: error: {problem}", file=sys.stderr)
         return 2
     return 0
-
-
-def sweep_jobs() -> int:
-    """One release more than the machine runs at once: a release that is installing or
-    importing JAX leaves its core idle (measured cold on two cores: nox -s repro took 97 s
-    with 2 at once, 87 s with 3)."""
-    memory = memory_gib()
-    room = memory is None or memory // HARNESS_GIB > parallel_runs()
-    return parallel_runs() + 1 if room else parallel_runs()
 
 
 def _expected_seconds(reports: Path, target: Target, backend: str,
