@@ -22,13 +22,21 @@ def cache_dir() -> Path:
     return Path(base) / "jax-scan-repro"
 
 
+def _read_umask() -> int:
+    umask = os.umask(0)  # the only way to read it is to set it: once, at import, before any
+    os.umask(umask)      # thread of ours runs (sweeps write reports from several threads)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole: a temporary file beside it, then ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = _UMASK
     try:
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for secrets, not for reports
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
