@@ -298,7 +298,9 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
                  now: datetime) -> str:
     by_options: dict[tuple[str, HarnessOptions], list[str]] = {}
     for m in measurements:
-        by_options.setdefault((m.backend, m.options), []).append(f"{m.release} ({m.backend})")
+        if m.document is not None or len(measurements) == 1:  # what ran, not what was skipped
+            by_options.setdefault((m.backend, m.options), []).append(
+                f"{m.release} ({m.backend})")
     lines = [
         "# jax.lax.scan memory growth, one row per JAX release",
         "",
