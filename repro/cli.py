@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
-from .measure import MB, Compiler, Params, compiled_case, left_out_case, runtime_case
+from .measure import MB, Compiler, Params, compiled_case, dump_flags, left_out_case, runtime_case
 from .process import stdout_to_stderr
 from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
 
@@ -173,7 +173,7 @@ def _configure_jax_process(args: argparse.Namespace) -> Path | None:
     elif dump_dir is not None:
         os.environ["XLA_FLAGS"] = " ".join(filter(None, [
             os.environ.get("XLA_FLAGS", ""),
-            f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re=jit_outer_loop']))
+            dump_flags(dump_dir)]))
     if args.dtype == "float64":
         os.environ["JAX_ENABLE_X64"] = "1"
     if args.mode == "runtime":

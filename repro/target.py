@@ -98,7 +98,9 @@ def configure_process(dump_dir: Path | None) -> None:
     # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
     # buffer-assignment dump has the same numbers (repro/measure.py reads it).
     if dump_dir is not None:
-        flags.append(f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re=jit_outer_loop')
+        from .measure import dump_flags
+
+        flags.append(dump_flags(dump_dir))
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
 
 
