@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,13 @@ def load(name_or_path: str) -> Target:
                   source=source, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
+# Sizes come from buffer assignment, which XLA finishes before it generates machine code, so
+# ptxas's optimizations change no figure; they cost most of a compile that makes many kernels
+# (v2's unrolled loop for the A6000 under jax 0.12.0.1: 14 s with them, 6 s without).
+PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
+PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
+
+
 def configure_process(dump_dir: Path | None) -> None:
     """Environment variables JAX and XLA read at start-up; call before ``import jax``.
 
@@ -89,7 +97,10 @@ def configure_process(dump_dir: Path | None) -> None:
     # driver that check fails (cuInit error 303), the plugin is not registered, and the
     # topology below cannot be made ("topology not implemented for cuda").
     os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-    flags = [os.environ.get("XLA_FLAGS", "")]
+    asked = os.environ.get("XLA_FLAGS", "")
+    # Unless the caller's own XLA_FLAGS say.
+    flags = [] if PTXAS_OPTIMIZATIONS_FLAG in asked else [PTXAS_UNOPTIMIZED]
+    flags.append(asked)
     nvcc = nvcc_wheel_dir()
     if nvcc is not None:
         # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
@@ -190,10 +201,27 @@ def ptxas() -> dict:
             shown = str(path)
             if path.is_relative_to(sys.prefix):  # the same wheel reads the same everywhere
                 shown = "$ENV/" + str(path.relative_to(sys.prefix))
-            return {"path": shown, "version": version,
+            return {"path": shown, "version": version, "optimizations": ptxas_optimizations(),
                     "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
                     else "the machine's CUDA toolkit"}
-    return {"path": None, "version": None, "from": None}
+    return {"path": None, "version": None, "from": None, "optimizations": None}
+
+
+def ptxas_optimizations() -> str:
+    """Whether ptxas optimized the machine code: what the last mention in XLA_FLAGS says."""
+    setting = "false"
+    flags = os.environ.get("XLA_FLAGS", "")
+    try:
+        flags = shlex.split(flags)
+    except ValueError:  # an unbalanced quote: XLA splits on spaces then
+        flags = flags.split()
+    for flag in flags:
+        name, _, value = flag.partition("=")
+        if name == PTXAS_OPTIMIZATIONS_FLAG:
+            setting = value.lower() or "true"
+    if setting in ("true", "1"):
+        return "off (-O0): machine code only, generated after buffer assignment"
+    return "on (ptxas's default)"
 
 
 def capture_spec() -> str:

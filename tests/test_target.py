@@ -145,6 +145,28 @@ def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
     assert analysis["verdict"] == dump["verdict"]
 
 
+def test_ptxas_optimizations_change_no_size(target_python):
+    """The harness compiles for a target with ptxas at -O0 (minutes saved in a sweep): every
+    size, v2's many kernels included, is the same as with ptxas's default, asked for through
+    XLA_FLAGS, and each document says which it was."""
+    sizes = ("--n-res", "16", "--n-inner", "20", "--n-outer", "1", "2", "--variants", "v0",
+             "v1", "v2", "--v2-up-to", "2", "--target", "a6000")
+    python = target_python("0.10.2")
+    fast = repro_json(python, *sizes)
+    default = repro_json(python, *sizes, "--xla-flags",
+                         "--xla_gpu_disable_gpuasm_optimizations=false")
+    assert fast["target"]["ptxas"]["optimizations"].startswith("off (-O0)")
+    assert default["target"]["ptxas"]["optimizations"] == "on (ptxas's default)"
+    assert default["xla_flags"] == "--xla_gpu_disable_gpuasm_optimizations=false"
+    assert fast["xla_flags"] == ""  # the harness's own flag is not one the user asked for
+    assert len(fast["cases"]) == 6
+    for key, case in cases(fast).items():
+        other = cases(default)[key]
+        assert case["total_bytes"] > 0
+        for field in ("output_bytes", "temp_bytes", "argument_bytes", "total_bytes"):
+            assert case[field] == other[field], (key, field)
+
+
 def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_python):
     """The trimmed specs parse from the first release that can compile without a GPU (0.4.34,
     with the harness's one workaround) to the newest on this Python."""
