@@ -31,6 +31,8 @@ from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
 from .probe import HarnessOptions, harness_id, target_key
 
+EVIDENCE_SOURCE = Path(__file__).parent / "evidence"
+
 MB = 1024**2
 
 
@@ -46,6 +48,15 @@ def probed_series(b: Bisection) -> dict[str, list[tuple[int, float]]]:
         if len(points) >= 2:
             series[f"jax {doc['jax']}"] = points
     return series
+
+
+def analysis_id() -> str:
+    """A digest of the evidence package's source: a stored explanation is made again when the
+    analysis behind it changes (the measurements it reads stay stored)."""
+    digest = hashlib.sha256()
+    for path in sorted(EVIDENCE_SOURCE.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _stored(key: dict) -> Path:
@@ -81,6 +92,7 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                               target=o.target)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
+           "analysis": analysis_id(),
            "jax_repo": str(jax_repo) if jax_repo else None,
            "explain": asdict(small_options(o)), "target": target_key(o.target)}
     path = _stored(key)
@@ -162,6 +174,7 @@ def explain_one(release: Release, backend: str, options: HarnessOptions, say: Sa
     """``--explain RELEASE``: the why for one release (markdown, explanation), stored whole
     once every measurement behind it is."""
     key = {"release": str(release.version), "backend": backend, "harness": harness_id(),
+           "analysis": analysis_id(),
            "explain": asdict(small_options(options)), "xla_flags": options.xla_flags,
            "target": target_key(options.target)}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

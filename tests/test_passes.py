@@ -104,9 +104,64 @@ def test_first_difference_names_the_pass():
     found = first_difference(old, new)
     assert (found["status"], found["pass"], found["pipeline"]) == ("differ", "fusion", "main")
     assert any(line.startswith("+") and "sine(" in line for line in found["diff"])
-    extra = dumps(PIPE[:1] + [("simp", "licm", "dce")] + PIPE[1:], MODULE)
-    found = first_difference(old, extra)
-    assert (found["pass"], found["how"]) == ("licm", "only one release changes the module here")
+
+
+def test_a_pass_one_release_adds_counts_only_if_the_modules_then_differ():
+    """Releases add, rename and move passes all the time: one that leaves the module as the
+    other release has it is no difference (jax 0.11.2 → 0.12.0 adds dozens); one that makes
+    another module is named, with what each release ran there."""
+    old = dumps(PIPE, MODULE)
+    extra = dumps(PIPE[:1] + [("simp", "licm", "dce")] + PIPE[1:], renumbered(MODULE, 3))
+    assert first_difference(old, extra)["status"] == "same"
+    changed = extra[:1] + [{**extra[1], "text": MODULE.replace("cosine(", "sine(")}]
+    found = first_difference(old, changed + [{**d, "text": changed[1]["text"]}
+                                             for d in extra[2:]])
+    assert (found["status"], found["pass"], found["pipeline"]) == ("differ", "licm", "simp")
+    assert (found["old_passes"], found["new_passes"]) == ([], ["licm"])
+    assert any(line.startswith("+") and "sine(" in line for line in found["diff"])
+
+
+def test_the_a6000_fix_is_named_where_the_releases_part():
+    """The shape of jax 0.11.2 → 0.12.0 for the A6000: both run copy-insertion; then 0.11.2's
+    copy_fusion merges the copies of a broadcast into one fusion while 0.12.0 first runs a new
+    pass, constant-fill-copy-rewriter, and its copy_fusion finds nothing left to do."""
+    merged = MODULE.replace("cosine(", "tanh(")
+    rewritten = MODULE.replace("cosine(", "exp(")
+    pipe = "pre-scheduling-copy-insertion"
+    old = dumps([(pipe, "pipeline-start", "copy-insertion"), (pipe, "copy-insertion",
+                 "copy_fusion")], MODULE) + dumps([(pipe, "copy_fusion", "sanitize")], merged)
+    new = dumps([(pipe, "pipeline-start", "copy-insertion"), (pipe, "copy-insertion",
+                 "constant-fill-copy-rewriter")], MODULE) + dumps(
+        [(pipe, "constant-fill-copy-rewriter", "copy_fusion")], rewritten)
+    found = first_difference(old, new)
+    assert (found["pass"], found["pipeline"]) == ("constant-fill-copy-rewriter", pipe)
+    assert (found["old_passes"], found["new_passes"]) == (["copy_fusion"],
+                                                          ["constant-fill-copy-rewriter"])
+
+
+VARIANTS = [MODULE, MODULE.replace("cosine(", "sine("), MODULE.replace("cosine(", "exp("),
+            MODULE.replace("cosine(", "tanh(")]
+
+
+@given(st.lists(st.integers(0, len(VARIANTS) - 1), min_size=1, max_size=8),
+       st.data())
+def test_passes_that_change_nothing_never_make_a_difference(states, data):
+    """Against the oracle "the same sequence of modules is the same program": inserting, on
+    either side, passes whose module is the one before them (renumbered) never makes a
+    difference; changing the last module always does."""
+    base = [("p", f"pass{i}", f"pass{i + 1}") for i in range(len(states))]
+    old = [{"file": f"module_0001.jit_outer_loop.{i:04d}.{p}.after_{a}.before_{b}.txt",
+            "text": VARIANTS[v]} for i, ((p, a, b), v) in enumerate(zip(base, states))]
+    new = [dict(d) for d in old]
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(1, len(new)))
+        new.insert(at, {"file": f"module_0001.jit_outer_loop.0000.p.after_new{len(new)}"
+                                f".before_x.txt",
+                        "text": renumbered(new[at - 1]["text"], data.draw(st.integers(0, 9)))})
+    assert first_difference(old, new)["status"] == "same"
+    other = (states[-1] + 1) % len(VARIANTS)
+    new[-1] = {**new[-1], "text": VARIANTS[other]}
+    assert first_difference(old, new)["status"] == "differ"
 
 
 @pytest.mark.parametrize("version", ["0.5.0", "0.5.1"])

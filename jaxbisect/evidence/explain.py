@@ -242,19 +242,17 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
         old_side, new_side = (other, grows) if other.release.version < grows.release.version \
             else (grows, other)
         first = first_difference(dumps[old_side.version], dumps[new_side.version])
-        where = (f"The modules of jax {old_side.version} and {new_side.version} are the same "
-                 f"after every HLO pass that changed them (compared with numbering and printer "
-                 f"differences removed), so the change comes after the pass pipeline "
-                 f"(scheduling, buffer assignment)." if first["status"] == "same" else
-                 f"The modules of jax {old_side.version} and {new_side.version} first differ "
-                 f"after the pass `{first['pass']}` (pipeline `{first['pipeline']}`: "
-                 f"{first['how']}).")
+        first.update(old=old_side.version, new=new_side.version)
+        explanation["first_difference"] = first
+        where = _where_they_part(first)
     else:
         where = ""
     size = f"v0 compiled at n_res {small.n_res}, n_inner {small.n_inner}"
     safe = [(n, m) for n, m in restoring if is_safe(n)]
     if restoring:
-        chosen = next((n for n, _ in restoring if first and n == first.get("pass")),
+        at_the_difference = ([first["pass"], *first["old_passes"], *first["new_passes"]]
+                             if first else [])
+        chosen = next((n for n, _ in restoring if n in at_the_difference),
                       (safe or restoring)[0][0])
         shown = "; ".join(f"`{n}` ({_mb_points(m)} at n_outer "
                           f"{' / '.join(map(str, SMALL_N_OUTER))})"
@@ -275,6 +273,29 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
         explanation["culprit"] = {"kind": "none", "name": None,
                                   "text": lead + " ".join(t for t in (text, where) if t)}
     return explanation
+
+
+def _names(passes: list[str]) -> str:
+    return ", ".join(f"`{p}`" for p in passes)
+
+
+def _where_they_part(first: dict) -> str:
+    """One sentence: where the two releases' modules first differ, pass by pass."""
+    old, new = first["old"], first["new"]
+    if first["status"] == "same":
+        return (f"The modules of jax {old} and {new} are the same after every HLO pass "
+                f"that changed them (compared with numbering and printer differences "
+                f"removed), so the change comes after the pass pipeline (scheduling, buffer "
+                f"assignment).")
+    if first["old_passes"] or first["new_passes"]:
+        runs = "; ".join(
+            f"only jax {version} runs {_names(passes)} there" for version, passes in
+            ((old, first["old_passes"]), (new, first["new_passes"])) if passes)
+        return (f"The modules of jax {old} and {new} first differ in the pipeline "
+                f"`{first['pipeline']}`: {runs}, and the modules differ after it (the diff is "
+                f"below).")
+    return (f"The modules of jax {old} and {new} first differ after the pass "
+            f"`{first['pass']}` (pipeline `{first['pipeline']}`; the diff is below).")
 
 
 def explain_release(release: Release, backend: str, options: HarnessOptions, say: Say, *,

@@ -110,8 +110,11 @@ def normalize_hlo(text: str) -> list[str]:
 def first_difference(old: list[dict], new: list[dict], context: int = 1,
                      max_lines: int = 40) -> dict:
     """Walk two releases' per-pass dumps (``{"file", "text"}``) in order, paired by pipeline
-    and pass; the first pass after which the modules differ, or where one release runs a pass
-    the other does not. ``{"status": "same"|"differ", "pass", "pipeline", "diff", ...}``."""
+    and pass; the first pass after which the modules differ. Where the releases run different
+    passes (a pass added, renamed or moved), the modules are compared after that stretch: the
+    difference is named there only if they differ by then, so new passes that change nothing
+    between them do not hide where the programs part. ``{"status": "same"|"differ", "pass",
+    "pipeline", "how", "diff", "old_passes", "new_passes", ...}``."""
     def keyed(dumps):
         out = []
         for d in dumps:
@@ -120,27 +123,49 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
                 out.append(((parsed.pipeline, parsed.after, parsed.before), d))
         return out
 
+    def differ(key, da, db, la, lb, how, old_passes=(), new_passes=()):
+        diff = list(difflib.unified_diff(la, lb, "old", "new", n=context, lineterm=""))
+        return {"status": "differ", "pipeline": key[0], "pass": key[1],
+                "old_file": da["file"] if da else None, "new_file": db["file"] if db else None,
+                "how": how, "old_passes": list(old_passes), "new_passes": list(new_passes),
+                "diff": diff[:max_lines], "diff_truncated": len(diff) > max_lines}
+
     a, b = keyed(old), keyed(new)
     matcher = difflib.SequenceMatcher(None, [k for k, _ in a], [k for k, _ in b],
                                       autojunk=False)
+    last_a = last_b = None  # the module of each release so far: (dump, normalized lines)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for (key, da), (_, db) in zip(a[i1:i2], b[j1:j2]):
-                la, lb = normalize_hlo(da["text"]), normalize_hlo(db["text"])
-                if la != lb:
-                    diff = list(difflib.unified_diff(la, lb, "old", "new", n=context,
-                                                     lineterm=""))
-                    return {"status": "differ", "pipeline": key[0], "pass": key[1],
-                            "old_file": da["file"], "new_file": db["file"],
-                            "how": "the module differs", "diff": diff[:max_lines],
-                            "diff_truncated": len(diff) > max_lines}
-        else:
-            key = (a[i1][0] if i1 < i2 else b[j1][0])
-            return {"status": "differ", "pipeline": key[0], "pass": key[1],
-                    "old_file": a[i1][1]["file"] if i1 < i2 else None,
-                    "new_file": b[j1][1]["file"] if j1 < j2 else None,
-                    "how": "only one release changes the module here", "diff": [],
-                    "diff_truncated": False}
+                last_a, last_b = (da, normalize_hlo(da["text"])), (db, normalize_hlo(db["text"]))
+                if last_a[1] != last_b[1]:
+                    return differ(key, da, db, last_a[1], last_b[1], "the module differs")
+            continue
+        if i2 > i1:
+            last_a = (a[i2 - 1][1], normalize_hlo(a[i2 - 1][1]["text"]))
+        if j2 > j1:
+            last_b = (b[j2 - 1][1], normalize_hlo(b[j2 - 1][1]["text"]))
+        if last_a is not None and last_b is not None and last_a[1] == last_b[1]:
+            continue  # different passes, the same module after them
+        # The passes that changed the module in one release's stretch and not in the other's
+        old_passes = _changed_only_here(a[i1:i2], b[j1:j2])
+        new_passes = _changed_only_here(b[j1:j2], a[i1:i2])
+        key = a[i1][0] if i1 < i2 else b[j1][0]
+        named = (new_passes or old_passes or [key[1]])[0]
+        return differ((key[0], named), last_a[0] if last_a else None,
+                      last_b[0] if last_b else None, last_a[1] if last_a else [],
+                      last_b[1] if last_b else [],
+                      "the releases run different passes here and the module differs after "
+                      "them", old_passes, new_passes)
     return {"status": "same", "pipeline": None, "pass": None, "old_file": None,
             "new_file": None, "how": "the module is the same after every pass", "diff": [],
-            "diff_truncated": False}
+            "old_passes": [], "new_passes": [], "diff_truncated": False}
+
+
+def _changed_only_here(stretch: list, other: list) -> list[str]:
+    theirs = {key[1] for key, _ in other}
+    out: list[str] = []
+    for key, _ in stretch:
+        if key[1] not in _PSEUDO and key[1] not in theirs and key[1] not in out:
+            out.append(key[1])
+    return out

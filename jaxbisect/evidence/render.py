@@ -147,6 +147,12 @@ def render_explanation_markdown(explanation: dict) -> str:
         out += [_details(f"Measurements behind it ({len(rows)}; v0, compiled, small size)",
                          tabulate(rows, headers=["release", "XLA_FLAGS", "v0"],
                                   tablefmt="github", disable_numparse=True)), ""]
+    first = explanation.get("first_difference")
+    if first and first.get("diff"):
+        more = " (cut short)" if first.get("diff_truncated") else ""
+        out += [_details(f"Where the modules of jax {first['old']} and {first['new']} first "
+                         f"differ: after `{first['pass']}`, numbering removed{more}",
+                         _code(first["diff"], "diff")), ""]
     workarounds = explanation.get("workarounds") or []
     for safe, title in ((True, "Ways around it found by this search:"),
                         (False, "Diagnostic only (correctness depends on these passes; never "
