@@ -288,11 +288,15 @@ def _where_they_part(first: dict) -> str:
                 f"removed), so the change comes after the pass pipeline (scheduling, buffer "
                 f"assignment).")
     if first["old_passes"] or first["new_passes"]:
-        runs = "; ".join(
-            f"only jax {version} runs {_names(passes)} there" for version, passes in
-            ((old, first["old_passes"]), (new, first["new_passes"])) if passes)
+        if first["old_passes"] and first["new_passes"]:
+            runs = (f"jax {old}'s module is changed by {_names(first['old_passes'])} and jax "
+                    f"{new}'s by {_names(first['new_passes'])}")
+        else:
+            version = old if first["old_passes"] else new
+            runs = (f"only jax {version}'s module is changed, by "
+                    f"{_names(first['old_passes'] or first['new_passes'])}")
         return (f"The modules of jax {old} and {new} first differ in the pipeline "
-                f"`{first['pipeline']}`: {runs}, and the modules differ after it (the diff is "
+                f"`{first['pipeline']}`, where {runs}; they differ after that (the diff is "
                 f"below).")
     return (f"The modules of jax {old} and {new} first differ after the pass "
             f"`{first['pass']}` (pipeline `{first['pipeline']}`; the diff is below).")
