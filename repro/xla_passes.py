@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         args.backend = "auto"  # the CUDA plugin must load: no JAX_PLATFORMS
     dump_dir = Path(tempfile.mkdtemp(prefix="repro-passes-"))
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
-                "jax": None, "jaxlib": None, "xla_flags": args.xla_flags, "dumps": []}
+                "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
+                "deviceless": target is not None, "target": None, "dumps": []}
     try:
         configure_this_process(args.backend, f'{args.xla_flags} --xla_dump_to="{dump_dir}" '
                                              "--xla_dump_hlo_pass_re=.*")
@@ -75,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
             from .measure import Compiler
             from .variants import outer_loop
 
-            arg = Compiler(target).struct((args.n_res,) * 3, jnp.dtype(args.dtype))
+            compiler = Compiler(target)
+            document["target"] = compiler.describe()  # the spec, plugins and ptxas used
+            arg = compiler.struct((args.n_res,) * 3, jnp.dtype(args.dtype))
             outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
             document["dumps"] = pass_dumps(dump_dir)
             if not document["dumps"]:

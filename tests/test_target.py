@@ -167,6 +167,21 @@ def test_ptxas_optimizations_change_no_size(target_python):
             assert case[field] == other[field], (key, field)
 
 
+def test_pass_dumps_for_a_target_say_what_they_were_compiled_for(target_python):
+    """``python -m repro.xla_passes --target``: the per-pass dumps the explanation compares,
+    in a document that says it is a compile-only plan and for which GPU (stdout: JSON only)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
+    done = subprocess.run([str(target_python("0.10.2")), "-m", "repro.xla_passes", "--target",
+                           "a6000", "--n-res", "8", "--n-inner", "5", "--n-outer", "2"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["deviceless"]) == ("ok", True)
+    assert (doc["target"]["name"], doc["target"]["description"]) == ("a6000", "NVIDIA RTX A6000")
+    assert doc["target"]["ptxas"]["from"] == "nvidia-cuda-nvcc-cu12 wheel"
+    assert any("copy-insertion" in d["file"] for d in doc["dumps"])
+
+
 def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_python):
     """The trimmed specs parse from the first release that can compile without a GPU (0.4.34,
     with the harness's one workaround) to the newest on this Python."""
