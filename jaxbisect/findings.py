@@ -51,8 +51,8 @@ def probed_series(b: Bisection) -> dict[str, list[tuple[int, float]]]:
 
 
 def analysis_id() -> str:
-    """A digest of the evidence package's source: a stored explanation is made again when the
-    analysis behind it changes (the measurements it reads stay stored)."""
+    """A digest of the evidence package's source: a stored explanation is made again, from the
+    stored measurements, when the analysis behind it may have changed."""
     digest = hashlib.sha256()
     for path in sorted(EVIDENCE_SOURCE.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -92,7 +92,6 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                               target=o.target)
     key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
            "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
-           "analysis": analysis_id(),
            "jax_repo": str(jax_repo) if jax_repo else None,
            "explain": asdict(small_options(o)), "target": target_key(o.target)}
     path = _stored(key)
@@ -112,8 +111,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         sides = found["evidence"]["releases"].values()
         if all(side.get("error") is None for side in sides):  # a failure may be transient
             write_json(path, found)
-    if found.get("explanation") is None:
-        found["explanation"] = _explain(b, say)
+    if found.get("explanation") is None or found.get("analysis") != analysis_id():
+        found["explanation"], found["analysis"] = _explain(b, say), analysis_id()
         if found["explanation"] is not None and path.exists():
             write_json(path, found)
     # Stored evidence comes back with its keys sorted: render the fresh one the same way, so

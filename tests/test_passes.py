@@ -117,7 +117,7 @@ def test_a_pass_one_release_adds_counts_only_if_the_modules_then_differ():
     found = first_difference(old, changed + [{**d, "text": changed[1]["text"]}
                                              for d in extra[2:]])
     assert (found["status"], found["pass"], found["pipeline"]) == ("differ", "licm", "simp")
-    assert (found["old_passes"], found["new_passes"]) == ([], ["licm"])
+    assert (found["old_passes"], found["new_passes"]) == ([], [["simp", "licm"]])
     assert any(line.startswith("+") and "sine(" in line for line in found["diff"])
 
 
@@ -135,8 +135,41 @@ def test_the_a6000_fix_is_named_where_the_releases_part():
         [(pipe, "constant-fill-copy-rewriter", "copy_fusion")], rewritten)
     found = first_difference(old, new)
     assert (found["pass"], found["pipeline"]) == ("constant-fill-copy-rewriter", pipe)
-    assert (found["old_passes"], found["new_passes"]) == (["copy_fusion"],
-                                                          ["constant-fill-copy-rewriter"])
+    assert (found["old_passes"], found["new_passes"]) == (
+        [[pipe, "copy_fusion"]], [[pipe, "constant-fill-copy-rewriter"]])
+
+
+def test_a_shared_pass_that_already_differs_is_named_not_the_pass_added_after_it():
+    old = dumps([("simp", "pipeline-start", "algsimp"), ("simp", "algsimp", "dce")], MODULE)
+    new = dumps([("simp", "pipeline-start", "algsimp")], MODULE) + dumps(
+        [("simp", "algsimp", "licm")], MODULE.replace("cosine(", "sine(")) + dumps(
+        [("simp", "licm", "dce")], MODULE.replace("cosine(", "exp("))
+    found = first_difference(old, new)
+    assert (found["pass"], found["how"]) == ("algsimp", "the module differs")
+
+
+def test_extra_dumps_at_the_start_are_compared_once_both_have_a_module():
+    old = dumps(PIPE, MODULE)
+    new = dumps([("early", "pipeline-start", "sharding-remover"),
+                 ("early", "sharding-remover", "x")], renumbered(MODULE, 2)) + dumps(PIPE, MODULE)
+    assert first_difference(old, new)["status"] == "same"
+    assert first_difference([], new)["how"] == "only one release's module was dumped"
+
+
+def test_the_named_pass_carries_its_own_pipeline_and_is_never_a_pipeline_start():
+    start = [("a", "pipeline-start", "one")]
+    old = dumps(start, MODULE) + dumps([("a", "one", "end")], MODULE.replace("cosine(", "sine("))
+    new = dumps(start, MODULE) + dumps([("b", "pipeline-start", "bpass"), ("b", "bpass", "x")],
+                                       MODULE.replace("cosine(", "exp("))
+    found = first_difference(old, new)
+    assert (found["pipeline"], found["pass"]) == ("b", "bpass")
+    assert found["old_passes"] == [["a", "one"]]
+    swapped = dumps(start, MODULE) + dumps([("a", "two", "end")], MODULE.replace(
+        "cosine(", "tanh(")) + dumps([("a", "one", "x")], MODULE.replace("cosine(", "exp("))
+    in_order = dumps(start, MODULE) + dumps([("a", "one", "two")], MODULE.replace(
+        "cosine(", "sine(")) + dumps([("a", "two", "x")], MODULE.replace("cosine(", "tanh("))
+    found = first_difference(in_order, swapped)
+    assert found["status"] == "differ" and found["pass"] != "pipeline-start"
 
 
 VARIANTS = [MODULE, MODULE.replace("cosine(", "sine("), MODULE.replace("cosine(", "exp("),
@@ -154,10 +187,11 @@ def test_passes_that_change_nothing_never_make_a_difference(states, data):
             "text": VARIANTS[v]} for i, ((p, a, b), v) in enumerate(zip(base, states))]
     new = [dict(d) for d in old]
     for _ in range(data.draw(st.integers(0, 3))):
-        at = data.draw(st.integers(1, len(new)))
+        at = data.draw(st.integers(0, len(new)))
         new.insert(at, {"file": f"module_0001.jit_outer_loop.0000.p.after_new{len(new)}"
                                 f".before_x.txt",
-                        "text": renumbered(new[at - 1]["text"], data.draw(st.integers(0, 9)))})
+                        "text": renumbered(new[max(at - 1, 0)]["text"],
+                                           data.draw(st.integers(0, 9)))})
     assert first_difference(old, new)["status"] == "same"
     other = (states[-1] + 1) % len(VARIANTS)
     new[-1] = {**new[-1], "text": VARIANTS[other]}

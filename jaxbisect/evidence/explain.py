@@ -250,9 +250,14 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
     size = f"v0 compiled at n_res {small.n_res}, n_inner {small.n_inner}"
     safe = [(n, m) for n, m in restoring if is_safe(n)]
     if restoring:
-        at_the_difference = ([first["pass"], *first["old_passes"], *first["new_passes"]]
-                             if first else [])
-        chosen = next((n for n, _ in restoring if n in at_the_difference),
+        # A pass of the growing release where the modules part, else the first safe one
+        at_the_difference = []
+        if first and first["status"] == "differ":
+            own = first["old"] if grows.version == first["old"] else first["new"]
+            own_passes = first["old_passes"] if own == first["old"] else first["new_passes"]
+            at_the_difference = [name for _, name in own_passes] + [first["pass"]]
+        found = {n for n, _ in restoring}
+        chosen = next((n for n in at_the_difference if n in found),
                       (safe or restoring)[0][0])
         shown = "; ".join(f"`{n}` ({_mb_points(m)} at n_outer "
                           f"{' / '.join(map(str, SMALL_N_OUTER))})"
@@ -275,8 +280,8 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
     return explanation
 
 
-def _names(passes: list[str]) -> str:
-    return ", ".join(f"`{p}`" for p in passes)
+def _names(passes: list) -> str:
+    return ", ".join(f"`{name}`" for _, name in passes)
 
 
 def _where_they_part(first: dict) -> str:
@@ -299,7 +304,8 @@ def _where_they_part(first: dict) -> str:
                 f"`{first['pipeline']}`, where {runs}; they differ after that (the diff is "
                 f"below).")
     return (f"The modules of jax {old} and {new} first differ after the pass "
-            f"`{first['pass']}` (pipeline `{first['pipeline']}`; the diff is below).")
+            f"`{first['pass']}` (pipeline `{first['pipeline']}`: {first['how']}; the diff is "
+            f"below).")
 
 
 def explain_release(release: Release, backend: str, options: HarnessOptions, say: Say, *,

@@ -114,58 +114,77 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
     passes (a pass added, renamed or moved), the modules are compared after that stretch: the
     difference is named there only if they differ by then, so new passes that change nothing
     between them do not hide where the programs part. ``{"status": "same"|"differ", "pass",
-    "pipeline", "how", "diff", "old_passes", "new_passes", ...}``."""
+    "pipeline", "how", "diff", "old_passes", "new_passes", ...}``; ``old_passes`` and
+    ``new_passes``: ``(pipeline, pass)`` pairs only one release ran in that stretch."""
     def keyed(dumps):
         out = []
         for d in dumps:
             parsed = parse_dump_name(d["file"])
             if parsed:
-                out.append(((parsed.pipeline, parsed.after, parsed.before), d))
+                out.append(((parsed.pipeline, parsed.after), d))
         return out
 
-    def differ(key, da, db, la, lb, how, old_passes=(), new_passes=()):
+    def differ(where, last_a, last_b, how, old_passes=(), new_passes=()):
+        la, lb = (last_a[1] if last_a else []), (last_b[1] if last_b else [])
         diff = list(difflib.unified_diff(la, lb, "old", "new", n=context, lineterm=""))
-        return {"status": "differ", "pipeline": key[0], "pass": key[1],
-                "old_file": da["file"] if da else None, "new_file": db["file"] if db else None,
-                "how": how, "old_passes": list(old_passes), "new_passes": list(new_passes),
+        return {"status": "differ", "pipeline": where[0], "pass": where[1],
+                "old_file": last_a[0]["file"] if last_a else None,
+                "new_file": last_b[0]["file"] if last_b else None,
+                "how": how, "old_passes": [list(p) for p in old_passes],
+                "new_passes": [list(p) for p in new_passes],
                 "diff": diff[:max_lines], "diff_truncated": len(diff) > max_lines}
 
     a, b = keyed(old), keyed(new)
     matcher = difflib.SequenceMatcher(None, [k for k, _ in a], [k for k, _ in b],
                                       autojunk=False)
     last_a = last_b = None  # the module of each release so far: (dump, normalized lines)
+    old_run: list = []      # passes only one release ran since the modules were last compared
+    new_run: list = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for (key, da), (_, db) in zip(a[i1:i2], b[j1:j2]):
                 last_a, last_b = (da, normalize_hlo(da["text"])), (db, normalize_hlo(db["text"]))
                 if last_a[1] != last_b[1]:
-                    return differ(key, da, db, last_a[1], last_b[1], "the module differs")
+                    return differ(key, last_a, last_b, "the module differs")
+                old_run, new_run = [], []
             continue
         if i2 > i1:
             last_a = (a[i2 - 1][1], normalize_hlo(a[i2 - 1][1]["text"]))
         if j2 > j1:
             last_b = (b[j2 - 1][1], normalize_hlo(b[j2 - 1][1]["text"]))
-        if last_a is not None and last_b is not None and last_a[1] == last_b[1]:
+        old_run += _changed_only_here(a[i1:i2], b[j1:j2])
+        new_run += _changed_only_here(b[j1:j2], a[i1:i2])
+        if last_a is None or last_b is None:
+            continue  # one release has no module yet: compare once both have
+        if last_a[1] == last_b[1]:
+            old_run, new_run = [], []
             continue  # different passes, the same module after them
-        # The passes that changed the module in one release's stretch and not in the other's
-        old_passes = _changed_only_here(a[i1:i2], b[j1:j2])
-        new_passes = _changed_only_here(b[j1:j2], a[i1:i2])
-        key = a[i1][0] if i1 < i2 else b[j1][0]
-        named = (new_passes or old_passes or [key[1]])[0]
-        return differ((key[0], named), last_a[0] if last_a else None,
-                      last_b[0] if last_b else None, last_a[1] if last_a else [],
-                      last_b[1] if last_b else [],
-                      "the releases run different passes here and the module differs after "
-                      "them", old_passes, new_passes)
+        where = (new_run or old_run or [_first_pass(a[i1:i2] + b[j1:j2])])[0]
+        how = ("the releases run different passes here and the module differs after them"
+               if old_run or new_run else
+               "both releases run these passes, in another order, and the module differs "
+               "after them")
+        return differ(where, last_a, last_b, how, old_run, new_run)
+    if (last_a is None) != (last_b is None):
+        where = (new_run or old_run or [_first_pass(a + b)])[0]
+        return differ(where, last_a, last_b, "only one release's module was dumped",
+                      old_run, new_run)
     return {"status": "same", "pipeline": None, "pass": None, "old_file": None,
             "new_file": None, "how": "the module is the same after every pass", "diff": [],
             "old_passes": [], "new_passes": [], "diff_truncated": False}
 
 
-def _changed_only_here(stretch: list, other: list) -> list[str]:
+def _changed_only_here(stretch: list, other: list) -> list[tuple[str, str]]:
+    """``(pipeline, pass)`` of the passes that changed the module in ``stretch`` and nowhere
+    in ``other``, in order."""
     theirs = {key[1] for key, _ in other}
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for key, _ in stretch:
-        if key[1] not in _PSEUDO and key[1] not in theirs and key[1] not in out:
-            out.append(key[1])
+        if key[1] not in _PSEUDO and key[1] not in theirs and key not in out:
+            out.append(key)
     return out
+
+
+def _first_pass(stretch: list) -> tuple[str, str]:
+    """The first real pass of a stretch (its first dump's, if it holds only pipeline starts)."""
+    return next((key for key, _ in stretch if key[1] not in _PSEUDO), stretch[0][0])

@@ -150,8 +150,14 @@ def render_explanation_markdown(explanation: dict) -> str:
     first = explanation.get("first_difference")
     if first and first.get("diff"):
         more = " (cut short)" if first.get("diff_truncated") else ""
+        after = f"after `{first['pass']}`"
+        if first.get("old_passes") or first.get("new_passes"):
+            after = "; ".join(f"jax {version} after {', '.join(f'`{n}`' for _, n in passes)}"
+                              for version, passes in ((first["old"], first["old_passes"]),
+                                                      (first["new"], first["new_passes"]))
+                              if passes)
         out += [_details(f"Where the modules of jax {first['old']} and {first['new']} first "
-                         f"differ: after `{first['pass']}`, numbering removed{more}",
+                         f"differ ({after}; numbering removed){more}",
                          _code(first["diff"], "diff")), ""]
     workarounds = explanation.get("workarounds") or []
     for safe, title in ((True, "Ways around it found by this search:"),
