@@ -29,7 +29,7 @@ from .evidence.commits import commits_touching, github, most_likely
 from .evidence.explain import explain_release, small_options
 from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
-from .probe import HarnessOptions, harness_id, target_key
+from .probe import HarnessOptions, harness_id, source_digest, target_key
 
 EVIDENCE_SOURCE = Path(__file__).parent / "evidence"
 
@@ -53,10 +53,7 @@ def probed_series(b: Bisection) -> dict[str, list[tuple[int, float]]]:
 def analysis_id() -> str:
     """A digest of the evidence package's source: a stored explanation is made again, from the
     stored measurements, when the analysis behind it may have changed."""
-    digest = hashlib.sha256()
-    for path in sorted(EVIDENCE_SOURCE.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
+    return source_digest(EVIDENCE_SOURCE, "*.py")
 
 
 def _stored(key: dict) -> Path:

@@ -158,13 +158,18 @@ def target_key(target: str) -> str:
     return load_target(target).sha256 if target else ""
 
 
+def source_digest(root: Path, *patterns: str) -> str:
+    """A digest of the files under ``root`` matching ``patterns``, names and contents."""
+    digest = hashlib.sha256()
+    for path in sorted(p for pattern in patterns for p in root.glob(pattern)):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def harness_id() -> str:
     """A digest of the harness's source and its target specs: changing either invalidates
     stored results."""
-    digest = hashlib.sha256()
-    for path in sorted([*REPRO_SOURCE.glob("*.py"), *REPRO_SOURCE.glob("targets/*.txtpb")]):
-        digest.update(str(path.relative_to(REPRO_SOURCE)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
+    return source_digest(REPRO_SOURCE, "*.py", "targets/*.txtpb")
 
 
 def staged_harness() -> Path:

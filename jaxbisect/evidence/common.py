@@ -11,6 +11,11 @@ _HUMAN_SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
 _ARRAY_SHAPE = re.compile(r"^([a-zA-Z]\w*)\[([^\]]*)\]")
 
 
+def pass_names(passes: Sequence) -> str:
+    """The pass names of ``(pipeline, pass)`` pairs, each in code quotes, comma-separated."""
+    return ", ".join(f"`{name}`" for _, name in passes)
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     parts, depth, current, in_string = [], 0, [], False
     for i, char in enumerate(text):

@@ -19,7 +19,7 @@ from ..catalogue import Release
 from ..environments import ensure_environment
 from ..files import cache_dir, write_json
 from ..probe import HarnessOptions, Measurement, harness_id, measure_release, target_key
-from .common import MB
+from .common import MB, pass_names
 from .flags import FlagChange, FlagSearch, changed_defaults, relevant_to, search_flags
 from .passes import first_difference, is_safe, passes_that_changed
 from .runner import EvidenceFailed, run_in_environment
@@ -253,8 +253,7 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
         # A pass of the growing release where the modules part, else the first safe one
         at_the_difference = []
         if first and first["status"] == "differ":
-            own = first["old"] if grows.version == first["old"] else first["new"]
-            own_passes = first["old_passes"] if own == first["old"] else first["new_passes"]
+            own_passes = first["old_passes" if grows.version == first["old"] else "new_passes"]
             at_the_difference = [name for _, name in own_passes] + [first["pass"]]
         found = {n for n, _ in restoring}
         chosen = next((n for n in at_the_difference if n in found),
@@ -280,10 +279,6 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
     return explanation
 
 
-def _names(passes: list) -> str:
-    return ", ".join(f"`{name}`" for _, name in passes)
-
-
 def _where_they_part(first: dict) -> str:
     """One sentence: where the two releases' modules first differ, pass by pass."""
     old, new = first["old"], first["new"]
@@ -294,12 +289,12 @@ def _where_they_part(first: dict) -> str:
                 f"assignment).")
     if first["old_passes"] or first["new_passes"]:
         if first["old_passes"] and first["new_passes"]:
-            runs = (f"jax {old}'s module is changed by {_names(first['old_passes'])} and jax "
-                    f"{new}'s by {_names(first['new_passes'])}")
+            runs = (f"jax {old}'s module is changed by {pass_names(first['old_passes'])} and jax "
+                    f"{new}'s by {pass_names(first['new_passes'])}")
         else:
             version = old if first["old_passes"] else new
             runs = (f"only jax {version}'s module is changed, by "
-                    f"{_names(first['old_passes'] or first['new_passes'])}")
+                    f"{pass_names(first['old_passes'] or first['new_passes'])}")
         return (f"The modules of jax {old} and {new} first differ in the pipeline "
                 f"`{first['pipeline']}`, where {runs}; they differ after that (the diff is "
                 f"below).")

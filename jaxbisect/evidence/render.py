@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from .chart import chart_markdown, evidence_series
 from .commits import JAX_REPO_URL, XLA_REPO_URL
-from .common import MB, UNITS
+from .common import MB, UNITS, pass_names
 
 
 def _mb(nbytes: int | None) -> str:
@@ -152,7 +152,7 @@ def render_explanation_markdown(explanation: dict) -> str:
         more = " (cut short)" if first.get("diff_truncated") else ""
         after = f"after `{first['pass']}`"
         if first.get("old_passes") or first.get("new_passes"):
-            after = "; ".join(f"jax {version} after {', '.join(f'`{n}`' for _, n in passes)}"
+            after = "; ".join(f"jax {version} after {pass_names(passes)}"
                               for version, passes in ((first["old"], first["old_passes"]),
                                                       (first["new"], first["new_passes"]))
                               if passes)
