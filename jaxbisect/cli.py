@@ -43,6 +43,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _fraction(text: str) -> float:
+    value = _seconds(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
+    return value
+
+
 def default_jobs() -> int:
     """Candidates a round probes by default: half the harness runs the machine holds at once,
     since each search probe has a full table and installs running behind it (on two cores,
@@ -99,6 +106,30 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--refresh-catalogue", action="store_true",
                    help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    case = p.add_argument_group(
+        "your own program (docs/cases.md)",
+        "bisect by a metric of a case file, or of a command that prints a JSON object as its "
+        "last line (--metric NAME -- CMD)")
+    case.add_argument("--case", metavar="FILE",
+                      help="a Python file defining case(**params) -> (fn, args)")
+    case.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="override a parameter of case() (repeatable)")
+    case.add_argument("--metric", metavar="NAME",
+                      help="for a case: memory, compile_time, run_time, peak_memory, output or "
+                           "error (default: the case's METRIC, else memory); for a command: "
+                           "the numeric field of its JSON to compare")
+    case.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
+                      help="ends closer than this share of their value mean no change "
+                           "(default 0.01 for deterministic metrics, 0.10 for noisy ones; "
+                           "output: the relative tolerance, default 1e-5)")
+    case.add_argument("--samples", type=positive_int, default=None, metavar="N",
+                      help="samples a harness run takes of a noisy metric (default 5)")
+    case.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
+                      default="auto",
+                      help="auto: times and peaks are noisy, a command's field too")
+    case.add_argument("--max-runs", type=positive_int, default=3, metavar="N",
+                      help="runs of one release at most while the classifier cannot place it "
+                           "(default 3)")
     return p
 
 
@@ -115,6 +146,15 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         parser(prog).error("give --from and --to (or --explain RELEASE)")
     if args.explain is not None and (args.start or args.end or command):
         parser(prog).error("--explain takes one release: leave out --from, --to and `--`")
+    if args.metric is not None and args.case is None and not command:
+        parser(prog).error("--metric measures a --case FILE or a command after `--`")
+    if args.param and args.case is None:
+        parser(prog).error("--param sets a parameter of a --case FILE; give one")
+    if args.case is not None and command:
+        parser(prog).error("give --case FILE or a command after `--`, not both")
+    if args.case is not None and args.explain is not None:
+        parser(prog).error("--explain explains the built-in scan case; a --case is explained "
+                           "after its bisection finds a change")
     if args.target is not None and command:
         parser(prog).error("--target compiles the report's program for a GPU without one; "
                            "a command after `--` cannot run there: drop one of them")
@@ -162,6 +202,11 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=N
                    remeasure=args.remeasure, jobs=args.jobs or default_jobs())
 
 
+def is_metric_bisection(args: argparse.Namespace, command: tuple[str, ...]) -> bool:
+    """A case file, or a command with a metric: bisected by a metric and a classifier."""
+    return args.case is not None or (bool(command) and args.metric is not None)
+
+
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     from .report import write_report  # tabulate and friends only once input is valid
 
@@ -171,6 +216,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
+    if is_metric_bisection(args, command):
+        from .metric_cli import run_metric
+
+        return run_metric(args, command, say)
     if len([n for n in args.n_outer if n >= 2]) < 2 and not command:
         raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
                         "constant (at n_outer 1 every plan holds one stacked buffer)")

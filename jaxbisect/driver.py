@@ -186,7 +186,15 @@ class Bisection:
 def candidates_for(catalogue: Catalogue, request: Request
                    ) -> tuple[list[Release], list[tuple[Release, str]]]:
     """The installable releases from start to end; bad or empty ranges are UserErrors."""
-    start, end = catalogue.get(request.start), catalogue.get(request.end)
+    return releases_between(catalogue, request.start, request.end, request.backend,
+                            request.options.target)
+
+
+def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str
+                     ) -> tuple[list[Release], list[tuple[Release, str]]]:
+    """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
+    compile-only GPU, for messages); bad or empty ranges are UserErrors."""
+    start, end = catalogue.get(first), catalogue.get(last)
     if start.version == end.version:
         raise UserError(f"--from and --to are the same release ({start.version}): "
                         "nothing to bisect")
@@ -197,18 +205,18 @@ def candidates_for(catalogue: Catalogue, request: Request
         if end_release.yanked:
             raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
                             f"as the end of the range")
-    usable, unusable = catalogue.between(request.start, request.end, request.backend)
+    usable, unusable = catalogue.between(first, last, backend)
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)
         # A target's end that only a real GPU can compile for narrows the range to the part
         # that can be measured here; the report names the rest and the command for it.
-        if why and not (request.backend == DEVICELESS and needs_a_gpu(why)):
+        if why and not (backend == DEVICELESS and needs_a_gpu(why)):
             raise UserError(f"jax {end_release.version} cannot be installed here for "
-                            f"{request.backend}: {why}")
+                            f"{backend}: {why}")
     if len(usable) < 2:
-        if request.backend == DEVICELESS:
+        if backend == DEVICELESS:
             raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
-                            f"for --target {request.options.target} without a GPU (jax 0.4.34 "
+                            f"for --target {target} without a GPU (jax 0.4.34 "
                             f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
                             f"python -m bisect --from {start.version} --to {end.version} "
                             f"--backend cuda12")

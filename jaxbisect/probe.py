@@ -260,15 +260,22 @@ def fatal_log_line(stderr: str) -> str | None:
 
 def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
     """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
+    return run_repro(env, harness_args(env.backend, options), timeout)
+
+
+def run_repro(env: Environment, argv: list[str], timeout: float,
+              answers: tuple[int, ...] = (0,)) -> dict:
+    """``python -m repro --quiet ARGV`` in ``env``, the staged harness first on its path; the
+    JSON document it printed (exiting with one of ``answers``), or HarnessFailed."""
     stage, child_env = staged_harness(), harness_environ()
-    command = [str(env.python), "-m", "repro", "--quiet", *harness_args(env.backend, options)]
+    command = [str(env.python), "-m", "repro", "--quiet", *argv]
     try:
         done = subprocess.run(command, cwd=stage, env=child_env, capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise HarnessFailed(f"the harness timed out after {timeout:.0f} s",
                             lasting=False) from None
-    if done.returncode != 0:
+    if done.returncode not in answers:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
         fatal = fatal_log_line(done.stderr)
         if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time

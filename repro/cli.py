@@ -385,6 +385,11 @@ def format_summary(document: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
+        from .case_cli import main as case_main
+
+        return case_main(argv)
     args = parse_args(argv)
     if args.write_target_spec is not None:
         return write_target_spec(args.write_target_spec)

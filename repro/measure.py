@@ -61,10 +61,10 @@ def _memory_fields(stats) -> dict:
     return fields
 
 
-def dump_flags(dump_dir: Path) -> str:
-    """XLA_FLAGS that dump the report's module (and only it) where Compiler reads it; the path
-    quoted, since a temporary folder may hold spaces."""
-    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re=jit_outer_loop'
+def dump_flags(dump_dir: Path, module: str = "jit_outer_loop") -> str:
+    """XLA_FLAGS that dump the modules matching ``module`` (default: the report's, and only
+    it) where Compiler reads them; the path quoted, since a temporary folder may hold spaces."""
+    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re={module}'
 
 
 _ALLOCATION = re.compile(r"^allocation \d+: size (\d+)(?:, (.*?))?:?\s*$")

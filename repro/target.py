@@ -89,10 +89,11 @@ PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
 PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
 
 
-def configure_process(dump_dir: Path | None) -> None:
+def configure_process(dump_dir: Path | None, module: str = "jit_outer_loop") -> None:
     """Environment variables JAX and XLA read at start-up; call before ``import jax``.
 
-    ``dump_dir``: where XLA dumps each module (None: the caller configures its own dump)."""
+    ``dump_dir``: where XLA dumps the modules matching ``module`` (None: the caller configures
+    its own dump)."""
     # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
     # driver that check fails (cuInit error 303), the plugin is not registered, and the
     # topology below cannot be made ("topology not implemented for cuda").
@@ -111,7 +112,7 @@ def configure_process(dump_dir: Path | None) -> None:
     if dump_dir is not None:
         from .measure import dump_flags
 
-        flags.append(dump_flags(dump_dir))
+        flags.append(dump_flags(dump_dir, module))
     os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
 
 

@@ -1,0 +1,249 @@
+"""What a metric bisection measures, and one run of it in one release's environment.
+
+A *question* is a metric of a program: a function case (``--case FILE``, run by
+``python -m repro --case``) or a command that prints a JSON object as its last stdout line
+(``--metric NAME -- CMD``). A *run* is one process in one release's environment; a noisy
+metric's samples accumulate over runs. Runs are stored as they land, keyed by release,
+backend, question, harness source and run number, so a rerun reads them back in the same order
+and measures nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from repro.case import METRICS, NOISY_METRICS, CaseError, CaseFile, parse_params, read_case
+
+from .catalogue import Release
+from .environments import ensure_environment
+from .errors import InstallFailed, UserError
+from .files import cache_dir, write_json
+from .probe import HarnessFailed, harness_id, run_repro, target_key
+
+Say = Callable[[str], None]
+KINDS = ("auto", "deterministic", "noisy")
+
+
+@dataclass(frozen=True)
+class Question:
+    metric: str                          # memory, run_time, …, or a command's field
+    case: CaseFile | None = None         # a function case …
+    params: dict = field(default_factory=dict)   # … with these overrides
+    command: tuple[str, ...] = ()        # … or a command
+    target: str = ""                     # a compile-only GPU target (function cases)
+    xla_flags: str = ""
+    samples: int | None = None           # the harness's samples per run (noisy metrics)
+    kind: str = "auto"                   # deterministic | noisy | auto (from the metric)
+
+    @property
+    def noisy(self) -> bool:
+        if self.kind != "auto":
+            return self.kind == "noisy"
+        return self.command != () or self.metric in NOISY_METRICS
+
+    @property
+    def label(self) -> str:
+        """The program's name in the user's words: the case's, or the command's."""
+        return self.case.name if self.case else " ".join(self.command)
+
+    def harness_argv(self) -> list[str]:
+        argv = ["--json", "--case", self.case.path, "--metric", self.metric]
+        for name, value in self.params.items():
+            argv += ["--param", f"{name}={value}"]
+        if self.samples is not None:
+            argv += ["--samples", str(self.samples)]
+        if self.target:
+            argv += ["--target", self.target]
+        if self.xla_flags:
+            argv.append(f"--xla-flags={self.xla_flags}")
+        return argv
+
+    def key(self) -> str:
+        """Everything a run's answer depends on: the program (its content), the metric and
+        every option, and the harness's own source."""
+        what = {"metric": self.metric, "params": self.params, "command": list(self.command),
+                "target": target_key(self.target) if self.target else "",
+                "xla_flags": self.xla_flags, "samples": self.samples,
+                "case": self.case.sha256 if self.case else None,
+                "harness": harness_id() if self.case else None}
+        if self.command:
+            what["cwd"] = os.getcwd()
+            what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
+                             for arg in self.command if os.path.isfile(arg)]
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def question_from(metric: str | None, case_path: str | None, params: list[str],
+                  command: tuple[str, ...], *, target: str = "", xla_flags: str = "",
+                  samples: int | None = None, kind: str = "auto") -> Question:
+    """The question the command line asks; bad input is a UserError (one line, exit 2)."""
+    if case_path is not None:
+        try:
+            case = read_case(case_path)
+            overrides = parse_params(case, params)
+        except CaseError as exc:
+            raise UserError(str(exc)) from None
+        metric = metric or case.metric or "memory"
+        if metric not in METRICS:
+            raise UserError(f"--metric {metric}: a case measures one of {', '.join(METRICS)}")
+        if target and metric not in ("memory", "compile_time", "error"):
+            raise UserError(f"--target compiles without the GPU: --metric {metric} needs a "
+                            f"run (use memory, compile_time or error)")
+        return Question(metric=metric, case=case, params=overrides, target=target,
+                        xla_flags=xla_flags, samples=samples, kind=kind)
+    if params:
+        raise UserError("--param sets a parameter of a --case file; there is none")
+    if not command or metric is None:
+        raise UserError("a metric bisection needs --case FILE or --metric NAME -- CMD")
+    if target:
+        raise UserError("--target compiles a --case for a GPU without one; a command after "
+                        "`--` cannot run there: drop one of them")
+    return Question(metric=metric, command=command, xla_flags=xla_flags, kind=kind)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One process of one release: its samples, or why there are none."""
+
+    release: str
+    number: int                  # the k-th run of this release for this question
+    status: str                  # ok | raised (the program raised) | failed (no answer: skip)
+    samples: tuple = ()
+    error: str | None = None
+    document: dict | None = None  # the harness's document (function cases)
+    installed: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+    def as_json(self) -> dict:
+        return {"release": self.release, "number": self.number, "status": self.status,
+                "samples": list(self.samples), "error": self.error, "document": self.document,
+                "installed": self.installed, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Run:
+        return cls(**{**d, "samples": tuple(d["samples"]), "cached": True})
+
+
+def run_path(release: Release, backend: str, question: Question, number: int) -> Path:
+    return (cache_dir() / "results" / backend / f"jax-{release.version}"
+            / f"metric-{question.key()}-run{number}.json")
+
+
+def stored_run(release: Release, backend: str, question: Question, number: int) -> Run | None:
+    try:
+        return Run.from_json(json.loads(run_path(release, backend, question, number)
+                                        .read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def measure_run(release: Release, backend: str, question: Question, number: int, *,
+                timeout: float, remeasure: bool = False, say: Say) -> Run:
+    """Run ``number`` of ``question`` under ``release``: stored, or measured now and stored.
+
+    What the release answers (samples, or the program raising) is stored; what may go away
+    (an install that failed, a timeout, a kill) is not."""
+    if not remeasure:
+        stored = stored_run(release, backend, question, number)
+        if stored is not None:
+            return stored
+    started = time.perf_counter()
+    try:
+        env = ensure_environment(release, backend, progress=say, verify=remeasure)
+    except InstallFailed as exc:
+        return Run(release=str(release.version), number=number, status="failed",
+                   error=str(exc))
+    say(f"jax {release.version}: {question.metric} of {question.label}, run {number}")
+    keep = True
+    try:
+        if question.case is not None:
+            run = _harness_run(env, release, question, number, timeout)
+        else:
+            run = _command_run(env, release, question, number, timeout)
+    except HarnessFailed as exc:
+        run = Run(release=str(release.version), number=number, status="failed",
+                  error=str(exc))
+        keep = exc.lasting
+    run = Run(**{**run.__dict__, "installed": dict(env.installed),
+                 "seconds": round(time.perf_counter() - started, 2)})
+    if keep:
+        write_json(run_path(release, backend, question, number), run.as_json())
+    return run
+
+
+def _harness_run(env, release: Release, question: Question, number: int,
+                 timeout: float) -> Run:
+    document = run_repro(env, question.harness_argv(), timeout, answers=(0, 125))
+    metric = document.get("metric") or {}
+    version = str(release.version)
+    if metric.get("status") == "ok":
+        return Run(release=version, number=number, status="ok",
+                   samples=tuple(metric["samples"]), document=document)
+    status = "raised" if metric.get("status") == "error" else "failed"
+    return Run(release=version, number=number, status=status,
+               error=metric.get("error") or "no answer", document=document)
+
+
+def _command_run(env, release: Release, question: Question, number: int,
+                 timeout: float) -> Run:
+    """The user's command in the environment; its last stdout line is a JSON object whose
+    ``question.metric`` field is the sample. Its output is copied to our stderr."""
+    child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
+                     PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
+                     JAX_BISECT_RELEASE=str(release.version))
+    child_env.pop("PYTHONHOME", None)
+    if question.xla_flags:
+        child_env["XLA_FLAGS"] = question.xla_flags
+    else:
+        child_env.pop("XLA_FLAGS", None)
+    version = str(release.version)
+    try:
+        done = subprocess.run(list(question.command), env=child_env, timeout=timeout,
+                              stdout=subprocess.PIPE, text=True)
+    except subprocess.TimeoutExpired:
+        raise HarnessFailed(f"timed out after {timeout:.0f} s", lasting=False) from None
+    except OSError as exc:
+        raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
+    sys.stderr.write(done.stdout)
+    if done.returncode < 0:
+        raise HarnessFailed(f"the command was killed by signal {-done.returncode}",
+                            lasting=False)
+    if done.returncode != 0:
+        return Run(release=version, number=number, status="raised",
+                   error=f"the command exited {done.returncode}")
+    return Run(release=version, number=number, status="ok",
+               samples=(command_value(done.stdout, question.metric),))
+
+
+def command_value(stdout: str, name: str) -> float:
+    """Field ``name`` of the JSON object on the last line of ``stdout``; a command that does
+    not print one is bad input (UserError)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        document = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise UserError(f"--metric {name}: the command must print a JSON object as its last "
+                        f"line of output (it printed {lines[-1][:80]!r})" if lines else
+                        f"--metric {name}: the command printed nothing; it must print a JSON "
+                        f"object as its last line")
+    if name not in document:
+        raise UserError(f"--metric {name}: the command's JSON has no field {name!r} "
+                        f"(it has {', '.join(sorted(document)) or 'none'})")
+    value = document[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"--metric {name}: the field is {value!r}, not a number")
+    if not math.isfinite(value):
+        raise UserError(f"--metric {name}: the field is {value!r}, not a finite number")
+    return float(value)

@@ -1,0 +1,249 @@
+"""A bisection by a metric of the user's program, honest under noise (docs/classification.md).
+
+The ends are measured first (a noisy metric's runs interleaved: old, new, old, new …). A
+classifier learned from them says whether the ends differ at all; if they do, the pure search
+of ``search.py`` runs with a probe that measures a release, places it with the classifier, and
+measures it again while the classifier cannot place it, up to a cap. A release still unplaced,
+or far outside both ends (a third behaviour), is a skip with its figures, never a guess.
+
+``search_metric`` takes the run and the classifier as arguments (tests inject them);
+``bisect_metric`` wires them to real releases.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .cases import Question, Run, measure_run
+from .catalogue import Catalogue, Release
+from .classify import Classifier, Ends, Label, Placement
+from .classify import deterministic as deterministic_classifier
+from .classify import matching, noisy, vectors_close
+from .search import Outcome, SearchResult, find_change, probe_limit
+
+Say = Callable[[str], None]
+RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
+MakeClassifier = Callable[[Sequence, Sequence], Classifier]
+
+END_RUNS_NOISY = 2       # runs of each end, interleaved, for a noisy metric
+MAX_RUNS = 3             # runs of one release at most: the first and two re-measures
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One release: its runs, all their samples, and where the classifier put it."""
+
+    index: int
+    runs: tuple[Run, ...]
+    placement: Placement | None = None
+
+    @property
+    def samples(self) -> tuple:
+        return tuple(s for r in self.runs if r.status == "ok" for s in r.samples)
+
+    @property
+    def failure(self) -> Run | None:
+        """The run that gave no samples (install, crash, timeout, the program raising)."""
+        return next((r for r in self.runs if r.status != "ok"), None)
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.placement is None:
+            return Outcome.SKIP
+        return {Label.OLD: Outcome.OLD, Label.NEW: Outcome.NEW}.get(self.placement.label,
+                                                                     Outcome.SKIP)
+
+    @property
+    def cached(self) -> bool:
+        return all(r.cached for r in self.runs)
+
+
+@dataclass(frozen=True)
+class MetricSearch:
+    status: str                      # found | alike | unmeasurable
+    result: SearchResult | None      # None when the search never ran (alike, unmeasurable)
+    placed: dict                     # index -> Placed, in the order first measured
+    ends: Ends | None
+    reason: str | None = None        # unmeasurable: why
+    remeasures: int = 0
+    thirds: tuple[int, ...] = ()     # indices far outside both ends
+
+
+def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noisy_metric: bool,
+                  max_runs: int = MAX_RUNS, end_runs: int = END_RUNS_NOISY,
+                  cached: Callable[[int], bool] = lambda i: False, offset: int = 0,
+                  on_step: Callable[[int, int, int], None] | None = None,
+                  say: Say = lambda m: None) -> MetricSearch:
+    """The change between candidates 0 and n-1 by a metric, one probe at a time."""
+    ends_runs: dict[int, list[Run]] = {0: [], n - 1: []}
+    for number in range(1, (end_runs if noisy_metric else 1) + 1):
+        for i in (0, n - 1):  # interleaved: drift of the machine falls on both ends alike
+            ends_runs[i].append(run_at(i, number))
+    placed = {i: Placed(i, tuple(runs)) for i, runs in ends_runs.items()}
+    for i in (0, n - 1):
+        failure = placed[i].failure
+        if failure is not None and not placed[i].samples:
+            what = "the first" if i == 0 else "the last"
+            return MetricSearch("unmeasurable", None, placed, None,
+                                reason=f"{what} release gives no figure: {failure.error}")
+    classifier = make_classifier(placed[0].samples, placed[n - 1].samples)
+    ends = classifier.ends()
+    placed[0] = Placed(0, placed[0].runs, Placement(Label.OLD, None, reason="the old end"))
+    placed[n - 1] = Placed(n - 1, placed[n - 1].runs,
+                           Placement(Label.NEW, None, reason="the new end"))
+    if not ends.distinct:
+        return MetricSearch("alike", None, placed, ends)
+    state = {"classifier": classifier, "remeasures": 0}
+    lock = threading.Lock()
+    thirds: list[int] = []
+
+    def probe(i: int) -> Outcome:
+        if i in (0, n - 1):
+            return placed[i].outcome
+        runs = [run_at(i, 1)]
+        while True:
+            one = Placed(i, tuple(runs))
+            if not one.samples:  # nothing to place: failed or the program raised
+                why = one.failure.error if one.failure else "no samples"
+                placement = Placement(Label.SKIP, None, reason=why)
+                break
+            placement = state["classifier"](one.samples)
+            if placement.label is not Label.AMBIGUOUS or len(runs) >= max_runs:
+                break
+            say(f"candidate {i}: cannot place it yet ({placement.reason}); measuring again")
+            with lock:
+                state["remeasures"] += 1
+            runs.append(run_at(i, len(runs) + 1))
+        if placement.label is Label.AMBIGUOUS:  # still unplaced: a skip with its figures
+            placement = Placement(Label.SKIP, placement.confidence,
+                                  reason=f"cannot be placed after {len(runs)} runs"
+                                         + (f" ({placement.reason})" if placement.reason else ""))
+        if placement.third:
+            thirds.append(i)
+        if placement.label in (Label.OLD, Label.NEW):
+            with lock:
+                state["classifier"] = state["classifier"].learn(one.samples, placement.label)
+        placed[i] = Placed(i, tuple(runs), placement)
+        return placed[i].outcome
+
+    result = find_change(n, probe, cached=cached, on_step=on_step, offset=offset)
+    ordered = {i: placed[i] for i in result.probes}
+    return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
+                        thirds=tuple(sorted(thirds)))
+
+
+def comparable(metric: str, sample):
+    """A sample as the classifier compares it: an output digest as (shapes, values) with
+    non-finite values back as floats."""
+    if metric == "output" and isinstance(sample, dict):
+        return (tuple(tuple((tuple(s[0]), s[1])) for s in sample["shapes"]),
+                tuple(float(v) for v in sample["values"]))
+    return sample
+
+
+def outputs_close(rtol: float) -> Callable[[object, object], bool]:
+    close = vectors_close(rtol=rtol, atol=rtol * 1e-3)
+
+    def same(a, b) -> bool:
+        return a[0] == b[0] and close(list(a[1]), list(b[1]))
+
+    return same
+
+
+def classifier_for(question: Question, threshold: float | None) -> MakeClassifier:
+    """The classifier a question's metric calls for."""
+    metric = question.metric
+
+    def make(old: Sequence, new: Sequence) -> Classifier:
+        if metric == "output":
+            return matching([comparable(metric, s) for s in old],
+                            [comparable(metric, s) for s in new],
+                            outputs_close(threshold if threshold is not None else 1e-5))
+        if metric == "error":
+            return matching(list(old), list(new), lambda a, b: a == b)
+        if question.noisy:
+            return (noisy(old, new) if threshold is None
+                    else noisy(old, new, threshold=threshold))
+        return (deterministic_classifier(old, new) if threshold is None
+                else deterministic_classifier(old, new, threshold=threshold))
+
+    return make
+
+
+@dataclass(frozen=True)
+class MetricRequest:
+    start: str
+    end: str
+    backend: str
+    question: Question
+    threshold: float | None = None
+    timeout: float = 1800.0
+    remeasure: bool = False
+    max_runs: int = MAX_RUNS
+
+
+@dataclass(frozen=True)
+class MetricBisection:
+    request: MetricRequest
+    candidates: tuple[Release, ...]
+    unusable: tuple[tuple[Release, str], ...]
+    search: MetricSearch
+    limit: tuple[int, int] = field(default=(0, 0))
+
+    @property
+    def probes(self) -> list[tuple[Release, Placed]]:
+        return [(self.candidates[i], p) for i, p in self.search.placed.items()]
+
+    @property
+    def direction(self) -> str | None:
+        return self.search.ends.direction if self.search.status == "found" else None
+
+    @property
+    def pair(self) -> tuple[Release, Release] | None:
+        r = self.search.result
+        if self.search.status != "found" or r is None:
+            return None
+        return self.candidates[r.last_old], self.candidates[r.first_new]
+
+
+def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
+                  run_at: RunAt | None = None) -> MetricBisection:
+    """The metric bisection over the releases of ``request``'s range."""
+    from .driver import releases_between
+
+    candidates, unusable = releases_between(catalogue, request.start, request.end,
+                                            request.backend, request.question.target)
+    for release, why in unusable:
+        say(f"leaving out jax {release.version}: {why}")
+    n = len(candidates)
+    q = request.question
+    names = [str(r.version) for r in candidates]
+    say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
+        f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
+        + (f", each measured up to {request.max_runs} times" if q.noisy else ""))
+
+    def real_run(i: int, number: int) -> Run:
+        return measure_run(candidates[i], request.backend, q, number,
+                           timeout=request.timeout, remeasure=request.remeasure, say=say)
+
+    def narrowed(lo: int, hi: int, left: int) -> None:
+        say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
+            f"~{left} steps left)")
+
+    everything = [r.version for r in catalogue.releases if not r.yanked]
+    search = search_metric(n, run_at or real_run, classifier_for(q, request.threshold),
+                           noisy_metric=q.noisy, max_runs=request.max_runs,
+                           offset=everything.index(candidates[0].version),
+                           on_step=narrowed,
+                           say=lambda m: say(_named(m, names)))
+    return MetricBisection(request, tuple(candidates), tuple(unusable), search,
+                           probe_limit(n))
+
+
+def _named(message: str, names: list[str]) -> str:
+    if message.startswith("candidate "):
+        index, rest = message[len("candidate "):].split(":", 1)
+        return f"jax {names[int(index)]}:{rest}"
+    return message

@@ -1,0 +1,62 @@
+"""``python -m bisect --case FILE`` / ``--metric NAME -- CMD``: the metric bisection's command
+line, from the parsed arguments to the report and the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+from .cases import question_from
+from .catalogue import load_catalogue
+from .environments import resolve_backend
+from .files import check_reports_folder
+from .metric_bisect import MetricRequest, bisect_metric
+from .probe import target_option
+
+Say = Callable[[str], None]
+
+
+def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue) -> MetricRequest:
+    target = target_option(args.target)
+    question = question_from(args.metric, args.case, args.param, command, target=target,
+                             xla_flags=args.xla_flags, samples=args.samples,
+                             kind=args.metric_kind)
+    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+    return MetricRequest(start=start, end=end, backend=resolve_backend(args.backend, target),
+                         question=question, threshold=args.threshold, timeout=args.timeout,
+                         remeasure=args.remeasure, max_runs=args.max_runs)
+
+
+def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
+    """Exit 0 when a change is found, 1 when there is none (or no answer)."""
+    from .metric_report import answer_line, thirds_line, write_report
+
+    # Bad input (the case file, its parameters) is refused before anything is fetched.
+    question_from(args.metric, args.case, args.param, command,
+                  target=target_option(args.target), xla_flags=args.xla_flags)
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    request = request_from(args, command, catalogue)
+    bisection = bisect_metric(catalogue, request, say)
+    extra = {}
+    if bisection.search.status == "found" and not args.no_evidence:
+        from .metric_explain import attribution
+
+        extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo)
+    path, doc = write_report(bisection, args.reports, extra)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(answer_line(bisection).replace("**", ""))
+        third = thirds_line(bisection)
+        if third:
+            print(third.replace("**", ""))
+        if "sweep" in doc:
+            print(f"a change made and undone inside the range cannot be seen by bisection; "
+                  f"every release: {doc['sweep']}")
+        s = bisection.search
+        print(f"probes: {len(s.placed)} ({s.remeasures} re-measured; "
+              f"{sum(p.cached for p in s.placed.values())} stored)")
+    say(f"report: {path}")
+    return 0 if bisection.search.status == "found" else 1

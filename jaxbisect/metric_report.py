@@ -1,0 +1,464 @@
+"""A metric bisection's answer: markdown for a GitHub issue and one JSON document (schema 1).
+
+The report stands alone: the program's source, the figures of every probed release, and the
+plain ``pip install`` and ``python`` lines that show them without this toolkit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import statistics
+from pathlib import Path
+
+from tabulate import tabulate
+
+from .catalogue import Release
+from .files import write_json_if_changed, write_text_if_changed
+from .machine import machine_description
+from .metric_bisect import MetricBisection, Placed
+from .report import JAX_COMPARE, SCHEMA, grouped_reasons
+
+VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
+
+
+def where(b: MetricBisection) -> str:
+    q = b.request.question
+    if q.target:
+        doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
+        described = (doc or {}).get("target") or {}
+        name = described.get("description") or q.target
+        return f"compiled for {name}, without the GPU"
+    return b.request.backend
+
+
+def jaxlib_of(release: Release, placed: Placed) -> str:
+    for run in placed.runs:
+        if run.document:
+            return run.document.get("jaxlib") or "?"
+        if run.installed.get("jaxlib"):
+            return run.installed["jaxlib"]
+    return str(release.jaxlib or "?")
+
+
+def _scalar(sample) -> float | None:
+    return float(sample) if isinstance(sample, (int, float)) and not isinstance(sample, bool) \
+        else None
+
+
+def figure(metric: str, samples: tuple) -> dict:
+    """A release's figure: median, spread and count of a scalar metric; the value of the
+    others (an error line, an output digest)."""
+    scalars = [_scalar(s) for s in samples]
+    if samples and all(v is not None for v in scalars):
+        return {"median": statistics.median(scalars), "min": min(scalars), "max": max(scalars),
+                "n": len(scalars)}
+    if not samples:
+        return {"n": 0}
+    value = samples[0]
+    if isinstance(value, dict):  # an output digest
+        return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples)}
+    return {"value": value, "n": len(samples)}
+
+
+def shown(metric: str, unit: str, number: float | None) -> str:
+    if number is None:
+        return "–"
+    if unit == "bytes":
+        return f"{number / 1024**2:.2f} MB"
+    if unit == "s":
+        return f"{number * 1e3:.3f} ms" if number < 1 else f"{number:.3f} s"
+    return f"{number:.6g}"
+
+
+def figure_text(metric: str, unit: str, fig: dict) -> str:
+    if "median" in fig:
+        return shown(metric, unit, fig["median"])
+    if "sha256" in fig:
+        return f"sha256 {fig['sha256'][:12]}"
+    return str(fig.get("value", "–"))
+
+
+def unit_of(b: MetricBisection) -> str:
+    q = b.request.question
+    if q.command:
+        return ""
+    from repro.case import UNITS
+
+    return UNITS[q.metric]
+
+
+def behaviour_line(b: MetricBisection) -> str:
+    s, q = b.search, b.request.question
+    unit = unit_of(b)
+    old = figure(q.metric, s.placed[0].samples)
+    new = figure(q.metric, s.placed[len(b.candidates) - 1].samples)
+    line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax {b.request.start}, "
+            f"{figure_text(q.metric, unit, new)} at jax {b.request.end}")
+    if s.ends and s.ends.ratio:
+        line += f" ({s.ends.ratio:.2f}×)"
+    return line
+
+
+def answer_line(b: MetricBisection) -> str:
+    s, req, q = b.search, b.request, b.request.question
+    subject = f"{q.metric} of {q.label}"
+    if s.status == "unmeasurable":
+        return f"**No answer ({where(b)}):** {s.reason}."
+    if s.status == "alike":
+        return (f"**No change ({where(b)}) in jax {req.start} … {req.end}:** the ends cannot be "
+                f"told apart by {subject} ({s.ends.reason}).")
+    old, new = b.pair
+    r = s.result
+    text = (f"**{VERBS.get(b.direction, 'Change')} ({where(b)}) between jax {old.version} "
+            f"(jaxlib {jaxlib_of(old, s.placed[r.last_old])}), the last release with the old "
+            f"behaviour, and jax {new.version} (jaxlib {jaxlib_of(new, s.placed[r.first_new])}), "
+            f"the first with the new:** {behaviour_line(b)}.")
+    if not r.exact:
+        between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
+        text += (f" jax {', '.join(between)} in between could not be placed, so the change is "
+                 f"in one of them or in jax {new.version}.")
+    return text
+
+
+def thirds_line(b: MetricBisection) -> str | None:
+    if not b.search.thirds:
+        return None
+    q, unit = b.request.question, unit_of(b)
+    parts = [f"jax {b.candidates[i].version} "
+             f"({figure_text(q.metric, unit, figure(q.metric, b.search.placed[i].samples))}: "
+             f"{b.search.placed[i].placement.reason})" for i in b.search.thirds]
+    return ("**A third behaviour**, like neither end: " + "; ".join(parts)
+            + ". It is left out of the search (a skip), not filed under old or new.")
+
+
+def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None
+                   ) -> list[str]:
+    """The command that asks the same question: every option that shaped the answer."""
+    req, q = b.request, b.request.question
+    argv = ["python", "-m", "bisect", "--from", start or req.start, "--to", end or req.end]
+    argv += ["--target", q.target] if q.target else ["--backend", req.backend]
+    if q.case is not None:
+        argv += ["--case", display_path(q.case.path)]
+        for name, value in q.params.items():
+            argv += ["--param", f"{name}={value}"]
+    argv += ["--metric", q.metric]
+    if q.xla_flags:
+        argv.append(f"--xla-flags={q.xla_flags}")
+    if q.samples is not None:
+        argv += ["--samples", str(q.samples)]
+    if q.kind != "auto":
+        argv += ["--metric-kind", q.kind]
+    if req.threshold is not None:
+        argv += ["--threshold", str(req.threshold)]
+    if req.max_runs != 3:
+        argv += ["--max-runs", str(req.max_runs)]
+    if q.command:
+        argv += ["--", *q.command]
+    return argv
+
+
+def display_path(path: str) -> str:
+    """A case's path as the user would type it: relative to here where it lies below."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def sweep_argv(b: MetricBisection) -> list[str]:
+    """The command that measures every release of the range (what bisection cannot see)."""
+    argv, out, skip = reproduce_argv(b)[3:], ["nox", "-s", "repro_range", "--"], 0
+    for i, arg in enumerate(argv):
+        if skip:
+            skip -= 1
+        elif arg in ("--threshold", "--max-runs", "--metric-kind"):
+            skip = 1
+        else:
+            out.append(arg)
+    return out
+
+
+MEASURE_SNIPPETS = {
+    "memory": """    stats = fn.lower(*args).compile().memory_analysis()
+    print("memory (output + temp bytes):", stats.output_size_in_bytes + stats.temp_size_in_bytes)""",
+    "compile_time": """    samples = []
+    for _ in range(6):
+        jax.clear_caches()
+        started = time.perf_counter()
+        fn.lower(*args).compile()
+        samples.append(time.perf_counter() - started)
+    print("compile_time (s), median of 5 after one warm-up:", statistics.median(samples[1:]))""",
+    "run_time": """    args = concrete(args)
+    jax.block_until_ready(fn(*args))  # compile and warm up
+    samples = []
+    for _ in range(20):
+        started = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - started)
+    print("run_time (s), median of 20:", statistics.median(samples))""",
+    "peak_memory": """    args = concrete(args)
+    compiled = fn.lower(*args).compile()
+    open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark (Linux)
+    jax.block_until_ready(compiled(*args))
+    peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+    print("peak RSS after compiling:", peak.split(":")[1].strip())""",
+    "output": """    out = jax.block_until_ready(fn(*concrete(args)))
+    for leaf in jax.tree_util.tree_leaves(out):
+        a = numpy.asarray(leaf)
+        print("output:", a.shape, a.dtype, "sum", a.astype(numpy.float64).sum(), a.ravel()[:8])""",
+    "error": """    try:
+        jax.block_until_ready(fn(*concrete(args)))
+        print("error: no error")
+    except Exception as exc:
+        print("error:", type(exc).__name__, str(exc).splitlines()[0])""",
+}
+
+CONCRETE = '''def concrete(args):
+    """Arrays for a run: shape/dtype structs become fixed pseudo-random data (seed 0)."""
+    rng = numpy.random.RandomState(0)
+    out = []
+    for a in args:
+        if isinstance(a, jax.ShapeDtypeStruct):
+            dtype = numpy.dtype(a.dtype)
+            if dtype == numpy.bool_:
+                data = rng.rand(*a.shape) < 0.5
+            elif numpy.issubdtype(dtype, numpy.integer):
+                data = rng.randint(0, 10, size=a.shape)
+            else:
+                data = rng.standard_normal(a.shape)
+            a = jax.device_put(numpy.asarray(data).astype(dtype))
+        out.append(a)
+    return tuple(out)
+'''
+
+
+def standalone_script(b: MetricBisection) -> str | None:
+    """The case's source and the lines that measure its metric, runnable with plain
+    ``python`` in any environment with jax."""
+    q = b.request.question
+    if q.case is None:
+        return None
+    params = q.case.resolve(q.params)
+    return (f"{q.case.source.rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
+            f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
+            f"# noqa: E402\n\n\n{CONCRETE}\n\nif __name__ == \"__main__\":\n"
+            f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
+            f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}\n")
+
+
+def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
+    q, unit = b.request.question, unit_of(b)
+    order = {i: k + 1 for k, i in enumerate(b.search.placed)}
+    headers = ["jax", "jaxlib", "behaviour", q.metric, "spread (min … max)", "samples", "runs",
+               "probe #", "note"]
+    rows = []
+    for index, placed in sorted(b.search.placed.items()):
+        release = b.candidates[index]
+        fig = figure(q.metric, placed.samples)
+        label = placed.placement.label.value if placed.placement else "skip"
+        if placed.placement and placed.placement.third:
+            label = "third behaviour"
+        confidence = placed.placement.confidence if placed.placement else None
+        if confidence is not None and label in ("old", "new"):
+            label += f" ({confidence:.3f})"
+        spread = (f"{shown(q.metric, unit, fig['min'])} … {shown(q.metric, unit, fig['max'])}"
+                  if "median" in fig and fig["n"] > 1 else "")
+        note = ""
+        if placed.placement and placed.placement.reason and label != "old" and label != "new":
+            note = placed.placement.reason
+        if placed.failure and not placed.samples:
+            note = placed.failure.error or ""
+        rows.append([str(release.version), jaxlib_of(release, placed), label,
+                     figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
+                     len(placed.runs), order[index], note[:160]])
+    if not any(row[-1] for row in rows):
+        headers.pop()
+        rows = [row[:-1] for row in rows]
+    return headers, rows
+
+
+def chart(b: MetricBisection) -> str | None:
+    """A mermaid chart of the metric's median per probed release (GitHub renders it)."""
+    q = b.request.question
+    points = []
+    for index, placed in sorted(b.search.placed.items()):
+        fig = figure(q.metric, placed.samples)
+        if "median" in fig:
+            points.append((str(b.candidates[index].version), fig["median"]))
+    if len(points) < 2:
+        return None
+    unit = unit_of(b)
+    scale, label = (1024**2, "MB") if unit == "bytes" else (1, unit or q.metric)
+    values = [v / scale for _, v in points]
+    top = max(values) * 1.1 or 1.0
+    return "\n".join([
+        "```mermaid", "xychart-beta", f'    title "{q.metric} of {q.label} by jax release"',
+        f'    x-axis [{", ".join(chr(34) + r + chr(34) for r, _ in points)}]',
+        f'    y-axis "{q.metric} ({label})" 0 --> {top:.6g}',
+        f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
+
+
+def render(b: MetricBisection) -> str:
+    req, q, s = b.request, b.request.question, b.search
+    title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
+    parts = [title, "", answer_line(b), ""]
+    third = thirds_line(b)
+    if third:
+        parts += [third, ""]
+    if s.status == "found":
+        old, new = b.pair
+        parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
+    if s.status == "alike":
+        parts += ["A change made and undone inside the range cannot be seen by bisection: "
+                  "to measure every release in it:", "", "```sh",
+                  shlex.join(sweep_argv(b)), "```", ""]
+    how = (f"Each row: {q.metric} of `{q.label}`"
+           + (f" with {', '.join(f'{k}={v!r}' for k, v in q.case.resolve(q.params).items())}"
+              if q.case else "")
+           + (", the median of every sample of every run, with its spread" if q.noisy else "")
+           + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
+    if s.ends:
+        how += f" The ends: {s.ends.reason}."
+    headers, rows = probe_rows(b)
+    parts += [f"## Releases probed ({len(s.placed)} of {len(b.candidates)} candidates)", "",
+              how, "", tabulate(rows, headers=headers, tablefmt="github",
+                                disable_numparse=True), "",
+              f"Search: {len(s.placed)} probes ({s.remeasures} re-measured), at most "
+              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped.", ""]
+    drawn = chart(b)
+    if drawn:
+        parts += [drawn, ""]
+    skipped = [(i, p) for i, p in s.placed.items() if p.outcome.value == "skip"
+               and i not in s.thirds]
+    if skipped or b.unusable:
+        parts += ["Skipped or left out:", ""]
+        parts += [f"- jax {b.candidates[i].version}: "
+                  f"{p.placement.reason if p.placement else 'no answer'}" for i, p in skipped]
+        parts += [f"- {which}: not installable here ({why})"
+                  for which, why in grouped_reasons(b.unusable)]
+        parts.append("")
+    if q.case is not None:
+        parts += ["## The program", "",
+                  f"<details><summary>{display_path(q.case.path)} (sha256 "
+                  f"{q.case.sha256[:12]})</summary>", "", "```python", q.case.source.rstrip(),
+                  "```", "", "</details>", ""]
+    parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
+              "README's Quick start installs it):", "", "```sh",
+              shlex.join(reproduce_argv(b)), "```", ""]
+    parts += standalone_lines(b)
+    parts += ["<details><summary>Environment of the probing machine</summary>", "",
+              "```text", machine_description(dated=True), "```", "", "</details>", ""]
+    return "\n".join(parts)
+
+
+def standalone_lines(b: MetricBisection) -> list[str]:
+    """Plain ``pip install`` and ``python`` lines for the ends (or the pair found)."""
+    q, s = b.request.question, b.search
+    releases = ([b.pair[0], b.pair[1]] if s.status == "found"
+                else [b.candidates[0], b.candidates[-1]])
+    index = {str(c.version): i for i, c in enumerate(b.candidates)}
+    lines = ["Without it, in a fresh virtual environment per release (Python "
+             f"{'3.12' if any(str(r.version) >= '0.11' for r in releases) else '3.11'}):", "",
+             "```sh"]
+    for release in releases:
+        placed = s.placed.get(index[str(release.version)])
+        jaxlib = jaxlib_of(release, placed) if placed else str(release.jaxlib)
+        venv = f"venv-{release.version}"
+        run = (f"{venv}/bin/python measure.py" if q.case is not None
+               else f". {venv}/bin/activate && {shlex.join(q.command)}")
+        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install jax=={release.version} "
+                  f"jaxlib=={jaxlib}", run]
+    lines += ["```", ""]
+    script = standalone_script(b)
+    if script:
+        lines += ["<details><summary>measure.py: the program and the lines that measure "
+                  f"{q.metric}</summary>", "", "```python", script.rstrip(), "```", "",
+                  "</details>", ""]
+    lines += ["(Old releases may need the packages of their day: the toolkit resolves each "
+              "environment as of its release's date, e.g. `uv pip install --exclude-newer "
+              "DATE`.)", ""]
+    return lines
+
+
+def document(b: MetricBisection, report_path: Path | None, extra: dict | None = None) -> dict:
+    req, q, s = b.request, b.request.question, b.search
+    probes = []
+    for index, placed in s.placed.items():
+        release = b.candidates[index]
+        p = placed.placement
+        probes.append({
+            "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
+            "label": p.label.value if p else "skip", "confidence": p.confidence if p else None,
+            "third": bool(p and p.third), "reason": p.reason if p else None,
+            "runs": [{"number": r.number, "status": r.status, "error": r.error,
+                      "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
+                     for r in placed.runs],
+            "figure": figure(q.metric, placed.samples), "cached": placed.cached,
+            "installed": next((r.installed for r in placed.runs if r.installed), {})})
+    pair = b.pair
+    doc = {
+        "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
+        "backend": req.backend, "target": q.target or None, "measured": where(b),
+        "status": s.status, "direction": b.direction,
+        "exact": bool(s.result and s.result.exact and s.status == "found"),
+        "reason": s.reason,
+        "metric": {"name": q.metric, "unit": unit_of(b) or None,
+                   "kind": "noisy" if q.noisy else "deterministic",
+                   "threshold": req.threshold},
+        "case": ({**q.case.as_json(q.params), "path": display_path(q.case.path),
+                  "source": q.case.source} if q.case else None),
+        "command": list(q.command) or None,
+        "xla_flags": q.xla_flags,
+        "ends": ({"distinct": s.ends.distinct, "direction": s.ends.direction,
+                  "ratio": s.ends.ratio, "reason": s.ends.reason} if s.ends else None),
+        "last_old": ({"jax": str(pair[0].version),
+                      "jaxlib": jaxlib_of(pair[0], s.placed[s.result.last_old])} if pair else None),
+        "first_new": ({"jax": str(pair[1].version),
+                       "jaxlib": jaxlib_of(pair[1], s.placed[s.result.first_new])}
+                      if pair else None),
+        "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
+        "probes": probes,
+        "search": {"probes": len(s.placed), "remeasures": s.remeasures,
+                   "limit": {"probes": b.limit[0]},
+                   "order": [str(b.candidates[i].version) for i in s.placed]},
+        "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
+                    for rel, why in b.unusable],
+        "reproduce": shlex.join(reproduce_argv(b)),
+        "report": str(report_path) if report_path else None,
+    }
+    if s.status == "alike":
+        doc["sweep"] = shlex.join(sweep_argv(b))
+    if pair:
+        doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
+    doc.update(extra or {})
+    return doc
+
+
+def report_stem(b: MetricBisection) -> str:
+    """``bisect-A-B-where-case-metric``, plus a digest of the other options that shape the
+    answer where any are set."""
+    req, q = b.request, b.request.question
+    place = (q.target if q.target and "/" not in q.target else
+             f"target-{hashlib.sha256(q.target.encode()).hexdigest()[:8]}" if q.target
+             else req.backend)
+    name = q.case.name if q.case else "command"
+    stem = f"bisect-{req.start}-{req.end}-{place}-{name}-{q.metric}"
+    shaping = {"params": q.params, "xla_flags": q.xla_flags, "samples": q.samples,
+               "kind": q.kind, "threshold": req.threshold, "max_runs": req.max_runs,
+               "command": list(q.command)}
+    if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
+            or q.kind != "auto" or req.max_runs != 3:
+        text = json.dumps(shaping, sort_keys=True)
+        stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    return stem
+
+
+def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
+                 ) -> tuple[Path, dict]:
+    md_path = folder / f"{report_stem(b)}.md"
+    doc = document(b, md_path, extra)
+    write_text_if_changed(md_path, render(b))
+    write_json_if_changed(md_path.with_suffix(".json"), doc)
+    return md_path, doc

@@ -1,0 +1,189 @@
+"""A user's own program as a case: a Python file that defines ``case(**params)``.
+
+The protocol (docs/cases.md): ``case()`` returns ``(fn, args)``, ``fn`` a ``jax.jit``-wrapped
+function and ``args`` a tuple of arrays or ``jax.ShapeDtypeStruct``s. Its parameters are its
+keyword arguments, each with a literal default; ``--param NAME=VALUE`` overrides one, parsed by
+the default's type. Optional module constants: ``METRIC`` (the case's own metric), ``FIXED``
+(parameters a minimizer never shrinks), ``ANSWER`` (what its author measured).
+
+Reading a case (its parameters, constants, source) needs only the standard library: the
+driver reads it with ``ast`` and never imports it (nor jax). Building one imports it, inside a
+JAX environment.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METRICS = ("memory", "compile_time", "run_time", "peak_memory", "output", "error")
+# Deterministic metrics give the same value on every run of a release; noisy ones are sampled.
+NOISY_METRICS = ("compile_time", "run_time", "peak_memory")
+UNITS = {"memory": "bytes", "compile_time": "s", "run_time": "s", "peak_memory": "bytes",
+         "output": "values", "error": "message"}
+# What a compile-only target can answer: nothing runs there.
+COMPILE_ONLY_METRICS = ("memory", "compile_time", "error")
+PARAM_TYPES = (bool, int, float, str)
+
+
+class CaseError(ValueError):
+    """A case file or parameter that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    path: str                       # absolute
+    source: str
+    sha256: str
+    defaults: dict = field(default_factory=dict)   # parameter -> literal default, in order
+    metric: str | None = None       # METRIC
+    fixed: tuple[str, ...] = ()     # FIXED
+    answer: dict | None = None      # ANSWER
+    doc: str | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    def resolve(self, overrides: dict | None = None) -> dict:
+        """The parameters a run uses: the defaults with ``overrides`` on top."""
+        return {**self.defaults, **(overrides or {})}
+
+    def as_json(self, params: dict | None = None) -> dict:
+        return {"name": self.name, "path": self.path, "sha256": self.sha256,
+                "params": self.resolve(params), "defaults": dict(self.defaults)}
+
+
+def _literal(node: ast.AST, what: str, path: Path):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise CaseError(f"{path}: {what} must be a literal (a number, string, bool, tuple or "
+                        f"dict of them)") from None
+
+
+def read_case(path: str | Path) -> CaseFile:
+    """The case file at ``path``, read without running it; a bad one is a CaseError."""
+    path = Path(path).expanduser()
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CaseError(f"no case file {path}") from None
+    except IsADirectoryError:
+        raise CaseError(f"{path} is a folder, not a case file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise CaseError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "case"]
+    if not functions:
+        raise CaseError(f"{path} defines no case() function (it must return (fn, args); "
+                        f"see docs/cases.md)")
+    fn = functions[-1]
+    a = fn.args
+    if a.vararg or a.kwarg or a.posonlyargs:
+        raise CaseError(f"{path}: case() takes keyword parameters with defaults only "
+                        f"(no *args, **kwargs or positional-only ones)")
+    named = list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults))
+    if len(named) != len(a.args) or any(d is None for d in a.kw_defaults):
+        raise CaseError(f"{path}: every parameter of case() needs a default")
+    named += list(zip(a.kwonlyargs, a.kw_defaults))
+    defaults = {}
+    for arg, node in named:
+        value = _literal(node, f"the default of {arg.arg!r}", path)
+        if not isinstance(value, PARAM_TYPES):
+            raise CaseError(f"{path}: the default of {arg.arg!r} must be an int, float, bool or "
+                            f"str, not {type(value).__name__}")
+        defaults[arg.arg] = value
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in ("METRIC", "FIXED", "ANSWER"):
+            constants[node.targets[0].id] = _literal(node.value, node.targets[0].id, path)
+    metric = constants.get("METRIC")
+    if metric is not None and metric not in METRICS:
+        raise CaseError(f"{path}: METRIC = {metric!r} is not one of {', '.join(METRICS)}")
+    fixed = tuple(constants.get("FIXED", ()))
+    unknown = [name for name in fixed if name not in defaults]
+    if unknown:
+        raise CaseError(f"{path}: FIXED names {', '.join(unknown)}, not parameters of case()")
+    return CaseFile(path=str(path.resolve()), source=source,
+                    sha256=hashlib.sha256(source.encode()).hexdigest(), defaults=defaults,
+                    metric=metric, fixed=fixed, answer=constants.get("ANSWER"),
+                    doc=ast.get_docstring(tree))
+
+
+def parse_value(text: str, default, name: str):
+    """``text`` as the type of ``default``."""
+    kind = type(default)
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise CaseError(f"--param {name}={text}: {name} is a bool (true or false)")
+    if kind is str:
+        return text
+    try:
+        value = kind(text)
+    except ValueError:
+        raise CaseError(f"--param {name}={text}: {name} is {'an' if kind is int else 'a'} "
+                        f"{kind.__name__} (its default is {default!r})") from None
+    if kind is float and value != value:
+        raise CaseError(f"--param {name}={text}: NaN is not a value")
+    return value
+
+
+def parse_params(case: CaseFile, items: list[str] | tuple[str, ...]) -> dict:
+    """``--param NAME=VALUE`` items as typed overrides; unknown names are CaseErrors."""
+    overrides = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise CaseError(f"--param {item!r}: write NAME=VALUE")
+        if name not in case.defaults:
+            known = ", ".join(case.defaults) or "none"
+            raise CaseError(f"--param {name}: {case.name} has no parameter {name!r} "
+                            f"(its parameters: {known})")
+        overrides[name] = parse_value(text, case.defaults[name], name)
+    return overrides
+
+
+def load_module(case: CaseFile):
+    """Import the case file as a module (inside a JAX environment: it imports jax)."""
+    name = f"repro_case_{case.sha256[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, case.path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def build(case: CaseFile, params: dict):
+    """``case(**params)``: ``(fn, args)``, checked for shape; raises CaseError if malformed."""
+    module = load_module(case)
+    built = module.case(**case.resolve(params))
+    if not (isinstance(built, tuple) and len(built) == 2):
+        raise CaseError(f"{case.name}: case() must return (fn, args), got "
+                        f"{type(built).__name__}")
+    fn, args = built
+    if not callable(fn) or not hasattr(fn, "lower"):
+        raise CaseError(f"{case.name}: case()'s fn must be a jax.jit-wrapped function")
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    return fn, tuple(args)

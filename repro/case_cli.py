@@ -1,0 +1,139 @@
+"""``python -m repro --case FILE --metric NAME``: measure one metric of a user's own program.
+
+The case protocol and the metrics: docs/cases.md. Needs only jax and the standard library, like
+the rest of ``repro``; the bisect driver runs it in each release's environment and reads the
+JSON document it prints with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import SCHEMA
+from . import target as targets
+from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_params, read_case
+from .process import PLATFORMS, configure_this_process, stdout_to_stderr
+
+EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
+
+
+def parser() -> argparse.ArgumentParser:
+    from .cli import OneLineParser, positive_int
+
+    p = OneLineParser(prog="python -m repro --case", description=__doc__.splitlines()[0])
+    p.add_argument("--case", required=True, metavar="FILE",
+                   help="a Python file defining case(**params) -> (fn, args)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one of case()'s parameters (repeatable)")
+    p.add_argument("--metric", choices=METRICS, default=None,
+                   help="what to measure (default: the case's METRIC, else memory)")
+    p.add_argument("--samples", type=positive_int, default=None, metavar="N",
+                   help="samples of a noisy metric (run_time: calls, at least; compile_time: "
+                        "compiles; peak_memory: fresh processes)")
+    p.add_argument("--backend", choices=sorted(PLATFORMS), default="auto")
+    p.add_argument("--xla-flags", default="", metavar="FLAGS")
+    p.add_argument("--target", metavar="NAME|FILE",
+                   help="compile for this NVIDIA GPU without one (memory, compile_time, error)")
+    p.add_argument("--hlo-out", type=Path, metavar="DIR",
+                   help="also write the lowered module and XLA's optimized HLO there")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("-q", "--quiet", action="store_true")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        args.case = read_case(args.case)
+        args.params = parse_params(args.case, args.param)
+    except CaseError as exc:
+        p.error(str(exc))
+    args.metric = args.metric or args.case.metric or "memory"
+    if args.target is not None:
+        if args.metric not in COMPILE_ONLY_METRICS:
+            p.error(f"--target compiles without the GPU: it measures "
+                    f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")
+        if PLATFORMS[args.backend] not in (None, "cuda"):
+            p.error(f"--target compiles for a CUDA GPU; --backend {args.backend} contradicts it")
+        try:
+            args.target = targets.load(args.target)
+        except targets.TargetError as exc:
+            p.error(str(exc))
+    return args
+
+
+def summary(document: dict) -> str:
+    from .cli import device_line
+
+    m, case = document["metric"], document["case"]
+    params = ", ".join(f"{k}={v!r}" for k, v in case["params"].items()) or "no parameters"
+    head = (f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
+            f"case {case['name']} ({params})")
+    if m["status"] != "ok":
+        return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
+    if m["name"] in ("run_time", "compile_time"):
+        shown = (f"median {m['value']:.6g} s (min {m['min']:.6g}, max {m['max']:.6g}; "
+                 f"{len(m['samples'])} samples)")
+    elif m["name"] == "peak_memory":
+        shown = (f"median {m['value'] / 1024**2:.2f} MB (min {m['min'] / 1024**2:.2f}, "
+                 f"max {m['max'] / 1024**2:.2f}; {len(m['samples'])} processes)")
+    elif m["name"] == "memory":
+        shown = f"{m['value'] / 1024**2:.2f} MB (output + temp, {m['source']})"
+    elif m["name"] == "output":
+        shown = f"sha256 {m['value']['sha256'][:16]}, shapes {m['value']['shapes']}"
+    else:
+        shown = m["value"]
+    return f"{head}\n{m['name']}: {shown}"
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    dump_dir = None
+    configure_this_process(args.backend if args.target is None else "auto", args.xla_flags)
+    asked = args.xla_flags.strip()
+    if args.target is not None:
+        # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.
+        dump_dir = Path(tempfile.mkdtemp(prefix="repro-case-dump-"))
+        targets.configure_process(dump_dir, module=".*")
+    try:
+        return _run(args, asked, dump_dir)
+    finally:
+        if dump_dir is not None:
+            shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
+    from .cli import describe_environment
+    from .measure import Compiler
+    from .metrics import Sampling, measure
+
+    sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
+    try:
+        with stdout_to_stderr():
+            compiler = Compiler(args.target, dump_dir)
+            document = {"schema": SCHEMA, **describe_environment(compiler, asked),
+                        "xla_flags": asked, "mode": "case",
+                        "case": args.case.as_json(args.params)}
+            document["metric"] = measure(args.case, args.params, args.metric, compiler,
+                                         sampling, hlo_out=args.hlo_out)
+    except CaseError as exc:
+        print(f"python -m repro: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ImportError as exc:
+        print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
+        return EXIT_UNMEASURABLE
+    except Exception as exc:  # JAX failing to start (no such backend, a target it rejects)
+        line = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"python -m repro: error: {type(exc).__name__}: {line}", file=sys.stderr)
+        return EXIT_UNMEASURABLE
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print(summary(document))
+    return EXIT_MEASURED if document["metric"]["status"] == "ok" else EXIT_UNMEASURABLE

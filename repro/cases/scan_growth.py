@@ -1,0 +1,55 @@
+"""The scan report as a case: "Unexpectedly high memory consumption in jax.lax.scan".
+
+Inside ``jax.jit``, a Python loop calls an inner ``jax.lax.scan`` ``n_outer`` times. When the
+scan stacks its outputs and only ``x_out[-1]`` is used (``variant=0``), the compiled plan's
+memory grows by one stacked buffer (n_inner x n_res^3 values) per outer iteration; the
+carry-only scan (``variant=1``) and the unrolled loop (``variant=2``) stay at 30.52 MB.
+
+Measured on the CPU (2 cores, 2026-12), metric ``memory`` (output + temp of the compiled plan),
+at the defaults below (n_outer 10): jax 0.5.0 6164.55 MB, jax 0.5.1 30578.61 MB (the CPU change:
+XLA's concurrency-optimized scheduler, on by default from jaxlib 0.5.1).
+"""
+
+import jax
+import jax.numpy as jnp
+
+METRIC = "memory"
+ANSWER = {"metric": "memory", "from": "0.5.0", "to": "0.5.2", "last_old": "0.5.0",
+          "first_new": "0.5.1", "direction": "regression", "old": 6464000772,
+          "new": 32064001284, "unit": "bytes"}
+
+
+def inner_loop_v0(x, n):
+    def body_fun(x1, _):
+        x1 = 1 + jnp.cos(x1**2)
+        return x1, x1
+
+    _, x_out = jax.lax.scan(body_fun, x, None, n)
+    return x_out[-1]
+
+
+def inner_loop_v1(x, n):
+    def body_fun(x1, _):
+        x1 = 1 + jnp.cos(x1**2)
+        return x1, None
+
+    x_out, _ = jax.lax.scan(body_fun, x, None, n)
+    return x_out
+
+
+def inner_loop_v2(x, n):
+    for _ in range(n):
+        x = 1 + jnp.cos(x**2)
+    return x
+
+
+def case(n_outer=10, n_inner=100, n_res=200, variant=0, dtype="float32"):
+    inner = (inner_loop_v0, inner_loop_v1, inner_loop_v2)[variant]
+
+    @jax.jit
+    def outer_loop(x):
+        for _ in range(n_outer):
+            x = inner(x, n_inner)
+        return x
+
+    return outer_loop, (jax.ShapeDtypeStruct((n_res,) * 3, jnp.dtype(dtype)),)

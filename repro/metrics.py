@@ -1,0 +1,315 @@
+"""Measure one metric of a case's ``(fn, args)`` in this JAX process (docs/cases.md).
+
+Every function answers with a plain dict (the document's ``metric`` object) and never raises
+for what the program or the release does: a case that raises is measured as such (its
+``status`` is "error" with the exception's type and first line; for the ``error`` metric that
+line *is* the value).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
+from .measure import Compiler, Unmeasured, _proc_status_kib, _reset_peak_rss
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+OUTPUT_POINTS = 256   # values of each output kept for comparison (evenly spaced, plus sums)
+NO_ERROR = "no error"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How many samples a noisy metric takes (docs/timing.md says why these)."""
+
+    samples: int = 5          # at least this many (run_time: calls; others: compiles/processes)
+    min_seconds: float = 0.3  # run_time: keep calling until this much time is spent ...
+    max_seconds: float = 1.0  # ... but stop adding samples after this much
+    max_samples: int = 100
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as the ``error`` metric compares it: its type and first line, with the
+    addresses that change from run to run left out."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {first}".strip(": "))[:300]
+
+
+def _result(name: str, **fields) -> dict:
+    return {"name": name, "unit": UNITS[name],
+            "kind": "noisy" if name in NOISY_METRICS else "deterministic",
+            "status": "ok", "error": None, "samples": [], "value": None, **fields}
+
+
+def _summarize(result: dict) -> dict:
+    samples = result["samples"]
+    if result["kind"] == "noisy" and samples:
+        result["value"] = statistics.median(samples)
+        result["min"], result["max"] = min(samples), max(samples)
+    elif samples:
+        result["value"] = samples[0]
+    return result
+
+
+def shape_structs(args, compiler: Compiler):
+    """The arguments as shape/dtype structs (nothing allocated), on a target's device if any."""
+    return tuple(compiler.struct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype")
+                 else a for a in args)
+
+
+def concrete(args):
+    """Arrays for a run: a struct becomes fixed pseudo-random data (seed 0), so every release
+    runs on the same numbers."""
+    import jax
+    import numpy
+
+    rng = numpy.random.RandomState(0)
+    out = []
+    for a in args:
+        if isinstance(a, jax.ShapeDtypeStruct):
+            dtype = numpy.dtype(a.dtype)
+            if dtype == numpy.bool_:
+                data = rng.rand(*a.shape) < 0.5
+            elif numpy.issubdtype(dtype, numpy.integer):
+                data = rng.randint(0, 10, size=a.shape)
+            elif numpy.issubdtype(dtype, numpy.complexfloating):
+                data = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+            else:
+                data = rng.standard_normal(a.shape)
+            out.append(jax.device_put(numpy.asarray(data).astype(dtype)))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def output_digest(out) -> dict:
+    """What the ``output`` metric compares: each leaf's shape and dtype, and up to
+    OUTPUT_POINTS evenly spaced values plus its sum and sum of magnitudes (as floats)."""
+    import hashlib
+
+    import jax
+    import numpy
+
+    leaves, values, digest = jax.tree_util.tree_leaves(out), [], hashlib.sha256()
+    shapes = []
+    for leaf in leaves:
+        array = numpy.asarray(leaf)
+        shapes.append([list(array.shape), str(array.dtype)])
+        digest.update(array.tobytes())
+        flat = array.ravel()
+        if numpy.iscomplexobj(flat):
+            flat = numpy.concatenate([flat.real, flat.imag])
+        flat = flat.astype(numpy.float64)
+        if flat.size > OUTPUT_POINTS:
+            picks = numpy.linspace(0, flat.size - 1, OUTPUT_POINTS).astype(numpy.int64)
+            values += flat[picks].tolist()
+        else:
+            values += flat.tolist()
+        with numpy.errstate(all="ignore"):
+            values += [float(flat.sum()), float(numpy.abs(flat).sum())]
+    return {"shapes": shapes, "values": [v if math.isfinite(v) else repr(v) for v in values],
+            "sha256": digest.hexdigest()}
+
+
+def measure_memory(fn, args, compiler: Compiler) -> dict:
+    result = _result("memory")
+    try:
+        compiled, assignment = compiler.compile(fn, *shape_structs(args, compiler))
+        fields, result["source"] = compiler.sizes(compiled, assignment)
+    except Unmeasured as exc:
+        result.update(status="unavailable", error=str(exc))
+        return result
+    except NotImplementedError as exc:
+        result.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
+        return result
+    result["fields"] = fields
+    total = (fields.get("output_bytes") or 0) + (fields.get("temp_bytes") or 0)
+    if total == 0:
+        result.update(status="unavailable",
+                      error="memory_analysis() reports 0 bytes (not measured by this release)")
+        return result
+    result["samples"] = [total]
+    return _summarize(result)
+
+
+def measure_compile_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
+    import jax
+
+    result = _result("compile_time")
+    structs = shape_structs(args, compiler)
+
+    def once() -> float:
+        jax.clear_caches()
+        started = time.perf_counter()
+        fn.lower(*structs).compile()
+        return time.perf_counter() - started
+
+    result["warmup"] = [round(once(), 6)]  # the backend's own start-up lands here
+    result["samples"] = [round(once(), 6) for _ in range(sampling.samples)]
+    return _summarize(result)
+
+
+def measure_run_time(fn, args, sampling: Sampling) -> dict:
+    import jax
+
+    result = _result("run_time")
+    arrays = concrete(args)
+    started = time.perf_counter()
+    jax.block_until_ready(fn(*arrays))  # compiles, then runs once
+    result["warmup"] = [round(time.perf_counter() - started, 6)]
+    samples, spent = [], 0.0
+    while len(samples) < sampling.max_samples and (
+            len(samples) < sampling.samples or spent < sampling.min_seconds):
+        started = time.perf_counter()
+        jax.block_until_ready(fn(*arrays))
+        seconds = time.perf_counter() - started
+        samples.append(round(seconds, 7))
+        spent += seconds
+        if spent >= sampling.max_seconds and len(samples) >= sampling.samples:
+            break
+    result["samples"] = samples
+    return _summarize(result)
+
+
+def measure_output(fn, args) -> dict:
+    import jax
+
+    result = _result("output")
+    out = jax.block_until_ready(fn(*concrete(args)))
+    result["samples"] = [output_digest(out)]
+    return _summarize(result)
+
+
+def peak_child(case: CaseFile, params: dict) -> dict:
+    """In a fresh process: compile, then run once, and the peak above what was resident."""
+    import jax
+
+    fn, args = build(case, params)
+    arrays = concrete(args)
+    compiled = fn.lower(*arrays).compile()
+    jax.block_until_ready(arrays)
+    device = jax.devices()[0]
+    try:
+        before = device.memory_stats()
+    except Exception:
+        before = None
+    if before and "peak_bytes_in_use" in before:
+        jax.block_until_ready(compiled(*arrays))
+        after = device.memory_stats()
+        return {"source": "device memory_stats peak_bytes_in_use",
+                "bytes": int(after["peak_bytes_in_use"]) - int(before.get("bytes_in_use", 0))}
+    if not _reset_peak_rss():
+        raise RuntimeError("cannot reset the peak RSS mark (/proc/self/clear_refs)")
+    baseline = _proc_status_kib("VmRSS")
+    jax.block_until_ready(compiled(*arrays))
+    return {"source": "process peak RSS above baseline",
+            "bytes": max(0, (_proc_status_kib("VmHWM") - baseline) * 1024)}
+
+
+def measure_peak_memory(case: CaseFile, params: dict, sampling: Sampling,
+                        timeout: float = 900) -> dict:
+    """Each sample from a fresh process, so that other samples' peaks do not mix in."""
+    result = _result("peak_memory")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+    request = json.dumps({"case": case.path, "params": params})
+    for _ in range(sampling.samples):
+        try:
+            done = subprocess.run([sys.executable, "-m", "repro.metrics", request], env=env,
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            result.update(status="error", error=f"timed out after {timeout:.0f} s")
+            return result
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            if done.returncode < 0:
+                tail = f"killed by signal {-done.returncode} (out of memory?)"
+            result.update(status="error", error=tail[:300])
+            return result
+        answer = json.loads(lines[-1])
+        if "error" in answer:
+            result.update(status="error", error=answer["error"])
+            return result
+        result["source"] = answer["source"]
+        result["samples"].append(answer["bytes"])
+    return _summarize(result)
+
+
+def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
+            sampling: Sampling = Sampling(), hlo_out: Path | None = None) -> dict:
+    """The metric's result for ``case`` at ``params``; an exception from the program (its
+    build, lowering, compile or run) is this release's answer, never a harness failure."""
+    try:
+        if metric == "peak_memory":
+            result = measure_peak_memory(case, params, sampling)
+            if hlo_out is not None:
+                fn, args = build(case, params)
+                write_hlo(fn, args, compiler, hlo_out)
+            return result
+        fn, args = build(case, params)
+        if hlo_out is not None:
+            write_hlo(fn, args, compiler, hlo_out)
+        if metric == "memory":
+            return measure_memory(fn, args, compiler)
+        if metric == "compile_time":
+            return measure_compile_time(fn, args, compiler, sampling)
+        if metric == "run_time":
+            return measure_run_time(fn, args, sampling)
+        if metric == "output":
+            return measure_output(fn, args)
+        if metric == "error":
+            import jax
+
+            if compiler.target is not None:  # nothing runs on a compile-only device
+                compiler.compile(fn, *shape_structs(args, compiler))
+            else:
+                jax.block_until_ready(fn(*concrete(args)))
+            return _summarize(_result("error", samples=[NO_ERROR]))
+        raise CaseError(f"unknown metric {metric!r}")
+    except CaseError:
+        raise
+    except Exception as exc:
+        text = error_text(exc)
+        if metric == "error":
+            return _summarize(_result("error", samples=[text], raised=True))
+        return _result(metric, status="error", error=text)
+
+
+def write_hlo(fn, args, compiler: Compiler, folder: Path) -> None:
+    """The lowered module and XLA's optimized HLO of the case, for telling JAX from XLA from
+    what lies below HLO. Written before measuring: a case whose run fails still has them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    structs = shape_structs(args, compiler)
+    lowered = fn.lower(*structs)
+    (folder / "lowered.txt").write_text(lowered.as_text(), encoding="utf-8")
+    try:
+        compiled = lowered.compile()
+        (folder / "optimized.txt").write_text(compiled.as_text() or "", encoding="utf-8")
+    except Exception as exc:
+        (folder / "optimized.error").write_text(error_text(exc), encoding="utf-8")
+
+
+def _child_main(request: str) -> None:
+    spec = json.loads(request)
+    from .case import read_case
+
+    try:
+        answer = peak_child(read_case(spec["case"]), spec["params"])
+    except Exception as exc:
+        answer = {"error": error_text(exc)}
+    print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1])
