@@ -12,6 +12,7 @@ import shlex
 import statistics
 from pathlib import Path
 
+from packaging.version import Version
 from tabulate import tabulate
 
 from .catalogue import Release
@@ -20,6 +21,7 @@ from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed
 from .report import JAX_COMPARE, SCHEMA, grouped_reasons
 
+PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
 
 
@@ -90,12 +92,18 @@ def unit_of(b: MetricBisection) -> str:
 
 
 def behaviour_line(b: MetricBisection) -> str:
+    """The metric either side of the change (of the ends where none was found)."""
     s, q = b.search, b.request.question
     unit = unit_of(b)
-    old = figure(q.metric, s.placed[0].samples)
-    new = figure(q.metric, s.placed[len(b.candidates) - 1].samples)
-    line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax {b.request.start}, "
-            f"{figure_text(q.metric, unit, new)} at jax {b.request.end}")
+    if s.status == "found":
+        first, last = s.result.last_old, s.result.first_new
+    else:
+        first, last = 0, len(b.candidates) - 1
+    old = figure(q.metric, s.placed[first].samples)
+    new = figure(q.metric, s.placed[last].samples)
+    line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax "
+            f"{b.candidates[first].version}, {figure_text(q.metric, unit, new)} at jax "
+            f"{b.candidates[last].version}")
     if s.ends and s.ends.ratio:
         line += f" ({s.ends.ratio:.2f}×)"
     return line
@@ -300,7 +308,26 @@ def chart(b: MetricBisection) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
-def render(b: MetricBisection) -> str:
+def attribution_lines(a: dict) -> list[str]:
+    """JAX, XLA's HLO passes, or below HLO, and the commits either side."""
+    lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
+    links = a.get("links") or {}
+    if links.get("xla_compare"):
+        lines += [f"XLA commits: {links['xla_compare']}", ""]
+    elif a.get("xla_note"):
+        lines += [a["xla_note"] + ".", ""]
+    commits = a.get("commits") or {}
+    shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
+             for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
+    if shown:
+        lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
+    if a.get("diff"):
+        lines += ["<details><summary>The lowered modules, where they differ</summary>", "",
+                  "```diff", *a["diff"], "```", "", "</details>", ""]
+    return lines
+
+
+def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
     parts = [title, "", answer_line(b), ""]
@@ -348,6 +375,8 @@ def render(b: MetricBisection) -> str:
               "README's Quick start installs it):", "", "```sh",
               shlex.join(reproduce_argv(b)), "```", ""]
     parts += standalone_lines(b)
+    if extra and extra.get("attribution"):
+        parts += attribution_lines(extra["attribution"])
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
@@ -360,7 +389,7 @@ def standalone_lines(b: MetricBisection) -> list[str]:
                 else [b.candidates[0], b.candidates[-1]])
     index = {str(c.version): i for i, c in enumerate(b.candidates)}
     lines = ["Without it, in a fresh virtual environment per release (Python "
-             f"{'3.12' if any(str(r.version) >= '0.11' for r in releases) else '3.11'}):", "",
+             f"{'3.12' if any(r.version >= PY312_FROM for r in releases) else '3.11'}):", "",
              "```sh"]
     for release in releases:
         placed = s.placed.get(index[str(release.version)])
@@ -459,6 +488,6 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
                  ) -> tuple[Path, dict]:
     md_path = folder / f"{report_stem(b)}.md"
     doc = document(b, md_path, extra)
-    write_text_if_changed(md_path, render(b))
+    write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc
