@@ -1,0 +1,180 @@
+"""Function and command cases on real releases: the harness's metrics, and the bisect driver
+by a metric, end to end (real environments, real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, TEST_CACHE, repro_json, run_repro
+
+SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
+SMALL = ["--param", "n_res=32", "--param", "n_outer=3"]
+
+
+def write_case(tmp_path: Path, body: str, name: str = "mine.py") -> str:
+    path = tmp_path / name
+    path.write_text("import jax\nimport jax.numpy as jnp\n\n" + body)
+    return str(path)
+
+
+def bisect(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jaxbisect", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_case_memory_is_the_builtin_harness_figure(jax_python):
+    """The scan report as a case gives v0's figure of the built-in harness, byte for byte."""
+    for version in ("0.5.0", "0.5.1"):
+        case = repro_json(jax_python(version), "--case", SCAN, "--metric", "memory", *SMALL)
+        builtin = repro_json(jax_python(version), "--n-res", "32", "--n-outer", "3",
+                             "--variants", "v0")
+        assert case["metric"]["status"] == "ok" and case["metric"]["kind"] == "deterministic"
+        assert case["metric"]["samples"] == [builtin["cases"][0]["total_bytes"]]
+        assert case["case"]["params"]["n_outer"] == 3 and case["jax"] == version
+
+
+def test_a_target_case_reads_the_plan_from_the_dump(target_python):
+    """jax 0.5.0 has no memory_analysis() for a compile-only GPU: the case's figure comes from
+    XLA's buffer-assignment dump, the same as the built-in harness's (the report's A6000)."""
+    python = target_python("0.5.0")
+    case = repro_json(python, "--case", SCAN, "--metric", "memory", "--target", "a6000",
+                      "--param", "n_outer=5")
+    builtin = repro_json(python, "--target", "a6000", "--variants", "v0", "--n-outer", "5")
+    metric = case["metric"]
+    assert metric["source"] == "XLA buffer-assignment dump" and case["deviceless"]
+    assert metric["samples"] == [builtin["cases"][0]["total_bytes"]]
+    assert round(metric["value"] / 1024**2, 2) == 15289.31  # the upstream report's figure
+
+
+def test_timing_output_error_and_peak_metrics(jax_python, tmp_path):
+    python = jax_python("0.10.2")
+    path = write_case(tmp_path, '''
+def case(n=256, fail=False):
+    @jax.jit
+    def f(x):
+        if fail:
+            raise ValueError("boom at 0x7f00aa")
+        return jnp.sin(x) @ x
+    return f, (jax.ShapeDtypeStruct((n, n), jnp.float32),)
+''')
+    run_time = repro_json(python, "--case", path, "--metric", "run_time")["metric"]
+    assert run_time["kind"] == "noisy" and len(run_time["samples"]) >= 5
+    assert all(s > 0 for s in run_time["samples"]) and run_time["warmup"]
+    assert run_time["min"] <= run_time["value"] <= run_time["max"]
+    compile_time = repro_json(python, "--case", path, "--metric", "compile_time",
+                              "--samples", "2")["metric"]
+    assert len(compile_time["samples"]) == 2
+    outputs = [repro_json(python, "--case", path, "--metric", "output")["metric"]
+               for _ in range(2)]
+    assert outputs[0]["samples"] == outputs[1]["samples"]  # seeded data: the same digest
+    assert outputs[0]["value"]["shapes"] == [[[256, 256], "float32"]]
+    ok = repro_json(python, "--case", path, "--metric", "error")["metric"]
+    assert ok["samples"] == ["no error"]
+    raised = repro_json(python, "--case", path, "--metric", "error", "--param",
+                        "fail=true")["metric"]
+    assert raised["status"] == "ok" and raised["samples"] == ["ValueError: boom at 0x…"]
+    # For any other metric a program that raises is measured as such: status error, exit 125.
+    done = run_repro(python, "--json", "--quiet", "--case", path, "--metric", "memory",
+                     "--param", "fail=true")
+    assert done.returncode == 125
+    assert json.loads(done.stdout)["metric"]["error"].startswith("ValueError: boom")
+    big = write_case(tmp_path, '''
+def case(mb=64):
+    n = mb * 1024 * 1024 // 4
+    return jax.jit(lambda x: (x + 1.0) * 2.0), (jax.ShapeDtypeStruct((n,), jnp.float32),)
+''', "big.py")
+    peak = repro_json(python, "--case", big, "--metric", "peak_memory", "--samples",
+                      "2")["metric"]
+    assert len(peak["samples"]) == 2 and min(peak["samples"]) >= 60 * 1024**2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--case", "/nonexistent/case.py"], "no case file"),
+    (["--case", SCAN, "--param", "n_res=big"], "is an int"),
+    (["--case", SCAN, "--param", "colour=red"], "no parameter"),
+    (["--case", SCAN, "--metric", "speed"], "invalid choice"),
+    (["--case", SCAN, "--metric", "run_time", "--target", "a6000"], "without the GPU"),
+])
+def test_harness_bad_input_is_one_line(args, words):
+    done = subprocess.run([sys.executable, "-m", "repro", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+
+
+def results_files() -> set[Path]:
+    return set((TEST_CACHE / "results").rglob("metric-*.json"))
+
+
+@pytest.mark.jax
+def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python):
+    for version in ("0.5.0", "0.5.1", "0.5.2"):
+        jax_python(version)
+    args = ["--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--case", SCAN, *SMALL,
+            "--reports", str(tmp_path), "--json"]
+    first = bisect(*args)
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)
+    assert (doc["kind"], doc["status"], doc["direction"], doc["exact"]) == (
+        "metric", "found", "regression", True)
+    assert doc["last_old"]["jax"] == "0.5.0" and doc["first_new"]["jax"] == "0.5.1"
+    assert doc["metric"] == {"name": "memory", "unit": "bytes", "kind": "deterministic",
+                             "threshold": None}
+    assert doc["case"]["params"]["n_res"] == 32 and "def case(" in doc["case"]["source"]
+    labels = {p["jax"]: p["label"] for p in doc["probes"]}
+    assert labels == {"0.5.0": "old", "0.5.1": "new", "0.5.2": "new"}
+    a = doc["attribution"]
+    assert (a["lowering"], a["optimized_hlo"], a["culprit"]) == ("identical", "differs", "xla")
+    assert "--case" in doc["reproduce"] and "--param n_res=32" in doc["reproduce"]
+    report = Path(doc["report"]).read_text()
+    assert "```python" in report and "pip install jax==0.5.1 jaxlib==0.5.1" in report
+    again = json.loads(bisect(*args).stdout)
+    assert all(p["cached"] for p in again["probes"])
+    assert again["probes"] == [dict(p, runs=[dict(r, cached=True) for r in p["runs"]],
+                                    cached=True) for p in doc["probes"]]
+
+
+@pytest.mark.jax
+def test_bisects_a_command_by_a_field_of_its_json(tmp_path, jax_python):
+    for version in ("0.5.0", "0.5.1", "0.5.2"):
+        jax_python(version)
+    done = bisect("--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--metric", "bytes",
+                  "--metric-kind", "deterministic", "--reports", str(tmp_path), "--json", "--",
+                  "python", str(REPO / "tests" / "data" / "scan_memory_command.py"))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "found" and doc["first_new"]["jax"] == "0.5.1"
+    assert doc["metric"]["kind"] == "deterministic" and doc["case"] is None
+    assert "measured with jax 0.5.1" in done.stderr  # the command's output, on stderr
+
+
+@pytest.mark.jax
+def test_a_command_without_the_field_is_bad_input_and_stores_nothing(tmp_path, jax_python):
+    jax_python("0.5.0")
+    before = results_files()
+    done = bisect("--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--metric", "speed",
+                  "--reports", str(tmp_path), "--", "python",
+                  str(REPO / "tests" / "data" / "scan_memory_command.py"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "no field 'speed'" in done.stderr.strip().splitlines()[-1]
+    assert results_files() == before
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--case", "/nonexistent.py"], "no case file"),
+    (["--case", SCAN, "--param", "n_res=x"], "is an int"),
+    (["--case", SCAN, "--metric", "speed"], "one of"),
+    (["--metric", "t"], "--metric measures"),
+    (["--param", "n=1"], "--param sets"),
+])
+def test_driver_bad_input_is_one_line_and_fetches_nothing(args, words, tmp_path):
+    done = bisect("--from", "0.5.0", "--to", "0.5.2", "--reports", str(tmp_path), *args,
+                  timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+    assert not list(tmp_path.iterdir())
