@@ -120,7 +120,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     h.add_argument("--variants", type=variant_number, nargs="+", default=None, metavar="V")
     h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
     h.add_argument("--xla-flags", default="", metavar="FLAGS")
+    c = p.add_argument_group("your own program (docs/cases.md): one figure per release")
+    c.add_argument("--case", metavar="FILE", help="a case file: case(**params) -> (fn, args)")
+    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    c.add_argument("--metric", metavar="NAME", help="memory, compile_time, run_time, "
+                   "peak_memory, output or error (default: the case's METRIC, else memory)")
+    c.add_argument("--samples", type=positive_int, default=None, metavar="N")
     args = p.parse_args(argv)
+    if args.case is None and (args.param or args.metric or args.samples):
+        p.error("--param, --metric and --samples measure a --case FILE: give one")
     if not args.releases and args.first is None and args.last is None:
         p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
     if args.releases and (args.first or args.last):
@@ -392,6 +400,10 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
+    if args.case is not None:
+        from .case_sweep import sweep_case
+
+        return sweep_case(args, say, select)
     args.options = replace(args.options, target=target_option(args.target))
     backend = resolve_backend(args.backend, args.options.target)
     check_reports_folder(args.reports)

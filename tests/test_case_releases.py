@@ -178,3 +178,21 @@ def test_driver_bad_input_is_one_line_and_fetches_nothing(args, words, tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.jax
+def test_sweeps_a_case_over_releases(tmp_path, jax_python):
+    """Every release's figure, where bisection would only see the ends."""
+    for version in ("0.5.0", "0.5.1"):
+        jax_python(version)
+    done = subprocess.run([sys.executable, "-m", "jaxbisect.sweep", "--release", "0.5.0",
+                           "0.5.1", "--backend", "cpu", "--case", SCAN, *SMALL,
+                           "--reports", str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "scan_growth-memory"
+    results = {p.name: json.loads(p.read_text()) for p in folder.glob("jax-*.json")}
+    assert set(results) == {"jax-0.5.0-cpu.json", "jax-0.5.1-cpu.json"}
+    old, new = (results[f"jax-{v}-cpu.json"]["samples"][0] for v in ("0.5.0", "0.5.1"))
+    assert new > old * 1.4
+    assert (folder / "README.md").read_text().count("| ok ") == 2
