@@ -44,6 +44,10 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         from .metric_explain import attribution
 
         extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo)
+        if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
+            from .metric_explain import explain_flags
+
+            extra["explanation"] = {"culprit": explain_flags(bisection, say)}
     path, doc = write_report(bisection, args.reports, extra)
     if args.json:
         print(json.dumps(doc, indent=2))

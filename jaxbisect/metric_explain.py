@@ -12,15 +12,19 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .cases import Question
+from dataclasses import replace
+
+from .cases import Question, measure_run
 from .catalogue import Release
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
+from .evidence.explain import xla_flag_list
+from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.lowering import compare_lowering
 from .evidence.passes import normalize_hlo
 from .files import cache_dir
-from .metric_bisect import MetricBisection
+from .metric_bisect import MetricBisection, Placed, classifier_for
 from .probe import HarnessFailed, run_repro
 
 Say = Callable[[str], None]
@@ -94,3 +98,64 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None) -
     return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
             "text": WORDS[culprit], "diff": lowering["diff"],
             "diff_truncated": lowering["diff_truncated"], **commits}
+
+
+def explain_flags(b: MetricBisection, say: Say) -> dict:
+    """The XLA flags whose defaults changed between the pair, each set back in the new release
+    and measured with the case's own metric and classifier; one that brings back the old
+    behaviour is then set forward in the old release (proof both ways)."""
+    req, q, s = b.request, b.request.question, b.search
+    old, new = b.pair
+    sides = {"old": old, "new": new}
+    ends = [s.placed[0].samples, s.placed[len(b.candidates) - 1].samples]
+    classify = classifier_for(q, req.threshold)(*ends)
+    try:
+        lists = {side: xla_flag_list(r, req.backend,
+                                     ensure_environment(r, req.backend, progress=say).python,
+                                     timeout=req.timeout, remeasure=req.remeasure)["flags"]
+                 for side, r in sides.items()}
+    except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
+        return {"kind": "none", "name": None, "tests": [],
+                "text": f"the XLA flags could not be listed: {exc}"}
+    changes = [c for c in changed_defaults(lists["old"], lists["new"])
+               if relevant_to(req.backend, c.name)]
+    say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
+        f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
+        f"back")
+
+    def test(side: str, flags: tuple[FlagChange, ...]) -> str:
+        settings = " ".join(f.setting(side) for f in flags)
+        asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, settings) if f))
+        runs = []
+        while True:
+            runs.append(measure_run(sides[side], req.backend, asked, len(runs) + 1,
+                                    timeout=req.timeout, remeasure=req.remeasure, say=say))
+            placed = Placed(0, tuple(runs))
+            if not placed.samples:
+                return "skip"
+            label = classify(placed.samples).label.value
+            if label != "ambiguous" or len(runs) >= req.max_runs:
+                return label if label in ("old", "new") else "skip"
+
+    search = search_flags(changes, test, "old", "new")
+    tests = [{"release": str(sides[t.release].version), "xla_flags": t.xla_flags,
+              "behaviour": t.verdict} for t in search.tests]
+    base = {"flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
+                                      for c in changes], "tests": tests,
+            "workarounds": [{"release": str(new.version),
+                             "xla_flags": " ".join(f.setting("new") for f in flags)}
+                            for flags in search.restoring]}
+    if not search.culprit:
+        return {**base, "kind": "none", "name": None,
+                "text": f"No XLA flag explains it: none of the {len(changes)} changed defaults "
+                        f"that can matter on {req.backend}, set back one at a time (or in "
+                        f"pairs), brings jax {new.version}'s {q.metric} back to jax "
+                        f"{old.version}'s."}
+    names = " and ".join(f"`--{f.name}`" for f in search.culprit)
+    back = " ".join(f"`{f.setting('new')}`" for f in search.culprit)
+    forward = " ".join(f"`{f.setting('old')}`" for f in search.culprit)
+    return {**base, "kind": "flag", "name": " ".join(f"--{f.name}" for f in search.culprit),
+            "text": f"The change follows {names}, whose default changed "
+                    f"({'; '.join(f'{f.old} → {f.new}' for f in search.culprit)}): {back} "
+                    f"under jax {new.version} brings back the old {q.metric}, and {forward} "
+                    f"under jax {old.version} gives the new one."}

@@ -377,6 +377,15 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     parts += standalone_lines(b)
     if extra and extra.get("attribution"):
         parts += attribution_lines(extra["attribution"])
+    if extra and extra.get("explanation"):
+        culprit = extra["explanation"]["culprit"]
+        parts += ["## Why", "", culprit["text"], ""]
+        if culprit.get("tests"):
+            parts += ["<details><summary>Every flag setting measured</summary>", "",
+                      tabulate([[t["release"], f"`{t['xla_flags']}`", t["behaviour"]]
+                                for t in culprit["tests"]],
+                               headers=["jax", "XLA_FLAGS", "behaviour"], tablefmt="github"),
+                      "", "</details>", ""]
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)

@@ -130,6 +130,13 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
     assert labels == {"0.5.0": "old", "0.5.1": "new", "0.5.2": "new"}
     a = doc["attribution"]
     assert (a["lowering"], a["optimized_hlo"], a["culprit"]) == ("identical", "differs", "xla")
+    # The flag behind it, proven both ways with the case's own metric and classifier.
+    why = doc["explanation"]["culprit"]
+    assert (why["kind"], why["name"]) == (
+        "flag", "--xla_cpu_enable_concurrency_optimized_scheduler")
+    behaviour = {(t["release"], t["xla_flags"]): t["behaviour"] for t in why["tests"]}
+    assert behaviour[("0.5.1", "--xla_cpu_enable_concurrency_optimized_scheduler=false")] == "old"
+    assert behaviour[("0.5.0", "--xla_cpu_enable_concurrency_optimized_scheduler=true")] == "new"
     assert "--case" in doc["reproduce"] and "--param n_res=32" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "```python" in report and "pip install jax==0.5.1 jaxlib==0.5.1" in report
