@@ -113,7 +113,7 @@ class PinFound:
     xla_commit: str | None
     jax_commit: str | None     # the JAX commit the pin was read at
     source: str                # in words: which commit, from where
-    note: str | None = None    # why there is none (a release newer than the table, say)
+    note: str | None = None    # "jaxlib X" where it is newer than the table
 
 
 def lookup(release: Mapping, table: PinTable) -> PinFound:
@@ -130,9 +130,8 @@ def lookup(release: Mapping, table: PinTable) -> PinFound:
         return PinFound(pin.xla_commit, pin.jax_commit,
                         f"the tag {pin.tag}'s commit {pin.jax_commit[:10]} in {where}{differs}")
     if jaxlib and table.is_newer(jaxlib):
-        return PinFound(None, None, "", note=f"jaxlib {jaxlib} is newer than the pins table "
-                                             f"(newest {table.newest_tag}, made {table.made})")
-    return PinFound(None, None, "", note=f"jaxlib {jaxlib} has no pin in the pins table")
+        return PinFound(None, None, "", note=f"jaxlib {jaxlib}")  # newer than the table
+    return PinFound(None, None, "")
 
 
 def load_table(path: Path = PIN_TABLE) -> PinTable | None:

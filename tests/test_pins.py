@@ -147,15 +147,15 @@ def test_a_release_newer_than_the_table_falls_back_and_says_so(table, tmp_path, 
     pins, repo, shas = table
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
     newer = lookup({"jaxlib": "0.6.0", "commit": shas["after"]}, pins)
-    assert newer.xla_commit is None and "newer than the pins table" in newer.note
-    assert "newer" not in (lookup({"jaxlib": "0.4.99", "commit": None}, pins).note or "")
+    assert newer.xla_commit is None and newer.note == "jaxlib 0.6.0"
+    assert lookup({"jaxlib": "0.4.99", "commit": None}, pins).note is None  # not newer
 
     # No clone, no GitHub: the table's side is filled, the newer one said to be newer.
     found = commit_range(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
                          table=pins)
     assert found["xla_commits"] == {"old": xla_sha(2), "new": None}
     assert found["links"]["xla_compare"] is None
-    assert "jaxlib 0.6.0 is newer than the pins table" in found["xla_note"]
+    assert "jaxlib 0.6.0 is newer than the pins table (newest jax-v0.5.1" in found["xla_note"]
     assert found["xla_pins_table"]["newest_tag"] == "jax-v0.5.1"
 
     # GitHub (recorded) is asked for the newer release only.
@@ -185,14 +185,20 @@ def test_the_xla_commits_between_the_pins_are_counted_in_an_xla_clone(table, tmp
     xla.mkdir()
     git(xla, "init", "-q")
     made = [commit(xla, {"f": str(i)}, f"c{i}") for i in range(5)]
-    old = {"jax": "0.5.0", "jaxlib": "0.5.0", "commit": None, "ref": "jax-v0.5.0",
+    # Evidence stored with GitHub's answers for releases newer than the table: kept.
+    old = {"jax": "0.6.0", "jaxlib": "0.6.0", "commit": None, "ref": "jax-v0.6.0",
            "source": "release tag (no hash in wheel)"}
     stored = {"xla_commits": {"old": made[1], "new": made[4]}, "xla_pin_sources":
               {"old": "GitHub at a", "new": "GitHub at b"}}
-    found = range_of({"old": old, "new": dict(old, jax="0.5.1", jaxlib="0.5.1")}, None, None,
+    found = range_of({"old": old, "new": dict(old, jax="0.7.0", jaxlib="0.7.0")}, None, None,
                      pins, xla, known=stored)
-    assert found["xla_commit_count"] == 3
+    assert found["xla_commit_count"] == 3 and found["xla_note"] is None
     assert found["xla_pin_sources"] == stored["xla_pin_sources"]   # kept, not asked again
+    # Where the table has a release, its answer replaces a stored one (a refreshed table).
+    found = range_of({"old": dict(old, jax="0.5.0", jaxlib="0.5.0"), "new": old}, None, None,
+                     pins, xla, known=stored)
+    assert found["xla_commits"] == {"old": xla_sha(2), "new": made[4]}
+    assert found["xla_commit_count"] is None        # the table's pin is not in this clone
 
 
 def test_the_shipped_table_loads_and_pins_the_scan_reports_releases():

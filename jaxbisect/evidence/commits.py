@@ -165,12 +165,6 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             continue
         # the folder holds workspace.bzl (older) or revision.bzl (newer) with XLA_COMMIT
         links[f"xla_pin_{side}"] = f"{JAX_REPO_URL}/tree/{ref}/third_party/xla"
-        stored = (known.get("xla_commits") or {}).get(side)
-        if stored and jax_repo is None:
-            xla[side] = stored
-            sources[side] = (known.get("xla_pin_sources") or {}).get(side)
-            at[side] = (known.get("xla_pin_jax_commits") or {}).get(side) or ref
-            continue
         try:
             found = pin_for(commits[side], jax_repo, fetch, table)
         except GitHubUnreachable as exc:
@@ -178,7 +172,11 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             found = pin_for(commits[side], jax_repo, None, table)
         xla[side], sources[side], at[side] = found.xla_commit, found.source or None, \
             found.jax_commit
-        if found.note and not found.xla_commit:
+        if not found.xla_commit and (stored := (known.get("xla_commits") or {}).get(side)):
+            xla[side] = stored  # GitHub's answer when the evidence was gathered
+            sources[side] = (known.get("xla_pin_sources") or {}).get(side)
+            at[side] = (known.get("xla_pin_jax_commits") or {}).get(side) or ref
+        elif found.note and not found.xla_commit:
             notes.append(found.note)
     count = None
     if xla["old"] and xla["new"]:
@@ -187,9 +185,10 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
         if xla_repo is not None:
             count = commits_between(xla_repo, xla["old"], xla["new"])
     else:
-        fallback = (" (falling back to a local clone or GitHub)" if notes else "")
-        xla_note = ("XLA commits not derived: "
-                    + "".join(f"{n}{fallback}; " for n in notes)
+        newer = (f"{' and '.join(notes)} {'is' if len(notes) == 1 else 'are'} newer than the "
+                 f"pins table (newest {table.newest_tag}, made {table.made}): falling back to a "
+                 f"local clone or GitHub; " if notes and table is not None else "")
+        xla_note = ("XLA commits not derived: " + newer
                     + "the wheels record only the JAX commit, and the "
                     "XLA pin (XLA_COMMIT in third_party/xla/workspace.bzl, later revision.bzl) "
                     "needs the JAX sources at that commit"
