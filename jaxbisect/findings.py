@@ -25,11 +25,13 @@ from .evidence import (
     render_explanation_markdown,
     write_png,
 )
-from .evidence.commits import commits_touching, github, most_likely
+from .evidence.commits import commits_touching, github, most_likely, range_of
 from .evidence.explain import explain_release, small_options
+from .evidence.handoff import check_command, triage_handoff
 from .evidence.runner import EvidenceFailed
 from .files import cache_dir, write_json
-from .probe import HarnessOptions, harness_id, source_digest, target_key
+from .pins import load_table
+from .probe import HarnessOptions, harness_args, harness_id, source_digest, target_key
 
 EVIDENCE_SOURCE = Path(__file__).parent / "evidence"
 
@@ -104,7 +106,7 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                    for r in (old, new)]
         found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
                                 jax_repo=jax_repo, timeout=b.request.timeout,
-                                fetch=None if jax_repo else github)
+                                fetch=None if jax_repo else github, table=load_table())
         sides = found["evidence"]["releases"].values()
         if all(side.get("error") is None for side in sides):  # a failure may be transient
             write_json(path, found)
@@ -112,6 +114,8 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         found["explanation"], found["analysis"] = _explain(b, say), analysis_id()
         if found["explanation"] is not None and path.exists():
             write_json(path, found)
+    if "commits" in found["attribution"]:  # stored before the pins table, or newer than it
+        xla_range(b, found["attribution"], jax_repo, xla_repo)
     # Stored evidence comes back with its keys sorted: render the fresh one the same way, so
     # that a rerun writes the same report byte for byte.
     found = json.loads(json.dumps(found, sort_keys=True))
@@ -128,6 +132,20 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
         markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
     return markdown, {"explanation": found["explanation"], "attribution": found["attribution"],
                       "evidence": found["evidence"]}
+
+
+def xla_range(b: Bisection, attribution: dict, jax_repo: Path | None,
+              xla_repo: Path | None) -> None:
+    """Fill in the XLA pins a stored attribution lacks (from the clone or the pins table; the
+    number of commits between them from an XLA clone) and the hand-off to commit-level
+    triage, with the probes' own check (or the bisection's command) as its test."""
+    attribution.update(range_of(attribution["commits"], jax_repo, None, load_table(), xla_repo,
+                                known=attribution))
+    req = b.request
+    test = (list(req.command) if req.command else
+            check_command(harness_args(req.backend, req.options.for_search())[1:]))
+    attribution["triage"] = triage_handoff(attribution, test,
+                                           inverted=b.direction == "fix")
 
 
 def culprit_commits(explanation: dict, attribution: dict, xla_repo: Path) -> dict:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..pins import PinTable
 from .commits import Fetch, commit_range
 from .lowering import compare_lowering
 from .release import release_evidence
@@ -13,12 +14,12 @@ from .runner import EvidenceFailed, EvidenceOptions, run_evidence, run_in_enviro
 
 
 def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = None,
-                   fetch: Fetch | None = None) -> dict:
+                   fetch: Fetch | None = None, table: PinTable | None = None) -> dict:
     old_lowered = (old or {}).get("lowered", {}).get("text")
     new_lowered = (new or {}).get("lowered", {}).get("text")
     comparison = compare_lowering(old_lowered, new_lowered)
     culprit = {"identical": "xla", "changed": "jax"}.get(comparison["lowering"], "unknown")
-    commits = commit_range(old, new, jax_repo, fetch)
+    commits = commit_range(old, new, jax_repo, fetch, table)
     return {"lowering": comparison["lowering"], "culprit": culprit,
             "reason": comparison["reason"], "diff": comparison["diff"],
             "diff_truncated": comparison["diff_truncated"], "added": comparison["added"],
@@ -28,7 +29,8 @@ def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = N
 def gather_evidence(old_python: Path, new_python: Path,
                     options: EvidenceOptions = EvidenceOptions(), *,
                     workaround_xla_flags: Sequence[str] = (), jax_repo: Path | None = None,
-                    timeout: float = 900, fetch: Fetch | None = None) -> dict:
+                    timeout: float = 900, fetch: Fetch | None = None,
+                    table: PinTable | None = None) -> dict:
     """Run the evidence module in both environments; ``{"attribution": …, "evidence": …}``.
 
     A release that gives no document leaves its side empty with the reason and the
@@ -60,7 +62,7 @@ def gather_evidence(old_python: Path, new_python: Path,
             flag_cases.append({"name": f"v0 with XLA_FLAGS={flags}", "xla_flags": flags,
                                "points": [], "verdict": "unavailable", "growth": None,
                                "errors": [str(exc)]})
-    attribution = attribution_of(documents["old"], documents["new"], jax_repo, fetch)
+    attribution = attribution_of(documents["old"], documents["new"], jax_repo, fetch, table)
     releases = {side: release_evidence(documents[side], options, errors[side])
                 for side in ("old", "new")}
     releases["new"]["workarounds"] += flag_cases

@@ -2,7 +2,9 @@
 
 ``jaxlib.version._git_hash`` (from jaxlib 0.4.24) names the JAX commit a wheel was built from;
 ``XLA_COMMIT`` in ``third_party/xla/workspace.bzl`` (later ``revision.bzl``) at that commit
-names XLA's. Without the hash, the release tag is the best reference.
+names XLA's. Without the hash, the release tag is the best reference. The pins are read from a
+local jax clone (``--jax-repo``), else the pins table shipped with the toolkit
+(``jaxbisect/data/xla_pins.json``, see ``jaxbisect.pins``), else GitHub.
 """
 
 from __future__ import annotations
@@ -17,18 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import cache_dir, write_json
+from ..pins import PinFound, PinTable, lookup, xla_commit_from_pin
 
 JAX_REPO_URL = "https://github.com/jax-ml/jax"
 XLA_REPO_URL = "https://github.com/openxla/xla"
 RAW_URL = "https://raw.githubusercontent.com/jax-ml/jax/{ref}/third_party/xla/{pin}"
 PIN_FILES = ("revision.bzl", "workspace.bzl")  # newer releases first
 Fetch = Callable[[str], bytes]  # a URL's body; raises OSError (urllib's errors included)
-
-
-def xla_commit_from_pin(text: str) -> str | None:
-    """``XLA_COMMIT = "<40 hex>"`` from third_party/xla/workspace.bzl or revision.bzl."""
-    m = re.search(r'^XLA_COMMIT\s*=\s*"([0-9a-f]{40})"', text, re.MULTILINE)
-    return m.group(1) if m else None
 
 
 def xla_commit_in_checkout(jax_repo: Path, jax_commit: str) -> str | None:
@@ -90,30 +87,68 @@ def xla_commit_online(ref: str, fetch: Fetch | None = None) -> str | None:
     return None
 
 
-def xla_commit_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None
-                   ) -> tuple[str | None, str | None]:
-    """(XLA commit, how it was found) for one release's ``release_commit``: the wheel's JAX
-    commit in the local clone, else the release tag there (the commit may be missing from the
-    clone), else GitHub (both refs) where ``fetch`` is given."""
+def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
+            table: PinTable | None = None) -> PinFound:
+    """One release's XLA pin (``release_commit``'s dict): the wheel's JAX commit in the local
+    clone, else the release tag there (the commit may be missing from the clone), else the
+    pins table (the wheel's commit where it has it, else the tag's), else GitHub (both refs)
+    where ``fetch`` is given. ``note`` says why the table had none (a release newer than it)."""
     tag = f"jax-v{commit['jaxlib']}" if commit.get("jaxlib") else None
     refs = [r for r in (commit.get("commit"), tag) if r]
     if jax_repo is not None:
         for ref in refs:
             if found := xla_commit_in_checkout(jax_repo, ref):
-                return found, f"{jax_repo} at {ref}"
+                resolved = subprocess.run(["git", "-C", str(jax_repo), "rev-parse",
+                                           f"{ref}^{{commit}}"], capture_output=True,
+                                          text=True, check=False).stdout.strip()
+                return PinFound(found, resolved or ref, f"{jax_repo} at {ref}")
+    note = None
+    if table is not None:
+        from_table = lookup(commit, table)
+        if from_table.xla_commit:
+            return from_table
+        note = from_table.note
     if fetch is not None:
         for ref in refs:
             if found := xla_commit_online(ref, fetch):
-                return found, f"GitHub at {ref}"
-    return None, None
+                return PinFound(found, ref, f"GitHub at {ref}", note)
+    return PinFound(None, None, "", note)
+
+
+def xla_commit_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
+                   table: PinTable | None = None) -> tuple[str | None, str | None]:
+    """(XLA commit, how it was found) for one release's ``release_commit`` (``pin_for``)."""
+    found = pin_for(commit, jax_repo, fetch, table)
+    return found.xla_commit, found.source or None
+
+
+def commits_between(xla_repo: Path, old: str, new: str) -> int | None:
+    """How many commits ``old..new`` holds in a local openxla/xla clone; None where it lacks
+    them."""
+    done = subprocess.run(["git", "-C", str(xla_repo), "rev-list", "--count", f"{old}..{new}"],
+                          capture_output=True, text=True, check=False)
+    return int(done.stdout) if done.returncode == 0 and done.stdout.strip().isdigit() else None
 
 
 def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = None,
-                 fetch: Fetch | None = None) -> dict:
-    """The JAX commits of two releases' wheels, the XLA commits they pin (where a local jax
-    clone has them) and the links between them: ``commits``, ``xla_commits``, ``xla_note``,
-    ``links``."""
-    commits = {"old": release_commit(old), "new": release_commit(new)}
+                 fetch: Fetch | None = None, table: PinTable | None = None,
+                 xla_repo: Path | None = None) -> dict:
+    """The JAX commits of two releases' wheels, the XLA commits they pin (from a local jax
+    clone, the pins table or GitHub) and the links between them: ``commits``,
+    ``xla_commits``, ``xla_pin_sources``, ``xla_pin_jax_commits``, ``xla_note``,
+    ``xla_commit_count`` (with an XLA clone), ``xla_pins_table``, ``links``."""
+    return range_of({"old": release_commit(old), "new": release_commit(new)}, jax_repo, fetch,
+                    table, xla_repo)
+
+
+def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = None,
+             table: PinTable | None = None, xla_repo: Path | None = None,
+             known: dict | None = None) -> dict:
+    """``commit_range`` from the two ``release_commit`` dicts; ``known`` (a stored
+    attribution) keeps the pins it already has, so that stored evidence gains what the table
+    or a clone adds without asking GitHub again."""
+    known = known or {}
+    said = re.search(r"GitHub could not be reached \((.*)\)", known.get("xla_note") or "")
     links: dict[str, str | None] = {"jax_compare": None, "xla_compare": None,
                                     "xla_pin_old": None, "xla_pin_new": None}
     if commits["old"]["jax"] and commits["new"]["jax"]:
@@ -121,27 +156,49 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
                                 f"...jax-v{commits['new']['jax']}")
     xla: dict[str, str | None] = {"old": None, "new": None}
     sources: dict[str, str | None] = {"old": None, "new": None}
-    unreachable = None
+    at: dict[str, str | None] = {"old": None, "new": None}
+    notes: list[str] = []
+    unreachable = said.group(1) if said else None  # a stored answer's, said again
     for side in ("old", "new"):
         ref = commits[side]["ref"]
-        if ref:  # the folder holds workspace.bzl (older) or revision.bzl (newer) with XLA_COMMIT
-            links[f"xla_pin_{side}"] = f"{JAX_REPO_URL}/tree/{ref}/third_party/xla"
-            try:
-                xla[side], sources[side] = xla_commit_for(commits[side], jax_repo, fetch)
-            except GitHubUnreachable as exc:
-                unreachable, fetch = str(exc), None  # one failure is enough: ask no more
+        if not ref:
+            continue
+        # the folder holds workspace.bzl (older) or revision.bzl (newer) with XLA_COMMIT
+        links[f"xla_pin_{side}"] = f"{JAX_REPO_URL}/tree/{ref}/third_party/xla"
+        try:
+            found = pin_for(commits[side], jax_repo, fetch, table)
+        except GitHubUnreachable as exc:
+            unreachable, fetch = str(exc), None  # one failure is enough: ask no more
+            found = pin_for(commits[side], jax_repo, None, table)
+        xla[side], sources[side], at[side] = found.xla_commit, found.source or None, \
+            found.jax_commit
+        if not found.xla_commit and (stored := (known.get("xla_commits") or {}).get(side)):
+            xla[side] = stored  # GitHub's answer when the evidence was gathered
+            sources[side] = (known.get("xla_pin_sources") or {}).get(side)
+            at[side] = (known.get("xla_pin_jax_commits") or {}).get(side) or ref
+        elif found.note and not found.xla_commit:
+            notes.append(found.note)
+    count = None
     if xla["old"] and xla["new"]:
         links["xla_compare"] = f"{XLA_REPO_URL}/compare/{xla['old']}...{xla['new']}"
         xla_note = None
+        if xla_repo is not None:
+            count = commits_between(xla_repo, xla["old"], xla["new"])
     else:
-        xla_note = ("XLA commits not derived: the wheels record only the JAX commit, and the "
+        newer = (f"{' and '.join(notes)} {'is' if len(notes) == 1 else 'are'} newer than the "
+                 f"pins table (newest {table.newest_tag}, made {table.made}): falling back to a "
+                 f"local clone or GitHub; " if notes and table is not None else "")
+        xla_note = ("XLA commits not derived: " + newer
+                    + "the wheels record only the JAX commit, and the "
                     "XLA pin (XLA_COMMIT in third_party/xla/workspace.bzl, later revision.bzl) "
                     "needs the JAX sources at that commit"
                     + (f"; {jax_repo} did not have them" if jax_repo is not None else "")
                     + (f"; GitHub could not be reached ({unreachable})" if unreachable else "")
                     + ("" if jax_repo is not None else "; --jax-repo PATH reads a local clone"))
     return {"commits": commits, "xla_commits": xla, "xla_pin_sources": sources,
-            "xla_note": xla_note, "links": links}
+            "xla_pin_jax_commits": at, "xla_note": xla_note, "xla_commit_count": count,
+            "xla_pins_table": table.describe() if table is not None else None,
+            "links": links}
 
 
 @dataclass(frozen=True)

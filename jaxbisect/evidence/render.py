@@ -9,6 +9,7 @@ from tabulate import tabulate
 from .chart import chart_markdown, evidence_series
 from .commits import JAX_REPO_URL, XLA_REPO_URL
 from .common import MB, UNITS, pass_names
+from .handoff import render_xla_range
 
 
 def _mb(nbytes: int | None) -> str:
@@ -79,11 +80,14 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
     if links["jax_compare"]:
         link_line.append(f"JAX changes: [{o}…{n}]({links['jax_compare']})")
     if links["xla_compare"]:
-        link_line.append(f"XLA changes: [compare]({links['xla_compare']})")
+        count = attribution.get("xla_commit_count")
+        link_line.append(f"XLA changes: [compare]({links['xla_compare']})"
+                         + (f" ({count} commits)" if count is not None else ""))
     elif attribution.get("xla_note"):
         link_line.append(attribution["xla_note"])
     if link_line:
         out += [" · ".join(link_line) + ".", ""]
+    out += render_xla_range(attribution)
     for side, release in (("old", old), ("new", new)):
         if release["error"]:
             out += [f"_{side} release: {release['error']}_", ""]
