@@ -43,7 +43,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     if bisection.search.status == "found" and not args.no_evidence:
         from .metric_explain import attribution
 
-        extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo)
+        extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
+                                          xla_repo=args.xla_repo)
         if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
             from .metric_explain import explain_flags
 

@@ -19,11 +19,14 @@ from .catalogue import Release
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
+from .evidence.handoff import triage_handoff
 from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.lowering import compare_lowering
 from .evidence.passes import normalize_hlo
 from .files import cache_dir
+from .metric_report import display_path
+from .pins import load_table
 from .metric_bisect import MetricBisection, Placed, classifier_for
 from .probe import HarnessFailed, run_repro
 
@@ -66,7 +69,24 @@ def hlo_texts(release: Release, backend: str, question: Question, *, timeout: fl
     return read
 
 
-def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None) -> dict:
+def check_argv(b: MetricBisection) -> list[str] | None:
+    """The case's own check for commit-level triage: exit 0 nearer the old release's figure,
+    1 nearer the new one's (``python -m repro --case … --check OLD NEW``)."""
+    q, s = b.request.question, b.search
+    if q.case is None or q.metric == "output":
+        return None
+    figures = []
+    for i in (s.result.last_old, s.result.first_new):
+        samples = s.placed[i].samples
+        figures.append(str(samples[0]) if q.metric == "error" else
+                       repr(sorted(samples)[len(samples) // 2]))
+    argv = [a for a in q.harness_argv() if a != "--json"]
+    argv[argv.index("--case") + 1] = display_path(q.case.path)
+    return ["python", "-m", "repro", *argv, "--check", *figures]
+
+
+def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
+                xla_repo: Path | None = None) -> dict:
     """``lowering`` and ``optimized_hlo`` (identical | changed/differs | unknown), the
     ``culprit`` (jax | xla | below-hlo | unknown) in words, and the commit range."""
     q = b.request.question
@@ -75,7 +95,9 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None) -
     docs = [next((r.document for r in s.placed[i].runs if r.document), None)
             for i in (s.result.last_old, s.result.first_new)]
     commits = commit_range(*[{**d, "status": "ok"} if d else None for d in docs],
-                           jax_repo=jax_repo)
+                           jax_repo=jax_repo, table=load_table(), xla_repo=xla_repo)
+    commits["triage"] = triage_handoff(commits, check_argv(b),
+                                       inverted=False) if check_argv(b) else None
     if q.case is None:
         return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
                 "text": "a command's program is not known to the toolkit: its modules were "

@@ -16,6 +16,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from .catalogue import Release
+from .evidence.handoff import render_xla_range
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed
@@ -313,9 +314,12 @@ def attribution_lines(a: dict) -> list[str]:
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
     links = a.get("links") or {}
     if links.get("xla_compare"):
-        lines += [f"XLA commits: {links['xla_compare']}", ""]
+        count = (f" ({a['xla_commit_count']} commits)" if a.get("xla_commit_count") is not None
+                 else "")
+        lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
         lines += [a["xla_note"] + ".", ""]
+    lines += render_xla_range(a)
     commits = a.get("commits") or {}
     shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
              for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]

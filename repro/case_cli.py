@@ -41,7 +41,12 @@ def parser() -> argparse.ArgumentParser:
                    help="compile for this NVIDIA GPU without one (memory, compile_time, error)")
     p.add_argument("--hlo-out", type=Path, metavar="DIR",
                    help="also write the lowered module and XLA's optimized HLO there")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON document")
+    out.add_argument("--check", nargs=2, metavar=("OLD", "NEW"),
+                     help="git bisect run's codes: exit 0 when the figure is nearer OLD, 1 "
+                          "when nearer NEW (a ratio for positive figures), 125 when it cannot "
+                          "be measured; for --metric error, OLD and NEW are messages")
     p.add_argument("-q", "--quiet", action="store_true")
     return p
 
@@ -55,6 +60,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     except CaseError as exc:
         p.error(str(exc))
     args.metric = args.metric or args.case.metric or "memory"
+    if args.check is not None and args.metric != "error":
+        try:
+            args.check = [float(v) for v in args.check]
+        except ValueError:
+            p.error(f"--check {' '.join(args.check)}: two numbers for --metric {args.metric}")
+        if args.metric == "output":
+            p.error("--check compares numbers or error messages, not outputs")
     if args.target is not None:
         if args.metric not in COMPILE_ONLY_METRICS:
             p.error(f"--target compiles without the GPU: it measures "
@@ -132,8 +144,31 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
         line = (str(exc).strip().splitlines() or [""])[0][:300]
         print(f"python -m repro: error: {type(exc).__name__}: {line}", file=sys.stderr)
         return EXIT_UNMEASURABLE
+    if args.check is not None:
+        status = check_status(document["metric"], *args.check)
+        if not args.quiet:
+            print(f"{summary(document)}\ncheck: {CHECK_WORDS[status]}", file=sys.stderr)
+        return status
     if args.json:
         print(json.dumps(document, indent=2))
     else:
         print(summary(document))
     return EXIT_MEASURED if document["metric"]["status"] == "ok" else EXIT_UNMEASURABLE
+
+
+CHECK_WORDS = {0: "old behaviour", 1: "new behaviour", EXIT_UNMEASURABLE: "cannot tell"}
+
+
+def check_status(metric: dict, old, new) -> int:
+    """0 when the figure is nearer ``old``, 1 when nearer ``new``, 125 otherwise."""
+    import math
+
+    if metric["status"] != "ok":
+        return EXIT_UNMEASURABLE
+    value = metric["value"]
+    if isinstance(value, str):
+        return 0 if value == old else 1 if value == new else EXIT_UNMEASURABLE
+    if min(value, old, new) > 0:
+        value, old, new = math.log(value), math.log(old), math.log(new)
+    near_old, near_new = abs(value - old), abs(value - new)
+    return EXIT_UNMEASURABLE if near_old == near_new else 0 if near_old < near_new else 1

@@ -130,6 +130,15 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
     assert labels == {"0.5.0": "old", "0.5.1": "new", "0.5.2": "new"}
     a = doc["attribution"]
     assert (a["lowering"], a["optimized_hlo"], a["culprit"]) == ("identical", "differs", "xla")
+    # Offline, the XLA pins from the shipped table, and the hand-off below the release with
+    # the case's own check as the test.
+    assert a["xla_commits"]["old"] and a["xla_commits"]["new"]
+    test = a["triage"]["test"]
+    assert test[:3] == ["python", "-m", "repro"] and "--check" in test
+    old_figure, new_figure = test[-2:]
+    for version, status in (("0.5.0", 0), ("0.5.1", 1)):
+        done = run_repro(jax_python(version), *test[3:], "-q")
+        assert done.returncode == status, done.stderr
     # The flag behind it, proven both ways with the case's own metric and classifier.
     why = doc["explanation"]["culprit"]
     assert (why["kind"], why["name"]) == (
@@ -151,7 +160,8 @@ def test_bisects_a_command_by_a_field_of_its_json(tmp_path, jax_python):
     for version in ("0.5.0", "0.5.1", "0.5.2"):
         jax_python(version)
     done = bisect("--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--metric", "bytes",
-                  "--metric-kind", "deterministic", "--reports", str(tmp_path), "--json", "--",
+                  "--metric-kind", "deterministic", "--reports", str(tmp_path), "--json",
+                  "--remeasure", "--",
                   "python", str(REPO / "tests" / "data" / "scan_memory_command.py"))
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
