@@ -1,0 +1,568 @@
+"""Classifiers for metric bisection: does a release behave like the OLD end or the NEW end?
+
+Pure decision logic (stdlib only, no I/O): the driver measures a metric for the two ends of
+a release range and for each release it probes, and asks a :class:`Classifier` to place the
+release. Three kinds, by what the metric is (docs/classification.md has the model, the
+defaults and what the simulations in tests/test_classify.py showed):
+
+- :func:`deterministic` -- one exact scalar per release (compiled memory bytes). A release
+  matches an end when within a relative ``threshold`` of it; a value matching neither end is
+  a *third* behaviour (``Placement(SKIP, third=True)``), whether it lies between the ends or
+  outside them: a deterministic figure between the ends is a different program, not a noisy
+  reading of either end.
+- :func:`matching` -- non-ordered deterministic values (output digest vectors, error
+  strings) compared with a ``same(a, b)`` predicate (:func:`vectors_close`, ``==``).
+- :func:`noisy` -- positive, noisy scalars (compile/run seconds, peak bytes). A robust
+  two-population model in log space, learned from the ends and updated by ``learn()``.
+
+Classifiers are frozen: ``learn()`` returns a new classifier and ``__call__`` never changes
+one, so a placement can be recomputed and a re-measured release asked again.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import math
+import operator
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+# Deterministic scalars: ends closer than 1 % are the same behaviour, and a release matches an
+# end within 1 %. Compiled-memory figures are exact for one build, but releases move them by
+# small amounts for reasons unrelated to a bug (buffer alignment, a changed constant, one more
+# small temporary): a bug worth bisecting moves them by far more than 1 %, and a tolerance much
+# wider would start calling a partial fix "the old behaviour".
+DEFAULT_THRESHOLD = 0.01
+# Noisy scalars: ends whose typical values differ by less than 10 % are not told apart. Timings
+# on a shared machine drift by several per cent between runs even when their spread looks
+# small (clock, cache and neighbour effects that a single run's samples do not show), so a
+# smaller difference is not worth a bisection whatever a rank test says.
+DEFAULT_NOISY_THRESHOLD = 0.10
+# A noisy release more than 3x beyond the outer end (slower than the slower end x3, or faster
+# than the faster end /3) is a third behaviour.
+DEFAULT_THIRD_FACTOR = 3.0
+DEFAULT_CONFIDENCE = 0.99
+# The low quantile that locates a noisy sample set (in log space): it resists load from other
+# processes (which only ever slows a run) and slow outliers, at a small cost in efficiency
+# against symmetric noise (see docs/classification.md).
+DEFAULT_QUANTILE = 0.25
+# The spread assumed at least, relative (2 %): a handful of samples that happen to agree
+# closely must not make the model think the metric is exact.
+DEFAULT_MIN_SPREAD = 0.02
+# Degrees of freedom of the Student-t likelihood that compares a release with each end: heavy
+# tails, so a release far from both ends is not confidently put with the nearer one on the
+# strength of a normal tail, and a mis-estimated scale from a few samples does not over-claim.
+DEFAULT_DF = 4.0
+# A re-measure cap the driver should use (documented here, applied by the driver): one more
+# batch of samples when a release is AMBIGUOUS, then it is skipped.
+RECOMMENDED_REMEASURES = 1
+
+
+class Label(str, enum.Enum):  # noqa: UP042 (the interface the driver codes against)
+    OLD = "old"
+    NEW = "new"
+    AMBIGUOUS = "ambiguous"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Placement:
+    label: Label
+    confidence: float | None  # model probability of `label` (None: deterministic metric)
+    third: bool = False  # far outside both ends: a third behaviour (label is SKIP then)
+    reason: str | None = None  # one line for reports
+
+
+@dataclass(frozen=True)
+class Ends:
+    distinct: bool  # the two ends can be told apart
+    # "regression" (new end bigger/slower) | "fix" (smaller/faster) | "changed" (non-ordered
+    # metric) | None when not distinct
+    direction: str | None
+    ratio: float | None  # typical(new)/typical(old) for scalar metrics, else None
+    reason: str  # one line: why distinct or not
+
+
+class Classifier(Protocol):
+    def ends(self) -> Ends: ...
+
+    def __call__(self, samples: Sequence) -> Placement: ...
+
+    def learn(self, samples: Sequence, label: Label) -> Classifier: ...
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _check_label(label: Label) -> Label:
+    label = Label(label)
+    if label not in (Label.OLD, Label.NEW):
+        raise ValueError(f"learn() takes Label.OLD or Label.NEW, not {label!r}")
+    return label
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic scalars
+
+
+def _close(a: float, b: float, threshold: float) -> bool:
+    """Within ``threshold`` of each other, relative to the larger magnitude (symmetric)."""
+    return abs(a - b) <= threshold * max(abs(a), abs(b))
+
+
+def _one_value(values: Sequence[float], threshold: float) -> tuple[float | None, str | None]:
+    """The value a deterministic sample set stands for, or None and why not."""
+    vals = [float(v) for v in values]
+    if not vals:
+        return None, "no value"
+    if any(math.isnan(v) for v in vals):
+        return None, "value is NaN"
+    if not _close(min(vals), max(vals), threshold):
+        return None, f"its values disagree ({_g(min(vals))} .. {_g(max(vals))})"
+    return statistics.median(vals), None
+
+
+@dataclass(frozen=True)
+class _Deterministic:
+    old: tuple[float, ...]
+    new: tuple[float, ...]
+    threshold: float
+
+    def ends(self) -> Ends:
+        o, why_o = _one_value(self.old, self.threshold)
+        n, why_n = _one_value(self.new, self.threshold)
+        if o is None or n is None:
+            which = "old" if o is None else "new"
+            return Ends(False, None, None, f"{which} end: {why_o if o is None else why_n}")
+        ratio = n / o if o != 0 else None
+        shown = f"{_g(o)} vs {_g(n)}" + (f", {ratio:.3g}x" if ratio is not None else "")
+        if _close(o, n, self.threshold):
+            return Ends(False, None, ratio, f"{shown}: within {self.threshold:.0%}")
+        direction = "regression" if n > o else "fix"
+        return Ends(True, direction, ratio, f"{shown}: differ by more than {self.threshold:.0%}")
+
+    def __call__(self, samples: Sequence) -> Placement:
+        v, why = _one_value(samples, self.threshold)
+        if v is None:
+            return Placement(Label.SKIP, None, reason=why)
+        o, _ = _one_value(self.old, self.threshold)
+        n, _ = _one_value(self.new, self.threshold)
+        like_old = o is not None and _close(v, o, self.threshold)
+        like_new = n is not None and _close(v, n, self.threshold)
+        if like_old and like_new:
+            return Placement(Label.AMBIGUOUS, None, reason=f"{_g(v)} matches both ends")
+        if like_old:
+            return Placement(Label.OLD, None, reason=f"{_g(v)} matches the old end")
+        if like_new:
+            return Placement(Label.NEW, None, reason=f"{_g(v)} matches the new end")
+        if o is None or n is None:
+            return Placement(Label.SKIP, None, reason=f"{_g(v)}: an end has no value")
+        return Placement(
+            Label.SKIP,
+            None,
+            third=True,
+            reason=f"{_g(v)} matches neither end ({_g(o)}, {_g(n)}) within {self.threshold:.0%}",
+        )
+
+    def learn(self, samples: Sequence, label: Label) -> _Deterministic:
+        # A deterministic metric has nothing to learn: the ends define the two behaviours.
+        # (Widening an end by each matched value would let a chain of 1 % steps drift.)
+        _check_label(label)
+        return self
+
+
+def deterministic(
+    old: Sequence[float], new: Sequence[float], threshold: float = DEFAULT_THRESHOLD
+) -> Classifier:
+    """A classifier for an exact scalar (memory bytes); ``threshold`` is relative."""
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold must be in [0, 1), not {threshold}")
+    return _Deterministic(tuple(map(float, old)), tuple(map(float, new)), threshold)
+
+
+# --------------------------------------------------------------------------------------------
+# Non-ordered deterministic values
+
+
+def vectors_close(rtol: float = 1e-5, atol: float = 1e-8) -> Callable[[object, object], bool]:
+    """``same(a, b)`` for sequences of floats: equal length and every pair close.
+
+    Close means ``|a - b| <= atol + rtol * max(|a|, |b|)`` (symmetric, unlike numpy's
+    ``isclose``), NaN equals NaN at the same position, infinities equal only themselves.
+    """
+
+    def same(a: object, b: object) -> bool:
+        try:
+            xs, ys = list(a), list(b)  # type: ignore[call-overload]
+        except TypeError:
+            return False
+        if len(xs) != len(ys):
+            return False
+        for x, y in zip(xs, ys):
+            x, y = float(x), float(y)
+            if math.isnan(x) or math.isnan(y):
+                if not (math.isnan(x) and math.isnan(y)):
+                    return False
+            elif math.isinf(x) or math.isinf(y):
+                if x != y:
+                    return False
+            elif abs(x - y) > atol + rtol * max(abs(x), abs(y)):
+                return False
+        return True
+
+    return same
+
+
+@dataclass(frozen=True)
+class _Matching:
+    old: tuple
+    new: tuple
+    same: Callable[[object, object], bool]
+
+    def ends(self) -> Ends:
+        if not self.old or not self.new:
+            which = "old" if not self.old else "new"
+            return Ends(False, None, None, f"{which} end: no value")
+        if self.same(self.old[0], self.new[0]):
+            return Ends(False, None, None, "the ends give the same value")
+        return Ends(True, "changed", None, "the ends give different values")
+
+    def __call__(self, samples: Sequence) -> Placement:
+        if not samples:
+            return Placement(Label.SKIP, None, reason="no value")
+        v = samples[0]
+        if not all(self.same(v, s) for s in samples[1:]):
+            return Placement(Label.SKIP, None, reason="its values disagree")
+        like_old = bool(self.old) and self.same(v, self.old[0])
+        like_new = bool(self.new) and self.same(v, self.new[0])
+        if like_old and like_new:
+            return Placement(Label.AMBIGUOUS, None, reason="same as both ends")
+        if like_old:
+            return Placement(Label.OLD, None, reason="same as the old end")
+        if like_new:
+            return Placement(Label.NEW, None, reason="same as the new end")
+        if not self.old or not self.new:
+            return Placement(Label.SKIP, None, reason="an end has no value")
+        return Placement(Label.SKIP, None, third=True, reason="same as neither end")
+
+    def learn(self, samples: Sequence, label: Label) -> _Matching:
+        _check_label(label)  # nothing to learn: the ends' values define the behaviours
+        return self
+
+
+def matching(
+    old: Sequence, new: Sequence, same: Callable[[object, object], bool] = operator.eq
+) -> Classifier:
+    """A classifier for non-ordered values; ``same`` defaults to ``==`` (error strings)."""
+    return _Matching(tuple(old), tuple(new), same)
+
+
+# --------------------------------------------------------------------------------------------
+# Noisy positive scalars
+
+_NORMAL = statistics.NormalDist()
+_MAD_TO_SIGMA = 1.0 / _NORMAL.inv_cdf(0.75)  # 1.4826
+
+
+def _logs(samples: Sequence) -> tuple[float, ...]:
+    """Log of the usable samples: positive finite numbers (others are dropped)."""
+    out = []
+    for s in samples:
+        try:
+            x = float(s)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(x) and x > 0:
+            out.append(math.log(x))
+    return tuple(out)
+
+
+def _quantile(ys: Sequence[float], q: float) -> float:
+    """The q-quantile with linear interpolation between order statistics (R's type 7)."""
+    s = sorted(ys)
+    if len(s) == 1:
+        return s[0]
+    h = (len(s) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (h - lo) * (s[hi] - s[lo])
+
+
+def _mad_sigma(ys: Sequence[float]) -> float:
+    m = statistics.median(ys)
+    return _MAD_TO_SIGMA * statistics.median(abs(y - m) for y in ys)
+
+
+def _t_logpdf(z: float, df: float) -> float:
+    """Log density of Student's t (unit scale), without the constant shared by all calls."""
+    return -(df + 1) / 2 * math.log1p(z * z / df)
+
+
+@functools.lru_cache(maxsize=64)
+def _t_quantile(p: float, df: float) -> float:
+    """The p-quantile (p > 0.5) of Student's t with ``df`` degrees of freedom (numerically)."""
+    const = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def pdf(x: float) -> float:
+        return math.exp(const + _t_logpdf(x, df))
+
+    def cdf(x: float, steps: int = 400) -> float:  # Simpson's rule from 0 to x
+        h = x / steps
+        total = pdf(0) + pdf(x) + sum((4 if k % 2 else 2) * pdf(k * h) for k in range(1, steps))
+        return 0.5 + total * h / 3
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def rank_sum_p(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney / Wilcoxon rank-sum test.
+
+    Exact (the permutation distribution of the mid-rank sum, ties included) for up to 60
+    values in all; above that the normal approximation with the tie correction.
+    """
+    n1, n2 = len(xs), len(ys)
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    pooled = sorted([(x, 0) for x in xs] + [(y, 1) for y in ys])
+    n = n1 + n2
+    # Doubled mid-ranks (integers): tied values share the mean of their ranks.
+    ranks2 = [0] * n
+    i = 0
+    ties = []
+    while i < n:
+        j = i
+        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks2[k] = i + j + 2  # 2 * mean of ranks i+1 .. j+1
+        ties.append(j - i + 1)
+        i = j + 1
+    w2 = sum(r for r, (_, g) in zip(ranks2, pooled) if g == 0)
+    mean2 = n1 * (n + 1)  # E[2W]
+    dev = abs(w2 - mean2)
+    if len(ties) == n:  # no ties: U's exact distribution is a Gaussian binomial coefficient
+        counts = _u_counts(n1, n2)
+        u2 = w2 - n1 * (n1 + 1)  # 2U
+        dev_u = abs(u2 - n1 * n2)  # |2U - 2 E[U]|
+        extreme = sum(c for u, c in enumerate(counts) if abs(2 * u - n1 * n2) >= dev_u)
+        return min(1.0, extreme / math.comb(n, n1))
+    if n <= 40:
+        # counts[j][s]: ways to choose j of the values seen so far with doubled-rank sum s.
+        tied: list[dict[int, int]] = [dict() for _ in range(n1 + 1)]
+        tied[0][0] = 1
+        for r in ranks2:
+            for j in range(n1 - 1, -1, -1):
+                up = tied[j + 1]
+                for s, c in tied[j].items():
+                    up[s + r] = up.get(s + r, 0) + c
+        extreme = sum(c for s, c in tied[n1].items() if abs(s - mean2) >= dev)
+        return min(1.0, extreme / math.comb(n, n1))
+    var = n1 * n2 / 12 * ((n + 1) - sum(t**3 - t for t in ties) / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = max(0.0, dev / 2 - 0.5) / math.sqrt(var)
+    return min(1.0, 2 * (1 - _NORMAL.cdf(z)))
+
+
+@functools.lru_cache(maxsize=256)
+def _u_counts(n1: int, n2: int) -> tuple[int, ...]:
+    """How many orderings give each Mann-Whitney U (0 .. n1*n2) without ties.
+
+    The coefficients of the Gaussian binomial [n1+n2 choose n1]_q, built as the product of
+    (1 - q^(n2+i)) / (1 - q^i) for i = 1 .. n1 in exact integers.
+    """
+    size = n1 * n2 + n1 + 1
+    poly = [0] * size
+    poly[0] = 1
+    for i in range(1, n1 + 1):
+        a = n2 + i
+        for j in range(size - 1, a - 1, -1):  # times (1 - q^a)
+            poly[j] -= poly[j - a]
+        for j in range(i, size):  # divided by (1 - q^i)
+            poly[j] += poly[j - i]
+    return tuple(poly[: n1 * n2 + 1])
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    # Log samples: the ends as given, and each population (end + learned releases).
+    end_old: tuple[float, ...]
+    end_new: tuple[float, ...]
+    pop_old: tuple[float, ...]
+    pop_new: tuple[float, ...]
+    confidence: float
+    threshold: float
+    third_factor: float
+    quantile: float
+    min_spread: float
+    df: float
+    # How much wider than sigma/sqrt(n) the spread of the location estimator is (normal
+    # theory for the chosen quantile: 1.25 for the median, 1.36 for the 25th percentile).
+    _efficiency: float = field(init=False, repr=False, compare=False)
+    _ends: Ends = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        q = self.quantile
+        eff = math.sqrt(q * (1 - q)) / _NORMAL.pdf(_NORMAL.inv_cdf(q))
+        object.__setattr__(self, "_efficiency", eff)
+        object.__setattr__(self, "_ends", self._compute_ends())
+
+    # -- model pieces
+    def _loc(self, ys: Sequence[float]) -> float:
+        return _quantile(ys, self.quantile)
+
+    def _sigma(self, *pops: tuple[float, ...]) -> float:
+        """Pooled robust spread (log space) of the given populations, floored."""
+        parts = [(len(p), _mad_sigma(p)) for p in pops if len(p) >= 2]
+        floor = math.log1p(self.min_spread)
+        if not parts:
+            return floor
+        dof = sum(n - 1 for n, _ in parts)
+        pooled = math.sqrt(sum((n - 1) * s * s for n, s in parts) / dof)
+        return max(pooled, floor)
+
+    def _trimmed(self, ys: tuple[float, ...]) -> list[float]:
+        """The samples within 3 robust sigmas of their median: what the rank test compares.
+
+        One-sided load and slow outliers put a few samples of the faster end among the
+        slower end's; the location model shrugs them off, a rank test on all samples does not.
+        """
+        m = statistics.median(ys)
+        cut = 3 * max(_mad_sigma(ys), math.log1p(self.min_spread))
+        return [y for y in ys if abs(y - m) <= cut]
+
+    def _usable_ends(self) -> str | None:
+        for name, ys in (("old", self.end_old), ("new", self.end_new)):
+            if len(ys) < 2:
+                return f"{name} end: {len(ys)} usable sample(s), at least 2 needed"
+        return None
+
+    def ends(self) -> Ends:
+        """From the ends' own samples (learned releases do not change it)."""
+        return self._ends
+
+    def _compute_ends(self) -> Ends:
+        why = self._usable_ends()
+        if why is not None:
+            return Ends(False, None, None, why)
+        lo, ln = self._loc(self.end_old), self._loc(self.end_new)
+        ratio = math.exp(ln - lo)
+        p = rank_sum_p(self._trimmed(self.end_old), self._trimmed(self.end_new))
+        shown = (
+            f"p{round(self.quantile * 100)} {_g(math.exp(lo))} vs {_g(math.exp(ln))}, "
+            f"{ratio:.3g}x; rank test p={p:.2g} (n={len(self.end_old)}+{len(self.end_new)})"
+        )
+        if abs(ln - lo) < math.log1p(self.threshold):
+            return Ends(False, None, ratio, f"{shown}: closer than {self.threshold:.0%}")
+        se = (
+            self._efficiency
+            * self._sigma(self.end_old, self.end_new)
+            * math.sqrt(1 / len(self.end_old) + 1 / len(self.end_new))
+        )
+        t = abs(ln - lo) / se
+        need = _t_quantile(1 - (1 - self.confidence) / 2, self.df)
+        shown += f"; {t:.3g} standard errors apart"
+        if t < need:
+            return Ends(False, None, ratio, f"{shown}: overlap (fewer than {need:.3g})")
+        alpha = 1 - self.confidence
+        if p >= alpha:
+            return Ends(False, None, ratio, f"{shown}: overlap (rank test p >= {alpha:.2g})")
+        direction = "regression" if ln > lo else "fix"
+        return Ends(True, direction, ratio, shown)
+
+    def __call__(self, samples: Sequence) -> Placement:
+        ys = _logs(samples)
+        if not ys:
+            return Placement(Label.SKIP, None, reason="no usable samples")
+        ends = self.ends()
+        if not ends.distinct:
+            return Placement(Label.AMBIGUOUS, None, reason=f"ends not distinct: {ends.reason}")
+        m = self._loc(ys)
+        lo, ln = self._loc(self.pop_old), self._loc(self.pop_new)
+        sigma = self._sigma(self.pop_old, self.pop_new)
+        se_r = self._efficiency * sigma / math.sqrt(len(ys))
+        here = f"p{round(self.quantile * 100)} {_g(math.exp(m))} (n={len(ys)})"
+
+        # Third behaviour: far beyond the outer end, beyond doubt.
+        z = _NORMAL.inv_cdf(self.confidence)
+        margin = math.log(self.third_factor)
+        top, bottom = max(lo, ln), min(lo, ln)
+        if m - top - margin > z * se_r:
+            return Placement(
+                Label.SKIP,
+                None,
+                third=True,
+                reason=f"{here}: {math.exp(m - top):.3g}x slower/larger than either end",
+            )
+        if bottom - m - margin > z * se_r:
+            return Placement(
+                Label.SKIP,
+                None,
+                third=True,
+                reason=f"{here}: {math.exp(m - bottom):.3g}x of the faster/smaller end",
+            )
+
+        def loglik(pop: tuple[float, ...], loc: float) -> float:
+            scale = math.sqrt(se_r**2 + (self._efficiency * sigma) ** 2 / len(pop))
+            return _t_logpdf((m - loc) / scale, self.df) - math.log(scale)
+
+        d = loglik(self.pop_new, ln) - loglik(self.pop_old, lo)  # log odds new : old
+        p_new = 1 / (1 + math.exp(-d)) if d > -700 else 0.0
+        p_old = 1 - p_new
+        where = f"{here}: {math.exp(m - lo):.3g}x old, {math.exp(m - ln):.3g}x new"
+        if p_old >= self.confidence:
+            return Placement(Label.OLD, p_old, reason=f"{where}; P(old)={p_old:.4g}")
+        if p_new >= self.confidence:
+            return Placement(Label.NEW, p_new, reason=f"{where}; P(new)={p_new:.4g}")
+        best = max(p_old, p_new)
+        return Placement(
+            Label.AMBIGUOUS, best, reason=f"{where}; P(old)={p_old:.3g} < {self.confidence}"
+        )
+
+    def learn(self, samples: Sequence, label: Label) -> _Noisy:
+        label = _check_label(label)
+        ys = _logs(samples)
+        if not ys:
+            return self
+        if label is Label.OLD:
+            return replace(self, pop_old=self.pop_old + ys)
+        return replace(self, pop_new=self.pop_new + ys)
+
+
+def noisy(
+    old: Sequence[float],
+    new: Sequence[float],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    threshold: float = DEFAULT_NOISY_THRESHOLD,
+    third_factor: float = DEFAULT_THIRD_FACTOR,
+    quantile: float = DEFAULT_QUANTILE,
+    min_spread: float = DEFAULT_MIN_SPREAD,
+    df: float = DEFAULT_DF,
+) -> Classifier:
+    """A classifier for positive noisy scalars (seconds, peak bytes); see the module doc.
+
+    Non-positive and non-finite samples are dropped. ``confidence`` is the posterior a label
+    needs (and ``1 - confidence`` the rank test's level for the ends); ``threshold`` the
+    relative difference below which the ends are not told apart; ``third_factor`` how far
+    beyond the outer end a release is a third behaviour; ``quantile`` the location estimator;
+    ``min_spread`` the relative spread assumed at least; ``df`` the t likelihood's tails.
+    """
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence must be in (0.5, 1), not {confidence}")
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), not {quantile}")
+    if third_factor <= 1:
+        raise ValueError(f"third_factor must be > 1, not {third_factor}")
+    lo, ln = _logs(old), _logs(new)
+    return _Noisy(lo, ln, lo, ln, confidence, threshold, third_factor, quantile, min_spread, df)
