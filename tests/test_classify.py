@@ -326,7 +326,10 @@ def close_oracle(a, b, rtol=1e-5, atol=1e-8):
         if math.isnan(x) or math.isnan(y):
             if not (math.isnan(x) and math.isnan(y)):
                 return False
-        elif x != y and abs(x - y) > atol + rtol * max(abs(x), abs(y)):
+        elif math.isinf(x) or math.isinf(y):  # an infinity equals only itself
+            if x != y:
+                return False
+        elif abs(x - y) > atol + rtol * max(abs(x), abs(y)):
             return False
     return True
 
