@@ -61,6 +61,8 @@ class Question:
             argv += ["--param", f"{name}={value}"]
         if self.samples is not None:
             argv += ["--samples", str(self.samples)]
+        elif self.metric == "peak_memory":  # one fresh process a run: the run is the sample
+            argv += ["--samples", "1"]
         if self.target:
             argv += ["--target", self.target]
         if self.xla_flags:

@@ -127,9 +127,12 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     case.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
                       default="auto",
                       help="auto: times and peaks are noisy, a command's field too")
-    case.add_argument("--max-runs", type=positive_int, default=3, metavar="N",
+    case.add_argument("--runs", type=positive_int, default=None, metavar="N",
+                      help="runs (processes) a noisy metric measures a release with at a time: "
+                           "each run is one sample to the classifier (default 5)")
+    case.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                       help="runs of one release at most while the classifier cannot place it "
-                           "(default 3)")
+                           "(default 10 for a noisy metric)")
     return p
 
 

@@ -18,29 +18,30 @@ from dataclasses import dataclass, field
 
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
-from .classify import Classifier, Ends, Label, Placement
+from .classify import Classifier, Ends, Label, Placement, matching, noisy, vectors_close
 from .classify import deterministic as deterministic_classifier
-from .classify import matching, noisy, vectors_close
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]
 RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
-END_RUNS_NOISY = 2       # runs of each end, interleaved, for a noisy metric
-MAX_RUNS = 3             # runs of one release at most: the first and two re-measures
+RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
+MAX_RUNS_NOISY = 10      # at most: the first batch and one re-measure (docs/classification.md)
 
 
 @dataclass(frozen=True)
 class Placed:
-    """One release: its runs, all their samples, and where the classifier put it."""
+    """One release: its runs, what the classifier saw of them, and where it put it."""
 
     index: int
     runs: tuple[Run, ...]
     placement: Placement | None = None
+    values: tuple = ()               # the classifier's samples (a noisy metric: one a run)
 
     @property
     def samples(self) -> tuple:
+        """Every sample of every run that gave some (a run_time run: each call)."""
         return tuple(s for r in self.runs if r.status == "ok" for s in r.samples)
 
     @property
@@ -71,28 +72,70 @@ class MetricSearch:
     thirds: tuple[int, ...] = ()     # indices far outside both ends
 
 
+Reduce = Callable[[Run], tuple]
+
+
+def every_sample(run: Run) -> tuple:
+    return run.samples
+
+
+def low_quantile(run: Run, q: float = 0.25) -> tuple:
+    """A noisy run as one sample: its 25th percentile. Calls within one process share its
+    load, so they are one observation, not many (docs/timing.md)."""
+    ordered = sorted(v for v in run.samples if isinstance(v, (int, float)))
+    if not ordered:
+        return ()
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
+
+
 def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noisy_metric: bool,
-                  max_runs: int = MAX_RUNS, end_runs: int = END_RUNS_NOISY,
+                  batch: int | None = None, max_runs: int | None = None,
+                  reduce: Reduce = every_sample,
                   cached: Callable[[int], bool] = lambda i: False, offset: int = 0,
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None) -> MetricSearch:
-    """The change between candidates 0 and n-1 by a metric, one probe at a time."""
-    ends_runs: dict[int, list[Run]] = {0: [], n - 1: []}
-    for number in range(1, (end_runs if noisy_metric else 1) + 1):
-        for i in (0, n - 1):  # interleaved: drift of the machine falls on both ends alike
-            ends_runs[i].append(run_at(i, number))
-    placed = {i: Placed(i, tuple(runs)) for i, runs in ends_runs.items()}
-    for i in (0, n - 1):
-        failure = placed[i].failure
-        if failure is not None and not placed[i].samples:
+    """The change between candidates 0 and n-1 by a metric, one probe at a time.
+
+    A release is measured ``batch`` runs at a time (a noisy metric: RUNS_NOISY, else one); a
+    noisy release the classifier cannot place gets more batches, up to ``max_runs`` runs.
+    ``reduce`` makes a run into the classifier's samples."""
+    batch = batch or (RUNS_NOISY if noisy_metric else 1)
+    max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
+    runs: dict[int, list[Run]] = {}
+
+    def measure(indices: tuple[int, ...], count: int) -> None:
+        for _ in range(count):  # interleaved: load on the machine falls on each alike
+            for i in indices:
+                made = runs.setdefault(i, [])
+                made.append(run_at(i, len(made) + 1))
+
+    def values(i: int) -> tuple:
+        return tuple(v for r in runs.get(i, []) if r.status == "ok" for v in reduce(r))
+
+    ends_at = (0, n - 1)
+    measure(ends_at, batch)
+    for i in ends_at:
+        if not values(i):
+            failure = Placed(i, tuple(runs[i])).failure
+            placed = {j: Placed(j, tuple(runs[j]), values=values(j)) for j in ends_at}
             what = "the first" if i == 0 else "the last"
             return MetricSearch("unmeasurable", None, placed, None,
-                                reason=f"{what} release gives no figure: {failure.error}")
-    classifier = make_classifier(placed[0].samples, placed[n - 1].samples)
+                                reason=f"{what} release gives no figure: "
+                                       f"{failure.error if failure else 'no samples'}")
+    classifier = make_classifier(values(0), values(n - 1))
     ends = classifier.ends()
-    placed[0] = Placed(0, placed[0].runs, Placement(Label.OLD, None, reason="the old end"))
-    placed[n - 1] = Placed(n - 1, placed[n - 1].runs,
-                           Placement(Label.NEW, None, reason="the new end"))
+    if not ends.distinct and noisy_metric and len(runs[0]) + batch <= max_runs:
+        say(f"the ends are not told apart yet ({ends.reason}); measuring both again")
+        measure(ends_at, batch)
+        classifier = make_classifier(values(0), values(n - 1))
+        ends = classifier.ends()
+    placed = {0: Placed(0, tuple(runs[0]), Placement(Label.OLD, None, reason="the old end"),
+                        values(0)),
+              n - 1: Placed(n - 1, tuple(runs[n - 1]),
+                            Placement(Label.NEW, None, reason="the new end"), values(n - 1))}
     if not ends.distinct:
         return MetricSearch("alike", None, placed, ends)
     state = {"classifier": classifier, "remeasures": 0}
@@ -100,38 +143,49 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     thirds: list[int] = []
 
     def probe(i: int) -> Outcome:
-        if i in (0, n - 1):
+        if i in ends_at:
             return placed[i].outcome
-        runs = [run_at(i, 1)]
+        measure((i,), batch)
         while True:
-            one = Placed(i, tuple(runs))
-            if not one.samples:  # nothing to place: failed or the program raised
-                why = one.failure.error if one.failure else "no samples"
-                placement = Placement(Label.SKIP, None, reason=why)
+            seen = values(i)
+            if not seen:  # nothing to place: failed or the program raised
+                failure = Placed(i, tuple(runs[i])).failure
+                placement = Placement(Label.SKIP, None,
+                                      reason=failure.error if failure else "no samples")
                 break
-            placement = state["classifier"](one.samples)
-            if placement.label is not Label.AMBIGUOUS or len(runs) >= max_runs:
+            placement = state["classifier"](seen)
+            if placement.label is not Label.AMBIGUOUS or len(runs[i]) + batch > max_runs:
                 break
             say(f"candidate {i}: cannot place it yet ({placement.reason}); measuring again")
             with lock:
                 state["remeasures"] += 1
-            runs.append(run_at(i, len(runs) + 1))
+            measure((i,), batch)
         if placement.label is Label.AMBIGUOUS:  # still unplaced: a skip with its figures
             placement = Placement(Label.SKIP, placement.confidence,
-                                  reason=f"cannot be placed after {len(runs)} runs"
+                                  reason=f"cannot be placed after {len(runs[i])} runs"
                                          + (f" ({placement.reason})" if placement.reason else ""))
         if placement.third:
             thirds.append(i)
         if placement.label in (Label.OLD, Label.NEW):
             with lock:
-                state["classifier"] = state["classifier"].learn(one.samples, placement.label)
-        placed[i] = Placed(i, tuple(runs), placement)
+                state["classifier"] = state["classifier"].learn(seen, placement.label)
+        placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
     result = find_change(n, probe, cached=cached, on_step=on_step, offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))
+
+
+def reduce_for(question: Question) -> Reduce:
+    """What the classifier sees of a run: a noisy function case's run as one figure (its low
+    quantile); an output digest made comparable; anything else as it is."""
+    if question.metric == "output":
+        return lambda run: tuple(comparable("output", s) for s in run.samples)
+    if question.noisy and question.case is not None:
+        return low_quantile
+    return every_sample
 
 
 def comparable(metric: str, sample):
@@ -158,8 +212,7 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
 
     def make(old: Sequence, new: Sequence) -> Classifier:
         if metric == "output":
-            return matching([comparable(metric, s) for s in old],
-                            [comparable(metric, s) for s in new],
+            return matching(list(old), list(new),
                             outputs_close(threshold if threshold is not None else 1e-5))
         if metric == "error":
             return matching(list(old), list(new), lambda a, b: a == b)
@@ -181,7 +234,8 @@ class MetricRequest:
     threshold: float | None = None
     timeout: float = 1800.0
     remeasure: bool = False
-    max_runs: int = MAX_RUNS
+    runs: int | None = None          # runs a release is measured with at a time
+    max_runs: int | None = None      # runs of one release at most
 
 
 @dataclass(frozen=True)
@@ -222,7 +276,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     names = [str(r.version) for r in candidates]
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
-        + (f", each measured up to {request.max_runs} times" if q.noisy else ""))
+        + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
+           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else ""))
 
     def real_run(i: int, number: int) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
@@ -234,7 +289,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
 
     everything = [r.version for r in catalogue.releases if not r.yanked]
     search = search_metric(n, run_at or real_run, classifier_for(q, request.threshold),
-                           noisy_metric=q.noisy, max_runs=request.max_runs,
+                           noisy_metric=q.noisy, batch=request.runs,
+                           max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))

@@ -25,7 +25,8 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue) 
     start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
     return MetricRequest(start=start, end=end, backend=resolve_backend(args.backend, target),
                          question=question, threshold=args.threshold, timeout=args.timeout,
-                         remeasure=args.remeasure, max_runs=args.max_runs)
+                         remeasure=args.remeasure, runs=args.runs,
+                         max_runs=args.max_runs)
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
@@ -46,9 +47,13 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
                                           xla_repo=args.xla_repo)
         if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
-            from .metric_explain import explain_flags
+            from .metric_explain import explain_flags, explain_passes
 
-            extra["explanation"] = {"culprit": explain_flags(bisection, say)}
+            culprit = explain_flags(bisection, say)
+            if culprit["kind"] == "none" and extra["attribution"]["culprit"] == "xla" \
+                    and bisection.request.question.case is not None:
+                culprit = {**explain_passes(bisection, say), "flags": culprit}
+            extra["explanation"] = {"culprit": culprit}
     path, doc = write_report(bisection, args.reports, extra)
     if args.json:
         print(json.dumps(doc, indent=2))

@@ -10,24 +10,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from .cases import Question, measure_run
 from .catalogue import Release
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
-from .evidence.handoff import triage_handoff
 from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
+from .evidence.handoff import triage_handoff
 from .evidence.lowering import compare_lowering
-from .evidence.passes import normalize_hlo
+from .evidence.passes import first_difference, is_safe, normalize_hlo, passes_that_changed
 from .files import cache_dir
+from .metric_bisect import (
+    MAX_RUNS_NOISY,
+    RUNS_NOISY,
+    MetricBisection,
+    classifier_for,
+    reduce_for,
+)
 from .metric_report import display_path
 from .pins import load_table
-from .metric_bisect import MetricBisection, Placed, classifier_for
 from .probe import HarnessFailed, run_repro
 
 Say = Callable[[str], None]
@@ -122,6 +127,27 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
             "diff_truncated": lowering["diff_truncated"], **commits}
 
 
+def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags: str,
+                    say: Say) -> str:
+    """old, new or skip: the case's metric under ``release`` with ``extra_flags`` added, placed
+    by the bisection's classifier (measured again while it cannot place it, up to the cap)."""
+    req, q = b.request, b.request.question
+    asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
+    batch = req.runs or (RUNS_NOISY if q.noisy else 1)
+    most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
+    reduce, runs = reduce_for(q), []
+    while True:
+        for _ in range(batch):
+            runs.append(measure_run(release, req.backend, asked, len(runs) + 1,
+                                    timeout=req.timeout, remeasure=req.remeasure, say=say))
+        values = tuple(v for r in runs if r.status == "ok" for v in reduce(r))
+        if not values:
+            return "skip"
+        label = classify(values).label.value
+        if label != "ambiguous" or len(runs) + batch > most:
+            return label if label in ("old", "new") else "skip"
+
+
 def explain_flags(b: MetricBisection, say: Say) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
     and measured with the case's own metric and classifier; one that brings back the old
@@ -129,7 +155,7 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
     req, q, s = b.request, b.request.question, b.search
     old, new = b.pair
     sides = {"old": old, "new": new}
-    ends = [s.placed[0].samples, s.placed[len(b.candidates) - 1].samples]
+    ends = [s.placed[0].values, s.placed[len(b.candidates) - 1].values]
     classify = classifier_for(q, req.threshold)(*ends)
     try:
         lists = {side: xla_flag_list(r, req.backend,
@@ -146,18 +172,8 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
         f"back")
 
     def test(side: str, flags: tuple[FlagChange, ...]) -> str:
-        settings = " ".join(f.setting(side) for f in flags)
-        asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, settings) if f))
-        runs = []
-        while True:
-            runs.append(measure_run(sides[side], req.backend, asked, len(runs) + 1,
-                                    timeout=req.timeout, remeasure=req.remeasure, say=say))
-            placed = Placed(0, tuple(runs))
-            if not placed.samples:
-                return "skip"
-            label = classify(placed.samples).label.value
-            if label != "ambiguous" or len(runs) >= req.max_runs:
-                return label if label in ("old", "new") else "skip"
+        return behaviour_under(b, classify, sides[side],
+                               " ".join(f.setting(side) for f in flags), say)
 
     search = search_flags(changes, test, "old", "new")
     tests = [{"release": str(sides[t.release].version), "xla_flags": t.xla_flags,
@@ -181,3 +197,89 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
                     f"({'; '.join(f'{f.old} → {f.new}' for f in search.culprit)}): {back} "
                     f"under jax {new.version} brings back the old {q.metric}, and {forward} "
                     f"under jax {old.version} gives the new one."}
+
+
+MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
+_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
+_MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
+
+
+def pass_dumps(release: Release, backend: str, question: Question, *, timeout: float,
+               remeasure: bool, say: Say) -> list[dict]:
+    """The case's module after every HLO pass that changed it under ``release`` (metadata
+    left out), in the order XLA wrote them; stored once written."""
+    folder = (cache_dir() / "results" / backend / f"jax-{release.version}"
+              / f"passes-{question.key()}")
+    done = folder / ".complete"
+    if remeasure or not done.exists():
+        env = ensure_environment(release, backend, progress=say)
+        say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
+        argv = [a for a in question.harness_argv() if a != "--json"]
+        argv[argv.index("--metric") + 1] = "error"
+        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
+                  timeout, answers=(0, 125))
+        done.write_text("")
+    lowered = folder / "lowered.txt"
+    found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
+    module = found.group(1) if found else None
+    names = sorted(p.name for p in folder.iterdir()
+                   if (m := _DUMP.match(p.name)) and m.group("module") == module)
+    return [{"file": name, "text": _METADATA.sub("", (folder / name).read_text(
+        errors="replace"))} for name in names]
+
+
+def explain_passes(b: MetricBisection, say: Say) -> dict:
+    """The HLO passes that changed the case's module under the new release, each turned off
+    there and measured with the case's metric and classifier; and where the two releases'
+    modules first differ, pass by pass."""
+    req, q, s = b.request, b.request.question, b.search
+    old, new = b.pair
+    if q.target:
+        return {"kind": "none", "name": None, "tests": [],
+                "text": "the pass search runs on the CPU or a GPU, not on a compile-only "
+                        "target"}
+    classify = classifier_for(q, req.threshold)(s.placed[0].values,
+                                                s.placed[len(b.candidates) - 1].values)
+    try:
+        dumps = {r: pass_dumps(r, req.backend, q, timeout=req.timeout,
+                               remeasure=req.remeasure, say=say) for r in (old, new)}
+    except (InstallFailed, HarnessFailed) as exc:
+        return {"kind": "none", "name": None, "tests": [],
+                "text": f"the per-pass dumps could not be made: {exc}"}
+    candidates = passes_that_changed([d["file"] for d in dumps[new]])
+    tried = candidates[:MAX_PASSES]
+    say(f"jax {new.version}: {len(candidates)} HLO passes changed {q.label}'s module; turning "
+        f"{'each' if tried == candidates else f'the first {len(tried)}'} off")
+    tests, restoring = [], []
+    for name in tried:
+        flag = f"--xla_disable_hlo_passes={name}"
+        behaviour = behaviour_under(b, classify, new, flag, say)
+        tests.append({"release": str(new.version), "xla_flags": flag, "behaviour": behaviour})
+        if behaviour == "old":
+            restoring.append(name)
+    first = first_difference(dumps[old], dumps[new]) if dumps[old] and dumps[new] else None
+    if first:
+        first.update(old=str(old.version), new=str(new.version))
+    at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
+                     if first and first.get("status") == "differ" else [])
+    chosen = next((n for n in at_difference if n in restoring),
+                  next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
+    base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
+            "workarounds": [{"release": str(new.version),
+                             "xla_flags": f"--xla_disable_hlo_passes={n}", "safe": is_safe(n)}
+                            for n in restoring]}
+    where = ""
+    if first and first.get("status") == "differ":
+        where = (f" The two releases' modules first differ after `{first['pass']}` (pipeline "
+                 f"`{first['pipeline']}`).")
+    if chosen is None:
+        return {**base, "kind": "none", "name": None,
+                "text": f"No single HLO pass, turned off under jax {new.version}, brings back "
+                        f"jax {old.version}'s {q.metric} ({len(tried)} of the "
+                        f"{len(candidates)} passes that changed the module tried).{where}"}
+    shown = ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
+                                                         "depends on it)") for n in restoring)
+    return {**base, "kind": "pass", "name": chosen,
+            "text": f"Turning off one HLO pass at a time under jax {new.version} brings back "
+                    f"jax {old.version}'s {q.metric} for {len(restoring)} of the "
+                    f"{len(tried)} passes tried: {shown}.{where}"}

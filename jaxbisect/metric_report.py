@@ -50,6 +50,14 @@ def _scalar(sample) -> float | None:
         else None
 
 
+def seen(question, placed: Placed) -> tuple:
+    """The figures a row shows: a noisy function case's one figure a run (its low quantile,
+    what the classifier compared), every sample otherwise."""
+    if question.noisy and question.case is not None and placed.values:
+        return placed.values
+    return placed.samples
+
+
 def figure(metric: str, samples: tuple) -> dict:
     """A release's figure: median, spread and count of a scalar metric; the value of the
     others (an error line, an output digest)."""
@@ -61,7 +69,10 @@ def figure(metric: str, samples: tuple) -> dict:
         return {"n": 0}
     value = samples[0]
     if isinstance(value, dict):  # an output digest
-        return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples)}
+        leaves = len(value.get("shapes") or [])
+        return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples),
+                "values": (value.get("values") or [])[:max(0, len(value.get("values") or [])
+                                                           - 2 * leaves)]}
     return {"value": value, "n": len(samples)}
 
 
@@ -79,7 +90,9 @@ def figure_text(metric: str, unit: str, fig: dict) -> str:
     if "median" in fig:
         return shown(metric, unit, fig["median"])
     if "sha256" in fig:
-        return f"sha256 {fig['sha256'][:12]}"
+        first = ", ".join(str(v) for v in (fig.get("values") or [])[:3])
+        return f"[{first}{', …' if len(fig.get('values') or []) > 3 else ''}] (sha256 " \
+               f"{fig['sha256'][:8]})"
     return str(fig.get("value", "–"))
 
 
@@ -100,8 +113,8 @@ def behaviour_line(b: MetricBisection) -> str:
         first, last = s.result.last_old, s.result.first_new
     else:
         first, last = 0, len(b.candidates) - 1
-    old = figure(q.metric, s.placed[first].samples)
-    new = figure(q.metric, s.placed[last].samples)
+    old = figure(q.metric, seen(q, s.placed[first]))
+    new = figure(q.metric, seen(q, s.placed[last]))
     line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax "
             f"{b.candidates[first].version}, {figure_text(q.metric, unit, new)} at jax "
             f"{b.candidates[last].version}")
@@ -136,7 +149,7 @@ def thirds_line(b: MetricBisection) -> str | None:
         return None
     q, unit = b.request.question, unit_of(b)
     parts = [f"jax {b.candidates[i].version} "
-             f"({figure_text(q.metric, unit, figure(q.metric, b.search.placed[i].samples))}: "
+             f"({figure_text(q.metric, unit, figure(q.metric, seen(q, b.search.placed[i])))}: "
              f"{b.search.placed[i].placement.reason})" for i in b.search.thirds]
     return ("**A third behaviour**, like neither end: " + "; ".join(parts)
             + ". It is left out of the search (a skip), not filed under old or new.")
@@ -161,7 +174,9 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--metric-kind", q.kind]
     if req.threshold is not None:
         argv += ["--threshold", str(req.threshold)]
-    if req.max_runs != 3:
+    if req.runs is not None:
+        argv += ["--runs", str(req.runs)]
+    if req.max_runs is not None:
         argv += ["--max-runs", str(req.max_runs)]
     if q.command:
         argv += ["--", *q.command]
@@ -179,10 +194,10 @@ def display_path(path: str) -> str:
 def sweep_argv(b: MetricBisection) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see)."""
     argv, out, skip = reproduce_argv(b)[3:], ["nox", "-s", "repro_range", "--"], 0
-    for i, arg in enumerate(argv):
+    for arg in argv:
         if skip:
             skip -= 1
-        elif arg in ("--threshold", "--max-runs", "--metric-kind"):
+        elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
             skip = 1
         else:
             out.append(arg)
@@ -202,11 +217,12 @@ MEASURE_SNIPPETS = {
     "run_time": """    args = concrete(args)
     jax.block_until_ready(fn(*args))  # compile and warm up
     samples = []
-    for _ in range(20):
+    while len(samples) < 5 or sum(samples) < 0.3:
         started = time.perf_counter()
         jax.block_until_ready(fn(*args))
         samples.append(time.perf_counter() - started)
-    print("run_time (s), median of 20:", statistics.median(samples))""",
+    quartile = statistics.quantiles(samples, n=4, method="inclusive")[0]
+    print(f"run_time (s), 25th percentile of {len(samples)} calls:", quartile)""",
     "peak_memory": """    args = concrete(args)
     compiled = fn.lower(*args).compile()
     open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark (Linux)
@@ -260,12 +276,13 @@ def standalone_script(b: MetricBisection) -> str | None:
 def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     q, unit = b.request.question, unit_of(b)
     order = {i: k + 1 for k, i in enumerate(b.search.placed)}
-    headers = ["jax", "jaxlib", "behaviour", q.metric, "spread (min … max)", "samples", "runs",
+    headers = ["jax", "jaxlib", "behaviour", q.metric, "spread (min … max)",
+               "figures" if q.noisy and q.case is not None else "samples", "runs",
                "probe #", "note"]
     rows = []
     for index, placed in sorted(b.search.placed.items()):
         release = b.candidates[index]
-        fig = figure(q.metric, placed.samples)
+        fig = figure(q.metric, seen(q, placed))
         label = placed.placement.label.value if placed.placement else "skip"
         if placed.placement and placed.placement.third:
             label = "third behaviour"
@@ -293,7 +310,7 @@ def chart(b: MetricBisection) -> str | None:
     q = b.request.question
     points = []
     for index, placed in sorted(b.search.placed.items()):
-        fig = figure(q.metric, placed.samples)
+        fig = figure(q.metric, seen(q, placed))
         if "median" in fig:
             points.append((str(b.candidates[index].version), fig["median"]))
     if len(points) < 2:
@@ -348,7 +365,7 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     how = (f"Each row: {q.metric} of `{q.label}`"
            + (f" with {', '.join(f'{k}={v!r}' for k, v in q.case.resolve(q.params).items())}"
               if q.case else "")
-           + (", the median of every sample of every run, with its spread" if q.noisy else "")
+           + (", the median of one figure a run (a run: one process; its figure: the 25th percentile of its calls), with their spread" if q.noisy else "")
            + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
     if s.ends:
         how += f" The ends: {s.ends.reason}."
@@ -437,7 +454,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
                      for r in placed.runs],
-            "figure": figure(q.metric, placed.samples), "cached": placed.cached,
+            "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
+            "classified": [v if isinstance(v, (int, float, str)) else None
+                           for v in placed.values],
             "installed": next((r.installed for r in placed.runs if r.installed), {})})
     pair = b.pair
     doc = {
@@ -488,10 +507,11 @@ def report_stem(b: MetricBisection) -> str:
     name = q.case.name if q.case else "command"
     stem = f"bisect-{req.start}-{req.end}-{place}-{name}-{q.metric}"
     shaping = {"params": q.params, "xla_flags": q.xla_flags, "samples": q.samples,
-               "kind": q.kind, "threshold": req.threshold, "max_runs": req.max_runs,
+               "kind": q.kind, "threshold": req.threshold, "runs": req.runs,
+               "max_runs": req.max_runs,
                "command": list(q.command)}
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
-            or q.kind != "auto" or req.max_runs != 3:
+            or q.kind != "auto" or req.runs is not None or req.max_runs is not None:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem

@@ -41,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
                    help="compile for this NVIDIA GPU without one (memory, compile_time, error)")
     p.add_argument("--hlo-out", type=Path, metavar="DIR",
                    help="also write the lowered module and XLA's optimized HLO there")
+    p.add_argument("--pass-dumps", type=Path, metavar="DIR",
+                   help="also have XLA dump the module after every HLO pass that changes it "
+                        "there (not with --target)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document")
     out.add_argument("--check", nargs=2, metavar=("OLD", "NEW"),
@@ -60,6 +63,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     except CaseError as exc:
         p.error(str(exc))
     args.metric = args.metric or args.case.metric or "memory"
+    if args.pass_dumps is not None and args.target is not None:
+        p.error("--pass-dumps: a compile-only target keeps its own dump; leave out one")
     if args.check is not None and args.metric != "error":
         try:
             args.check = [float(v) for v in args.check]
@@ -107,7 +112,11 @@ def summary(document: dict) -> str:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     dump_dir = None
-    configure_this_process(args.backend if args.target is None else "auto", args.xla_flags)
+    flags = args.xla_flags
+    if args.pass_dumps is not None:
+        args.pass_dumps.mkdir(parents=True, exist_ok=True)
+        flags = f'{flags} --xla_dump_to="{args.pass_dumps}" --xla_dump_hlo_pass_re=.*'.strip()
+    configure_this_process(args.backend if args.target is None else "auto", flags)
     asked = args.xla_flags.strip()
     if args.target is not None:
         # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.

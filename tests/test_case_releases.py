@@ -4,7 +4,6 @@ by a metric, end to end (real environments, real subprocesses)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -98,8 +98,18 @@ def test_an_end_without_a_figure_is_unmeasurable():
 def test_noisy_ends_are_measured_interleaved():
     calls: list = []
     search_metric(5, runner(["old", "old", "new", "new", "new"], calls), deterministic,
-                  noisy_metric=True, end_runs=2)
+                  noisy_metric=True, batch=2)
     assert calls[:4] == [(0, 1), (4, 1), (0, 2), (4, 2)]
+    probed = [c for c in calls if c[0] not in (0, 4)]
+    assert probed[:2] == [(probed[0][0], 1), (probed[0][0], 2)]  # a batch of two runs
+
+
+def test_noisy_ends_not_told_apart_are_measured_once_more():
+    calls: list = []
+    s = search_metric(5, runner(["old"] * 5, calls), deterministic, noisy_metric=True,
+                      batch=2, max_runs=4)
+    assert s.status == "alike" and calls == [(0, 1), (4, 1), (0, 2), (4, 2),
+                                             (0, 3), (4, 3), (0, 4), (4, 4)]
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,7 @@ def test_ambiguous_releases_are_measured_again_up_to_the_cap(n, data):
                    samples=(i * 1000 + (1 if i < change else 2),))
 
     s = search_metric(n, run_at, lambda old, new: Hesitant(needs), noisy_metric=True,
-                      end_runs=1, max_runs=max_runs)
+                      batch=1, max_runs=max_runs)
     for i, placed in s.placed.items():
         if i in (0, n - 1):
             continue

@@ -56,7 +56,7 @@ def case(rows=1000, cols=100, block_size=100, num_blocks=10):
         carry = (init_x, params)
         for ii in range(num_blocks):
             indices = jnp.arange(ii * block_size + 1, (ii + 1) * block_size + 1)
-            carry, _ = jax.remat(lambda c: lax.scan(step_fn, c, indices))(carry)
+            carry, _ = jax.remat(lambda c: lax.scan(step_fn, c, indices))(carry)  # noqa: B023
         return jnp.sum(carry[0])
 
     args = (jax.ShapeDtypeStruct((), jnp.float32),

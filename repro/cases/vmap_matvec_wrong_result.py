@@ -38,7 +38,7 @@ ANSWER = {
     "to": "0.10.2",
     "last_old": "0.10.1",
     "first_new": "0.10.2",
-    "direction": "regression",
+    "direction": "changed",  # an output changes; which one is right is for people to say
     "old": 268435456.0,
     "new": 266342400.0,
     "unit": "value",

@@ -32,10 +32,13 @@ from jax import lax
 METRIC = "run_time"
 FIXED = ()
 
+# Over 0.4.30 … 0.4.34 the toolkit names 0.4.33 a third behaviour (~3x slower again than
+# 0.4.34, itself ~35x slower than 0.4.31): the pair is then 0.4.31 → 0.4.34 with 0.4.33
+# skipped and named (tests/test_shipped_cases.py checks both).
 ANSWER = {
     "metric": "run_time",
     "from": "0.4.30",
-    "to": "0.4.34",
+    "to": "0.4.33",
     "last_old": "0.4.31",
     "first_new": "0.4.33",
     "direction": "regression",

@@ -1,0 +1,81 @@
+"""Each shipped case's recorded answer, found again by the toolkit on real releases.
+
+The cases are real upstream reports (links in their docstrings); ANSWER holds what was
+measured here. A bisection over ANSWER's range must find the same pair, direction and, for a
+deterministic metric, the same figures.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from repro.case import read_case
+
+CASES = sorted((REPO / "repro" / "cases").glob("*.py"))
+
+
+def bisect(case: Path, start: str, end: str, tmp_path: Path, *extra: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", start, "--to", end,
+                           "--backend", "cpu", "--case", str(case), "--no-evidence", "--json",
+                           "--reports", str(tmp_path), *extra], cwd=REPO,
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_every_shipped_case_reads_and_records_its_answer():
+    assert len(CASES) >= 4
+    for path in CASES:
+        case = read_case(path)
+        assert case.answer and case.metric == case.answer["metric"], path.name
+        assert "https://github.com/" in (case.doc or "") or path.stem == "scan_growth"
+        assert set(case.answer) >= {"from", "to", "last_old", "first_new", "direction"}
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("path", [p for p in CASES if p.stem != "scan_growth"],
+                         ids=lambda p: p.stem)
+def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
+    answer = read_case(path).answer
+    doc = bisect(path, answer["from"], answer["to"], tmp_path)
+    assert doc["status"] == "found" and doc["exact"], doc.get("reason")
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == (answer["last_old"],
+                                                                 answer["first_new"])
+    assert doc["direction"] == answer["direction"]
+    figures = {p["jax"]: p["figure"] for p in doc["probes"]}
+    old, new = figures[answer["last_old"]], figures[answer["first_new"]]
+    if answer["metric"] == "memory":
+        assert (old["median"], new["median"]) == (answer["old"], answer["new"])
+    elif answer["metric"] == "run_time":  # times vary by machine; the ratio must be large
+        assert new["median"] / old["median"] > 10
+    elif isinstance(answer["old"], float) and answer["old"] == answer["old"]:
+        assert (old["values"], new["values"]) == ([answer["old"]], [answer["new"]])
+
+
+@pytest.mark.jax
+def test_a_third_behaviour_is_named_not_filed(tmp_path, jax_python):
+    """while_loop: 0.4.33 is ~3x slower again than 0.4.34: named, skipped, never old or new."""
+    doc = bisect(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py", "0.4.30", "0.4.34",
+                 tmp_path)
+    assert doc["third_behaviour"] == ["0.4.33"]
+    labels = {p["jax"]: (p["label"], p["third"]) for p in doc["probes"]}
+    assert labels["0.4.33"] == ("skip", True)
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.4.31", "0.4.34")
+    assert not doc["exact"]
+
+
+@pytest.mark.jax
+def test_a_change_that_came_and_went_is_said_with_the_sweep(tmp_path, jax_python):
+    """exp(x * nan) is nan at jax 0.6.0 and 0.7.0, garbage at 0.6.2 in between."""
+    path = REPO / "repro" / "cases" / "exp_nan_under_jit.py"
+    start, end = read_case(path).answer["came_and_went"]
+    doc = bisect(path, start, end, tmp_path)
+    assert doc["status"] == "alike" and not doc["ends"]["distinct"]
+    assert doc["sweep"].startswith("nox -s repro_range -- --from 0.6.0 --to 0.7.0")
+    assert "--case" in doc["sweep"] and "--metric output" in doc["sweep"]
