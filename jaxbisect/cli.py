@@ -127,6 +127,12 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     case.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
                       default="auto",
                       help="auto: times and peaks are noisy, a command's field too")
+    case.add_argument("--minimize", action="store_true",
+                      help="once the change is found, shrink the case's integer parameters "
+                           "(the built-in case's n_outer, n_inner and n_res) while the two "
+                           "releases still behave apart: the minimal reproducer")
+    case.add_argument("--minimize-budget", type=_seconds, default=600.0, metavar="SECONDS",
+                      help="the most --minimize may spend measuring (default 600)")
     case.add_argument("--runs", type=positive_int, default=None, metavar="N",
                       help="runs (processes) a noisy metric measures a release with at a time: "
                            "each run is one sample to the classifier (default 5)")
@@ -202,7 +208,8 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=N
         backend = resolve_backend(args.backend, options.target)
     return Request(start=start, end=end, backend=backend, options=options, command=command,
                    try_xla_flags=tuple(args.try_xla_flags), timeout=args.timeout,
-                   remeasure=args.remeasure, jobs=args.jobs or default_jobs())
+                   remeasure=args.remeasure, jobs=args.jobs or default_jobs(),
+                   minimize=args.minimize)
 
 
 def is_metric_bisection(args: argparse.Namespace, command: tuple[str, ...]) -> bool:
@@ -243,6 +250,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
                                     try_xla_flags=request.try_xla_flags,
                                     png_path=args.reports / f"{report_stem(bisection)}.png",
                                     jax_repo=args.jax_repo, xla_repo=args.xla_repo)
+    if args.minimize and bisection.result.status == "found" and not command:
+        minimal, minimal_md = minimize_builtin(bisection, args, say)
+        extra = {**extra, "minimal": minimal}
+        evidence_md = "\n".join(part for part in (evidence_md.rstrip(), minimal_md) if part)
     path, doc, kept = write_report(bisection, args.reports, evidence_md, extra)
     from .report import answer_line, gpu_commands
 
@@ -262,6 +273,31 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     else:
         say(f"report: {path}")
     return 0 if bisection.result.status == "found" else 1
+
+
+def minimize_builtin(bisection, args: argparse.Namespace, say) -> tuple[dict, str]:
+    """The built-in check's change, shrunk: the scan report's case (repro/cases/) by its
+    compiled memory, from the bisection's sizes."""
+    from repro.case import read_case
+
+    from .cases import Question
+    from .minimize import minimal_document, minimal_markdown, minimize
+
+    o = bisection.request.options
+    case = read_case(SCAN_CASE)
+    params = {"n_outer": max(o.n_outer), "n_inner": o.n_inner, "n_res": o.n_res,
+              "dtype": o.dtype}
+    question = Question(metric="memory", case=case, params=params,
+                        target=o.target, xla_flags=o.xla_flags)
+    old, new = bisection.last_old.release, bisection.first_new.release
+    shrunk, first, names = minimize(old, new, bisection.request.backend, question, say,
+                                    timeout=args.timeout, remeasure=args.remeasure,
+                                    budget=args.minimize_budget)
+    minimal = minimal_document(shrunk, first, names, question, old, new, "bytes")
+    return minimal, minimal_markdown(minimal, "repro/cases/scan_growth.py")
+
+
+SCAN_CASE = Path(__file__).resolve().parent.parent / "repro" / "cases" / "scan_growth.py"
 
 
 def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, say) -> int:

@@ -52,6 +52,7 @@ class Request:
     timeout: float = DEFAULT_TIMEOUT
     remeasure: bool = False           # ignore stored results (they are replaced)
     jobs: int = 1                     # candidates probed at once, per round
+    minimize: bool = False            # shrink the case once the change is found
 
     # How a run is carried out, not what it answers: left out of report names and of the
     # Reproduce line. Every other field (and every field of ``options``) changes the result.

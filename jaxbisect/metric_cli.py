@@ -54,6 +54,19 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
                     and bisection.request.question.case is not None:
                 culprit = {**explain_passes(bisection, say), "flags": culprit}
             extra["explanation"] = {"culprit": culprit}
+    if args.minimize and bisection.search.status == "found" \
+            and bisection.request.question.case is not None:
+        from .metric_report import display_path, unit_of
+        from .minimize import minimal_document, minimize
+
+        q = bisection.request.question
+        old, new = bisection.pair
+        shrunk, first, names = minimize(old, new, request.backend, q, say,
+                                        threshold=request.threshold, timeout=request.timeout,
+                                        remeasure=request.remeasure, runs=request.runs,
+                                        budget=args.minimize_budget)
+        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
+        extra["minimal"]["case_path"] = display_path(q.case.path)
     path, doc = write_report(bisection, args.reports, extra)
     if args.json:
         print(json.dumps(doc, indent=2))

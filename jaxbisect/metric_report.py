@@ -155,8 +155,8 @@ def thirds_line(b: MetricBisection) -> str | None:
             + ". It is left out of the search (a skip), not filed under old or new.")
 
 
-def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None
-                   ) -> list[str]:
+def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
+                   minimize: bool = False) -> list[str]:
     """The command that asks the same question: every option that shaped the answer."""
     req, q = b.request, b.request.question
     argv = ["python", "-m", "bisect", "--from", start or req.start, "--to", end or req.end]
@@ -178,6 +178,8 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--runs", str(req.runs)]
     if req.max_runs is not None:
         argv += ["--max-runs", str(req.max_runs)]
+    if minimize:
+        argv.append("--minimize")
     if q.command:
         argv += ["--", *q.command]
     return argv
@@ -197,6 +199,8 @@ def sweep_argv(b: MetricBisection) -> list[str]:
     for arg in argv:
         if skip:
             skip -= 1
+        elif arg == "--minimize":
+            continue
         elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
             skip = 1
         else:
@@ -394,10 +398,15 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                   "```", "", "</details>", ""]
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
               "README's Quick start installs it):", "", "```sh",
-              shlex.join(reproduce_argv(b)), "```", ""]
+              shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
+              "```", ""]
     parts += standalone_lines(b)
     if extra and extra.get("attribution"):
         parts += attribution_lines(extra["attribution"])
+    if extra and extra.get("minimal"):
+        from .minimize import minimal_markdown
+
+        parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
         culprit = extra["explanation"]["culprit"]
         parts += ["## Why", "", culprit["text"], ""]
@@ -486,7 +495,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                    "order": [str(b.candidates[i].version) for i in s.placed]},
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
-        "reproduce": shlex.join(reproduce_argv(b)),
+        "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),
         "report": str(report_path) if report_path else None,
     }
     if s.status == "alike":

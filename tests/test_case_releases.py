@@ -212,3 +212,27 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
     old, new = (results[f"jax-{v}-cpu.json"]["samples"][0] for v in ("0.5.0", "0.5.1"))
     assert new > old * 1.4
     assert (folder / "README.md").read_text().count("| ok ") == 2
+
+
+@pytest.mark.jax
+def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_python):
+    for version in ("0.5.0", "0.5.1"):
+        jax_python(version)
+    given = {"n_outer": 4, "n_inner": 8, "n_res": 8}
+    args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--case", SCAN,
+            *[a for k, v in given.items() for a in ("--param", f"{k}={v}")],
+            "--no-evidence", "--json", "--reports", str(tmp_path)]
+    done = bisect(*args, "--minimize")
+    assert done.returncode == 0, done.stderr
+    minimal = json.loads(done.stdout)["minimal"]
+    assert minimal["kept_at_start"] and minimal["complete"]
+    assert all(minimal["params"][k] <= v for k, v in given.items())
+    assert any(minimal["params"][k] < v for k, v in given.items())
+    assert minimal["params"]["variant"] == 0  # FIXED in the case
+    assert "def case(n_outer=%d" % minimal["params"]["n_outer"] in minimal["program"]
+    # The pair at the minimal parameters: the same answer.
+    rerun = [a for a in args if a not in ("--param",) and "=" not in a]
+    rerun += [a for k in given for a in ("--param", f"{k}={minimal['params'][k]}")]
+    again = json.loads(bisect(*rerun).stdout)
+    assert (again["status"], again["direction"]) == ("found", "regression")
+    assert (again["last_old"]["jax"], again["first_new"]["jax"]) == ("0.5.0", "0.5.1")

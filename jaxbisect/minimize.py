@@ -1,0 +1,204 @@
+"""The minimal reproducer: shrink a case's sizes while two releases still behave apart.
+
+``shrink`` is pure: it takes the starting parameters, the names it may shrink and a test that
+says whether the change still shows at given parameters, and searches deterministically (for
+each parameter in turn: halve toward its floor while the change shows, then a binary tighten
+between the last value that lost the change and the last that kept it; rounds over all
+parameters until none moves or the budget is spent). ``minimize`` wires the test to two real
+releases, the case's metric and the bisection's classifier.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from .cases import Question, measure_run
+from .catalogue import Release
+from .metric_bisect import MAX_RUNS_NOISY, RUNS_NOISY, classifier_for, reduce_for
+
+Say = Callable[[str], None]
+FLOOR = 1
+DEFAULT_BUDGET = 600.0   # seconds a minimization may spend measuring
+
+
+@dataclass(frozen=True)
+class Trial:
+    params: dict
+    kept: bool               # the two releases still behave apart, in the same direction
+    old: object = None       # the figures either side (what the report shows)
+    new: object = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    params: dict             # the smallest parameters found that keep the change
+    trials: tuple[Trial, ...]
+    complete: bool           # False when the budget ran out before the search settled
+
+
+def shrink(start: dict, names: Sequence[str], test: Callable[[dict], Trial], *,
+           floor: int = FLOOR, spent: Callable[[], bool] = lambda: False) -> Shrunk:
+    """The smallest values of ``names`` (integers, each ≥ ``floor``) at which ``test`` still
+    keeps the change, starting from ``start`` (which must keep it). Each parameter set is
+    tested once."""
+    tried: dict[tuple, Trial] = {}
+    order: list[Trial] = []
+
+    def keeps(params: dict) -> bool:
+        key = tuple(sorted(params.items()))
+        if key not in tried:
+            tried[key] = test(dict(params))
+            order.append(tried[key])
+        return tried[key].kept
+
+    best = dict(start)
+    complete = True
+    moved = True
+    while moved:
+        moved = False
+        for name in names:
+            if spent():
+                complete = False
+                break
+            value = best[name]
+            lost = None                      # the largest value known to lose the change
+            while value > floor and not spent():   # halving
+                candidate = max(floor, value // 2)
+                if keeps({**best, name: candidate}):
+                    value = candidate
+                else:
+                    lost = candidate
+                    break
+            if lost is not None:             # binary tighten in (lost, value)
+                low, high = lost, value
+                while high - low > 1 and not spent():
+                    middle = (low + high) // 2
+                    if keeps({**best, name: middle}):
+                        high = middle
+                    else:
+                        low = middle
+                value = high
+            if spent():
+                complete = False
+            if value != best[name]:
+                best[name] = value
+                moved = True
+        if not complete:
+            break
+    return Shrunk(best, tuple(order), complete)
+
+
+def shrinkable(question: Question) -> list[str]:
+    """The case's integer parameters its author did not mark FIXED, in their order."""
+    case = question.case
+    return [name for name, default in case.defaults.items()
+            if isinstance(default, int) and not isinstance(default, bool)
+            and name not in case.fixed]
+
+
+def minimize(old: Release, new: Release, backend: str, question: Question, say: Say, *,
+             threshold: float | None = None, timeout: float = 1800.0,
+             remeasure: bool = False, runs: int | None = None,
+             budget: float = DEFAULT_BUDGET) -> tuple[Shrunk, Trial, list[str]]:
+    """Shrink ``question``'s case while ``old`` and ``new`` still classify apart in the same
+    direction; the result, the trial at the starting parameters and the names shrunk."""
+    make = classifier_for(question, threshold)
+    reduce = reduce_for(question)
+    batch = runs or (RUNS_NOISY if question.noisy else 1)
+    started = time.monotonic()
+
+    def values(release: Release, asked: Question) -> tuple:
+        found = []
+        for number in range(1, batch + 1):
+            run = measure_run(release, backend, asked, number, timeout=timeout,
+                              remeasure=remeasure, say=say)
+            if run.status == "ok":
+                found += reduce(run)
+        return tuple(found)
+
+    def judge(params: dict, direction: str | None) -> tuple[Trial, str | None]:
+        asked = replace(question, params=params)
+        say("minimizing: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+        old_values, new_values = values(old, asked), values(new, asked)
+        if not old_values or not new_values:
+            return Trial(params, False, reason="no figure at one end"), None
+        ends = make(old_values, new_values).ends()
+        kept = ends.distinct and direction in (None, ends.direction)
+        return (Trial(params, kept, _typical(old_values), _typical(new_values), ends.reason),
+                ends.direction)
+
+    names = shrinkable(question)
+    start = question.case.resolve(question.params)
+    first, direction = judge(start, None)
+    if not first.kept:
+        return Shrunk(start, (first,), True), first, names
+    shrunk = shrink(start, names, lambda params: judge(params, direction)[0],
+                    spent=lambda: time.monotonic() - started > budget)
+    return shrunk, first, names
+
+
+def _typical(values: tuple):
+    numbers = sorted(v for v in values if isinstance(v, (int, float)))
+    return numbers[len(numbers) // 2] if numbers else (values[0] if values else None)
+
+
+def with_defaults(source: str, params: dict) -> str:
+    """The case's source with ``case()``'s defaults set to ``params``: the minimal program,
+    ready to paste. Only the default literals change."""
+    tree = ast.parse(source)
+    fn = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "case"][-1]
+    a = fn.args
+    pairs = list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults))
+    pairs += list(zip(a.kwonlyargs, a.kw_defaults))
+    edits = sorted(((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
+                     repr(params[arg.arg]))
+                    for arg, node in pairs if arg.arg in params), reverse=True)
+    lines = source.splitlines(keepends=True)
+    for line, col, end_line, end_col, text in edits:
+        if line != end_line:
+            continue  # a default spread over lines: left as it is
+        row = lines[line - 1]
+        # ast counts columns in UTF-8 bytes
+        raw = row.encode()
+        lines[line - 1] = (raw[:col] + text.encode() + raw[end_col:]).decode()
+    return "".join(lines)
+
+
+__all__ = ["MAX_RUNS_NOISY", "Shrunk", "Trial", "minimize", "shrink", "with_defaults"]
+
+
+def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Question,
+                     old: Release, new: Release, unit: str) -> dict:
+    """``minimal`` in the JSON: the smallest parameters found and the figures there."""
+    at = next((t for t in reversed(shrunk.trials) if t.kept and t.params == shrunk.params),
+              first)
+    return {"params": shrunk.params, "old_value": at.old, "new_value": at.new,
+            "old": str(old.version), "new": str(new.version), "metric": question.metric,
+            "unit": unit, "shrunk": names, "fixed": list(question.case.fixed),
+            "started_from": first.params, "kept_at_start": first.kept,
+            "complete": shrunk.complete, "trials": len(shrunk.trials) + 1,
+            "program": with_defaults(question.case.source, shrunk.params)}
+
+
+def minimal_markdown(minimal: dict, path: str) -> str:
+    if not minimal["kept_at_start"]:
+        return (f"## Minimal reproducer\n\nThe change does not show between jax "
+                f"{minimal['old']} and {minimal['new']} at the parameters asked for, so "
+                f"nothing was shrunk.\n")
+    changed = {k: (minimal["started_from"][k], v) for k, v in minimal["params"].items()
+               if minimal["started_from"].get(k) != v}
+    shown = ", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()) or "nothing smaller"
+    note = "" if minimal["complete"] else " (the time budget ran out: smaller may exist)"
+    fixed = (f" Kept as the case's author fixed them: {', '.join(minimal['fixed'])}."
+             if minimal["fixed"] else "")
+    return (f"## Minimal reproducer\n\nThe smallest parameters at which jax {minimal['old']} "
+            f"and {minimal['new']} still behave apart ({minimal['metric']}: "
+            f"{minimal['old_value']} against {minimal['new_value']} {minimal['unit']}), "
+            f"found by halving each integer parameter and tightening, in "
+            f"{minimal['trials']} trials{note}: {shown}.{fixed}\n\n"
+            f"<details><summary>The minimal program ({path} with these defaults)</summary>"
+            f"\n\n```python\n{minimal['program'].rstrip()}\n```\n\n</details>\n")

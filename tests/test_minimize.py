@@ -1,0 +1,54 @@
+"""The minimizer's search against an oracle, and the minimal program's source."""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxbisect.minimize import Trial, shrink, with_defaults
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcd"), st.tuples(st.integers(1, 300),
+                                                          st.integers(0, 300)), min_size=1))
+def test_a_monotone_change_shrinks_to_its_thresholds(spec):
+    """The change shows iff every parameter is at least its threshold: each parameter ends at
+    exactly max(threshold, floor), never above where it started, each set tested once."""
+    start = {name: max(start, need) for name, (need, start) in spec.items()}
+    need = {name: n for name, (n, _) in spec.items()}
+    calls = []
+
+    def test(params):
+        calls.append(tuple(sorted(params.items())))
+        return Trial(params, all(params[k] >= need[k] for k in need))
+
+    result = shrink(start, sorted(spec), test)
+    assert result.complete
+    assert result.params == {k: max(1, need[k]) for k in spec}
+    assert all(result.params[k] <= start[k] for k in spec)
+    assert len(calls) == len(set(calls))
+    assert test(result.params).kept
+
+
+@given(st.integers(1, 10**6))
+def test_fixed_and_unnamed_parameters_never_move(value):
+    result = shrink({"n": value, "keep": 7}, ["n"], lambda p: Trial(p, True))
+    assert result.params == {"n": 1, "keep": 7}
+
+
+def test_a_budget_stops_it_with_what_it_has():
+    ticks = iter(range(1000))
+    result = shrink({"n": 1024}, ["n"], lambda p: Trial(p, True),
+                    spent=lambda: next(ticks) >= 3)
+    assert not result.complete and 1 < result.params["n"] < 1024
+
+
+def test_the_minimal_program_changes_only_the_defaults():
+    source = ('"""Doc."""\nimport jax\n\n\ndef case(n_outer=10, n_res=200, name="é", *, k=3):\n'
+              '    return n_outer\n')
+    out = with_defaults(source, {"n_outer": 2, "n_res": 8, "k": 1})
+    assert out.splitlines()[4] == 'def case(n_outer=2, n_res=8, name="é", *, k=1):'
+    assert out.splitlines()[:4] == source.splitlines()[:4]
+    ast.parse(out)
