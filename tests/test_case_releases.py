@@ -229,7 +229,7 @@ def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_py
     assert all(minimal["params"][k] <= v for k, v in given.items())
     assert any(minimal["params"][k] < v for k, v in given.items())
     assert minimal["params"]["variant"] == 0  # FIXED in the case
-    assert "def case(n_outer=%d" % minimal["params"]["n_outer"] in minimal["program"]
+    assert f"def case(n_outer={minimal['params']['n_outer']}" in minimal["program"]
     # The pair at the minimal parameters: the same answer.
     rerun = [a for a in args if a not in ("--param",) and "=" not in a]
     rerun += [a for k in given for a in ("--param", f"{k}={minimal['params'][k]}")]
