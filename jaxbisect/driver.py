@@ -53,10 +53,12 @@ class Request:
     remeasure: bool = False           # ignore stored results (they are replaced)
     jobs: int = 1                     # candidates probed at once, per round
     minimize: bool = False            # shrink the case once the change is found
+    small_search: bool = True         # search probes at a small size (checked at the ends)
 
     # How a run is carried out, not what it answers: left out of report names and of the
     # Reproduce line. Every other field (and every field of ``options``) changes the result.
-    NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs")
+    NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs",
+                  "small_search")
 
     def result_options(self) -> dict[str, object]:
         """Every option that changes the result and differs from its default, by field name."""
@@ -118,6 +120,12 @@ class Bisection:
     probes: tuple[Probe, ...]         # in the order they were made
     result: SearchResult
     jobs: int = 1
+    search_note: str | None = None    # why the search fell back to the full size, if it did
+
+    @property
+    def search_n_res(self) -> int:
+        """The array side the search's probes measured at."""
+        return self.request.options.for_search(self.request.small_search).n_res
 
     @property
     def limit(self) -> tuple[int, int]:
@@ -273,8 +281,8 @@ def stored_full(release: Release, request: Request) -> Probe | None:
 def search_release(release: Release, request: Request, say: Say) -> Probe:
     """A search probe: a stored full table where there is one, else v0 at the sizes its
     verdict needs."""
-    return stored_full(release, request) or check_release(release, request, say,
-                                                          request.options.for_search())
+    return stored_full(release, request) or check_release(
+        release, request, say, request.options.for_search(request.small_search))
 
 
 def complete_table(probe: Probe, request: Request, say: Say) -> Probe:
@@ -368,7 +376,8 @@ def is_stored(release: Release, request: Request) -> bool:
     if request.remeasure or request.command:
         return False
     return any(cached_measurement(release, request.backend, options)
-               for options in (request.options.for_search(), request.options))
+               for options in (request.options.for_search(request.small_search),
+                               request.options))
 
 
 def is_cached(release: Release, request: Request) -> bool:
@@ -413,6 +422,28 @@ class Workers:
 
 
 def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisection:
+    """The bisection; its search probes at a small size where that is shown to keep the
+    verdict: at both ends of the range the small probe must agree with the full table, else
+    the search is made again at the full size (and the report says so)."""
+    bisection = _bisect_releases(catalogue, request, say)
+    small = request.options.for_search(True).n_res
+    if request.command or not request.small_search or small == request.options.n_res:
+        return bisection
+    ends = [bisection.probe_of(i) for i in (0, len(bisection.candidates) - 1)]
+    wrong = [p for p in ends if p.full_table and p.measurement and p.measurement.document
+             and p.verdict != p.table_verdict]
+    if not wrong:
+        return bisection
+    note = (f"at n_res {small} the search's verdict differs from the full size's at jax "
+            + ", ".join(f"{p.release.version} ({p.verdict} against {p.table_verdict})"
+                        for p in wrong)
+            + f": searched again at n_res {request.options.n_res}")
+    say(note)
+    again = _bisect_releases(catalogue, replace(request, small_search=False), say)
+    return replace(again, search_note=note)
+
+
+def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisection:
     candidates, unusable = candidates_for(catalogue, request)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")

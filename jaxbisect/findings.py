@@ -143,7 +143,8 @@ def xla_range(b: Bisection, attribution: dict, jax_repo: Path | None,
                                 known=attribution))
     req = b.request
     test = (list(req.command) if req.command else
-            check_command(harness_args(req.backend, req.options.for_search())[1:]))
+            check_command(harness_args(req.backend,
+                                       req.options.for_search(req.small_search))[1:]))
     attribution["triage"] = triage_handoff(attribution, test,
                                            inverted=b.direction == "fix")
 

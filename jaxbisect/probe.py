@@ -34,6 +34,7 @@ from .files import cache_dir, write_json
 DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 RUNTIME_STACKED_BYTES = 12 * 1024**2
+SEARCH_N_RES = 32  # a search probe's array side: seconds, not minutes (see for_search)
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
 
 
@@ -63,12 +64,15 @@ class HarnessOptions:
             args += ["--v2-up-to", str(self.v2_up_to)]
         return args
 
-    def for_search(self) -> HarnessOptions:
+    def for_search(self, small: bool = True) -> HarnessOptions:
         """What a search probe measures: only what v0's verdict needs. v0 alone, at the two
         smallest n_outer values of 2 or more (the verdict fits those only, and needs two);
-        compiles grow with n_outer, and v2's unrolled loop costs most of a full run."""
+        compiles grow with n_outer, and v2's unrolled loop costs most of a full run. ``small``:
+        at n_res SEARCH_N_RES at most, since the verdict is scale-free (growth in stacked
+        buffers); the driver checks that at both ends of each range against the full size."""
         fitted = tuple(sorted(n for n in self.n_outer if n >= 2)[:2])
-        return replace(self, variants=(0,), n_outer=fitted)
+        n_res = min(self.n_res, SEARCH_N_RES) if small else self.n_res
+        return replace(self, variants=(0,), n_outer=fitted, n_res=n_res)
 
     def runtime_fallback(self) -> HarnessOptions:
         """Options for releases whose compiled stats are empty: a real run, sized so that one

@@ -156,7 +156,7 @@ def probe_table(b: Bisection) -> str:
         return tabulate(rows, headers=headers, tablefmt="github")
     measured = [p for p in ordered if p.measurement]
     extra = {"probe #": [str(order[id(p)]) for p in measured]}
-    notes = ["; ".join(_notes(p)) for p in measured]
+    notes = ["; ".join(_notes(p, b.request.options.n_res)) for p in measured]
     if any(notes):  # no column that would be empty everywhere
         extra["note"] = notes
     headers, rows = results_rows([p.measurement for p in measured], extra=extra)
@@ -173,13 +173,15 @@ def probe_table(b: Bisection) -> str:
             f"{whole}\n\n</details>")
 
 
-def _notes(p: Probe) -> list[str]:
+def _notes(p: Probe, b_n_res: int) -> list[str]:
     notes = []
     if p.unavailable_compiled:
         notes.append(f"compiled stats empty: a real run at n_res {p.measurement.options.n_res}")
     if not p.full_table:
         notes.append("search probe: v0 at n_outer "
-                     + ", ".join(map(str, p.measurement.options.n_outer)))
+                     + ", ".join(map(str, p.measurement.options.n_outer))
+                     + (f", n_res {p.measurement.options.n_res}"
+                        if p.measurement.options.n_res != b_n_res else ""))
     elif p.table_verdict != p.verdict:
         notes.append(f"the search probe's verdict was {p.verdict}")
     if p.full_error:
@@ -192,9 +194,15 @@ def search_line(b: Bisection) -> str:
     probes, rounds = b.limit
     made = len(b.result.rounds)
     jobs = f", up to {b.jobs} at once" if b.jobs > 1 else ""
+    size = ""
+    if not b.request.command and b.search_n_res != b.request.options.n_res:
+        size = (f"; search probes at n_res {b.search_n_res} (the verdict is scale-free; at "
+                f"both ends it agreed with the full size)")
+    elif b.search_note:
+        size = f"; {b.search_note}"
     return (f"{len(b.probes)} probes in {made} round{'' if made == 1 else 's'}{jobs} "
             f"(at most {probes} probes in {rounds} rounds for {len(b.candidates)} candidates "
-            f"when none is skipped)")
+            f"when none is skipped){size}")
 
 
 def packages_table(b: Bisection) -> str:
@@ -278,6 +286,8 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
                     "measurement": p.measurement.document if p.measurement else None}
                    for p in b.probes],
         "search": {"jobs": b.jobs, "probes": len(b.probes), "rounds": len(r.rounds),
+                   "n_res": b.search_n_res if not req.command else None,
+                   "note": b.search_note,
                    "limit": dict(zip(("probes", "rounds"), b.limit)),
                    "by_round": [[str(b.candidates[i].version) for i in round_]
                                 for round_ in r.rounds]},

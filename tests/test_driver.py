@@ -442,3 +442,39 @@ def test_a_target_range_is_narrowed_to_what_compiles_and_the_rest_keeps_the_opti
                                     "0.4.34", "--backend", "cuda12", "--n-outer", "1", "3", "6",
                                     "--n-inner", "50", "--n-res", "16", "--xla-flags=--xla_foo=1"]
     assert "**Measured part: jax 0.4.34 … 0.5.0.**" in render(b)
+
+
+def test_search_probes_at_a_small_size_fall_back_when_an_end_disagrees(catalogue,
+                                                                       monkeypatch):
+    """At n_res 32 release 0.5.0 looks grown, at the full size constant: the search is made
+    again at the full size and the report says so; where both agree, small probes stand."""
+    sizes = []
+
+    def answer(version, options):
+        sizes.append((version, options.n_res, 1 in options.n_outer))
+        if version == "0.5.0" and options.n_res == 32 and not small_agrees:
+            return "grows"
+        return "constant" if version in ("0.5.0", "0.5.1") else "grows"
+
+    def measure_release(release, backend, options, **_):
+        version = str(release.version)
+        return Measurement(version, backend, options,
+                           harness_document(version, answer(version, options)), None, 1.0,
+                           installed={"jax": version, "jaxlib": version})
+
+    monkeypatch.setattr(driver, "measure_release", measure_release)
+    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    request = driver.Request(start="0.5.0", end="0.6.0", backend="cpu",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=200))
+    small_agrees = True
+    b = driver.bisect_releases(catalogue, request, say=lambda m: None)
+    assert b.search_note is None and b.search_n_res == 32
+    assert str(b.first_new.release.version) == "0.5.2"
+    assert {n for v, n, full in sizes if not full} == {32}
+    assert document(b, None)["search"]["n_res"] == 32
+    sizes.clear()
+    small_agrees = False
+    b = driver.bisect_releases(catalogue, request, say=lambda m: None)
+    assert "searched again at n_res 200" in b.search_note
+    assert b.search_n_res == 200 and str(b.first_new.release.version) == "0.5.2"
+    assert document(b, None)["search"]["note"] == b.search_note
