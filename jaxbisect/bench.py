@@ -353,6 +353,89 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     return Results(rows, checks)
 
 
+def _timed_bisection(argv: list[str], env: dict, label: str, say: Say) -> tuple[float, dict]:
+    """``python -m jaxbisect ARGV --json`` in a subprocess: its seconds and its document."""
+    say(f"bench: {label} …")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", *argv, "--json"], env=env,
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise UserError(f"{label} failed: {done.stderr.strip().splitlines()[-1:]}")
+    say(f"bench: {label}: {seconds:.1f} s")
+    return seconds, json.loads(done.stdout)
+
+
+def bench_long_bisection(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
+    """The 29 CPU releases 0.4.30 … 0.10.2 with default options, evidence included: cold
+    (no environments, no results; uv's cache as it is) and fully stored; then --minimize on
+    the pair it found."""
+    cache = scratch / "long-cache"
+    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
+    start, end = LONG_RANGE
+    argv = ["--from", start, "--to", end, "--backend", "cpu", "--jobs", "1",
+            "--reports", str(scratch / "long")]
+    what = f"bisect {start} … {end} (cpu), evidence included"
+    unit = args.harness_seconds
+    cold, doc = _timed_bisection(argv, env, f"{what}, cold", say)
+    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
+              else doc["status"])
+    s = doc["search"]
+    rows = [Row(what, "uv", cold, f"cold: {s['probes']} probes (limit {s['limit']['probes']}), "
+                                  f"search probes at n_res {s.get('n_res')}; answer {answer}",
+                cold / unit)]
+    stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
+    rows.append(Row(what, "uv", stored, f"fully stored rerun: "
+                                        f"{sum(p['cached'] for p in again['probes'])} of "
+                                        f"{len(again['probes'])} probes stored", stored / unit))
+    minimize, small = _timed_bisection(
+        ["--from", doc["last_old"]["jax"], "--to", doc["first_new"]["jax"], "--backend", "cpu",
+         "--no-evidence", "--minimize", "--reports", str(scratch / "long")], env,
+        "--minimize on the pair", say)
+    m = small.get("minimal") or {}
+    rows.append(Row(f"--minimize {doc['last_old']['jax']} → {doc['first_new']['jax']}", "uv",
+                    minimize, f"{m.get('trials')} trials: {m.get('params')}",
+                    minimize / unit))
+    checks = [Check(f"29-release bisection, evidence included, cold ≤ {BISECT_COLD_RUNS:.0f} "
+                    f"harness runs", f"{cold / unit:.2f} ({cold:.1f} s); answer {answer}",
+                    cold <= BISECT_COLD_RUNS * unit and answer == "0.5.0 → 0.5.1")]
+    return Results(rows, checks)
+
+
+def bench_case(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
+    """A timing case bisected by run_time (repro/cases/while_loop_cpu_slowdown.py over its
+    recorded range): cold, warm (environments ready, results dropped) and fully stored."""
+    cache = scratch / "case-cache"
+    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
+    case = REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py"
+    start, end = CASE_RANGE
+    argv = ["--from", start, "--to", end, "--backend", "cpu", "--case", str(case),
+            "--no-evidence", "--reports", str(scratch / "case")]
+    what = f"bisect {start} … {end} by run_time of {case.stem}"
+    unit = args.harness_seconds
+    cold, doc = _timed_bisection(argv, env, f"{what}, cold", say)
+    shutil.rmtree(cache / "results", ignore_errors=True)
+    warm, warm_doc = _timed_bisection(argv, env, f"{what}, warm", say)
+    stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
+    s = warm_doc["search"]
+    runs = sum(len(p["runs"]) for p in warm_doc["probes"])
+    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
+              else doc["status"])
+    rows = [Row(what, "uv", cold, f"cold; answer {answer}", cold / unit),
+            Row(what, "uv", warm, f"warm: {s['probes']} probes, {s['remeasures']} "
+                                  f"re-measured, {runs} runs (processes) in all: "
+                                  f"{warm / runs:.2f} s a run", warm / unit),
+            Row(what, "uv", stored, "fully stored rerun", stored / unit)]
+    checks = [Check("timing bisection within ⌈log2 n⌉ + 2 probes and ≤ 2 re-measures",
+                    f"{s['probes']} probes (limit {s['limit']['probes']}), {s['remeasures']} "
+                    f"re-measured", s["probes"] <= s["limit"]["probes"]
+                    and s["remeasures"] <= 2),
+              Check("a timing probe (five runs of a call ≤ 0.2 s) ≤ 3 s beyond its "
+                    "environment", f"{5 * warm / runs:.2f} s a probe ({warm / runs:.2f} s a "
+                                   f"run, warm)", 5 * warm / runs <= 3.0)]
+    return Results(rows, checks)
+
+
 def bench_harness(args: argparse.Namespace, scratch: Path, say: Say) -> float:
     """Seconds of one harness run (the bench's unit): ``python -m repro`` under jax 0.10.2 at
     the report's sizes, from the repo root as a maintainer runs it; the median of three."""
@@ -395,7 +478,11 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path, Say], Results]] = {
     "env": bench_environments,
     "repro": bench_repro,
     "bisect": bench_bisect,
+    "long": bench_long_bisection,
+    "case": bench_case,
 }
+LONG_RANGE = ("0.4.30", "0.10.2")   # 29 CPU releases installable for Python 3.11
+CASE_RANGE = ("0.4.30", "0.4.33")
 
 
 # -- the report -------------------------------------------------------------------------------
