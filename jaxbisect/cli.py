@@ -133,13 +133,12 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
                  key=lambda r: r.version, default=None)
     if newest is None or str(newest.version) == request.end:
         return ""
-    where = (f"--target {request.options.target}" if request.options.target
-             else f"--backend {request.backend}")
+    from .report import bisect_command  # the Reproduce line's builder: the same options
+
     verdict = {"grows": "growing"}.get(verdict, verdict)
     return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {request.backend}. "
             f"The newest release installable here is jax {newest.version}; to look further:\n\n"
-            f"```sh\npython -m bisect --from {request.end} --to {newest.version} "
-            f"{where}\n```\n")
+            f"```sh\n{bisect_command(request, request.end, str(newest.version))}\n```\n")
 
 
 def options_from(args: argparse.Namespace) -> HarnessOptions:

@@ -97,8 +97,15 @@ def answer_line(b: Bisection) -> str:
 def reproduce_command(b: Bisection) -> str:
     """The command line that asks the same question: every option that changes the result,
     each value glued to its option so that one starting with ``--`` pastes back too."""
-    req = b.request
-    return shlex.join(_bisect_argv(req, req.start, req.end,
+    return bisect_command(b.request)
+
+
+def bisect_command(req, start: str | None = None, end: str | None = None) -> str:
+    """Every command a report or the terminal suggests (Reproduce, Next step): the request's
+    question over ``start`` … ``end`` (its own ends by default), with every option that
+    shaped its answer."""
+    return shlex.join(_bisect_argv(req, req.start if start is None else start,
+                                   req.end if end is None else end,
                                    [] if req.options.target else ["--backend", req.backend]))
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli, driver, report
@@ -442,3 +442,29 @@ def test_a_target_range_is_narrowed_to_what_compiles_and_the_rest_keeps_the_opti
                                     "0.4.34", "--backend", "cuda12", "--n-outer", "1", "3", "6",
                                     "--n-inner", "50", "--n-res", "16", "--xla-flags=--xla_foo=1"]
     assert "**Measured part: jax 0.4.34 … 0.5.0.**" in render(b)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # read-only catalogue
+@given(n_outer=st.lists(st.integers(2, 40), min_size=2, max_size=5, unique=True),
+       n_res=st.integers(1, 400),
+       xla_flags=st.one_of(st.just("--xla_cpu_enable_concurrency_optimized_scheduler=false"),
+                           flag_text),
+       target=st.sampled_from(["", "a6000"]))
+def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_catalogue, n_outer,
+                                                                    n_res, xla_flags, target):
+    """Issue 17, item 1: the "Next step" command keeps every option that shaped the answer."""
+    catalogue = recorded_catalogue
+    request = driver.Request(
+        start="0.4.30", end="0.4.38", backend="cuda12-deviceless" if target else "cpu",
+        options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_res=n_res,
+                               xla_flags=xla_flags, target=target))
+    hint = cli.wider_range_hint(catalogue, request, "constant")
+    line = hint.split("```sh\n")[1].split("\n")[0]
+    argv = shlex.split(line)
+    assert argv[:3] == ["python", "-m", "bisect"]
+    args, command = cli.parse(argv[3:])
+    asked = cli.request_from(args, command)
+    assert asked == replace(request, start="0.4.38", end=asked.end, backend=asked.backend)
+    assert (asked.backend if not target else asked.options.target) == (target or "cpu")
+    assert asked.end != "0.4.38"
