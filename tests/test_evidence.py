@@ -339,6 +339,31 @@ def test_png_only_with_matplotlib(tmp_path, monkeypatch):
     assert path is not None and path.read_bytes().startswith(b"\x89PNG")
 
 
+def test_a_chart_this_environment_cannot_remake_is_kept(tmp_path, monkeypatch):
+    """Issue 17, item 2: a rerun without matplotlib keeps (and links) the earlier chart."""
+    chart = tmp_path / "bisect-0.5.0-0.5.1-cpu.png"
+    chart.write_bytes(b"\x89PNG an earlier run's chart")
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert write_png({"jax 0.5.1": [(1, 1.0), (2, 2.0)]}, chart) == chart
+    assert chart.read_bytes() == b"\x89PNG an earlier run's chart"
+
+
+def test_the_chart_library_is_part_of_the_default_install():
+    """Issue 17, item 2: ``pip install -e .`` (the Quick start) brings matplotlib."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert any(dep.split(">")[0].split("=")[0].strip() == "matplotlib"
+               for dep in project["project"]["dependencies"])
+
+
 # -- end to end, on two real releases ---------------------------------------------------------
 
 SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
