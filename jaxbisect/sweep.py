@@ -38,7 +38,13 @@ from .catalogue import (
 )
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
-from .files import VOLATILE_LINES, check_reports_folder, write_atomic, write_json_if_changed
+from .files import (
+    RUN_DEPENDENT_KEYS,
+    VOLATILE_LINES,
+    check_reports_folder,
+    write_atomic,
+    write_json_if_changed,
+)
 from .machine import machine_description, parallel_runs
 from .probe import (
     DEFAULT_TIMEOUT,
@@ -57,6 +63,7 @@ DEFAULT_REPORTS = Path("reports") / "repro"
 SUMMARY = "README.md"
 PROG = "python -m jaxbisect.sweep"
 UPDATED = "- Updated: "  # the one summary line that changes on every run
+MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 
 
 @dataclass(frozen=True)
@@ -256,8 +263,10 @@ def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
                 f"in {path}")
             return None
     # ``cached`` says whether this call measured anything: not part of the result itself.
-    # Measured again with the same outcome (other timings only): the file stays as it was.
-    write_json_if_changed(path, replace(measurement, cached=False).as_json())
+    # Measured again with the same outcome (other timings, another machine's kernel or code
+    # sizes only): the file stays as it was, so that a clone's rerun leaves it clean.
+    write_json_if_changed(path, replace(measurement, cached=False).as_json(),
+                          also_ignore=RUN_DEPENDENT_KEYS)
     return path
 
 
@@ -295,7 +304,7 @@ def harness_command(backend: str, options: HarnessOptions) -> str:
 
 
 def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,
-                 now: datetime) -> str:
+                 now: datetime, machine: Callable[[], str] = machine_description) -> str:
     by_options: dict[tuple[str, HarnessOptions], list[str]] = {}
     for m in measurements:
         if m.document is not None or len(measurements) == 1:  # what ran, not what was skipped
@@ -329,7 +338,7 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
     ]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
-    lines += ["<details><summary>Machine</summary>", "", "```text", machine_description(),
+    lines += [MACHINE_SUMMARY, "", "```text", machine(),
               "```", "", "</details>", ""]
     infos = [(m, m.document.get("environment")) for m in measurements if m.document]
     if infos:
@@ -342,11 +351,13 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
     return "\n".join(lines)
 
 
-def write_summary(reports: Path, command: str) -> Path:
-    """Rebuild ``REPORTS/README.md``; left untouched when only its date would change."""
+def write_summary(reports: Path, command: str,
+                  machine: Callable[[], str] = machine_description) -> Path:
+    """Rebuild ``REPORTS/README.md``; left untouched when only its date or the machine that
+    reran it would change (the results it tabulates were kept as they were)."""
     measurements, unreadable = load_results(reports)
     path = reports / SUMMARY
-    text = summary_text(measurements, unreadable, command, datetime.now(UTC))
+    text = summary_text(measurements, unreadable, command, datetime.now(UTC), machine)
     try:
         old = path.read_text(encoding="utf-8")
     except OSError:
@@ -357,8 +368,17 @@ def write_summary(reports: Path, command: str) -> Path:
 
 
 def _undated(text: str) -> list[str]:
-    return [line for line in text.splitlines()
-            if not line.startswith((UPDATED, *VOLATILE_LINES))]
+    """The summary less its date and its Machine block (that block describes the machine of
+    the last run that changed a result)."""
+    lines, in_machine = [], False
+    for line in text.splitlines():
+        if line == MACHINE_SUMMARY:
+            in_machine = True
+        elif in_machine and line == "</details>":
+            in_machine = False
+        elif not in_machine and not line.startswith((UPDATED, *VOLATILE_LINES)):
+            lines.append(line)
+    return lines
 
 
 # -- main -----------------------------------------------------------------------------------
