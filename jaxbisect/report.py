@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from . import standalone
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
 from .files import write_json_if_changed, write_text_if_changed
@@ -107,6 +108,31 @@ def bisect_command(req, start: str | None = None, end: str | None = None) -> str
     return shlex.join(_bisect_argv(req, req.start if start is None else start,
                                    req.end if end is None else end,
                                    [] if req.options.target else ["--backend", req.backend]))
+
+
+def standalone_releases(b: Bisection) -> list[tuple[str, str]]:
+    """(jax, jaxlib) of the releases a maintainer reruns by hand: either side of the change,
+    or the two ends where there is none."""
+    if b.result.status == "found":
+        probes = [b.last_old, b.first_new]
+    else:
+        probes = [b.probe_of(0), b.probe_of(len(b.candidates) - 1)]
+    return [(str(p.release.version), p.jaxlib) for p in probes]
+
+
+def _on_a_gpu(req) -> bool:
+    """Whether a maintainer reruns the report on an NVIDIA GPU (a target's plan, or cuda12)."""
+    return bool(req.options.target) or req.backend == "cuda12"
+
+
+def standalone_markdown(b: Bisection) -> list[str]:
+    """The Reproduce section's part that needs no toolkit: pip, python and the program."""
+    req = b.request
+    gpu = _on_a_gpu(req)
+    name = where_measured(b).removeprefix("compiled for ").removesuffix(", without the GPU")
+    return standalone.markdown(standalone_releases(b), req.options, gpu=gpu,
+                               gpu_name=name if req.options.target else "",
+                               command=req.command)
 
 
 def _bisect_argv(req, start: str, end: str, where: list[str], *,
@@ -252,8 +278,10 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
                   f"- {which}: not installable here ({why})"
                   for which, why in grouped_reasons(b.unusable)]
         parts.append("")
-    parts += ["## Reproduce", "", "From a clone of the toolkit, in its project environment "
-              "(see its README):", "", "```sh", reproduce_command(b), "```", ""]
+    parts += ["## Reproduce", "", *standalone_markdown(b),
+              "With the toolkit (jax-scan-repro), from a clone of it, in its project "
+              "environment (see its README), which installs each release itself:", "", "```sh",
+              reproduce_command(b), "```", ""]
     if evidence_markdown:
         parts += [evidence_markdown.rstrip(), ""]
     if any(p.installed for p in b.probes):
@@ -299,6 +327,11 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
                         for (lo, hi), cmd in zip(b.needs_a_gpu, gpu_commands(b))],
         "command": list(req.command) or None,
         "reproduce": reproduce_command(b),
+        "reproduce_standalone": {
+            "program": None if req.command else standalone.program(req.options,
+                                                                   _on_a_gpu(req)),
+            "commands": standalone.commands(standalone_releases(b), req.options,
+                                            gpu=_on_a_gpu(req), command=req.command)},
         "report": str(report_path) if report_path else None,
     }
     if r.status == "found":

@@ -468,3 +468,19 @@ def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_cata
     assert asked == replace(request, start="0.4.38", end=asked.end, backend=asked.backend)
     assert (asked.backend if not target else asked.options.target) == (target or "cpu")
     assert asked.end != "0.4.38"
+
+
+def test_the_report_carries_what_reruns_it_without_the_toolkit(catalogue, monkeypatch,
+                                                                tmp_path):
+    """Issue 17, item 5: the program, at the report's sizes, and a plain pip + python line
+    for each release either side of the change."""
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.5.1")
+    _, doc, _ = write_report(b, tmp_path)
+    alone = doc["reproduce_standalone"]
+    assert "N_INNER, N_RES, DTYPE = 100, 16, jnp.float32" in alone["program"]
+    assert "def inner_loop_v0(x, N):" in alone["program"]
+    assert [shlex.split(line)[6:9] for line in alone["commands"]] == [
+        ["install", "jax==0.5.0", "jaxlib==0.5.0"], ["install", "jax==0.5.1", "jaxlib==0.5.1"]]
+    markdown = (tmp_path / f"{report_stem(b)}.md").read_text()
+    assert alone["program"].rstrip() in markdown
