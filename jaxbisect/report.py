@@ -9,6 +9,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from repro.target import SPEC_SUFFIX, Target, TargetError
+from repro.target import load as load_target
+
 from . import standalone
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
@@ -24,9 +27,23 @@ def _who(probe: Probe | None) -> dict | None:
     return None if probe is None else {"jax": str(probe.release.version), "jaxlib": probe.jaxlib}
 
 
+def spec_file(req) -> Target | None:
+    """The request's target when it is a spec file of the user's (not a built-in one)."""
+    if not req.options.target or "/" not in req.options.target:
+        return None
+    try:
+        return load_target(req.options.target)
+    except TargetError:  # gone since: the stored results still name their device
+        return None
+
+
 def where_measured(b: Bisection) -> str:
     """The backend, or for a target the words every report uses: never mistaken for a run on
-    that GPU."""
+    that GPU. A spec file of the user's is named, with the compute capability it gives."""
+    spec = spec_file(b.request)
+    if spec is not None:
+        return (f"compiled for {spec.description} as the spec file {spec.name}{SPEC_SUFFIX} "
+                f"describes it (compute capability {spec.compute_capability}), without the GPU")
     target = next((p.measurement.document.get("target") for p in b.probes
                    if p.measurement and p.measurement.document
                    and p.measurement.document.get("target")), None)
@@ -128,10 +145,12 @@ def _on_a_gpu(req) -> bool:
 def standalone_markdown(b: Bisection) -> list[str]:
     """The Reproduce section's part that needs no toolkit: pip, python and the program."""
     req = b.request
-    gpu = _on_a_gpu(req)
-    name = where_measured(b).removeprefix("compiled for ").removesuffix(", without the GPU")
-    return standalone.markdown(standalone_releases(b), req.options, gpu=gpu,
-                               gpu_name=name if req.options.target else "",
+    gpu, name = _on_a_gpu(req), ""
+    if req.options.target:
+        spec = spec_file(req)
+        name = (spec.description if spec is not None else where_measured(b)
+                .removeprefix("compiled for ").removesuffix(", without the GPU"))
+    return standalone.markdown(standalone_releases(b), req.options, gpu=gpu, gpu_name=name,
                                command=req.command)
 
 
@@ -142,6 +161,8 @@ def _bisect_argv(req, start: str, end: str, where: list[str], *,
         if name == "command" or name in leave_out:
             continue
         option = "--" + name.replace("_", "-")
+        if name == "target" and "/" in value:  # a spec file: the report holds it, by name
+            value = Path(value).name
         if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
             argv += [f"{option}={v}" for v in value]      # a repeatable option
         elif isinstance(value, tuple):
@@ -282,6 +303,11 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
               "With the toolkit (jax-scan-repro), from a clone of it, in its project "
               "environment (see its README), which installs each release itself:", "", "```sh",
               reproduce_command(b), "```", ""]
+    spec = spec_file(req)
+    if spec is not None:
+        parts += [f"<details><summary>The target spec, <code>{Path(req.options.target).name}"
+                  "</code> (save it under that name to run the commands above)</summary>", "",
+                  "```text", spec.text.rstrip("\n"), "```", "", "</details>", ""]
     if evidence_markdown:
         parts += [evidence_markdown.rstrip(), ""]
     if any(p.installed for p in b.probes):
@@ -322,6 +348,9 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
                    "variants": list(req.options.variants)},
         "target": req.options.target or None,
         "measured": where_measured(b),
+        **({"target_spec": {"file": Path(req.options.target).name, "sha256": spec.sha256,
+                            "compute_capability": spec.compute_capability, "text": spec.text}}
+           if (spec := spec_file(req)) is not None else {}),
         "measured_part": list(b.measured_part),
         "needs_a_gpu": [{"from": lo, "to": hi, "command": cmd}
                         for (lo, hi), cmd in zip(b.needs_a_gpu, gpu_commands(b))],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -403,9 +404,9 @@ def test_progress_says_one_step_not_one_steps(catalogue, monkeypatch):
     assert any(re.search(r"~1 step left\)$", line) for line in narrowed), narrowed
 
 
-def target_bisect(catalogue, start, end, **options):
+def target_bisect(catalogue, start, end, target="a6000", **options):
     request = driver.Request(start=start, end=end, backend="cuda12-deviceless",
-                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16, target="a6000",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16, target=target,
                                                     **options))
     return driver.bisect_releases(catalogue, request, say=lambda message: None)
 
@@ -484,3 +485,21 @@ def test_the_report_carries_what_reruns_it_without_the_toolkit(catalogue, monkey
         ["install", "jax==0.5.0", "jaxlib==0.5.0"], ["install", "jax==0.5.1", "jaxlib==0.5.1"]]
     markdown = (tmp_path / f"{report_stem(b)}.md").read_text()
     assert alone["program"].rstrip() in markdown
+
+
+def test_a_spec_file_target_is_named_embedded_and_reproduced_by_its_name(
+        catalogue, monkeypatch, tmp_path):
+    """Issue 17, item 6: the user's spec (an A6000's with compute capability 99) is named as
+    theirs with the capability it gives, travels in the report, and the Reproduce line names
+    it as the file the report holds, not a path on this machine."""
+    spec = tmp_path / "cc99.txtpb"
+    built_in = (Path(report.__file__).parent.parent / "repro" / "targets" / "a6000.txtpb")
+    spec.write_text(built_in.read_text().replace("major: 8", "major: 99"))
+    script(monkeypatch, {"0.4.35": "grows", "0.4.38": "grows"})
+    b = target_bisect(catalogue, "0.4.35", "0.4.38", target=str(spec))
+    doc = document(b, None)
+    assert "cc99.txtpb" in doc["measured"] and "compute capability 99.6" in doc["measured"]
+    assert doc["target_spec"]["text"] == spec.read_text()
+    assert "--target=cc99.txtpb" in shlex.split(doc["reproduce"])
+    assert str(tmp_path) not in doc["reproduce"]
+    assert spec.read_text().rstrip() in render(b)
