@@ -15,6 +15,7 @@ from pathlib import Path
 from repro.cli import OneLineParser, glue_flag_values, positive_int
 from repro.target import built_in as built_in_targets
 from repro.target import load as load_target
+from repro.verdict import size_problem
 
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
@@ -118,6 +119,12 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     if args.target is not None and command:
         parser(prog).error("--target compiles the report's program for a GPU without one; "
                            "a command after `--` cannot run there: drop one of them")
+    if len({n for n in args.n_outer if n >= 2}) < 2 and not command:
+        parser(prog).error("--n-outer needs two distinct values of 2 or more to tell growth "
+                           "from constant (at n_outer 1 every plan holds one stacked buffer)")
+    too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
+    if too_big:
+        parser(prog).error(too_big)
     if args.target is not None:  # checked before the catalogue is loaded (or fetched)
         try:
             args.target = target_option(args.target)
@@ -170,9 +177,6 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
-    if len([n for n in args.n_outer if n >= 2]) < 2 and not command:
-        raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
-                        "constant (at n_outer 1 every plan holds one stacked buffer)")
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     if args.explain is not None:

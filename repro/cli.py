@@ -19,7 +19,7 @@ from . import SCHEMA
 from . import target as targets
 from .measure import MB, Compiler, Params, compiled_case, dump_flags, left_out_case, runtime_case
 from .process import stdout_to_stderr
-from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
+from .verdict import EXIT_STATUS, size_problem, stacked_buffer_bytes, verdict
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -127,6 +127,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not args.n_outer:
         p.error("--n-outer needs at least one value")
     args.variants = sorted(set(args.variants))
+    too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
+    if too_big:
+        p.error(too_big)
     if args.target is not None:
         if args.mode != "compiled":
             p.error("--target compiles without the GPU: it has no --mode runtime")

@@ -131,7 +131,11 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     (["--from", "banana", "--to", "0.5.0"], "not a version"),
     (["--from", "0.10.2", "--to", "0.12.0"], "requires Python"),
     (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "0"], "at least 1"),
-    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "5"], "two values"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "5"], "two distinct values"),
+    # Issue 17, item 7: refused up front, not after a run that ends in "No answer" or in
+    # XLA's "invalid shape".
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "2", "2"], "two distinct values"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-res", "10000000"], "use --n-res 115410 or less"),
     (["--from", "0.4.30", "--to", "0.5.0", "--backend", "tpu"], "invalid choice"),
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),

@@ -121,6 +121,7 @@ def test_runtime_mode_refuses_what_cannot_fit(jax_python):
     (["--n-res", "-3"], "at least 1"),
     (["--n-inner", "ten"], "not an integer"),
     (["--mode", "fast"], "invalid choice"),
+    (["--n-res", "10000000"], "use --n-res 115410 or less"),  # issue 17, item 7
 ])
 def test_bad_arguments_one_line_exit_2(args, needle):
     # Rejected before JAX is imported, so any Python will do.

@@ -8,10 +8,10 @@ import shlex
 import subprocess
 
 import pytest
+from conftest import repro_json
 
 from jaxbisect import standalone
 from jaxbisect.probe import HarnessOptions
-from conftest import repro_json
 
 SMALL = HarnessOptions(n_outer=(1, 3, 6), n_inner=10, n_res=16)
 
