@@ -32,6 +32,11 @@ from .probe import (
 )
 
 PROG = "python -m bisect"
+EXIT_CODES = """exit status:
+  0    a change was found (--explain: a flag or pass explains the growth)
+  1    no change in the range, or no answer (an end could not be measured)
+  2    bad input or an unusable situation (one line on stderr)
+  130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
 
 
 def _seconds(text: str) -> float:
@@ -53,9 +58,11 @@ def default_jobs() -> int:
 
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0],
+                      formatter_class=argparse.RawDescriptionHelpFormatter,
                       epilog="After `--`, a command to bisect with instead of the built-in "
-                             "check, run inside each release's environment with git bisect "
-                             "run's exit codes: 0 old behaviour, 1-127 new (125: skip).")
+                             "check, run inside each\nrelease's environment with git bisect "
+                             "run's exit codes: 0 old behaviour, 1-127 new\n(125: skip).\n\n"
+                             + EXIT_CODES)
     p.add_argument("--from", dest="start", metavar="RELEASE",
                    help="a jax release with the old behaviour, e.g. 0.4.20")
     p.add_argument("--to", dest="end", metavar="RELEASE",
@@ -70,11 +77,15 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                         f"{', '.join(built_in_targets())} or a spec file (releases from jax "
                         "0.4.34 on, less 0.4.36 and 0.4.37)")
     p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
-                   metavar="N")
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=200)
+                   metavar="N",
+                   help="outer loop counts the verdict is fitted over: two distinct values "
+                        "of 2 or more at least (default: the report's 1 2 5 10 15)")
+    p.add_argument("--n-inner", type=positive_int, default=100,
+                   help="the inner scan's length (default 100, the report's)")
+    p.add_argument("--n-res", type=positive_int, default=200,
+                   help="the array is n_res³ values (default 200, the report's)")
     p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32")
+                   default="float32", help="the array's element type (default float32)")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",

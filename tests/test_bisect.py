@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -290,3 +291,14 @@ def test_jax_bisect_names_itself_in_its_errors(recorded_catalogue):
         done = subprocess.run([str(script), *args], cwd=REPO, capture_output=True, text=True)
         line = one_line_error(done)
         assert line.startswith("jax-bisect: error: ") and needle in line
+
+
+def test_help_explains_every_option_and_the_exit_statuses():
+    """Issue 17, item 8: no option without a line of help; the exit statuses are listed."""
+    from jaxbisect import cli
+
+    p = cli.parser()
+    assert [a.option_strings for a in p._actions if not a.help] == []
+    text = p.format_help()
+    for status in ("0", "1", "2", "130"):
+        assert re.search(rf"^\s+{status}\s+\S", text, re.M), status
