@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -242,6 +243,7 @@ def cached_measurement(release: Release, backend: str, options: HarnessOptions):
     return stored
 
 
+HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
 CANNOT_IMPORT = "cannot import JAX here"   # what ``python -m repro`` says when jax won't import
 # An abseil/TSL log line of severity F (fatal), with or without the date in front:
 # "2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown flags …"
@@ -268,6 +270,9 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> di
     except subprocess.TimeoutExpired:
         raise HarnessFailed(f"the harness timed out after {timeout:.0f} s",
                             lasting=False) from None
+    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):
+        # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
+        raise KeyboardInterrupt
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
         fatal = fatal_log_line(done.stderr)

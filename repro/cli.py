@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -387,16 +388,33 @@ def format_summary(document: dict) -> str:
     return "\n".join(lines)
 
 
+INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.write_target_spec is not None:
         return write_target_spec(args.write_target_spec)
     dump_dir = _configure_jax_process(args)
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return _run(args, dump_dir)
+    except KeyboardInterrupt:
+        print("python -m repro: interrupted", file=sys.stderr)
+        return INTERRUPTED
     finally:
         if dump_dir is not None:
             shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+_interrupted: list[int] = []
+
+
+def _on_interrupt(signum, frame):
+    """Ctrl-C: whatever it breaks (an import half done: "numpy._core.umath failed to import")
+    is the interruption, never the environment's or the release's fault."""
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
 
 
 def write_target_spec(path: Path) -> int:
@@ -433,6 +451,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             document = measure(args, log, dump_dir)
     except ImportError as exc:
+        if _interrupted:
+            raise KeyboardInterrupt from None
         example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
               f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)",
@@ -442,6 +462,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return failed
     except Exception as exc:  # JAX failing to start: no such backend, a broken install …
+        if _interrupted:
+            raise KeyboardInterrupt from None
         line = (str(exc).strip().splitlines() or [""])[0][:300]
         where = (f" (JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}: is that backend installed "
                  f"and its device visible?)" if PLATFORMS[args.backend] else "")
