@@ -86,8 +86,20 @@ def variant_number(text: str) -> int:
     return int(key)
 
 
+EXIT_HELP = """exit status:
+  0    the table (or --json's document) was printed: it says "unavailable" where the
+       release cannot measure, since that answer is a result too (a script reads the
+       verdict from the document); only --check turns the verdict into a status
+  0/1  with --check: v0 constant / v0 grows
+  125  with --check: v0 cannot be measured here (git bisect run's "skip"); with
+       --check every failure gives 125, so that a release is never blamed for it
+  2    bad input, or JAX cannot start here (one line on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
+                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
     p.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N",
                    help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
     p.add_argument("--n-inner", type=positive_int, default=100, help="scan length (default 100)")

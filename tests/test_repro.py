@@ -195,3 +195,12 @@ def test_the_no_jax_hint_names_the_real_cache(tmp_path):
     assert done.returncode == 2
     assert f"{tmp_path}/xdg/jax-scan-repro/envs/" in done.stderr
     assert "~/.cache" not in done.stderr
+
+
+def test_help_says_why_an_unmeasurable_answer_exits_0_and_what_exits_125():
+    """Issue 17, item 12: the status of a run that cannot measure is explained in --help."""
+    done = run_repro(SYSTEM_PYTHON, "--help")
+    assert done.returncode == 0
+    statuses = done.stdout.split("exit status:", 1)[1]
+    assert "unavailable" in statuses and "125" in statuses and "--check" in statuses
+    assert "130" in statuses
