@@ -339,6 +339,44 @@ def test_png_only_with_matplotlib(tmp_path, monkeypatch):
     assert path is not None and path.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize("version", ["0.5.0", "0.5.1", "0.10.2"])
+def test_the_raw_buffer_lines_do_not_depend_on_xlas_row_order(version):
+    """Issue 17, item 11: XLA lists an allocation's values (and the report's equal-sized
+    rows) in an order that changes from run to run; the report's lines do not."""
+    import random
+
+    from jaxbisect.evidence.release import relevant_raw_lines
+
+    folder = DATA / "dumps" / f"jax-{version}"
+    files = {key: (folder / name).read_text() for key, name in
+             (("buffer_assignment", "buffer-assignment.txt"),
+              ("memory_usage_report", "memory-usage-report.txt"))
+             if (folder / name).exists()}
+
+    def row(line: str) -> bool:
+        return line.startswith(" value: ") or (line.count(";") >= 4
+                                                and not line.startswith("cumulative_size"))
+
+    def shuffled(text: str, seed: int) -> str:
+        """Each run of rows (one allocation's values, one table's rows) in another order."""
+        lines, out, run = text.splitlines(), [], []
+        for line in [*lines, ""]:
+            if row(line):
+                run.append(line)
+                continue
+            random.Random(seed).shuffle(run)
+            out += [*run, line]
+            run = []
+        return "\n".join(out[:-1]) + "\n"
+
+    raw = relevant_raw_lines(files, N_INNER, (4, 4, 4))
+    assert any(len(lines) > 1 for lines in raw.values())
+    for seed in range(5):
+        again = relevant_raw_lines({k: shuffled(v, seed) for k, v in files.items()}, N_INNER,
+                                   (4, 4, 4))
+        assert again == raw
+
+
 def test_a_chart_this_environment_cannot_remake_is_kept(tmp_path, monkeypatch):
     """Issue 17, item 2: a rerun without matplotlib keeps (and links) the earlier chart."""
     chart = tmp_path / "bisect-0.5.0-0.5.1-cpu.png"

@@ -25,7 +25,8 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
         lines = report.splitlines()
         head = [line for line in lines if line.startswith(("Total bytes", "Memory Space"))]
         head += [line.rstrip() for line in lines if "; allocation " in line][:3]
-        head += [line.rstrip() for line in lines if ";" in line and stacked_line(line)]
+        # XLA lists rows of equal size in no fixed order: sorted, a rerun writes the same text.
+        head += sorted(line.rstrip() for line in lines if ";" in line and stacked_line(line))
         out["memory_usage_report"] = head[:limit]
     assignment = files.get("buffer_assignment", "")
     if assignment:
@@ -34,8 +35,10 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
         lines = []
         if largest is not None:
             lines.append(f"allocation {largest.index}: size {largest.size_bytes}, {largest.kind}:")
+            # By place, then name: XLA lists an allocation's values in no fixed order.
             lines += [f" value: <{v.id} {v.name}> (size={v.size_bytes},offset={v.offset}): "
-                      f"{v.shape}" for v in largest.values
+                      f"{v.shape}" for v in sorted(largest.values,
+                                                   key=lambda v: (v.offset, v.name, v.id))
                       if is_stacked(v.shape, n_inner, array_shape)]
         out["buffer_assignment"] = lines[:limit]
     hlo = files.get("after_optimizations", "")
