@@ -213,11 +213,16 @@ def probe_table(b: Bisection) -> str:
     notes = ["; ".join(_notes(p)) for p in measured]
     if any(notes):  # no column that would be empty everywhere
         extra["note"] = notes
-    headers, rows = results_rows([p.measurement for p in measured], extra=extra)
+    headers, rows = results_rows([p.measurement for p in measured], extra=extra,
+                                 asked=b.request.options)
     whole = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     if len(headers) <= MAX_COLUMNS:
         return whole
-    keep = narrow_columns(headers, MAX_COLUMNS)
+    # A row measured otherwise than the heading says (a real run, at other sizes) keeps its
+    # mode cell in sight, and the note that says why.
+    mode = headers.index("mode")
+    differs = len({row[mode] for row in rows}) > 1
+    keep = narrow_columns(headers, MAX_COLUMNS, protect=("mode", "note") if differs else ())
     narrow = tabulate([[row[i] for i in keep] for row in rows],
                       headers=[headers[i] for i in keep], tablefmt="github",
                       disable_numparse=True)

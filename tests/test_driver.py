@@ -503,3 +503,23 @@ def test_a_spec_file_target_is_named_embedded_and_reproduced_by_its_name(
     assert "--target=cc99.txtpb" in shlex.split(doc["reproduce"])
     assert str(tmp_path) not in doc["reproduce"]
     assert spec.read_text().rstrip() in render(b)
+
+
+def test_a_row_measured_at_other_sizes_says_so_in_the_row(catalogue, monkeypatch):
+    """Issue 17, item 13: a real run's row (the fallback's n_res) beside compiled ones, in a
+    table wide enough to be narrowed, shows its mode and size in its own cells."""
+    script(monkeypatch, {"0.4.20": {"compiled": "zeros", "runtime": "constant"},
+                         "0.5.0": "constant"})
+    b = bisect(catalogue, "0.4.20", "0.5.0")
+    wide = replace(b, probes=tuple(
+        replace(p, measurement=replace(p.measurement, document={
+            **wide_document(str(p.release.version), "constant"), "mode": p.mode}))
+        for p in b.probes))
+    shown = probe_table(wide).partition("<details>")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in shown.splitlines() if line.startswith("|")]
+    header, body = rows[0], rows[2:]
+    assert set(table_widths(shown)) == {10}
+    real = b.probe_of(0).measurement.options
+    mode = {row[0]: row[header.index("mode")] for row in body}
+    assert mode == {"0.4.20": f"runtime, n_res {real.n_res}", "0.5.0": "compiled"}
