@@ -151,10 +151,12 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
                  key=lambda r: r.version, default=None)
     if newest is None or str(newest.version) == request.end:
         return ""
+    from .catalogue import backend_words
     from .report import bisect_command  # the Reproduce line's builder: the same options
 
     verdict = {"grows": "growing"}.get(verdict, verdict)
-    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {request.backend}. "
+    on = backend_words(request.backend, request.options.target)
+    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {on}. "
             f"The newest release installable here is jax {newest.version}; to look further:\n\n"
             f"```sh\n{bisect_command(request, request.end, str(newest.version))}\n```\n")
 
@@ -216,7 +218,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         for command_line in gpu_commands(bisection):
             print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")
         if evidence_md.startswith("## Next step"):
-            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
+            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n```")[0])
         print(f"probes: {len(bisection.probes)} in {len(bisection.result.rounds)} rounds "
               f"({sum(p.cached for p in bisection.probes)} stored)")
     if kept:

@@ -22,6 +22,26 @@ def cache_dir() -> Path:
     return Path(base) / "jax-scan-repro"
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as error lines and reports show it: under HOME as ``~/…``, under a cache set
+    outside HOME as ``$JAX_SCAN_REPRO_CACHE/…``; never the user's private folders in full."""
+    path = Path(path)
+    home = Path(os.path.expanduser("~"))
+    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
+    bases = [(home, "~")]
+    if explicit:
+        bases.insert(0, (Path(explicit), "$JAX_SCAN_REPRO_CACHE"))
+    for base, label in bases:
+        try:
+            rest = path.relative_to(base)
+        except ValueError:
+            continue
+        if base != home and home in Path(explicit).parents:  # inside HOME: ~ says more
+            continue
+        return label if str(rest) == "." else f"{label}/{rest}"
+    return str(path)
+
+
 def _read_umask() -> int:
     umask = os.umask(0)  # the only way to read it is to set it: once, at import, before any
     os.umask(umask)      # thread of ours runs (sweeps write reports from several threads)

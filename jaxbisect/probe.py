@@ -27,10 +27,10 @@ from repro import SCHEMA
 from repro.target import TargetError
 from repro.target import load as load_target
 
-from .catalogue import DEVICELESS, Release
+from .catalogue import DEVICELESS, Release, backend_words
 from .environments import Environment, ensure_environment, import_error
 from .errors import InstallFailed, UserError
-from .files import cache_dir, write_json
+from .files import cache_dir, shown_path, write_json
 
 DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
@@ -283,7 +283,7 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> di
                                 lasting=False)
         broken = import_error(env.python)  # the environment's fault, or the release's?
         if broken:
-            raise EnvironmentBroken(f"jax does not import in {env.path}: {broken}")
+            raise EnvironmentBroken(f"jax does not import in {shown_path(env.path)}: {broken}")
         raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
@@ -330,11 +330,12 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
     started = time.perf_counter()
     installed: dict = {}
     rebuild = False
+    where = backend_words(backend, options.target)
     while True:
         try:
             env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
             installed = dict(env.installed)
-            say(f"jax {release.version} ({backend}): measuring, {options.mode} mode, "
+            say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                 f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
             document, error = run_harness(env, options, timeout), None
             keep = True
@@ -342,7 +343,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
             document, error, keep = None, str(exc), False
         except EnvironmentBroken as exc:
             if not rebuild:
-                say(f"jax {release.version} ({backend}): its environment no longer imports "
+                say(f"jax {release.version} ({where}): its environment no longer imports "
                     f"jax ({exc}); rebuilding it")
                 rebuild = True
                 continue
@@ -356,7 +357,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                               installed=installed)
     if keep:
         write_json(result_path(release, backend, options), measurement.as_json())
-    say(f"jax {release.version} ({backend}): {measurement.verdict}"
+    say(f"jax {release.version} ({where}): {measurement.verdict}"
         + (f" ({measurement.reason})" if measurement.reason else "")
         + f" in {measurement.seconds:.1f} s")
     return measurement

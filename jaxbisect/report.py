@@ -17,6 +17,7 @@ from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
+from .probe import target_label
 from .tables import narrow_columns, results_rows
 
 SCHEMA = 1
@@ -25,6 +26,12 @@ JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 
 def _who(probe: Probe | None) -> dict | None:
     return None if probe is None else {"jax": str(probe.release.version), "jaxlib": probe.jaxlib}
+
+
+def _target_shown(target: str) -> str:
+    """A built-in target's name; a spec file by its file name (the report holds the spec):
+    never a path on this machine."""
+    return Path(target).name if "/" in target else target
 
 
 def spec_file(req) -> Target | None:
@@ -350,8 +357,9 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
         "skipped": skipped,
         "params": {**{k: v for k, v in vars(req.options).items()},
                    "n_outer": list(req.options.n_outer),
-                   "variants": list(req.options.variants)},
-        "target": req.options.target or None,
+                   "variants": list(req.options.variants),
+                   "target": _target_shown(req.options.target)},
+        "target": _target_shown(req.options.target) or None,
         "measured": where_measured(b),
         **({"target_spec": {"file": Path(req.options.target).name, "sha256": spec.sha256,
                             "compute_capability": spec.compute_capability, "text": spec.text}}
@@ -380,10 +388,11 @@ def report_stem(b: Bisection) -> str:
     from the defaults: runs that ask different questions never overwrite each other."""
     req = b.request
     changed = req.result_options()
-    # A built-in target names itself in place of the backend; a spec file goes in the digest.
+    # A target names itself in place of the backend: a built-in by its name, a spec file by
+    # its stem and content digest (the internal backend key never names a file).
     target = req.options.target
-    where = target if target and "/" not in target else req.backend
-    if where == target:
+    where = target_label(target) if target else req.backend
+    if target:
         changed.pop("target")
     stem = f"bisect-{req.start}-{req.end}-{where}" + ("-command" if req.command else "")
     if not changed:

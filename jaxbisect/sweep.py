@@ -32,6 +32,7 @@ from .catalogue import (
     DEVICELESS,
     Catalogue,
     Release,
+    backend_words,
     load_catalogue,
     needs_a_gpu,
     needs_another_python,
@@ -172,7 +173,8 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
             if why and not (args.if_installable
                             and (needs_another_python(why) or needs_a_gpu(why))):
-                raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
+                raise UserError(f"jax {release.version} cannot be installed here "
+                                f"({backend_words(backend, args.target or '')}): "
                                 f"{why}")
             targets.append(Target(release, why))
         return targets
@@ -200,10 +202,14 @@ def result_file(reports: Path, release: str, backend: str, mode: str = "compiled
 def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
               remeasure: bool, timeout: float, say: Callable[[str], None]) -> Outcome:
     release = target.release
-    name = f"jax {release.version} ({backend})"
+    name = f"jax {release.version} ({backend_words(backend, options.target)})"
+    # The names ensure_environment's and measure_release's lines start with, said once.
+    theirs = [f"jax {release.version} ({backend_words(backend, t)})"
+              for t in (options.target, "")]
 
-    def progress(message: str) -> None:  # ensure_environment's and measure_release's lines
-        message = message.replace(f"{name}: ", "").replace(f" {name}", "")
+    def progress(message: str) -> None:
+        for other in theirs:
+            message = message.replace(f"{other}: ", "").replace(f" {other}", "")
         say(f"{name}: {message}")
 
     if target.skip:
@@ -309,7 +315,7 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
     for m in measurements:
         if m.document is not None or len(measurements) == 1:  # what ran, not what was skipped
             by_options.setdefault((m.backend, m.options), []).append(
-                f"{m.release} ({m.backend})")
+                f"{m.release} ({backend_words(m.backend, m.options.target)})")
     lines = [
         "# jax.lax.scan memory growth, one row per JAX release",
         "",
@@ -345,7 +351,8 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
         lines += [("<details><summary><code>jax.print_environment_info()</code> of each "
                    "release</summary>"), ""]
         for m, info in infos:
-            lines += [f"jax {m.release} ({m.backend}):", "", "```text",
+            lines += [f"jax {m.release} ({backend_words(m.backend, m.options.target)}):", "",
+                      "```text",
                       str(info or "").rstrip(), "```", ""]
         lines += ["</details>", ""]
     return "\n".join(lines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from .catalogue import backend_words
 from .probe import HarnessOptions, Measurement
 
 MB = 1024**2
@@ -64,7 +65,8 @@ def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]]
     for m in measurements:
         d = m.document
         if d is None:
-            rows.append([m.release, m.installed.get("jaxlib", "?"), m.backend, "",
+            rows.append([m.release, m.installed.get("jaxlib", "?"),
+                         backend_words(m.backend, m.options.target), "",
                          _mode_cell(m, asked)]
                         + [""] * (len(n_outers) + 2) + [f"skipped: {m.error}"])
             continue
@@ -76,7 +78,7 @@ def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]]
             shown += f": {verdict['reason']}"
         backend, device = d["backend"], d["device"]
         if d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
-            backend = m.backend
+            backend = backend_words(m.backend, m.options.target)
         rows.append([d["jax"], d["jaxlib"], backend, device, _mode_cell(m, asked)]
                     + [_case_mb(d, "v0", n) for n in n_outers]
                     + [_across(d, "v1", n_outers), _across(d, "v2", n_outers), shown])

@@ -466,6 +466,9 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         if _interrupted:
             raise KeyboardInterrupt from None
         example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
+        home = os.path.expanduser("~")
+        if example.startswith(home + os.sep):  # never the user's home in full
+            example = "~" + example[len(home):]
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
               f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)",
               file=sys.stderr)

@@ -461,7 +461,7 @@ def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_cata
         options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_res=n_res,
                                xla_flags=xla_flags, target=target))
     hint = cli.wider_range_hint(catalogue, request, "constant")
-    line = hint.split("```sh\n")[1].split("\n")[0]
+    line = hint.split("```sh\n")[1].split("\n```")[0]
     argv = shlex.split(line)
     assert argv[:3] == ["python", "-m", "bisect"]
     args, command = cli.parse(argv[3:])
@@ -523,3 +523,37 @@ def test_a_row_measured_at_other_sizes_says_so_in_the_row(catalogue, monkeypatch
     real = b.probe_of(0).measurement.options
     mode = {row[0]: row[header.index("mode")] for row in body}
     assert mode == {"0.4.20": f"runtime, n_res {real.n_res}", "0.5.0": "compiled"}
+
+
+def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_paths(
+        catalogue, monkeypatch, tmp_path):
+    """Issue 17, item 10: a target's report (its name, its text, its JSON, the next step) says
+    "A6000, compiled without the GPU", never ``cuda12-deviceless``; a spec file's report is
+    named after the spec; paths under HOME or the cache are shown from there."""
+    import json
+
+    from jaxbisect import environments, files
+
+    script(monkeypatch, {"0.4.35": "grows", "0.4.38": "grows"})
+    b = target_bisect(catalogue, "0.4.35", "0.4.38")
+    hint = cli.wider_range_hint(catalogue, b.request, "grows")
+    assert "A6000, compiled without the GPU" in hint
+    spec = tmp_path / "mine.txtpb"
+    spec.write_text((Path(report.__file__).parent.parent / "repro" / "targets" / "a6000.txtpb")
+                    .read_text())
+    mine = target_bisect(catalogue, "0.4.35", "0.4.38", target=str(spec))
+    assert report_stem(mine).startswith("bisect-0.4.35-0.4.38-mine-")
+    for one in (b, mine):
+        doc = document(one, None)
+        for text in (render(one), report_stem(one), hint):  # the JSON keeps its backend key
+            assert "deviceless" not in text
+        assert str(tmp_path) not in render(one) + json.dumps(doc)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(home / ".cache" / "jax-scan-repro"))
+    assert files.shown_path(home / ".cache" / "jax-scan-repro" / "envs") == \
+        "~/.cache/jax-scan-repro/envs"
+    assert "~/.cache/jax-scan-repro " in environments._disk_full("jax 0.5.0")
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "elsewhere"))
+    assert files.shown_path(tmp_path / "elsewhere" / "envs" / "x") == \
+        "$JAX_SCAN_REPRO_CACHE/envs/x"

@@ -289,6 +289,8 @@ def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_
     reports.mkdir()
     for path in (REPO / "reports" / "repro").iterdir():
         (reports / path.name).write_bytes(path.read_bytes())
+    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
+    assert "deviceless" not in (reports / "README.md").read_text()  # issue 17, item 10
     before = {p.name: p.read_bytes() for p in reports.iterdir()}
     for name in ("jax-0.5.0-cpu.json", "jax-0.5.1-a6000.json"):
         m = Measurement.from_json(json.loads((reports / name).read_text()))
