@@ -358,10 +358,17 @@ def test_the_raw_buffer_lines_do_not_depend_on_xlas_row_order(version):
                                                 and not line.startswith("cumulative_size"))
 
     def shuffled(text: str, seed: int) -> str:
-        """Each run of rows (one allocation's values, one table's rows) in another order."""
+        """Each run of rows (one allocation's values, one table's rows) in another order, the
+        shapes in each row too, and the running total in front of a row changed with it."""
         lines, out, run = text.splitlines(), [], []
         for line in [*lines, ""]:
             if row(line):
+                if line.count(";") >= 4 and "; allocation " not in line:
+                    cells = line.split(";", 4)
+                    shapes = cells[4].split(", ") if "(" not in cells[4] else [cells[4]]
+                    random.Random(seed).shuffle(shapes)
+                    line = ";".join([f"\t {seed}.00MiB( {seed}%)", *cells[1:4],
+                                     " " + ", ".join(s.strip() for s in shapes)])
                 run.append(line)
                 continue
             random.Random(seed).shuffle(run)
