@@ -402,8 +402,9 @@ def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
     stored = [t for t in targets if not t.skip and not remeasure
               and cached_measurement(t.release, backend, options) is not None]
     to_measure = len(targets) - len(skipped) - len(stored)
-    parts = [f"{_releases(to_measure)} to measure on {backend}" if to_measure
-             else f"nothing to measure on {backend}"]
+    on = backend_words(backend, options.target)
+    parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
+             else f"nothing to measure on {on}"]
     if stored:
         parts.append(f"{_releases(len(stored))} stored from earlier runs"
                      + (" (--remeasure measures again)" if not to_measure else ""))
@@ -431,8 +432,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(args.options, target=target_option(args.also_target))
         also_targets = select(catalogue, args, DEVICELESS)
-        say(plan_line(also_targets, DEVICELESS, also, args.remeasure)
-            + f" (target {also.target})")
+        say(plan_line(also_targets, DEVICELESS, also, args.remeasure))
         work += [(target, DEVICELESS, also) for target in also_targets]
     targets = [target for target, _, _ in work]
     jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
