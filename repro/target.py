@@ -42,7 +42,9 @@ class Target:
     sha256: str
 
     def as_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "source": self.source,
+        # A spec file by its name only: documents travel in reports, the user's folders do not.
+        source = self.source if self.built_in else f"spec file {Path(self.source).name}"
+        return {"name": self.name, "description": self.description, "source": source,
                 "sha256": self.sha256}
 
     @property

@@ -136,6 +136,9 @@ def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(ta
     assert len(errors) == 1 and "ptxas too old" not in errors.pop()
     assert "compute capability 99.6" in doc["verdict"]["reason"]
     assert "cc99.txtpb" in doc["verdict"]["reason"]
+    # Issue 17, item 10: the document travels in reports: the spec by its name, not its path.
+    assert doc["target"]["source"] == "spec file cc99.txtpb"
+    assert str(tmp_path) not in json.dumps(doc)
 
 
 @pytest.mark.parametrize("where", ["cpu", "target"])
