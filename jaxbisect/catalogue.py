@@ -32,7 +32,7 @@ PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
 PYPI_JSON = "https://pypi.org/pypi/{}/json"
 BACKENDS = ("cpu", "cuda12", "cuda12-deviceless")
 # The environments of ``--target``: the CUDA 12 plugin, compiled for a GPU that is not here.
-DEVICELESS = "cuda12-deviceless"
+DEVICELESS = "cuda12-deviceless"  # an internal key (cache folders): never shown as it stands
 
 # Which releases can compile for a GPU without one (shared/deviceless-gpu.md, measured here).
 FIRST_DEVICELESS = Version("0.4.34")  # before it the topology comes from a real client
@@ -444,3 +444,14 @@ def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale:
         from_cache=from_cache,
         stale=stale,
     )
+
+
+def backend_words(backend: str, target: str = "") -> str:
+    """A backend as people read it: a target by its name ("A6000 (compiled without the GPU)"),
+    the compile-only environment as such; never the internal key ``cuda12-deviceless``."""
+    if target:
+        name = Path(target).name if "/" in target else target.upper()
+        return f"{name}, compiled without the GPU"
+    if backend == DEVICELESS:
+        return "CUDA 12, compiled without a GPU"
+    return backend

@@ -15,6 +15,7 @@ from pathlib import Path
 from repro.cli import OneLineParser, glue_flag_values, positive_int
 from repro.target import built_in as built_in_targets
 from repro.target import load as load_target
+from repro.verdict import size_problem
 
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
@@ -31,6 +32,11 @@ from .probe import (
 )
 
 PROG = "python -m bisect"
+EXIT_CODES = """exit status:
+  0    a change was found (--explain: a flag or pass explains the growth)
+  1    no change in the range, or no answer (an end could not be measured)
+  2    bad input or an unusable situation (one line on stderr)
+  130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
 
 
 def _seconds(text: str) -> float:
@@ -59,9 +65,11 @@ def default_jobs() -> int:
 
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0],
+                      formatter_class=argparse.RawDescriptionHelpFormatter,
                       epilog="After `--`, a command to bisect with instead of the built-in "
-                             "check, run inside each release's environment with git bisect "
-                             "run's exit codes: 0 old behaviour, 1-127 new (125: skip).")
+                             "check, run inside each\nrelease's environment with git bisect "
+                             "run's exit codes: 0 old behaviour, 1-127 new\n(125: skip).\n\n"
+                             + EXIT_CODES)
     p.add_argument("--from", dest="start", metavar="RELEASE",
                    help="a jax release with the old behaviour, e.g. 0.4.20")
     p.add_argument("--to", dest="end", metavar="RELEASE",
@@ -76,11 +84,15 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                         f"{', '.join(built_in_targets())} or a spec file (releases from jax "
                         "0.4.34 on, less 0.4.36 and 0.4.37)")
     p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
-                   metavar="N")
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=200)
+                   metavar="N",
+                   help="outer loop counts the verdict is fitted over: two distinct values "
+                        "of 2 or more at least (default: the report's 1 2 5 10 15)")
+    p.add_argument("--n-inner", type=positive_int, default=100,
+                   help="the inner scan's length (default 100, the report's)")
+    p.add_argument("--n-res", type=positive_int, default=200,
+                   help="the array is n_res³ values (default 200, the report's)")
     p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32")
+                   default="float32", help="the array's element type (default float32)")
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -167,6 +179,12 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     if args.target is not None and command:
         parser(prog).error("--target compiles the report's program for a GPU without one; "
                            "a command after `--` cannot run there: drop one of them")
+    if len({n for n in args.n_outer if n >= 2}) < 2 and not command:
+        parser(prog).error("--n-outer needs two distinct values of 2 or more to tell growth "
+                           "from constant (at n_outer 1 every plan holds one stacked buffer)")
+    too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
+    if too_big:
+        parser(prog).error(too_big)
     if args.target is not None:  # checked before the catalogue is loaded (or fetched)
         try:
             args.target = target_option(args.target)
@@ -182,13 +200,14 @@ def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
                  key=lambda r: r.version, default=None)
     if newest is None or str(newest.version) == request.end:
         return ""
-    where = (f"--target {request.options.target}" if request.options.target
-             else f"--backend {request.backend}")
+    from .catalogue import backend_words
+    from .report import bisect_command  # the Reproduce line's builder: the same options
+
     verdict = {"grows": "growing"}.get(verdict, verdict)
-    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {request.backend}. "
+    on = backend_words(request.backend, request.options.target)
+    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {on}. "
             f"The newest release installable here is jax {newest.version}; to look further:\n\n"
-            f"```sh\npython -m bisect --from {request.end} --to {newest.version} "
-            f"{where}\n```\n")
+            f"```sh\n{bisect_command(request, request.end, str(newest.version))}\n```\n")
 
 
 def options_from(args: argparse.Namespace) -> HarnessOptions:
@@ -230,9 +249,6 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         from .metric_cli import run_metric
 
         return run_metric(args, command, say)
-    if len([n for n in args.n_outer if n >= 2]) < 2 and not command:
-        raise UserError("--n-outer needs at least two values of 2 or more to tell growth from "
-                        "constant (at n_outer 1 every plan holds one stacked buffer)")
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     if args.explain is not None:
@@ -265,7 +281,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         for command_line in gpu_commands(bisection):
             print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")
         if evidence_md.startswith("## Next step"):
-            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n")[0])
+            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n```")[0])
         print(f"probes: {len(bisection.probes)} in {len(bisection.result.rounds)} rounds "
               f"({sum(p.cached for p in bisection.probes)} stored)")
     if kept:

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 
-from .catalogue import DEVICELESS, Catalogue, Release, needs_a_gpu
+from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
 from .files import cache_dir, write_json
@@ -221,7 +221,7 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
         # that can be measured here; the report names the rest and the command for it.
         if why and not (backend == DEVICELESS and needs_a_gpu(why)):
             raise UserError(f"jax {end_release.version} cannot be installed here for "
-                            f"{backend}: {why}")
+                            f"{backend_words(backend, target)}: {why}")
     if len(usable) < 2:
         if backend == DEVICELESS:
             raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
@@ -454,7 +454,7 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisect
             f"the rest of jax {request.start} … {request.end} needs a real one")
     most_probes, most_rounds = probe_limit(n, request.jobs)
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} "
-        f"({request.backend}); at most {most_probes} probes"
+        f"({backend_words(request.backend, request.options.target)}); at most {most_probes} probes"
         + (f" in {most_rounds} rounds of up to {request.jobs}" if request.jobs > 1 else ""))
     made: dict[int, Probe] = {}
     seen: dict[int, Outcome] = {}

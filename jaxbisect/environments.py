@@ -36,9 +36,16 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .catalogue import BACKENDS, DEVICELESS, LAST_CUDA12_FIND_LINKS, Release, interpreter_for
+from .catalogue import (
+    BACKENDS,
+    DEVICELESS,
+    LAST_CUDA12_FIND_LINKS,
+    Release,
+    backend_words,
+    interpreter_for,
+)
 from .errors import InstallFailed, UserError
-from .files import cache_dir, write_json
+from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
@@ -160,7 +167,7 @@ def ensure_environment(
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
-    what = f"jax {release.version} ({backend})"
+    what = f"jax {release.version} ({backend_words(backend)})"
     with _exclusive(path.with_name(path.name + ".lock"), say, what):
         installed = None if rebuild else _complete(path, plan)
         if installed is not None and verify:
@@ -257,7 +264,7 @@ def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
 
 def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
            python: Interpreter) -> dict:
-    what = f"jax {release.version} ({backend})"
+    what = f"jax {release.version} ({backend_words(backend)})"
     _uv(what, "venv", "--quiet", "--python", str(python.path), str(path))
     args = ["pip", "install", "--python", str(path / "bin" / "python")]
     if plan.exclude_newer is not None:
@@ -272,7 +279,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
                  if name in RECORDED or name.startswith(("jax-cuda", "nvidia-"))}
     if installed.get("jax") != str(release.version) or "jaxlib" not in installed:
         raise InstallFailed(f"installing {what} left jax {installed.get('jax')} and "
-                            f"jaxlib {installed.get('jaxlib')} in {path}")
+                            f"jaxlib {installed.get('jaxlib')} in {shown_path(path)}")
     try:
         write_json(path / MARKER, {
             "schema": MARKER_SCHEMA,
@@ -332,7 +339,7 @@ def _uv(what: str, *args: str) -> None:
 
 
 def _disk_full(what: str) -> str:
-    return (f"installing {what}: no space left on the disk holding {cache_dir()} "
+    return (f"installing {what}: no space left on the disk holding {shown_path(cache_dir())} "
             f"(free some, or point JAX_SCAN_REPRO_CACHE elsewhere)")
 
 

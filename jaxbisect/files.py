@@ -22,6 +22,26 @@ def cache_dir() -> Path:
     return Path(base) / "jax-scan-repro"
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as error lines and reports show it: under HOME as ``~/…``, under a cache set
+    outside HOME as ``$JAX_SCAN_REPRO_CACHE/…``; never the user's private folders in full."""
+    path = Path(path)
+    home = Path(os.path.expanduser("~"))
+    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
+    bases = [(home, "~")]
+    if explicit:
+        bases.insert(0, (Path(explicit), "$JAX_SCAN_REPRO_CACHE"))
+    for base, label in bases:
+        try:
+            rest = path.relative_to(base)
+        except ValueError:
+            continue
+        if base != home and home in Path(explicit).parents:  # inside HOME: ~ says more
+            continue
+        return label if str(rest) == "." else f"{label}/{rest}"
+    return str(path)
+
+
 def _read_umask() -> int:
     umask = os.umask(0)  # the only way to read it is to set it: once, at import, before any
     os.umask(umask)      # thread of ours runs (sweeps write reports from several threads)
@@ -62,21 +82,32 @@ VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at"}
 VOLATILE_LINES = ("date: ", "toolkit commit: ")
 
 
-def _steady(value: object) -> object:
+# What another machine (or another run there) writes differently beside the same figures: the
+# interpreter's patch release and build, the kernel and host (jax.print_environment_info()),
+# the size of the generated machine code. A tracked result is not rewritten for these alone.
+RUN_DEPENDENT_KEYS = frozenset({"environment", "python", "generated_code_bytes",
+                                "host_generated_code_bytes"})
+
+
+def _steady(value: object, ignore: frozenset[str] = VOLATILE_KEYS) -> object:
     if isinstance(value, dict):
-        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+        return {k: _steady(v, ignore) for k, v in value.items() if k not in ignore}
     if isinstance(value, list):
-        return [_steady(v) for v in value]
+        return [_steady(v, ignore) for v in value]
     return value
 
 
-def write_json_if_changed(path: Path, document: object) -> bool:
-    """``write_json`` unless ``path`` holds the same document up to its volatile fields."""
+def write_json_if_changed(path: Path, document: object,
+                          also_ignore: frozenset[str] = frozenset()) -> bool:
+    """``write_json`` unless ``path`` holds the same document up to its volatile fields (and
+    the keys in ``also_ignore``)."""
     try:
         old = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         old = None
-    if old is not None and _steady(old) == _steady(json.loads(json.dumps(document))):
+    ignore = VOLATILE_KEYS | also_ignore
+    if old is not None and (_steady(old, ignore)
+                            == _steady(json.loads(json.dumps(document)), ignore)):
         return False
     write_json(path, document)
     return True

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -26,10 +27,10 @@ from repro import SCHEMA
 from repro.target import TargetError
 from repro.target import load as load_target
 
-from .catalogue import DEVICELESS, Release
+from .catalogue import DEVICELESS, Release, backend_words
 from .environments import Environment, ensure_environment, import_error
 from .errors import InstallFailed, UserError
-from .files import cache_dir, write_json
+from .files import cache_dir, shown_path, write_json
 
 DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
@@ -246,6 +247,7 @@ def cached_measurement(release: Release, backend: str, options: HarnessOptions):
     return stored
 
 
+HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
 CANNOT_IMPORT = "cannot import JAX here"   # what ``python -m repro`` says when jax won't import
 # An abseil/TSL log line of severity F (fatal), with or without the date in front:
 # "2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown flags …"
@@ -279,6 +281,9 @@ def run_repro(env: Environment, argv: list[str], timeout: float,
     except subprocess.TimeoutExpired:
         raise HarnessFailed(f"the harness timed out after {timeout:.0f} s",
                             lasting=False) from None
+    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):
+        # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
+        raise KeyboardInterrupt
     if done.returncode not in answers:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
         fatal = fatal_log_line(done.stderr)
@@ -289,7 +294,7 @@ def run_repro(env: Environment, argv: list[str], timeout: float,
                                 lasting=False)
         broken = import_error(env.python)  # the environment's fault, or the release's?
         if broken:
-            raise EnvironmentBroken(f"jax does not import in {env.path}: {broken}")
+            raise EnvironmentBroken(f"jax does not import in {shown_path(env.path)}: {broken}")
         raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
@@ -336,11 +341,12 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
     started = time.perf_counter()
     installed: dict = {}
     rebuild = False
+    where = backend_words(backend, options.target)
     while True:
         try:
             env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
             installed = dict(env.installed)
-            say(f"jax {release.version} ({backend}): measuring, {options.mode} mode, "
+            say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                 f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
             document, error = run_harness(env, options, timeout), None
             keep = True
@@ -348,7 +354,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
             document, error, keep = None, str(exc), False
         except EnvironmentBroken as exc:
             if not rebuild:
-                say(f"jax {release.version} ({backend}): its environment no longer imports "
+                say(f"jax {release.version} ({where}): its environment no longer imports "
                     f"jax ({exc}); rebuilding it")
                 rebuild = True
                 continue
@@ -362,7 +368,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                               installed=installed)
     if keep:
         write_json(result_path(release, backend, options), measurement.as_json())
-    say(f"jax {release.version} ({backend}): {measurement.verdict}"
+    say(f"jax {release.version} ({where}): {measurement.verdict}"
         + (f" ({measurement.reason})" if measurement.reason else "")
         + f" in {measurement.seconds:.1f} s")
     return measurement

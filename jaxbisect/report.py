@@ -9,10 +9,15 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from repro.target import SPEC_SUFFIX, Target, TargetError
+from repro.target import load as load_target
+
+from . import standalone
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
+from .probe import target_label
 from .tables import narrow_columns, results_rows
 
 SCHEMA = 1
@@ -23,9 +28,29 @@ def _who(probe: Probe | None) -> dict | None:
     return None if probe is None else {"jax": str(probe.release.version), "jaxlib": probe.jaxlib}
 
 
+def _target_shown(target: str) -> str:
+    """A built-in target's name; a spec file by its file name (the report holds the spec):
+    never a path on this machine."""
+    return Path(target).name if "/" in target else target
+
+
+def spec_file(req) -> Target | None:
+    """The request's target when it is a spec file of the user's (not a built-in one)."""
+    if not req.options.target or "/" not in req.options.target:
+        return None
+    try:
+        return load_target(req.options.target)
+    except TargetError:  # gone since: the stored results still name their device
+        return None
+
+
 def where_measured(b: Bisection) -> str:
     """The backend, or for a target the words every report uses: never mistaken for a run on
-    that GPU."""
+    that GPU. A spec file of the user's is named, with the compute capability it gives."""
+    spec = spec_file(b.request)
+    if spec is not None:
+        return (f"compiled for {spec.description} as the spec file {spec.name}{SPEC_SUFFIX} "
+                f"describes it (compute capability {spec.compute_capability}), without the GPU")
     target = next((p.measurement.document.get("target") for p in b.probes
                    if p.measurement and p.measurement.document
                    and p.measurement.document.get("target")), None)
@@ -97,9 +122,43 @@ def answer_line(b: Bisection) -> str:
 def reproduce_command(b: Bisection) -> str:
     """The command line that asks the same question: every option that changes the result,
     each value glued to its option so that one starting with ``--`` pastes back too."""
-    req = b.request
-    return shlex.join(_bisect_argv(req, req.start, req.end,
+    return bisect_command(b.request)
+
+
+def bisect_command(req, start: str | None = None, end: str | None = None) -> str:
+    """Every command a report or the terminal suggests (Reproduce, Next step): the request's
+    question over ``start`` … ``end`` (its own ends by default), with every option that
+    shaped its answer."""
+    return shlex.join(_bisect_argv(req, req.start if start is None else start,
+                                   req.end if end is None else end,
                                    [] if req.options.target else ["--backend", req.backend]))
+
+
+def standalone_releases(b: Bisection) -> list[tuple[str, str]]:
+    """(jax, jaxlib) of the releases a maintainer reruns by hand: either side of the change,
+    or the two ends where there is none."""
+    if b.result.status == "found":
+        probes = [b.last_old, b.first_new]
+    else:
+        probes = [b.probe_of(0), b.probe_of(len(b.candidates) - 1)]
+    return [(str(p.release.version), p.jaxlib) for p in probes]
+
+
+def _on_a_gpu(req) -> bool:
+    """Whether a maintainer reruns the report on an NVIDIA GPU (a target's plan, or cuda12)."""
+    return bool(req.options.target) or req.backend == "cuda12"
+
+
+def standalone_markdown(b: Bisection) -> list[str]:
+    """The Reproduce section's part that needs no toolkit: pip, python and the program."""
+    req = b.request
+    gpu, name = _on_a_gpu(req), ""
+    if req.options.target:
+        spec = spec_file(req)
+        name = (spec.description if spec is not None else where_measured(b)
+                .removeprefix("compiled for ").removesuffix(", without the GPU"))
+    return standalone.markdown(standalone_releases(b), req.options, gpu=gpu, gpu_name=name,
+                               command=req.command)
 
 
 def _bisect_argv(req, start: str, end: str, where: list[str], *,
@@ -109,6 +168,8 @@ def _bisect_argv(req, start: str, end: str, where: list[str], *,
         if name == "command" or name in leave_out:
             continue
         option = "--" + name.replace("_", "-")
+        if name == "target" and "/" in value:  # a spec file: the report holds it, by name
+            value = Path(value).name
         if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
             argv += [f"{option}={v}" for v in value]      # a repeatable option
         elif isinstance(value, tuple):
@@ -159,11 +220,16 @@ def probe_table(b: Bisection) -> str:
     notes = ["; ".join(_notes(p, b.request.options.n_res)) for p in measured]
     if any(notes):  # no column that would be empty everywhere
         extra["note"] = notes
-    headers, rows = results_rows([p.measurement for p in measured], extra=extra)
+    headers, rows = results_rows([p.measurement for p in measured], extra=extra,
+                                 asked=b.request.options)
     whole = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     if len(headers) <= MAX_COLUMNS:
         return whole
-    keep = narrow_columns(headers, MAX_COLUMNS)
+    # A row measured otherwise than the heading says (a real run, at other sizes) keeps its
+    # mode cell in sight, and the note that says why.
+    mode = headers.index("mode")
+    differs = len({row[mode] for row in rows}) > 1
+    keep = narrow_columns(headers, MAX_COLUMNS, protect=("mode", "note") if differs else ())
     narrow = tabulate([[row[i] for i in keep] for row in rows],
                       headers=[headers[i] for i in keep], tablefmt="github",
                       disable_numparse=True)
@@ -253,8 +319,15 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
                   f"- {which}: not installable here ({why})"
                   for which, why in grouped_reasons(b.unusable)]
         parts.append("")
-    parts += ["## Reproduce", "", "From a clone of the toolkit, in its project environment "
-              "(see its README):", "", "```sh", reproduce_command(b), "```", ""]
+    parts += ["## Reproduce", "", *standalone_markdown(b),
+              "With the toolkit (jax-scan-repro), from a clone of it, in its project "
+              "environment (see its README), which installs each release itself:", "", "```sh",
+              reproduce_command(b), "```", ""]
+    spec = spec_file(req)
+    if spec is not None:
+        parts += [f"<details><summary>The target spec, <code>{Path(req.options.target).name}"
+                  "</code> (save it under that name to run the commands above)</summary>", "",
+                  "```text", spec.text.rstrip("\n"), "```", "", "</details>", ""]
     if evidence_markdown:
         parts += [evidence_markdown.rstrip(), ""]
     if any(p.installed for p in b.probes):
@@ -294,14 +367,23 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
         "skipped": skipped,
         "params": {**{k: v for k, v in vars(req.options).items()},
                    "n_outer": list(req.options.n_outer),
-                   "variants": list(req.options.variants)},
-        "target": req.options.target or None,
+                   "variants": list(req.options.variants),
+                   "target": _target_shown(req.options.target)},
+        "target": _target_shown(req.options.target) or None,
         "measured": where_measured(b),
+        **({"target_spec": {"file": Path(req.options.target).name, "sha256": spec.sha256,
+                            "compute_capability": spec.compute_capability, "text": spec.text}}
+           if (spec := spec_file(req)) is not None else {}),
         "measured_part": list(b.measured_part),
         "needs_a_gpu": [{"from": lo, "to": hi, "command": cmd}
                         for (lo, hi), cmd in zip(b.needs_a_gpu, gpu_commands(b))],
         "command": list(req.command) or None,
         "reproduce": reproduce_command(b),
+        "reproduce_standalone": {
+            "program": None if req.command else standalone.program(req.options,
+                                                                   _on_a_gpu(req)),
+            "commands": standalone.commands(standalone_releases(b), req.options,
+                                            gpu=_on_a_gpu(req), command=req.command)},
         "report": str(report_path) if report_path else None,
     }
     if r.status == "found":
@@ -316,10 +398,11 @@ def report_stem(b: Bisection) -> str:
     from the defaults: runs that ask different questions never overwrite each other."""
     req = b.request
     changed = req.result_options()
-    # A built-in target names itself in place of the backend; a spec file goes in the digest.
+    # A target names itself in place of the backend: a built-in by its name, a spec file by
+    # its stem and content digest (the internal backend key never names a file).
     target = req.options.target
-    where = target if target and "/" not in target else req.backend
-    if where == target:
+    where = target_label(target) if target else req.backend
+    if target:
         changed.pop("target")
     stem = f"bisect-{req.start}-{req.end}-{where}" + ("-command" if req.command else "")
     if not changed:

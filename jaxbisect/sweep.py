@@ -32,13 +32,20 @@ from .catalogue import (
     DEVICELESS,
     Catalogue,
     Release,
+    backend_words,
     load_catalogue,
     needs_a_gpu,
     needs_another_python,
 )
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
-from .files import VOLATILE_LINES, check_reports_folder, write_atomic, write_json_if_changed
+from .files import (
+    RUN_DEPENDENT_KEYS,
+    VOLATILE_LINES,
+    check_reports_folder,
+    write_atomic,
+    write_json_if_changed,
+)
 from .machine import machine_description, parallel_runs
 from .probe import (
     DEFAULT_TIMEOUT,
@@ -57,6 +64,7 @@ DEFAULT_REPORTS = Path("reports") / "repro"
 SUMMARY = "README.md"
 PROG = "python -m jaxbisect.sweep"
 UPDATED = "- Updated: "  # the one summary line that changes on every run
+MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 
 
 @dataclass(frozen=True)
@@ -173,7 +181,8 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
             if why and not (args.if_installable
                             and (needs_another_python(why) or needs_a_gpu(why))):
-                raise UserError(f"jax {release.version} cannot be installed here ({backend}): "
+                raise UserError(f"jax {release.version} cannot be installed here "
+                                f"({backend_words(backend, args.target or '')}): "
                                 f"{why}")
             targets.append(Target(release, why))
         return targets
@@ -201,10 +210,14 @@ def result_file(reports: Path, release: str, backend: str, mode: str = "compiled
 def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
               remeasure: bool, timeout: float, say: Callable[[str], None]) -> Outcome:
     release = target.release
-    name = f"jax {release.version} ({backend})"
+    name = f"jax {release.version} ({backend_words(backend, options.target)})"
+    # The names ensure_environment's and measure_release's lines start with, said once.
+    theirs = [f"jax {release.version} ({backend_words(backend, t)})"
+              for t in (options.target, "")]
 
-    def progress(message: str) -> None:  # ensure_environment's and measure_release's lines
-        message = message.replace(f"{name}: ", "").replace(f" {name}", "")
+    def progress(message: str) -> None:
+        for other in theirs:
+            message = message.replace(f"{other}: ", "").replace(f" {other}", "")
         say(f"{name}: {message}")
 
     if target.skip:
@@ -264,8 +277,10 @@ def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
                 f"in {path}")
             return None
     # ``cached`` says whether this call measured anything: not part of the result itself.
-    # Measured again with the same outcome (other timings only): the file stays as it was.
-    write_json_if_changed(path, replace(measurement, cached=False).as_json())
+    # Measured again with the same outcome (other timings, another machine's kernel or code
+    # sizes only): the file stays as it was, so that a clone's rerun leaves it clean.
+    write_json_if_changed(path, replace(measurement, cached=False).as_json(),
+                          also_ignore=RUN_DEPENDENT_KEYS)
     return path
 
 
@@ -303,12 +318,12 @@ def harness_command(backend: str, options: HarnessOptions) -> str:
 
 
 def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,
-                 now: datetime) -> str:
+                 now: datetime, machine: Callable[[], str] = machine_description) -> str:
     by_options: dict[tuple[str, HarnessOptions], list[str]] = {}
     for m in measurements:
         if m.document is not None or len(measurements) == 1:  # what ran, not what was skipped
             by_options.setdefault((m.backend, m.options), []).append(
-                f"{m.release} ({m.backend})")
+                f"{m.release} ({backend_words(m.backend, m.options.target)})")
     lines = [
         "# jax.lax.scan memory growth, one row per JAX release",
         "",
@@ -337,24 +352,27 @@ def summary_text(measurements: list[Measurement], unreadable: list[str], command
     ]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
-    lines += ["<details><summary>Machine</summary>", "", "```text", machine_description(),
+    lines += [MACHINE_SUMMARY, "", "```text", machine(),
               "```", "", "</details>", ""]
     infos = [(m, m.document.get("environment")) for m in measurements if m.document]
     if infos:
         lines += [("<details><summary><code>jax.print_environment_info()</code> of each "
                    "release</summary>"), ""]
         for m, info in infos:
-            lines += [f"jax {m.release} ({m.backend}):", "", "```text",
+            lines += [f"jax {m.release} ({backend_words(m.backend, m.options.target)}):", "",
+                      "```text",
                       str(info or "").rstrip(), "```", ""]
         lines += ["</details>", ""]
     return "\n".join(lines)
 
 
-def write_summary(reports: Path, command: str) -> Path:
-    """Rebuild ``REPORTS/README.md``; left untouched when only its date would change."""
+def write_summary(reports: Path, command: str,
+                  machine: Callable[[], str] = machine_description) -> Path:
+    """Rebuild ``REPORTS/README.md``; left untouched when only its date or the machine that
+    reran it would change (the results it tabulates were kept as they were)."""
     measurements, unreadable = load_results(reports)
     path = reports / SUMMARY
-    text = summary_text(measurements, unreadable, command, datetime.now(UTC))
+    text = summary_text(measurements, unreadable, command, datetime.now(UTC), machine)
     try:
         old = path.read_text(encoding="utf-8")
     except OSError:
@@ -365,8 +383,17 @@ def write_summary(reports: Path, command: str) -> Path:
 
 
 def _undated(text: str) -> list[str]:
-    return [line for line in text.splitlines()
-            if not line.startswith((UPDATED, *VOLATILE_LINES))]
+    """The summary less its date and its Machine block (that block describes the machine of
+    the last run that changed a result)."""
+    lines, in_machine = [], False
+    for line in text.splitlines():
+        if line == MACHINE_SUMMARY:
+            in_machine = True
+        elif in_machine and line == "</details>":
+            in_machine = False
+        elif not in_machine and not line.startswith((UPDATED, *VOLATILE_LINES)):
+            lines.append(line)
+    return lines
 
 
 # -- main -----------------------------------------------------------------------------------
@@ -383,8 +410,9 @@ def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
     stored = [t for t in targets if not t.skip and not remeasure
               and cached_measurement(t.release, backend, options) is not None]
     to_measure = len(targets) - len(skipped) - len(stored)
-    parts = [f"{_releases(to_measure)} to measure on {backend}" if to_measure
-             else f"nothing to measure on {backend}"]
+    on = backend_words(backend, options.target)
+    parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
+             else f"nothing to measure on {on}"]
     if stored:
         parts.append(f"{_releases(len(stored))} stored from earlier runs"
                      + (" (--remeasure measures again)" if not to_measure else ""))
@@ -416,8 +444,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(args.options, target=target_option(args.also_target))
         also_targets = select(catalogue, args, DEVICELESS)
-        say(plan_line(also_targets, DEVICELESS, also, args.remeasure)
-            + f" (target {also.target})")
+        say(plan_line(also_targets, DEVICELESS, also, args.remeasure))
         work += [(target, DEVICELESS, also) for target in also_targets]
     targets = [target for target, _, _ in work]
     jobs = min(args.jobs or parallel_runs(), max(1, len(work)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from .probe import Measurement
+from .catalogue import backend_words
+from .probe import HarnessOptions, Measurement
 
 MB = 1024**2
 
@@ -34,14 +35,26 @@ def _across(document: dict, variant: str, n_outers: list[int]) -> str:
     return (low if low == high else f"{low}–{high}") + gaps
 
 
-def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None
-                 ) -> tuple[list[str], list[list[str]]]:
+def _mode_cell(m: Measurement, asked: HarnessOptions | None) -> str:
+    """The row's mode, with the sizes it was measured at where they are not the asked ones
+    (a real run's fallback at a smaller n_res, under a heading that gives the asked ones)."""
+    mode = m.document["mode"] if m.document else m.options.mode
+    if asked is None:
+        return mode
+    sizes = [f"{name} {getattr(m.options, name)}" for name in ("n_res", "n_inner", "dtype")
+             if getattr(m.options, name) != getattr(asked, name)]
+    return ", ".join([mode, *sizes])
+
+
+def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]] | None = None,
+                 asked: HarnessOptions | None = None) -> tuple[list[str], list[list[str]]]:
     """Release, jaxlib, backend, device, mode, v0 MB at each n_outer, v1/v2 MB, verdict.
 
     v1 and v2 get one cell each for all n_outer: their MB, or the range it spans. Releases whose
     harness gave no document show why in the verdict column. ``extra`` adds columns
     (name -> one cell per measurement), e.g. the bisection's "probe #" column. Backend and
-    device are left out when every row says "cpu | cpu": they would say nothing.
+    device are left out when every row says "cpu | cpu": they would say nothing. ``asked``:
+    the sizes the table's heading gives; a row measured at others says so in its mode cell.
     """
     n_outers = sorted({n for m in measurements if m.document
                        for n in m.document["params"]["n_outer"]})
@@ -52,7 +65,9 @@ def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]]
     for m in measurements:
         d = m.document
         if d is None:
-            rows.append([m.release, m.installed.get("jaxlib", "?"), m.backend, "", m.options.mode]
+            rows.append([m.release, m.installed.get("jaxlib", "?"),
+                         backend_words(m.backend, m.options.target), "",
+                         _mode_cell(m, asked)]
                         + [""] * (len(n_outers) + 2) + [f"skipped: {m.error}"])
             continue
         verdict = d["verdict"]
@@ -63,8 +78,8 @@ def results_rows(measurements: list[Measurement], *, extra: dict[str, list[str]]
             shown += f": {verdict['reason']}"
         backend, device = d["backend"], d["device"]
         if d.get("deviceless"):  # XLA's plan for that GPU, never a run on one
-            backend = m.backend
-        rows.append([d["jax"], d["jaxlib"], backend, device, d["mode"]]
+            backend = backend_words(m.backend, m.options.target)
+        rows.append([d["jax"], d["jaxlib"], backend, device, _mode_cell(m, asked)]
                     + [_case_mb(d, "v0", n) for n in n_outers]
                     + [_across(d, "v1", n_outers), _across(d, "v2", n_outers), shown])
     for name, cells in (extra or {}).items():
@@ -89,14 +104,14 @@ NARROWING = ("v1, any n_outer (MB)", "v2, any n_outer (MB)", "device", "backend"
              "note", "jaxlib")
 
 
-def narrow_columns(headers: list[str], most: int) -> list[int]:
+def narrow_columns(headers: list[str], most: int, protect: tuple[str, ...] = ()) -> list[int]:
     """Indices of at most ``most`` columns to show, in order; v0's first and last n_outer,
-    the release and the verdict are given up last."""
+    the release and the verdict are given up last, and the ``protect``ed ones not at all."""
     keep = list(range(len(headers)))
     for name in NARROWING:
         if len(keep) <= most:
             return keep
-        if name in headers:
+        if name in headers and name not in protect:
             keep.remove(headers.index(name))
     v0 = [i for i in keep if headers[i].startswith("v0 ")]
     while len(keep) > most and len(v0) > 2:

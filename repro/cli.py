@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +20,7 @@ from . import SCHEMA
 from . import target as targets
 from .measure import MB, Compiler, Params, compiled_case, dump_flags, left_out_case, runtime_case
 from .process import stdout_to_stderr
-from .verdict import EXIT_STATUS, stacked_buffer_bytes, verdict
+from .verdict import EXIT_STATUS, size_problem, stacked_buffer_bytes, verdict
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
 DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -85,8 +86,20 @@ def variant_number(text: str) -> int:
     return int(key)
 
 
+EXIT_HELP = """exit status:
+  0    the table (or --json's document) was printed: it says "unavailable" where the
+       release cannot measure, since that answer is a result too (a script reads the
+       verdict from the document); only --check turns the verdict into a status
+  0/1  with --check: v0 constant / v0 grows
+  125  with --check: v0 cannot be measured here (git bisect run's "skip"); with
+       --check every failure gives 125, so that a release is never blamed for it
+  2    bad input, or JAX cannot start here (one line on stderr)
+  130  interrupted (Ctrl-C)"""
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
+                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
     p.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N",
                    help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
     p.add_argument("--n-inner", type=positive_int, default=100, help="scan length (default 100)")
@@ -127,6 +140,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not args.n_outer:
         p.error("--n-outer needs at least one value")
     args.variants = sorted(set(args.variants))
+    too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
+    if too_big:
+        p.error(too_big)
     if args.target is not None:
         if args.mode != "compiled":
             p.error("--target compiles without the GPU: it has no --mode runtime")
@@ -384,6 +400,9 @@ def format_summary(document: dict) -> str:
     return "\n".join(lines)
 
 
+INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
@@ -394,11 +413,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_target_spec is not None:
         return write_target_spec(args.write_target_spec)
     dump_dir = _configure_jax_process(args)
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         return _run(args, dump_dir)
+    except KeyboardInterrupt:
+        print("python -m repro: interrupted", file=sys.stderr)
+        return INTERRUPTED
     finally:
         if dump_dir is not None:
             shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+_interrupted: list[int] = []
+
+
+def _on_interrupt(signum, frame):
+    """Ctrl-C: whatever it breaks (an import half done: "numpy._core.umath failed to import")
+    is the interruption, never the environment's or the release's fault."""
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
 
 
 def write_target_spec(path: Path) -> int:
@@ -435,7 +468,12 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             document = measure(args, log, dump_dir)
     except ImportError as exc:
+        if _interrupted:
+            raise KeyboardInterrupt from None
         example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
+        home = os.path.expanduser("~")
+        if example.startswith(home + os.sep):  # never the user's home in full
+            example = "~" + example[len(home):]
         print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
               f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)",
               file=sys.stderr)
@@ -444,6 +482,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return failed
     except Exception as exc:  # JAX failing to start: no such backend, a broken install …
+        if _interrupted:
+            raise KeyboardInterrupt from None
         line = (str(exc).strip().splitlines() or [""])[0][:300]
         where = (f" (JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}: is that backend installed "
                  f"and its device visible?)" if PLATFORMS[args.backend] else "")

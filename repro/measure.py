@@ -115,6 +115,11 @@ class Compiler:
     def describe(self) -> dict | None:
         return self._device.describe() if self._device is not None else None
 
+    def error_line(self, exc: BaseException) -> str:
+        """The error as one line; one the target spec's values cause, said in its words."""
+        line = error_line(exc)
+        return (self.target.explain_error(line) or line) if self.target is not None else line
+
     def struct(self, shape, dtype):
         import jax
 
@@ -203,7 +208,8 @@ def compiled_case(variant: int, n_outer: int, params: Params, compiler: Compiler
     except NotImplementedError as exc:
         case.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
     except Exception as exc:
-        case.update(status="error", error=error_line(exc))
+        case.update(status="error",
+                    error=compiler.error_line(exc) if compiler else error_line(exc))
     return case
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 SPEC_SUFFIX = ".txtpb"
+_CAPABILITY = re.compile(r"cuda_compute_capability\s*\{\s*major:\s*(\d+)\s*minor:\s*(\d+)")
 _DESCRIPTION = re.compile(r'^\s*device_description_str:\s*"((?:[^"\\]|\\.)*)"', re.MULTILINE)
 # The packages a compile-only CUDA environment holds; their versions go into every result.
 PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")
@@ -41,8 +42,31 @@ class Target:
     sha256: str
 
     def as_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "source": self.source,
+        # A spec file by its name only: documents travel in reports, the user's folders do not.
+        source = self.source if self.built_in else f"spec file {Path(self.source).name}"
+        return {"name": self.name, "description": self.description, "source": source,
                 "sha256": self.sha256}
+
+    @property
+    def built_in(self) -> bool:
+        return self.source.startswith("built in")
+
+    @property
+    def compute_capability(self) -> str | None:
+        """``major.minor`` of the spec's ``cuda_compute_capability`` (None if it has none)."""
+        found = _CAPABILITY.search(self.text)
+        return f"{found[1]}.{found[2]}" if found else None
+
+    def explain_error(self, text: str) -> str | None:
+        """One line for an error XLA gives because of this spec's values (None otherwise).
+
+        A compute capability that the release's ptxas does not know ends in "ptxas too old"
+        (or "ptxas does not support CC"): never a release's fault but the spec's."""
+        if "ptxas too old" not in text and "does not support CC" not in text:
+            return None
+        return (f"this jaxlib's ptxas cannot compile for compute capability "
+                f"{self.compute_capability} (cuda_compute_capability in the target spec "
+                f"{self.name}{SPEC_SUFFIX}): no GPU it knows has it; check the spec's values")
 
 
 COMPILE_ONLY = "gpu (compile-only)"  # the backend of a deviceless result, never "gpu"

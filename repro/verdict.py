@@ -14,6 +14,33 @@ def stacked_buffer_bytes(n_inner: int, n_res: int, itemsize: int) -> int:
     return n_inner * n_res**3 * itemsize
 
 
+ITEMSIZES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+XLA_MAX_BYTES = 2**63 - 1  # XLA counts shapes' and plans' sizes in signed 64-bit integers
+
+
+def size_problem(n_outer: int, n_inner: int, n_res: int, dtype: str) -> str | None:
+    """Why these sizes cannot be compiled, in one line (None if they can): v0's plan at the
+    largest n_outer holds up to n_outer stacked buffers, whose size in bytes XLA must count."""
+    itemsize = ITEMSIZES[dtype]
+    need = n_outer * stacked_buffer_bytes(n_inner, n_res, itemsize)
+    if need <= XLA_MAX_BYTES:
+        return None
+    if n_outer * stacked_buffer_bytes(n_inner, 1, itemsize) > XLA_MAX_BYTES:
+        return (f"--n-inner {n_inner} at n_outer {n_outer} needs more bytes than XLA counts "
+                f"({XLA_MAX_BYTES:.2e}) at any n_res")
+    largest = 1
+    while n_outer * stacked_buffer_bytes(n_inner, largest * 2, itemsize) <= XLA_MAX_BYTES:
+        largest *= 2
+    step = largest // 2
+    while step:  # the largest n_res that fits, by halving steps
+        if n_outer * stacked_buffer_bytes(n_inner, largest + step, itemsize) <= XLA_MAX_BYTES:
+            largest += step
+        step //= 2
+    return (f"--n-res {n_res} needs {need:.2e} bytes for v0 at n_outer {n_outer} "
+            f"({n_outer} × n_inner {n_inner} × n_res³ × {itemsize} bytes); XLA counts sizes "
+            f"up to {XLA_MAX_BYTES:.2e} bytes: use --n-res {largest} or less")
+
+
 def slope(points: list[tuple[int, float]]) -> float:
     """Least-squares slope of y against x."""
     n = len(points)

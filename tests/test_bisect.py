@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,7 +132,11 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     (["--from", "banana", "--to", "0.5.0"], "not a version"),
     (["--from", "0.10.2", "--to", "0.12.0"], "requires Python"),
     (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "0"], "at least 1"),
-    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "5"], "two values"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "5"], "two distinct values"),
+    # Issue 17, item 7: refused up front, not after a run that ends in "No answer" or in
+    # XLA's "invalid shape".
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "2", "2"], "two distinct values"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-res", "10000000"], "use --n-res 115410 or less"),
     (["--from", "0.4.30", "--to", "0.5.0", "--backend", "tpu"], "invalid choice"),
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),
@@ -286,3 +291,14 @@ def test_jax_bisect_names_itself_in_its_errors(recorded_catalogue):
         done = subprocess.run([str(script), *args], cwd=REPO, capture_output=True, text=True)
         line = one_line_error(done)
         assert line.startswith("jax-bisect: error: ") and needle in line
+
+
+def test_help_explains_every_option_and_the_exit_statuses():
+    """Issue 17, item 8: no option without a line of help; the exit statuses are listed."""
+    from jaxbisect import cli
+
+    p = cli.parser()
+    assert [a.option_strings for a in p._actions if not a.help] == []
+    text = p.format_help()
+    for status in ("0", "1", "2", "130"):
+        assert re.search(rf"^\s+{status}\s+\S", text, re.M), status

@@ -130,3 +130,12 @@ def test_main_runs_the_cli_and_exits_with_its_status(project):
     give_cli(project, "import sys\ndef main(argv=None):\n    print(sys.argv[1:])\n    return 3\n")
     done = python("-m", "bisect", "--flag", cwd=project)
     assert (done.returncode, done.stdout, done.stderr) == (3, "['--flag']\n", "")
+
+
+def test_the_quick_start_names_the_entry_points_that_cannot_be_shadowed():
+    """Issue 17, item 3: a newcomer whose ``python -m bisect`` is silent learns why, and
+    what always works, where they start: the Quick start section."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "python -m bisect" in quick_start
+    assert "`jax-bisect`" in quick_start and "`nox -s bisect" in quick_start

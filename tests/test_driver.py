@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli, driver, report
@@ -403,9 +404,9 @@ def test_progress_says_one_step_not_one_steps(catalogue, monkeypatch):
     assert any(re.search(r"~1 step left\)$", line) for line in narrowed), narrowed
 
 
-def target_bisect(catalogue, start, end, **options):
+def target_bisect(catalogue, start, end, target="a6000", **options):
     request = driver.Request(start=start, end=end, backend="cuda12-deviceless",
-                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16, target="a6000",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16, target=target,
                                                     **options))
     return driver.bisect_releases(catalogue, request, say=lambda message: None)
 
@@ -478,3 +479,117 @@ def test_search_probes_at_a_small_size_fall_back_when_an_end_disagrees(catalogue
     assert "searched again at n_res 200" in b.search_note
     assert b.search_n_res == 200 and str(b.first_new.release.version) == "0.5.2"
     assert document(b, None)["search"]["note"] == b.search_note
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # read-only catalogue
+@given(n_outer=st.lists(st.integers(2, 40), min_size=2, max_size=5, unique=True),
+       n_res=st.integers(1, 400),
+       xla_flags=st.one_of(st.just("--xla_cpu_enable_concurrency_optimized_scheduler=false"),
+                           flag_text),
+       target=st.sampled_from(["", "a6000"]))
+def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_catalogue, n_outer,
+                                                                    n_res, xla_flags, target):
+    """Issue 17, item 1: the "Next step" command keeps every option that shaped the answer."""
+    catalogue = recorded_catalogue
+    request = driver.Request(
+        start="0.4.30", end="0.4.38", backend="cuda12-deviceless" if target else "cpu",
+        options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_res=n_res,
+                               xla_flags=xla_flags, target=target))
+    hint = cli.wider_range_hint(catalogue, request, "constant")
+    line = hint.split("```sh\n")[1].split("\n```")[0]
+    argv = shlex.split(line)
+    assert argv[:3] == ["python", "-m", "bisect"]
+    args, command = cli.parse(argv[3:])
+    asked = cli.request_from(args, command)
+    assert asked == replace(request, start="0.4.38", end=asked.end, backend=asked.backend)
+    assert (asked.backend if not target else asked.options.target) == (target or "cpu")
+    assert asked.end != "0.4.38"
+
+
+def test_the_report_carries_what_reruns_it_without_the_toolkit(catalogue, monkeypatch,
+                                                                tmp_path):
+    """Issue 17, item 5: the program, at the report's sizes, and a plain pip + python line
+    for each release either side of the change."""
+    script(monkeypatch, {"0.5.0": "constant", "0.5.1": "grows"})
+    b = bisect(catalogue, "0.5.0", "0.5.1")
+    _, doc, _ = write_report(b, tmp_path)
+    alone = doc["reproduce_standalone"]
+    assert "N_INNER, N_RES, DTYPE = 100, 16, jnp.float32" in alone["program"]
+    assert "def inner_loop_v0(x, N):" in alone["program"]
+    assert [shlex.split(line)[6:9] for line in alone["commands"]] == [
+        ["install", "jax==0.5.0", "jaxlib==0.5.0"], ["install", "jax==0.5.1", "jaxlib==0.5.1"]]
+    markdown = (tmp_path / f"{report_stem(b)}.md").read_text()
+    assert alone["program"].rstrip() in markdown
+
+
+def test_a_spec_file_target_is_named_embedded_and_reproduced_by_its_name(
+        catalogue, monkeypatch, tmp_path):
+    """Issue 17, item 6: the user's spec (an A6000's with compute capability 99) is named as
+    theirs with the capability it gives, travels in the report, and the Reproduce line names
+    it as the file the report holds, not a path on this machine."""
+    spec = tmp_path / "cc99.txtpb"
+    built_in = (Path(report.__file__).parent.parent / "repro" / "targets" / "a6000.txtpb")
+    spec.write_text(built_in.read_text().replace("major: 8", "major: 99"))
+    script(monkeypatch, {"0.4.35": "grows", "0.4.38": "grows"})
+    b = target_bisect(catalogue, "0.4.35", "0.4.38", target=str(spec))
+    doc = document(b, None)
+    assert "cc99.txtpb" in doc["measured"] and "compute capability 99.6" in doc["measured"]
+    assert doc["target_spec"]["text"] == spec.read_text()
+    assert "--target=cc99.txtpb" in shlex.split(doc["reproduce"])
+    assert str(tmp_path) not in doc["reproduce"]
+    assert spec.read_text().rstrip() in render(b)
+
+
+def test_a_row_measured_at_other_sizes_says_so_in_the_row(catalogue, monkeypatch):
+    """Issue 17, item 13: a real run's row (the fallback's n_res) beside compiled ones, in a
+    table wide enough to be narrowed, shows its mode and size in its own cells."""
+    script(monkeypatch, {"0.4.20": {"compiled": "zeros", "runtime": "constant"},
+                         "0.5.0": "constant"})
+    b = bisect(catalogue, "0.4.20", "0.5.0")
+    wide = replace(b, probes=tuple(
+        replace(p, measurement=replace(p.measurement, document={
+            **wide_document(str(p.release.version), "constant"), "mode": p.mode}))
+        for p in b.probes))
+    shown = probe_table(wide).partition("<details>")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in shown.splitlines() if line.startswith("|")]
+    header, body = rows[0], rows[2:]
+    assert set(table_widths(shown)) == {10}
+    real = b.probe_of(0).measurement.options
+    mode = {row[0]: row[header.index("mode")] for row in body}
+    assert mode == {"0.4.20": f"runtime, n_res {real.n_res}", "0.5.0": "compiled"}
+
+
+def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_paths(
+        catalogue, monkeypatch, tmp_path):
+    """Issue 17, item 10: a target's report (its name, its text, its JSON, the next step) says
+    "A6000, compiled without the GPU", never ``cuda12-deviceless``; a spec file's report is
+    named after the spec; paths under HOME or the cache are shown from there."""
+    import json
+
+    from jaxbisect import environments, files
+
+    script(monkeypatch, {"0.4.35": "grows", "0.4.38": "grows"})
+    b = target_bisect(catalogue, "0.4.35", "0.4.38")
+    hint = cli.wider_range_hint(catalogue, b.request, "grows")
+    assert "A6000, compiled without the GPU" in hint
+    spec = tmp_path / "mine.txtpb"
+    spec.write_text((Path(report.__file__).parent.parent / "repro" / "targets" / "a6000.txtpb")
+                    .read_text())
+    mine = target_bisect(catalogue, "0.4.35", "0.4.38", target=str(spec))
+    assert report_stem(mine).startswith("bisect-0.4.35-0.4.38-mine-")
+    for one in (b, mine):
+        doc = document(one, None)
+        for text in (render(one), report_stem(one), hint):  # the JSON keeps its backend key
+            assert "deviceless" not in text
+        assert str(tmp_path) not in render(one) + json.dumps(doc)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(home / ".cache" / "jax-scan-repro"))
+    assert files.shown_path(home / ".cache" / "jax-scan-repro" / "envs") == \
+        "~/.cache/jax-scan-repro/envs"
+    assert "~/.cache/jax-scan-repro " in environments._disk_full("jax 0.5.0")
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "elsewhere"))
+    assert files.shown_path(tmp_path / "elsewhere" / "envs" / "x") == \
+        "$JAX_SCAN_REPRO_CACHE/envs/x"

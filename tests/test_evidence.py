@@ -339,6 +339,76 @@ def test_png_only_with_matplotlib(tmp_path, monkeypatch):
     assert path is not None and path.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize("version", ["0.5.0", "0.5.1", "0.10.2"])
+def test_the_raw_buffer_lines_do_not_depend_on_xlas_row_order(version):
+    """Issue 17, item 11: XLA lists an allocation's values (and the report's equal-sized
+    rows) in an order that changes from run to run; the report's lines do not."""
+    import random
+
+    from jaxbisect.evidence.release import relevant_raw_lines
+
+    folder = DATA / "dumps" / f"jax-{version}"
+    files = {key: (folder / name).read_text() for key, name in
+             (("buffer_assignment", "buffer-assignment.txt"),
+              ("memory_usage_report", "memory-usage-report.txt"))
+             if (folder / name).exists()}
+
+    def row(line: str) -> bool:
+        return line.startswith(" value: ") or (line.count(";") >= 4
+                                                and not line.startswith("cumulative_size"))
+
+    def shuffled(text: str, seed: int) -> str:
+        """Each run of rows (one allocation's values, one table's rows) in another order, the
+        shapes in each row too, and the running total in front of a row changed with it."""
+        lines, out, run = text.splitlines(), [], []
+        for line in [*lines, ""]:
+            if row(line):
+                if line.count(";") >= 4 and "; allocation " not in line:
+                    cells = line.split(";", 4)
+                    shapes = cells[4].split(", ") if "(" not in cells[4] else [cells[4]]
+                    random.Random(seed).shuffle(shapes)
+                    line = ";".join([f"\t {seed}.00MiB( {seed}%)", *cells[1:4],
+                                     " " + ", ".join(s.strip() for s in shapes)])
+                run.append(line)
+                continue
+            random.Random(seed).shuffle(run)
+            out += [*run, line]
+            run = []
+        return "\n".join(out[:-1]) + "\n"
+
+    raw = relevant_raw_lines(files, N_INNER, (4, 4, 4))
+    assert any(len(lines) > 1 for lines in raw.values())
+    for seed in range(5):
+        again = relevant_raw_lines({k: shuffled(v, seed) for k, v in files.items()}, N_INNER,
+                                   (4, 4, 4))
+        assert again == raw
+
+
+def test_a_chart_this_environment_cannot_remake_is_kept(tmp_path, monkeypatch):
+    """Issue 17, item 2: a rerun without matplotlib keeps (and links) the earlier chart."""
+    chart = tmp_path / "bisect-0.5.0-0.5.1-cpu.png"
+    chart.write_bytes(b"\x89PNG an earlier run's chart")
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert write_png({"jax 0.5.1": [(1, 1.0), (2, 2.0)]}, chart) == chart
+    assert chart.read_bytes() == b"\x89PNG an earlier run's chart"
+
+
+def test_the_chart_library_is_part_of_the_default_install():
+    """Issue 17, item 2: ``pip install -e .`` (the Quick start) brings matplotlib."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert any(dep.split(">")[0].split("=")[0].strip() == "matplotlib"
+               for dep in project["project"]["dependencies"])
+
+
 # -- end to end, on two real releases ---------------------------------------------------------
 
 SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"

@@ -95,3 +95,43 @@ def test_verify_rebuilds_an_environment_that_no_longer_imports(private_cache):
     healed = ensure_environment(release, "cpu", progress=said.append, verify=True)
     assert not healed.reused and any("rebuilding it" in line for line in said)
     assert ensure_environment(release, "cpu", progress=quiet, verify=True).reused
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("delay", [0.4, 1.0])
+def test_ctrl_c_in_the_harness_says_interrupted_and_nothing_else(jax_python, delay):
+    """Issue 17, item 9: Ctrl-C while jax imports (numpy's C modules fail half-loaded) or
+    while it compiles ends the harness with 130 and one line, never "cannot import JAX"."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
+    child = subprocess.Popen([str(jax_python("0.5.0")), "-m", "repro", "--n-res", "64"],
+                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    time.sleep(delay)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "python -m repro: interrupted"
+    assert "cannot import" not in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("status", [130, -2])
+def test_an_interrupted_harness_is_an_interruption_not_a_result(tmp_path, status):
+    """Issue 17, item 9: the driver never reads a harness that Ctrl-C ended as the release's
+    answer (nothing is said of it, nothing stored): it is interrupted too."""
+    from jaxbisect.environments import Environment
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nkill -INT $$\nexit 130\n" if status == -2 else
+                    "#!/bin/sh\necho 'python -m repro: interrupted' >&2\nexit 130\n")
+    fake.chmod(0o755)
+    env = Environment(release=load_catalogue().get("0.5.0"), backend="cpu", path=tmp_path,
+                      python=fake, installed={}, reused=True, seconds=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        probe.run_harness(env, TINY, timeout=60)

@@ -121,6 +121,7 @@ def test_runtime_mode_refuses_what_cannot_fit(jax_python):
     (["--n-res", "-3"], "at least 1"),
     (["--n-inner", "ten"], "not an integer"),
     (["--mode", "fast"], "invalid choice"),
+    (["--n-res", "10000000"], "use --n-res 115410 or less"),  # issue 17, item 7
 ])
 def test_bad_arguments_one_line_exit_2(args, needle):
     # Rejected before JAX is imported, so any Python will do.
@@ -194,3 +195,12 @@ def test_the_no_jax_hint_names_the_real_cache(tmp_path):
     assert done.returncode == 2
     assert f"{tmp_path}/xdg/jax-scan-repro/envs/" in done.stderr
     assert "~/.cache" not in done.stderr
+
+
+def test_help_says_why_an_unmeasurable_answer_exits_0_and_what_exits_125():
+    """Issue 17, item 12: the status of a run that cannot measure is explained in --help."""
+    done = run_repro(SYSTEM_PYTHON, "--help")
+    assert done.returncode == 0
+    statuses = done.stdout.split("exit status:", 1)[1]
+    assert "unavailable" in statuses and "125" in statuses and "--check" in statuses
+    assert "130" in statuses

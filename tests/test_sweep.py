@@ -266,3 +266,44 @@ def test_an_unwritable_reports_folder_is_refused_first(recorded_catalogue, tmp_p
     line = one_line_error(run_sweep("--release", "0.5.0", "--backend", "cpu", "--reports",
                                     str(tmp_path / "file" / "reports")))
     assert "--reports" in line and "cannot write there" in line
+
+
+def _another_machines_run(document: dict) -> dict:
+    """The same figures as another machine writes them: other timings, kernel, host,
+    interpreter build and generated-code sizes."""
+    doc = json.loads(json.dumps(document))
+    doc["environment"] = doc["environment"].replace("node='vm'", "node='laptop'") + "\nelse"
+    doc["python"] = "3.11.99"
+    for case in doc["cases"]:
+        case["compile_seconds"] = 99.0
+        for key in ("generated_code_bytes", "host_generated_code_bytes"):
+            if key in case:
+                case[key] += 4096
+    return doc
+
+
+def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_path):
+    """Issue 17, item 4: a clone's Quick start on another machine changes no result file and,
+    in the summary, nothing (the date line is not compared either)."""
+    reports = tmp_path / "repro"
+    reports.mkdir()
+    for path in (REPO / "reports" / "repro").iterdir():
+        (reports / path.name).write_bytes(path.read_bytes())
+    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
+    assert "deviceless" not in (reports / "README.md").read_text()  # issue 17, item 10
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    for name in ("jax-0.5.0-cpu.json", "jax-0.5.1-a6000.json"):
+        m = Measurement.from_json(json.loads((reports / name).read_text()))
+        again = replace(m, seconds=m.seconds + 5, document=_another_machines_run(m.document))
+        assert sweep._write_result(reports, again, lambda line: None) == reports / name
+    sweep.write_summary(reports, "nox -s repro",
+                        machine=lambda: "platform: Other\ncores: 64\ntoolkit commit: 0000000")
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
+    # A figure that changed is written, and the summary with it.
+    m = Measurement.from_json(json.loads((reports / "jax-0.5.0-cpu.json").read_text()))
+    doc = _another_machines_run(m.document)
+    doc["cases"][0]["temp_bytes"] += 1
+    sweep._write_result(reports, replace(m, document=doc), lambda line: None)
+    assert json.loads((reports / "jax-0.5.0-cpu.json").read_text())["document"] == doc
+    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
+    assert "platform: Other" in (reports / "README.md").read_text()

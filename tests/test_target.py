@@ -121,6 +121,26 @@ def test_report_figures_for_the_a6000_under_0_5_0(target_python):
     assert "cuda_12" in target["ptxas"]["version"]
 
 
+def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(target_python,
+                                                                               tmp_path):
+    """Issue 17, item 6: an A6000 spec edited to compute capability 99 ends in one line about
+    the spec, not XLA's raw "ptxas too old" (with the path of the environment's ptxas)."""
+    spec = tmp_path / "cc99.txtpb"
+    spec.write_text(targets.load("a6000").text.replace("major: 8", "major: 99"))
+    assert targets.load(str(spec)).compute_capability == "99.6"
+    done = run_repro(target_python("0.10.2"), "--json", "--quiet", "--target", str(spec),
+                     "--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3",
+                     "--variants", "v0")
+    doc = json.loads(done.stdout)
+    errors = {c["error"] for c in doc["cases"]}
+    assert len(errors) == 1 and "ptxas too old" not in errors.pop()
+    assert "compute capability 99.6" in doc["verdict"]["reason"]
+    assert "cc99.txtpb" in doc["verdict"]["reason"]
+    # Issue 17, item 10: the document travels in reports: the spec by its name, not its path.
+    assert doc["target"]["source"] == "spec file cc99.txtpb"
+    assert str(tmp_path) not in json.dumps(doc)
+
+
 @pytest.mark.parametrize("where", ["cpu", "target"])
 def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
     """Where both exist (jax 0.10.2, on the CPU and for the A6000 target), XLA's

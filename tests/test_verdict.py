@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repro.verdict import GROWS_AT, slope, stacked_buffer_bytes, verdict
+from repro.verdict import (
+    GROWS_AT,
+    ITEMSIZES,
+    size_problem,
+    slope,
+    stacked_buffer_bytes,
+    verdict,
+)
 
 n_outers = st.lists(st.integers(2, 40), min_size=2, max_size=8, unique=True).map(
     lambda xs: [1, *xs])  # the report's own sets start at 1, which the fit leaves out
@@ -90,3 +97,17 @@ def test_one_outer_iteration_is_left_out_of_the_fit():
     assert verdict([(1, unit), (3, 2 * unit), (6, 2 * unit)], unit)["status"] == "constant"
     assert verdict([(1, unit), (3, 3 * unit), (6, 6 * unit)], unit)["status"] == "grows"
     assert verdict([(1, unit), (3, 3 * unit)], unit)["status"] == "unavailable"
+
+
+@given(n_outer=st.integers(1, 50), n_inner=st.integers(1, 10_000),
+       n_res=st.integers(1, 10**8), dtype=st.sampled_from(sorted(ITEMSIZES)))
+def test_sizes_xla_cannot_count_are_refused_with_the_largest_that_fits(n_outer, n_inner, n_res,
+                                                                       dtype):
+    """Issue 17, item 7: the oracle is the byte count itself."""
+    need = n_outer * n_inner * n_res**3 * ITEMSIZES[dtype]
+    problem = size_problem(n_outer, n_inner, n_res, dtype)
+    assert (problem is None) == (need <= 2**63 - 1)
+    if problem:
+        largest = int(problem.split("use --n-res ")[1].split()[0])
+        assert n_outer * n_inner * largest**3 * ITEMSIZES[dtype] <= 2**63 - 1
+        assert n_outer * n_inner * (largest + 1)**3 * ITEMSIZES[dtype] > 2**63 - 1

@@ -56,14 +56,17 @@ def chart_markdown(series: dict[str, list[tuple[int, float]]],
 
 def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
               title: str = "v0 memory against n_outer") -> Path | None:
-    """The same chart as a PNG, when matplotlib is importable; None otherwise."""
+    """The same chart as a PNG (matplotlib is a default dependency). Where matplotlib cannot
+    be imported, an earlier run's chart at ``path`` is kept and its path returned, so that the
+    report still shows it: None only where there is no chart at all."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return None
+        path = Path(path)
+        return path if path.is_file() else None
     figure, axes = plt.subplots(figsize=(6, 4))
     for label, points in series.items():
         if points:

@@ -6,10 +6,26 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from .common import is_stacked
+from .common import is_stacked, split_top_level
 from .dumps import parse_buffer_assignment, parse_memory_usage_report, stacked_buffers_live
 from .runner import EvidenceOptions
 from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
+
+# XLA prints a region's rows, and the shapes in each, in an order that changes from run to run,
+# with a running total in front that follows that order: the rows are shown without the total,
+# their shapes sorted, by offset, so that a rerun that gathers again writes the same text.
+STEADY_ROWS_HEADER = "size; offset; used_by_n_values; shapes_list (rows by offset)"
+
+
+def _steady_row(line: str) -> str:
+    cells = [cell.strip() for cell in line.split(";", 4)]
+    shapes = sorted(part.strip() for part in split_top_level(cells[4]) if part.strip())
+    return f"{cells[1]}; {cells[2]}; {cells[3]}; {', '.join(shapes)}"
+
+
+def _offset(row: str) -> int:
+    offset = row.split(";")[1].strip()
+    return int(offset) if offset.isdigit() else -1
 
 
 def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
@@ -25,7 +41,11 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
         lines = report.splitlines()
         head = [line for line in lines if line.startswith(("Total bytes", "Memory Space"))]
         head += [line.rstrip() for line in lines if "; allocation " in line][:3]
-        head += [line.rstrip() for line in lines if ";" in line and stacked_line(line)]
+        rows = [line for line in lines if line.count(";") >= 4 and "; allocation " not in line
+                and not line.strip().startswith("cumulative_size") and stacked_line(line)]
+        if rows:
+            head += [STEADY_ROWS_HEADER, *sorted(map(_steady_row, rows),
+                                                 key=lambda r: (_offset(r), r))]
         out["memory_usage_report"] = head[:limit]
     assignment = files.get("buffer_assignment", "")
     if assignment:
@@ -34,8 +54,10 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
         lines = []
         if largest is not None:
             lines.append(f"allocation {largest.index}: size {largest.size_bytes}, {largest.kind}:")
+            # By place, then name: XLA lists an allocation's values in no fixed order.
             lines += [f" value: <{v.id} {v.name}> (size={v.size_bytes},offset={v.offset}): "
-                      f"{v.shape}" for v in largest.values
+                      f"{v.shape}" for v in sorted(largest.values,
+                                                   key=lambda v: (v.offset, v.name, v.id))
                       if is_stacked(v.shape, n_inner, array_shape)]
         out["buffer_assignment"] = lines[:limit]
     hlo = files.get("after_optimizations", "")
