@@ -409,7 +409,9 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
         culprit = extra["explanation"]["culprit"]
-        parts += ["## Why", "", culprit["text"], ""]
+        said = [c["text"] for c in (culprit.get("flags"), culprit) if c and c.get("text")]
+        parts += ["## Why", "", " ".join(t[0].upper() + t[1:].rstrip(".") + "."
+                                         for t in said), ""]
         if culprit.get("tests"):
             parts += ["<details><summary>Every flag setting measured</summary>", "",
                       tabulate([[t["release"], f"`{t['xla_flags']}`", t["behaviour"]]
