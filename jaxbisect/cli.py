@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from repro.cli import OneLineParser, glue_flag_values, positive_int
+from repro.options import OneLineParser, add_size_options, glue_flag_values, positive_int
 from repro.target import built_in as built_in_targets
 from repro.target import load as load_target
 from repro.verdict import size_problem
@@ -83,16 +83,12 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="bisect XLA's plan for this NVIDIA GPU, compiled without one: "
                         f"{', '.join(built_in_targets())} or a spec file (releases from jax "
                         "0.4.34 on, less 0.4.36 and 0.4.37)")
-    p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
-                   metavar="N",
-                   help="outer loop counts the verdict is fitted over: two distinct values "
-                        "of 2 or more at least (default: the report's 1 2 5 10 15)")
-    p.add_argument("--n-inner", type=positive_int, default=100,
-                   help="the inner scan's length (default 100, the report's)")
-    p.add_argument("--n-res", type=positive_int, default=200,
-                   help="the array is n_res³ values (default 200, the report's)")
-    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32", help="the array's element type (default float32)")
+    add_size_options(p, n_outer=[1, 2, 5, 10, 15], many=True, helps={
+        "n_outer": "outer loop counts the verdict is fitted over: two distinct values of 2 or "
+                   "more at least (default: the report's 1 2 5 10 15)",
+        "n_inner": "the inner scan's length (default 100, the report's)",
+        "n_res": "the array is n_res³ values (default 200, the report's)",
+        "dtype": "the array's element type (default float32)"})
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",

@@ -26,7 +26,13 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
+from repro.options import (
+    OneLineParser,
+    add_size_options,
+    n_outer_list,
+    positive_int,
+    variant_number,
+)
 
 from .catalogue import (
     DEVICELESS,
@@ -121,10 +127,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     h = p.add_argument_group("harness options (as python -m repro takes them)")
-    h.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N")
-    h.add_argument("--n-inner", type=positive_int, default=HarnessOptions.n_inner)
-    h.add_argument("--n-res", type=positive_int, default=HarnessOptions.n_res)
-    h.add_argument("--dtype", choices=DTYPES, default=HarnessOptions.dtype)
+    add_size_options(h, n_outer_type=n_outer_list, many=True, n_inner=HarnessOptions.n_inner,
+                     n_res=HarnessOptions.n_res, dtype=HarnessOptions.dtype)
     h.add_argument("--variants", type=variant_number, nargs="+", default=None, metavar="V")
     h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
     h.add_argument("--xla-flags", default="", metavar="FLAGS")

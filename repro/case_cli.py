@@ -17,14 +17,13 @@ from pathlib import Path
 from . import SCHEMA
 from . import target as targets
 from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_params, read_case
+from .options import OneLineParser, positive_int
 from .process import PLATFORMS, configure_this_process, stdout_to_stderr
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
 
 
 def parser() -> argparse.ArgumentParser:
-    from .cli import OneLineParser, positive_int
-
     p = OneLineParser(prog="python -m repro --case", description=__doc__.splitlines()[0])
     p.add_argument("--case", required=True, metavar="FILE",
                    help="a Python file defining case(**params) -> (fn, args)")

@@ -19,71 +19,16 @@ from pathlib import Path
 from . import SCHEMA
 from . import target as targets
 from .measure import MB, Compiler, Params, compiled_case, dump_flags, left_out_case, runtime_case
+from .options import OneLineParser, add_size_options, n_outer_list, positive_int, variant_number
 from .process import stdout_to_stderr
 from .verdict import EXIT_STATUS, size_problem, stacked_buffer_bytes, verdict
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
-DTYPES = ("float32", "float64", "float16", "bfloat16")
 RUNTIME_HEADROOM = 0.8  # refuse runtime cases expected to need more than this share of free memory
 
 
 class Refused(Exception):
     """A request this machine cannot serve (e.g. a runtime case bigger than its memory)."""
-
-
-# Options whose value is itself a list of flags ("--xla_foo=true"): argparse would read such
-# a value as an option of ours and say "expected one argument".
-FLAG_VALUED = ("--xla-flags", "--try-xla-flags")
-
-
-def glue_flag_values(argv: list[str], options: tuple[str, ...] = FLAG_VALUED) -> list[str]:
-    """``--xla-flags VALUE`` becomes ``--xla-flags=VALUE``, whatever VALUE starts with."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--":
-            return out + argv[i:]
-        if argv[i] in options and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
-    return out
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input in one line (exit 2), without the usage dump, and
-    takes ``--xla-flags "--xla_foo=true"`` as people type it."""
-
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        known = tuple(o for o in FLAG_VALUED if o in self._option_string_actions)
-        return super().parse_known_args(glue_flag_values(args, known), namespace)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def n_outer_list(text: str) -> list[int]:
-    return [positive_int(part) for part in text.replace(",", " ").split()]
-
-
-def variant_number(text: str) -> int:
-    key = text.lower().lstrip("v")
-    if key not in {"0", "1", "2"}:
-        raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
-    return int(key)
 
 
 EXIT_HELP = """exit status:
@@ -100,12 +45,10 @@ EXIT_HELP = """exit status:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
-    p.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N",
-                   help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
-    p.add_argument("--n-inner", type=positive_int, default=100, help="scan length (default 100)")
-    p.add_argument("--n-res", type=positive_int, default=200,
-                   help="the array is n_res^3 (default 200, the report's)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    add_size_options(p, n_outer_type=n_outer_list, many=True, helps={
+        "n_outer": "outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)",
+        "n_inner": "scan length (default 100)",
+        "n_res": "the array is n_res^3 (default 200, the report's)"})
     p.add_argument("--variants", type=variant_number, nargs="+", default=[0, 1, 2], metavar="V",
                    help="v0 v1 v2 (default: all three)")
     p.add_argument("--mode", choices=("compiled", "runtime"), default="compiled",

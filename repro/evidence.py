@@ -24,12 +24,11 @@ from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
-from .cli import OneLineParser, positive_int
 from .measure import Compiler, Unmeasured, error_line
+from .options import OneLineParser, add_size_options, positive_int
 from .process import stdout_to_stderr
 from .verdict import stacked_buffer_bytes, verdict
 
-DTYPES = ("float32", "float64", "float16", "bfloat16")
 MAX_FILE_CHARS = 600_000  # per dump file kept; far above what n_outer 15 produces
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
@@ -39,11 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true",
                    help="print the JSON document (always printed; kept for the harness's CLI)")
-    p.add_argument("--n-outer", type=positive_int, default=3,
-                   help="outer loop count of the dumped v0 (default 3: growth shows from 3 on)")
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=32)
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    add_size_options(p, n_outer=3, n_res=32, helps={
+        "n_outer": "outer loop count of the dumped v0 (default 3: growth shows from 3 on)"})
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="extra XLA_FLAGS for everything this process compiles")
     p.add_argument("--workaround-n-outer", type=positive_int, nargs="+", default=[1, 2, 4, 6],

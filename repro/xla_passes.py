@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
+from .options import OneLineParser, add_size_options
 from .process import PLATFORMS, configure_this_process, stdout_to_stderr
 
 MAX_TEXT_CHARS = 200_000
@@ -33,14 +34,8 @@ def pass_dumps(dump_dir: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import OneLineParser, positive_int
-
     p = OneLineParser(prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
-    p.add_argument("--n-outer", type=positive_int, default=3)
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=32)
-    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32")
+    add_size_options(p, n_outer=3, n_res=32)
     p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
     p.add_argument("--xla-flags", default="", metavar="FLAGS")
     p.add_argument("--target", metavar="NAME|FILE",
