@@ -14,19 +14,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
 from .measure import Compiler, Unmeasured, error_line
 from .options import OneLineParser, add_size_options, positive_int
-from .process import stdout_to_stderr
+from .process import (
+    add_flags,
+    configure_for_target,
+    dump_folder,
+    enable_x64,
+    stdout_to_stderr,
+    text_dump_flags,
+)
 from .verdict import stacked_buffer_bytes, verdict
 
 MAX_FILE_CHARS = 600_000  # per dump file kept; far above what n_outer 15 produces
@@ -61,12 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def configure_process(args: argparse.Namespace, dump_dir: Path) -> None:
     """XLA_FLAGS and JAX_ENABLE_X64 for this process; must run before ``import jax``."""
     if args.target:
-        targets.configure_process(None)
-    ours = f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_text'  # quoted: TMPDIR may hold spaces
-    flags = [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip(), ours]
-    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
-    if args.dtype == "float64":
-        os.environ["JAX_ENABLE_X64"] = "1"
+        configure_for_target(None)
+    add_flags(args.xla_flags.strip(), text_dump_flags(dump_dir))
+    enable_x64(args.dtype)
 
 
 def describe_release() -> dict:
@@ -323,13 +324,10 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    dump_dir = Path(tempfile.mkdtemp(prefix="repro-evidence-"))
-    try:
+    with dump_folder("repro-evidence-") as dump_dir:
         configure_process(args, dump_dir)
         with stdout_to_stderr():  # stdout: the JSON document only
             document = gather(args, dump_dir)
-    finally:
-        shutil.rmtree(dump_dir, ignore_errors=True)
     print(json.dumps(document, indent=1))
     return 0 if document["status"] == "ok" else 2
 
