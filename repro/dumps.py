@@ -1,4 +1,4 @@
-"""``python -m repro.evidence --json``: what a maintainer asks for after a bisection.
+"""``python -m repro.dumps --json``: what a maintainer asks for after a bisection.
 
 Runs inside one release's JAX environment (jax and the standard library only) and prints one
 JSON document: the lowered v0 module, XLA's own account of the compiled v0 (memory-usage
@@ -38,7 +38,7 @@ _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = OneLineParser(prog="python -m repro.evidence",
+    p = OneLineParser(prog="python -m repro.dumps",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true",
                    help="print the JSON document (always printed; kept for the harness's CLI)")
