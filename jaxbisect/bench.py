@@ -48,7 +48,7 @@ from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
 from .files import write_atomic
-from .machine import machine_description
+from .machine import default_jobs, machine_description
 from .probe import Measurement
 
 PROG = "python -m jaxbisect.bench"
@@ -343,8 +343,6 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
                         f"{s['probes']} probes, {s['rounds']} rounds; limit "
                         f"{s['limit']['probes']}",
                         max(s["probes"], s["rounds"]) <= s["limit"]["probes"]))
-    from .cli import default_jobs
-
     checks.append(Check(f"--jobs 2 against 1 on {os.cpu_count()} cores (default here: "
                         f"{default_jobs()})",
                         f"{two:.1f} s against {warm:.1f} s warm: "

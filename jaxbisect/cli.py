@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from repro.cli import OneLineParser, glue_flag_values, positive_int
+from repro.options import OneLineParser, add_size_options, glue_flag_values, positive_int
 from repro.target import built_in as built_in_targets
-from repro.target import load as load_target
 from repro.verdict import size_problem
 
 from .catalogue import load_catalogue
@@ -22,14 +21,16 @@ from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
-from .machine import parallel_runs
+from .machine import default_jobs
 from .probe import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
     ignored_environment_note,
-    target_label,
     target_option,
 )
+
+if TYPE_CHECKING:
+    from .report import NextStep
 
 PROG = "python -m bisect"
 EXIT_CODES = """exit status:
@@ -56,13 +57,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def default_jobs() -> int:
-    """Candidates a round probes by default: half the harness runs the machine holds at once,
-    since each search probe has a full table and installs running behind it (on two cores,
-    measured by ``nox -s bench``: one)."""
-    return max(1, parallel_runs() // 2)
-
-
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -83,16 +77,12 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="bisect XLA's plan for this NVIDIA GPU, compiled without one: "
                         f"{', '.join(built_in_targets())} or a spec file (releases from jax "
                         "0.4.34 on, less 0.4.36 and 0.4.37)")
-    p.add_argument("--n-outer", type=positive_int, nargs="+", default=[1, 2, 5, 10, 15],
-                   metavar="N",
-                   help="outer loop counts the verdict is fitted over: two distinct values "
-                        "of 2 or more at least (default: the report's 1 2 5 10 15)")
-    p.add_argument("--n-inner", type=positive_int, default=100,
-                   help="the inner scan's length (default 100, the report's)")
-    p.add_argument("--n-res", type=positive_int, default=200,
-                   help="the array is n_res³ values (default 200, the report's)")
-    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32", help="the array's element type (default float32)")
+    add_size_options(p, n_outer=[1, 2, 5, 10, 15], many=True, helps={
+        "n_outer": "outer loop counts the verdict is fitted over: two distinct values of 2 or "
+                   "more at least (default: the report's 1 2 5 10 15)",
+        "n_inner": "the inner scan's length (default 100, the report's)",
+        "n_res": "the array is n_res³ values (default 200, the report's)",
+        "dtype": "the array's element type (default float32)"})
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
     p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -193,21 +183,20 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     return args, command
 
 
-def wider_range_hint(catalogue, request: Request, verdict: str) -> str:
-    """Where to look next when the range holds no change: up to the newest usable release."""
+def wider_range_hint(catalogue, request: Request, verdict: str) -> NextStep | None:
+    """Where to look next when the range holds no change: up to the newest usable release
+    (None where the range already ends there)."""
     newest = max((r for r in catalogue.releases
                   if catalogue.unusable_reason(r, request.backend) is None),
                  key=lambda r: r.version, default=None)
     if newest is None or str(newest.version) == request.end:
-        return ""
+        return None
     from .catalogue import backend_words
-    from .report import bisect_command  # the Reproduce line's builder: the same options
+    from .report import NextStep, bisect_command  # the Reproduce line's builder
 
-    verdict = {"grows": "growing"}.get(verdict, verdict)
-    on = backend_words(request.backend, request.options.target)
-    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {on}. "
-            f"The newest release installable here is jax {newest.version}; to look further:\n\n"
-            f"```sh\n{bisect_command(request, request.end, str(newest.version))}\n```\n")
+    return NextStep(verdict=verdict, on=backend_words(request.backend, request.options.target),
+                    newest=str(newest.version),
+                    command=bisect_command(request, request.end, str(newest.version)))
 
 
 def options_from(args: argparse.Namespace) -> HarnessOptions:
@@ -255,9 +244,9 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         return run_explain(args, catalogue, options_from(args), say)
     request = request_from(args, command, catalogue)
     bisection = bisect_releases(catalogue, request, say)
-    evidence_md, extra = "", {}
+    evidence_md, extra, next_step = "", {}, None
     if bisection.result.status == "alike" and not command:
-        evidence_md = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
+        next_step = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
     if bisection.result.status == "found" and not command and not args.no_evidence:
         from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
         from .report import report_stem
@@ -270,7 +259,7 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         minimal, minimal_md = minimize_builtin(bisection, args, say)
         extra = {**extra, "minimal": minimal}
         evidence_md = "\n".join(part for part in (evidence_md.rstrip(), minimal_md) if part)
-    path, doc, kept = write_report(bisection, args.reports, evidence_md, extra)
+    path, doc, kept = write_report(bisection, args.reports, evidence_md, extra, next_step)
     from .report import answer_line, gpu_commands
 
     if args.json:
@@ -280,8 +269,8 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         lo, hi = bisection.measured_part
         for command_line in gpu_commands(bisection):
             print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")
-        if evidence_md.startswith("## Next step"):
-            print("to look further: " + evidence_md.split("```sh\n")[1].split("\n```")[0])
+        if next_step is not None:
+            print(f"to look further: {next_step.command}")
         print(f"probes: {len(bisection.probes)} in {len(bisection.result.rounds)} rounds "
               f"({sum(p.cached for p in bisection.probes)} stored)")
     if kept:
@@ -319,8 +308,8 @@ SCAN_CASE = Path(__file__).resolve().parent.parent / "repro" / "cases" / "scan_g
 def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, say) -> int:
     """``--explain RELEASE``: the why for one release, as a report and (``--json``) one JSON
     document; exit 0 where an explanation (a flag or pass) was found, 1 otherwise."""
-    from .files import write_atomic, write_json
     from .findings import explain_one
+    from .report import write_explain_report
 
     release = catalogue.get(args.explain)
     backend = resolve_backend(args.backend, options.target)
@@ -329,28 +318,8 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
         raise UserError(f"jax {release.version} cannot be installed here for {backend}: {why}")
     markdown, explanation = explain_one(release, backend, options, say, timeout=args.timeout,
                                         remeasure=args.remeasure)
-    where, label = backend, backend
-    if options.target:  # XLA's plan for that GPU, compiled here: say so, name it so
-        where = target_label(options.target)
-        label = f"compiled for {load_target(options.target).description}, without the GPU"
-    path = args.reports / f"explain-{release.version}-{where}.md"
-    doc = {"schema": 1, "explain": str(release.version), "backend": backend,
-           "target": options.target or None, "measured": label,
-           "params": {"n_inner": options.n_inner, "dtype": options.dtype,
-                      "xla_flags": options.xla_flags},
-           "explanation": explanation, "report": str(path)}
-    reproduce = ["python", "-m", "bisect", "--explain", str(release.version),
-                 *(["--target", options.target] if options.target else ["--backend", backend])]
-    if options.n_inner != HarnessOptions().n_inner:
-        reproduce += ["--n-inner", str(options.n_inner)]
-    if options.dtype != HarnessOptions().dtype:
-        reproduce += ["--dtype", options.dtype]
-    if options.xla_flags:
-        reproduce += [f"--xla-flags={options.xla_flags}"]
-    reproduce = shlex.join(reproduce)
-    write_atomic(path, f"# jax.lax.scan memory: why v0 grows under jax {release.version} "
-                       f"({label})\n\n{markdown}\n## Reproduce\n\n```sh\n{reproduce}\n```\n")
-    write_json(path.with_suffix(".json"), doc)
+    path, doc = write_explain_report(args.reports, str(release.version), backend, options,
+                                     explanation, markdown)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +45,7 @@ from .catalogue import (
 from .errors import InstallFailed, UserError
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
+from .machine import uv_binary
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 FIRST_CUDA12_PJRT = Version("0.4.23")
@@ -295,26 +294,6 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
             raise InstallFailed(_disk_full(what)) from None
         raise
     return installed
-
-
-_UV_LOCK = threading.Lock()
-
-
-@functools.cache
-def _find_uv() -> str | None:
-    try:
-        import uv
-
-        return uv.find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        return shutil.which("uv")
-
-
-def uv_binary() -> str | None:
-    """uv's executable, found once, under a lock: find_uv_bin reads sysconfig, whose first
-    use is not thread-safe (releases installed side by side saw get_config_var answer None)."""
-    with _UV_LOCK:
-        return _find_uv()
 
 
 def _uv_bin() -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +42,33 @@ def parallel_runs() -> int:
     return max(1, fit)
 
 
+def default_jobs() -> int:
+    """Candidates a bisection round probes by default: half the harness runs the machine holds
+    at once, since each search probe has a full table and installs running behind it (on two
+    cores, measured by ``nox -s bench``: one)."""
+    return max(1, parallel_runs() // 2)
+
+
+_UV_LOCK = threading.Lock()
+
+
+@functools.cache
+def _find_uv() -> str | None:
+    try:
+        import uv
+
+        return uv.find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def uv_binary() -> str | None:
+    """uv's executable, found once, under a lock: find_uv_bin reads sysconfig, whose first
+    use is not thread-safe (releases installed side by side saw get_config_var answer None)."""
+    with _UV_LOCK:
+        return _find_uv()
+
+
 def machine_description(*, dated: bool = False) -> str:
     """OS, CPU, cores, memory, GPUs, the driver's Python, uv, and this toolkit's commit."""
     lines = [f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"] if dated else []
@@ -62,8 +91,6 @@ def machine_description(*, dated: bool = False) -> str:
         gpus = _first_line(["nvidia-smi", "-L"])
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
     lines.append(f"python (driver): {sys.version.split()[0]}")
-    from .environments import uv_binary
-
     uv = uv_binary() or "uv"
     for what, argv in (("uv", [uv, "--version"]),
                        ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):

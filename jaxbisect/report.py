@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabulate import tabulate
@@ -15,9 +16,9 @@ from repro.target import load as load_target
 from . import standalone
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
-from .files import write_json_if_changed, write_text_if_changed
+from .files import write_atomic, write_json, write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .probe import target_label
+from .probe import HarnessOptions, target_label
 from .tables import narrow_columns, results_rows
 
 SCHEMA = 1
@@ -279,7 +280,25 @@ def packages_table(b: Bisection) -> str:
     return tabulate(rows, headers=["jax", *names], tablefmt="github", disable_numparse=True)
 
 
-def render(b: Bisection, evidence_markdown: str = "") -> str:
+@dataclass(frozen=True)
+class NextStep:
+    """Where to look when a range holds no change: the same question up to the newest release
+    installable here."""
+
+    verdict: str   # v0's verdict at both ends: "constant" or "grows"
+    on: str        # where it was measured, in the reports' words
+    newest: str    # the newest release installable here
+    command: str   # the bisection over the wider range, every option kept
+
+
+def next_step_markdown(step: NextStep) -> str:
+    verdict = {"grows": "growing"}.get(step.verdict, step.verdict)
+    return (f"## Next step\n\nv0 is {verdict} at both ends of this range on {step.on}. "
+            f"The newest release installable here is jax {step.newest}; to look further:\n\n"
+            f"```sh\n{step.command}\n```\n")
+
+
+def render(b: Bisection, evidence_markdown: str = "", next_step: NextStep | None = None) -> str:
     req, r = b.request, b.result
     o = req.options
     parts = [f"# jax.lax.scan memory: bisection of jax {req.start} … {req.end} "
@@ -328,6 +347,8 @@ def render(b: Bisection, evidence_markdown: str = "") -> str:
         parts += [f"<details><summary>The target spec, <code>{Path(req.options.target).name}"
                   "</code> (save it under that name to run the commands above)</summary>", "",
                   "```text", spec.text.rstrip("\n"), "```", "", "</details>", ""]
+    if next_step is not None:
+        parts += [next_step_markdown(next_step).rstrip(), ""]
     if evidence_markdown:
         parts += [evidence_markdown.rstrip(), ""]
     if any(p.installed for p in b.probes):
@@ -420,7 +441,8 @@ def _has_answer(json_path: Path) -> bool:
 
 
 def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",
-                 extra: dict | None = None) -> tuple[Path, dict, bool]:
+                 extra: dict | None = None, next_step: NextStep | None = None
+                 ) -> tuple[Path, dict, bool]:
     """Write the markdown and its JSON; the path, the document, and whether an earlier
     report was kept instead (this run found no answer and that one has one).
 
@@ -430,10 +452,47 @@ def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",
     doc = document(b, md_path, extra)
     if b.result.status == "unmeasurable" and _has_answer(md_path.with_suffix(".json")):
         return md_path, doc, True
-    text = render(b, evidence_markdown)
+    text = render(b, evidence_markdown, next_step)
     write_text_if_changed(md_path, text)
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     chart = md_path.with_suffix(".png")
     if chart.exists() and f"]({chart.name})" not in text:
         chart.unlink()  # an earlier run's chart that this report no longer shows
     return md_path, doc, False
+
+
+# -- python -m bisect --explain RELEASE ---------------------------------------------------
+
+
+def explain_command(release: str, backend: str, options: HarnessOptions) -> str:
+    """The command that explains ``release`` again, with every option that shaped it."""
+    argv = ["python", "-m", "bisect", "--explain", release,
+            *(["--target", options.target] if options.target else ["--backend", backend])]
+    if options.n_inner != HarnessOptions().n_inner:
+        argv += ["--n-inner", str(options.n_inner)]
+    if options.dtype != HarnessOptions().dtype:
+        argv += ["--dtype", options.dtype]
+    if options.xla_flags:
+        argv += [f"--xla-flags={options.xla_flags}"]
+    return shlex.join(argv)
+
+
+def write_explain_report(folder: Path, release: str, backend: str, options: HarnessOptions,
+                         explanation: dict, explanation_markdown: str) -> tuple[Path, dict]:
+    """The report of one release's explanation and its JSON document: the path and the
+    document."""
+    where, label = backend, backend
+    if options.target:  # XLA's plan for that GPU, compiled here: say so, name it so
+        where = target_label(options.target)
+        label = f"compiled for {load_target(options.target).description}, without the GPU"
+    path = folder / f"explain-{release}-{where}.md"
+    doc = {"schema": 1, "explain": release, "backend": backend,
+           "target": options.target or None, "measured": label,
+           "params": {"n_inner": options.n_inner, "dtype": options.dtype,
+                      "xla_flags": options.xla_flags},
+           "explanation": explanation, "report": str(path)}
+    write_atomic(path, f"# jax.lax.scan memory: why v0 grows under jax {release} ({label})\n\n"
+                       f"{explanation_markdown}\n## Reproduce\n\n```sh\n"
+                       f"{explain_command(release, backend, options)}\n```\n")
+    write_json(path.with_suffix(".json"), doc)
+    return path, doc

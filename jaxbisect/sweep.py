@@ -26,7 +26,13 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from repro.cli import DTYPES, OneLineParser, n_outer_list, positive_int, variant_number
+from repro.options import (
+    OneLineParser,
+    add_size_options,
+    n_outer_list,
+    positive_int,
+    variant_number,
+)
 
 from .catalogue import (
     DEVICELESS,
@@ -68,7 +74,7 @@ MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 
 
 @dataclass(frozen=True)
-class Target:
+class Planned:
     """A release to measure, or to list as skipped with the reason it cannot be installed."""
 
     release: Release
@@ -76,7 +82,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SweepResult:
     """What sweeping one release produced."""
 
     release: str
@@ -121,10 +127,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     h = p.add_argument_group("harness options (as python -m repro takes them)")
-    h.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N")
-    h.add_argument("--n-inner", type=positive_int, default=HarnessOptions.n_inner)
-    h.add_argument("--n-res", type=positive_int, default=HarnessOptions.n_res)
-    h.add_argument("--dtype", choices=DTYPES, default=HarnessOptions.dtype)
+    add_size_options(h, n_outer_type=n_outer_list, many=True, n_inner=HarnessOptions.n_inner,
+                     n_res=HarnessOptions.n_res, dtype=HarnessOptions.dtype)
     h.add_argument("--variants", type=variant_number, nargs="+", default=None, metavar="V")
     h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
     h.add_argument("--xla-flags", default="", metavar="FLAGS")
@@ -161,14 +165,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # -- which releases -------------------------------------------------------------------------
 
 
-def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Target]:
+def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Planned]:
     """The releases asked for, checked before anything is installed.
 
     A release named on its own that cannot be installed here is an error (exit 2, one line),
     unless ``--if-installable``; inside a range it is listed as skipped, with the reason.
     """
     if args.releases:
-        targets, seen = [], set()
+        planned, seen = [], set()
         for text in args.releases:
             try:
                 release = catalogue.get(text, allow_yanked=args.allow_yanked)
@@ -184,8 +188,8 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
                 raise UserError(f"jax {release.version} cannot be installed here "
                                 f"({backend_words(backend, args.target or '')}): "
                                 f"{why}")
-            targets.append(Target(release, why))
-        return targets
+            planned.append(Planned(release, why))
+        return planned
     installable = [r for r in catalogue.releases
                    if catalogue.unusable_reason(r, backend) is None]
     if not installable:
@@ -193,8 +197,8 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
     first = args.first or str(installable[0].version)
     last = args.last or str(installable[-1].version)
     usable, unusable = catalogue.between(first, last, backend)
-    targets = [Target(r) for r in usable] + [Target(r, why) for r, why in unusable]
-    return sorted(targets, key=lambda t: t.release.version)
+    planned = [Planned(r) for r in usable] + [Planned(r, why) for r, why in unusable]
+    return sorted(planned, key=lambda p: p.release.version)
 
 
 # -- one release ----------------------------------------------------------------------------
@@ -207,9 +211,9 @@ def result_file(reports: Path, release: str, backend: str, mode: str = "compiled
     return reports / f"jax-{release}-{where}{suffix}.json"
 
 
-def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Path, *,
-              remeasure: bool, timeout: float, say: Callable[[str], None]) -> Outcome:
-    release = target.release
+def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: Path, *,
+              remeasure: bool, timeout: float, say: Callable[[str], None]) -> SweepResult:
+    release = planned.release
     name = f"jax {release.version} ({backend_words(backend, options.target)})"
     # The names ensure_environment's and measure_release's lines start with, said once.
     theirs = [f"jax {release.version} ({backend_words(backend, t)})"
@@ -220,14 +224,14 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
             message = message.replace(f"{other}: ", "").replace(f" {other}", "")
         say(f"{name}: {message}")
 
-    if target.skip:
-        say(f"{name}: skipped, {target.skip}")
+    if planned.skip:
+        say(f"{name}: skipped, {planned.skip}")
         skipped = Measurement(release=str(release.version), backend=backend, options=options,
-                              document=None, error=(target.skip if needs_a_gpu(target.skip)
-                                                    else f"not installable here: {target.skip}"),
+                              document=None, error=(planned.skip if needs_a_gpu(planned.skip)
+                                                    else f"not installable here: {planned.skip}"),
                               seconds=0.0)
-        return Outcome(str(release.version), skipped, None,
-                       _write_result(reports, skipped, say))
+        return SweepResult(str(release.version), skipped, None,
+                           _write_result(reports, skipped, say))
     started = time.perf_counter()
     stored = None if remeasure else cached_measurement(release, backend, options)
     if stored is not None:
@@ -239,7 +243,7 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
             env = ensure_environment(release, backend, progress=progress)
         except InstallFailed as exc:
             progress(str(exc))
-            return Outcome(str(release.version), None, str(exc), None)
+            return SweepResult(str(release.version), None, str(exc), None)
         if env.reused:
             say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
         measurement = measure_release(release, backend, options, progress=progress,
@@ -263,7 +267,7 @@ def sweep_one(target: Target, backend: str, options: HarnessOptions, reports: Pa
     if stored is None:
         say(f"{name}: done in {time.perf_counter() - started:.1f} s "
             f"(harness {measurement.seconds:.1f} s)")
-    return Outcome(str(release.version), measurement, problem, written)
+    return SweepResult(str(release.version), measurement, problem, written)
 
 
 def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
@@ -403,20 +407,20 @@ def _releases(n: int) -> str:
     return f"{n} release{'' if n == 1 else 's'}"
 
 
-def plan_line(targets: list[Target], backend: str, options: HarnessOptions,
+def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
               remeasure: bool) -> str:
     """What this run will do: how many releases it measures, and how many it need not."""
-    skipped = [t for t in targets if t.skip]
-    stored = [t for t in targets if not t.skip and not remeasure
-              and cached_measurement(t.release, backend, options) is not None]
-    to_measure = len(targets) - len(skipped) - len(stored)
+    skipped = [p for p in planned if p.skip]
+    stored = [p for p in planned if not p.skip and not remeasure
+              and cached_measurement(p.release, backend, options) is not None]
+    to_measure = len(planned) - len(skipped) - len(stored)
     on = backend_words(backend, options.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
              else f"nothing to measure on {on}"]
     if stored:
         parts.append(f"{_releases(len(stored))} stored from earlier runs"
                      + (" (--remeasure measures again)" if not to_measure else ""))
-    gpu_only = [t for t in skipped if needs_a_gpu(t.skip)]
+    gpu_only = [p for p in skipped if needs_a_gpu(p.skip)]
     if gpu_only:
         parts.append(f"{_releases(len(gpu_only))} only a real GPU can compile for")
     if len(skipped) > len(gpu_only):
@@ -436,33 +440,33 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     backend = resolve_backend(args.backend, args.options.target)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    work = [(target, backend, args.options) for target in select(catalogue, args, backend)]
+    work = [(planned, backend, args.options) for planned in select(catalogue, args, backend)]
     command = args.command or shlex.join([*PROG.split(), *args.argv])
     reports: Path = args.reports
-    say(plan_line([t for t, _, _ in work], backend, args.options, args.remeasure)
+    say(plan_line([p for p, _, _ in work], backend, args.options, args.remeasure)
         + f"; results in {reports}/")
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(args.options, target=target_option(args.also_target))
-        also_targets = select(catalogue, args, DEVICELESS)
-        say(plan_line(also_targets, DEVICELESS, also, args.remeasure))
-        work += [(target, DEVICELESS, also) for target in also_targets]
-    targets = [target for target, _, _ in work]
+        also_planned = select(catalogue, args, DEVICELESS)
+        say(plan_line(also_planned, DEVICELESS, also, args.remeasure))
+        work += [(planned, DEVICELESS, also) for planned in also_planned]
+    releases = [planned.release for planned, _, _ in work]
     jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
-    done: dict[int, Outcome] = {}
+    done: dict[int, SweepResult] = {}
     running: set[int] = set()
     lock = threading.Lock()
 
-    def measure(i: int, target: Target) -> None:
+    def measure(i: int, planned: Planned) -> None:
         with lock:
             running.add(i)
         step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
         _, on, options = work[i]
-        outcome = sweep_one(target, on, options, reports,
+        result = sweep_one(planned, on, options, reports,
                             remeasure=args.remeasure, timeout=args.timeout, say=step)
         with lock:  # one summary at a time, rebuilt from every result written so far
-            done[i] = outcome
+            done[i] = result
             running.discard(i)
-            if outcome.written:
+            if result.written:
                 write_summary(reports, command)
 
     # Releases measured at once, each on its own core: a compile keeps one core busy.
@@ -480,7 +484,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     except KeyboardInterrupt:
         pool.shutdown(wait=True, cancel_futures=True)
         during = sorted(running)
-        where = (f" during jax {', '.join(str(targets[i].release.version) for i in during)}"
+        where = (f" during jax {', '.join(str(releases[i].version) for i in during)}"
                  if during else "")
         print(f"{PROG}: interrupted{where}; {_releases(len(done))} done and kept in "
               f"{reports}/ (an environment interrupted while installing is removed)",
@@ -488,7 +492,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         return 130
     except OSError as exc:  # a full or read-only disk under reports/ or the cache
         pool.shutdown(wait=True, cancel_futures=True)
-        where = f"jax {targets[failed].release.version}: " if failed is not None else ""
+        where = f"jax {releases[failed].version}: " if failed is not None else ""
         print(f"{PROG}: error: {where}cannot write ({exc.strerror or exc}"
               f"{': ' + str(exc.filename) if exc.filename else ''}); "
               f"{_releases(len(done))} done are kept in {reports}/", file=sys.stderr,
@@ -496,13 +500,13 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         return 2
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    outcomes = [done[i] for i in sorted(done)]
+    results = [done[i] for i in sorted(done)]
     summary = write_summary(reports, command)
-    measured = [o.measurement for o in outcomes if o.measurement is not None]
+    measured = [r.measurement for r in results if r.measurement is not None]
     if measured and not args.quiet:
         print(results_table(measured))
     say(f"summary: {summary}")
-    problems = [o.problem for o in outcomes if o.problem]
+    problems = [r.problem for r in results if r.problem]
     if problems:
         for problem in problems:
             print(f"{PROG}: error: {problem}", file=sys.stderr)
@@ -510,12 +514,12 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     return 0
 
 
-def _expected_seconds(reports: Path, target: Target, backend: str,
+def _expected_seconds(reports: Path, planned: Planned, backend: str,
                       options: HarnessOptions) -> float:
     """Seconds the last measurement of this release in REPORTS took; unknown ones first."""
-    if target.skip:
+    if planned.skip:
         return 0.0
-    previous = _read_measurement(result_file(reports, str(target.release.version), backend,
+    previous = _read_measurement(result_file(reports, str(planned.release.version), backend,
                                              options.mode, options.target))
     if previous is None or previous.document is None:
         return float("inf")

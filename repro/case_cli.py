@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
 from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_params, read_case
-from .process import PLATFORMS, configure_this_process, stdout_to_stderr
+from .core import describe_environment, device_line
+from .options import OneLineParser, positive_int
+from .process import (
+    PLATFORMS,
+    configure_for_target,
+    configure_this_process,
+    dump_folder,
+    pass_dump_flags,
+    stdout_to_stderr,
+)
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
 
 
 def parser() -> argparse.ArgumentParser:
-    from .cli import OneLineParser, positive_int
-
     p = OneLineParser(prog="python -m repro --case", description=__doc__.splitlines()[0])
     p.add_argument("--case", required=True, metavar="FILE",
                    help="a Python file defining case(**params) -> (fn, args)")
@@ -86,8 +91,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def summary(document: dict) -> str:
-    from .cli import device_line
-
     m, case = document["metric"], document["case"]
     params = ", ".join(f"{k}={v!r}" for k, v in case["params"].items()) or "no parameters"
     head = (f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
@@ -111,26 +114,20 @@ def summary(document: dict) -> str:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    dump_dir = None
     flags = args.xla_flags
     if args.pass_dumps is not None:
         args.pass_dumps.mkdir(parents=True, exist_ok=True)
-        flags = f'{flags} --xla_dump_to="{args.pass_dumps}" --xla_dump_hlo_pass_re=.*'.strip()
+        flags = f"{flags} {pass_dump_flags(args.pass_dumps)}".strip()
     configure_this_process(args.backend if args.target is None else "auto", flags)
     asked = args.xla_flags.strip()
-    if args.target is not None:
-        # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.
-        dump_dir = Path(tempfile.mkdtemp(prefix="repro-case-dump-"))
-        targets.configure_process(dump_dir, module=".*")
-    try:
-        return _run(args, asked, dump_dir)
-    finally:
+    # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.
+    with dump_folder("repro-case-dump-", args.target is not None) as dump_dir:
         if dump_dir is not None:
-            shutil.rmtree(dump_dir, ignore_errors=True)
+            configure_for_target(dump_dir, module=".*")
+        return _run(args, asked, dump_dir)
 
 
 def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
-    from .cli import describe_environment
     from .measure import Compiler
     from .metrics import Sampling, measure
 

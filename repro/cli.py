@@ -9,82 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shutil
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
-from . import SCHEMA
 from . import target as targets
-from .measure import MB, Compiler, Params, compiled_case, dump_flags, left_out_case, runtime_case
-from .process import stdout_to_stderr
-from .verdict import EXIT_STATUS, size_problem, stacked_buffer_bytes, verdict
-
-PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
-DTYPES = ("float32", "float64", "float16", "bfloat16")
-RUNTIME_HEADROOM = 0.8  # refuse runtime cases expected to need more than this share of free memory
-
-
-class Refused(Exception):
-    """A request this machine cannot serve (e.g. a runtime case bigger than its memory)."""
-
-
-# Options whose value is itself a list of flags ("--xla_foo=true"): argparse would read such
-# a value as an option of ours and say "expected one argument".
-FLAG_VALUED = ("--xla-flags", "--try-xla-flags")
-
-
-def glue_flag_values(argv: list[str], options: tuple[str, ...] = FLAG_VALUED) -> list[str]:
-    """``--xla-flags VALUE`` becomes ``--xla-flags=VALUE``, whatever VALUE starts with."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--":
-            return out + argv[i:]
-        if argv[i] in options and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
-    return out
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad input in one line (exit 2), without the usage dump, and
-    takes ``--xla-flags "--xla_foo=true"`` as people type it."""
-
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        known = tuple(o for o in FLAG_VALUED if o in self._option_string_actions)
-        return super().parse_known_args(glue_flag_values(args, known), namespace)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def n_outer_list(text: str) -> list[int]:
-    return [positive_int(part) for part in text.replace(",", " ").split()]
-
-
-def variant_number(text: str) -> int:
-    key = text.lower().lstrip("v")
-    if key not in {"0", "1", "2"}:
-        raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
-    return int(key)
-
+from .core import Refused, device_line, measure
+from .measure import MB
+from .options import OneLineParser, add_size_options, n_outer_list, positive_int, variant_number
+from .process import PLATFORMS, configure_measure, dump_folder, stdout_to_stderr
+from .verdict import EXIT_STATUS, size_problem
 
 EXIT_HELP = """exit status:
   0    the table (or --json's document) was printed: it says "unavailable" where the
@@ -100,12 +34,10 @@ EXIT_HELP = """exit status:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
-    p.add_argument("--n-outer", type=n_outer_list, nargs="+", default=None, metavar="N",
-                   help="outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)")
-    p.add_argument("--n-inner", type=positive_int, default=100, help="scan length (default 100)")
-    p.add_argument("--n-res", type=positive_int, default=200,
-                   help="the array is n_res^3 (default 200, the report's)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    add_size_options(p, n_outer_type=n_outer_list, many=True, helps={
+        "n_outer": "outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)",
+        "n_inner": "scan length (default 100)",
+        "n_res": "the array is n_res^3 (default 200, the report's)"})
     p.add_argument("--variants", type=variant_number, nargs="+", default=[0, 1, 2], metavar="V",
                    help="v0 v1 v2 (default: all three)")
     p.add_argument("--mode", choices=("compiled", "runtime"), default="compiled",
@@ -170,182 +102,6 @@ def toolkit_cache() -> str:
     return os.path.join(base, "jax-scan-repro")
 
 
-def _configure_jax_process(args: argparse.Namespace) -> Path | None:
-    """Environment variables JAX reads at import: set before the first ``import jax``.
-
-    Returns the folder XLA dumps its modules into, where the plan is read from the dump."""
-    if PLATFORMS[args.backend] and args.target is None:
-        os.environ["JAX_PLATFORMS"] = PLATFORMS[args.backend]
-    if args.xla_flags.strip():
-        os.environ["XLA_FLAGS"] = " ".join(
-            filter(None, [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip()]))
-    # What the caller asked for; the harness's own additions (the dump, ptxas) vary by run.
-    args.xla_flags_asked = os.environ.get("XLA_FLAGS", "")
-    dump_dir = None
-    if args.target is not None or args.sizes_from == "dump":
-        dump_dir = Path(tempfile.mkdtemp(prefix="repro-xla-dump-"))
-    if args.target is not None:
-        targets.configure_process(dump_dir)
-    elif dump_dir is not None:
-        os.environ["XLA_FLAGS"] = " ".join(filter(None, [
-            os.environ.get("XLA_FLAGS", ""),
-            dump_flags(dump_dir)]))
-    if args.dtype == "float64":
-        os.environ["JAX_ENABLE_X64"] = "1"
-    if args.mode == "runtime":
-        # Each case runs in a child process on the same device: this process must not take
-        # the GPU's memory up front (JAX preallocates 75 % by default).
-        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    return dump_dir
-
-
-def describe_environment(compiler: Compiler | None = None,
-                         xla_flags_asked: str | None = None) -> dict:
-    import jax
-    import jaxlib
-    import numpy
-
-    info = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
-            "numpy": numpy.__version__, "python": platform.python_version(),
-            "backend": None, "device": None, "device_count": None, "environment": None,
-            "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "jax_platforms": os.environ.get("JAX_PLATFORMS", "")}
-    if info["jaxlib"] is None:
-        from jaxlib import version as jaxlib_version
-        info["jaxlib"] = jaxlib_version.__version__
-    try:
-        from jaxlib import version as jaxlib_version
-        info["jaxlib_git_hash"] = getattr(jaxlib_version, "_git_hash", None)
-    except ImportError:
-        info["jaxlib_git_hash"] = None
-    info["backend"] = jax.default_backend()
-    devices = jax.devices()
-    info["device"] = devices[0].device_kind
-    info["device_count"] = len(devices)
-    # A target's plan is compiled for a GPU that is not here: say so in every document, and
-    # never let it pass for a measurement on that GPU (or a real one pass for this).
-    info["target"] = compiler.describe() if compiler is not None else None
-    info["deviceless"] = info["target"] is not None
-    if info["deviceless"]:
-        info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
-        info["device"] = targets.device_label(info["target"]["description"])
-        info["device_count"] = 1
-    # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
-    # additions (a temporary dump folder, this machine's paths), so that a result reads the
-    # same wherever and whenever it was measured. XLA parsed its flags when the backend
-    # started, above, so this changes nothing it does.
-    ours = os.environ.get("XLA_FLAGS")
-    if xla_flags_asked is not None:
-        os.environ["XLA_FLAGS"] = xla_flags_asked
-        if not xla_flags_asked:
-            del os.environ["XLA_FLAGS"]
-    try:
-        info["environment"] = jax.print_environment_info(return_string=True)
-    except Exception as exc:  # missing in a release, or a tool it shells out to fails
-        info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
-    finally:
-        if ours is not None:
-            os.environ["XLA_FLAGS"] = ours
-    return info
-
-
-def _available_bytes() -> int | None:
-    """Memory a runtime case may use: the device's limit on a GPU, MemAvailable on the CPU."""
-    import jax
-
-    try:
-        stats = jax.devices()[0].memory_stats()
-    except Exception:
-        stats = None
-    if stats and stats.get("bytes_limit"):
-        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def runtime_need_bytes(variant: int, n_outer: int, params: Params, itemsize: int) -> int:
-    """What a runtime case may need at most: every stacked buffer alive at once, plus arrays."""
-    array = params.n_res**3 * itemsize
-    stacked = stacked_buffer_bytes(params.n_inner, params.n_res, itemsize)
-    return (n_outer + 1) * stacked + 4 * array if variant == 0 else 4 * array
-
-
-def check_runtime_fits(params: Params, itemsize: int) -> str | None:
-    """Refuse runtime cases that cannot fit: the compiled plan's estimate where the release
-    gives one (arguments + output + temp), the worst case of the formula otherwise."""
-    available = _available_bytes()
-    if available is None:
-        return None
-    top = max(params.n_outer)
-    need = 0
-    for variant in params.variants:
-        plan = compiled_case(variant, top, params)
-        estimate = (plan["total_bytes"] + (plan.get("argument_bytes") or 0)
-                    if plan["status"] == "ok" else None)
-        need = max(need, estimate or runtime_need_bytes(variant, top, params, itemsize))
-    if need <= RUNTIME_HEADROOM * available:
-        return None
-    return (f"runtime mode could need {need / 1024**3:.1f} GiB but only "
-            f"{available / 1024**3:.1f} GiB is available; use a smaller --n-res "
-            f"(e.g. --n-res 32) or fewer --n-outer values")
-
-
-def measure(args: argparse.Namespace, log, dump_dir: Path | None = None) -> dict:
-    import jax.numpy as jnp
-
-    params = Params(n_outer=tuple(args.n_outer), n_inner=args.n_inner, n_res=args.n_res,
-                    dtype=args.dtype, variants=tuple(args.variants))
-    itemsize = jnp.dtype(args.dtype).itemsize
-    compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
-    asked = getattr(args, "xla_flags_asked", os.environ.get("XLA_FLAGS", ""))
-    document = {"schema": SCHEMA, **describe_environment(compiler, asked), "xla_flags": asked,
-                "mode": args.mode,
-                "params": {**params.as_json(), "v2_up_to": args.v2_up_to},
-                "sizes_from": args.sizes_from, "cases": []}
-    if args.mode == "runtime":
-        refusal = check_runtime_fits(params, itemsize)
-        if refusal:
-            raise Refused(refusal)
-    zero = None  # the first case's "0 bytes": this release measures nothing on this backend
-    for variant in params.variants:
-        for n_outer in params.n_outer:
-            if zero is not None:  # every other case would compile (v2: seconds) to say 0 too
-                case = {**zero, "variant": f"v{variant}", "n_outer": n_outer,
-                        "compile_seconds": None, "error": f"{zero['error']}; not compiled "
-                        f"again (v{params.variants[0]} n_outer={params.n_outer[0]} says so)"}
-            elif variant == 2 and args.v2_up_to is not None and n_outer > args.v2_up_to:
-                case = left_out_case(variant, n_outer, (
-                    f"v2 left out at n_outer > {args.v2_up_to}: it unrolls n_inner x n_outer "
-                    f"ops, minutes to compile a case{' for a GPU target' if args.target else ''}"
-                    f"; --v2-up-to N measures more"))
-            elif args.mode == "compiled":
-                case = compiled_case(variant, n_outer, params, compiler)
-                if case["status"] == "unavailable" and case["total_bytes"] == 0 \
-                        and not document["cases"]:
-                    zero = case
-            else:
-                case = runtime_case(variant, n_outer, params)
-            document["cases"].append(case)
-            shown = (f"{case['total_bytes'] / MB:.2f} MB" if case["status"] == "ok"
-                     else f"{case['status']}: {case['error']}")
-            log(f"v{variant} n_outer={n_outer}: {shown}")
-    unit = stacked_buffer_bytes(params.n_inner, params.n_res, itemsize)
-    v0 = [c for c in document["cases"] if c["variant"] == "v0"]
-    document["verdict"] = verdict(
-        [(c["n_outer"], c["total_bytes"] if c["status"] == "ok" else None) for c in v0], unit)
-    document["verdict"]["mode"] = args.mode
-    failed = [c for c in v0 if c["status"] != "ok"]
-    if failed and document["verdict"]["status"] == "unavailable":
-        document["verdict"]["reason"] = failed[0]["error"] or document["verdict"]["reason"]
-    return document
-
-
 def format_table(document: dict) -> str:
     n_outers = document["params"]["n_outer"]
     rows = []
@@ -366,15 +122,6 @@ def format_table(document: dict) -> str:
         return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths))
                          for line in [headers, *rows])
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-
-
-def device_line(document: dict) -> str:
-    """Where the figures come from, in the words every report uses."""
-    target = document.get("target")
-    if target:
-        return (f"compiled for {target['description']}, without the GPU (target "
-                f"{target['name']}, {target['source']})")
-    return f"{document['backend']} ({document['device']})"
 
 
 def format_summary(document: dict) -> str:
@@ -412,16 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.write_target_spec is not None:
         return write_target_spec(args.write_target_spec)
-    dump_dir = _configure_jax_process(args)
-    signal.signal(signal.SIGINT, _on_interrupt)
-    try:
-        return _run(args, dump_dir)
-    except KeyboardInterrupt:
-        print("python -m repro: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    finally:
-        if dump_dir is not None:
-            shutil.rmtree(dump_dir, ignore_errors=True)
+    with dump_folder("repro-xla-dump-", args.target is not None or args.sizes_from == "dump"
+                     ) as dump_dir:
+        args.xla_flags_asked = configure_measure(
+            args.backend, args.xla_flags, target=args.target is not None, dump_dir=dump_dir,
+            dtype=args.dtype, runtime=args.mode == "runtime")
+        signal.signal(signal.SIGINT, _on_interrupt)
+        try:
+            return _run(args, dump_dir)
+        except KeyboardInterrupt:
+            print("python -m repro: interrupted", file=sys.stderr)
+            return INTERRUPTED
 
 
 _interrupted: list[int] = []

@@ -17,6 +17,8 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .target import CompileOnly
+
 MB = 1024**2
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
@@ -61,12 +63,6 @@ def _memory_fields(stats) -> dict:
     return fields
 
 
-def dump_flags(dump_dir: Path, module: str = "jit_outer_loop") -> str:
-    """XLA_FLAGS that dump the modules matching ``module`` (default: the report's, and only
-    it) where Compiler reads them; the path quoted, since a temporary folder may hold spaces."""
-    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re={module}'
-
-
 _ALLOCATION = re.compile(r"^allocation \d+: size (\d+)(?:, (.*?))?:?\s*$")
 NOT_TEMP = ("parameter", "maybe-live-out", "thread-local", "constant")
 
@@ -108,8 +104,6 @@ class Compiler:
         self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
         self._device = None
         if target is not None:
-            from .target import CompileOnly
-
             self._device = CompileOnly(target)
 
     def describe(self) -> dict | None:

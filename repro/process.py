@@ -1,16 +1,22 @@
-"""How a child JAX process is set up: the one place for its backend and XLA_FLAGS.
+"""How a JAX process is set up: the one place for its backend, XLA_FLAGS and XLA's dumps.
 
 XLA reads ``XLA_FLAGS`` once, when its first client starts, so anything that varies flags
 (listing them, dumping passes, turning passes off) runs JAX in a child process whose
-environment comes from here.
+environment comes from here, and every ``python -m repro…`` sets its own up here before the
+first ``import jax``. Standard library only (no jax).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
 
@@ -40,6 +46,139 @@ def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
     wanted = child_environ(backend, xla_flags, base=dict(os.environ))
     os.environ.clear()
     os.environ.update(wanted)
+
+
+def add_flags(*flags: str) -> None:
+    """Append ``flags`` (empty ones left out) to this process's XLA_FLAGS."""
+    os.environ["XLA_FLAGS"] = " ".join(
+        f for f in (os.environ.get("XLA_FLAGS", ""), *flags) if f)
+
+
+def enable_x64(dtype: str) -> None:
+    """JAX_ENABLE_X64 where the program's dtype needs it; before ``import jax``."""
+    if dtype == "float64":
+        os.environ["JAX_ENABLE_X64"] = "1"
+
+
+# -- XLA's dumps --------------------------------------------------------------------------
+# Every path is quoted: a temporary folder may hold spaces.
+
+
+def dump_flags(dump_dir: Path, module: str = "jit_outer_loop") -> str:
+    """XLA_FLAGS that dump the modules matching ``module`` (default: the report's, and only
+    it) where measure.Compiler reads them."""
+    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re={module}'
+
+
+def text_dump_flags(dump_dir: Path) -> str:
+    """XLA_FLAGS that dump every module as text (what ``python -m repro.dumps`` reads)."""
+    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_text'
+
+
+def pass_dump_flags(dump_dir: Path) -> str:
+    """XLA_FLAGS that dump the module after every HLO pass that changes it."""
+    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_pass_re=.*'
+
+
+@contextmanager
+def dump_folder(prefix: str, wanted: bool = True) -> Iterator[Path | None]:
+    """A temporary folder for XLA's dumps (None where not ``wanted``), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix)) if wanted else None
+    try:
+        yield folder
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- compiling for a GPU without one (repro/target.py) -------------------------------------
+
+# Sizes come from buffer assignment, which XLA finishes before it generates machine code, so
+# ptxas's optimizations change no figure; they cost most of a compile that makes many kernels
+# (v2's unrolled loop for the A6000 under jax 0.12.0.1: 14 s with them, 6 s without).
+PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
+PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
+
+
+def configure_for_target(dump_dir: Path | None, module: str = "jit_outer_loop") -> None:
+    """Environment variables JAX and XLA read at start-up to compile for a target's
+    compile-only GPU; call before ``import jax``.
+
+    ``dump_dir``: where XLA dumps the modules matching ``module`` (None: the caller configures
+    its own dump)."""
+    # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
+    # driver that check fails (cuInit error 303), the plugin is not registered, and the
+    # topology cannot be made ("topology not implemented for cuda").
+    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    asked = os.environ.get("XLA_FLAGS", "")
+    # Unless the caller's own XLA_FLAGS say.
+    flags = [] if PTXAS_OPTIMIZATIONS_FLAG in asked else [PTXAS_UNOPTIMIZED]
+    flags.append(asked)
+    nvcc = nvcc_wheel_dir()
+    if nvcc is not None:
+        # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
+        # toolkit the machine happens to have, so that a result says which one it used.
+        flags.append(f'--xla_gpu_cuda_data_dir="{nvcc}"')
+    # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
+    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
+    if dump_dir is not None:
+        flags.append(dump_flags(dump_dir, module))
+    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
+
+
+def nvcc_wheel_dir() -> Path | None:
+    """``site-packages/nvidia/cuda_nvcc`` of this environment, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / "bin" / "ptxas").exists():
+            return Path(location)
+    return None
+
+
+def ptxas_optimizations() -> str:
+    """Whether ptxas optimized the machine code: what the last mention in XLA_FLAGS says."""
+    setting = "false"
+    flags = os.environ.get("XLA_FLAGS", "")
+    try:
+        flags = shlex.split(flags)
+    except ValueError:  # an unbalanced quote: XLA splits on spaces then
+        flags = flags.split()
+    for flag in flags:
+        name, _, value = flag.partition("=")
+        if name == PTXAS_OPTIMIZATIONS_FLAG:
+            setting = value.lower() or "true"
+    if setting in ("true", "1"):
+        return "off (-O0): machine code only, generated after buffer assignment"
+    return "on (ptxas's default)"
+
+
+# -- python -m repro ----------------------------------------------------------------------
+
+
+def configure_measure(backend: str, xla_flags: str, *, target: bool, dump_dir: Path | None,
+                      dtype: str, runtime: bool) -> str:
+    """The set-up of ``python -m repro``'s process; call before ``import jax``.
+
+    Returns the XLA_FLAGS the caller asked for (the environment's and ``xla_flags``): the
+    harness's own additions (the dump, ptxas) vary by run and are never reported."""
+    if PLATFORMS[backend] and not target:
+        os.environ["JAX_PLATFORMS"] = PLATFORMS[backend]
+    if xla_flags.strip():
+        add_flags(xla_flags.strip())
+    asked = os.environ.get("XLA_FLAGS", "")
+    if target:
+        configure_for_target(dump_dir)
+    elif dump_dir is not None:
+        add_flags(dump_flags(dump_dir))
+    enable_x64(dtype)
+    if runtime:
+        # Each case runs in a child process on the same device: this process must not take
+        # the GPU's memory up front (JAX preallocates 75 % by default).
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return asked
 
 
 @contextmanager

@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .process import nvcc_wheel_dir, ptxas_optimizations
 
 TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 SPEC_SUFFIX = ".txtpb"
@@ -106,54 +107,6 @@ def load(name_or_path: str) -> Target:
                   source=source, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
-# Sizes come from buffer assignment, which XLA finishes before it generates machine code, so
-# ptxas's optimizations change no figure; they cost most of a compile that makes many kernels
-# (v2's unrolled loop for the A6000 under jax 0.12.0.1: 14 s with them, 6 s without).
-PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
-PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
-
-
-def configure_process(dump_dir: Path | None, module: str = "jit_outer_loop") -> None:
-    """Environment variables JAX and XLA read at start-up; call before ``import jax``.
-
-    ``dump_dir``: where XLA dumps the modules matching ``module`` (None: the caller configures
-    its own dump)."""
-    # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
-    # driver that check fails (cuInit error 303), the plugin is not registered, and the
-    # topology below cannot be made ("topology not implemented for cuda").
-    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-    asked = os.environ.get("XLA_FLAGS", "")
-    # Unless the caller's own XLA_FLAGS say.
-    flags = [] if PTXAS_OPTIMIZATIONS_FLAG in asked else [PTXAS_UNOPTIMIZED]
-    flags.append(asked)
-    nvcc = nvcc_wheel_dir()
-    if nvcc is not None:
-        # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
-        # toolkit the machine happens to have, so that a result says which one it used.
-        flags.append(f'--xla_gpu_cuda_data_dir="{nvcc}"')  # quoted: a path may hold spaces
-    # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
-    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
-    if dump_dir is not None:
-        from .measure import dump_flags
-
-        flags.append(dump_flags(dump_dir, module))
-    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
-
-
-def nvcc_wheel_dir() -> Path | None:
-    """``site-packages/nvidia/cuda_nvcc`` of this environment, found without importing it."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
-    except (ImportError, ValueError):
-        return None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(location) / "bin" / "ptxas").exists():
-            return Path(location)
-    return None
-
-
 def _patch_gpu_platform_name() -> None:
     """jax 0.4.34 and 0.4.35 lower for platform 'gpu', which a compile-only client does not
     know ("Unknown backend: 'gpu' requested", jax-ml/jax#23971, fixed in 0.4.36): map it to
@@ -209,7 +162,7 @@ class CompileOnly:
 
 
 def ptxas() -> dict:
-    """The ptxas XLA compiles with: the nvcc wheel's (configure_process points XLA at it),
+    """The ptxas XLA compiles with: the nvcc wheel's (process.configure_for_target points XLA at it),
     else the first one XLA would find on the machine. ``$ENV`` stands for the environment."""
     wheel = nvcc_wheel_dir()
     candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
@@ -230,23 +183,6 @@ def ptxas() -> dict:
                     "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
                     else "the machine's CUDA toolkit"}
     return {"path": None, "version": None, "from": None, "optimizations": None}
-
-
-def ptxas_optimizations() -> str:
-    """Whether ptxas optimized the machine code: what the last mention in XLA_FLAGS says."""
-    setting = "false"
-    flags = os.environ.get("XLA_FLAGS", "")
-    try:
-        flags = shlex.split(flags)
-    except ValueError:  # an unbalanced quote: XLA splits on spaces then
-        flags = flags.split()
-    for flag in flags:
-        name, _, value = flag.partition("=")
-        if name == PTXAS_OPTIMIZATIONS_FLAG:
-            setting = value.lower() or "true"
-    if setting in ("true", "1"):
-        return "off (-O0): machine code only, generated after buffer assignment"
-    return "on (ptxas's default)"
 
 
 def capture_spec() -> str:

@@ -12,6 +12,7 @@ import sys
 from importlib import metadata
 
 from . import SCHEMA
+from .options import OneLineParser
 from .process import PLATFORMS, child_environ, start_backend_code
 
 
@@ -67,8 +68,6 @@ def list_flags(backend: str = "cpu", timeout: float = 300) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import OneLineParser
-
     p = OneLineParser(prog="python -m repro.xla_flags", description=__doc__.splitlines()[0])
     p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
     p.add_argument("--json", action="store_true", help="print the JSON document (always)")

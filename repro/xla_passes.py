@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
-from .process import PLATFORMS, configure_this_process, stdout_to_stderr
+from .options import OneLineParser, add_size_options
+from .process import (
+    PLATFORMS,
+    configure_for_target,
+    configure_this_process,
+    dump_folder,
+    enable_x64,
+    pass_dump_flags,
+    stdout_to_stderr,
+)
 
 MAX_TEXT_CHARS = 200_000
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
@@ -33,14 +40,8 @@ def pass_dumps(dump_dir: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import OneLineParser, positive_int
-
     p = OneLineParser(prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
-    p.add_argument("--n-outer", type=positive_int, default=3)
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=32)
-    p.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"),
-                   default="float32")
+    add_size_options(p, n_outer=3, n_res=32)
     p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
     p.add_argument("--xla-flags", default="", metavar="FLAGS")
     p.add_argument("--target", metavar="NAME|FILE",
@@ -55,19 +56,21 @@ def main(argv: list[str] | None = None) -> int:
             target = targets.load(args.target)
         except targets.TargetError as exc:
             p.error(str(exc))
-        targets.configure_process(None)
+        configure_for_target(None)
         args.backend = "auto"  # the CUDA plugin must load: no JAX_PLATFORMS
-    dump_dir = Path(tempfile.mkdtemp(prefix="repro-passes-"))
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
                 "deviceless": target is not None, "target": None, "dumps": []}
-    try:
-        configure_this_process(args.backend, f'{args.xla_flags} --xla_dump_to="{dump_dir}" '
-                                             "--xla_dump_hlo_pass_re=.*")
-        if args.dtype == "float64":
-            import os
+    with dump_folder("repro-passes-") as dump_dir:
+        _compile_and_read(args, target, dump_dir, document)
+    print(json.dumps(document, indent=1))
+    return 0 if document["status"] == "ok" else 2
 
-            os.environ["JAX_ENABLE_X64"] = "1"
+
+def _compile_and_read(args, target, dump_dir: Path, document: dict) -> None:
+    try:
+        configure_this_process(args.backend, f"{args.xla_flags} {pass_dump_flags(dump_dir)}")
+        enable_x64(args.dtype)
         with stdout_to_stderr():  # stdout: the JSON document only
             for name in ("jax", "jaxlib"):
                 document[name] = metadata.version(name)
@@ -87,10 +90,6 @@ def main(argv: list[str] | None = None) -> int:
         from .measure import error_line
 
         document.update(status="error", error=error_line(exc))
-    finally:
-        shutil.rmtree(dump_dir, ignore_errors=True)
-    print(json.dumps(document, indent=1))
-    return 0 if document["status"] == "ok" else 2
 
 
 if __name__ == "__main__":

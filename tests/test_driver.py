@@ -496,9 +496,8 @@ def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_cata
         start="0.4.30", end="0.4.38", backend="cuda12-deviceless" if target else "cpu",
         options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_res=n_res,
                                xla_flags=xla_flags, target=target))
-    hint = cli.wider_range_hint(catalogue, request, "constant")
-    line = hint.split("```sh\n")[1].split("\n```")[0]
-    argv = shlex.split(line)
+    step = cli.wider_range_hint(catalogue, request, "constant")
+    argv = shlex.split(step.command)
     assert argv[:3] == ["python", "-m", "bisect"]
     args, command = cli.parse(argv[3:])
     asked = cli.request_from(args, command)
@@ -572,8 +571,9 @@ def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_path
 
     script(monkeypatch, {"0.4.35": "grows", "0.4.38": "grows"})
     b = target_bisect(catalogue, "0.4.35", "0.4.38")
-    hint = cli.wider_range_hint(catalogue, b.request, "grows")
-    assert "A6000, compiled without the GPU" in hint
+    step = cli.wider_range_hint(catalogue, b.request, "grows")
+    assert step.on.startswith("A6000, compiled without the GPU")
+    hint = report.next_step_markdown(step)
     spec = tmp_path / "mine.txtpb"
     spec.write_text((Path(report.__file__).parent.parent / "repro" / "targets" / "a6000.txtpb")
                     .read_text())

@@ -29,7 +29,7 @@ from jaxbisect.evidence.release import release_evidence
 from jaxbisect.evidence.render import render_evidence_markdown
 from jaxbisect.evidence.runner import EvidenceOptions
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
-from repro.evidence import trim_after_optimizations, trim_buffer_assignment
+from repro.dumps import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"
 N_INNER, SHAPE = 3, (4, 4, 4)  # the sizes of the checked-in dumps
@@ -159,7 +159,7 @@ def test_exact_totals_and_empty_inputs():
 
 @pytest.mark.parametrize("version", [OLD, NEW])
 def test_trimmed_dumps_parse_like_the_raw_ones(version):
-    """repro.evidence sends only the allocations and the ENTRY computation; nothing the
+    """repro.dumps sends only the allocations and the ENTRY computation; nothing the
     parsers read is lost."""
     raw_assignment, raw_hlo = dump(version, "buffer-assignment.txt"), \
         dump(version, "after_optimizations.txt")
@@ -221,7 +221,7 @@ def test_schedule_without_entry_or_loops():
 # -- attribution and the report from the checked-in files -----------------------------------
 
 def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
-    """An evidence document as ``python -m repro.evidence`` prints it, from real files."""
+    """An evidence document as ``python -m repro.dumps`` prints it, from real files."""
     files = {key: dump(version, name) for key, name in (
         ("memory_usage_report", "memory-usage-report.txt"),
         ("buffer_assignment", "buffer-assignment.txt"),

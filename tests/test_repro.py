@@ -134,7 +134,7 @@ def test_bad_arguments_one_line_exit_2(args, needle):
 FAKE_GPU = r"""
 import json, jax
 from repro.measure import Params, runtime_child
-from repro import cli
+from repro import core
 
 class FakeGpu:
     # What a GPU's memory_stats() answers: bytes now, the peak so far, the limit.
@@ -150,7 +150,7 @@ class FakeGpu:
 gpu = FakeGpu()
 jax.devices = lambda *args: [gpu]
 case = runtime_child(0, 2, Params(n_res=8, n_inner=4))
-limit = cli._available_bytes()
+limit = core._available_bytes()
 print(json.dumps({"case": case, "limit": limit}))
 """
 

@@ -132,10 +132,10 @@ def test_no_network_and_no_catalogue_is_one_line(tmp_path):
 def test_a_range_lists_what_cannot_be_installed_with_the_reason():
     catalogue = load_catalogue()
     args = sweep.parse_args(["--from", "0.4.16", "--to", "0.4.19"])
-    targets = sweep.select(catalogue, args, "cpu")
-    assert [str(t.release.version) for t in targets] == ["0.4.16", "0.4.17", "0.4.18", "0.4.19"]
-    assert [bool(t.skip) for t in targets] == [True, True, False, False]
-    assert "long after the release" in targets[0].skip
+    planned = sweep.select(catalogue, args, "cpu")
+    assert [str(p.release.version) for p in planned] == ["0.4.16", "0.4.17", "0.4.18", "0.4.19"]
+    assert [bool(p.skip) for p in planned] == [True, True, False, False]
+    assert "long after the release" in planned[0].skip
     yanked_inside = sweep.select(catalogue, sweep.parse_args(["--from", "0.4.31", "--to",
                                                               "0.4.33"]), "cpu")
     assert [str(t.release.version) for t in yanked_inside] == ["0.4.31", "0.4.33"]

@@ -8,7 +8,7 @@ One module per kind of evidence, the renderer apart from the collectors:
   assignment, the scheduled entry computation), reduced to how many stacked
   ``[n_inner, *shape]`` buffers are live and where the schedule creates them.
 - ``commits``: the JAX commit of each wheel and the XLA commit it pins.
-- ``runner``: ``python -m repro.evidence`` in a release's environment (the driver never
+- ``runner``: ``python -m repro.dumps`` in a release's environment (the driver never
   imports jax); ``release``: one release's side; ``collect``: both sides together.
 - ``flags``: which changed XLA flag default is behind a change (a pure search);
   ``explain``: runs that search in the releases' environments (the why).

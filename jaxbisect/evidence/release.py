@@ -1,4 +1,4 @@
-"""One release's side of the evidence, reduced from its ``repro.evidence`` document."""
+"""One release's side of the evidence, reduced from its ``repro.dumps`` document."""
 
 from __future__ import annotations
 

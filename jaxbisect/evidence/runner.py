@@ -78,6 +78,6 @@ def run_in_environment(python: Path, module: str, args: Sequence[str], timeout: 
 
 def run_evidence(python: Path, options: EvidenceOptions, timeout: float = 900) -> dict:
     """``python -m repro.evidence --json`` in one release's environment."""
-    return run_in_environment(python, "repro.evidence", ["--json", *options.argv()], timeout,
+    return run_in_environment(python, "repro.dumps", ["--json", *options.argv()], timeout,
                                options.platform)
 

@@ -1,4 +1,4 @@
-"""``python -m repro.evidence --json``: what a maintainer asks for after a bisection.
+"""``python -m repro.dumps --json``: what a maintainer asks for after a bisection.
 
 Runs inside one release's JAX environment (jax and the standard library only) and prints one
 JSON document: the lowered v0 module, XLA's own account of the compiled v0 (memory-usage
@@ -14,36 +14,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
-from .cli import OneLineParser, positive_int
 from .measure import Compiler, Unmeasured, error_line
-from .process import stdout_to_stderr
+from .options import OneLineParser, add_size_options, positive_int
+from .process import (
+    add_flags,
+    configure_for_target,
+    dump_folder,
+    enable_x64,
+    stdout_to_stderr,
+    text_dump_flags,
+)
 from .verdict import stacked_buffer_bytes, verdict
 
-DTYPES = ("float32", "float64", "float16", "bfloat16")
 MAX_FILE_CHARS = 600_000  # per dump file kept; far above what n_outer 15 produces
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = OneLineParser(prog="python -m repro.evidence",
+    p = OneLineParser(prog="python -m repro.dumps",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true",
                    help="print the JSON document (always printed; kept for the harness's CLI)")
-    p.add_argument("--n-outer", type=positive_int, default=3,
-                   help="outer loop count of the dumped v0 (default 3: growth shows from 3 on)")
-    p.add_argument("--n-inner", type=positive_int, default=100)
-    p.add_argument("--n-res", type=positive_int, default=32)
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    add_size_options(p, n_outer=3, n_res=32, helps={
+        "n_outer": "outer loop count of the dumped v0 (default 3: growth shows from 3 on)"})
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="extra XLA_FLAGS for everything this process compiles")
     p.add_argument("--workaround-n-outer", type=positive_int, nargs="+", default=[1, 2, 4, 6],
@@ -65,12 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def configure_process(args: argparse.Namespace, dump_dir: Path) -> None:
     """XLA_FLAGS and JAX_ENABLE_X64 for this process; must run before ``import jax``."""
     if args.target:
-        targets.configure_process(None)
-    ours = f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_text'  # quoted: TMPDIR may hold spaces
-    flags = [os.environ.get("XLA_FLAGS", ""), args.xla_flags.strip(), ours]
-    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
-    if args.dtype == "float64":
-        os.environ["JAX_ENABLE_X64"] = "1"
+        configure_for_target(None)
+    add_flags(args.xla_flags.strip(), text_dump_flags(dump_dir))
+    enable_x64(args.dtype)
 
 
 def describe_release() -> dict:
@@ -327,13 +324,10 @@ def gather(args: argparse.Namespace, dump_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    dump_dir = Path(tempfile.mkdtemp(prefix="repro-evidence-"))
-    try:
+    with dump_folder("repro-evidence-") as dump_dir:
         configure_process(args, dump_dir)
         with stdout_to_stderr():  # stdout: the JSON document only
             document = gather(args, dump_dir)
-    finally:
-        shutil.rmtree(dump_dir, ignore_errors=True)
     print(json.dumps(document, indent=1))
     return 0 if document["status"] == "ok" else 2
 
