@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -164,22 +165,23 @@ def main(argv: list[str] | None = None) -> int:
         args.xla_flags_asked = configure_measure(
             args.backend, args.xla_flags, target=args.target is not None, dump_dir=dump_dir,
             dtype=args.dtype, runtime=args.mode == "runtime")
+        _cleanup[:] = [dump_dir] if dump_dir is not None else []
         signal.signal(signal.SIGINT, _on_interrupt)
-        try:
-            return _run(args, dump_dir)
-        except KeyboardInterrupt:
-            print("python -m repro: interrupted", file=sys.stderr)
-            return INTERRUPTED
+        return _run(args, dump_dir)
 
 
-_interrupted: list[int] = []
+_cleanup: list[Path] = []  # what an interruption removes on its way out
 
 
 def _on_interrupt(signum, frame):
-    """Ctrl-C: whatever it breaks (an import half done: "numpy._core.umath failed to import")
-    is the interruption, never the environment's or the release's fault."""
-    _interrupted.append(signum)
-    raise KeyboardInterrupt
+    """Ctrl-C: one line and exit 130, at once. Raising KeyboardInterrupt instead is not enough:
+    raised during an import it breaks numpy half-loaded (which prints its own traceback), and
+    raised in jax's gc callback it is ignored and the run goes on. Whatever it interrupts is
+    the interruption, never the environment's or the release's fault."""
+    for folder in _cleanup:
+        shutil.rmtree(folder, ignore_errors=True)
+    os.write(2, b"python -m repro: interrupted\n")
+    os._exit(INTERRUPTED)
 
 
 def write_target_spec(path: Path) -> int:
@@ -216,8 +218,6 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             document = measure(args, log, dump_dir)
     except ImportError as exc:
-        if _interrupted:
-            raise KeyboardInterrupt from None
         example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
         home = os.path.expanduser("~")
         if example.startswith(home + os.sep):  # never the user's home in full
@@ -230,8 +230,6 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return failed
     except Exception as exc:  # JAX failing to start: no such backend, a broken install …
-        if _interrupted:
-            raise KeyboardInterrupt from None
         line = (str(exc).strip().splitlines() or [""])[0][:300]
         where = (f" (JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}: is that backend installed "
                  f"and its device visible?)" if PLATFORMS[args.backend] else "")

@@ -59,15 +59,21 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
 
 
 @pytest.mark.jax
-def test_a_third_behaviour_is_named_not_filed(tmp_path, jax_python):
-    """while_loop: 0.4.33 is ~3x slower again than 0.4.34: named, skipped, never old or new."""
+def test_a_release_beyond_the_new_end_is_named_or_placed_never_misfiled(tmp_path, jax_python):
+    """while_loop over 0.4.30 … 0.4.34: 0.4.33 is slower again than 0.4.34 (by about 3x, the
+    classifier's third-behaviour factor, so on a busy machine it may fall either side). Either
+    it is named a third behaviour and skipped (the pair is then 0.4.31 → 0.4.34, not exact) or
+    it is placed with the new end (0.4.31 → 0.4.33, exact): never filed with the old one."""
     doc = bisect(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py", "0.4.30", "0.4.34",
                  tmp_path)
-    assert doc["third_behaviour"] == ["0.4.33"]
     labels = {p["jax"]: (p["label"], p["third"]) for p in doc["probes"]}
-    assert labels["0.4.33"] == ("skip", True)
-    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.4.31", "0.4.34")
-    assert not doc["exact"]
+    pair = (doc["last_old"]["jax"], doc["first_new"]["jax"])
+    if doc["third_behaviour"]:
+        assert doc["third_behaviour"] == ["0.4.33"] and labels["0.4.33"] == ("skip", True)
+        assert pair == ("0.4.31", "0.4.34") and not doc["exact"]
+    else:
+        assert labels["0.4.33"] == ("new", False)
+        assert pair == ("0.4.31", "0.4.33") and doc["exact"]
 
 
 @pytest.mark.jax
