@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
         from .case_cli import main as case_main
 
+        signal.signal(signal.SIGINT, _on_interrupt)
         return case_main(argv)
     args = parse_args(argv)
     if args.write_target_spec is not None:
