@@ -22,14 +22,14 @@ from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
-from .machine import parallel_runs
-from .probe import (
+from .harness import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
     ignored_environment_note,
     target_label,
     target_option,
 )
+from .machine import parallel_runs
 
 PROG = "python -m bisect"
 EXIT_CODES = """exit status:
