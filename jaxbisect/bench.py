@@ -49,7 +49,7 @@ from .environments import ensure_environment, resolve_backend
 from .errors import UserError
 from .files import write_atomic
 from .machine import default_jobs, machine_description
-from .probe import Measurement
+from .measurements import Measurement
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent

@@ -19,9 +19,9 @@ from .cases import Run, measure_run, question_from
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .files import check_reports_folder, write_json_if_changed, write_text_if_changed
+from .harness import target_option
 from .machine import machine_description
 from .metric_report import figure, figure_text
-from .probe import target_option
 
 Say = Callable[[str], None]
 

@@ -26,8 +26,8 @@ from repro.case import METRICS, NOISY_METRICS, CaseError, CaseFile, parse_params
 from .catalogue import Release
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
-from .files import cache_dir, write_json
-from .probe import HarnessFailed, harness_id, run_repro, target_key
+from .harness import HarnessFailed, command_environ, harness_id, run_repro, target_key
+from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
 KINDS = ("auto", "deterministic", "noisy")
@@ -69,19 +69,32 @@ class Question:
             argv.append(f"--xla-flags={self.xla_flags}")
         return argv
 
-    def key(self) -> str:
-        """Everything a run's answer depends on: the program (its content), the metric and
-        every option, and the harness's own source."""
+    def key_fields(self) -> dict:
+        """Everything a run's answer depends on but the harness: the program (its content),
+        the metric and every option."""
         what = {"metric": self.metric, "params": self.params, "command": list(self.command),
                 "target": target_key(self.target) if self.target else "",
                 "xla_flags": self.xla_flags, "samples": self.samples,
-                "case": self.case.sha256 if self.case else None,
-                "harness": harness_id() if self.case else None}
+                "case": self.case.sha256 if self.case else None}
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
                              for arg in self.command if os.path.isfile(arg)]
-        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+        return what
+
+    def key(self) -> str:
+        """A digest of everything a run's answer depends on, the harness's source included."""
+        return hashlib.sha256(json.dumps([self.key_fields(), self.harness()],
+                                         sort_keys=True).encode()).hexdigest()[:16]
+
+    def harness(self) -> str:
+        """The harness's digest where the question runs it (function cases), else ""."""
+        return harness_id() if self.case else ""
+
+    def store_key(self, release: Release, backend: str, kind: str, **more: object) -> Key:
+        """The store's key for a result of ``kind`` about this question under ``release``."""
+        return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
+                   self.harness())
 
 
 def question_from(metric: str | None, case_path: str | None, params: list[str],
@@ -136,51 +149,46 @@ class Run:
         return cls(**{**d, "samples": tuple(d["samples"]), "cached": True})
 
 
-def run_path(release: Release, backend: str, question: Question, number: int) -> Path:
-    return (cache_dir() / "results" / backend / f"jax-{release.version}"
-            / f"metric-{question.key()}-run{number}.json")
-
-
-def stored_run(release: Release, backend: str, question: Question, number: int) -> Run | None:
-    try:
-        return Run.from_json(json.loads(run_path(release, backend, question, number)
-                                        .read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def stored_run(release: Release, backend: str, question: Question, number: int, *,
+               store: Store = STORE) -> Run | None:
+    return store.get(question.store_key(release, backend, "metric", run=number), Run.from_json)
 
 
 def measure_run(release: Release, backend: str, question: Question, number: int, *,
-                timeout: float, remeasure: bool = False, say: Say) -> Run:
+                timeout: float, remeasure: bool = False, say: Say,
+                store: Store = STORE) -> Run:
     """Run ``number`` of ``question`` under ``release``: stored, or measured now and stored.
 
     What the release answers (samples, or the program raising) is stored; what may go away
     (an install that failed, a timeout, a kill) is not."""
-    if not remeasure:
-        stored = stored_run(release, backend, question, number)
-        if stored is not None:
-            return stored
-    started = time.perf_counter()
-    try:
-        env = ensure_environment(release, backend, progress=say, verify=remeasure)
-    except InstallFailed as exc:
-        return Run(release=str(release.version), number=number, status="failed",
-                   error=str(exc))
-    say(f"jax {release.version}: {question.metric} of {question.label}, run {number}")
-    keep = True
-    try:
-        if question.case is not None:
-            run = _harness_run(env, release, question, number, timeout)
-        else:
-            run = _command_run(env, release, question, number, timeout)
-    except HarnessFailed as exc:
-        run = Run(release=str(release.version), number=number, status="failed",
-                  error=str(exc))
-        keep = exc.lasting
-    run = Run(**{**run.__dict__, "installed": dict(env.installed),
-                 "seconds": round(time.perf_counter() - started, 2)})
-    if keep:
-        write_json(run_path(release, backend, question, number), run.as_json())
-    return run
+    kept: list[bool] = []
+
+    def measure() -> Run:
+        started = time.perf_counter()
+        try:
+            env = ensure_environment(release, backend, progress=say, verify=remeasure)
+        except InstallFailed as exc:
+            kept.append(False)
+            return Run(release=str(release.version), number=number, status="failed",
+                       error=str(exc))
+        say(f"jax {release.version}: {question.metric} of {question.label}, run {number}")
+        keep = True
+        try:
+            if question.case is not None:
+                run = _harness_run(env, release, question, number, timeout)
+            else:
+                run = _command_run(env, release, question, number, timeout)
+        except HarnessFailed as exc:
+            run = Run(release=str(release.version), number=number, status="failed",
+                      error=str(exc))
+            keep = exc.lasting
+        kept.append(keep)
+        return Run(**{**run.__dict__, "installed": dict(env.installed),
+                      "seconds": round(time.perf_counter() - started, 2)})
+
+    return store.get_or_run(question.store_key(release, backend, "metric", run=number),
+                            measure, remeasure=remeasure, keep=lambda _: kept[-1],
+                            encode=Run.as_json, decode=Run.from_json)
 
 
 def _harness_run(env, release: Release, question: Question, number: int,
@@ -200,10 +208,7 @@ def _command_run(env, release: Release, question: Question, number: int,
                  timeout: float) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample. Its output is copied to our stderr."""
-    child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
-                     PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
-                     JAX_BISECT_RELEASE=str(release.version))
-    child_env.pop("PYTHONHOME", None)
+    child_env = command_environ(env)
     if question.xla_flags:
         child_env["XLA_FLAGS"] = question.xla_flags
     else:

@@ -21,13 +21,13 @@ from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
-from .machine import default_jobs
-from .probe import (
+from .harness import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
     ignored_environment_note,
     target_option,
 )
+from .machine import default_jobs
 
 if TYPE_CHECKING:
     from .report import NextStep

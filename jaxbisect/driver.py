@@ -13,7 +13,6 @@ are built (``search.prefetch_order``).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -27,8 +26,8 @@ from pathlib import Path
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
-from .files import cache_dir, write_json
-from .probe import DEFAULT_TIMEOUT, HarnessOptions, Measurement, cached_measurement, measure_release
+from .harness import DEFAULT_TIMEOUT, HarnessOptions, command_environ
+from .measurements import Measurement, measure_release, stored_measurement
 from .search import (
     Outcome,
     SearchResult,
@@ -37,6 +36,7 @@ from .search import (
     prefetch_order,
     probe_limit,
 )
+from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
 
@@ -264,13 +264,13 @@ def stored_full(release: Release, request: Request) -> Probe | None:
     repro``): it holds every case a search probe needs."""
     if request.remeasure:
         return None
-    full = cached_measurement(release, request.backend, request.options)
+    full = stored_measurement(release, request.backend, request.options)
     if full is None or full.document is None:
         return None
     replaced = None
     if full.stats_empty and not request.options.target:
         replaced = full
-        full = cached_measurement(release, request.backend, request.options.runtime_fallback())
+        full = stored_measurement(release, request.backend, request.options.runtime_fallback())
         if full is None or full.document is None:
             return None
     return Probe(release=release, verdict=full.verdict, mode=full.options.mode,
@@ -301,13 +301,13 @@ def complete_table(probe: Probe, request: Request, say: Say) -> Probe:
                    seconds=probe.seconds + full.seconds,
                    installed=full.installed or probe.installed)
 
-def _command_key(command: tuple[str, ...]) -> str:
-    """The command and the content of any file it names: an edited script is a new command."""
-    digest = hashlib.sha256(json.dumps([os.getcwd(), *command]).encode())
-    for arg in command:
-        if os.path.isfile(arg):
-            digest.update(Path(arg).read_bytes())
-    return digest.hexdigest()[:16]
+def command_key(release: Release, request: Request) -> Key:
+    """The command, the folder it runs in and the content of any file it names (an edited
+    script is a new command); commands do not run the harness."""
+    files = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
+             for arg in request.command if os.path.isfile(arg)]
+    return Key(str(release.version), request.backend, "command",
+               {"cwd": os.getcwd(), "command": list(request.command), "files": files})
 
 
 def _stderr_fd() -> int:
@@ -317,19 +317,27 @@ def _stderr_fd() -> int:
         return 2
 
 
-def run_command(release: Release, request: Request, say: Say) -> Probe:
-    """The user's command inside the release's environment, with git bisect run's codes."""
-    store = (cache_dir() / "results" / request.backend / f"jax-{release.version}"
-             / f"command-{_command_key(request.command)}.json")
-    try:
-        if request.remeasure:
-            raise OSError("asked to measure again")
-        stored = json.loads(store.read_text())
-        return Probe(release=release, verdict=stored["verdict"], mode="command",
-                     reason=stored["reason"], cached=True, seconds=0.0,
-                     exit_status=stored["exit_status"], installed=stored["installed"])
-    except (OSError, ValueError, KeyError):
-        pass
+def run_command(release: Release, request: Request, say: Say, *,
+                store: Store = STORE) -> Probe:
+    """The user's command inside the release's environment, with git bisect run's codes.
+    Its answer is stored unless it may go away (a failed install, a timeout)."""
+    def stored(d: dict) -> Probe:
+        return Probe(release=release, verdict=d["verdict"], mode="command",
+                     reason=d["reason"], cached=True, seconds=0.0,
+                     exit_status=d["exit_status"], installed=d["installed"])
+
+    def as_json(probe: Probe) -> dict:
+        return {"verdict": probe.verdict, "reason": probe.reason,
+                "exit_status": probe.exit_status, "installed": probe.installed}
+
+    return store.get_or_run(command_key(release, request),
+                            lambda: _run_command(release, request, say),
+                            remeasure=request.remeasure,
+                            keep=lambda probe: probe.exit_status is not None,
+                            encode=as_json, decode=stored)
+
+
+def _run_command(release: Release, request: Request, say: Say) -> Probe:
     started = time.perf_counter()
     try:
         env = ensure_environment(release, request.backend, progress=say,
@@ -337,10 +345,7 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
     except InstallFailed as exc:
         return Probe(release=release, verdict="skip", mode="command", reason=str(exc),
                      cached=False, seconds=round(time.perf_counter() - started, 2))
-    child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
-                     PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
-                     JAX_BISECT_RELEASE=str(release.version))
-    child_env.pop("PYTHONHOME", None)
+    child_env = command_environ(env)
     say(f"jax {release.version}: running {' '.join(request.command)}")
     try:
         # Our stdout carries only the answer (one JSON document under --json): the
@@ -362,25 +367,21 @@ def run_command(release: Release, request: Request, say: Say) -> Probe:
         verdict, reason = "new", None
     else:
         verdict, reason = "skip", f"the command died (exit status {code})"
-    probe = Probe(release=release, verdict=verdict, mode="command", reason=reason,
-                  cached=False, seconds=round(time.perf_counter() - started, 2),
-                  exit_status=code, installed=dict(env.installed))
-    if code is not None:
-        write_json(store, {"verdict": verdict, "reason": reason, "exit_status": code,
-                           "installed": probe.installed})
-    return probe
+    return Probe(release=release, verdict=verdict, mode="command", reason=reason,
+                 cached=False, seconds=round(time.perf_counter() - started, 2),
+                 exit_status=code, installed=dict(env.installed))
 
 
 def is_stored(release: Release, request: Request) -> bool:
     """A probe of this release would measure nothing: its answer is stored."""
     if request.remeasure or request.command:
         return False
-    return any(cached_measurement(release, request.backend, options)
+    return any(stored_measurement(release, request.backend, options)
                for options in (request.options.for_search(request.small_search),
                                request.options))
 
 
-def is_cached(release: Release, request: Request) -> bool:
+def is_cheap(release: Release, request: Request) -> bool:
     """A probe of this release costs little: its result is stored or its environment exists."""
     return (is_stored(release, request)
             or (environment_path(release, request.backend) / ".complete.json").exists())
@@ -463,8 +464,8 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisect
     everything = [r.version for r in catalogue.releases if not r.yanked]
     offset = everything.index(candidates[0].version)
 
-    def cached(i: int) -> bool:
-        return is_cached(candidates[i], request)
+    def cheap(i: int) -> bool:
+        return is_cheap(candidates[i], request)
 
     def install(i: int) -> None:
         release = candidates[i]
@@ -483,10 +484,10 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisect
             tables[i] = workers.tables.submit(complete_table, made[i], request, say)
 
     def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
-        ahead = prefetch_order(n, seen, indices, jobs=request.jobs, cached=cached,
+        ahead = prefetch_order(n, seen, indices, jobs=request.jobs, cheap=cheap,
                                offset=offset)
         workers.install_ahead([i for i in ahead
-                               if not is_cached(candidates[i], request)], install)
+                               if not is_cheap(candidates[i], request)], install)
         first = len(made) + 1
         if len(indices) == 1:
             say(f"probe {first}: jax {names[indices[0]]}")
@@ -513,7 +514,7 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisect
 
     workers = Workers(request.jobs)
     try:
-        result = find_change(n, probe_round=probe_round, jobs=request.jobs, cached=cached,
+        result = find_change(n, probe_round=probe_round, jobs=request.jobs, cheap=cheap,
                              on_step=narrowed, offset=offset)
         for i in full_table(n, result):
             full_table_of(i)

@@ -7,7 +7,6 @@ change and keeps the answer, so that a rerun of a finished bisection measures no
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -17,7 +16,7 @@ from .driver import Bisection, Say
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence import (
-    EvidenceOptions,
+    DumpOptions,
     explain_change,
     gather_evidence,
     render_culprit_commits,
@@ -28,10 +27,16 @@ from .evidence import (
 from .evidence.commits import commits_touching, github, most_likely, range_of
 from .evidence.explain import explain_release, small_options
 from .evidence.handoff import check_command, triage_handoff
-from .evidence.runner import EvidenceFailed
-from .files import cache_dir, write_json
+from .harness import (
+    HarnessFailed,
+    HarnessOptions,
+    harness_args,
+    harness_id,
+    source_digest,
+    target_key,
+)
 from .pins import load_table
-from .probe import HarnessOptions, harness_args, harness_id, source_digest, target_key
+from .store import STORE, Key, Store
 
 EVIDENCE_SOURCE = Path(__file__).parent / "evidence"
 
@@ -58,11 +63,6 @@ def analysis_id() -> str:
     return source_digest(EVIDENCE_SOURCE, "*.py")
 
 
-def _stored(key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / "evidence" / f"{key['old']}-{key['new']}-{key['backend']}-{digest}.json"
-
-
 def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
            png_path: Path | None = None, jax_repo: Path | None = None,
            xla_repo: Path | None = None) -> tuple[str, dict]:
@@ -83,37 +83,40 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
 
 
 def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
-            jax_repo: Path | None, xla_repo: Path | None = None) -> tuple[str, dict]:
+            jax_repo: Path | None, xla_repo: Path | None = None, *,
+            store: Store = STORE) -> tuple[str, dict]:
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
-    options = EvidenceOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
-                              platform={"cuda12": "cuda", "cpu": "cpu"}.get(b.request.backend, ""),
-                              target=o.target)
-    key = {"old": str(old.version), "new": str(new.version), "backend": b.request.backend,
-           "options": asdict(options), "flags": list(try_xla_flags), "harness": harness_id(),
-           "jax_repo": str(jax_repo) if jax_repo else None,
-           "explain": asdict(small_options(o)), "target": target_key(o.target)}
-    path = _stored(key)
-    try:
-        if b.request.remeasure:
-            raise OSError("asked to measure again")
-        found = json.loads(path.read_text())
-        say(f"evidence for jax {old.version} → {new.version}: stored")
-    except (OSError, ValueError):
+    options = DumpOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
+                          platform={"cuda12": "cuda", "cpu": "cpu"}.get(b.request.backend, ""),
+                          target=o.target)
+    key = Key(str(new.version), b.request.backend, "evidence",
+              {"old": str(old.version), "options": asdict(options), "flags": list(try_xla_flags),
+               "jax_repo": str(jax_repo) if jax_repo else None,
+               "explain": asdict(small_options(o)), "target": target_key(o.target)},
+              harness_id())
+    ran = []
+
+    def collect() -> dict:
+        ran.append(True)
         say(f"gathering evidence: lowering, XLA dumps and workarounds under jax {old.version} "
             f"and {new.version} …")
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
                    for r in (old, new)]
-        found = gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
-                                jax_repo=jax_repo, timeout=b.request.timeout,
-                                fetch=None if jax_repo else github, table=load_table())
-        sides = found["evidence"]["releases"].values()
-        if all(side.get("error") is None for side in sides):  # a failure may be transient
-            write_json(path, found)
+        return gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
+                               jax_repo=jax_repo, timeout=b.request.timeout,
+                               fetch=None if jax_repo else github, table=load_table())
+
+    def complete(found: dict) -> bool:  # a failure may be transient
+        return all(side.get("error") is None for side in found["evidence"]["releases"].values())
+
+    found = store.get_or_run(key, collect, remeasure=b.request.remeasure, keep=complete)
+    if not ran:
+        say(f"evidence for jax {old.version} → {new.version}: stored")
     if found.get("explanation") is None or found.get("analysis") != analysis_id():
         found["explanation"], found["analysis"] = _explain(b, say), analysis_id()
-        if found["explanation"] is not None and path.exists():
-            write_json(path, found)
+        if found["explanation"] is not None and store.path(key).exists():
+            store.put(key, found)
     if "commits" in found["attribution"]:  # stored before the pins table, or newer than it
         xla_range(b, found["attribution"], jax_repo, xla_repo)
     # Stored evidence comes back with its keys sorted: render the fresh one the same way, so
@@ -179,29 +182,30 @@ def _explain(b: Bisection, say: Say) -> dict | None:
     try:
         return explain_change(old, new, b.request.backend, b.request.options, say,
                               timeout=b.request.timeout, remeasure=b.request.remeasure)
-    except (EvidenceFailed, InstallFailed, OSError) as exc:
+    except (HarnessFailed, InstallFailed, OSError) as exc:
         say(f"explanation unavailable: {exc}")
         return None
 
 
 def explain_one(release: Release, backend: str, options: HarnessOptions, say: Say, *,
-                timeout: float, remeasure: bool = False) -> tuple[str, dict]:
+                timeout: float, remeasure: bool = False,
+                store: Store = STORE) -> tuple[str, dict]:
     """``--explain RELEASE``: the why for one release (markdown, explanation), stored whole
     once every measurement behind it is."""
-    key = {"release": str(release.version), "backend": backend, "harness": harness_id(),
-           "analysis": analysis_id(),
-           "explain": asdict(small_options(options)), "xla_flags": options.xla_flags,
-           "target": target_key(options.target)}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    path = cache_dir() / "explanations" / f"{release.version}-{backend}-{digest}.json"
-    try:
-        if remeasure:
-            raise OSError("asked to measure again")
-        explanation = json.loads(path.read_text())
+    key = Key(str(release.version), backend, "explanation",
+              {"analysis": analysis_id(), "explain": asdict(small_options(options)),
+               "xla_flags": options.xla_flags, "target": target_key(options.target)},
+              harness_id())
+    ran = []
+
+    def explain() -> dict:
+        ran.append(True)
+        return explain_release(release, backend, options, say, timeout=timeout,
+                               remeasure=remeasure)
+
+    explanation = store.get_or_run(
+        key, explain, remeasure=remeasure,
+        keep=lambda found: all(t["verdict"] != "unavailable" for t in found["tests"][:1]))
+    if not ran:
         say(f"explanation for jax {release.version}: stored")
-    except (OSError, ValueError):
-        explanation = explain_release(release, backend, options, say, timeout=timeout,
-                                      remeasure=remeasure)
-        if all(t["verdict"] != "unavailable" for t in explanation["tests"][:1]):
-            write_json(path, explanation)
     return render_explanation_markdown(explanation), explanation

@@ -21,7 +21,7 @@ from tabulate import tabulate
 
 from .errors import UserError
 from .files import write_atomic
-from .probe import Measurement
+from .measurements import Measurement
 from .tables import results_table
 
 PROG = "python -m jaxbisect.merge"

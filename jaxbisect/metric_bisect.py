@@ -94,7 +94,7 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
 def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noisy_metric: bool,
                   batch: int | None = None, max_runs: int | None = None,
                   reduce: Reduce = every_sample,
-                  cached: Callable[[int], bool] = lambda i: False, offset: int = 0,
+                  cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None) -> MetricSearch:
     """The change between candidates 0 and n-1 by a metric, one probe at a time.
@@ -172,7 +172,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    result = find_change(n, probe, cached=cached, on_step=on_step, offset=offset)
+    result = find_change(n, probe, cheap=cheap, on_step=on_step, offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))

@@ -11,8 +11,8 @@ from .cases import question_from
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .files import check_reports_folder
+from .harness import target_option
 from .metric_bisect import MetricRequest, bisect_metric
-from .probe import target_option
 
 Say = Callable[[str], None]
 

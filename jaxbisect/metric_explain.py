@@ -23,7 +23,7 @@ from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_fl
 from .evidence.handoff import triage_handoff
 from .evidence.lowering import compare_lowering
 from .evidence.passes import first_difference, is_safe, normalize_hlo, passes_that_changed
-from .files import cache_dir
+from .harness import HarnessFailed, run_repro
 from .metric_bisect import (
     MAX_RUNS_NOISY,
     RUNS_NOISY,
@@ -33,7 +33,7 @@ from .metric_bisect import (
 )
 from .metric_report import display_path
 from .pins import load_table
-from .probe import HarnessFailed, run_repro
+from .store import STORE, Store
 
 Say = Callable[[str], None]
 _METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
@@ -54,19 +54,18 @@ def normalize_optimized(text: str) -> list[str]:
 
 
 def hlo_texts(release: Release, backend: str, question: Question, *, timeout: float,
-              remeasure: bool, say: Say) -> dict:
+              remeasure: bool, say: Say, store: Store = STORE) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
-    folder = (cache_dir() / "results" / backend / f"jax-{release.version}"
-              / f"hlo-{question.key()}")
-    done = folder / ".complete"
-    if remeasure or not done.exists():
+    def make(folder: Path) -> None:
         env = ensure_environment(release, backend, progress=say)
         say(f"jax {release.version}: lowering and compiling {question.label} for the modules")
         argv = [a for a in question.harness_argv() if a != "--json"]
         metric = argv.index("--metric")
         argv[metric + 1] = "error" if not question.target else "memory"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder)], timeout, answers=(0, 125))
-        done.write_text("")
+
+    folder = store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
+                                      remeasure=remeasure)
     read = {}
     for name in ("lowered", "optimized"):
         path = folder / f"{name}.txt"
@@ -205,20 +204,19 @@ _MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
 
 
 def pass_dumps(release: Release, backend: str, question: Question, *, timeout: float,
-               remeasure: bool, say: Say) -> list[dict]:
+               remeasure: bool, say: Say, store: Store = STORE) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
-    folder = (cache_dir() / "results" / backend / f"jax-{release.version}"
-              / f"passes-{question.key()}")
-    done = folder / ".complete"
-    if remeasure or not done.exists():
+    def make(folder: Path) -> None:
         env = ensure_environment(release, backend, progress=say)
         say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
         argv = [a for a in question.harness_argv() if a != "--json"]
         argv[argv.index("--metric") + 1] = "error"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
                   timeout, answers=(0, 125))
-        done.write_text("")
+
+    folder = store.get_or_make_folder(question.store_key(release, backend, "passes"), make,
+                                      remeasure=remeasure)
     lowered = folder / "lowered.txt"
     found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
     module = found.group(1) if found else None

@@ -17,8 +17,8 @@ from . import standalone
 from .catalogue import needs_a_gpu
 from .driver import Bisection, Probe
 from .files import write_atomic, write_json, write_json_if_changed, write_text_if_changed
+from .harness import HarnessOptions, target_label
 from .machine import machine_description
-from .probe import HarnessOptions, target_label
 from .tables import narrow_columns, results_rows
 
 SCHEMA = 1

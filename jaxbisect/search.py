@@ -35,7 +35,7 @@ class SearchResult:
     rounds: tuple[tuple[int, ...], ...] = ()  # the probes, grouped as they were made together
 
 
-Cached = Callable[[int], bool]
+Cheap = Callable[[int], bool]
 
 
 def _never(i: int) -> bool:
@@ -76,14 +76,14 @@ def window(n: int, seen: Mapping[int, Outcome]) -> tuple[int, int]:
     return lo, hi
 
 
-def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1, cached: Cached = _never,
+def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1, cheap: Cheap = _never,
                offset: int = 0) -> tuple[int, ...] | str:
     """The candidates to probe next, in ascending order, or the search's status once it is over
     ("found", "alike" or "unmeasurable").
 
     Probes both ends first (both, even when the first is a skip, so a report can name every
     unmeasurable end), then keeps ``lo`` on index 0's side and ``hi`` on index n-1's.
-    ``cached(i)`` says a probe of ``i`` would be free; such an index is preferred whenever it
+    ``cheap(i)`` says a probe of ``i`` would be free; such an index is preferred whenever it
     costs no extra worst-case round. ``offset`` is index 0's position in the full list of
     candidates: the default choice depends on it only, so searches over overlapping ranges of
     that list pick the same candidates and reuse each other's probes.
@@ -101,10 +101,10 @@ def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1, cached: Ca
     if old is new:
         return "alike"
     lo, hi = window(n, seen)
-    return _split(lo, hi, seen, cached, offset, jobs) or "found"
+    return _split(lo, hi, seen, cheap, offset, jobs) or "found"
 
 
-def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cached: Cached, offset: int,
+def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cheap: Cheap, offset: int,
            jobs: int) -> tuple[int, ...]:
     untried = [i for i in range(lo + 1, hi) if i not in tried]
     if len(untried) <= jobs:
@@ -128,7 +128,7 @@ def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cached: Cached, offse
         allowed = range(max(previous + 1, hi - part * (jobs + 1 - j)),
                         min(hi - 1, previous + part) + 1)
         ideal = lo + j * (hi - lo) / (jobs + 1)
-        free = [i for i in allowed if i not in tried and cached(i)]
+        free = [i for i in allowed if i not in tried and cheap(i)]
         if free:
             pick = max(free, key=stability)
         else:
@@ -146,7 +146,7 @@ def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cached: Cached, offse
 
 
 def prefetch_order(n: int, seen: Mapping[int, Outcome], round_: Sequence[int], *,
-                   jobs: int = 1, cached: Cached = _never, offset: int = 0) -> tuple[int, ...]:
+                   jobs: int = 1, cheap: Cheap = _never, offset: int = 0) -> tuple[int, ...]:
     """Every candidate the round after ``round_`` could ask for, one level ahead: for each way
     the round can come out with one change and no skip (the change before its first candidate,
     then after each in turn), the round that would follow, in that order, each index once."""
@@ -159,7 +159,7 @@ def prefetch_order(n: int, seen: Mapping[int, Outcome], round_: Sequence[int], *
         guess.update((i, reference if k < leading else other) for k, i in enumerate(points))
         if 0 in guess and guess[0] is not reference:  # index 0 itself decides the reference
             continue
-        after = next_round(n, guess, jobs=jobs, cached=cached, offset=offset)
+        after = next_round(n, guess, jobs=jobs, cheap=cheap, offset=offset)
         if isinstance(after, tuple):
             order += [i for i in after if i not in order and i not in seen and i not in points]
     return tuple(order)
@@ -178,7 +178,7 @@ def find_change(
     *,
     probe_round: Callable[[tuple[int, ...]], Sequence[Outcome]] | None = None,
     jobs: int = 1,
-    cached: Cached = _never,
+    cheap: Cheap = _never,
     on_step: Callable[[int, int, int], None] | None = None,
     offset: int = 0,
 ) -> SearchResult:
@@ -200,7 +200,7 @@ def find_change(
     seen: dict[int, Outcome] = {}  # insertion order is probe order
     rounds: list[tuple[int, ...]] = []
     while True:
-        step = next_round(n, seen, jobs=jobs, cached=cached, offset=offset)
+        step = next_round(n, seen, jobs=jobs, cheap=cheap, offset=offset)
         if isinstance(step, str):
             break
         before = window(n, seen) if len(rounds) >= end_rounds(jobs) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .probe import HarnessOptions
+from .harness import HarnessOptions
 
 PROGRAM_NAME = "scan_memory.py"
 VARIANTS = Path(__file__).resolve().parent.parent / "repro" / "variants.py"

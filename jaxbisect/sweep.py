@@ -2,7 +2,7 @@
 
 One release, a list, or a range. Each release gets its own environment (made by
 ``environments.ensure_environment`` and shared with the bisect driver) and is measured by
-``probe.measure_release``, which stores what it finds, so a rerun measures nothing twice. Each
+``measurements.measure_release``, which stores what it finds, so a rerun measures nothing twice. Each
 result is written whole to ``REPORTS/jax-<release>-<backend>.json`` (the Measurement's JSON) as
 soon as it lands, and ``REPORTS/README.md`` is rebuilt from every JSON in that folder.
 
@@ -52,18 +52,16 @@ from .files import (
     write_atomic,
     write_json_if_changed,
 )
-from .machine import machine_description, parallel_runs
-from .probe import (
+from .harness import (
     DEFAULT_TIMEOUT,
     HarnessOptions,
-    Measurement,
-    cached_measurement,
     harness_args,
     ignored_environment_note,
-    measure_release,
     target_label,
     target_option,
 )
+from .machine import machine_description, parallel_runs
+from .measurements import Measurement, measure_release, stored_measurement
 from .tables import results_table
 
 DEFAULT_REPORTS = Path("reports") / "repro"
@@ -233,7 +231,7 @@ def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: 
         return SweepResult(str(release.version), skipped, None,
                            _write_result(reports, skipped, say))
     started = time.perf_counter()
-    stored = None if remeasure else cached_measurement(release, backend, options)
+    stored = None if remeasure else stored_measurement(release, backend, options)
     if stored is not None:
         say(f"{name}: stored result from an earlier run (measured in {stored.seconds:.1f} s; "
             f"--remeasure runs it again)")
@@ -412,7 +410,7 @@ def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
     """What this run will do: how many releases it measures, and how many it need not."""
     skipped = [p for p in planned if p.skip]
     stored = [p for p in planned if not p.skip and not remeasure
-              and cached_measurement(p.release, backend, options) is not None]
+              and stored_measurement(p.release, backend, options) is not None]
     to_measure = len(planned) - len(skipped) - len(stored)
     on = backend_words(backend, options.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from .catalogue import backend_words
-from .probe import HarnessOptions, Measurement
+from .harness import HarnessOptions
+from .measurements import Measurement
 
 MB = 1024**2
 

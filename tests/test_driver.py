@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli, driver, report
-from jaxbisect.probe import HarnessOptions, Measurement
+from jaxbisect.harness import HarnessOptions
+from jaxbisect.measurements import Measurement
 from jaxbisect.report import (
     answer_line,
     document,
@@ -79,7 +80,7 @@ def script(monkeypatch, answers: dict[str, str | dict[str, str]]):
                            installed={"jax": version, "jaxlib": version, "numpy": "1.26.4"})
 
     monkeypatch.setattr(driver, "measure_release", measure_release)
-    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    monkeypatch.setattr(driver, "is_cheap", lambda release, request: False)
     return calls
 
 
@@ -194,10 +195,10 @@ def test_stored_full_tables_answer_search_probes(catalogue, monkeypatch):
                                    installed={"jax": version, "jaxlib": version})
               for version, verdict in FIVE.items() if version in ("0.5.0", "0.6.0", "0.5.2")}
 
-    def cached_measurement(release, backend, options):
+    def stored_measurement(release, backend, options):
         return stored.get(str(release.version)) if options == full else None
 
-    monkeypatch.setattr(driver, "cached_measurement", cached_measurement)
+    monkeypatch.setattr(driver, "stored_measurement", stored_measurement)
     b = bisect(catalogue, "0.5.0", "0.6.0")
     assert b.result.status == "found" and str(b.first_new.release.version) == "0.5.2"
     measured = {version for version, _, _ in calls}
@@ -384,7 +385,7 @@ def test_a_command_table_has_no_empty_note_and_no_backend(catalogue, monkeypatch
                             exit_status=code, installed={"jax": str(release.version)})
 
     monkeypatch.setattr(driver, "run_command", run_command)
-    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    monkeypatch.setattr(driver, "is_cheap", lambda release, request: False)
     request = driver.Request(start="0.5.0", end="0.5.1", backend="cpu",
                              options=HarnessOptions(), command=("python", "check.py"))
     b = driver.bisect_releases(catalogue, request, say=lambda message: None)
@@ -464,7 +465,7 @@ def test_search_probes_at_a_small_size_fall_back_when_an_end_disagrees(catalogue
                            installed={"jax": version, "jaxlib": version})
 
     monkeypatch.setattr(driver, "measure_release", measure_release)
-    monkeypatch.setattr(driver, "is_cached", lambda release, request: False)
+    monkeypatch.setattr(driver, "is_cheap", lambda release, request: False)
     request = driver.Request(start="0.5.0", end="0.6.0", backend="cpu",
                              options=HarnessOptions(n_outer=(1, 3, 6), n_res=200))
     small_agrees = True

@@ -27,8 +27,8 @@ from jaxbisect.evidence.dumps import (
 from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
 from jaxbisect.evidence.release import release_evidence
 from jaxbisect.evidence.render import render_evidence_markdown
-from jaxbisect.evidence.runner import EvidenceOptions
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
+from jaxbisect.harness import DumpOptions
 from repro.dumps import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"
@@ -241,7 +241,7 @@ def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
 
 
 def test_attribution_and_markdown_from_real_files():
-    options = EvidenceOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
+    options = DumpOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
     old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
     new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
     attribution = attribution_of(old, new)
@@ -418,7 +418,7 @@ SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 def test_gather_evidence_on_the_releases_around_the_change(jax_python):
     """Lowering identical -> XLA; the new plan holds one stacked buffer per outer iteration;
     the carry-only scan, the full unroll and XLA's older CPU scheduler restore constant memory."""
-    options = EvidenceOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4),
+    options = DumpOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4),
                               unroll=(2, 10))
     result = gather_evidence(jax_python(OLD), jax_python(NEW), options,
                              workaround_xla_flags=[SCHEDULER_OFF], timeout=120)
@@ -441,7 +441,7 @@ def test_gather_evidence_on_the_releases_around_the_change(jax_python):
 
 def test_raw_dump_blocks_read_alike_from_a_fresh_run_and_from_the_store():
     """The store writes sorted keys: the raw blocks must still come in the dump's order."""
-    options = EvidenceOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
+    options = DumpOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
     old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
     new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
     attribution = attribution_of(old, new)

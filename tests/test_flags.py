@@ -182,9 +182,8 @@ def test_finds_the_flag_behind_the_cpu_change_with_no_hint(jax_python, recorded_
                                                             monkeypatch):
     """0.5.0 -> 0.5.1 on the CPU: the concurrency-optimised scheduler, proven both ways; a rerun
     measures nothing."""
-    from jaxbisect import probe
     from jaxbisect.evidence.explain import Side, explain_flags
-    from jaxbisect.probe import HarnessOptions
+    from jaxbisect.harness import HarnessOptions
 
     sides = [Side(recorded_catalogue.get(v), jax_python(v)) for v in ("0.5.0", "0.5.1")]
     said = []
@@ -208,6 +207,6 @@ def test_finds_the_flag_behind_the_cpu_change_with_no_hint(jax_python, recorded_
     def no_measuring(*args, **kwargs):
         raise AssertionError("a rerun measured again")
 
-    monkeypatch.setattr(probe, "run_harness", no_measuring)
-    monkeypatch.setattr("jaxbisect.evidence.explain.run_in_environment", no_measuring)
+    monkeypatch.setattr("jaxbisect.harness.run_module", no_measuring)  # every harness run
+    monkeypatch.setattr("jaxbisect.evidence.explain.run_module", no_measuring)
     assert explain_flags(*sides, "cpu", HarnessOptions(), said.append, timeout=300) == explanation

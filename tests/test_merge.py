@@ -13,7 +13,8 @@ import pytest
 
 from jaxbisect import merge
 from jaxbisect.catalogue import load_catalogue
-from jaxbisect.probe import HarnessOptions, measure_release
+from jaxbisect.harness import HarnessOptions
+from jaxbisect.measurements import measure_release
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = HarnessOptions(n_outer=(1, 3, 6), n_inner=10, n_res=16)

@@ -9,10 +9,17 @@ import json
 
 import pytest
 
-from jaxbisect import probe
+from jaxbisect import harness
 from jaxbisect.catalogue import load_catalogue
 from jaxbisect.environments import ensure_environment
-from jaxbisect.probe import HarnessOptions, Measurement, measure_release, result_path
+from jaxbisect.harness import HarnessOptions
+from jaxbisect.measurements import (
+    Measurement,
+    measure_release,
+    measurement_key,
+    stored_measurement,
+)
+from jaxbisect.store import STORE
 
 TINY = HarnessOptions(n_outer=(1, 2, 3), n_inner=10, n_res=8, variants=(0,))
 
@@ -31,7 +38,7 @@ def quiet(message: str) -> None:
     ("", None),
 ])
 def test_xlas_own_fatal_line_is_found(stderr, said):
-    assert probe.fatal_log_line(stderr) == said
+    assert harness.fatal_log_line(stderr) == said
 
 
 @pytest.fixture
@@ -67,7 +74,7 @@ def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(priva
     measured = measure_release(release, "cpu", TINY, progress=said.append)
     assert measured.verdict == "constant", measured.error
     assert any("rebuilding it" in line for line in said), said
-    stored = json.loads(result_path(release, "cpu", TINY).read_text())
+    stored = json.loads(STORE.path(measurement_key(release, "cpu", TINY)).read_text())
     assert stored["error"] is None and stored["document"]["verdict"]["status"] == "constant"
 
 
@@ -78,10 +85,10 @@ def test_a_stored_import_failure_is_not_a_verdict(private_cache):
                           error="the harness failed: python -m repro: error: cannot import JAX "
                                 "here (No module named 'jaxlib.xla_extension'); run it …",
                           seconds=1.0)
-    path = result_path(release, "cpu", TINY)
+    path = STORE.path(measurement_key(release, "cpu", TINY))
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(failure.as_json()))
-    assert probe.cached_measurement(release, "cpu", TINY) is None
+    assert stored_measurement(release, "cpu", TINY) is None
     assert measure_release(release, "cpu", TINY, progress=quiet).verdict == "constant"
 
 
@@ -134,4 +141,4 @@ def test_an_interrupted_harness_is_an_interruption_not_a_result(tmp_path, status
     env = Environment(release=load_catalogue().get("0.5.0"), backend="cpu", path=tmp_path,
                       python=fake, installed={}, reused=True, seconds=0.0)
     with pytest.raises(KeyboardInterrupt):
-        probe.run_harness(env, TINY, timeout=60)
+        harness.run_harness(env, TINY, timeout=60)

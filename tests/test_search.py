@@ -136,7 +136,7 @@ def test_non_monotone_ends_with_a_consistent_pair(data):
 @given(monotone(max_n=100, skips=False), st.data())
 def test_prefers_a_cached_midpoint_that_costs_nothing(outcomes, data):
     free = data.draw(st.sets(st.integers(0, len(outcomes) - 1)))
-    result = run(outcomes, cached=free.__contains__)
+    result = run(outcomes, cheap=free.__contains__)
     assert len(result.probes) <= bound(len(outcomes))
     # Replay: every probe keeps the worst case, and is a cached one whenever that was possible.
     lo, hi = 0, len(outcomes) - 1
@@ -182,9 +182,9 @@ def test_midpoints_are_stable_across_overlapping_ranges():
     # Global index 7 (1-based position 8) is the shallowest node in both windows.
     assert run([OLD] * 5 + [NEW] * 5).probes[2] == 7
     assert run([OLD] * 5 + [NEW] * 5, offset=3).probes[2] == 4  # global 7
-    assert run([OLD] * 5 + [NEW] * 5, cached={2}.__contains__).probes[2] == 2
+    assert run([OLD] * 5 + [NEW] * 5, cheap={2}.__contains__).probes[2] == 2
     # Only index 8 keeps 16 candidates to 4 more probes: a cached 5 is not worth a step.
-    assert run([OLD] * 5 + [NEW] * 12, cached={5}.__contains__).probes[2] == 8
+    assert run([OLD] * 5 + [NEW] * 12, cheap={5}.__contains__).probes[2] == 8
 
 
 def test_a_skipped_midpoint_steps_to_its_neighbours():
@@ -274,7 +274,7 @@ def test_rounds_are_as_few_as_the_jobs_allow(outcomes, jobs):
 @given(monotone(max_n=100, skips=False), JOBS, st.data())
 def test_cached_candidates_never_cost_a_round(outcomes, jobs, data):
     free = data.draw(st.sets(st.integers(0, len(outcomes) - 1)))
-    result = run_rounds(outcomes, jobs, cached=free.__contains__)
+    result = run_rounds(outcomes, jobs, cheap=free.__contains__)
     assert len(result.rounds) <= probe_limit(len(outcomes), jobs)[1]
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import repro_json
 
 from jaxbisect import standalone
-from jaxbisect.probe import HarnessOptions
+from jaxbisect.harness import HarnessOptions
 
 SMALL = HarnessOptions(n_outer=(1, 3, 6), n_inner=10, n_res=16)
 

@@ -18,7 +18,7 @@ import pytest
 from jaxbisect import sweep
 from jaxbisect.catalogue import load_catalogue
 from jaxbisect.errors import InstallFailed
-from jaxbisect.probe import Measurement
+from jaxbisect.measurements import Measurement
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
@@ -154,7 +154,7 @@ def measured(swept, tmp_path) -> Path:
 
 
 def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
-    monkeypatch.setattr(sweep, "cached_measurement", lambda *a: None)
+    monkeypatch.setattr(sweep, "stored_measurement", lambda *a: None)
     return sweep.main(["--release", *releases, "--backend", "cpu", "--reports", str(reports),
                        *SMALL, "-q"])
 

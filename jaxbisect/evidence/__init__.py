@@ -8,8 +8,9 @@ One module per kind of evidence, the renderer apart from the collectors:
   assignment, the scheduled entry computation), reduced to how many stacked
   ``[n_inner, *shape]`` buffers are live and where the schedule creates them.
 - ``commits``: the JAX commit of each wheel and the XLA commit it pins.
-- ``runner``: ``python -m repro.dumps`` in a release's environment (the driver never
-  imports jax); ``release``: one release's side; ``collect``: both sides together.
+- ``release``: one release's side of ``python -m repro.dumps``'s dumps (run, like every
+  harness module, by ``jaxbisect.harness``: the driver never imports jax); ``collect``: both
+  sides together.
 - ``flags``: which changed XLA flag default is behind a change (a pure search);
   ``explain``: runs that search in the releases' environments (the why).
 - ``render``, ``chart``: the markdown and the picture.
@@ -17,6 +18,7 @@ One module per kind of evidence, the renderer apart from the collectors:
 ``gather_evidence`` is the entry point; ``jaxbisect.findings`` calls it after a bisection.
 """
 
+from ..harness import DumpOptions
 from .chart import write_png
 from .collect import gather_evidence
 from .explain import explain_change
@@ -25,7 +27,6 @@ from .render import (
     render_evidence_markdown,
     render_explanation_markdown,
 )
-from .runner import EvidenceOptions
 
-__all__ = ["EvidenceOptions", "explain_change", "gather_evidence", "render_culprit_commits",
+__all__ = ["DumpOptions", "explain_change", "gather_evidence", "render_culprit_commits",
            "render_evidence_markdown", "render_explanation_markdown", "write_png"]

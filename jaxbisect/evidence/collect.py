@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ..harness import DumpOptions, HarnessFailed, collect_dumps, run_module
 from ..pins import PinTable
 from .commits import Fetch, commit_range
 from .lowering import compare_lowering
 from .release import release_evidence
-from .runner import EvidenceFailed, EvidenceOptions, run_evidence, run_in_environment
 
 
 def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = None,
@@ -27,7 +27,7 @@ def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = N
 
 
 def gather_evidence(old_python: Path, new_python: Path,
-                    options: EvidenceOptions = EvidenceOptions(), *,
+                    options: DumpOptions = DumpOptions(), *,
                     workaround_xla_flags: Sequence[str] = (), jax_repo: Path | None = None,
                     timeout: float = 900, fetch: Fetch | None = None,
                     table: PinTable | None = None) -> dict:
@@ -40,25 +40,20 @@ def gather_evidence(old_python: Path, new_python: Path,
     errors: dict[str, str | None] = {}
     for side, python in (("old", old_python), ("new", new_python)):
         try:
-            documents[side], errors[side] = run_evidence(Path(python), options, timeout), None
-        except EvidenceFailed as exc:
+            documents[side], errors[side] = collect_dumps(Path(python), options, timeout), None
+        except HarnessFailed as exc:
             documents[side], errors[side] = None, str(exc)
     flag_cases = []
     for flags in workaround_xla_flags:  # XLA reads flags at start-up: one harness run each
-        combined = " ".join(f for f in (options.xla_flags, flags) if f)
-        args = ["--json", "--quiet", "--variants", "v0", "--n-outer",
-                *map(str, options.workaround_n_outer), "--n-inner", str(options.n_inner),
-                "--n-res", str(options.n_res), "--dtype", options.dtype,
-                f"--xla-flags={combined}"] + (["--target", options.target] if options.target
-                                              else [])
         try:
-            doc = run_in_environment(Path(new_python), "repro", args, timeout,
-                                      options.platform)
+            doc = run_module(Path(new_python), "repro",
+                             ["--quiet", *options.workaround_argv(flags)], timeout,
+                             platform=options.platform)
             points = [[c["n_outer"], c["total_bytes"]] for c in doc["cases"]]
             flag_cases.append({"name": f"v0 with XLA_FLAGS={flags}", "xla_flags": flags,
                                "points": points, "verdict": doc["verdict"]["status"],
                                "growth": doc["verdict"]["growth_per_outer"], "errors": []})
-        except EvidenceFailed as exc:
+        except HarnessFailed as exc:
             flag_cases.append({"name": f"v0 with XLA_FLAGS={flags}", "xla_flags": flags,
                                "points": [], "verdict": "unavailable", "growth": None,
                                "errors": [str(exc)]})

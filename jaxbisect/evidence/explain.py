@@ -9,20 +9,25 @@ through the probes' store, so a rerun measures nothing again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..catalogue import Release
 from ..environments import ensure_environment
-from ..files import cache_dir, write_json
-from ..probe import HarnessOptions, Measurement, harness_id, measure_release, target_key
+from ..harness import (
+    MODULE_ANSWERS,
+    HarnessFailed,
+    HarnessOptions,
+    harness_id,
+    run_module,
+    target_key,
+)
+from ..measurements import Measurement, measure_release
+from ..store import STORE, Key, Store
 from .common import MB, pass_names
 from .flags import FlagChange, FlagSearch, changed_defaults, relevant_to, search_flags
 from .passes import first_difference, is_safe, passes_that_changed
-from .runner import EvidenceFailed, run_in_environment
 
 SMALL_N_OUTER = (2, 3, 4)
 SMALL_N_RES = 32
@@ -43,27 +48,25 @@ def _platform(backend: str) -> str:
 
 
 def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: float,
-                  remeasure: bool = False) -> dict:
+                  remeasure: bool = False, store: Store = STORE) -> dict:
     """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
-    path = (cache_dir() / "results" / backend / f"jax-{release.version}"
-            / f"xla-flags-{harness_id()}.json")
-    return _stored_run(path, remeasure, f"jax {release.version}", lambda: run_in_environment(
-        python, "repro.xla_flags", ["--json", "--backend", _platform(backend)], timeout,
-        _platform(backend)))
+    platform = _platform(backend)
+    key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
+    return _stored_run(store, key, remeasure, f"jax {release.version}", lambda: run_module(
+        python, "repro.xla_flags", ["--json", "--backend", platform], timeout,
+        answers=MODULE_ANSWERS, platform=platform))
 
 
-def _stored_run(path: Path, remeasure: bool, what: str, run) -> dict:
-    """The stored document at ``path``, or ``run()``'s, stored when it is a good one."""
-    if not remeasure:
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            pass
-    document = run()
-    if document.get("status") != "ok":
-        raise EvidenceFailed(f"{what}: {document.get('error')}")
-    write_json(path, document)
-    return document
+def _stored_run(store: Store, key: Key, remeasure: bool, what: str, run) -> dict:
+    """The stored document of ``key``, or ``run()``'s, stored when it is a good one (one that
+    is not raises HarnessFailed and is measured again next time)."""
+    def checked() -> dict:
+        document = run()
+        if document.get("status") != "ok":
+            raise HarnessFailed(f"{what}: {document.get('error')}")
+        return document
+
+    return store.get_or_run(key, checked, remeasure=remeasure)
 
 
 @dataclass(frozen=True)
@@ -193,18 +196,15 @@ LONG_TEXT = "xla_dump_hlo_as_long_text"  # its default flipped in 0.5.1: set it 
 
 
 def xla_pass_dumps(side: Side, backend: str, small: HarnessOptions, xla_flags: str, *,
-                   timeout: float, remeasure: bool = False) -> dict:
+                   timeout: float, remeasure: bool = False, store: Store = STORE) -> dict:
     """``python -m repro.xla_passes`` in the release's environment, stored like a probe."""
-    args = ["--json", "--backend", _platform(backend), "--n-outer", "3", "--n-inner",
-            str(small.n_inner), "--n-res", str(small.n_res), "--dtype", small.dtype,
-            f"--xla-flags={xla_flags}"] + (["--target", small.target] if small.target else [])
-    key = hashlib.sha256(json.dumps([*args, target_key(small.target)]).encode()).hexdigest()[:12]
-    path = (cache_dir() / "results" / backend / f"jax-{side.version}"
-            / f"xla-passes-{harness_id()}-{key}.json")
-    return _stored_run(path, remeasure, f"jax {side.version}: per-pass dumps",
-                       lambda: run_in_environment(side.python, "repro.xla_passes", args,
-                                                  timeout,
-                                                  "" if small.target else _platform(backend)))
+    args = small.pass_dumps_argv(_platform(backend), xla_flags)
+    key = Key(side.version, backend, "xla-passes",
+              {"argv": args, "target": target_key(small.target)}, harness_id())
+    return _stored_run(store, key, remeasure, f"jax {side.version}: per-pass dumps",
+                       lambda: run_module(side.python, "repro.xla_passes", args, timeout,
+                                          answers=MODULE_ANSWERS,
+                                          platform="" if small.target else _platform(backend)))
 
 
 def explain_passes(grows: Side, other: Side | None, backend: str, options: HarnessOptions,

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict
 
+from ..harness import DumpOptions
 from .common import is_stacked, split_top_level
 from .dumps import parse_buffer_assignment, parse_memory_usage_report, stacked_buffers_live
-from .runner import EvidenceOptions
 from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
 
 # XLA prints a region's rows, and the shapes in each, in an order that changes from run to run,
@@ -72,7 +72,7 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
 
 
 
-def release_evidence(document: dict | None, options: EvidenceOptions,
+def release_evidence(document: dict | None, options: DumpOptions,
                      error: str | None = None) -> dict:
     """One release's side of the evidence, reduced from its evidence document."""
     out: dict = {"jax": None, "jaxlib": None, "error": error, "plan_bytes": None,

@@ -1,9 +1,11 @@
-"""Run the harness of ``repro/`` inside one release's environment and keep what it said.
+"""The boundary between the driver and JAX: what runs inside one release's environment.
 
-The boundary between the driver and JAX: a subprocess (``python -m repro --json``) and the
-versioned JSON document it prints. Results are stored as they land, keyed by release, backend,
-harness options and the harness's own source, so the nox sessions and the bisect driver share
-them and a rerun measures nothing twice.
+The driver never imports jax. Everything it asks of a release (``python -m repro``'s
+measurement, a case's metric, ``repro.xla_flags``, ``repro.xla_passes``, ``repro.dumps``'s
+dumps) is one subprocess of that environment's Python, run from a staged copy of ``repro/``,
+which prints one versioned JSON document. This module holds the one runner and JSON reader
+(``run_module``) with its error mapping, the staged harness and the child's environment, and
+the options types with their one argument builder each.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import repro
@@ -27,10 +27,10 @@ from repro import SCHEMA
 from repro.target import TargetError
 from repro.target import load as load_target
 
-from .catalogue import DEVICELESS, Release, backend_words
-from .environments import Environment, ensure_environment, import_error
-from .errors import InstallFailed, UserError
-from .files import cache_dir, shown_path, write_json
+from .catalogue import DEVICELESS
+from .environments import Environment, import_error
+from .errors import UserError
+from .files import cache_dir, shown_path
 
 DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
@@ -65,6 +65,22 @@ class HarnessOptions:
             args += ["--v2-up-to", str(self.v2_up_to)]
         return args
 
+    def pass_dumps_argv(self, platform: str, xla_flags: str) -> list[str]:
+        """``python -m repro.xla_passes``'s arguments: v0 at n_outer 3 of these sizes, its
+        module dumped after every HLO pass under ``xla_flags``."""
+        return (["--json", "--backend", platform, "--n-outer", "3", "--n-inner",
+                 str(self.n_inner), "--n-res", str(self.n_res), "--dtype", self.dtype,
+                 f"--xla-flags={xla_flags}"]
+                + (["--target", self.target] if self.target else []))
+
+    def key_fields(self) -> dict:
+        """What a stored result depends on of these options: every field, and a spec file's
+        content (edited in place, it is another target)."""
+        fields = asdict(self)
+        if self.target:
+            fields["target_sha256"] = target_key(self.target)
+        return fields
+
     def for_search(self, small: bool = True) -> HarnessOptions:
         """What a search probe measures: only what v0's verdict needs. v0 alone, at the two
         smallest n_outer values of 2 or more (the verdict fits those only, and needs two);
@@ -90,47 +106,44 @@ class HarnessOptions:
 
 
 @dataclass(frozen=True)
-class Measurement:
-    release: str
-    backend: str
-    options: HarnessOptions
-    document: dict | None       # what ``python -m repro --json`` printed; None when it failed
-    error: str | None           # one line: why there is no document (install, crash, timeout)
-    seconds: float              # time spent measuring it when it was measured
-    cached: bool = False        # True when this call measured nothing
-    installed: dict = field(default_factory=dict)
+class DumpOptions:
+    """What ``python -m repro.dumps`` dumps of v0 (lowering, XLA's memory report, buffer
+    assignment, schedule) and measures as workarounds; the defaults take seconds a release."""
+
+    n_outer: int = 3                  # the dumped v0: old and new differ from 3 on
+    n_inner: int = 100
+    n_res: int = 32
+    dtype: str = "float32"
+    xla_flags: str = ""
+    workaround_n_outer: tuple[int, ...] = (1, 2, 4, 6)
+    unroll: tuple[int, ...] = ()      # () -> 2 and n_inner (full)
+    platform: str = ""                # JAX_PLATFORMS for every run ("cuda": no CPU fallback)
+    target: str = ""                  # compile for this GPU without one (python -m repro --target)
+
+    def argv(self) -> list[str]:
+        args = ["--n-outer", str(self.n_outer), "--n-inner", str(self.n_inner),
+                "--n-res", str(self.n_res), "--dtype", self.dtype,
+                "--workaround-n-outer", *map(str, self.workaround_n_outer)]
+        if self.unroll:
+            args += ["--unroll", *map(str, self.unroll)]
+        if self.target:
+            args += ["--target", self.target]
+        if self.xla_flags:
+            args.append(f"--xla-flags={self.xla_flags}")
+        return args
+
+    def workaround_argv(self, flags: str) -> list[str]:
+        """``python -m repro``'s arguments for v0 at ``workaround_n_outer`` with ``flags``
+        added to these options' XLA flags (XLA reads flags at start-up: one run each)."""
+        combined = " ".join(f for f in (self.xla_flags, flags) if f)
+        return (["--json", "--variants", "v0", "--n-outer", *map(str, self.workaround_n_outer),
+                 "--n-inner", str(self.n_inner), "--n-res", str(self.n_res), "--dtype",
+                 self.dtype, f"--xla-flags={combined}"]
+                + (["--target", self.target] if self.target else []))
 
     @property
-    def verdict(self) -> str:
-        return self.document["verdict"]["status"] if self.document else "unavailable"
-
-    @property
-    def reason(self) -> str | None:
-        if self.document is None:
-            return self.error
-        return self.document["verdict"].get("reason")
-
-    @property
-    def stats_empty(self) -> bool:
-        """The compiled plan was read but holds nothing (zeros, None): not a crash, and a real
-        run can still answer (jaxlib < 0.4.29 on the CPU)."""
-        doc = self.document
-        if doc is None or doc["verdict"]["status"] != "unavailable" or doc["mode"] != "compiled":
-            return False
-        v0 = [c for c in doc["cases"] if c["variant"] == "v0"]
-        return bool(v0) and all(c["status"] == "unavailable" for c in v0)
-
-    def as_json(self) -> dict:
-        d = asdict(self)
-        d["options"]["n_outer"] = list(self.options.n_outer)
-        d["options"]["variants"] = list(self.options.variants)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> Measurement:
-        o = dict(d["options"])
-        o["n_outer"], o["variants"] = tuple(o["n_outer"]), tuple(o["variants"])
-        return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
+    def array_shape(self) -> tuple[int, ...]:
+        return (self.n_res,) * 3
 
 
 def target_option(text: str | None) -> str:
@@ -223,30 +236,6 @@ def harness_environ() -> dict[str, str]:
     return child_env
 
 
-def _options_key(options: HarnessOptions) -> str:
-    fields = asdict(options)
-    if options.target:  # a spec file edited in place is another target
-        fields["target_sha256"] = target_key(options.target)
-    text = json.dumps(fields, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def result_path(release: Release, backend: str, options: HarnessOptions) -> Path:
-    return (cache_dir() / "results" / backend / f"jax-{release.version}"
-            / f"{harness_id()}-{_options_key(options)}.json")
-
-
-def cached_measurement(release: Release, backend: str, options: HarnessOptions):
-    path = result_path(release, backend, options)
-    try:
-        stored = Measurement.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if stored.error and CANNOT_IMPORT in stored.error:  # a broken environment, not a verdict
-        return None
-    return stored
-
-
 HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
 CANNOT_IMPORT = "cannot import JAX here"   # what ``python -m repro`` says when jax won't import
 # An abseil/TSL log line of severity F (fatal), with or without the date in front:
@@ -264,49 +253,9 @@ def fatal_log_line(stderr: str) -> str | None:
     return None
 
 
-def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
-    """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
-    return run_repro(env, harness_args(env.backend, options), timeout)
-
-
-def run_repro(env: Environment, argv: list[str], timeout: float,
-              answers: tuple[int, ...] = (0,)) -> dict:
-    """``python -m repro --quiet ARGV`` in ``env``, the staged harness first on its path; the
-    JSON document it printed (exiting with one of ``answers``), or HarnessFailed."""
-    stage, child_env = staged_harness(), harness_environ()
-    command = [str(env.python), "-m", "repro", "--quiet", *argv]
-    try:
-        done = subprocess.run(command, cwd=stage, env=child_env, capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise HarnessFailed(f"the harness timed out after {timeout:.0f} s",
-                            lasting=False) from None
-    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):
-        # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
-        raise KeyboardInterrupt
-    if done.returncode not in answers:
-        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        fatal = fatal_log_line(done.stderr)
-        if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time
-            raise HarnessFailed(f"XLA aborted the harness: {fatal}")
-        if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
-            raise HarnessFailed(f"the harness was killed by signal {-done.returncode}",
-                                lasting=False)
-        broken = import_error(env.python)  # the environment's fault, or the release's?
-        if broken:
-            raise EnvironmentBroken(f"jax does not import in {shown_path(env.path)}: {broken}")
-        raise HarnessFailed(f"the harness failed: {lines[-1][:300]}")
-    try:
-        document = json.loads(done.stdout)
-    except ValueError:
-        raise HarnessFailed("the harness printed no JSON document") from None
-    if document.get("schema") != SCHEMA:
-        raise HarnessFailed(f"the harness spoke schema {document.get('schema')}, not {SCHEMA}")
-    return document
-
-
 class HarnessFailed(Exception):
-    """The harness ran but gave no usable document (a crash, a timeout, a foreign schema).
+    """A module of the harness ran but gave no usable document (a crash, a timeout, a
+    foreign schema).
 
     ``lasting`` failures are the release's own and are stored; others (a timeout, a kill)
     may go away and are measured again next time.
@@ -325,50 +274,75 @@ class EnvironmentBroken(HarnessFailed):
         super().__init__(message, lasting=False)
 
 
-def measure_release(release: Release, backend: str, options: HarnessOptions, *,
-                    progress: Callable[[str], None] | None = None,
-                    timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True) -> Measurement:
-    """The harness's answer for one release, from the store or measured now and stored.
+def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,
+               answers: tuple[int, ...] = (0,), platform: str = "") -> dict:
+    """``python -m MODULE ARGV`` under a release's ``python``, the staged harness first on its
+    path (``platform``: JAX_PLATFORMS for it); the JSON document it printed, exiting with one
+    of ``answers``, or HarnessFailed (EnvironmentBroken where jax no longer imports there).
+    Ctrl-C that reached the child is a KeyboardInterrupt here too."""
+    stage, child_env = staged_harness(), harness_environ()
+    if platform:
+        child_env["JAX_PLATFORMS"] = platform
+    what = "the harness" if module == "repro" else module
+    try:
+        done = subprocess.run([str(python), "-m", module, *argv], cwd=stage, env=child_env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise HarnessFailed(f"{what} timed out after {timeout:.0f} s", lasting=False) from None
+    except OSError as exc:
+        raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
+    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):
+        # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
+        raise KeyboardInterrupt
+    if done.returncode not in answers:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        fatal = fatal_log_line(done.stderr)
+        if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time
+            raise HarnessFailed(f"XLA aborted {what}: {fatal}")
+        if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
+            raise HarnessFailed(f"{what} was killed by signal {-done.returncode}",
+                                lasting=False)
+        broken = import_error(python)  # the environment's fault, or the release's?
+        if broken:
+            raise EnvironmentBroken(f"jax does not import in "
+                                    f"{shown_path(Path(python).parent.parent)}: {broken}")
+        raise HarnessFailed(f"{what} failed: {lines[-1][:300]}")
+    try:
+        document = json.loads(done.stdout)
+    except ValueError:
+        raise HarnessFailed(f"{what} printed no JSON document") from None
+    if document.get("schema") != SCHEMA:
+        raise HarnessFailed(f"{what} spoke schema {document.get('schema')}, not {SCHEMA}")
+    return document
 
-    Failures that are the release's (no wheels, a crash, a timeout) come back as a
-    Measurement with ``error`` set and are stored too, so that a rerun skips them at once.
-    """
-    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
-    if use_cache:
-        stored = cached_measurement(release, backend, options)
-        if stored is not None:
-            return stored
-    started = time.perf_counter()
-    installed: dict = {}
-    rebuild = False
-    where = backend_words(backend, options.target)
-    while True:
-        try:
-            env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
-            installed = dict(env.installed)
-            say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
-                f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-            document, error = run_harness(env, options, timeout), None
-            keep = True
-        except InstallFailed as exc:  # may be transient (network, disk): never stored
-            document, error, keep = None, str(exc), False
-        except EnvironmentBroken as exc:
-            if not rebuild:
-                say(f"jax {release.version} ({where}): its environment no longer imports "
-                    f"jax ({exc}); rebuilding it")
-                rebuild = True
-                continue
-            document, error, keep = None, str(exc), False
-        except HarnessFailed as exc:
-            document, error, keep = None, str(exc), exc.lasting
-        break
-    measurement = Measurement(release=str(release.version), backend=backend, options=options,
-                              document=document, error=error,
-                              seconds=round(time.perf_counter() - started, 2),
-                              installed=installed)
-    if keep:
-        write_json(result_path(release, backend, options), measurement.as_json())
-    say(f"jax {release.version} ({where}): {measurement.verdict}"
-        + (f" ({measurement.reason})" if measurement.reason else "")
-        + f" in {measurement.seconds:.1f} s")
-    return measurement
+
+# The modules other than the harness print a document with status "error" and exit 2 when
+# they ran but could not answer; that document is theirs to read.
+MODULE_ANSWERS = (0, 2)
+
+
+def run_repro(env: Environment, argv: list[str], timeout: float,
+              answers: tuple[int, ...] = (0,)) -> dict:
+    """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed."""
+    return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers)
+
+
+def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
+    """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
+    return run_repro(env, harness_args(env.backend, options), timeout)
+
+
+def collect_dumps(python: Path, options: DumpOptions, timeout: float = 900) -> dict:
+    """``python -m repro.dumps --json`` (v0's dumps) in one release's environment."""
+    return run_module(python, "repro.dumps", ["--json", *options.argv()], timeout,
+                      answers=MODULE_ANSWERS, platform=options.platform)
+
+
+def command_environ(env: Environment) -> dict[str, str]:
+    """The environment a user's command gets in ``env`` (``--command``, ``--metric … --``):
+    ours, with the release's environment activated and JAX_BISECT_RELEASE naming it."""
+    child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
+                     PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
+                     JAX_BISECT_RELEASE=str(env.release.version))
+    child_env.pop("PYTHONHOME", None)
+    return child_env

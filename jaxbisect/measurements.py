@@ -1,0 +1,140 @@
+"""The harness's answer for one release (``python -m repro --json``), measured once and kept.
+
+A Measurement is the document one run of the harness printed (or why there is none), keyed in
+the store by release, backend, harness options and the harness's own digest, so that the nox
+sessions and the bisect driver share them and a rerun measures nothing twice.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from .catalogue import Release, backend_words
+from .environments import ensure_environment
+from .errors import InstallFailed
+from .harness import (
+    CANNOT_IMPORT,
+    DEFAULT_TIMEOUT,
+    EnvironmentBroken,
+    HarnessFailed,
+    HarnessOptions,
+    harness_id,
+    run_harness,
+)
+from .store import STORE, Key, Store
+
+
+@dataclass(frozen=True)
+class Measurement:
+    release: str
+    backend: str
+    options: HarnessOptions
+    document: dict | None       # what ``python -m repro --json`` printed; None when it failed
+    error: str | None           # one line: why there is no document (install, crash, timeout)
+    seconds: float              # time spent measuring it when it was measured
+    cached: bool = False        # True when this call measured nothing (read from the store)
+    installed: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return self.document["verdict"]["status"] if self.document else "unavailable"
+
+    @property
+    def reason(self) -> str | None:
+        if self.document is None:
+            return self.error
+        return self.document["verdict"].get("reason")
+
+    @property
+    def stats_empty(self) -> bool:
+        """The compiled plan was read but holds nothing (zeros, None): not a crash, and a real
+        run can still answer (jaxlib < 0.4.29 on the CPU)."""
+        doc = self.document
+        if doc is None or doc["verdict"]["status"] != "unavailable" or doc["mode"] != "compiled":
+            return False
+        v0 = [c for c in doc["cases"] if c["variant"] == "v0"]
+        return bool(v0) and all(c["status"] == "unavailable" for c in v0)
+
+    def as_json(self) -> dict:
+        d = asdict(self)
+        d["options"]["n_outer"] = list(self.options.n_outer)
+        d["options"]["variants"] = list(self.options.variants)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> Measurement:
+        o = dict(d["options"])
+        o["n_outer"], o["variants"] = tuple(o["n_outer"]), tuple(o["variants"])
+        return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
+
+
+def measurement_key(release: Release, backend: str, options: HarnessOptions) -> Key:
+    return Key(str(release.version), backend, "probe", options.key_fields(), harness_id())
+
+
+def _usable(document: dict) -> Measurement | None:
+    stored = Measurement.from_json(document)
+    if stored.error and CANNOT_IMPORT in stored.error:  # a broken environment, not a verdict
+        return None
+    return stored
+
+
+def stored_measurement(release: Release, backend: str, options: HarnessOptions, *,
+                       store: Store = STORE) -> Measurement | None:
+    """The stored answer for these options, or None where a probe would measure."""
+    return store.get(measurement_key(release, backend, options), _usable)
+
+
+def measure_release(release: Release, backend: str, options: HarnessOptions, *,
+                    progress: Callable[[str], None] | None = None,
+                    timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True,
+                    store: Store = STORE) -> Measurement:
+    """The harness's answer for one release, from the store or measured now and stored.
+
+    Failures that are the release's (no wheels, a crash, a timeout) come back as a
+    Measurement with ``error`` set and are stored too, so that a rerun skips them at once.
+    """
+    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+    kept: list[bool] = []
+
+    def measure() -> Measurement:
+        started = time.perf_counter()
+        installed: dict = {}
+        rebuild = False
+        where = backend_words(backend, options.target)
+        while True:
+            try:
+                env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
+                installed = dict(env.installed)
+                say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
+                    f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
+                document, error = run_harness(env, options, timeout), None
+                keep = True
+            except InstallFailed as exc:  # may be transient (network, disk): never stored
+                document, error, keep = None, str(exc), False
+            except EnvironmentBroken as exc:
+                if not rebuild:
+                    say(f"jax {release.version} ({where}): its environment no longer imports "
+                        f"jax ({exc}); rebuilding it")
+                    rebuild = True
+                    continue
+                document, error, keep = None, str(exc), False
+            except HarnessFailed as exc:
+                document, error, keep = None, str(exc), exc.lasting
+            break
+        kept.append(keep)
+        measurement = Measurement(release=str(release.version), backend=backend,
+                                  options=options, document=document, error=error,
+                                  seconds=round(time.perf_counter() - started, 2),
+                                  installed=installed)
+        say(f"jax {release.version} ({where}): {measurement.verdict}"
+            + (f" ({measurement.reason})" if measurement.reason else "")
+            + f" in {measurement.seconds:.1f} s")
+        return measurement
+
+    return store.get_or_run(measurement_key(release, backend, options), measure,
+                            remeasure=not use_cache, keep=lambda _: kept[-1],
+                            encode=Measurement.as_json, decode=_usable)

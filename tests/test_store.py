@@ -1,0 +1,92 @@
+"""The one store: a result is run once, read back after; what may go away is run again."""
+
+from __future__ import annotations
+
+import json
+
+from jaxbisect.store import Key, Store
+
+KEY = Key("0.5.0", "cpu", "probe", {"n_res": 8}, "abc123")
+
+
+def counting(result):
+    calls = []
+
+    def run():
+        calls.append(1)
+        return result
+
+    return run, calls
+
+
+def test_a_stored_result_is_read_back_and_measures_nothing(tmp_path):
+    store = Store(tmp_path)
+    run, calls = counting({"verdict": "constant"})
+    assert store.get_or_run(KEY, run) == {"verdict": "constant"}
+    assert store.get_or_run(KEY, run) == {"verdict": "constant"}
+    assert len(calls) == 1
+    path = store.path(KEY)
+    assert path.parent == tmp_path / "cpu" / "jax-0.5.0" and path.name.startswith("probe-")
+    assert json.loads(path.read_text()) == {"verdict": "constant"}
+
+
+def test_remeasure_ignores_and_replaces_what_is_stored(tmp_path):
+    store = Store(tmp_path)
+    store.put(KEY, {"verdict": "old"})
+    run, calls = counting({"verdict": "new"})
+    assert store.get_or_run(KEY, run, remeasure=True) == {"verdict": "new"}
+    assert store.read(KEY) == {"verdict": "new"} and len(calls) == 1
+
+
+def test_what_may_go_away_is_not_stored(tmp_path):
+    store = Store(tmp_path)
+    run, calls = counting({"error": "timed out"})
+    store.get_or_run(KEY, run, keep=lambda value: False)
+    store.get_or_run(KEY, run, keep=lambda value: False)
+    assert len(calls) == 2 and not store.path(KEY).exists()
+
+
+def test_a_stored_result_the_decoder_refuses_is_measured_again(tmp_path):
+    store = Store(tmp_path)
+    store.put(KEY, {"error": "cannot import JAX here"})
+    run, calls = counting({"verdict": "constant"})
+    decode = lambda d: None if "error" in d else d  # noqa: E731
+    assert store.get_or_run(KEY, run, decode=decode) == {"verdict": "constant"}
+    assert store.get_or_run(KEY, run, decode=decode) == {"verdict": "constant"}
+    assert len(calls) == 1
+
+
+def test_every_part_of_the_key_names_another_result(tmp_path):
+    store = Store(tmp_path)
+    others = [Key("0.5.1", "cpu", "probe", {"n_res": 8}, "abc123"),
+              Key("0.5.0", "cuda12", "probe", {"n_res": 8}, "abc123"),
+              Key("0.5.0", "cpu", "metric", {"n_res": 8}, "abc123"),
+              Key("0.5.0", "cpu", "probe", {"n_res": 9}, "abc123"),
+              Key("0.5.0", "cpu", "probe", {"n_res": 8}, "def456")]
+    paths = {store.path(k) for k in [KEY, *others]}
+    assert len(paths) == 6
+
+
+def test_a_folder_is_made_once_and_only_marked_whole_after(tmp_path):
+    store = Store(tmp_path)
+    made = []
+
+    def make(folder):
+        made.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "lowered.txt").write_text("module @m")
+
+    def broken(folder):
+        raise RuntimeError("the harness failed")
+
+    other = Key("0.5.1", "cpu", "hlo")
+    try:
+        store.get_or_make_folder(other, broken)
+    except RuntimeError:
+        pass
+    assert not (store.folder(other) / ".complete").exists()
+    folder = store.get_or_make_folder(KEY, make)
+    assert store.get_or_make_folder(KEY, make) == folder and len(made) == 1
+    assert (folder / "lowered.txt").read_text() == "module @m"
+    store.get_or_make_folder(KEY, make, remeasure=True)
+    assert len(made) == 2
