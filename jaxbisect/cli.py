@@ -58,8 +58,8 @@ def _fraction(text: str) -> float:
 
 def default_jobs() -> int:
     """Candidates a round probes by default: half the harness runs the machine holds at once,
-    since each search probe has a full table and installs running behind it (on two cores,
-    measured by ``nox -s bench``: one)."""
+    since each search probe has a full table and installs running behind it (whether two at
+    once pay on two cores is measured by ``nox -s bench``: reports/bench.md)."""
     return max(1, parallel_runs() // 2)
 
 

@@ -32,8 +32,7 @@ def memory_gib() -> float | None:
 
 def parallel_runs() -> int:
     """How many harness runs this machine holds at once: one a core, as far as memory allows.
-    (A compile keeps one core busy, so runs on different cores add up: measured here, two runs
-    at once took 9.8 s where one took 8.5 s.)"""
+    (A compile keeps one core busy, so runs on different cores add up: docs/benchmarks.md.)"""
     cores = os.cpu_count() or 1
     memory = memory_gib()
     fit = cores if memory is None else min(cores, int(memory // HARNESS_GIB))
