@@ -2,7 +2,7 @@
 
 Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
 Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
-`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `bench`, `tests`, `lint`.
+`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `bench`, `tests`, `tests_fast`, `lint`.
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
@@ -24,7 +24,7 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["repro"]
 
 # The default set, chosen by measuring on CPU (see reports/repro/README.md):
-#   0.4.20  the oldest release jax-facts covers; CPU (and GPU) memory_analysis() gives zeros
+#   0.4.20  the oldest release docs/jax-facts.md covers; CPU (and GPU) memory_analysis() gives zeros
 #   0.4.29  the first jaxlib that reports sizes on CPU; v0 constant
 #   0.5.0   the report's release; v0 constant on CPU (the report saw it grow on GPU)
 #   0.5.1   the first release where v0 grows on CPU (0.5.0 -> 0.5.1 is the CPU change)
@@ -45,20 +45,22 @@ RELEASE_FLAGS = {"--release", "--releases", "--from", "--to"}
 INSTALLED_STAMP = ".jaxbisect-installed"
 
 
-def _install_project(session: nox.Session, *extra: str) -> None:
+def _install_project(session: nox.Session, *extra: str, project: str = ".") -> None:
     """Install this project (editable) once per nox virtualenv, not on every run.
 
-    Reinstalls when pyproject.toml (or ``extra``) changes. Editable, so edits to the code need
-    no reinstall; skipping uv here keeps a warm run's overhead down and works offline.
+    Reinstalls when pyproject.toml (or ``extra``, or ``project``: ``.[test]`` for the extras)
+    changes. Editable, so edits to the code need no reinstall; skipping uv here keeps a warm
+    run's overhead down and works offline.
     """
     stamp = Path(session.virtualenv.location) / INSTALLED_STAMP
-    key = hashlib.sha256(Path("pyproject.toml").read_bytes() + repr(extra).encode()).hexdigest()
+    asked = extra if project == "." else (project, *extra)
+    key = hashlib.sha256(Path("pyproject.toml").read_bytes() + repr(asked).encode()).hexdigest()
     try:
         if stamp.read_text() == key:
             return
     except OSError:
         pass
-    session.install("-e", ".", *extra)
+    session.install("-e", project, *extra)
     stamp.write_text(key)
 
 
@@ -164,6 +166,26 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
     session.run("pytest", *(session.posargs or ["-q"]))
+
+
+# No proxy answers here: a test that reaches for the network fails in tests_fast, so a test
+# that needs it is found and marked (or given recorded data) rather than passing by luck.
+OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+           "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
+           "NO_PROXY": "", "no_proxy": "", "UV_OFFLINE": "1"}
+
+
+@nox.session
+def tests_fast(session: nox.Session) -> None:
+    """The tests that need no network and no JAX release (pure logic, recorded data, the CLI
+    on bad input), with the network cut off: ``pytest -m "not jax"``, one worker a core.
+
+    Installs once (like the other sessions; later runs work offline); ``-- -n 0`` runs in one
+    process. Its time: docs/benchmarks.md."""
+    _install_project(session, "pytest-xdist>=3", project=".[test]")
+    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
+    session.run("pytest", "-m", "not jax", "-n", "auto", *(session.posargs or ["-q"]),
+                env=OFFLINE)
 
 
 @nox.session

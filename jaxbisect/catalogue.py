@@ -34,7 +34,7 @@ BACKENDS = ("cpu", "cuda12", "cuda12-deviceless")
 # The environments of ``--target``: the CUDA 12 plugin, compiled for a GPU that is not here.
 DEVICELESS = "cuda12-deviceless"  # an internal key (cache folders): never shown as it stands
 
-# Which releases can compile for a GPU without one (shared/deviceless-gpu.md, measured here).
+# Which releases can compile for a GPU without one (docs/targets.md, measured here).
 FIRST_DEVICELESS = Version("0.4.34")  # before it the topology comes from a real client
 NO_DEVICELESS = {Version("0.4.36"), Version("0.4.37")}  # "could not find registered platform"
 

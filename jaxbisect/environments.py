@@ -4,7 +4,7 @@ Environments live in ``cache_dir()/envs/jax-<version>-<backend>-py<major><minor>
 complete only once ``.complete.json`` has been written, last; anything else is deleted and
 rebuilt, so an interrupted install never passes for a finished one.
 
-CUDA 12 wheels come from three channels over JAX's history (see shared/jax-facts.md):
+CUDA 12 wheels come from three channels over JAX's history (see docs/jax-facts.md):
 
 - <= 0.4.21: only JAX's find-links page, as ``jaxlib==X+cuda12.cudnn89``. The page has no upload
   times, so jaxlib (pinned exactly) is exempted from the date cut-off while everything else from

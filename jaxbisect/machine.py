@@ -34,8 +34,7 @@ def memory_gib() -> float | None:
 
 def parallel_runs() -> int:
     """How many harness runs this machine holds at once: one a core, as far as memory allows.
-    (A compile keeps one core busy, so runs on different cores add up: measured here, two runs
-    at once took 9.8 s where one took 8.5 s.)"""
+    (A compile keeps one core busy, so runs on different cores add up: docs/benchmarks.md.)"""
     cores = os.cpu_count() or 1
     memory = memory_gib()
     fit = cores if memory is None else min(cores, int(memory // HARNESS_GIB))
@@ -44,8 +43,8 @@ def parallel_runs() -> int:
 
 def default_jobs() -> int:
     """Candidates a bisection round probes by default: half the harness runs the machine holds
-    at once, since each search probe has a full table and installs running behind it (on two
-    cores, measured by ``nox -s bench``: one)."""
+    at once, since each search probe has a full table and installs running behind it (whether
+    two at once pay on two cores is measured by ``nox -s bench``: reports/bench.md)."""
     return max(1, parallel_runs() // 2)
 
 

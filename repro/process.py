@@ -95,7 +95,8 @@ def dump_folder(prefix: str, wanted: bool = True) -> Iterator[Path | None]:
 
 # Sizes come from buffer assignment, which XLA finishes before it generates machine code, so
 # ptxas's optimizations change no figure; they cost most of a compile that makes many kernels
-# (v2's unrolled loop for the A6000 under jax 0.12.0.1: 14 s with them, 6 s without).
+# such as v2's unrolled loop (how much: docs/benchmarks.md; tests/test_target.py checks the
+# sizes agree).
 PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
 PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
 

@@ -1,4 +1,4 @@
-"""Compile for an NVIDIA GPU on a machine without one (see shared/deviceless-gpu.md).
+"""Compile for an NVIDIA GPU on a machine without one (see docs/targets.md).
 
 JAX compiles for a compile-only CUDA topology described by a target spec (a
 ``GpuTargetConfigProto`` in text format): XLA runs the same passes, scheduler and buffer

@@ -49,12 +49,13 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
     assert probed[:2] == ["0.5.0", "0.5.3"] and len(probed) <= 2 + 2
     assert doc["compare"].endswith("compare/jax-v0.5.0...jax-v0.5.1")
 
+    assert (doc["from"], doc["to"], doc["backend"]) == ("0.5.0", "0.5.3", "cpu")
+    assert "python -m bisect --from 0.5.0 --to 0.5.3 --backend cpu --n-outer 1 3 6" \
+        in doc["reproduce"]
+    # The markdown a maintainer reads: the rerun line, the table, the collapsed environment.
     report = Path(doc["report"]).read_text()
-    assert report.startswith("# jax.lax.scan memory: bisection of jax 0.5.0 … 0.5.3 (cpu)")
-    assert "jax 0.5.0 (jaxlib 0.5.0)" in report and "jax 0.5.1 (jaxlib 0.5.1)" in report
-    assert "python -m bisect --from 0.5.0 --to 0.5.3 --backend cpu --n-outer 1 3 6" in report
+    assert doc["reproduce"] in report and "| jax " in report
     assert "<details><summary>Environment of the probing machine</summary>" in report
-    assert "| jax " in report and "grows" in report
 
     again = bisect(*args)  # how fast this is belongs to `nox -s bench`, not to a test
     redo = json.loads(again.stdout)
@@ -74,7 +75,7 @@ def test_empty_compiled_stats_fall_back_to_a_real_run(tmp_path):
     assert old["verdict"] == "constant"
     assert doc["probes"][1]["mode"] == "compiled"
     assert doc["status"] == "alike" and done.returncode == 1
-    assert "both ends behave alike" in Path(doc["report"]).read_text()
+    assert Path(doc["report"]).is_file()
 
 
 @pytest.mark.jax
@@ -90,8 +91,8 @@ def test_bisects_with_a_command(tmp_path):
     assert all(p["mode"] == "command" for p in doc["probes"])
     assert doc["direction"] is None
     assert {"jax": "0.4.32", "reason": "yanked"} not in doc["skipped"]  # left out, not skipped
-    report = Path(doc["report"]).read_text()
-    assert "exits 0 at jax 0.4.33 and 1 at jax 0.4.34" in report
+    exits = {p["jax"]: p["exit_status"] for p in doc["probes"]}
+    assert (exits["0.4.33"], exits["0.4.34"]) == (0, 1)
 
 
 @pytest.mark.jax
@@ -141,7 +142,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, needle):
+def test_bad_input_is_one_line_and_exit_2(recorded_catalogue, args, needle):
     assert needle in one_line_error(bisect(*args))
 
 
@@ -207,7 +208,7 @@ def test_json_stdout_is_only_json_whatever_the_command_prints(tmp_path):
                          "0"], "--timeout must be positive"),
 ])
 def test_flag_values_starting_with_dashes_are_taken(recorded_catalogue, module, args, needle):
-    """As the README shows them: `--xla-flags "--xla_foo=true"` is one option and its value."""
+    """As docs/bisect.md shows them: `--xla-flags "--xla_foo=true"` is one option and its value."""
     done = bisect(*args, module=module)
     line = one_line_error(done)
     assert needle in line and "expected one argument" not in line

@@ -178,13 +178,13 @@ def test_search_probes_measure_v0_and_the_report_gets_the_full_table(catalogue, 
     assert all(p.measurement.options == (full if p.full_table else search) for p in b.probes)
     assert all(len(r) <= jobs for r in b.result.rounds)
     assert len(b.result.rounds) <= b.limit[1] and len(b.probes) <= b.limit[0]
-    text = render(b)
-    assert f"Search: {len(b.probes)} probes in {len(b.result.rounds)} round" in text
     doc = document(b, None)
-    assert doc["search"]["rounds"] == len(b.result.rounds)
+    assert (doc["search"]["probes"], doc["search"]["rounds"]) == \
+        (len(b.probes), len(b.result.rounds))
     assert doc["search"]["by_round"][0] == (["0.5.0", "0.6.0"] if jobs > 1 else ["0.5.0"])
-    if len(b.probes) > 4:
-        assert "search probe: v0 at n_outer 3, 6" in text
+    assert sum(not p["full_table"] for p in doc["probes"]) == len(b.probes) - 4
+    if len(b.probes) > 4:  # the table's row says what a search probe measured
+        assert "search probe: v0 at n_outer 3, 6" in render(b)
 
 
 def test_stored_full_tables_answer_search_probes(catalogue, monkeypatch):

@@ -52,6 +52,7 @@ def artifacts(tmp_path, cpu_result) -> Path:
     return root
 
 
+@pytest.mark.jax
 def test_two_machines_merge_into_one_table(artifacts, tmp_path, capsys):
     out = tmp_path / "merged.md"
     assert merge.main([str(artifacts), "--out", str(out)]) == 0
@@ -69,6 +70,7 @@ def test_two_machines_merge_into_one_table(artifacts, tmp_path, capsys):
     assert "merged 2 result(s) in 2 group(s)" in capsys.readouterr().err
 
 
+@pytest.mark.jax
 def test_a_failed_machine_and_different_sizes_are_shown_apart(artifacts, tmp_path, cpu_result):
     failed = as_if_on_h200(cpu_result)
     failed.update(release="0.5.0", document=None, installed={},
@@ -99,6 +101,7 @@ def test_nothing_to_merge_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "m.md").exists()
 
 
+@pytest.mark.jax
 def test_the_merge_session_writes_the_table(artifacts, tmp_path):
     out = tmp_path / "merged.md"
     done = subprocess.run([sys.executable, "-m", "nox", "-s", "merge", "--",

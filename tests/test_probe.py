@@ -129,7 +129,8 @@ def test_ctrl_c_in_the_harness_says_interrupted_and_nothing_else(jax_python, del
 
 
 @pytest.mark.parametrize("status", [130, -2])
-def test_an_interrupted_harness_is_an_interruption_not_a_result(tmp_path, status):
+def test_an_interrupted_harness_is_an_interruption_not_a_result(recorded_catalogue, tmp_path,
+                                                                 status):
     """Issue 17, item 9: the driver never reads a harness that Ctrl-C ended as the release's
     answer (nothing is said of it, nothing stored): it is interrupted too."""
     from jaxbisect.environments import Environment
@@ -138,7 +139,7 @@ def test_an_interrupted_harness_is_an_interruption_not_a_result(tmp_path, status
     fake.write_text("#!/bin/sh\nkill -INT $$\nexit 130\n" if status == -2 else
                     "#!/bin/sh\necho 'python -m repro: interrupted' >&2\nexit 130\n")
     fake.chmod(0o755)
-    env = Environment(release=load_catalogue().get("0.5.0"), backend="cpu", path=tmp_path,
+    env = Environment(release=recorded_catalogue.get("0.5.0"), backend="cpu", path=tmp_path,
                       python=fake, installed={}, reused=True, seconds=0.0)
     with pytest.raises(KeyboardInterrupt):
         harness.run_harness(env, TINY, timeout=60)

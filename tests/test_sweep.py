@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from jaxbisect import sweep
-from jaxbisect.catalogue import load_catalogue
 from jaxbisect.errors import InstallFailed
 from jaxbisect.measurements import Measurement
 
@@ -103,11 +102,14 @@ def test_without_network_what_is_stored_still_answers(swept, tmp_path):
     ("0.4.16", "jax 0.4.16 cannot be installed here (cpu): its jaxlib 0.4.13 was uploaded"),
     ("banana", "'banana' is not a version number"),
 ])
-def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(release, needle, tmp_path):
+def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(recorded_catalogue, release,
+                                                                   needle, tmp_path):
+    reports = tmp_path / "reports"  # tmp_path also holds the recorded catalogue's cache
+    reports.mkdir()
     done = run_sweep("--release", "0.5.0", release, "--backend", "cpu",
-                     "--reports", str(tmp_path))
+                     "--reports", str(reports))
     assert needle in one_line_error(done)
-    assert not list(tmp_path.iterdir())  # checked before anything is installed or written
+    assert not list(reports.iterdir())  # checked before anything is installed or written
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -118,7 +120,7 @@ def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(release, needl
     (["--release", "0.5.0", "--backend", "tpu"], "invalid choice: 'tpu'"),
     (["--from", "0.5.0", "--to", "0.4.30"], "empty range"),
 ])
-def test_bad_arguments_are_one_line_and_exit_2(args, needle, tmp_path):
+def test_bad_arguments_are_one_line_and_exit_2(recorded_catalogue, args, needle, tmp_path):
     done = run_sweep(*args, "--reports", str(tmp_path))
     assert needle in one_line_error(done)
 
@@ -129,8 +131,8 @@ def test_no_network_and_no_catalogue_is_one_line(tmp_path):
     assert "cannot reach PyPI" in one_line_error(done)
 
 
-def test_a_range_lists_what_cannot_be_installed_with_the_reason():
-    catalogue = load_catalogue()
+def test_a_range_lists_what_cannot_be_installed_with_the_reason(recorded_catalogue):
+    catalogue = recorded_catalogue
     args = sweep.parse_args(["--from", "0.4.16", "--to", "0.4.19"])
     planned = sweep.select(catalogue, args, "cpu")
     assert [str(p.release.version) for p in planned] == ["0.4.16", "0.4.17", "0.4.18", "0.4.19"]
@@ -208,7 +210,7 @@ def test_a_failed_harness_never_replaces_a_result(measured):
     assert sweep._write_result(fresh, failed, lambda m: None) == fresh / "jax-0.10.2-cpu.json"
 
 
-def test_the_default_set_skips_what_cannot_be_installed_here(tmp_path):
+def test_the_default_set_skips_what_cannot_be_installed_here(recorded_catalogue, tmp_path):
     """nox -s repro names releases that may need a Python this machine lacks (0.12.0.1 needs
     3.12): with --if-installable they are listed with the reason, and the run succeeds."""
     done = run_sweep("--release", "0.12.0.1", "--if-installable", "--backend", "cpu",
