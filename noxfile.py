@@ -148,10 +148,12 @@ def bisect(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Environments cold/warm with uv vs pip, a whole ``nox -s repro`` cold vs warm, and a
-    bisection over 21 releases cold, warm and stored.
+    """Environments cold/warm with uv vs pip, a whole ``nox -s repro`` cold vs warm, a
+    bisection over 21 releases cold, warm and stored, the 29-release bisection with its
+    evidence and ``--minimize``, and a timing case's bisection.
 
-    Writes reports/bench.md. ``-- --only env`` (or ``repro``, ``bisect``) runs one part.
+    Writes reports/bench.md. ``-- --only env`` (or ``repro``, ``bisect``, ``long``, ``case``)
+    runs one part.
     """
     _install_project(session, "nox")
     session.run("python", "-m", "jaxbisect.bench", *session.posargs)
