@@ -142,8 +142,10 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),
 ])
-def test_bad_input_is_one_line_and_exit_2(recorded_catalogue, args, needle):
-    assert needle in one_line_error(bisect(*args))
+def test_bad_input_is_one_line_and_exit_2(recorded_catalogue, tmp_path, args, needle):
+    # Its own reports folder: were the input taken, nothing may land in the clone's reports/.
+    assert needle in one_line_error(bisect("--reports", str(tmp_path / "reports"), *args))
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
 
 
 def test_no_network_and_no_cache_is_one_line(tmp_path):
