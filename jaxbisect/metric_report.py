@@ -244,23 +244,16 @@ MEASURE_SNIPPETS = {
         print("error:", type(exc).__name__, str(exc).splitlines()[0])""",
 }
 
-CONCRETE = '''def concrete(args):
-    """Arrays for a run: shape/dtype structs become fixed pseudo-random data (seed 0)."""
-    rng = numpy.random.RandomState(0)
-    out = []
-    for a in args:
-        if isinstance(a, jax.ShapeDtypeStruct):
-            dtype = numpy.dtype(a.dtype)
-            if dtype == numpy.bool_:
-                data = rng.rand(*a.shape) < 0.5
-            elif numpy.issubdtype(dtype, numpy.integer):
-                data = rng.randint(0, 10, size=a.shape)
-            else:
-                data = rng.standard_normal(a.shape)
-            a = jax.device_put(numpy.asarray(data).astype(dtype))
-        out.append(a)
-    return tuple(out)
-'''
+def _concrete_source() -> str:
+    """The harness's own ``concrete`` (structs to seeded data), for the stand-alone script:
+    the same numbers as the toolkit's runs."""
+    import inspect
+
+    from repro.metrics import concrete
+
+    return inspect.getsource(concrete)
+
+
 
 
 def standalone_script(b: MetricBisection) -> str | None:
@@ -272,7 +265,7 @@ def standalone_script(b: MetricBisection) -> str | None:
     params = q.case.resolve(q.params)
     return (f"{q.case.source.rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
-            f"# noqa: E402\n\n\n{CONCRETE}\n\nif __name__ == \"__main__\":\n"
+            f"# noqa: E402\n\n\n{_concrete_source()}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
             f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}\n")
 

@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 
 from . import SCHEMA
-from . import target as targets
 from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_params, read_case
 from .core import describe_environment, device_line
-from .options import OneLineParser, positive_int
+from .options import OneLineParser, positive_int, target_argument
 from .process import (
     PLATFORMS,
     configure_for_target,
@@ -81,12 +80,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.metric not in COMPILE_ONLY_METRICS:
             p.error(f"--target compiles without the GPU: it measures "
                     f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")
-        if PLATFORMS[args.backend] not in (None, "cuda"):
-            p.error(f"--target compiles for a CUDA GPU; --backend {args.backend} contradicts it")
-        try:
-            args.target = targets.load(args.target)
-        except targets.TargetError as exc:
-            p.error(str(exc))
+        args.target = target_argument(p, args.target, args.backend)
     return args
 
 

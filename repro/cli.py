@@ -17,7 +17,14 @@ from pathlib import Path
 from . import target as targets
 from .core import Refused, device_line, measure
 from .measure import MB
-from .options import OneLineParser, add_size_options, n_outer_list, positive_int, variant_number
+from .options import (
+    OneLineParser,
+    add_size_options,
+    n_outer_list,
+    positive_int,
+    target_argument,
+    variant_number,
+)
 from .process import PLATFORMS, configure_measure, dump_folder, stdout_to_stderr
 from .verdict import EXIT_STATUS, size_problem
 
@@ -79,12 +86,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.target is not None:
         if args.mode != "compiled":
             p.error("--target compiles without the GPU: it has no --mode runtime")
-        if PLATFORMS[args.backend] not in (None, "cuda"):
-            p.error(f"--target compiles for a CUDA GPU; --backend {args.backend} contradicts it")
-        try:
-            args.target = targets.load(args.target)
-        except targets.TargetError as exc:
-            p.error(str(exc))
+        args.target = target_argument(p, args.target, args.backend)
     elif args.sizes_from == "dump" and args.mode != "compiled":
         p.error("--sizes-from dump reads the compiled plan: compiled mode only")
     if args.v2_up_to is None and args.target is not None:

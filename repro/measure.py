@@ -284,26 +284,34 @@ def runtime_child(variant: int, n_outer: int, params: Params) -> dict:
     return case
 
 
-def runtime_case(variant: int, n_outer: int, params: Params, timeout: float = 900) -> dict:
-    """Run one case in a fresh subprocess, so that peaks of other cases do not mix in."""
-    case = _case(variant, n_outer, "runtime")
+def run_child(module: str, request: str, timeout: float) -> tuple[dict | None, str | None]:
+    """``python -m MODULE REQUEST`` in a fresh process (this package first on its path): the
+    JSON object it printed last, or one line saying why there is none."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
-    request = json.dumps({"variant": variant, "n_outer": n_outer, "params": params.as_json()})
     try:
-        done = subprocess.run([sys.executable, "-m", "repro.measure", request], env=env,
+        done = subprocess.run([sys.executable, "-m", module, request], env=env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        case.update(status="error", error=f"timed out after {timeout:.0f} s")
-        return case
+        return None, f"timed out after {timeout:.0f} s"
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         if done.returncode < 0:
             tail = f"killed by signal {-done.returncode} (out of memory?)"
-        case.update(status="error", error=tail[:500])
+        return None, tail[:500]
+    return json.loads(lines[-1]), None
+
+
+def runtime_case(variant: int, n_outer: int, params: Params, timeout: float = 900) -> dict:
+    """Run one case in a fresh subprocess, so that peaks of other cases do not mix in."""
+    request = json.dumps({"variant": variant, "n_outer": n_outer, "params": params.as_json()})
+    answer, error = run_child("repro.measure", request, timeout)
+    if answer is None:
+        case = _case(variant, n_outer, "runtime")
+        case.update(status="error", error=error)
         return case
-    return json.loads(lines[-1])
+    return answer
 
 
 def _child_main(request: str) -> None:

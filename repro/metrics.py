@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
-from .measure import Compiler, Unmeasured, _proc_status_kib, _reset_peak_rss
+from .measure import Compiler, Unmeasured, _proc_status_kib, _reset_peak_rss, run_child
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -220,26 +218,11 @@ def measure_peak_memory(case: CaseFile, params: dict, sampling: Sampling,
                         timeout: float = 900) -> dict:
     """Each sample from a fresh process, so that other samples' peaks do not mix in."""
     result = _result("peak_memory")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
     request = json.dumps({"case": case.path, "params": params})
     for _ in range(sampling.samples):
-        try:
-            done = subprocess.run([sys.executable, "-m", "repro.metrics", request], env=env,
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            result.update(status="error", error=f"timed out after {timeout:.0f} s")
-            return result
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or not lines:
-            tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            if done.returncode < 0:
-                tail = f"killed by signal {-done.returncode} (out of memory?)"
-            result.update(status="error", error=tail[:300])
-            return result
-        answer = json.loads(lines[-1])
-        if "error" in answer:
-            result.update(status="error", error=answer["error"])
+        answer, error = run_child("repro.metrics", request, timeout)
+        if answer is None or "error" in answer:
+            result.update(status="error", error=(error or answer["error"])[:300])
             return result
         result["source"] = answer["source"]
         result["samples"].append(answer["bytes"])

@@ -85,3 +85,17 @@ def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_i
                        help=helps.get("n_inner"))
     group.add_argument("--n-res", type=positive_int, default=n_res, help=helps.get("n_res"))
     group.add_argument("--dtype", choices=DTYPES, default=dtype, help=helps.get("dtype"))
+
+
+def target_argument(p: argparse.ArgumentParser, text: str, backend: str):
+    """``--target NAME|FILE`` loaded as a Target; a backend that is not CUDA, or a spec that
+    cannot be used, is the parser's one-line error."""
+    from . import target as targets
+    from .process import PLATFORMS
+
+    if PLATFORMS[backend] not in (None, "cuda"):
+        p.error(f"--target compiles for a CUDA GPU; --backend {backend} contradicts it")
+    try:
+        return targets.load(text)
+    except targets.TargetError as exc:
+        p.error(str(exc))
