@@ -238,12 +238,39 @@ def _reset_peak_rss() -> bool:
         return False
 
 
+def peak_of_run(run) -> dict:
+    """``run()`` once (its result waited for) and the peak it reached: the device's
+    ``peak_bytes_in_use`` on a GPU, the process's peak RSS elsewhere (its mark reset first, so
+    that compiling is not counted), each with the baseline before it."""
+    import resource
+
+    import jax
+
+    device = jax.devices()[0]
+    try:
+        before = device.memory_stats()
+    except Exception:
+        before = None
+    if before and "peak_bytes_in_use" in before:
+        jax.block_until_ready(run())
+        after = device.memory_stats()
+        return {"source": "device memory_stats peak_bytes_in_use",
+                "baseline_bytes": int(before.get("bytes_in_use", 0)),
+                "peak_bytes": int(after["peak_bytes_in_use"])}
+    hwm_reset = _reset_peak_rss()
+    baseline = (_proc_status_kib("VmRSS") if hwm_reset
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    jax.block_until_ready(run())
+    peak = (_proc_status_kib("VmHWM") if hwm_reset
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return {"source": "process peak RSS" + ("" if hwm_reset else " (ru_maxrss)"),
+            "baseline_bytes": baseline * 1024, "peak_bytes": peak * 1024}
+
+
 def runtime_child(variant: int, n_outer: int, params: Params) -> dict:
     """Run one case for real in this (fresh) process and measure its peak above baseline."""
     case = _case(variant, n_outer, "runtime")
     try:
-        import resource
-
         import jax
         import jax.numpy as jnp
 
@@ -253,29 +280,7 @@ def runtime_child(variant: int, n_outer: int, params: Params) -> dict:
         x = jnp.arange(n**3, dtype=jnp.dtype(params.dtype)).reshape(n, n, n)
         compiled = outer_loop.lower(x, n_outer, params.n_inner, variant).compile()
         jax.block_until_ready(x)
-        device = jax.devices()[0]
-        try:
-            before = device.memory_stats()
-        except Exception:
-            before = None
-        if before and "peak_bytes_in_use" in before:
-            out = compiled(x)
-            jax.block_until_ready(out)
-            after = device.memory_stats()
-            case["source"] = "device memory_stats peak_bytes_in_use"
-            case["baseline_bytes"] = before.get("bytes_in_use", 0)
-            case["peak_bytes"] = after["peak_bytes_in_use"]
-        else:
-            hwm_reset = _reset_peak_rss()
-            baseline = (_proc_status_kib("VmRSS") if hwm_reset
-                        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-            out = compiled(x)
-            jax.block_until_ready(out)
-            peak = (_proc_status_kib("VmHWM") if hwm_reset
-                    else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-            case["source"] = "process peak RSS" + ("" if hwm_reset else " (ru_maxrss)")
-            case["baseline_bytes"] = baseline * 1024
-            case["peak_bytes"] = peak * 1024
+        case.update(peak_of_run(lambda: compiled(x)))
         # 0 is a real answer here (nothing beyond what was already resident); the verdict
         # still refuses to read zeros as "constant".
         case["total_bytes"] = max(0, case["peak_bytes"] - case["baseline_bytes"])

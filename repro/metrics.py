@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
-from .measure import Compiler, Unmeasured, _proc_status_kib, _reset_peak_rss, run_child
+from .measure import Compiler, Unmeasured, peak_of_run, run_child
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -196,22 +196,9 @@ def peak_child(case: CaseFile, params: dict) -> dict:
     arrays = concrete(args)
     compiled = fn.lower(*arrays).compile()
     jax.block_until_ready(arrays)
-    device = jax.devices()[0]
-    try:
-        before = device.memory_stats()
-    except Exception:
-        before = None
-    if before and "peak_bytes_in_use" in before:
-        jax.block_until_ready(compiled(*arrays))
-        after = device.memory_stats()
-        return {"source": "device memory_stats peak_bytes_in_use",
-                "bytes": int(after["peak_bytes_in_use"]) - int(before.get("bytes_in_use", 0))}
-    if not _reset_peak_rss():
-        raise RuntimeError("cannot reset the peak RSS mark (/proc/self/clear_refs)")
-    baseline = _proc_status_kib("VmRSS")
-    jax.block_until_ready(compiled(*arrays))
-    return {"source": "process peak RSS above baseline",
-            "bytes": max(0, (_proc_status_kib("VmHWM") - baseline) * 1024)}
+    peak = peak_of_run(lambda: compiled(*arrays))
+    return {"source": peak["source"] + " above baseline",
+            "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"])}
 
 
 def measure_peak_memory(case: CaseFile, params: dict, sampling: Sampling,
