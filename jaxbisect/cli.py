@@ -163,9 +163,6 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         parser(prog).error("--param sets a parameter of a --case FILE; give one")
     if args.case is not None and command:
         parser(prog).error("give --case FILE or a command after `--`, not both")
-    if args.case is not None and args.explain is not None:
-        parser(prog).error("--explain explains the built-in scan case; a --case is explained "
-                           "after its bisection finds a change")
     if args.target is not None and command:
         parser(prog).error("--target compiles the report's program for a GPU without one; "
                            "a command after `--` cannot run there: drop one of them")
@@ -234,6 +231,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
+    if args.explain is not None and args.case is not None:
+        from .metric_cli import run_explain_case
+
+        return run_explain_case(args, say)
     if is_metric_bisection(args, command):
         from .metric_cli import run_metric
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from .cases import question_from
 from .catalogue import load_catalogue
 from .environments import resolve_backend
+from .errors import UserError
 from .files import check_reports_folder
 from .harness import target_option
 from .metric_bisect import MetricRequest, bisect_metric
@@ -83,3 +84,33 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
               f"{sum(p.cached for p in s.placed.values())} stored)")
     say(f"report: {path}")
     return 0 if bisection.search.status == "found" else 1
+
+
+def run_explain_case(args: argparse.Namespace, say: Say) -> int:
+    """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
+    release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
+    from .metric_explain import explain_release
+    from .metric_report import write_explain_report
+
+    target = target_option(args.target)
+    question = question_from(args.metric, args.case, args.param, (), target=target,
+                             xla_flags=args.xla_flags, samples=args.samples,
+                             kind=args.metric_kind)
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    release = catalogue.get(args.explain)
+    backend = resolve_backend(args.backend, target)
+    why = catalogue.unusable_reason(release, backend)
+    if why:
+        raise UserError(f"jax {release.version} cannot be installed here: {why}")
+    explanation = explain_release(release, backend, question, say, threshold=args.threshold,
+                                  timeout=args.timeout, remeasure=args.remeasure,
+                                  runs=args.runs)
+    path, doc = write_explain_report(args.reports, release, backend, question, explanation,
+                                     threshold=args.threshold, runs=args.runs)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(explanation["culprit"]["text"] + ".")
+    say(f"report: {path}")
+    return 0 if explanation["culprit"]["kind"] != "none" else 1

@@ -8,6 +8,7 @@ both identical put it below HLO (XLA's code generation or its runtime).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -281,3 +282,80 @@ def explain_passes(b: MetricBisection, say: Say) -> dict:
             "text": f"Turning off one HLO pass at a time under jax {new.version} brings back "
                     f"jax {old.version}'s {q.metric} for {len(restoring)} of the "
                     f"{len(tried)} passes tried: {shown}.{where}"}
+
+
+def explain_release(release: Release, backend: str, question: Question, say: Say, *,
+                    threshold: float | None = None, timeout: float = 1800.0,
+                    remeasure: bool = False, runs: int | None = None) -> dict:
+    """``--explain RELEASE --case FILE``: one release, no pair to compare with. Each HLO pass
+    that changed the case's module is turned off in turn and the metric measured again; a
+    pass without which the figure differs (by the classifier's test of two populations, the
+    same one that tells a bisection's ends apart) is named, the largest change first."""
+    make = classifier_for(question, threshold)
+    reduce, batch = reduce_for(question), runs or (RUNS_NOISY if question.noisy else 1)
+
+    def values(asked: Question) -> tuple:
+        found = []
+        for number in range(1, batch + 1):
+            run = measure_run(release, backend, asked, number, timeout=timeout,
+                              remeasure=remeasure, say=say)
+            found += reduce(run) if run.status == "ok" else []
+        return tuple(found)
+
+    base = values(question)
+    doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
+           "baseline": _middle(base), "passes_changed": [], "tests": [], "culprit": None}
+    if not base:
+        doc["culprit"] = {"kind": "none", "name": None,
+                          "text": f"{question.metric} of {question.label} could not be "
+                                  f"measured under jax {release.version}"}
+        return doc
+    if question.target:
+        doc["culprit"] = {"kind": "none", "name": None,
+                          "text": "the pass search runs on the CPU or a GPU, not on a "
+                                  "compile-only target"}
+        return doc
+    dumps = pass_dumps(release, backend, question, timeout=timeout, remeasure=remeasure,
+                       say=say)
+    candidates = passes_that_changed([d["file"] for d in dumps])
+    doc["passes_changed"] = candidates
+    say(f"jax {release.version}: {len(candidates)} HLO passes changed {question.label}'s "
+        f"module; turning each off")
+    effects = []
+    for name in candidates[:MAX_PASSES]:
+        flag = f"--xla_disable_hlo_passes={name}"
+        asked = replace(question, xla_flags=" ".join(f for f in (question.xla_flags, flag) if f))
+        without = values(asked)
+        ends = make(base, without).ends() if without else None
+        test = {"xla_flags": flag, "figure": _middle(without),
+                "changes": bool(ends and ends.distinct),
+                "direction": ends.direction if ends and ends.distinct else None,
+                "ratio": ends.ratio if ends else None, "safe": is_safe(name)}
+        doc["tests"].append(test)
+        if test["changes"]:
+            effects.append((name, test))
+    if not effects:
+        doc["culprit"] = {"kind": "none", "name": None,
+                          "text": f"No single HLO pass, turned off under jax "
+                                  f"{release.version}, changes {question.metric} of "
+                                  f"{question.label} ({len(candidates)} passes changed its "
+                                  f"module)"}
+        return doc
+    effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
+    shown = "; ".join(
+        f"`{name}` ({'lower' if t['direction'] == 'fix' else 'higher' if t['direction'] == 'regression' else 'different'}"
+        + (f", {t['ratio']:.2f}×" if t["ratio"] else "")
+        + ("" if t["safe"] else ", diagnostic only: correctness depends on it") + ")"
+        for name, t in effects)
+    doc["culprit"] = {"kind": "pass", "name": effects[0][0],
+                      "text": f"Turning off one HLO pass at a time under jax "
+                              f"{release.version}, {len(effects)} of the "
+                              f"{len(candidates[:MAX_PASSES])} passes that changed "
+                              f"{question.label}'s module change its {question.metric} "
+                              f"(without it, the figure is): {shown}"}
+    return doc
+
+
+def _middle(values: tuple):
+    numbers = sorted(v for v in values if isinstance(v, (int, float)))
+    return numbers[len(numbers) // 2] if numbers else (values[0] if values else None)

@@ -528,3 +528,66 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc
+
+
+def explain_argv(release: Release, backend: str, question, *, threshold=None,
+                 runs=None) -> list[str]:
+    """The command that asks ``--explain`` the same question."""
+    argv = ["python", "-m", "bisect", "--explain", str(release.version)]
+    argv += ["--target", question.target] if question.target else ["--backend", backend]
+    argv += ["--case", display_path(question.case.path)]
+    for name, value in question.params.items():
+        argv += ["--param", f"{name}={value}"]
+    argv += ["--metric", question.metric]
+    if question.xla_flags:
+        argv.append(f"--xla-flags={question.xla_flags}")
+    if threshold is not None:
+        argv += ["--threshold", str(threshold)]
+    if runs is not None:
+        argv += ["--runs", str(runs)]
+    return argv
+
+
+def write_explain_report(folder: Path, release: Release, backend: str, question,
+                         explanation: dict, *, threshold=None, runs=None) -> tuple[Path, dict]:
+    """``explain-RELEASE-where-case-metric[-digest]``: the passes behind a case's figure."""
+    from repro.case import UNITS
+
+    place = question.target if question.target and "/" not in question.target else backend
+    stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
+    shaping = {"params": question.params, "xla_flags": question.xla_flags,
+               "threshold": threshold, "runs": runs}
+    if any(shaping.values()):
+        stem += "-" + hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:8]
+    path = folder / f"{stem}.md"
+    unit = UNITS[question.metric]
+    command = shlex.join(explain_argv(release, backend, question, threshold=threshold,
+                                      runs=runs))
+    doc = {"schema": SCHEMA, "kind": "metric-explain", "explain": str(release.version),
+           "backend": backend, "target": question.target or None,
+           "metric": {"name": question.metric, "unit": unit},
+           "case": {**question.case.as_json(question.params),
+                    "path": display_path(question.case.path), "source": question.case.source},
+           "explanation": explanation, "reproduce": command, "report": str(path)}
+    rows = [[t["xla_flags"].split("=", 1)[1], shown(question.metric, unit, t["figure"])
+             if isinstance(t["figure"], (int, float)) else str(t["figure"]),
+             f"{t['ratio']:.2f}×" if t["ratio"] else "",
+             {"fix": "lower", "regression": "higher", "changed": "different"}.get(
+                 t["direction"], "the same")] for t in explanation["tests"]]
+    base = explanation["baseline"]
+    text = "\n".join([
+        f"# {question.case.name}: which HLO passes shape its {question.metric} under jax "
+        f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
+        f"Baseline: {shown(question.metric, unit, base) if isinstance(base, (int, float)) else base}.",
+        "", "<details><summary>Every pass turned off</summary>", "",
+        tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
+                                "figure"], tablefmt="github", disable_numparse=True)
+        if rows else "_No pass was turned off._", "", "</details>", "",
+        "## The program", "", f"<details><summary>{display_path(question.case.path)}"
+        "</summary>", "", "```python", question.case.source.rstrip(), "```", "", "</details>",
+        "", "## Reproduce", "", "```sh", command, "```", "",
+        "<details><summary>Environment of the probing machine</summary>", "", "```text",
+        machine_description(dated=True), "```", "", "</details>", ""])
+    write_text_if_changed(path, text)
+    write_json_if_changed(path.with_suffix(".json"), doc)
+    return path, doc

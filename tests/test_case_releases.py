@@ -236,3 +236,18 @@ def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_py
     again = json.loads(bisect(*rerun).stdout)
     assert (again["status"], again["direction"]) == ("found", "regression")
     assert (again["last_old"]["jax"], again["first_new"]["jax"]) == ("0.5.0", "0.5.1")
+
+
+@pytest.mark.jax
+def test_explain_one_release_names_the_passes_that_shape_a_case(tmp_path, jax_python):
+    jax_python("0.5.1")
+    done = bisect("--explain", "0.5.1", "--backend", "cpu", "--case", SCAN, *SMALL, "--json",
+                  "--reports", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    e = doc["explanation"]
+    assert doc["kind"] == "metric-explain" and e["release"] == "0.5.1"
+    assert e["culprit"]["kind"] == "pass" and e["culprit"]["name"] in e["passes_changed"]
+    named = [t for t in e["tests"] if t["changes"]]
+    assert named and all(t["figure"] != e["baseline"] for t in named)
+    assert doc["reproduce"].startswith("python -m bisect --explain 0.5.1 --backend cpu --case")
