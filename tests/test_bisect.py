@@ -107,8 +107,11 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     shared.mkdir(parents=True, exist_ok=True)
     cache.mkdir()
     (cache / "envs").symlink_to(shared)
+    # A runner that started us in the background may have us ignore SIGINT, and a child
+    # inherits that: give it the terminal's Ctrl-C back, as a user's shell would.
     child = subprocess.Popen([sys.executable, "-m", "jaxbisect", *args], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     for line in child.stderr:
         seen.append(line)

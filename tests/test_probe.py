@@ -119,7 +119,8 @@ def test_ctrl_c_in_the_harness_says_interrupted_and_nothing_else(jax_python, del
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
     child = subprocess.Popen([str(jax_python("0.5.0")), "-m", "repro", "--n-res", "64"],
                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True,  # Ctrl-C as a user's shell gives it (see test_bisect)
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=120)
