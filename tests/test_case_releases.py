@@ -218,7 +218,7 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
 def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_python):
     for version in ("0.5.0", "0.5.1"):
         jax_python(version)
-    given = {"n_outer": 4, "n_inner": 8, "n_res": 8}
+    given = {"n_outer": 3, "n_inner": 4, "n_res": 4}
     args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--case", SCAN,
             *[a for k, v in given.items() for a in ("--param", f"{k}={v}")],
             "--no-evidence", "--json", "--reports", str(tmp_path)]
