@@ -155,12 +155,11 @@ def thirds_line(b: MetricBisection) -> str | None:
             + ". It is left out of the search (a skip), not filed under old or new.")
 
 
-def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
-                   minimize: bool = False) -> list[str]:
-    """The command that asks the same question: every option that shaped the answer."""
-    req, q = b.request, b.request.question
-    argv = ["python", "-m", "bisect", "--from", start or req.start, "--to", end or req.end]
-    argv += ["--target", q.target] if q.target else ["--backend", req.backend]
+def question_argv(q, backend: str) -> list[str]:
+    """The options that say what is measured and where: the target or backend, the case and
+    its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
+    flags, the samples and the metric's kind where not the defaults."""
+    argv = ["--target", q.target] if q.target else ["--backend", backend]
     if q.case is not None:
         argv += ["--case", display_path(q.case.path)]
         for name, value in q.params.items():
@@ -172,6 +171,15 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--samples", str(q.samples)]
     if q.kind != "auto":
         argv += ["--metric-kind", q.kind]
+    return argv
+
+
+def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
+                   minimize: bool = False) -> list[str]:
+    """The command that asks the same question: every option that shaped the answer."""
+    req, q = b.request, b.request.question
+    argv = ["python", "-m", "bisect", "--from", start or req.start, "--to", end or req.end,
+            *question_argv(q, req.backend)]
     if req.threshold is not None:
         argv += ["--threshold", str(req.threshold)]
     if req.runs is not None:
@@ -533,14 +541,8 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
 def explain_argv(release: Release, backend: str, question, *, threshold=None,
                  runs=None) -> list[str]:
     """The command that asks ``--explain`` the same question."""
-    argv = ["python", "-m", "bisect", "--explain", str(release.version)]
-    argv += ["--target", question.target] if question.target else ["--backend", backend]
-    argv += ["--case", display_path(question.case.path)]
-    for name, value in question.params.items():
-        argv += ["--param", f"{name}={value}"]
-    argv += ["--metric", question.metric]
-    if question.xla_flags:
-        argv.append(f"--xla-flags={question.xla_flags}")
+    argv = ["python", "-m", "bisect", "--explain", str(release.version),
+            *question_argv(question, backend)]
     if threshold is not None:
         argv += ["--threshold", str(threshold)]
     if runs is not None:
@@ -556,7 +558,8 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     place = question.target if question.target and "/" not in question.target else backend
     stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
     shaping = {"params": question.params, "xla_flags": question.xla_flags,
-               "threshold": threshold, "runs": runs}
+               "samples": question.samples, "kind": question.kind if question.kind != "auto"
+               else None, "threshold": threshold, "runs": runs}
     if any(shaping.values()):
         stem += "-" + hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:8]
     path = folder / f"{stem}.md"
