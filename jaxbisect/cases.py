@@ -30,7 +30,6 @@ from .harness import HarnessFailed, command_environ, harness_id, run_repro, targ
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
-KINDS = ("auto", "deterministic", "noisy")
 
 
 @dataclass(frozen=True)
@@ -147,11 +146,6 @@ class Run:
     @classmethod
     def from_json(cls, d: dict) -> Run:
         return cls(**{**d, "samples": tuple(d["samples"]), "cached": True})
-
-
-def stored_run(release: Release, backend: str, question: Question, number: int, *,
-               store: Store = STORE) -> Run | None:
-    return store.get(question.store_key(release, backend, "metric", run=number), Run.from_json)
 
 
 def measure_run(release: Release, backend: str, question: Question, number: int, *,

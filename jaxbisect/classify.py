@@ -497,20 +497,11 @@ class _Noisy:
         z = _NORMAL.inv_cdf(self.confidence)
         margin = math.log(self.third_factor)
         top, bottom = max(lo, ln), min(lo, ln)
-        if m - top - margin > z * se_r:
-            return Placement(
-                Label.SKIP,
-                None,
-                third=True,
-                reason=f"{here}: {math.exp(m - top):.3g}x slower/larger than either end",
-            )
-        if bottom - m - margin > z * se_r:
-            return Placement(
-                Label.SKIP,
-                None,
-                third=True,
-                reason=f"{here}: {math.exp(m - bottom):.3g}x of the faster/smaller end",
-            )
+        for beyond, edge, words in ((m - top, top, "slower/larger than either end"),
+                                    (bottom - m, bottom, "of the faster/smaller end")):
+            if beyond - margin > z * se_r:
+                return Placement(Label.SKIP, None, third=True,
+                                 reason=f"{here}: {math.exp(m - edge):.3g}x {words}")
 
         def loglik(pop: tuple[float, ...], loc: float) -> float:
             scale = math.sqrt(se_r**2 + (self._efficiency * sigma) ** 2 / len(pop))

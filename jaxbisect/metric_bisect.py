@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
-from .classify import Classifier, Ends, Label, Placement, matching, noisy, vectors_close
+from .classify import (
+    RECOMMENDED_REMEASURES,
+    Classifier,
+    Ends,
+    Label,
+    Placement,
+    matching,
+    noisy,
+    vectors_close,
+)
 from .classify import deterministic as deterministic_classifier
 from .search import Outcome, SearchResult, find_change, probe_limit
 
@@ -27,7 +36,8 @@ RunAt = Callable[[int, int], Run]                  # (candidate index, run numbe
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
-MAX_RUNS_NOISY = 10      # at most: the first batch and one re-measure (docs/classification.md)
+# At most: the first batch and the re-measures the classifier's simulations were made with.
+MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,30 @@ def reduce_for(question: Question) -> Reduce:
     return every_sample
 
 
+def batch_size(question: Question, runs: int | None = None) -> int:
+    """Runs a release is measured with at a time: ``runs``, else five for a noisy metric."""
+    return runs or (RUNS_NOISY if question.noisy else 1)
+
+
+def measure_batch(release: Release, backend: str, question: Question, first: int, count: int,
+                  *, timeout: float, remeasure: bool, say: Say) -> list[Run]:
+    """Runs ``first`` … ``first + count - 1`` of ``question`` under ``release``."""
+    return [measure_run(release, backend, question, number, timeout=timeout,
+                        remeasure=remeasure, say=say)
+            for number in range(first, first + count)]
+
+
+def values_of(runs: Sequence[Run], reduce: Reduce) -> tuple:
+    """What the classifier sees of ``runs``: the ones that gave samples, reduced."""
+    return tuple(v for run in runs if run.status == "ok" for v in reduce(run))
+
+
+def middle(values: Sequence):
+    """The middle figure of ``values`` (a number's median, else the first value), or None."""
+    numbers = sorted(v for v in values if isinstance(v, (int, float)))
+    return numbers[len(numbers) // 2] if numbers else (values[0] if values else None)
+
+
 def comparable(metric: str, sample):
     """A sample as the classifier compares it: an output digest as (shapes, values) with
     non-finite values back as floats."""
@@ -253,6 +287,12 @@ class MetricBisection:
     @property
     def direction(self) -> str | None:
         return self.search.ends.direction if self.search.status == "found" else None
+
+    def classifier(self) -> Classifier:
+        """A classifier learned from the two ends, as the search began with."""
+        q, placed = self.request.question, self.search.placed
+        return classifier_for(q, self.request.threshold)(placed[0].values,
+                                                         placed[len(self.candidates) - 1].values)
 
     @property
     def pair(self) -> tuple[Release, Release] | None:

@@ -18,13 +18,17 @@ from .metric_bisect import MetricRequest, bisect_metric
 Say = Callable[[str], None]
 
 
-def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue) -> MetricRequest:
-    target = target_option(args.target)
-    question = question_from(args.metric, args.case, args.param, command, target=target,
-                             xla_flags=args.xla_flags, samples=args.samples,
-                             kind=args.metric_kind)
+def question_of(args: argparse.Namespace, command: tuple[str, ...]):
+    """The question the command line asks (a UserError for a bad case, parameter or metric)."""
+    return question_from(args.metric, args.case, args.param, command,
+                         target=target_option(args.target), xla_flags=args.xla_flags,
+                         samples=args.samples, kind=args.metric_kind)
+
+
+def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest:
     start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
-    return MetricRequest(start=start, end=end, backend=resolve_backend(args.backend, target),
+    return MetricRequest(start=start, end=end,
+                         backend=resolve_backend(args.backend, question.target),
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs)
@@ -35,11 +39,10 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     from .metric_report import answer_line, thirds_line, write_report
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
-    question_from(args.metric, args.case, args.param, command,
-                  target=target_option(args.target), xla_flags=args.xla_flags)
+    question = question_of(args, command)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    request = request_from(args, command, catalogue)
+    request = request_from(args, question, catalogue)
     bisection = bisect_metric(catalogue, request, say)
     extra = {}
     if bisection.search.status == "found" and not args.no_evidence:
@@ -92,14 +95,11 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     from .metric_explain import explain_release
     from .metric_report import write_explain_report
 
-    target = target_option(args.target)
-    question = question_from(args.metric, args.case, args.param, (), target=target,
-                             xla_flags=args.xla_flags, samples=args.samples,
-                             kind=args.metric_kind)
+    question = question_of(args, ())
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     release = catalogue.get(args.explain)
-    backend = resolve_backend(args.backend, target)
+    backend = resolve_backend(args.backend, question.target)
     why = catalogue.unusable_reason(release, backend)
     if why:
         raise UserError(f"jax {release.version} cannot be installed here: {why}")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from .cases import Question, measure_run
+from .cases import Question
 from .catalogue import Release
 from .environments import ensure_environment
 from .errors import InstallFailed
@@ -27,10 +27,13 @@ from .evidence.passes import first_difference, is_safe, normalize_hlo, passes_th
 from .harness import HarnessFailed, run_repro
 from .metric_bisect import (
     MAX_RUNS_NOISY,
-    RUNS_NOISY,
     MetricBisection,
+    batch_size,
     classifier_for,
+    measure_batch,
+    middle,
     reduce_for,
+    values_of,
 )
 from .metric_report import display_path
 from .pins import load_table
@@ -133,14 +136,13 @@ def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags:
     by the bisection's classifier (measured again while it cannot place it, up to the cap)."""
     req, q = b.request, b.request.question
     asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
-    batch = req.runs or (RUNS_NOISY if q.noisy else 1)
+    batch = batch_size(q, req.runs)
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
     reduce, runs = reduce_for(q), []
     while True:
-        for _ in range(batch):
-            runs.append(measure_run(release, req.backend, asked, len(runs) + 1,
-                                    timeout=req.timeout, remeasure=req.remeasure, say=say))
-        values = tuple(v for r in runs if r.status == "ok" for v in reduce(r))
+        runs += measure_batch(release, req.backend, asked, len(runs) + 1, batch,
+                              timeout=req.timeout, remeasure=req.remeasure, say=say)
+        values = values_of(runs, reduce)
         if not values:
             return "skip"
         label = classify(values).label.value
@@ -152,11 +154,10 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
     and measured with the case's own metric and classifier; one that brings back the old
     behaviour is then set forward in the old release (proof both ways)."""
-    req, q, s = b.request, b.request.question, b.search
+    req, q = b.request, b.request.question
     old, new = b.pair
     sides = {"old": old, "new": new}
-    ends = [s.placed[0].values, s.placed[len(b.candidates) - 1].values]
-    classify = classifier_for(q, req.threshold)(*ends)
+    classify = b.classifier()
     try:
         lists = {side: xla_flag_list(r, req.backend,
                                      ensure_environment(r, req.backend, progress=say).python,
@@ -231,14 +232,13 @@ def explain_passes(b: MetricBisection, say: Say) -> dict:
     """The HLO passes that changed the case's module under the new release, each turned off
     there and measured with the case's metric and classifier; and where the two releases'
     modules first differ, pass by pass."""
-    req, q, s = b.request, b.request.question, b.search
+    req, q = b.request, b.request.question
     old, new = b.pair
     if q.target:
         return {"kind": "none", "name": None, "tests": [],
                 "text": "the pass search runs on the CPU or a GPU, not on a compile-only "
                         "target"}
-    classify = classifier_for(q, req.threshold)(s.placed[0].values,
-                                                s.placed[len(b.candidates) - 1].values)
+    classify = b.classifier()
     try:
         dumps = {r: pass_dumps(r, req.backend, q, timeout=req.timeout,
                                remeasure=req.remeasure, say=say) for r in (old, new)}
@@ -292,19 +292,15 @@ def explain_release(release: Release, backend: str, question: Question, say: Say
     pass without which the figure differs (by the classifier's test of two populations, the
     same one that tells a bisection's ends apart) is named, the largest change first."""
     make = classifier_for(question, threshold)
-    reduce, batch = reduce_for(question), runs or (RUNS_NOISY if question.noisy else 1)
+    reduce, batch = reduce_for(question), batch_size(question, runs)
 
     def values(asked: Question) -> tuple:
-        found = []
-        for number in range(1, batch + 1):
-            run = measure_run(release, backend, asked, number, timeout=timeout,
-                              remeasure=remeasure, say=say)
-            found += reduce(run) if run.status == "ok" else []
-        return tuple(found)
+        return values_of(measure_batch(release, backend, asked, 1, batch, timeout=timeout,
+                                       remeasure=remeasure, say=say), reduce)
 
     base = values(question)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
-           "baseline": _middle(base), "passes_changed": [], "tests": [], "culprit": None}
+           "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None}
     if not base:
         doc["culprit"] = {"kind": "none", "name": None,
                           "text": f"{question.metric} of {question.label} could not be "
@@ -327,7 +323,7 @@ def explain_release(release: Release, backend: str, question: Question, say: Say
         asked = replace(question, xla_flags=" ".join(f for f in (question.xla_flags, flag) if f))
         without = values(asked)
         ends = make(base, without).ends() if without else None
-        test = {"xla_flags": flag, "figure": _middle(without),
+        test = {"xla_flags": flag, "figure": middle(without),
                 "changes": bool(ends and ends.distinct),
                 "direction": ends.direction if ends and ends.distinct else None,
                 "ratio": ends.ratio if ends else None, "safe": is_safe(name)}
@@ -355,7 +351,3 @@ def explain_release(release: Release, backend: str, question: Question, say: Say
                               f"(without it, the figure is): {shown}"}
     return doc
 
-
-def _middle(values: tuple):
-    numbers = sorted(v for v in values if isinstance(v, (int, float)))
-    return numbers[len(numbers) // 2] if numbers else (values[0] if values else None)

@@ -15,9 +15,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from .cases import Question, measure_run
+from .cases import Question
 from .catalogue import Release
-from .metric_bisect import MAX_RUNS_NOISY, RUNS_NOISY, classifier_for, reduce_for
+from .metric_bisect import (
+    batch_size,
+    classifier_for,
+    measure_batch,
+    middle,
+    reduce_for,
+    values_of,
+)
 
 Say = Callable[[str], None]
 FLOOR = 1
@@ -107,18 +114,12 @@ def minimize(old: Release, new: Release, backend: str, question: Question, say: 
     """Shrink ``question``'s case while ``old`` and ``new`` still classify apart in the same
     direction; the result, the trial at the starting parameters and the names shrunk."""
     make = classifier_for(question, threshold)
-    reduce = reduce_for(question)
-    batch = runs or (RUNS_NOISY if question.noisy else 1)
+    reduce, batch = reduce_for(question), batch_size(question, runs)
     started = time.monotonic()
 
     def values(release: Release, asked: Question) -> tuple:
-        found = []
-        for number in range(1, batch + 1):
-            run = measure_run(release, backend, asked, number, timeout=timeout,
-                              remeasure=remeasure, say=say)
-            if run.status == "ok":
-                found += reduce(run)
-        return tuple(found)
+        return values_of(measure_batch(release, backend, asked, 1, batch, timeout=timeout,
+                                       remeasure=remeasure, say=say), reduce)
 
     def judge(params: dict, direction: str | None) -> tuple[Trial, str | None]:
         asked = replace(question, params=params)
@@ -128,7 +129,7 @@ def minimize(old: Release, new: Release, backend: str, question: Question, say: 
             return Trial(params, False, reason="no figure at one end"), None
         ends = make(old_values, new_values).ends()
         kept = ends.distinct and direction in (None, ends.direction)
-        return (Trial(params, kept, _typical(old_values), _typical(new_values), ends.reason),
+        return (Trial(params, kept, middle(old_values), middle(new_values), ends.reason),
                 ends.direction)
 
     names = shrinkable(question)
@@ -139,11 +140,6 @@ def minimize(old: Release, new: Release, backend: str, question: Question, say: 
     shrunk = shrink(start, names, lambda params: judge(params, direction)[0],
                     spent=lambda: time.monotonic() - started > budget)
     return shrunk, first, names
-
-
-def _typical(values: tuple):
-    numbers = sorted(v for v in values if isinstance(v, (int, float)))
-    return numbers[len(numbers) // 2] if numbers else (values[0] if values else None)
 
 
 def with_defaults(source: str, params: dict) -> str:
@@ -168,7 +164,6 @@ def with_defaults(source: str, params: dict) -> str:
     return "".join(lines)
 
 
-__all__ = ["MAX_RUNS_NOISY", "Shrunk", "Trial", "minimize", "shrink", "with_defaults"]
 
 
 def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Question,

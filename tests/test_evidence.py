@@ -322,8 +322,8 @@ def test_chart_uses_shared_n_outer_and_plain_numbers():
     assert chart_markdown({"a": [(1, 1.0)], "b": [(2, 1.0)]}).startswith("_The series share")
 
 
-def test_png_only_with_matplotlib(tmp_path, monkeypatch):
-    series = {"jax 0.5.1": [(1, 12.75), (2, 25.25)]}
+def without_matplotlib(monkeypatch) -> None:
+    """Make ``import matplotlib`` fail, as in an environment without it."""
     real_import = builtins.__import__
 
     def no_matplotlib(name, *args, **kwargs):
@@ -332,6 +332,11 @@ def test_png_only_with_matplotlib(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+
+
+def test_png_only_with_matplotlib(tmp_path, monkeypatch):
+    series = {"jax 0.5.1": [(1, 12.75), (2, 25.25)]}
+    without_matplotlib(monkeypatch)
     assert write_png(series, tmp_path / "chart.png") is None
     monkeypatch.undo()
     pytest.importorskip("matplotlib")
@@ -388,14 +393,7 @@ def test_a_chart_this_environment_cannot_remake_is_kept(tmp_path, monkeypatch):
     """Issue 17, item 2: a rerun without matplotlib keeps (and links) the earlier chart."""
     chart = tmp_path / "bisect-0.5.0-0.5.1-cpu.png"
     chart.write_bytes(b"\x89PNG an earlier run's chart")
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    without_matplotlib(monkeypatch)
     assert write_png({"jax 0.5.1": [(1, 1.0), (2, 2.0)]}, chart) == chart
     assert chart.read_bytes() == b"\x89PNG an earlier run's chart"
 

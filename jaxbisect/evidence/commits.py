@@ -115,13 +115,6 @@ def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
     return PinFound(None, None, "", note)
 
 
-def xla_commit_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
-                   table: PinTable | None = None) -> tuple[str | None, str | None]:
-    """(XLA commit, how it was found) for one release's ``release_commit`` (``pin_for``)."""
-    found = pin_for(commit, jax_repo, fetch, table)
-    return found.xla_commit, found.source or None
-
-
 def commits_between(xla_repo: Path, old: str, new: str) -> int | None:
     """How many commits ``old..new`` holds in a local openxla/xla clone; None where it lacks
     them."""
