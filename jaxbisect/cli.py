@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -206,7 +207,7 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=N
                  ) -> Request:
     """The question the command line asks. With a catalogue, the ends take its spelling
     ("v0.5" and "0.5.0" are one release) and ``auto`` becomes the backend at hand."""
-    options = options_from(args)
+    options = options_from(args).for_bisection()
     start, end, backend = args.start, args.end, args.backend
     if catalogue is not None:
         start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
@@ -244,18 +245,33 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     if args.explain is not None:
         return run_explain(args, catalogue, options_from(args), say)
     request = request_from(args, command, catalogue)
-    bisection = bisect_releases(catalogue, request, say)
     evidence_md, extra, next_step = "", {}, None
-    if bisection.result.status == "alike" and not command:
-        next_step = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
-    if bisection.result.status == "found" and not command and not args.no_evidence:
-        from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
-        from .report import report_stem
+    wanted = not command and not args.no_evidence
+    with ThreadPoolExecutor(1, thread_name_prefix="evidence") as early:
+        started: dict[tuple[str, str], Future] = {}
 
-        evidence_md, extra = gather(bisection.fully_measured(), say,
-                                    try_xla_flags=request.try_xla_flags,
-                                    png_path=args.reports / f"{report_stem(bisection)}.png",
-                                    jax_repo=args.jax_repo, xla_repo=args.xla_repo)
+        def on_change(found) -> None:  # the evidence needs the pair only: start it now
+            from .findings import collect
+
+            pair = (str(found.last_old.release.version), str(found.first_new.release.version))
+            started[pair] = early.submit(collect, found, say, request.try_xla_flags,
+                                         args.jax_repo)
+
+        bisection = bisect_releases(catalogue, request, say,
+                                    on_change=on_change if wanted else None)
+        if bisection.result.status == "alike" and not command:
+            next_step = wider_range_hint(catalogue, request, bisection.probe_of(0).verdict)
+        if bisection.result.status == "found" and wanted:
+            from .findings import gather  # the why: JAX or XLA, buffers, chart, workarounds
+            from .report import report_stem
+
+            pair = (str(bisection.last_old.release.version),
+                    str(bisection.first_new.release.version))
+            evidence_md, extra = gather(bisection.fully_measured(), say,
+                                        try_xla_flags=request.try_xla_flags,
+                                        png_path=args.reports / f"{report_stem(bisection)}.png",
+                                        jax_repo=args.jax_repo, xla_repo=args.xla_repo,
+                                        early=started.get(pair))
     if args.minimize and bisection.result.status == "found" and not command:
         minimal, minimal_md = minimize_builtin(bisection, args, say)
         extra = {**extra, "minimal": minimal}

@@ -59,13 +59,16 @@ class Request:
     # Reproduce line. Every other field (and every field of ``options``) changes the result.
     NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs",
                   "small_search")
+    # Of ``options``: what every bisection sets from the rest (HarnessOptions.for_bisection),
+    # so no command line gives it.
+    DERIVED = ("v2_up_to",)
 
     def result_options(self) -> dict[str, object]:
         """Every option that changes the result and differs from its default, by field name."""
         changed = {}
         for owner in (self.options, self):
             for spec in fields(owner):
-                if owner is self and spec.name in self.NOT_RESULT:
+                if spec.name in (self.NOT_RESULT if owner is self else self.DERIVED):
                     continue
                 default = (spec.default_factory() if spec.default_factory is not MISSING
                            else spec.default)
@@ -422,11 +425,15 @@ class Workers:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisection:
+def bisect_releases(catalogue: Catalogue, request: Request, say: Say,
+                    on_change: Callable[[Bisection], object] | None = None) -> Bisection:
     """The bisection; its search probes at a small size where that is shown to keep the
     verdict: at both ends of the range the small probe must agree with the full table, else
-    the search is made again at the full size (and the report says so)."""
-    bisection = _bisect_releases(catalogue, request, say)
+    the search is made again at the full size (and the report says so).
+
+    ``on_change``: called with the bisection as the search leaves it (no full tables yet)
+    once it has found a pair, so that what needs only the pair starts beside the tables."""
+    bisection = _bisect_releases(catalogue, request, say, on_change)
     small = request.options.for_search(True).n_res
     if request.command or not request.small_search or small == request.options.n_res:
         return bisection
@@ -440,11 +447,12 @@ def bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisecti
                         for p in wrong)
             + f": searched again at n_res {request.options.n_res}")
     say(note)
-    again = _bisect_releases(catalogue, replace(request, small_search=False), say)
+    again = _bisect_releases(catalogue, replace(request, small_search=False), say, on_change)
     return replace(again, search_note=note)
 
 
-def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisection:
+def _bisect_releases(catalogue: Catalogue, request: Request, say: Say,
+                     on_change: Callable[[Bisection], object] | None = None) -> Bisection:
     candidates, unusable = candidates_for(catalogue, request)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
@@ -512,16 +520,21 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say) -> Bisect
             f"release{'' if between == 1 else 's'} between, "
             f"~{steps_left} step{'' if steps_left == 1 else 's'} left)")
 
+    def bisection_of(result: SearchResult) -> Bisection:
+        return Bisection(request=request, candidates=tuple(candidates),
+                         unusable=tuple(unusable), probes=tuple(made[i] for i in result.probes),
+                         result=result, jobs=request.jobs)
+
     workers = Workers(request.jobs)
     try:
         result = find_change(n, probe_round=probe_round, jobs=request.jobs, cheap=cheap,
                              on_step=narrowed, offset=offset)
+        if on_change is not None and result.status == "found":
+            on_change(bisection_of(result))
         for i in full_table(n, result):
             full_table_of(i)
         for i, future in tables.items():
             made[i] = future.result()
     finally:
         workers.close()
-    return Bisection(request=request, candidates=tuple(candidates), unusable=tuple(unusable),
-                     probes=tuple(made[i] for i in result.probes), result=result,
-                     jobs=request.jobs)
+    return bisection_of(result)

@@ -8,6 +8,7 @@ change and keeps the answer, so that a rerun of a finished bisection measures no
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -65,13 +66,15 @@ def analysis_id() -> str:
 
 def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
            png_path: Path | None = None, jax_repo: Path | None = None,
-           xla_repo: Path | None = None) -> tuple[str, dict]:
-    """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON.
+           xla_repo: Path | None = None, early: Future | None = None) -> tuple[str, dict]:
+    """Markdown for the report and ``{"attribution", "evidence"}`` for its JSON. ``early``:
+    ``collect`` of this bisection's pair, started as soon as the search found it (see
+    ``bisect_releases``'s ``on_change``).
 
     Never loses the bisection's answer: evidence that cannot be gathered (an environment
     that no longer installs, say) is reported as unavailable, with the reason."""
     try:
-        return _gather(b, say, try_xla_flags, png_path, jax_repo, xla_repo)
+        return _gather(b, say, try_xla_flags, png_path, jax_repo, xla_repo, early)
     except Exception as exc:  # even a bug here must not cost the bisection's answer
         if not isinstance(exc, (InstallFailed, OSError)):
             exc = RuntimeError(f"internal error: {type(exc).__name__}: {exc}")
@@ -82,41 +85,61 @@ def gather(b: Bisection, say: Say, *, try_xla_flags: tuple[str, ...] = (),
                  "evidence": None})
 
 
-def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
-            jax_repo: Path | None, xla_repo: Path | None = None, *,
-            store: Store = STORE) -> tuple[str, dict]:
+def collect(b: Bisection, say: Say, try_xla_flags: tuple[str, ...] = (),
+            jax_repo: Path | None = None, *, store: Store = STORE) -> dict:
+    """What the evidence measures of the pair ``b`` found (dumps, attribution, explanation),
+    stored; it needs the pair and the request only, not the full tables."""
     old, new = b.last_old.release, b.first_new.release
     o = b.request.options
     options = DumpOptions(n_inner=o.n_inner, dtype=o.dtype, xla_flags=o.xla_flags,
                           platform={"cuda12": "cuda", "cpu": "cpu"}.get(b.request.backend, ""),
                           target=o.target)
+    grows = "old" if b.direction == "fix" else "new"
     key = Key(str(new.version), b.request.backend, "evidence",
-              {"old": str(old.version), "options": asdict(options), "flags": list(try_xla_flags),
+              {"old": str(old.version), "options": asdict(options), "grows": grows,
+               "flags": list(try_xla_flags),
                "jax_repo": str(jax_repo) if jax_repo else None,
                "explain": asdict(small_options(o)), "target": target_key(o.target)},
               harness_id())
     ran = []
 
-    def collect() -> dict:
+    def dumps() -> dict:
         ran.append(True)
         say(f"gathering evidence: lowering, XLA dumps and workarounds under jax {old.version} "
             f"and {new.version} …")
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
                    for r in (old, new)]
-        return gather_evidence(*pythons, options, workaround_xla_flags=try_xla_flags,
-                               jax_repo=jax_repo, timeout=b.request.timeout,
+        return gather_evidence(*pythons, options, grows=grows,
+                               workaround_xla_flags=try_xla_flags, jax_repo=jax_repo,
+                               timeout=b.request.timeout,
                                fetch=None if jax_repo else github, table=load_table())
 
     def complete(found: dict) -> bool:  # a failure may be transient
         return all(side.get("error") is None for side in found["evidence"]["releases"].values())
 
-    found = store.get_or_run(key, collect, remeasure=b.request.remeasure, keep=complete)
-    if not ran:
-        say(f"evidence for jax {old.version} → {new.version}: stored")
-    if found.get("explanation") is None or found.get("analysis") != analysis_id():
-        found["explanation"], found["analysis"] = _explain(b, say), analysis_id()
-        if found["explanation"] is not None and store.path(key).exists():
-            store.put(key, found)
+    def explained(found: dict | None) -> bool:
+        return bool(found) and found.get("explanation") is not None \
+            and found.get("analysis") == analysis_id()
+
+    # The explanation's probes run beside the dumps: each is one process, and they share
+    # nothing but the two environments.
+    with ThreadPoolExecutor(1, thread_name_prefix="explain") as pool:
+        explaining = (None if not b.request.remeasure and explained(store.get(key))
+                      else pool.submit(_explain, b, say))
+        found = store.get_or_run(key, dumps, remeasure=b.request.remeasure, keep=complete)
+        if not ran:
+            say(f"evidence for jax {old.version} → {new.version}: stored")
+        if explaining is not None and not explained(found):
+            found["explanation"], found["analysis"] = explaining.result(), analysis_id()
+            if found["explanation"] is not None and store.path(key).exists():
+                store.put(key, found)
+    return found
+
+
+def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
+            jax_repo: Path | None, xla_repo: Path | None = None,
+            early: Future | None = None) -> tuple[str, dict]:
+    found = early.result() if early is not None else collect(b, say, try_xla_flags, jax_repo)
     if "commits" in found["attribution"]:  # stored before the pins table, or newer than it
         xla_range(b, found["attribution"], jax_repo, xla_repo)
     # Stored evidence comes back with its keys sorted: render the fresh one the same way, so

@@ -36,6 +36,7 @@ DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 RUNTIME_STACKED_BYTES = 12 * 1024**2
 SEARCH_N_RES = 32  # a search probe's array side: seconds, not minutes (see for_search)
+BISECT_V2_UP_TO = 2  # a bisection's tables: v2 (the unrolled control) at n_outer 1 and 2 only
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
 
 
@@ -89,7 +90,17 @@ class HarnessOptions:
         buffers); the driver checks that at both ends of each range against the full size."""
         fitted = tuple(sorted(n for n in self.n_outer if n >= 2)[:2])
         n_res = min(self.n_res, SEARCH_N_RES) if small else self.n_res
-        return replace(self, variants=(0,), n_outer=fitted, n_res=n_res)
+        return replace(self, variants=(0,), n_outer=fitted, n_res=n_res, v2_up_to=None)
+
+    def for_bisection(self) -> HarnessOptions:
+        """A bisection's full tables: v2, the unrolled control, only at n_outer up to
+        BISECT_V2_UP_TO. Its compile grows faster than linearly with the unrolled length (jax
+        0.4.30 on the CPU: 0.8 s at n_outer 2, 12.7 s at 15, half of a whole table) while two
+        points already show whether it grows; ``nox -s repro`` measures it at every n_outer.
+        A target's harness keeps its own limit (n_outer 1)."""
+        if self.target or self.v2_up_to is not None:
+            return self
+        return replace(self, v2_up_to=BISECT_V2_UP_TO)
 
     def runtime_fallback(self) -> HarnessOptions:
         """Options for releases whose compiled stats are empty: a real run, sized so that one
@@ -119,11 +130,14 @@ class DumpOptions:
     unroll: tuple[int, ...] = ()      # () -> 2 and n_inner (full)
     platform: str = ""                # JAX_PLATFORMS for every run ("cuda": no CPU fallback)
     target: str = ""                  # compile for this GPU without one (python -m repro --target)
+    workarounds: bool = True          # measure the ways around it (only where v0 grows)
 
     def argv(self) -> list[str]:
         args = ["--n-outer", str(self.n_outer), "--n-inner", str(self.n_inner),
                 "--n-res", str(self.n_res), "--dtype", self.dtype,
                 "--workaround-n-outer", *map(str, self.workaround_n_outer)]
+        if not self.workarounds:
+            args.append("--no-workarounds")
         if self.unroll:
             args += ["--unroll", *map(str, self.unroll)]
         if self.target:

@@ -323,9 +323,14 @@ def render(b: Bisection, evidence_markdown: str = "", next_step: NextStep | None
                 "or of XLA's buffer-assignment dump where a release's memory_analysis() gives "
                 "None (before jax 0.6.1); v2 only at n_outer 1 (it unrolls 100 × n_outer ops: "
                 "minutes a case to compile for a GPU)")
-    full = ("" if req.command else " The ends of the range and the releases either side of "
-            "the change carry the full table (v1 and v2 too); the search's other probes "
-            "measured v0 at the sizes its verdict needs.")
+    full = ""
+    if not req.command:
+        control = (f"v1 too, and v2, the unrolled control, at n_outer up to {o.v2_up_to}: its "
+                   "compile grows with the unrolled length" if o.v2_up_to and not o.target
+                   else "v1 and v2 too")
+        full = (f" The ends of the range and the releases either side of the change carry the "
+                f"full table ({control}); the search's other probes measured v0 at the sizes "
+                "its verdict needs.")
     parts += [f"## Releases probed ({len(b.probes)} of {len(b.candidates)} candidates)", "",
               f"Each row: {what}. n_inner {o.n_inner}, n_res {o.n_res}, {o.dtype}"
               + (f", XLA_FLAGS `{o.xla_flags}`" if o.xla_flags else "") + "." + full, "",

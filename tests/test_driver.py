@@ -261,7 +261,7 @@ def test_the_reproduce_line_parses_back_into_the_same_request(n_outer, n_inner, 
     request = driver.Request(
         start="0.5.0", end="0.10.2", backend="cpu",
         options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_inner=n_inner, n_res=n_res,
-                               dtype=dtype, xla_flags=xla_flags),
+                               dtype=dtype, xla_flags=xla_flags).for_bisection(),
         command=command, try_xla_flags=tuple(try_xla_flags))
     line = reproduce_command(SimpleNamespace(request=request))
     argv = shlex.split(line)
@@ -496,7 +496,7 @@ def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_cata
     request = driver.Request(
         start="0.4.30", end="0.4.38", backend="cuda12-deviceless" if target else "cpu",
         options=HarnessOptions(n_outer=tuple(sorted(n_outer)), n_res=n_res,
-                               xla_flags=xla_flags, target=target))
+                               xla_flags=xla_flags, target=target).for_bisection())
     step = cli.wider_range_hint(catalogue, request, "constant")
     argv = shlex.split(step.command)
     assert argv[:3] == ["python", "-m", "bisect"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..harness import DumpOptions, HarnessFailed, collect_dumps, run_module
@@ -27,26 +28,35 @@ def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = N
 
 
 def gather_evidence(old_python: Path, new_python: Path,
-                    options: DumpOptions = DumpOptions(), *,
+                    options: DumpOptions = DumpOptions(), *, grows: str = "new",
                     workaround_xla_flags: Sequence[str] = (), jax_repo: Path | None = None,
                     timeout: float = 900, fetch: Fetch | None = None,
                     table: PinTable | None = None) -> dict:
     """Run the evidence module in both environments; ``{"attribution": …, "evidence": …}``.
+    The ways around it (and ``workaround_xla_flags``) are measured under the release where v0
+    grows, ``grows`` ("new" for a regression, "old" for a fix): under the other they have
+    nothing to help.
 
     A release that gives no document leaves its side empty with the reason and the
     attribution "unknown"; nothing here raises for a release's failure.
     """
-    documents: dict[str, dict | None] = {}
-    errors: dict[str, str | None] = {}
-    for side, python in (("old", old_python), ("new", new_python)):
+    pythons = {"old": Path(old_python), "new": Path(new_python)}
+
+    def dumps(side: str) -> tuple[dict | None, str | None]:
         try:
-            documents[side], errors[side] = collect_dumps(Path(python), options, timeout), None
+            return collect_dumps(pythons[side], replace(options, workarounds=side == grows),
+                                 timeout), None
         except HarnessFailed as exc:
-            documents[side], errors[side] = None, str(exc)
+            return None, str(exc)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="dumps") as pool:  # two processes at once
+        answers = dict(zip(("old", "new"), pool.map(dumps, ("old", "new"))))
+    documents = {side: doc for side, (doc, _) in answers.items()}
+    errors = {side: error for side, (_, error) in answers.items()}
     flag_cases = []
     for flags in workaround_xla_flags:  # XLA reads flags at start-up: one harness run each
         try:
-            doc = run_module(Path(new_python), "repro",
+            doc = run_module(pythons[grows], "repro",
                              ["--quiet", *options.workaround_argv(flags)], timeout,
                              platform=options.platform)
             points = [[c["n_outer"], c["total_bytes"]] for c in doc["cases"]]
@@ -60,11 +70,11 @@ def gather_evidence(old_python: Path, new_python: Path,
     attribution = attribution_of(documents["old"], documents["new"], jax_repo, fetch, table)
     releases = {side: release_evidence(documents[side], options, errors[side])
                 for side in ("old", "new")}
-    releases["new"]["workarounds"] += flag_cases
-    restoring = [w["name"] for w in releases["new"]["workarounds"] if w["verdict"] == "constant"]
+    releases[grows]["workarounds"] += flag_cases
+    restoring = [w["name"] for w in releases[grows]["workarounds"] if w["verdict"] == "constant"]
     evidence = {"schema": 1, "options": {**asdict(options),
                                          "workaround_n_outer": list(options.workaround_n_outer),
                                          "unroll": list(options.unroll)},
-                "releases": releases, "restores_constant": restoring}
+                "releases": releases, "workarounds_under": grows,
+                "restores_constant": restoring}
     return {"attribution": attribution, "evidence": evidence}
-

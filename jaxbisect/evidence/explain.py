@@ -29,16 +29,14 @@ from .common import MB, pass_names
 from .flags import FlagChange, FlagSearch, changed_defaults, relevant_to, search_flags
 from .passes import first_difference, is_safe, passes_that_changed
 
-SMALL_N_OUTER = (2, 3, 4)
-SMALL_N_RES = 32
 Say = Callable[[str], None]
 WORDS = {"constant": "constant", "grows": "grow", "unavailable": "unmeasurable"}
 
 
 def small_options(options: HarnessOptions) -> HarnessOptions:
-    """v0 only, compiled, at a size that takes seconds and still shows the change."""
-    return replace(options, n_outer=SMALL_N_OUTER, n_res=min(options.n_res, SMALL_N_RES),
-                   variants=(0,), mode="compiled")
+    """v0 only, compiled, at a size that takes seconds and still shows the change: a
+    bisection's search probes, so that the explanation finds both ends' measured already."""
+    return replace(options.for_search(True), mode="compiled")
 
 
 def _platform(backend: str) -> str:
@@ -168,7 +166,7 @@ def _flag_culprit(search: FlagSearch, old: Side, new: Side, measure, size: str,
     jaxlibs = f"jaxlib {_jaxlib(base_old, old)}", f"jaxlib {_jaxlib(base_new, new)}"
     defaults = "; ".join(f"`{f.old}` in {jaxlibs[0]}, `{f.new}` in {jaxlibs[1]}" for f in flags)
     what = "XLA flag" if len(flags) == 1 else "pair of XLA flags"
-    n_outer = " / ".join(map(str, SMALL_N_OUTER))
+    n_outer = " / ".join(map(str, in_new.options.n_outer))
     text = (f"The change follows the {what} {names}, whose default changed ({defaults}): "
             f"{_setting_text(flags, 'new')} under jax {new.version} makes v0 "
             f"{WORDS[in_new.verdict]} ({_mb_points(in_new)} at n_outer {n_outer}, against "
@@ -259,7 +257,7 @@ def explain_passes(grows: Side, other: Side | None, backend: str, options: Harne
         chosen = next((n for n in at_the_difference if n in found),
                       (safe or restoring)[0][0])
         shown = "; ".join(f"`{n}` ({_mb_points(m)} at n_outer "
-                          f"{' / '.join(map(str, SMALL_N_OUTER))})"
+                          f"{' / '.join(map(str, small.n_outer))})"
                           + ("" if is_safe(n) else ", diagnostic only: correctness depends "
                                                     "on it")
                           for n, m in restoring)

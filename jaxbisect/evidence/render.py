@@ -113,14 +113,16 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
                 raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
     if raw:
         out += [_details("Raw lines from XLA's dumps", "\n".join(raw).rstrip()), ""]
-    if new["workarounds"]:
+    under = evidence.get("workarounds_under", "new")  # where v0 grows
+    helped, label = (old, o) if under == "old" else (new, n)
+    if helped["workarounds"]:
         ns = options["workaround_n_outer"]
         rows = []
-        for w in new["workarounds"]:
+        for w in helped["workarounds"]:
             points = {p[0]: p[1] for p in w["points"]}
             rows.append([w["name"], *(_mb(points.get(k)).replace(" MB", "") for k in ns),
                          w["verdict"] + (" ✅" if w["verdict"] == "constant" else "")])
-        out += [(f"**What helps under {n}** (memory_analysis output + temp, MB; "
+        out += [(f"**What helps under {label}** (memory_analysis output + temp, MB; "
                  f"n_inner {options['n_inner']}, n_res {options['n_res']}):"), "",
                 tabulate(rows, headers=["way around", *(f"n_outer={k}" for k in ns), "memory"],
                          tablefmt="github", disable_numparse=True), ""]
