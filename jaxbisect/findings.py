@@ -139,13 +139,14 @@ def collect(b: Bisection, say: Say, try_xla_flags: tuple[str, ...] = (),
 def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Path | None,
             jax_repo: Path | None, xla_repo: Path | None = None,
             early: Future | None = None) -> tuple[str, dict]:
+    series = probed_series(b)  # drawn while the evidence may still be measured
+    drawn = png_path is not None and bool(series) and write_png(series, png_path)
     found = early.result() if early is not None else collect(b, say, try_xla_flags, jax_repo)
     if "commits" in found["attribution"]:  # stored before the pins table, or newer than it
         xla_range(b, found["attribution"], jax_repo, xla_repo)
     # Stored evidence comes back with its keys sorted: render the fresh one the same way, so
     # that a rerun writes the same report byte for byte.
     found = json.loads(json.dumps(found, sort_keys=True))
-    series = probed_series(b)
     markdown = "## Evidence\n\n"
     if found["explanation"] is not None:
         markdown += render_explanation_markdown(found["explanation"]) + "\n"
@@ -154,7 +155,7 @@ def _gather(b: Bisection, say: Say, try_xla_flags: tuple[str, ...], png_path: Pa
                 found["explanation"], found["attribution"], xla_repo)
             markdown += render_culprit_commits(found["attribution"]["xla_culprit_commits"])
     markdown += render_evidence_markdown(found["attribution"], found["evidence"], series)
-    if png_path is not None and series and write_png(series, png_path):
+    if drawn:
         markdown += f"\n![v0 memory against n_outer]({png_path.name})\n"
     return markdown, {"explanation": found["explanation"], "attribution": found["attribution"],
                       "evidence": found["evidence"]}

@@ -48,6 +48,13 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
     probed = [p["jax"] for p in doc["probes"]]
     assert probed[:2] == ["0.5.0", "0.5.3"] and len(probed) <= 2 + 2
     assert doc["compare"].endswith("compare/jax-v0.5.0...jax-v0.5.1")
+    # The full tables (ends and pair) compile v2, the unrolled control, at n_outer 1 and 2 only.
+    tables = [p["measurement"] for p in doc["probes"] if p["full_table"]]
+    assert {d["jax"] for d in tables} == {"0.5.0", "0.5.1", "0.5.3"}
+    for table in tables:
+        assert table["params"]["v2_up_to"] == 2
+        v2 = {c["n_outer"]: c["status"] for c in table["cases"] if c["variant"] == "v2"}
+        assert v2 == {1: "ok", 3: "left out", 6: "left out"}, v2
 
     assert (doc["from"], doc["to"], doc["backend"]) == ("0.5.0", "0.5.3", "cpu")
     assert "python -m bisect --from 0.5.0 --to 0.5.3 --backend cpu --n-outer 1 3 6" \

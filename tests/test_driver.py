@@ -7,8 +7,10 @@ the fallback to a real run, on the recorded PyPI catalogue.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import time
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -594,3 +596,75 @@ def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_path
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "elsewhere"))
     assert files.shown_path(tmp_path / "elsewhere" / "envs" / "x") == \
         "$JAX_SCAN_REPRO_CACHE/envs/x"
+
+
+def test_the_pair_is_announced_once_before_its_tables_are_measured(catalogue, monkeypatch):
+    """on_change gets the search's pair as soon as it is found, so that what needs only the
+    pair (the evidence) starts beside the full tables rather than after them."""
+    calls = script(monkeypatch, {"0.4.36": "constant", "0.4.37": "constant",
+                                 "0.4.38": "constant", "0.5.0": "constant", "0.5.1": "grows",
+                                 "0.5.2": "grows", "0.5.3": "grows", "0.6.0": "grows"})
+    seen = []
+
+    def on_change(found):
+        seen.append(((str(found.last_old.release.version),
+                      str(found.first_new.release.version)), set(searched(calls, "full"))))
+
+    request = driver.Request(start="0.4.36", end="0.6.0", backend="cpu",
+                             options=HarnessOptions(n_outer=(1, 3, 6), n_res=16))
+    b = driver.bisect_releases(catalogue, request, say=lambda message: None,
+                               on_change=on_change)
+    assert [pair for pair, _ in seen] == [("0.5.0", "0.5.1")]
+    assert (str(b.last_old.release.version), str(b.first_new.release.version)) == seen[0][0]
+    tables_then = {version for version, _ in seen[0][1]}
+    assert not tables_then & {"0.5.0", "0.5.1"}
+    assert {version for version, _ in searched(calls, "full")} == \
+        {"0.4.36", "0.5.0", "0.5.1", "0.6.0"}
+
+
+def _sleeper(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in for an environment's python whose import takes 60 s; it writes its pid."""
+    pid_file = tmp_path / "pid"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+    python.chmod(0o755)
+    return python, pid_file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _started(pid_file: Path) -> int:
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            return int(pid_file.read_text())
+        time.sleep(0.05)
+    raise AssertionError("the warm-up never started")
+
+
+@pytest.mark.parametrize("how", ["close", "no longer ahead"])
+def test_a_warm_up_is_never_waited_for(tmp_path, how):
+    """A warm-up import is a head start only: closing the workers, or the search moving past
+    its release, stops it rather than waiting its 60 s out."""
+    python, pid_file = _sleeper(tmp_path)
+    workers = driver.Workers(1)
+    try:
+        workers.warm(3, python)
+        pid = _started(pid_file)
+        assert _alive(pid)
+        if how == "close":
+            workers.close()
+        else:
+            workers.install_ahead([5], lambda i: None)
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        workers.close()
