@@ -402,6 +402,7 @@ class Workers:
         self.warming = ThreadPoolExecutor(max(2, jobs), thread_name_prefix="warm")
         self.warm_ups: dict[int, tuple[Future, list[subprocess.Popen]]] = {}
         self.closed = False
+        self.wanted: set[int] = set()  # what the last round asked to have ahead
         self.ahead: dict[int, Future] = {}
         self.lock = threading.Lock()
 
@@ -425,8 +426,8 @@ class Workers:
                 pass
             started[0].wait()
 
-        with self.lock:
-            if not self.closed:
+        with self.lock:  # not when its probe has begun meanwhile: that writes it anyway
+            if not self.closed and i in self.wanted:
                 self.warm_ups[i] = (self.warming.submit(run), started)
 
     def _stop_warm_ups(self, keep: list[int]) -> None:  # under the lock
@@ -443,6 +444,7 @@ class Workers:
         dropped (one already installing finishes: the lock of ensure_environment holds), and
         so are the warm-ups of the others."""
         with self.lock:
+            self.wanted = set(indices)
             self._stop_warm_ups(indices)
             for i, future in list(self.ahead.items()):
                 if i not in indices and future.cancel():

@@ -654,6 +654,7 @@ def test_a_warm_up_is_never_waited_for(tmp_path, how):
     python, pid_file = _sleeper(tmp_path)
     workers = driver.Workers(1)
     try:
+        workers.install_ahead([3], lambda i: None)
         workers.warm(3, python)
         pid = _started(pid_file)
         assert _alive(pid)
@@ -666,5 +667,19 @@ def test_a_warm_up_is_never_waited_for(tmp_path, how):
                 break
             time.sleep(0.05)
         assert not _alive(pid)
+    finally:
+        workers.close()
+
+
+def test_no_warm_up_for_a_release_whose_probe_has_begun(tmp_path):
+    """An install ahead that finishes after its release's probe began starts no warm-up: the
+    probe writes the bytecode itself, and a second import beside it would only cost CPU."""
+    python, pid_file = _sleeper(tmp_path)
+    workers = driver.Workers(1)
+    try:
+        workers.install_ahead([5, 6], lambda i: None)  # the round that probes 3 began
+        workers.warm(3, python)
+        time.sleep(0.5)
+        assert not pid_file.exists()
     finally:
         workers.close()
