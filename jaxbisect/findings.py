@@ -101,10 +101,8 @@ def collect(b: Bisection, say: Say, try_xla_flags: tuple[str, ...] = (),
                "jax_repo": str(jax_repo) if jax_repo else None,
                "explain": asdict(small_options(o)), "target": target_key(o.target)},
               harness_id())
-    ran = []
 
     def dumps() -> dict:
-        ran.append(True)
         say(f"gathering evidence: lowering, XLA dumps and workarounds under jax {old.version} "
             f"and {new.version} …")
         pythons = [ensure_environment(r, b.request.backend, progress=say).python
@@ -123,13 +121,17 @@ def collect(b: Bisection, say: Say, try_xla_flags: tuple[str, ...] = (),
 
     # The explanation's probes run beside the dumps: each is one process, and they share
     # nothing but the two environments.
+    stored = None if b.request.remeasure else store.get(key)
     with ThreadPoolExecutor(1, thread_name_prefix="explain") as pool:
-        explaining = (None if not b.request.remeasure and explained(store.get(key))
-                      else pool.submit(_explain, b, say))
-        found = store.get_or_run(key, dumps, remeasure=b.request.remeasure, keep=complete)
-        if not ran:
+        explaining = None if explained(stored) else pool.submit(_explain, b, say)
+        if stored is not None:
             say(f"evidence for jax {old.version} → {new.version}: stored")
-        if explaining is not None and not explained(found):
+            found = stored
+        else:
+            found = dumps()
+            if complete(found):
+                store.put(key, found)
+        if explaining is not None:
             found["explanation"], found["analysis"] = explaining.result(), analysis_id()
             if found["explanation"] is not None and store.path(key).exists():
                 store.put(key, found)
