@@ -202,11 +202,7 @@ def _command_run(env, release: Release, question: Question, number: int,
                  timeout: float) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample. Its output is copied to our stderr."""
-    child_env = command_environ(env)
-    if question.xla_flags:
-        child_env["XLA_FLAGS"] = question.xla_flags
-    else:
-        child_env.pop("XLA_FLAGS", None)
+    child_env = command_environ(env, question.xla_flags)
     version = str(release.version)
     try:
         done = subprocess.run(list(question.command), env=child_env, timeout=timeout,

@@ -310,7 +310,9 @@ def command_key(release: Release, request: Request) -> Key:
     files = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
              for arg in request.command if os.path.isfile(arg)]
     return Key(str(release.version), request.backend, "command",
-               {"cwd": os.getcwd(), "command": list(request.command), "files": files})
+               {"cwd": os.getcwd(), "command": list(request.command), "files": files,
+                **({"xla_flags": request.options.xla_flags} if request.options.xla_flags
+                   else {})})
 
 
 def _stderr_fd() -> int:
@@ -348,7 +350,7 @@ def _run_command(release: Release, request: Request, say: Say) -> Probe:
     except InstallFailed as exc:
         return Probe(release=release, verdict="skip", mode="command", reason=str(exc),
                      cached=False, seconds=round(time.perf_counter() - started, 2))
-    child_env = command_environ(env)
+    child_env = command_environ(env, request.options.xla_flags)
     say(f"jax {release.version}: running {' '.join(request.command)}")
     try:
         # Our stdout carries only the answer (one JSON document under --json): the

@@ -352,11 +352,15 @@ def collect_dumps(python: Path, options: DumpOptions, timeout: float = 900) -> d
                       answers=MODULE_ANSWERS, platform=options.platform)
 
 
-def command_environ(env: Environment) -> dict[str, str]:
+def command_environ(env: Environment, xla_flags: str = "") -> dict[str, str]:
     """The environment a user's command gets in ``env`` (``--command``, ``--metric … --``):
-    ours, with the release's environment activated and JAX_BISECT_RELEASE naming it."""
+    ours, with the release's environment activated and JAX_BISECT_RELEASE naming it, and
+    XLA_FLAGS as ``--xla-flags`` says: never the caller's (the report says which were set)."""
     child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
                      PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
                      JAX_BISECT_RELEASE=str(env.release.version))
     child_env.pop("PYTHONHOME", None)
+    child_env.pop("XLA_FLAGS", None)
+    if xla_flags.strip():
+        child_env["XLA_FLAGS"] = xla_flags.strip()
     return child_env

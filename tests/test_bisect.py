@@ -103,6 +103,33 @@ def test_bisects_with_a_command(tmp_path):
 
 
 @pytest.mark.jax
+def test_a_command_sees_xla_flags_and_never_the_callers(tmp_path):
+    """An exit-code command and a metric command get --xla-flags in XLA_FLAGS, and the
+    caller's own XLA_FLAGS never: the report's "not passed to the probes" holds for both."""
+    seen = tmp_path / "seen"
+    check = ("import os, sys, jax; "
+             f"open({str(seen)!r} + '-' + jax.__version__, 'w').write(os.environ.get('XLA_FLAGS', '')); "
+             "sys.exit(0)")
+    caller = {"XLA_FLAGS": "--xla_dump_to=/nonexistent/callers"}
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",
+                  str(tmp_path), "--json", "--xla-flags", "--xla_cpu_enable_fast_math=false",
+                  "--", "python", "-c", check, env=caller)
+    assert done.returncode == 1, done.stderr           # both exit 0: no change
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "alike"
+    assert {p["jax"] for p in doc["probes"]} == {"0.5.0", "0.5.1"}
+    for version in ("0.5.0", "0.5.1"):
+        assert Path(f"{seen}-{version}").read_text() == "--xla_cpu_enable_fast_math=false"
+    # Without --xla-flags, the command sees none (not the caller's), and is run again: the
+    # flags are part of what a stored answer answered.
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",
+                  str(tmp_path), "--json", "--", "python", "-c", check, env=caller)
+    assert not any(p["cached"] for p in json.loads(done.stdout)["probes"])
+    for version in ("0.5.0", "0.5.1"):
+        assert Path(f"{seen}-{version}").read_text() == ""
+
+
+@pytest.mark.jax
 def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", "--n-res", "15",
             "--n-inner", "10", "--n-outer", "1", "3", "6", "--no-evidence", "--reports",
