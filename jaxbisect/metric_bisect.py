@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
+from .crashes import CRASH_RUNS, is_crash, rate_of
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
@@ -130,7 +131,9 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     for i in ends_at:
         if not values(i):
             failure = Placed(i, tuple(runs[i])).failure
-            placed = {j: Placed(j, tuple(runs[j]), values=values(j)) for j in ends_at}
+            # The end that measured is one (a crash at the other is named in the answer).
+            placed = {j: Placed(j, tuple(runs[j]), _end_placement(j == 0) if values(j) else None,
+                                values(j)) for j in ends_at}
             what = "the first" if i == 0 else "the last"
             return MetricSearch("unmeasurable", None, placed, None,
                                 reason=f"{what} release gives no figure: "
@@ -186,6 +189,47 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))
+
+
+def _end_placement(old: bool) -> Placement:
+    return (Placement(Label.OLD, None, reason="the old end") if old
+            else Placement(Label.NEW, None, reason="the new end"))
+
+
+def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
+    """The ``error`` metric's ``run_at``: a release whose figure may be a crash is measured in
+    ``runs`` runs (the ends always; a probe once any release crashed, or where its first run
+    did), and its figure is the crash with its rate (crashes.CrashRate), which the classifier
+    compares by equality like any error line: a crash in 1 of 3 runs is neither "no error"
+    nor a crash every time."""
+    seen_crash = threading.Event()
+
+    def rated(i: int, number: int) -> Run:
+        base = (number - 1) * runs
+        first = run_at(i, base + 1)
+        if first.status != "ok" or not (i in (0, n - 1) or seen_crash.is_set() or first.crash):
+            return first
+        every = [first, *(run_at(i, base + k) for k in range(2, runs + 1))]
+        figures = [r.samples[0] for r in every if r.status == "ok" and r.samples]
+        rate = rate_of(figures)
+        if rate is None:
+            return first
+        seen_crash.set()
+        return replace(first, samples=(rate.figure([f for f in figures if not is_crash(f)]),),
+                       crash=rate.crash, crash_rate=rate.as_json(),
+                       seconds=round(sum(r.seconds for r in every), 2),
+                       cached=all(r.cached for r in every))
+
+    return rated
+
+
+def crashes_of(placed: Placed) -> dict | None:
+    """How often ``placed``'s runs crashed (crashes.CrashRate's JSON), or None."""
+    rated = next((r.crash_rate for r in placed.runs if r.crash_rate), None)
+    if rated:
+        return rated
+    rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
+    return rate.as_json() if rate else None
 
 
 def reduce_for(question: Question) -> Reduce:
@@ -328,7 +372,10 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
             f"~{left} steps left)")
 
     everything = [r.version for r in catalogue.releases if not r.yanked]
-    search = search_metric(n, run_at or real_run, classifier_for(q, request.threshold),
+    run = run_at or real_run
+    if q.metric == "error":
+        run = crash_rated(run, n)
+    search = search_metric(n, run, classifier_for(q, request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),

@@ -10,6 +10,7 @@ import hashlib
 import json
 import shlex
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -19,7 +20,7 @@ from .catalogue import Release
 from .evidence.handoff import render_xla_range
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .metric_bisect import MetricBisection, Placed
+from .metric_bisect import MetricBisection, Placed, crashes_of
 from .report import JAX_COMPARE, SCHEMA, grouped_reasons
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -153,6 +154,41 @@ def thirds_line(b: MetricBisection) -> str | None:
              f"{b.search.placed[i].placement.reason})" for i in b.search.thirds]
     return ("**A third behaviour**, like neither end: " + "; ".join(parts)
             + ". It is left out of the search (a skip), not filed under old or new.")
+
+
+def crashed_releases(b: MetricBisection) -> list[dict]:
+    """Every probed release whose runs crashed, with how often (crashes.CrashRate's JSON)."""
+    out = []
+    for i, placed in b.search.placed.items():
+        rate = crashes_of(placed)
+        if rate:
+            out.append({"jax": str(b.candidates[i].version), **rate})
+    return out
+
+
+def crash_hint(b: MetricBisection) -> str | None:
+    """The bisection by ``--metric error`` where another metric met a crash: the same
+    question, every other option kept."""
+    q = b.request.question
+    if q.metric == "error" or not crashed_releases(b):
+        return None
+    asked = replace(b, request=replace(b.request, threshold=None,
+                                       question=replace(q, metric="error", samples=None,
+                                                        kind="auto")))
+    return shlex.join(reproduce_argv(asked))
+
+
+def crash_line(b: MetricBisection) -> str | None:
+    """Where another metric than ``error`` met a crash: the releases, how often, and the
+    ``--metric error`` bisection that finds the release it came with."""
+    hint = crash_hint(b)
+    if hint is None:
+        return None
+    parts = [f"jax {c['jax']} ({c['crash']}, {c['crashed']} of {c['runs']} runs)"
+             for c in crashed_releases(b)]
+    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {b.request.question.metric} "
+            f"figure; bisect with `--metric error` to find the release it came with: "
+            f"`{hint}`")
 
 
 def question_argv(q, backend: str) -> list[str]:
@@ -360,6 +396,9 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     third = thirds_line(b)
     if third:
         parts += [third, ""]
+    crashed = crash_line(b)
+    if crashed:
+        parts += [crashed, ""]
     if s.status == "found":
         old, new = b.pair
         parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
@@ -464,7 +503,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "label": p.label.value if p else "skip", "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
-                      "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
+                      "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
+                      "crash": r.crash, "crash_rate": r.crash_rate}
                      for r in placed.runs],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
@@ -492,6 +532,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                        "jaxlib": jaxlib_of(pair[1], s.placed[s.result.first_new])}
                       if pair else None),
         "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
+        "crashes": crashed_releases(b),
+        "crash_hint": crash_hint(b),
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures,
                    "limit": {"probes": b.limit[0]},
