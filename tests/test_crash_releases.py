@@ -44,9 +44,11 @@ if os.environ["JAX_BISECT_RELEASE"] == "0.5.1" and runs % 2 == 1:
 '''
 
 
-def bisect(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+def bisect(tmp_path: Path, *args: str, command: tuple[str, ...] = ()
+           ) -> tuple[subprocess.CompletedProcess, dict]:
     done = subprocess.run([sys.executable, "-m", "jaxbisect", *args, "--backend", "cpu",
-                           "--reports", str(tmp_path / "reports"), "--json"], cwd=REPO,
+                           "--reports", str(tmp_path / "reports"), "--json",
+                           *(("--", *command) if command else ())], cwd=REPO,
                           capture_output=True, text=True, timeout=900)
     assert done.stdout, done.stderr
     return done, json.loads(done.stdout)
@@ -104,7 +106,7 @@ def test_a_flaky_crash_of_a_command_is_its_rate(tmp_path, jax_python):
     script = tmp_path / "flaky.py"
     script.write_text(FLAKY_COMMAND)
     done, doc = bisect(tmp_path, "--from", "0.5.0", "--to", "0.5.1", "--metric", "error",
-                       "--", "python", str(script), str(tmp_path / "runs-count"))
+                       command=("python", str(script), str(tmp_path / "runs-count")))
     assert doc["status"] == "found" and doc["metric"]["kind"] == "deterministic"
     probes = {p["jax"]: p for p in doc["probes"]}
     assert probes["0.5.0"]["classified"] == ["no error"]
