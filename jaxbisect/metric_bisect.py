@@ -314,6 +314,7 @@ class MetricRequest:
     remeasure: bool = False
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
+    include_yanked: bool = False     # yanked releases inside the range are candidates too
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,7 @@ class MetricBisection:
     unusable: tuple[tuple[Release, str], ...]
     search: MetricSearch
     limit: tuple[int, int] = field(default=(0, 0))
+    yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
 
     @property
     def probes(self) -> list[tuple[Release, Placed]]:
@@ -352,7 +354,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     from .driver import releases_between
 
     candidates, unusable = releases_between(catalogue, request.start, request.end,
-                                            request.backend, request.question.target)
+                                            request.backend, request.question.target,
+                                            include_yanked=request.include_yanked)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
     n = len(candidates)
@@ -371,7 +374,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
             f"~{left} steps left)")
 
-    everything = [r.version for r in catalogue.releases if not r.yanked]
+    everything = [r.version for r in catalogue.releases
+                  if not r.yanked or request.include_yanked]
     run = run_at or real_run
     if q.metric == "error":
         run = crash_rated(run, n)
@@ -382,7 +386,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n))
+                           probe_limit(n),
+                           tuple(catalogue.yanked_between(request.start, request.end)))
 
 
 def _named(message: str, names: list[str]) -> str:

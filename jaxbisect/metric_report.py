@@ -21,7 +21,7 @@ from .evidence.handoff import render_xla_range
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, crashes_of
-from .report import JAX_COMPARE, SCHEMA, grouped_reasons
+from .report import JAX_COMPARE, SCHEMA, grouped_reasons, yanked_entries, yanked_markdown
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -191,6 +191,18 @@ def crash_line(b: MetricBisection) -> str | None:
             f"`{hint}`")
 
 
+def probed_versions(b: MetricBisection) -> set[str]:
+    return {str(b.candidates[i].version) for i in b.search.placed}
+
+
+def yanked_line(b: MetricBisection) -> str | None:
+    """The yanked releases inside the range, with PyPI's reason and whether they were
+    measured (report.yanked_markdown)."""
+    asked = replace(b, request=replace(b.request, include_yanked=True))
+    return yanked_markdown(b.yanked, b.candidates, probed_versions(b),
+                           shlex.join(reproduce_argv(asked)))
+
+
 def question_argv(q, backend: str) -> list[str]:
     """The options that say what is measured and where: the target or backend, the case and
     its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
@@ -222,6 +234,8 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--runs", str(req.runs)]
     if req.max_runs is not None:
         argv += ["--max-runs", str(req.max_runs)]
+    if req.include_yanked:
+        argv.append("--include-yanked")
     if minimize:
         argv.append("--minimize")
     if q.command:
@@ -399,6 +413,9 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     crashed = crash_line(b)
     if crashed:
         parts += [crashed, ""]
+    yanked = yanked_line(b)
+    if yanked:
+        parts += [yanked, ""]
     if s.status == "found":
         old, new = b.pair
         parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
@@ -533,6 +550,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                       if pair else None),
         "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
         "crashes": crashed_releases(b),
+        "yanked": yanked_entries(b.yanked, b.candidates, probed_versions(b)),
         "crash_hint": crash_hint(b),
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures,
