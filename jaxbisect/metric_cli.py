@@ -50,7 +50,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
 
         extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
                                           xla_repo=args.xla_repo)
-        if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
+        if extra["attribution"]["culprit"] in ("xla", "below-hlo", "jaxlib"):
             from .metric_explain import explain_flags, explain_passes
 
             culprit = explain_flags(bisection, say)

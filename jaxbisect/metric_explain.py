@@ -22,8 +22,8 @@ from .evidence.commits import commit_range
 from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
-from .evidence.lowering import compare_lowering
-from .evidence.passes import first_difference, is_safe, normalize_hlo, passes_that_changed
+from .evidence.where import where_the_change_is
+from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .harness import HarnessFailed, run_repro
 from .metric_bisect import (
     MAX_RUNS_NOISY,
@@ -41,20 +41,6 @@ from .store import STORE, Store
 
 Say = Callable[[str], None]
 _METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
-WORDS = {
-    "jax": "the lowered modules differ: the change is in JAX (its lowering to StableHLO)",
-    "xla": "the lowered modules are identical but XLA's optimized HLO differs: the change is "
-           "in XLA's HLO passes (inside jaxlib)",
-    "below-hlo": "the lowered modules and XLA's optimized HLO are both identical: the change "
-                 "is below HLO (XLA's code generation or its runtime, inside jaxlib)",
-    "unknown": "the modules could not be compared",
-}
-
-
-def normalize_optimized(text: str) -> list[str]:
-    """Optimized HLO without what differs for the same program: names, numbering and the
-    ``metadata={…}`` (source lines and op names, which JAX spells differently by release)."""
-    return normalize_hlo(_METADATA.sub("", text))
 
 
 def hlo_texts(release: Release, backend: str, question: Question, *, timeout: float,
@@ -116,18 +102,8 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
     except (InstallFailed, HarnessFailed) as exc:
         return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
                 "text": f"the modules could not be made: {exc}", **commits}
-    lowering = compare_lowering(texts[0]["lowered"], texts[1]["lowered"])
-    optimized = None
-    if lowering["lowering"] == "identical":
-        a, z = (t["optimized"] for t in texts)
-        optimized = ("unknown" if not a or not z
-                     else "identical" if normalize_optimized(a) == normalize_optimized(z)
-                     else "differs")
-    culprit = ({"changed": "jax"}.get(lowering["lowering"])
-               or {"differs": "xla", "identical": "below-hlo"}.get(optimized or "", "unknown"))
-    return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
-            "text": WORDS[culprit], "diff": lowering["diff"],
-            "diff_truncated": lowering["diff_truncated"], **commits}
+    return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],
+                                  texts[0]["optimized"], texts[1]["optimized"]), **commits}
 
 
 def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags: str,

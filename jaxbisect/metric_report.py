@@ -400,6 +400,10 @@ def attribution_lines(a: dict) -> list[str]:
     if a.get("diff"):
         lines += ["<details><summary>The lowered modules, where they differ</summary>", "",
                   "```diff", *a["diff"], "```", "", "</details>", ""]
+    elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
+        lines += ["<details><summary>XLA's optimized HLO (normalised: metadata, source "
+                  "locations and names set aside), its first real difference</summary>", "",
+                  "```diff", *a["first_difference"], "```", "", "</details>", ""]
     return lines
 
 
