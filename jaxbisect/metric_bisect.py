@@ -385,9 +385,45 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))
+    yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
+    if search.status == "alike" and yanked:
+        # The ends agree, so the search probes nothing between them; a yanked release asked
+        # for is the one people reported from: measured anyway, against both ends.
+        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
+                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
+                               say=lambda m: say(_named(m, names)))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
                            probe_limit(n),
                            tuple(catalogue.yanked_between(request.start, request.end)))
+
+
+def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
+                  make_classifier: MakeClassifier, *, batch: int, reduce: Reduce,
+                  say: Say) -> MetricSearch:
+    """``search`` (ends alike) with the candidates at ``indices`` measured too (one batch
+    each) and placed against both ends: like them (old, the ends' behaviour), a third
+    behaviour, or a skip."""
+    n = max(search.placed) + 1
+    both_ends = search.placed[0].values + search.placed[n - 1].values
+    placed, thirds = dict(search.placed), list(search.thirds)
+    for i in indices:
+        say(f"candidate {i}: the ends agree; measuring it as asked (--include-yanked)")
+        runs = tuple(run_at(i, number) for number in range(1, batch + 1))
+        seen = values_of(runs, reduce)
+        if not seen:
+            failure = Placed(i, runs).failure
+            placement = Placement(Label.SKIP, None,
+                                  reason=failure.error if failure else "no samples")
+        else:  # the ends pooled as one behaviour, this release as the other
+            apart = make_classifier(both_ends, seen).ends()
+            placement = (Placement(Label.SKIP, None, third=True,
+                                   reason=f"differs from both ends ({apart.reason})")
+                         if apart.distinct else
+                         Placement(Label.OLD, None, reason=f"like both ends ({apart.reason})"))
+        if placement.third:
+            thirds.append(i)
+        placed[i] = Placed(i, runs, placement, seen)
+    return replace(search, placed=placed, thirds=tuple(sorted(thirds)))
 
 
 def _named(message: str, names: list[str]) -> str:

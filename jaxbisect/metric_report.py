@@ -328,6 +328,11 @@ def standalone_script(b: MetricBisection) -> str | None:
             f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}\n")
 
 
+def runs_of(placed: Placed) -> int:
+    """Processes a release was measured in (the error metric's crash rate: its runs each)."""
+    return sum((r.crash_rate or {}).get("runs", 1) for r in placed.runs)
+
+
 def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     q, unit = b.request.question, unit_of(b)
     order = {i: k + 1 for k, i in enumerate(b.search.placed)}
@@ -353,7 +358,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
             note = placed.failure.error or ""
         rows.append([str(release.version), jaxlib_of(release, placed), label,
                      figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
-                     len(placed.runs), order[index], note[:160]])
+                     runs_of(placed), order[index], note[:160]])
     if not any(row[-1] for row in rows):
         headers.pop()
         rows = [row[:-1] for row in rows]
@@ -586,8 +591,11 @@ def report_stem(b: MetricBisection) -> str:
                "kind": q.kind, "threshold": req.threshold, "runs": req.runs,
                "max_runs": req.max_runs,
                "command": list(q.command)}
+    if req.include_yanked:  # only where set: reports of earlier runs keep their names
+        shaping["include_yanked"] = True
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
-            or q.kind != "auto" or req.runs is not None or req.max_runs is not None:
+            or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
+            or req.include_yanked:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem

@@ -137,3 +137,22 @@ def test_the_builtin_report_names_the_yanked_release(recorded_catalogue):
     assert "--include-yanked" in shlex.split(report.bisect_command(included))
     assert report.report_stem(b) != report.report_stem(
         driver.Bisection(**{**b.__dict__, "request": included}))
+
+
+def test_where_the_ends_agree_include_yanked_still_measures_the_yanked_release(
+        recorded_catalogue):
+    """The wrong-results report that lived only in a yanked release: its neighbours agree,
+    so the search probes nothing; --include-yanked measures it anyway, a third behaviour."""
+    figures = {"0.4.31": 1.0, "0.4.32": 50.0, "0.4.33": 1.0}
+    b, measured = metric_bisection(recorded_catalogue, True, figures)
+    doc = metric_document(b, None)
+    assert doc["status"] == "alike" and measured.count("0.4.32") == 1
+    assert doc["third_behaviour"] == ["0.4.32"]
+    assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
+                              "candidate": True, "probed": True}]
+    probe = next(p for p in doc["probes"] if p["jax"] == "0.4.32")
+    assert probe["third"] and probe["classified"] == [50.0]
+    same = metric_document(metric_bisection(recorded_catalogue, True,
+                                            {**figures, "0.4.32": 1.0})[0], None)
+    assert [p["label"] for p in same["probes"] if p["jax"] == "0.4.32"] == ["old"]
+    assert same["third_behaviour"] == []
