@@ -127,3 +127,26 @@ def test_the_builtin_path_decides_by_the_same_rule():
     unknown = attribution_of(document(LOWERED["0.5.0"], None),
                              document(LOWERED["0.5.1"], OPTIMIZED["0.5.1"]))
     assert (unknown["optimized_hlo"], unknown["culprit"]) == ("unknown", "jaxlib")
+
+
+HLO = DATA / "hlo"
+
+
+def test_real_stack_frame_tables_and_an_empty_renamed_field_are_not_an_hlo_change():
+    """jax 0.10.2 prints source paths in a FileNames table: the same program run from
+    another folder differs there only (the rule before issue 26 read it as XLA's passes).
+    0.10.1 → 0.10.2 adds one empty backend-config field renamed: below HLO all the same."""
+    here = (HLO / "scan_growth-jax-0.10.2-optimized.txt").read_text()
+    elsewhere = (HLO / "scan_growth-jax-0.10.2-elsewhere-optimized.txt").read_text()
+    assert here != elsewhere and "FileNames" in here and "stack_frame_id=" in here
+    assert normalize_optimized(here) == normalize_optimized(elsewhere)
+    where = where_the_change_is(
+        (HLO / "scan_growth-jax-0.10.1-lowered.mlir").read_text(),
+        (HLO / "scan_growth-jax-0.10.2-elsewhere-lowered.mlir").read_text(),
+        (HLO / "scan_growth-jax-0.10.1-optimized.txt").read_text(), elsewhere)
+    assert (where["lowering"], where["optimized_hlo"], where["culprit"]) == (
+        "identical", "identical", "below-hlo")
+    # The loop's real configuration still counts: a changed trip-count hint is a difference.
+    hinted = elsewhere.replace('"known_init_step":{"init":"0","step":"1"}',
+                               '"known_init_step":{"init":"0","step":"2"}', 1)
+    assert normalize_optimized(hinted) != normalize_optimized(elsewhere)

@@ -89,7 +89,9 @@ def _inside_quotes(line: str, index: int) -> bool:
 
 
 def _clean_backend_config(line: str) -> str:
-    """A ``backend_config={json}`` without the keys that only name things."""
+    """A ``backend_config={json}`` without the keys that only name things, nor empty fields
+    (a field renamed while empty, as jaxlib 0.10.2 renamed a while loop's
+    ``dynamic_variable_tuple_indices: []``, says nothing about the program)."""
     marker = "backend_config="
     at = line.find(marker)
     if at < 0 or _inside_quotes(line, at):
@@ -102,8 +104,9 @@ def _clean_backend_config(line: str) -> str:
         return line
 
     def clean(value):
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items() if k not in NAMING_KEYS}
+        if isinstance(value, dict):  # an empty field is proto3's default: printed or not
+            return {k: clean(v) for k, v in value.items()
+                    if k not in NAMING_KEYS and v not in ([], {}, "")}
         if isinstance(value, list):
             return [clean(v) for v in value]
         return value
