@@ -24,9 +24,9 @@ from pathlib import Path
 from repro.case import METRICS, NOISY_METRICS, CaseError, CaseFile, parse_params, read_case
 
 from .catalogue import Release
+from .crashes import crash_of
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
-from .crashes import crash_of
 from .harness import Crashed, HarnessFailed, command_environ, harness_id, run_repro, target_key
 from .store import STORE, Key, Store
 
@@ -228,7 +228,7 @@ def _command_run(env, release: Release, question: Question, number: int,
     version = str(release.version)
     try:
         done = subprocess.run(list(question.command), env=child_env, timeout=timeout,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              capture_output=True, text=True)
     except subprocess.TimeoutExpired:
         raise HarnessFailed(f"timed out after {timeout:.0f} s", lasting=False) from None
     except OSError as exc:

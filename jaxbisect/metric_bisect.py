@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
-from .crashes import CRASH_RUNS, is_crash, rate_of
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
@@ -30,6 +29,7 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
+from .crashes import CRASH_RUNS, is_crash, rate_of
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]

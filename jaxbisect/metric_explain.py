@@ -22,8 +22,8 @@ from .evidence.commits import commit_range
 from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
-from .evidence.where import where_the_change_is
 from .evidence.passes import first_difference, is_safe, passes_that_changed
+from .evidence.where import where_the_change_is
 from .harness import HarnessFailed, run_repro
 from .metric_bisect import (
     MAX_RUNS_NOISY,
