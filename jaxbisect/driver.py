@@ -581,6 +581,13 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say,
     try:
         result = find_change(n, probe_round=probe_round, jobs=request.jobs, cheap=cheap,
                              on_step=narrowed, offset=offset)
+        yanked = tuple(i for i in range(1, n - 1) if candidates[i].yanked)
+        if result.status == "alike" and yanked:
+            # The ends agree, so the search probed nothing between them; a yanked release
+            # asked for (--include-yanked) is the one people reported from: probed anyway.
+            for i in yanked:
+                probe_round((i,))
+            result = replace(result, probes=result.probes + yanked)
         if on_change is not None and result.status == "found":
             on_change(bisection_of(result))
         for i in full_table(n, result):

@@ -191,8 +191,16 @@ def crash_line(b: MetricBisection) -> str | None:
             f"`{hint}`")
 
 
-def probed_versions(b: MetricBisection) -> set[str]:
-    return {str(b.candidates[i].version) for i in b.search.placed}
+def probed_versions(b: MetricBisection) -> dict[str, str]:
+    """What each probed release gave, in words: its figure and where it was placed."""
+    q, unit = b.request.question, unit_of(b)
+    out = {}
+    for i, placed in b.search.placed.items():
+        fig = figure(q.metric, seen(q, placed))
+        said = figure_text(q.metric, unit, fig) if fig["n"] else "no figure"
+        reason = placed.placement.reason if placed.placement else None
+        out[str(b.candidates[i].version)] = said + (f", {reason}" if reason else "")
+    return out
 
 
 def yanked_line(b: MetricBisection) -> str | None:

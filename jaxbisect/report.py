@@ -129,19 +129,21 @@ def yanked_entries(yanked, candidates, probed) -> list[dict]:
              "probed": str(r.version) in probed} for r in yanked]
 
 
-def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: set[str],
+def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: dict[str, str],
                     include_command: str) -> str | None:
     """The line beside the answer that names the yanked releases inside the range: the
-    people who installed one before the yank are the ones filing reports about it."""
+    people who installed one before the yank are the ones filing reports about it.
+    ``probed``: what each probed release gave, in words, by version."""
     if not yanked:
         return None
     listed = {r.version for r in candidates}
     named = "; ".join(yanked_words(r) for r in yanked)
     if all(r.version in listed for r in yanked):
-        shown = [str(r.version) for r in yanked if str(r.version) in probed]
+        shown = [f"jax {r.version}: {probed[str(r.version)]}" for r in yanked
+                 if str(r.version) in probed]
         return (f"**Yanked inside the range:** {named}. Measured as a candidate "
                 f"(`--include-yanked`)"
-                + (f"; probed: jax {', '.join(shown)}." if shown else
+                + (f"; probed: {'; '.join(shown)}." if shown else
                    ", though the search did not need to probe it."))
     return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
             f"answer says nothing of it; to measure it as a candidate too: "
@@ -149,7 +151,9 @@ def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: set[str],
 
 
 def yanked_line(b: Bisection) -> str | None:
-    return yanked_markdown(b.yanked, b.candidates, {str(p.release.version) for p in b.probes},
+    probed = {str(p.release.version): f"v0 {p.verdict}" if p.mode != "command"
+              else f"{p.verdict} (exit status {p.exit_status})" for p in b.probes}
+    return yanked_markdown(b.yanked, b.candidates, probed,
                            bisect_command(replace(b.request, include_yanked=True)))
 
 
