@@ -22,7 +22,9 @@ SHELL_SIGNALLED = 128  # a shell reports a child killed by signal N as 128 + N
 CRASH_RUNS = 3         # runs of a release whose error figure is a crash: its rate is the figure
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_NUMBERS = re.compile(r"(?<![\w.])\d{3,}(?![\w.])")  # pids, thread ids, sizes in a log line
+# Ids that change from run to run; other numbers (sizes, shapes, a failed check's operands)
+# are the crash's own and kept.
+_IDS = re.compile(r"\b(pid|tid|thread|process|Thread)([ =:#]+)\d+")
 # A line that says why a process died, newest first: an abseil/TSL fatal line (F…] text),
 # an uncaught C++ exception, a fatal Python error, an allocator giving up.
 _FATAL = [
@@ -38,7 +40,7 @@ _FATAL = [
 
 def mask(text: str) -> str:
     """``text`` with what changes from run to run (addresses, pids, thread ids) masked."""
-    return _NUMBERS.sub("N", _ADDRESS.sub("0x…", text)).strip()[:300]
+    return _IDS.sub(r"\1\2N", _ADDRESS.sub("0x…", text)).strip()[:300]
 
 
 def fatal_line(stderr: str) -> str | None:

@@ -144,3 +144,9 @@ def test_under_another_metric_a_crashing_end_is_named_and_the_other_end_measured
     assert s.placed[1].placement is None
     assert crashes_of(s.placed[1]) == {"crash": "crashed: SIGSEGV", "crashed": 5, "runs": 5,
                                        "rate": 1.0}
+
+
+def test_a_failed_check_keeps_its_operands():
+    line = "F0101 00:00:00.000000 4242 shape_util.cc:9] Check failed: 256 == 512 (thread 77)"
+    assert crash_of(-signal.SIGABRT, line) == (
+        "crashed: SIGABRT: Check failed: 256 == 512 (thread N)")
