@@ -265,7 +265,7 @@ def sweep_argv(b: MetricBisection) -> list[str]:
     for arg in argv:
         if skip:
             skip -= 1
-        elif arg == "--minimize":
+        elif arg in ("--minimize", "--include-yanked"):  # the sweep takes neither
             continue
         elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
             skip = 1

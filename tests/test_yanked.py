@@ -148,6 +148,7 @@ def test_where_the_ends_agree_include_yanked_still_measures_the_yanked_release(
     doc = metric_document(b, None)
     assert doc["status"] == "alike" and measured.count("0.4.32") == 1
     assert doc["third_behaviour"] == ["0.4.32"]
+    assert "--include-yanked" not in shlex.split(doc["sweep"])  # the sweep takes no such option
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": True, "probed": True}]
     probe = next(p for p in doc["probes"] if p["jax"] == "0.4.32")
