@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from .cases import Question
 from .catalogue import Release
+from .crashes import is_crash
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
@@ -76,6 +78,13 @@ def check_argv(b: MetricBisection) -> list[str] | None:
                        repr(sorted(samples)[len(samples) // 2]))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
+    if q.metric == "error" and any(is_crash(f) for f in figures):
+        # A crashed process cannot answer --check itself, and git bisect run stops at an
+        # exit status of 128 or more: the shell reads the crash and answers 0 or 1.
+        crashing_side = "new" if is_crash(figures[1]) else "old"
+        run = shlex.join(["python", "-m", "repro", *argv, "--json"])
+        test = "test $? -lt 128" if crashing_side == "new" else "test $? -ge 128"
+        return ["sh", "-c", f"{run} > /dev/null 2>&1; {test}"]
     return ["python", "-m", "repro", *argv, "--check", *figures]
 
 

@@ -115,3 +115,35 @@ def test_a_flaky_crash_of_a_command_is_its_rate(tmp_path, jax_python):
         "crashed: SIGSEGV in 1 of 3 runs (otherwise: no error)"]
     assert doc["crashes"] == [{"jax": "0.5.1", "crash": "crashed: SIGSEGV", "crashed": 1,
                                "runs": 3, "rate": 0.333}]
+
+
+def test_the_commit_level_check_of_a_crash_answers_git_bisect_run_s_codes(tmp_path,
+                                                                            jax_python):
+    """A crashed process cannot answer --check, and git bisect run stops at 128 or more: the
+    hand-off's check reads the crash in a shell and exits 0 (old) or 1 (new)."""
+    import os
+
+    from jaxbisect.cases import Question, Run, question_from
+    from jaxbisect.catalogue import load_catalogue
+    from jaxbisect.metric_bisect import MetricBisection, MetricRequest, MetricSearch, Placed
+    from jaxbisect.metric_explain import check_argv
+    from jaxbisect.search import SearchResult
+
+    case = write_case(tmp_path, ("0.5.1",))
+    q: Question = question_from("error", case, [], ())
+    figures = {"0.5.0": "no error", "0.5.1": "crashed: SIGSEGV"}
+    catalogue = load_catalogue()
+    releases = tuple(catalogue.get(v) for v in figures)
+    placed = {i: Placed(i, (Run(release=v, number=1, status="ok", samples=(f,)),), values=(f,))
+              for i, (v, f) in enumerate(figures.items())}
+    b = MetricBisection(MetricRequest("0.5.0", "0.5.1", "cpu", q), releases, (),
+                        MetricSearch("found", SearchResult("found", 0, 1, True, (0, 1), ()),
+                                     placed, None))
+    check = check_argv(b)
+    assert check[:2] == ["sh", "-c"]
+    for version, wanted in (("0.5.0", 0), ("0.5.1", 1)):
+        python = jax_python(version)
+        env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+               "PYTHONPATH": str(REPO)}
+        done = subprocess.run(check, cwd=REPO, env=env, capture_output=True, timeout=300)
+        assert done.returncode == wanted, (version, done.stderr)
