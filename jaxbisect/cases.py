@@ -24,9 +24,10 @@ from pathlib import Path
 from repro.case import METRICS, NOISY_METRICS, CaseError, CaseFile, parse_params, read_case
 
 from .catalogue import Release
+from .crashes import crash_of
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
-from .harness import HarnessFailed, command_environ, harness_id, run_repro, target_key
+from .harness import Crashed, HarnessFailed, command_environ, harness_id, run_repro, target_key
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
@@ -47,6 +48,8 @@ class Question:
     def noisy(self) -> bool:
         if self.kind != "auto":
             return self.kind == "noisy"
+        if self.metric == "error":  # a crash or an error line: compared by equality
+            return False
         return self.command != () or self.metric in NOISY_METRICS
 
     @property
@@ -130,22 +133,33 @@ class Run:
 
     release: str
     number: int                  # the k-th run of this release for this question
-    status: str                  # ok | raised (the program raised) | failed (no answer: skip)
+    status: str                  # ok | raised (the program raised) | crashed | failed (skip)
     samples: tuple = ()
     error: str | None = None
     document: dict | None = None  # the harness's document (function cases)
     installed: dict = field(default_factory=dict)
     seconds: float = 0.0
     cached: bool = False
+    crash: str | None = None     # how the process crashed (crashes.crash_of), if it did
+    crash_rate: dict | None = None  # the error metric: its runs' crash rate (CrashRate)
 
     def as_json(self) -> dict:
         return {"release": self.release, "number": self.number, "status": self.status,
                 "samples": list(self.samples), "error": self.error, "document": self.document,
-                "installed": self.installed, "seconds": self.seconds}
+                "installed": self.installed, "seconds": self.seconds, "crash": self.crash,
+                "crash_rate": self.crash_rate}
 
     @classmethod
     def from_json(cls, d: dict) -> Run:
         return cls(**{**d, "samples": tuple(d["samples"]), "cached": True})
+
+
+def crashed_run(question: Question, version: str, number: int, crash: str) -> Run:
+    """A run whose process crashed: the ``error`` metric's figure, any other metric's
+    failure to measure (named in the answer, with the ``--metric error`` bisection)."""
+    if question.metric == "error":
+        return Run(release=version, number=number, status="ok", samples=(crash,), crash=crash)
+    return Run(release=version, number=number, status="crashed", error=crash, crash=crash)
 
 
 def measure_run(release: Release, backend: str, question: Question, number: int, *,
@@ -172,6 +186,9 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
                 run = _harness_run(env, release, question, number, timeout)
             else:
                 run = _command_run(env, release, question, number, timeout)
+        except Crashed as exc:
+            run = crashed_run(question, str(release.version), number, exc.crash)
+            keep = exc.lasting
         except HarnessFailed as exc:
             run = Run(release=str(release.version), number=number, status="failed",
                       error=str(exc))
@@ -201,25 +218,44 @@ def _harness_run(env, release: Release, question: Question, number: int,
 def _command_run(env, release: Release, question: Question, number: int,
                  timeout: float) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
-    ``question.metric`` field is the sample. Its output is copied to our stderr."""
+    ``question.metric`` field is the sample (for ``--metric error``: ``no error``, how it
+    exited, or how it crashed). Its output is copied to our stderr."""
     child_env = command_environ(env, question.xla_flags)
     version = str(release.version)
     try:
         done = subprocess.run(list(question.command), env=child_env, timeout=timeout,
-                              stdout=subprocess.PIPE, text=True)
+                              capture_output=True, text=True)
     except subprocess.TimeoutExpired:
         raise HarnessFailed(f"timed out after {timeout:.0f} s", lasting=False) from None
     except OSError as exc:
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    crash = crash_of(done.returncode, done.stderr, shell=True)
+    if crash:
+        raise Crashed("the command", crash)
     if done.returncode < 0:
         raise HarnessFailed(f"the command was killed by signal {-done.returncode}",
                             lasting=False)
+    if question.metric == "error":
+        return Run(release=version, number=number, status="ok",
+                   samples=(command_error(done.returncode, done.stderr),))
     if done.returncode != 0:
         return Run(release=version, number=number, status="raised",
                    error=f"the command exited {done.returncode}")
     return Run(release=version, number=number, status="ok",
                samples=(command_value(done.stdout, question.metric),))
+
+
+def command_error(returncode: int, stderr: str) -> str:
+    """A command's ``error`` figure where it did not crash: ``no error`` for exit 0, else
+    its exit status and the last line of its stderr (addresses and ids masked)."""
+    from .crashes import mask
+
+    if returncode == 0:
+        return "no error"
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return f"exited {returncode}" + (f": {mask(lines[-1])}" if lines else "")
 
 
 def command_value(stdout: str, name: str) -> float:

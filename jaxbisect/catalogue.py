@@ -51,6 +51,9 @@ FIRST_CUDA12_PLUGIN = Version("0.4.22")  # first jax-cuda12-plugin on PyPI
 LAST_CUDA12_FIND_LINKS = Version("0.4.21")  # last release with no plugin at all
 
 Fetch = Callable[[str], bytes]
+# The cache's format: 2 keeps each file's yanked_reason. A cache of another format is read
+# (offline it is all there is) but refreshed from PyPI as soon as PyPI answers.
+CACHE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class Release:
     cuda_plugin: Version | None = None
     cuda_plugin_uploaded: datetime | None = None
     cuda_plugin_pythons: frozenset[str] = frozenset()
+    yanked_reason: str | None = None  # PyPI's words, where the release was yanked with some
 
     def cutoff(self, backend: str = "cpu") -> datetime:
         """The ``--exclude-newer`` time that resolves this release's dependencies as of its day.
@@ -130,12 +134,14 @@ class Catalogue:
         return interpreter_for(release, backend, allow_yanked=allow_yanked)[1]
 
     def between(
-        self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None
+        self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None, *,
+        include_yanked: bool = False,
     ) -> tuple[list[Release], list[tuple[Release, str]]]:
         """Releases from ``lo`` to ``hi`` inclusive, by version: (usable, [(unusable, why)]).
 
-        Yanked releases inside the range are left out; a yanked end is kept only because it
-        was named, and then counts as usable if it installs (an exact pin still gets it).
+        Yanked releases inside the range are left out (``yanked_between`` names them) unless
+        ``include_yanked``; a yanked end is kept only because it was named, and then counts as
+        usable if it installs (an exact pin still gets it).
         """
         first, last = self.get(lo), self.get(hi)
         if first.version > last.version:
@@ -143,7 +149,7 @@ class Catalogue:
         usable: list[Release] = []
         unusable: list[tuple[Release, str]] = []
         for release in self.releases:
-            named = release is first or release is last
+            named = release is first or release is last or include_yanked
             if not first.version <= release.version <= last.version:
                 continue
             if release.yanked and not named:
@@ -154,6 +160,20 @@ class Catalogue:
             else:
                 unusable.append((release, why))
         return usable, unusable
+
+    def yanked_between(self, lo: str, hi: str) -> list[Release]:
+        """The yanked releases strictly inside ``lo`` … ``hi``: a report names them, since the
+        people who installed one before the yank are the ones filing the report."""
+        first, last = self.get(lo), self.get(hi)
+        return [r for r in self.releases
+                if r.yanked and first.version < r.version < last.version]
+
+
+def yanked_words(release: Release) -> str:
+    """A yanked release as a report names it: with PyPI's reason, or saying there is none."""
+    reason = (f"PyPI's reason: \"{release.yanked_reason}\"" if release.yanked_reason
+              else "PyPI gives no reason")
+    return f"jax {release.version} (jaxlib {release.jaxlib or '?'}) was yanked ({reason})"
 
 
 def _unusable(release: Release, backend: str, python: tuple[int, int],
@@ -248,7 +268,7 @@ def load_catalogue(
     """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
     now = datetime.now(UTC)
     cached, damaged = _read_cache()
-    if cached and not refresh and now - _oldest(cached) <= max_age:
+    if cached and not refresh and now - _oldest(cached) <= max_age and _current_format():
         return _build(cached, from_cache=True, stale=False)
     try:
         documents = {name: trim(json.loads(_fetcher(fetch)(PYPI_JSON.format(name))))
@@ -274,13 +294,14 @@ def load_catalogue(
         return _build(cached, from_cache=True, stale=True)
     fresh = {name: (now, doc) for name, doc in documents.items()}
     for name, doc in documents.items():
-        write_json(_cache_path() / f"{name}.json", {"fetched_at": _iso(now), "pypi": doc})
+        write_json(_cache_path() / f"{name}.json",
+                   {"format": CACHE_FORMAT, "fetched_at": _iso(now), "pypi": doc})
     return _build(fresh, from_cache=False, stale=False)
 
 
 def trim(document: dict) -> dict:
     """Keep only what the catalogue reads from a PyPI JSON response (it is also the cache)."""
-    keep = ("filename", "upload_time_iso_8601", "yanked", "requires_python")
+    keep = ("filename", "upload_time_iso_8601", "yanked", "yanked_reason", "requires_python")
     return {
         "info": {"name": document["info"]["name"]},
         "releases": {
@@ -330,6 +351,15 @@ def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None]
     return cached, None
 
 
+def _current_format() -> bool:
+    """Whether every cached file is of this CACHE_FORMAT."""
+    try:
+        return all(json.loads((_cache_path() / f"{name}.json").read_text(encoding="utf-8"))
+                   .get("format") == CACHE_FORMAT for name in PACKAGES)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _check_shape(document: dict, name: str) -> None:
     """Raise ValueError unless ``document`` is a trimmed PyPI answer the catalogue can read."""
     releases = document["releases"]
@@ -365,6 +395,7 @@ class _Files:
     """One version of one package, as the catalogue needs it."""
 
     yanked: bool
+    yanked_reason: str | None
     requires_python: str | None
     has_wheels: bool
     uploaded: datetime | None  # last upload of the files used here
@@ -392,8 +423,11 @@ def _summarise(files: list[dict]) -> _Files:
     times = [_parse_time(f["upload_time_iso_8601"]) for f in (usable or wheels or files)]
     requires = next((f["requires_python"] for f in (wheels or files) if f["requires_python"]),
                     None)
+    yanked = bool(files) and all(f["yanked"] for f in files)
     return _Files(
-        yanked=bool(files) and all(f["yanked"] for f in files),
+        yanked=yanked,
+        yanked_reason=next((f.get("yanked_reason") for f in files
+                            if f.get("yanked_reason")), None) if yanked else None,
         requires_python=requires,
         has_wheels=bool(wheels),
         uploaded=max(times) if times else None,
@@ -437,6 +471,7 @@ def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale:
             cuda_plugin=jaxlib if plugin else None,
             cuda_plugin_uploaded=plugin.uploaded if plugin else None,
             cuda_plugin_pythons=plugin.pythons if plugin else frozenset(),
+            yanked_reason=files.yanked_reason,
         ))
     return Catalogue(
         releases=tuple(releases),

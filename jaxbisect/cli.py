@@ -142,6 +142,9 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     case.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                       help="runs of one release at most while the classifier cannot place it "
                            "(default 10 for a noisy metric)")
+    p.add_argument("--include-yanked", action="store_true",
+                   help="measure the yanked releases inside the range as candidates too "
+                        "(every report names them either way)")
     return p
 
 
@@ -215,7 +218,7 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=N
     return Request(start=start, end=end, backend=backend, options=options, command=command,
                    try_xla_flags=tuple(args.try_xla_flags), timeout=args.timeout,
                    remeasure=args.remeasure, jobs=args.jobs or default_jobs(),
-                   minimize=args.minimize)
+                   minimize=args.minimize, include_yanked=args.include_yanked)
 
 
 def is_metric_bisection(args: argparse.Namespace, command: tuple[str, ...]) -> bool:
@@ -277,12 +280,14 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         extra = {**extra, "minimal": minimal}
         evidence_md = "\n".join(part for part in (evidence_md.rstrip(), minimal_md) if part)
     path, doc, kept = write_report(bisection, args.reports, evidence_md, extra, next_step)
-    from .report import answer_line, gpu_commands
+    from .report import answer_line, gpu_commands, yanked_line
 
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
+        if yanked_line(bisection):
+            print(yanked_line(bisection).replace("**", ""))
         lo, hi = bisection.measured_part
         for command_line in gpu_commands(bisection):
             print(f"measured jax {lo} … {hi} only; the rest needs a real GPU: {command_line}")

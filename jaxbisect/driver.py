@@ -54,6 +54,7 @@ class Request:
     jobs: int = 1                     # candidates probed at once, per round
     minimize: bool = False            # shrink the case once the change is found
     small_search: bool = True         # search probes at a small size (checked at the ends)
+    include_yanked: bool = False      # yanked releases inside the range are candidates too
 
     # How a run is carried out, not what it answers: left out of report names and of the
     # Reproduce line. Every other field (and every field of ``options``) changes the result.
@@ -124,6 +125,7 @@ class Bisection:
     result: SearchResult
     jobs: int = 1
     search_note: str | None = None    # why the search fell back to the full size, if it did
+    yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
 
     @property
     def search_n_res(self) -> int:
@@ -199,13 +201,15 @@ def candidates_for(catalogue: Catalogue, request: Request
                    ) -> tuple[list[Release], list[tuple[Release, str]]]:
     """The installable releases from start to end; bad or empty ranges are UserErrors."""
     return releases_between(catalogue, request.start, request.end, request.backend,
-                            request.options.target)
+                            request.options.target, include_yanked=request.include_yanked)
 
 
-def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str
+def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str,
+                     *, include_yanked: bool = False
                      ) -> tuple[list[Release], list[tuple[Release, str]]]:
     """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
-    compile-only GPU, for messages); bad or empty ranges are UserErrors."""
+    compile-only GPU, for messages), yanked ones inside the range with ``include_yanked``;
+    bad or empty ranges are UserErrors."""
     start, end = catalogue.get(first), catalogue.get(last)
     if start.version == end.version:
         raise UserError(f"--from and --to are the same release ({start.version}): "
@@ -217,7 +221,7 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
         if end_release.yanked:
             raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
                             f"as the end of the range")
-    usable, unusable = catalogue.between(first, last, backend)
+    usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)
         # A target's end that only a real GPU can compile for narrows the range to the part
@@ -514,7 +518,8 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say,
     seen: dict[int, Outcome] = {}
     tables: dict[int, Future] = {}
     probe_one = run_command if request.command else search_release
-    everything = [r.version for r in catalogue.releases if not r.yanked]
+    everything = [r.version for r in catalogue.releases
+                  if not r.yanked or request.include_yanked]
     offset = everything.index(candidates[0].version)
 
     def cheap(i: int) -> bool:
@@ -571,12 +576,20 @@ def _bisect_releases(catalogue: Catalogue, request: Request, say: Say,
     def bisection_of(result: SearchResult) -> Bisection:
         return Bisection(request=request, candidates=tuple(candidates),
                          unusable=tuple(unusable), probes=tuple(made[i] for i in result.probes),
-                         result=result, jobs=request.jobs)
+                         result=result, jobs=request.jobs,
+                         yanked=tuple(catalogue.yanked_between(request.start, request.end)))
 
     workers = Workers(request.jobs)
     try:
         result = find_change(n, probe_round=probe_round, jobs=request.jobs, cheap=cheap,
                              on_step=narrowed, offset=offset)
+        yanked = tuple(i for i in range(1, n - 1) if candidates[i].yanked)
+        if result.status == "alike" and yanked:
+            # The ends agree, so the search probed nothing between them; a yanked release
+            # asked for (--include-yanked) is the one people reported from: probed anyway.
+            for i in yanked:
+                probe_round((i,))
+            result = replace(result, probes=result.probes + yanked)
         if on_change is not None and result.status == "found":
             on_change(bisection_of(result))
         for i in full_table(n, result):

@@ -28,6 +28,7 @@ from repro.target import TargetError
 from repro.target import load as load_target
 
 from .catalogue import DEVICELESS
+from .crashes import crash_of
 from .environments import Environment, import_error
 from .errors import UserError
 from .files import cache_dir, shown_path
@@ -280,6 +281,16 @@ class HarnessFailed(Exception):
         self.lasting = lasting
 
 
+class Crashed(HarnessFailed):
+    """The process crashed (a signal, out of memory, an uncaught C++ error): the release's
+    behaviour. ``crash`` is what the ``error`` metric compares (crashes.crash_of). Stored,
+    but for a SIGKILL, which may be the machine's memory rather than the release's."""
+
+    def __init__(self, what: str, crash: str):
+        super().__init__(f"{what} {crash}", lasting=not crash.startswith("crashed: SIGKILL"))
+        self.crash = crash
+
+
 class EnvironmentBroken(HarnessFailed):
     """jax does not import in an environment that was complete (a library deleted, a disk
     error): the environment's fault, not the release's answer. Rebuilt once, never stored."""
@@ -310,6 +321,9 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         raise KeyboardInterrupt
     if done.returncode not in answers:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        crash = crash_of(done.returncode, done.stderr)
+        if crash:
+            raise Crashed(what, crash)
         fatal = fatal_log_line(done.stderr)
         if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time
             raise HarnessFailed(f"XLA aborted {what}: {fatal}")

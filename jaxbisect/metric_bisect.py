@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
@@ -29,6 +29,7 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
+from .crashes import CRASH_RUNS, is_crash, rate_of
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]
@@ -130,7 +131,9 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     for i in ends_at:
         if not values(i):
             failure = Placed(i, tuple(runs[i])).failure
-            placed = {j: Placed(j, tuple(runs[j]), values=values(j)) for j in ends_at}
+            # The end that measured is one (a crash at the other is named in the answer).
+            placed = {j: Placed(j, tuple(runs[j]), _end_placement(j == 0) if values(j) else None,
+                                values(j)) for j in ends_at}
             what = "the first" if i == 0 else "the last"
             return MetricSearch("unmeasurable", None, placed, None,
                                 reason=f"{what} release gives no figure: "
@@ -186,6 +189,47 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))
+
+
+def _end_placement(old: bool) -> Placement:
+    return (Placement(Label.OLD, None, reason="the old end") if old
+            else Placement(Label.NEW, None, reason="the new end"))
+
+
+def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
+    """The ``error`` metric's ``run_at``: a release whose figure may be a crash is measured in
+    ``runs`` runs (the ends always; a probe once any release crashed, or where its first run
+    did), and its figure is the crash with its rate (crashes.CrashRate), which the classifier
+    compares by equality like any error line: a crash in 1 of 3 runs is neither "no error"
+    nor a crash every time."""
+    seen_crash = threading.Event()
+
+    def rated(i: int, number: int) -> Run:
+        base = (number - 1) * runs
+        first = run_at(i, base + 1)
+        if first.status != "ok" or not (i in (0, n - 1) or seen_crash.is_set() or first.crash):
+            return first
+        every = [first, *(run_at(i, base + k) for k in range(2, runs + 1))]
+        figures = [r.samples[0] for r in every if r.status == "ok" and r.samples]
+        rate = rate_of(figures)
+        if rate is None:
+            return first
+        seen_crash.set()
+        return replace(first, samples=(rate.figure([f for f in figures if not is_crash(f)]),),
+                       crash=rate.crash, crash_rate=rate.as_json(),
+                       seconds=round(sum(r.seconds for r in every), 2),
+                       cached=all(r.cached for r in every))
+
+    return rated
+
+
+def crashes_of(placed: Placed) -> dict | None:
+    """How often ``placed``'s runs crashed (crashes.CrashRate's JSON), or None."""
+    rated = next((r.crash_rate for r in placed.runs if r.crash_rate), None)
+    if rated:
+        return rated
+    rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
+    return rate.as_json() if rate else None
 
 
 def reduce_for(question: Question) -> Reduce:
@@ -270,6 +314,7 @@ class MetricRequest:
     remeasure: bool = False
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
+    include_yanked: bool = False     # yanked releases inside the range are candidates too
 
 
 @dataclass(frozen=True)
@@ -279,6 +324,7 @@ class MetricBisection:
     unusable: tuple[tuple[Release, str], ...]
     search: MetricSearch
     limit: tuple[int, int] = field(default=(0, 0))
+    yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
 
     @property
     def probes(self) -> list[tuple[Release, Placed]]:
@@ -308,7 +354,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     from .driver import releases_between
 
     candidates, unusable = releases_between(catalogue, request.start, request.end,
-                                            request.backend, request.question.target)
+                                            request.backend, request.question.target,
+                                            include_yanked=request.include_yanked)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
     n = len(candidates)
@@ -327,15 +374,56 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
             f"~{left} steps left)")
 
-    everything = [r.version for r in catalogue.releases if not r.yanked]
-    search = search_metric(n, run_at or real_run, classifier_for(q, request.threshold),
+    everything = [r.version for r in catalogue.releases
+                  if not r.yanked or request.include_yanked]
+    run = run_at or real_run
+    if q.metric == "error":
+        run = crash_rated(run, n)
+    search = search_metric(n, run, classifier_for(q, request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))
+    yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
+    if search.status == "alike" and yanked:
+        # The ends agree, so the search probes nothing between them; a yanked release asked
+        # for is the one people reported from: measured anyway, against both ends.
+        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
+                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
+                               say=lambda m: say(_named(m, names)))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n))
+                           probe_limit(n),
+                           tuple(catalogue.yanked_between(request.start, request.end)))
+
+
+def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
+                  make_classifier: MakeClassifier, *, batch: int, reduce: Reduce,
+                  say: Say) -> MetricSearch:
+    """``search`` (ends alike) with the candidates at ``indices`` measured too (one batch
+    each) and placed against both ends: like them (old, the ends' behaviour), a third
+    behaviour, or a skip."""
+    n = max(search.placed) + 1
+    both_ends = search.placed[0].values + search.placed[n - 1].values
+    placed, thirds = dict(search.placed), list(search.thirds)
+    for i in indices:
+        say(f"candidate {i}: the ends agree; measuring it as asked (--include-yanked)")
+        runs = tuple(run_at(i, number) for number in range(1, batch + 1))
+        seen = values_of(runs, reduce)
+        if not seen:
+            failure = Placed(i, runs).failure
+            placement = Placement(Label.SKIP, None,
+                                  reason=failure.error if failure else "no samples")
+        else:  # the ends pooled as one behaviour, this release as the other
+            apart = make_classifier(both_ends, seen).ends()
+            placement = (Placement(Label.SKIP, None, third=True,
+                                   reason=f"differs from both ends ({apart.reason})")
+                         if apart.distinct else
+                         Placement(Label.OLD, None, reason=f"like both ends ({apart.reason})"))
+        if placement.third:
+            thirds.append(i)
+        placed[i] = Placed(i, runs, placement, seen)
+    return replace(search, placed=placed, thirds=tuple(sorted(thirds)))
 
 
 def _named(message: str, names: list[str]) -> str:

@@ -31,12 +31,12 @@ def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest
                          backend=resolve_backend(args.backend, question.target),
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
-                         max_runs=args.max_runs)
+                         max_runs=args.max_runs, include_yanked=args.include_yanked)
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
     """Exit 0 when a change is found, 1 when there is none (or no answer)."""
-    from .metric_report import answer_line, thirds_line, write_report
+    from .metric_report import answer_line, crash_line, thirds_line, write_report, yanked_line
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
@@ -50,7 +50,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
 
         extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
                                           xla_repo=args.xla_repo)
-        if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
+        if extra["attribution"]["culprit"] in ("xla", "below-hlo", "jaxlib"):
             from .metric_explain import explain_flags, explain_passes
 
             culprit = explain_flags(bisection, say)
@@ -76,9 +76,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
-        third = thirds_line(bisection)
-        if third:
-            print(third.replace("**", ""))
+        for line in (thirds_line(bisection), crash_line(bisection), yanked_line(bisection)):
+            if line:
+                print(line.replace("**", ""))
         if "sweep" in doc:
             print(f"a change made and undone inside the range cannot be seen by bisection; "
                   f"every release: {doc['sweep']}")

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from .cases import Question
 from .catalogue import Release
+from .crashes import is_crash
 from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
 from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
-from .evidence.lowering import compare_lowering
-from .evidence.passes import first_difference, is_safe, normalize_hlo, passes_that_changed
+from .evidence.passes import first_difference, is_safe, passes_that_changed
+from .evidence.where import where_the_change_is
 from .harness import HarnessFailed, run_repro
 from .metric_bisect import (
     MAX_RUNS_NOISY,
@@ -41,20 +43,6 @@ from .store import STORE, Store
 
 Say = Callable[[str], None]
 _METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
-WORDS = {
-    "jax": "the lowered modules differ: the change is in JAX (its lowering to StableHLO)",
-    "xla": "the lowered modules are identical but XLA's optimized HLO differs: the change is "
-           "in XLA's HLO passes (inside jaxlib)",
-    "below-hlo": "the lowered modules and XLA's optimized HLO are both identical: the change "
-                 "is below HLO (XLA's code generation or its runtime, inside jaxlib)",
-    "unknown": "the modules could not be compared",
-}
-
-
-def normalize_optimized(text: str) -> list[str]:
-    """Optimized HLO without what differs for the same program: names, numbering and the
-    ``metadata={…}`` (source lines and op names, which JAX spells differently by release)."""
-    return normalize_hlo(_METADATA.sub("", text))
 
 
 def hlo_texts(release: Release, backend: str, question: Question, *, timeout: float,
@@ -90,6 +78,13 @@ def check_argv(b: MetricBisection) -> list[str] | None:
                        repr(sorted(samples)[len(samples) // 2]))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
+    if q.metric == "error" and any(is_crash(f) for f in figures):
+        # A crashed process cannot answer --check itself, and git bisect run stops at an
+        # exit status of 128 or more: the shell reads the crash and answers 0 or 1.
+        crashing_side = "new" if is_crash(figures[1]) else "old"
+        run = shlex.join(["python", "-m", "repro", *argv, "--json"])
+        test = "test $? -lt 128" if crashing_side == "new" else "test $? -ge 128"
+        return ["sh", "-c", f"{run} > /dev/null 2>&1; {test}"]
     return ["python", "-m", "repro", *argv, "--check", *figures]
 
 
@@ -116,18 +111,8 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
     except (InstallFailed, HarnessFailed) as exc:
         return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
                 "text": f"the modules could not be made: {exc}", **commits}
-    lowering = compare_lowering(texts[0]["lowered"], texts[1]["lowered"])
-    optimized = None
-    if lowering["lowering"] == "identical":
-        a, z = (t["optimized"] for t in texts)
-        optimized = ("unknown" if not a or not z
-                     else "identical" if normalize_optimized(a) == normalize_optimized(z)
-                     else "differs")
-    culprit = ({"changed": "jax"}.get(lowering["lowering"])
-               or {"differs": "xla", "identical": "below-hlo"}.get(optimized or "", "unknown"))
-    return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
-            "text": WORDS[culprit], "diff": lowering["diff"],
-            "diff_truncated": lowering["diff_truncated"], **commits}
+    return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],
+                                  texts[0]["optimized"], texts[1]["optimized"]), **commits}
 
 
 def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags: str,

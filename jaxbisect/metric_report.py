@@ -10,6 +10,7 @@ import hashlib
 import json
 import shlex
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -19,8 +20,8 @@ from .catalogue import Release
 from .evidence.handoff import render_xla_range
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .metric_bisect import MetricBisection, Placed
-from .report import JAX_COMPARE, SCHEMA, grouped_reasons
+from .metric_bisect import MetricBisection, Placed, crashes_of
+from .report import JAX_COMPARE, SCHEMA, grouped_reasons, yanked_entries, yanked_markdown
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -155,6 +156,61 @@ def thirds_line(b: MetricBisection) -> str | None:
             + ". It is left out of the search (a skip), not filed under old or new.")
 
 
+def crashed_releases(b: MetricBisection) -> list[dict]:
+    """Every probed release whose runs crashed, with how often (crashes.CrashRate's JSON)."""
+    out = []
+    for i, placed in b.search.placed.items():
+        rate = crashes_of(placed)
+        if rate:
+            out.append({"jax": str(b.candidates[i].version), **rate})
+    return out
+
+
+def crash_hint(b: MetricBisection) -> str | None:
+    """The bisection by ``--metric error`` where another metric met a crash: the same
+    question, every other option kept."""
+    q = b.request.question
+    if q.metric == "error" or not crashed_releases(b):
+        return None
+    asked = replace(b, request=replace(b.request, threshold=None,
+                                       question=replace(q, metric="error", samples=None,
+                                                        kind="auto")))
+    return shlex.join(reproduce_argv(asked))
+
+
+def crash_line(b: MetricBisection) -> str | None:
+    """Where another metric than ``error`` met a crash: the releases, how often, and the
+    ``--metric error`` bisection that finds the release it came with."""
+    hint = crash_hint(b)
+    if hint is None:
+        return None
+    parts = [f"jax {c['jax']} ({c['crash']}, {c['crashed']} of {c['runs']} runs)"
+             for c in crashed_releases(b)]
+    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {b.request.question.metric} "
+            f"figure; bisect with `--metric error` to find the release it came with: "
+            f"`{hint}`")
+
+
+def probed_versions(b: MetricBisection) -> dict[str, str]:
+    """What each probed release gave, in words: its figure and where it was placed."""
+    q, unit = b.request.question, unit_of(b)
+    out = {}
+    for i, placed in b.search.placed.items():
+        fig = figure(q.metric, seen(q, placed))
+        said = figure_text(q.metric, unit, fig) if fig["n"] else "no figure"
+        reason = placed.placement.reason if placed.placement else None
+        out[str(b.candidates[i].version)] = said + (f", {reason}" if reason else "")
+    return out
+
+
+def yanked_line(b: MetricBisection) -> str | None:
+    """The yanked releases inside the range, with PyPI's reason and whether they were
+    measured (report.yanked_markdown)."""
+    asked = replace(b, request=replace(b.request, include_yanked=True))
+    return yanked_markdown(b.yanked, b.candidates, probed_versions(b),
+                           shlex.join(reproduce_argv(asked)))
+
+
 def question_argv(q, backend: str) -> list[str]:
     """The options that say what is measured and where: the target or backend, the case and
     its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
@@ -186,6 +242,8 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--runs", str(req.runs)]
     if req.max_runs is not None:
         argv += ["--max-runs", str(req.max_runs)]
+    if req.include_yanked:
+        argv.append("--include-yanked")
     if minimize:
         argv.append("--minimize")
     if q.command:
@@ -207,7 +265,7 @@ def sweep_argv(b: MetricBisection) -> list[str]:
     for arg in argv:
         if skip:
             skip -= 1
-        elif arg == "--minimize":
+        elif arg in ("--minimize", "--include-yanked"):  # the sweep takes neither
             continue
         elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
             skip = 1
@@ -278,6 +336,11 @@ def standalone_script(b: MetricBisection) -> str | None:
             f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}\n")
 
 
+def runs_of(placed: Placed) -> int:
+    """Processes a release was measured in (the error metric's crash rate: its runs each)."""
+    return sum((r.crash_rate or {}).get("runs", 1) for r in placed.runs)
+
+
 def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     q, unit = b.request.question, unit_of(b)
     order = {i: k + 1 for k, i in enumerate(b.search.placed)}
@@ -303,7 +366,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
             note = placed.failure.error or ""
         rows.append([str(release.version), jaxlib_of(release, placed), label,
                      figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
-                     len(placed.runs), order[index], note[:160]])
+                     runs_of(placed), order[index], note[:160]])
     if not any(row[-1] for row in rows):
         headers.pop()
         rows = [row[:-1] for row in rows]
@@ -350,6 +413,10 @@ def attribution_lines(a: dict) -> list[str]:
     if a.get("diff"):
         lines += ["<details><summary>The lowered modules, where they differ</summary>", "",
                   "```diff", *a["diff"], "```", "", "</details>", ""]
+    elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
+        lines += ["<details><summary>XLA's optimized HLO (normalised: metadata, source "
+                  "locations and names set aside), its first real difference</summary>", "",
+                  "```diff", *a["first_difference"], "```", "", "</details>", ""]
     return lines
 
 
@@ -360,6 +427,12 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     third = thirds_line(b)
     if third:
         parts += [third, ""]
+    crashed = crash_line(b)
+    if crashed:
+        parts += [crashed, ""]
+    yanked = yanked_line(b)
+    if yanked:
+        parts += [yanked, ""]
     if s.status == "found":
         old, new = b.pair
         parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
@@ -464,7 +537,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "label": p.label.value if p else "skip", "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
-                      "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
+                      "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
+                      "crash": r.crash, "crash_rate": r.crash_rate}
                      for r in placed.runs],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
@@ -492,6 +566,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                        "jaxlib": jaxlib_of(pair[1], s.placed[s.result.first_new])}
                       if pair else None),
         "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
+        "crashes": crashed_releases(b),
+        "yanked": yanked_entries(b.yanked, b.candidates, probed_versions(b)),
+        "crash_hint": crash_hint(b),
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures,
                    "limit": {"probes": b.limit[0]},
@@ -522,8 +599,11 @@ def report_stem(b: MetricBisection) -> str:
                "kind": q.kind, "threshold": req.threshold, "runs": req.runs,
                "max_runs": req.max_runs,
                "command": list(q.command)}
+    if req.include_yanked:  # only where set: reports of earlier runs keep their names
+        shaping["include_yanked"] = True
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
-            or q.kind != "auto" or req.runs is not None or req.max_runs is not None:
+            or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
+            or req.include_yanked:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tabulate import tabulate
@@ -14,7 +14,7 @@ from repro.target import SPEC_SUFFIX, Target, TargetError
 from repro.target import load as load_target
 
 from . import standalone
-from .catalogue import needs_a_gpu
+from .catalogue import Release, needs_a_gpu, yanked_words
 from .driver import Bisection, Probe
 from .files import write_atomic, write_json, write_json_if_changed, write_text_if_changed
 from .harness import HarnessOptions, target_label
@@ -118,6 +118,43 @@ def answer_line(b: Bisection) -> str:
         where += (f"; jax {', '.join(between)} in between could not be measured, so the "
                   f"change is in one of them or in jax {new.release.version}")
     return f"**{kind} ({where_measured(b)}) {where}:** {behaviour}."
+
+
+def yanked_entries(yanked, candidates, probed) -> list[dict]:
+    """The yanked releases inside a range, for the JSON: PyPI's reason, whether they were
+    candidates (``--include-yanked``) and whether the search measured them."""
+    listed = {r.version for r in candidates}
+    return [{"jax": str(r.version), "jaxlib": str(r.jaxlib) if r.jaxlib else None,
+             "reason": r.yanked_reason, "candidate": r.version in listed,
+             "probed": str(r.version) in probed} for r in yanked]
+
+
+def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: dict[str, str],
+                    include_command: str) -> str | None:
+    """The line beside the answer that names the yanked releases inside the range: the
+    people who installed one before the yank are the ones filing reports about it.
+    ``probed``: what each probed release gave, in words, by version."""
+    if not yanked:
+        return None
+    listed = {r.version for r in candidates}
+    named = "; ".join(yanked_words(r) for r in yanked)
+    if all(r.version in listed for r in yanked):
+        shown = [f"jax {r.version}: {probed[str(r.version)]}" for r in yanked
+                 if str(r.version) in probed]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)"
+                + (f"; probed: {'; '.join(shown)}." if shown else
+                   ", though the search did not need to probe it."))
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: "
+            f"`{include_command}`")
+
+
+def yanked_line(b: Bisection) -> str | None:
+    probed = {str(p.release.version): f"v0 {p.verdict}" if p.mode != "command"
+              else f"{p.verdict} (exit status {p.exit_status})" for p in b.probes}
+    return yanked_markdown(b.yanked, b.candidates, probed,
+                           bisect_command(replace(b.request, include_yanked=True)))
 
 
 def reproduce_command(b: Bisection) -> str:
@@ -303,6 +340,9 @@ def render(b: Bisection, evidence_markdown: str = "", next_step: NextStep | None
     o = req.options
     parts = [f"# jax.lax.scan memory: bisection of jax {req.start} … {req.end} "
              f"({where_measured(b)})", "", answer_line(b), ""]
+    yanked = yanked_line(b)
+    if yanked:
+        parts += [yanked, ""]
     if b.needs_a_gpu:
         lo, hi = b.measured_part
         rest = ", ".join(f"jax {a} … {z}" for a, z in b.needs_a_gpu)
@@ -391,6 +431,8 @@ def document(b: Bisection, report_path: Path | None, extra: dict | None = None) 
                    "by_round": [[str(b.candidates[i].version) for i in round_]
                                 for round_ in r.rounds]},
         "skipped": skipped,
+        "yanked": yanked_entries(b.yanked, b.candidates,
+                                 {str(p.release.version) for p in b.probes}),
         "params": {**{k: v for k, v in vars(req.options).items()},
                    "n_outer": list(req.options.n_outer),
                    "variants": list(req.options.variants),

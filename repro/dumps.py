@@ -227,6 +227,10 @@ def lower_and_dump(args: argparse.Namespace, dump_dir: Path) -> tuple[dict, dict
         lowered_doc.update(status="unavailable", error=error_line(exc))
     try:
         compiled = lowered.compile()
+        try:  # the whole optimized module, for telling XLA's passes from what lies below
+            compiled_doc["hlo"] = (compiled.as_text() or "")[:MAX_FILE_CHARS] or None
+        except Exception:
+            compiled_doc["hlo"] = None
         total, error = plan_bytes(compiled)
         if total is None and args.target:  # memory_analysis() is None before jax 0.6.1
             total, error = _dumped_total(dump_dir), None

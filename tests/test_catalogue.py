@@ -214,12 +214,12 @@ def test_unparseable_versions_are_skipped(cache):
 def test_trim_keeps_only_what_is_read():
     raw = {"info": {"name": "jax", "version": "1", "description": "long"},
            "releases": {"1": [{"filename": "jax-1-py3-none-any.whl", "upload_time_iso_8601":
-                               "2024-01-01T00:00:00Z", "yanked": False, "requires_python": None,
-                               "digests": {}, "size": 3}]},
+                               "2024-01-01T00:00:00Z", "yanked": True, "requires_python": None,
+                               "yanked_reason": "broken wheel", "digests": {}, "size": 3}]},
            "urls": [], "vulnerabilities": []}
     assert trim(raw) == {"info": {"name": "jax"}, "releases": {"1": [
         {"filename": "jax-1-py3-none-any.whl", "upload_time_iso_8601": "2024-01-01T00:00:00Z",
-         "yanked": False, "requires_python": None}]}}
+         "yanked": True, "yanked_reason": "broken wheel", "requires_python": None}]}}
 
 
 def test_cache_is_reused_while_fresh(cache):

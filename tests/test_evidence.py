@@ -230,7 +230,8 @@ def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
     v0 = [[1, 1412], [2, 2308], [4, 2308 if version == OLD else 4100]]
     return {"schema": 1, "status": "ok", "error": None, "jax": version, "jaxlib": version,
             "jaxlib_git_hash": git_hash, "lowered": {"status": "ok", "text": lowered(lowered_name)},
-            "compiled": {"status": "ok", "total_bytes": 2308 if version == OLD else 3204},
+            "compiled": {"status": "ok", "total_bytes": 2308 if version == OLD else 3204,
+                         "hlo": files.get("after_optimizations")},
             "dump": {"status": "ok", "files": files},
             "workarounds": {"cases": [
                 {"name": "v0", "description": "", "points": v0, "errors": [],
@@ -258,7 +259,9 @@ def test_attribution_and_markdown_from_real_files():
     markdown = render_evidence_markdown(attribution, evidence)
     assert "**identical**" in markdown and "Culprit: `xla`" in markdown
     assert re.search(r"\| stacked \[3,4,4,4\] buffers \(slots\)\s*\| 2 .*\| 3 ", markdown)
-    assert markdown.count("<details>") == markdown.count("</details>") == 1
+    # The schedule, and the first real difference of XLA's optimized HLO (issue 26).
+    assert markdown.count("<details>") == markdown.count("</details>") == 2
+    assert attribution["optimized_hlo"] == "differs" and "**differs**" in markdown
     assert "```mermaid\nxychart-beta" in markdown
     assert "Restore constant memory: `v1`." in markdown
 

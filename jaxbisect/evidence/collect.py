@@ -10,21 +10,20 @@ from pathlib import Path
 from ..harness import DumpOptions, HarnessFailed, collect_dumps, run_module
 from ..pins import PinTable
 from .commits import Fetch, commit_range
-from .lowering import compare_lowering
 from .release import release_evidence
+from .where import where_the_change_is
 
 
 def attribution_of(old: dict | None, new: dict | None, jax_repo: Path | None = None,
                    fetch: Fetch | None = None, table: PinTable | None = None) -> dict:
-    old_lowered = (old or {}).get("lowered", {}).get("text")
-    new_lowered = (new or {}).get("lowered", {}).get("text")
-    comparison = compare_lowering(old_lowered, new_lowered)
-    culprit = {"identical": "xla", "changed": "jax"}.get(comparison["lowering"], "unknown")
-    commits = commit_range(old, new, jax_repo, fetch, table)
-    return {"lowering": comparison["lowering"], "culprit": culprit,
-            "reason": comparison["reason"], "diff": comparison["diff"],
-            "diff_truncated": comparison["diff_truncated"], "added": comparison["added"],
-            "removed": comparison["removed"], **commits}
+    """Where the change is (where.where_the_change_is, the rule a case's bisection uses
+    too), from both releases' dump documents, and the commits either side."""
+    def text(doc: dict | None, part: str, key: str) -> str | None:
+        return ((doc or {}).get(part) or {}).get(key)
+
+    where = where_the_change_is(text(old, "lowered", "text"), text(new, "lowered", "text"),
+                                text(old, "compiled", "hlo"), text(new, "compiled", "hlo"))
+    return {**where, **commit_range(old, new, jax_repo, fetch, table)}
 
 
 def gather_evidence(old_python: Path, new_python: Path,

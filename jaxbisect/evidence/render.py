@@ -55,7 +55,14 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
                    "**lowering changed** (the diff is below; XLA may have changed too).",
         "unknown": f"unknown ({attribution.get('reason') or 'no lowered modules'}).",
     }
-    out += [(f"**Where:** {verdicts[attribution['lowering']]} "
+    optimized = {
+        "differs": " XLA's optimized HLO **differs** (normalised: metadata, source locations "
+                   "and names set aside): the change is in **XLA's HLO passes**.",
+        "identical": " XLA's optimized HLO is **identical** too (metadata, source locations "
+                     "and names set aside): the change is **below HLO** (XLA's code "
+                     "generation or its runtime).",
+    }.get(attribution.get("optimized_hlo") or "", "")
+    out += [(f"**Where:** {verdicts[attribution['lowering']]}{optimized} "
              f"Culprit: `{attribution['culprit']}`."), ""]
     commits, links = attribution["commits"], attribution["links"]
     shape = "[" + ",".join(map(str, [options["n_inner"]] + [options["n_res"]] * 3)) + "]"
@@ -91,6 +98,9 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
     for side, release in (("old", old), ("new", new)):
         if release["error"]:
             out += [f"_{side} release: {release['error']}_", ""]
+    if attribution.get("optimized_hlo") == "differs" and attribution.get("first_difference"):
+        out += [_details("XLA's optimized HLO, normalised: the first real difference",
+                         _code(attribution["first_difference"], "diff")), ""]
     if attribution["lowering"] == "changed" and attribution["diff"]:
         more = " (trimmed)" if attribution["diff_truncated"] else ""
         out += [_details(f"Lowering diff, normalised: +{attribution['added']} "

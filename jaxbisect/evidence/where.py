@@ -1,0 +1,189 @@
+"""Where a change between two releases is: JAX (its lowering), XLA's HLO passes (the
+optimized HLO), or below HLO (XLA's code generation or its runtime).
+
+One rule, on normalized text, for every path that attributes a change (a case's bisection
+and the built-in scan report's evidence): the lowered modules are compared once source
+locations and names are gone (``lowering.normalize_lowered``), the optimized modules once
+what never changes the program is gone (``normalize_optimized``). Same lowering and same
+optimized HLO is below HLO, whatever the metric; the report shows the first real difference.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+from .lowering import compare_lowering
+
+MAX_DIFF_LINES = 40
+MAX_LINE_CHARS = 200
+
+WORDS = {
+    "jax": "the lowered modules differ: the change is in JAX (its lowering to StableHLO)",
+    "xla": "the lowered modules are identical but XLA's optimized HLO differs: the change is "
+           "in XLA's HLO passes (inside jaxlib)",
+    "below-hlo": "the lowered modules and XLA's optimized HLO are both identical once "
+                 "metadata, source locations and names are set aside: the change is below HLO "
+                 "(XLA's code generation or its runtime, inside jaxlib)",
+    "jaxlib": "the lowered modules are identical, and XLA's optimized HLO could not be "
+              "compared: the change is inside jaxlib (XLA's HLO passes or below them)",
+    "unknown": "the modules could not be compared",
+}
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+# Attributes of an instruction whose value never changes the program: where it came from
+# (metadata={op_name=… source_file=… source_line=… stack_frame_id=…}) and what it is called.
+_DROPPED_ATTRIBUTES = ("metadata", "op_name")
+# The stack-frame tables newer XLA prints after the computations (source files, functions,
+# lines): provenance, like metadata.
+_FRAME_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_FRAME_ROW = re.compile(r"^\s*\d+\s")
+# backend_config keys that only name things (the rest, a fusion's kind or tiling, is kept).
+NAMING_KEYS = frozenset({"name", "op_name"})
+_IDENTIFIER = re.compile(r"\b([A-Za-z_][\w\-]*?)\.\d+(?:\.\d+)*\b")
+_MODULE = re.compile(r"^HloModule [\w.\-]+")
+
+
+def _attribute_end(line: str, start: int) -> int:
+    """The index just past the value of the attribute whose value begins at ``start``: a
+    balanced ``{…}`` (quotes respected), a quoted string, or a bare token."""
+    if start < len(line) and line[start] == '"':
+        match = _QUOTED.match(line, start)
+        return match.end() if match else len(line)
+    if start >= len(line) or line[start] != "{":
+        end = start
+        while end < len(line) and line[end] not in ", )":
+            end += 1
+        return end
+    depth, i = 0, start
+    while i < len(line):
+        char = line[i]
+        if char == '"':
+            match = _QUOTED.match(line, i)
+            i = match.end() if match else len(line)
+            continue
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        i += 1
+        if depth == 0:
+            break
+    return i
+
+
+def _drop_attribute(line: str, name: str) -> str:
+    """``line`` without every ``, name=VALUE`` outside quotes (VALUE balanced)."""
+    pattern = re.compile(r",?\s*\b" + re.escape(name) + r"=")
+    out, pos = [], 0
+    while True:
+        match = pattern.search(line, pos)
+        while match and _inside_quotes(line, match.start()):
+            match = pattern.search(line, match.end())
+        if match is None:
+            return "".join(out) + line[pos:]
+        out.append(line[pos:match.start()])
+        pos = _attribute_end(line, match.end())
+
+
+def _inside_quotes(line: str, index: int) -> bool:
+    return any(m.start() < index < m.end() for m in _QUOTED.finditer(line))
+
+
+def _clean_backend_config(line: str) -> str:
+    """A ``backend_config={json}`` without the keys that only name things, nor empty fields
+    (a field renamed while empty, as jaxlib 0.10.2 renamed a while loop's
+    ``dynamic_variable_tuple_indices: []``, says nothing about the program)."""
+    marker = "backend_config="
+    at = line.find(marker)
+    if at < 0 or _inside_quotes(line, at):
+        return line
+    start = at + len(marker)
+    end = _attribute_end(line, start)
+    try:
+        config = json.loads(line[start:end])
+    except ValueError:
+        return line
+
+    def clean(value):
+        if isinstance(value, dict):  # an empty field is proto3's default: printed or not
+            return {k: clean(v) for k, v in value.items()
+                    if k not in NAMING_KEYS and v not in ([], {}, "")}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return line[:start] + json.dumps(clean(config), sort_keys=True,
+                                     separators=(",", ":")) + line[end:]
+
+
+def normalize_optimized(text: str) -> list[str]:
+    """XLA's optimized HLO without what does not change the program: metadata (op names,
+    source files and lines, stack frames) and the stack-frame tables, op names, the
+    backend-config keys that only name things, the module's name, instruction and
+    computation numbering (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs
+    and blank lines."""
+    names: dict[str, str] = {}
+
+    def rename(match: re.Match) -> str:
+        return names.setdefault(match.group(), f"{match.group(1)}.#{len(names)}")
+
+    lines, in_table = [], False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line in _FRAME_TABLES:
+            in_table = True
+            continue
+        if in_table and _FRAME_ROW.match(line):
+            continue
+        in_table = False
+        for name in _DROPPED_ATTRIBUTES:
+            line = _drop_attribute(line, name)
+        line = _clean_backend_config(line)
+        line = _MODULE.sub("HloModule m", line)
+        line = re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", "").strip()
+        if line:
+            lines.append(_IDENTIFIER.sub(rename, line))
+    return lines
+
+
+def first_difference(old: list[str], new: list[str], context: int = 2) -> list[str]:
+    """The first hunk of a unified diff of two normalized modules: the first real
+    difference, trimmed."""
+    diff = list(difflib.unified_diff(old, new, "old", "new", n=context, lineterm=""))
+    hunk = []
+    for line in diff:
+        if line.startswith("@@") and any(h.startswith("@@") for h in hunk):
+            break
+        hunk.append(line)
+    return [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
+            for d in hunk[:MAX_DIFF_LINES]]
+
+
+def compare_optimized(old_text: str | None, new_text: str | None) -> tuple[str, list[str]]:
+    """identical / differs / unknown, and the first real difference."""
+    if not old_text or not new_text:
+        return "unknown", []
+    old, new = normalize_optimized(old_text), normalize_optimized(new_text)
+    if old == new:
+        return "identical", []
+    return "differs", first_difference(old, new)
+
+
+def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
+                        old_optimized: str | None, new_optimized: str | None) -> dict:
+    """The attribution of a change between two releases' modules: ``lowering``
+    (identical | changed | unknown), ``optimized_hlo`` (identical | differs | unknown, or None
+    where the lowering already differs or is unknown), ``culprit`` (jax | xla | below-hlo |
+    jaxlib | unknown) with its ``text``, the lowering's diff and ``first_difference``: the
+    first real difference of whichever comparison decided."""
+    lowering = compare_lowering(old_lowered, new_lowered)
+    optimized, optimized_diff = None, []
+    if lowering["lowering"] == "identical":
+        optimized, optimized_diff = compare_optimized(old_optimized, new_optimized)
+    culprit = ("jax" if lowering["lowering"] == "changed" else
+               {"differs": "xla", "identical": "below-hlo", "unknown": "jaxlib"}.get(
+                   optimized or "", "unknown"))
+    shown = lowering["diff"][:MAX_DIFF_LINES] if culprit == "jax" else optimized_diff
+    return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
+            "text": WORDS[culprit], "reason": lowering["reason"], "diff": lowering["diff"],
+            "diff_truncated": lowering["diff_truncated"], "added": lowering["added"],
+            "removed": lowering["removed"], "first_difference": shown}

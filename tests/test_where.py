@@ -1,0 +1,152 @@
+"""Where a change is, on normalized text (evidence/where.py): metadata, source locations and
+names never read as an HLO change, a real op change always does; the attribution on
+recorded modules (real XLA dumps and lowerings of jax 0.5.0 and 0.5.1)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxbisect.evidence.collect import attribution_of
+from jaxbisect.evidence.where import normalize_optimized, where_the_change_is
+
+DATA = Path(__file__).parent / "data"
+OPTIMIZED = {v: (DATA / "dumps" / f"jax-{v}" / "after_optimizations.txt").read_text()
+             for v in ("0.5.0", "0.5.1")}
+LOWERED = {v: (DATA / "lowered" / f"v0-jax-{v}.mlir").read_text() for v in ("0.5.0", "0.5.1")}
+INSTRUCTION = re.compile(r"^\s+(ROOT )?%?[\w.\-]+ = ")
+_METADATA = re.compile(r', metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
+
+text_in_quotes = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=30).map(
+    lambda s: s.replace("\\", "\\\\").replace('"', '\\"'))
+metadata = st.builds(
+    lambda op, path, line, frame, extra: (
+        f'metadata={{op_name="{op}" source_file="{path}" source_line={line}'
+        + (f" stack_frame_id={frame}" if frame is not None else "")
+        + (f' deduplicated_name="{extra}"' if extra else "") + "}"),
+    text_in_quotes, text_in_quotes, st.integers(0, 10**6), st.none() | st.integers(1, 500),
+    st.none() | text_in_quotes)
+frame_tables = st.lists(st.tuples(st.integers(1, 50), text_in_quotes), max_size=4).map(
+    lambda rows: "\n".join(
+        ["FileNames", *(f'{i} "{name}"' for i, name in rows),
+         "FileLocations",
+         *(f"{i} {{file_name_id={i} function_name_id=1 line={i} end_line={i}}}" for i, _ in rows),
+         "StackFrames", *(f"{i} {{file_location_id={i} parent_frame_id=1}}" for i, _ in rows)]))
+
+
+def instruction_lines(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines()) if INSTRUCTION.match(line)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), version=st.sampled_from(["0.5.0", "0.5.1"]), tables=frame_tables,
+       module=st.from_regex(r"jit_[a-z_]{1,12}", fullmatch=True))
+def test_metadata_never_changes_the_normalized_text(data, version, tables, module):
+    text = OPTIMIZED[version]
+    lines = text.splitlines()
+    for i in data.draw(st.lists(st.sampled_from(instruction_lines(text)), max_size=12)):
+        line = _METADATA.sub("", lines[i])
+        lines[i] = line + ", " + data.draw(metadata)          # new, changed or added
+    lines[0] = re.sub(r"^HloModule [\w.\-]+", f"HloModule {module}", lines[0])
+    edited = "\n".join(lines) + "\n\n" + tables + "\n"
+    assert normalize_optimized(edited) == normalize_optimized(text)
+
+
+OP_CHANGES = [("cosine(", "sine("), ("constant(1)", "constant(2)"), ("direction=LT", "direction=GT"),
+              ("f32[4,4,4]{2,1,0} multiply", "f32[4,4,4]{0,1,2} multiply")]
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), version=st.sampled_from(["0.5.0", "0.5.1"]),
+       change=st.sampled_from(OP_CHANGES), noise=metadata)
+def test_a_real_op_change_always_shows(data, version, change, noise):
+    text = OPTIMIZED[version]
+    lines = text.splitlines()
+    where = [i for i in instruction_lines(text) if change[0] in lines[i]]
+    i = data.draw(st.sampled_from(where))
+    lines[i] = _METADATA.sub("", lines[i].replace(change[0], change[1], 1)) + ", " + noise
+    assert normalize_optimized("\n".join(lines)) != normalize_optimized(text)
+
+
+def test_a_changed_backend_config_shows_unless_it_only_names_things():
+    line = ('  %f = f32[4]{0} fusion(f32[4]{0} %p), kind=kLoop, calls=%c, '
+            'backend_config={"name":"fusion.3","outer_dimension_partitions":["2"]}')
+    renamed = line.replace('"fusion.3"', '"fusion.17"')
+    tiled = line.replace('["2"]', '["4"]')
+    assert normalize_optimized(renamed) == normalize_optimized(line)
+    assert normalize_optimized(tiled) != normalize_optimized(line)
+
+
+def with_other_metadata(text: str) -> str:
+    """The same module as another checkout would print it: other source paths and lines,
+    stack frames, another module name."""
+    out = []
+    for n, line in enumerate(text.splitlines()):
+        line = line.replace("/work/main/repro/variants.py", "/home/someone/jax/variants.py")
+        line = re.sub(r"source_line=\d+", f"source_line={n}", line)
+        line = line.replace("HloModule jit_outer_loop", "HloModule jit_outer_loop_1")
+        out.append(line.replace("metadata={", f"metadata={{stack_frame_id={n} "))
+    return "\n".join(out) + '\n\nFileNames\n1 "/home/someone/jax/variants.py"\nStackFrames\n1 ' \
+        '{file_location_id=1 parent_frame_id=1}\n'
+
+
+def test_same_lowering_and_metadata_only_hlo_is_below_hlo():
+    """A compile-time regression whose optimized HLO differs only in metadata: below HLO,
+    with no difference to show."""
+    where = where_the_change_is(LOWERED["0.5.0"], LOWERED["0.5.1"], OPTIMIZED["0.5.1"],
+                                with_other_metadata(OPTIMIZED["0.5.1"]))
+    assert with_other_metadata(OPTIMIZED["0.5.1"]) != OPTIMIZED["0.5.1"]
+    assert (where["lowering"], where["optimized_hlo"], where["culprit"]) == (
+        "identical", "identical", "below-hlo")
+    assert where["first_difference"] == []
+
+
+def test_same_lowering_and_a_real_hlo_change_is_xla_with_its_first_difference():
+    where = where_the_change_is(LOWERED["0.5.0"], LOWERED["0.5.1"], OPTIMIZED["0.5.0"],
+                                OPTIMIZED["0.5.1"])
+    assert (where["lowering"], where["optimized_hlo"], where["culprit"]) == (
+        "identical", "differs", "xla")
+    shown = [line for line in where["first_difference"] if line[:1] in "+-"
+             and not line.startswith(("+++", "---"))]
+    assert shown and not any("metadata" in line or "source_file" in line for line in shown)
+
+
+def test_the_builtin_path_decides_by_the_same_rule():
+    def document(lowered: str, optimized: str | None) -> dict:
+        return {"lowered": {"text": lowered}, "compiled": {"hlo": optimized}}
+
+    below = attribution_of(document(LOWERED["0.5.0"], OPTIMIZED["0.5.1"]),
+                           document(LOWERED["0.5.1"], with_other_metadata(OPTIMIZED["0.5.1"])))
+    assert below["culprit"] == "below-hlo" and below["optimized_hlo"] == "identical"
+    passes = attribution_of(document(LOWERED["0.5.0"], OPTIMIZED["0.5.0"]),
+                            document(LOWERED["0.5.1"], OPTIMIZED["0.5.1"]))
+    assert passes["culprit"] == "xla"
+    unknown = attribution_of(document(LOWERED["0.5.0"], None),
+                             document(LOWERED["0.5.1"], OPTIMIZED["0.5.1"]))
+    assert (unknown["optimized_hlo"], unknown["culprit"]) == ("unknown", "jaxlib")
+
+
+HLO = DATA / "hlo"
+
+
+def test_real_stack_frame_tables_and_an_empty_renamed_field_are_not_an_hlo_change():
+    """jax 0.10.2 prints source paths in a FileNames table: the same program run from
+    another folder differs there only (the rule before issue 26 read it as XLA's passes).
+    0.10.1 → 0.10.2 adds one empty backend-config field renamed: below HLO all the same."""
+    here = (HLO / "scan_growth-jax-0.10.2-optimized.txt").read_text()
+    elsewhere = (HLO / "scan_growth-jax-0.10.2-elsewhere-optimized.txt").read_text()
+    assert here != elsewhere and "FileNames" in here and "stack_frame_id=" in here
+    assert normalize_optimized(here) == normalize_optimized(elsewhere)
+    where = where_the_change_is(
+        (HLO / "scan_growth-jax-0.10.1-lowered.mlir").read_text(),
+        (HLO / "scan_growth-jax-0.10.2-elsewhere-lowered.mlir").read_text(),
+        (HLO / "scan_growth-jax-0.10.1-optimized.txt").read_text(), elsewhere)
+    assert (where["lowering"], where["optimized_hlo"], where["culprit"]) == (
+        "identical", "identical", "below-hlo")
+    # The loop's real configuration still counts: a changed trip-count hint is a difference.
+    hinted = elsewhere.replace('"known_init_step":{"init":"0","step":"1"}',
+                               '"known_init_step":{"init":"0","step":"2"}', 1)
+    assert normalize_optimized(hinted) != normalize_optimized(elsewhere)

@@ -1,0 +1,159 @@
+"""Yanked releases inside a range: named with PyPI's reason in every report's JSON, and
+measured as candidates with --include-yanked, on the recorded PyPI catalogue (jax 0.4.32 is
+yanked there, as on PyPI, with no reason given; 0.4.15 with one)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from conftest import recorded_pypi
+
+from jaxbisect import cli, driver, report
+from jaxbisect.cases import Question, Run
+from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
+from jaxbisect.harness import HarnessOptions
+from jaxbisect.metric_bisect import MetricRequest, bisect_metric
+from jaxbisect.metric_report import document as metric_document
+from jaxbisect.search import SearchResult
+
+
+def versions(releases) -> list[str]:
+    return [str(r.version) for r in releases]
+
+
+def test_the_catalogue_keeps_pypi_s_yank_reason(recorded_catalogue):
+    assert recorded_catalogue.get("0.4.15").yanked_reason == "accidentally required JAX_RELEASE=1"
+    yanked = recorded_catalogue.get("0.4.32")
+    assert yanked.yanked and yanked.yanked_reason is None and str(yanked.jaxlib) == "0.4.32"
+    assert recorded_catalogue.get("0.4.31").yanked_reason is None
+    assert versions(recorded_catalogue.yanked_between("0.4.20", "0.10.2")) == ["0.4.32"]
+    assert versions(recorded_catalogue.yanked_between("0.4.32", "0.4.33")) == []  # an end
+
+
+def test_include_yanked_makes_them_candidates(recorded_catalogue):
+    left_out, _ = recorded_catalogue.between("0.4.31", "0.4.33", "cpu")
+    assert versions(left_out) == ["0.4.31", "0.4.33"]
+    included, unusable = recorded_catalogue.between("0.4.31", "0.4.33", "cpu",
+                                                    include_yanked=True)
+    assert versions(included) == ["0.4.31", "0.4.32", "0.4.33"] and not unusable
+
+
+def test_a_cache_of_the_old_format_is_read_offline_and_refreshed_online(tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
+    load_catalogue(fetch=recorded_pypi)
+    folder = tmp_path / "cache" / "catalogue"
+    for path in folder.iterdir():  # as the previous format wrote it: no format, no reasons
+        entry = json.loads(path.read_text())
+        del entry["format"]
+        path.write_text(json.dumps(entry))
+
+    def offline(url: str) -> bytes:
+        raise OSError("no network")
+
+    old = load_catalogue(fetch=offline)
+    assert old.stale and old.get("0.4.32").yanked
+    calls = []
+
+    def online(url: str) -> bytes:
+        calls.append(url)
+        return recorded_pypi(url)
+
+    fresh = load_catalogue(fetch=online)
+    assert len(calls) == 3 and not fresh.from_cache
+    assert all(json.loads(p.read_text())["format"] == CACHE_FORMAT for p in folder.iterdir())
+    assert fresh.get("0.4.15").yanked_reason == "accidentally required JAX_RELEASE=1"
+
+
+def scripted_runs(figures: dict[str, float], measured: list[str]):
+    """A deterministic metric per release; records which releases were measured."""
+    def make(candidates):
+        def run_at(i: int, number: int) -> Run:
+            version = str(candidates[i].version)
+            measured.append(version)
+            return Run(release=version, number=number, status="ok",
+                       samples=(figures[version],))
+        return run_at
+    return make
+
+
+def metric_bisection(catalogue, include_yanked: bool, figures: dict[str, float]):
+    question = Question(metric="bytes", command=("python", "measure.py"), kind="deterministic")
+    request = MetricRequest(start="0.4.31", end="0.4.33", backend="cpu", question=question,
+                            include_yanked=include_yanked)
+    candidates, _ = driver.releases_between(catalogue, "0.4.31", "0.4.33", "cpu", "",
+                                            include_yanked=include_yanked)
+    measured: list[str] = []
+    b = bisect_metric(catalogue, request, lambda m: None,
+                      run_at=scripted_runs(figures, measured)(candidates))
+    return b, measured
+
+
+def test_a_metric_bisection_names_the_yanked_release_it_left_out(recorded_catalogue):
+    # A wrong answer only in the yanked release: its neighbours agree.
+    figures = {"0.4.31": 1.0, "0.4.32": 50.0, "0.4.33": 1.0}
+    b, measured = metric_bisection(recorded_catalogue, False, figures)
+    doc = metric_document(b, None)
+    assert doc["status"] == "alike" and "0.4.32" not in measured
+    assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
+                              "candidate": False, "probed": False}]
+    from jaxbisect.metric_report import yanked_line
+
+    command = shlex.split(yanked_line(b).rsplit("`", 2)[-2])
+    assert "--include-yanked" in command and command[command.index("--from") + 1] == "0.4.31"
+
+
+def test_include_yanked_measures_it_as_a_candidate(recorded_catalogue):
+    figures = {"0.4.31": 1.0, "0.4.32": 50.0, "0.4.33": 50.0}
+    b, measured = metric_bisection(recorded_catalogue, True, figures)
+    doc = metric_document(b, None)
+    assert doc["status"] == "found" and "0.4.32" in measured
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.4.31", "0.4.32")
+    assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
+                              "candidate": True, "probed": True}]
+    assert "--include-yanked" in shlex.split(doc["reproduce"])
+
+
+def test_the_builtin_report_names_the_yanked_release(recorded_catalogue):
+    candidates, _ = driver.releases_between(recorded_catalogue, "0.4.31", "0.4.33", "cpu", "")
+    request = driver.Request(start="0.4.31", end="0.4.33", backend="cpu",
+                             options=HarnessOptions())
+    probes = tuple(driver.Probe(release=r, verdict="constant", mode="compiled", reason=None,
+                                cached=False, seconds=1.0) for r in candidates)
+    b = driver.Bisection(request=request, candidates=tuple(candidates), unusable=(),
+                         probes=probes, result=SearchResult("alike", None, None, False,
+                                                            (0, 1), ()),
+                         yanked=tuple(recorded_catalogue.yanked_between("0.4.31", "0.4.33")))
+    doc = report.document(b, None)
+    assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
+                              "candidate": False, "probed": False}]
+    command = shlex.split(report.yanked_line(b).rsplit("`", 2)[-2])
+    args, parsed = cli.parse(command[3:])
+    assert cli.request_from(args, parsed).include_yanked  # the hint reruns with it
+    assert "--include-yanked" not in shlex.split(doc["reproduce"])
+    included = driver.Request(start="0.4.31", end="0.4.33", backend="cpu",
+                              options=HarnessOptions(), include_yanked=True)
+    assert "--include-yanked" in shlex.split(report.bisect_command(included))
+    assert report.report_stem(b) != report.report_stem(
+        driver.Bisection(**{**b.__dict__, "request": included}))
+
+
+def test_where_the_ends_agree_include_yanked_still_measures_the_yanked_release(
+        recorded_catalogue):
+    """The wrong-results report that lived only in a yanked release: its neighbours agree,
+    so the search probes nothing; --include-yanked measures it anyway, a third behaviour."""
+    figures = {"0.4.31": 1.0, "0.4.32": 50.0, "0.4.33": 1.0}
+    b, measured = metric_bisection(recorded_catalogue, True, figures)
+    doc = metric_document(b, None)
+    assert doc["status"] == "alike" and measured.count("0.4.32") == 1
+    assert doc["third_behaviour"] == ["0.4.32"]
+    assert "--include-yanked" not in shlex.split(doc["sweep"])  # the sweep takes no such option
+    assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
+                              "candidate": True, "probed": True}]
+    probe = next(p for p in doc["probes"] if p["jax"] == "0.4.32")
+    assert probe["third"] and probe["classified"] == [50.0]
+    same = metric_document(metric_bisection(recorded_catalogue, True,
+                                            {**figures, "0.4.32": 1.0})[0], None)
+    assert [p["label"] for p in same["probes"] if p["jax"] == "0.4.32"] == ["old"]
+    assert same["third_behaviour"] == []
