@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .budgets import EndsTimer, TimeLimit
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
 from .classify import (
@@ -266,7 +267,7 @@ class MetricRequest:
     backend: str
     question: Question
     threshold: float | None = None
-    timeout: float = 1800.0
+    timeout: float | None = None     # None: derived from the ends' own times (budgets.py)
     remeasure: bool = False
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
@@ -279,6 +280,14 @@ class MetricBisection:
     unusable: tuple[tuple[Release, str], ...]
     search: MetricSearch
     limit: tuple[int, int] = field(default=(0, 0))
+    time_limit: TimeLimit | None = None   # a run's limit once the ends had run
+
+    @property
+    def timeout(self) -> float:
+        """The limit of a run after the search (the modules, the explanation's listing)."""
+        if self.time_limit is not None:
+            return self.time_limit.seconds
+        return self.request.timeout if self.request.timeout is not None else 1800.0
 
     @property
     def probes(self) -> list[tuple[Release, Placed]]:
@@ -319,23 +328,27 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
         + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
            f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else ""))
 
-    def real_run(i: int, number: int) -> Run:
+    def real_run(i: int, number: int, seconds: float) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
-                           timeout=request.timeout, remeasure=request.remeasure, say=say)
+                           timeout=seconds, remeasure=request.remeasure, say=say)
+
+    # A run's limit from the ends' own times; a release that hung once is not run again.
+    timer = EndsTimer(run_at or (lambda i, number, seconds: real_run(i, number, seconds)),
+                      (0, n - 1), request.timeout, hang_is_value=q.metric == "error")
 
     def narrowed(lo: int, hi: int, left: int) -> None:
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
             f"~{left} steps left)")
 
     everything = [r.version for r in catalogue.releases if not r.yanked]
-    search = search_metric(n, run_at or real_run, classifier_for(q, request.threshold),
+    search = search_metric(n, timer, classifier_for(q, request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n))
+                           probe_limit(n), timer.limit)
 
 
 def _named(message: str, names: list[str]) -> str:

@@ -12,7 +12,7 @@ from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
-from .harness import target_option
+from .harness import DEFAULT_TIMEOUT, target_option
 from .metric_bisect import MetricRequest, bisect_metric
 
 Say = Callable[[str], None]
@@ -44,20 +44,18 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue)
     bisection = bisect_metric(catalogue, request, say)
-    extra = {}
-    if bisection.search.status == "found" and not args.no_evidence:
-        from .metric_explain import attribution
-
-        extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
-                                          xla_repo=args.xla_repo)
-        if extra["attribution"]["culprit"] in ("xla", "below-hlo"):
-            from .metric_explain import explain_flags, explain_passes
-
-            culprit = explain_flags(bisection, say)
-            if culprit["kind"] == "none" and extra["attribution"]["culprit"] == "xla" \
-                    and bisection.request.question.case is not None:
-                culprit = {**explain_passes(bisection, say), "flags": culprit}
-            extra["explanation"] = {"culprit": culprit}
+    extra: dict = {}
+    # The report is written as soon as the answer is known, and again as the explanation
+    # lands: Ctrl-C or a spent budget leaves what was measured.
+    write_report(bisection, args.reports, extra)
+    try:
+        if bisection.search.status == "found" and not args.no_evidence:
+            explain(bisection, args, extra, say,
+                    lambda: write_report(bisection, args.reports, extra))
+    except KeyboardInterrupt:
+        extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
+        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        raise
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .metric_report import display_path, unit_of
@@ -66,7 +64,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         q = bisection.request.question
         old, new = bisection.pair
         shrunk, first, names = minimize(old, new, request.backend, q, say,
-                                        threshold=request.threshold, timeout=request.timeout,
+                                        threshold=request.threshold, timeout=bisection.timeout,
                                         remeasure=request.remeasure, runs=request.runs,
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
@@ -89,6 +87,42 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     return 0 if bisection.search.status == "found" else 1
 
 
+def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object]) -> None:
+    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
+    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
+    part lands."""
+    from .budgets import Deadline
+    from .metric_explain import attribution, explain_flags, explain_passes
+
+    extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
+                                      xla_repo=args.xla_repo)
+    rewrite()
+    if extra["attribution"]["culprit"] not in ("xla", "below-hlo"):
+        return
+    deadline = Deadline(args.explain_budget)
+    budget = {"seconds": args.explain_budget}
+    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
+        f"(--explain-budget)")
+
+    def landed(culprit: dict) -> None:
+        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        rewrite()
+
+    culprit = explain_flags(bisection, say, deadline=deadline, progress=landed)
+    landed(culprit)
+    if culprit["kind"] in ("none", "workaround") \
+            and extra["attribution"]["culprit"] == "xla" \
+            and bisection.request.question.case is not None and not deadline.spent:
+        flags = culprit
+        culprit = {**explain_passes(bisection, say, deadline=deadline,
+                                    progress=lambda doc: landed({**doc, "flags": flags})),
+                   "flags": flags}
+    budget.update(spent=round(args.explain_budget - deadline.left, 1),
+                  exhausted=deadline.spent)
+    landed(culprit)
+
+
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
     release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
@@ -104,7 +138,8 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     if why:
         raise UserError(f"jax {release.version} cannot be installed here: {why}")
     explanation = explain_release(release, backend, question, say, threshold=args.threshold,
-                                  timeout=args.timeout, remeasure=args.remeasure,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT,
+                                  remeasure=args.remeasure,
                                   runs=args.runs)
     path, doc = write_explain_report(args.reports, release, backend, question, explanation,
                                      threshold=args.threshold, runs=args.runs)
