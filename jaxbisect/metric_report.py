@@ -409,19 +409,77 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
 
         parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
-        culprit = extra["explanation"]["culprit"]
-        said = [c["text"] for c in (culprit.get("flags"), culprit) if c and c.get("text")]
-        parts += ["## Why", "", " ".join(t[0].upper() + t[1:].rstrip(".") + "."
-                                         for t in said), ""]
-        if culprit.get("tests"):
-            parts += ["<details><summary>Every flag setting measured</summary>", "",
-                      tabulate([[t["release"], f"`{t['xla_flags']}`", t["behaviour"]]
-                                for t in culprit["tests"]],
-                               headers=["jax", "XLA_FLAGS", "behaviour"], tablefmt="github"),
-                      "", "</details>", ""]
+        parts += why_lines(extra["explanation"], q.metric, unit_of(b))
+    if extra and extra.get("interrupted"):
+        parts += [f"_{extra['interrupted'][0].upper()}{extra['interrupted'][1:]}._", ""]
+    if b.time_limit is not None:
+        parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
+                  ""]
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
+
+
+def _figure_cell(metric: str, unit: str, value) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return shown(metric, unit, value)
+    return "–" if value is None else str(value)
+
+
+def workaround_lines(workarounds: list[dict], metric: str, unit: str) -> list[str]:
+    """Every flag setting that brought the old figure back, one a line: the flag, the
+    release, the figure, and whether (and how) the reverse was tested."""
+    lines = []
+    for w in workarounds:
+        line = (f"- **Workaround:** `{w['xla_flags']}` under jax {w['release']} brings back the "
+                f"old {metric}")
+        if w.get("figure") is not None:
+            line += f" ({_figure_cell(metric, unit, w['figure'])})"
+        reverse = w.get("reverse")
+        if reverse:
+            if reverse.get("tested"):
+                line += (f"; the reverse, `{reverse['xla_flags']}` under jax "
+                         f"{reverse['release']}, gives the {reverse['behaviour']} behaviour")
+                if reverse.get("figure") is not None:
+                    line += f" ({_figure_cell(metric, unit, reverse['figure'])})"
+            else:
+                line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
+                         f"{reverse['release']}) could not be tested: "
+                         f"{reverse.get('error') or 'it gave no figure'}")
+        lines.append(line + ".")
+    return lines + ([""] if lines else [])
+
+
+def test_table(tests: list[dict], metric: str, unit: str, summary: str) -> list[str]:
+    rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
+             _figure_cell(metric, unit, t.get("figure")),
+             (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
+    return [f"<details><summary>{summary}</summary>", "",
+            tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric, "note"],
+                     tablefmt="github", disable_numparse=True), "", "</details>", ""]
+
+
+def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
+    """The "Why" section from the explanation's document: what the flag and pass searches
+    said, every workaround they measured, and a table of every setting measured."""
+    culprit = explanation["culprit"]
+    flags = culprit.get("flags") if culprit.get("flags") is not None else (
+        culprit if "flag_defaults_changed" in culprit or culprit.get("kind") == "workaround"
+        else None)
+    passes = culprit if flags is not culprit else None
+    said = [c["text"] for c in (flags, passes) if c and c.get("text")]
+    lines = ["## Why", "", " ".join(t[0].upper() + t[1:].rstrip(".") + "." for t in said), ""]
+    workarounds = [w for c in (flags, passes) if c for w in c.get("workarounds") or []]
+    lines += workaround_lines(workarounds, metric, unit)
+    budget = explanation.get("budget") or {}
+    if budget.get("exhausted"):
+        lines += [f"The explanation's budget ({budget['seconds']:.0f} s, --explain-budget) was "
+                  f"spent: what it did not reach is marked not tested.", ""]
+    if flags and flags.get("tests"):
+        lines += test_table(flags["tests"], metric, unit, "Every flag setting measured")
+    if passes and passes.get("tests"):
+        lines += test_table(passes["tests"], metric, unit, "Every HLO pass turned off")
+    return lines
 
 
 def standalone_lines(b: MetricBisection) -> list[str]:
@@ -499,6 +557,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),
+        "time_limit": ({**b.time_limit.as_json(), "explicit": req.timeout is not None}
+                       if b.time_limit else None),
         "report": str(report_path) if report_path else None,
     }
     if s.status == "alike":
