@@ -55,7 +55,7 @@ def run_limit(explicit: float | None, first_runs: Sequence[float | None]) -> Tim
                      f"{RUN_FLOOR:g} s at least")
 
 
-def test_limit(explicit: float | None, baseline: Sequence[float]) -> TimeLimit:
+def explain_limit(explicit: float | None, baseline: Sequence[float]) -> TimeLimit:
     """The limit of one run of an explanation's test: ``TEST_FACTOR`` times the median of
     the release's own runs (``baseline``, seconds), ``TEST_FLOOR`` at least."""
     if explicit is not None:

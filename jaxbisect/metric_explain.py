@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from .budgets import Deadline, test_limit
+from .budgets import Deadline, explain_limit
 from .cases import Question, measure_run
 from .catalogue import Release
 from .environments import ensure_environment
@@ -157,7 +157,7 @@ def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags:
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
     reduce, runs = reduce_for(q), []
     baseline = _baseline_seconds(b, release)
-    limit = test_limit(req.timeout, baseline)
+    limit = explain_limit(req.timeout, baseline)
     out = {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
            "error": None, "runs": 0, "limit": limit.as_json()}
     while True:
@@ -303,6 +303,20 @@ def pass_dumps(release: Release, backend: str, question: Question, *, timeout: f
         errors="replace"))} for name in names]
 
 
+def difference_sentence(first: dict | None) -> str:
+    """Where the per-pass dumps first differ, worded so that it never contradicts "the
+    lowered modules are identical": a difference already at a pipeline's start lies in what
+    that comparison leaves out."""
+    if not first or first.get("status") != "differ":
+        return ""
+    if first.get("pass") in ("pipeline-start", None):
+        return (f" Pass by pass, the two releases' HLO modules already differ as pipeline "
+                f"`{first['pipeline']}` starts, before any of its passes: in what the "
+                f"comparison of lowered modules leaves out (names, metadata, layouts).")
+    return (f" Pass by pass, the two releases' HLO modules first differ after "
+            f"`{first['pass']}` (pipeline `{first['pipeline']}`).")
+
+
 def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = None,
                    progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The HLO passes that changed the case's module under the new release, each turned off
@@ -356,15 +370,7 @@ def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = 
                              "xla_flags": f"--xla_disable_hlo_passes={n}", "safe": is_safe(n)}
                             for n in restoring],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
-    where = ""
-    if first and first.get("status") == "differ":
-        if first.get("pass") in ("pipeline-start", None):
-            where = (f" Pass by pass, the two releases' HLO modules already differ as pipeline "
-                     f"`{first['pipeline']}` starts, before any of its passes: in what the "
-                     f"comparison of lowered modules leaves out (names, metadata, layouts).")
-        else:
-            where = (f" Pass by pass, the two releases' HLO modules first differ after "
-                     f"`{first['pass']}` (pipeline `{first['pipeline']}`).")
+    where = difference_sentence(first)
     more = ""
     if slower:
         more += (" Turned off, " + ", ".join(f"`{n}`" for n in slower)
