@@ -202,18 +202,10 @@ def display_path(path: str) -> str:
 
 
 def sweep_argv(b: MetricBisection) -> list[str]:
-    """The command that measures every release of the range (what bisection cannot see)."""
-    argv, out, skip = reproduce_argv(b)[3:], ["nox", "-s", "repro_range", "--"], 0
-    for arg in argv:
-        if skip:
-            skip -= 1
-        elif arg == "--minimize":
-            continue
-        elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
-            skip = 1
-        else:
-            out.append(arg)
-    return out
+    """The command that measures every release of the range (what bisection cannot see),
+    as the bisection measured its probes: the same runs, threshold and classifier."""
+    return ["nox", "-s", "repro_range", "--",
+            *[a for a in reproduce_argv(b)[3:] if a != "--minimize"]]
 
 
 MEASURE_SNIPPETS = {
