@@ -36,7 +36,7 @@ def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
     """Exit 0 when a change is found, 1 when there is none (or no answer)."""
-    from .metric_report import answer_line, thirds_line, write_report
+    from .metric_report import answer_line, raised_line, thirds_line, write_report
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
@@ -74,17 +74,38 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
-        third = thirds_line(bisection)
-        if third:
-            print(third.replace("**", ""))
+        for line in (thirds_line(bisection), raised_line(bisection)):
+            if line:
+                print(line.replace("**", "").replace("`", ""))
         if "sweep" in doc:
             print(f"a change made and undone inside the range cannot be seen by bisection; "
                   f"every release: {doc['sweep']}")
-        s = bisection.search
-        print(f"probes: {len(s.placed)} ({s.remeasures} re-measured; "
-              f"{sum(p.cached for p in s.placed.values())} stored)")
+        if "minimal" in doc:
+            print(minimal_line(doc["minimal"]))
+        print(probes_line(bisection))
     say(f"report: {path}")
     return 0 if bisection.search.status == "found" else 1
+
+
+def probes_line(bisection) -> str:
+    """How many releases were probed, and how many of their runs a rerun read back from the
+    store instead of measuring (each run once, however often the search asked for it)."""
+    s = bisection.search
+    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    stored = sum(r.cached for r in runs.values())
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
+            f"{stored} of them stored from an earlier run")
+
+
+def minimal_line(minimal: dict) -> str:
+    """``--minimize``'s answer on stdout: the minimal program's parameters."""
+    if not minimal.get("kept_at_start"):
+        return "minimal: nothing shrunk (the change does not show at the parameters asked for)"
+    params = " ".join(f"--param {k}={v}" for k, v in minimal["params"].items())
+    return (f"minimal: {params} ({minimal['metric']} {minimal['old_value']} at jax "
+            f"{minimal['old']}, {minimal['new_value']} at jax {minimal['new']}"
+            + ("" if minimal.get("complete") else "; the budget ran out: smaller may exist")
+            + ")")
 
 
 def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,

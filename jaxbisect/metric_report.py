@@ -144,6 +144,38 @@ def answer_line(b: MetricBisection) -> str:
     return text
 
 
+def unplaced_label(placed: Placed) -> str:
+    """A release the search never placed (an end of a range without an answer): measured,
+    or without a figure, never a skip."""
+    return "measured" if placed.values else "no figure"
+
+
+def raised_releases(b: MetricBisection) -> list[tuple[str, str]]:
+    """(jax release, its error) for each probed release where the program raised, under a
+    metric other than ``error``."""
+    if b.request.question.metric == "error":
+        return []
+    out = []
+    for index, placed in sorted(b.search.placed.items()):
+        run = next((r for r in placed.runs if r.status == "raised"), None)
+        if run is not None:
+            out.append((str(b.candidates[index].version), run.error or "an error"))
+    return out
+
+
+def raised_line(b: MetricBisection) -> str | None:
+    """Which releases raised, and the command that bisects by whether it raises."""
+    raised = raised_releases(b)
+    if not raised:
+        return None
+    argv = reproduce_argv(b)
+    argv[argv.index("--metric") + 1] = "error"
+    return (f"**The program raised** under " + "; ".join(f"jax {v} ({e[:120]})"
+                                                      for v, e in raised)
+            + f": those releases give no {b.request.question.metric}. To find where it "
+              f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
+
+
 def thirds_line(b: MetricBisection) -> str | None:
     if not b.search.thirds:
         return None
@@ -193,12 +225,21 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
     return argv
 
 
-def display_path(path: str) -> str:
-    """A case's path as the user would type it: relative to here where it lies below."""
+CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
+
+
+def display_path(path: str, clone: Path = CLONE) -> str:
+    """A case's path as a maintainer would type it: relative to the toolkit's clone where it
+    lies inside it; elsewhere (the user's own folder) its file name, which the report's
+    Reproduce section says to save the program under."""
     try:
-        return str(Path(path).relative_to(Path.cwd()))
+        return str(Path(path).resolve().relative_to(clone))
     except ValueError:
-        return path
+        return Path(path).name
+
+
+def inside_clone(path: str, clone: Path = CLONE) -> bool:
+    return Path(path).resolve().is_relative_to(clone)
 
 
 def sweep_argv(b: MetricBisection) -> list[str]:
@@ -280,7 +321,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     for index, placed in sorted(b.search.placed.items()):
         release = b.candidates[index]
         fig = figure(q.metric, seen(q, placed))
-        label = placed.placement.label.value if placed.placement else "skip"
+        label = placed.placement.label.value if placed.placement else unplaced_label(placed)
         if placed.placement and placed.placement.third:
             label = "third behaviour"
         confidence = placed.placement.confidence if placed.placement else None
@@ -349,9 +390,9 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
     parts = [title, "", answer_line(b), ""]
-    third = thirds_line(b)
-    if third:
-        parts += [third, ""]
+    for line in (thirds_line(b), raised_line(b)):
+        if line:
+            parts += [line, ""]
     if s.status == "found":
         old, new = b.pair
         parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
@@ -389,8 +430,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                   f"<details><summary>{display_path(q.case.path)} (sha256 "
                   f"{q.case.sha256[:12]})</summary>", "", "```python", q.case.source.rstrip(),
                   "```", "", "</details>", ""]
+    saved = ([f"(Save the program above, in *The program*, as `{display_path(q.case.path)}` "
+              f"in the toolkit's clone first: it is not part of the toolkit.)", ""]
+             if q.case is not None and not inside_clone(q.case.path) else [])
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
-              "README's Quick start installs it):", "", "```sh",
+              "README's Quick start installs it):", "", *saved, "```sh",
               shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
               "```", ""]
     parts += standalone_lines(b)
@@ -511,7 +555,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         p = placed.placement
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "label": p.label.value if p else "skip", "confidence": p.confidence if p else None,
+            "label": p.label.value if p else unplaced_label(placed),
+            "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
@@ -542,6 +587,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                        "jaxlib": jaxlib_of(pair[1], s.placed[s.result.first_new])}
                       if pair else None),
         "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
+        "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures,
                    "limit": {"probes": b.limit[0]},
