@@ -144,6 +144,12 @@ def answer_line(b: MetricBisection) -> str:
     return text
 
 
+def distinct_runs(placed: Placed) -> list:
+    """Each run once: a release that hung is asked again by the search, and answered with
+    its one hung run (budgets.EndsTimer)."""
+    return list({r.number: r for r in placed.runs}.values())
+
+
 def unplaced_label(placed: Placed) -> str:
     """A release the search never placed (an end of a range without an answer): measured,
     or without a figure, never a skip."""
@@ -336,7 +342,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
             note = placed.failure.error or ""
         rows.append([str(release.version), jaxlib_of(release, placed), label,
                      figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
-                     len(placed.runs), order[index], note[:160]])
+                     len(distinct_runs(placed)), order[index], note[:160]])
     if not any(row[-1] for row in rows):
         headers.pop()
         rows = [row[:-1] for row in rows]
@@ -560,7 +566,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds}
-                     for r in placed.runs],
+                     for r in distinct_runs(placed)],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
