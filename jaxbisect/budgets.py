@@ -80,8 +80,8 @@ class EndsTimer:
     hang is the run's answer (the sample ``HANGS``), not a missing figure."""
 
     def __init__(self, measure: Callable, ends: tuple[int, int], explicit: float | None,
-                 *, hang_is_value: bool = False):
-        self.measure, self.ends, self.explicit = measure, ends, explicit
+                 *, hang_is_value: bool = False, say: Callable[[str], None] = lambda m: None):
+        self.measure, self.ends, self.explicit, self.say = measure, ends, explicit, say
         self.hang_is_value = hang_is_value
         self.first: dict[int, float] = {}
         self.hung: dict[int, object] = {}
@@ -98,6 +98,7 @@ class EndsTimer:
         hung = run.status == "hung"
         if hung:
             run = replace(run, error=hung_error(limit))
+            self.say(f"jax {run.release}: {run.error}; not run again")
             if self.hang_is_value:
                 run = replace(run, status="ok", samples=(HANGS,))
             self.hung[index] = run

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from .budgets import EndsTimer, TimeLimit
+from .budgets import EndsTimer, TimeLimit, run_limit
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
 from .classify import (
@@ -326,7 +326,10 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
         + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
-           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else ""))
+           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else "")
+        + (f"; a run may take {run_limit(None, [None, None]).seconds:.0f} s until the ends' own times are "
+           f"known (--timeout sets it)" if request.timeout is None
+           else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
     def real_run(i: int, number: int, seconds: float) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
@@ -334,7 +337,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
     timer = EndsTimer(run_at or (lambda i, number, seconds: real_run(i, number, seconds)),
-                      (0, n - 1), request.timeout, hang_is_value=q.metric == "error")
+                      (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
+                      say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
@@ -347,8 +351,27 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed,
                            say=lambda m: say(_named(m, names)))
+    if q.metric in TIMING_METRICS:
+        search = hangs_beyond_both_ends(search, (0, n - 1))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
                            probe_limit(n), timer.limit)
+
+
+TIMING_METRICS = ("run_time", "compile_time")
+
+
+def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> MetricSearch:
+    """Under a timing metric, a release between the ends that hung is slower than both: a
+    third behaviour (left out of the search as the skip it already was), not a missing
+    figure."""
+    hung = {i: p for i, p in search.placed.items() if i not in ends and not p.values
+            and p.failure is not None and p.failure.status == "hung"}
+    if not hung:
+        return search
+    placed = {i: (replace(p, placement=Placement(Label.SKIP, None, third=True,
+                                                 reason=p.failure.error))
+                  if i in hung else p) for i, p in search.placed.items()}
+    return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
 
 
 def _named(message: str, names: list[str]) -> str:

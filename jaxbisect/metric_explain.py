@@ -228,6 +228,8 @@ def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = N
             b, classify, sides[side], setting, say, deadline=deadline,
             test=f"flag test {len(made) + 1}, {len(changes)} flags")
         progress({"kind": "none", "name": None, "tests": list(made.values()),
+                  "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
+                                            for c in changes],
                   "text": "The flag search is under way."})
         return made[(side, setting)]["behaviour"]
 

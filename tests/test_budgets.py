@@ -123,3 +123,19 @@ def test_a_deadline_is_spent_by_its_clock():
     assert not deadline.spent and deadline.left == 10
     now[0] = 110.5
     assert deadline.spent and deadline.left < 0
+
+
+def test_under_a_timing_metric_a_release_that_hung_is_beyond_both_ends():
+    from jaxbisect.metric_bisect import hangs_beyond_both_ends
+
+    calls: list = []
+    truth = {0: "old", 1: "old", 2: "hang", 3: "new", 4: "new"}
+    timer = EndsTimer(fake(truth, calls), (0, 4), None)
+    s = hangs_beyond_both_ends(search_metric(5, timer, deterministic, noisy_metric=False),
+                               (0, 4))
+    assert s.status == "found"
+    assert 2 in s.placed  # the middle, probed first: a third behaviour, still a skip
+    assert s.thirds == (2,) and s.placed[2].placement.third
+    assert s.placed[2].placement.reason.startswith("hangs past 60 s")
+    assert s.placed[2].outcome.value == "skip"
+    assert [c[0] for c in calls].count(2) <= 1

@@ -77,3 +77,28 @@ def test_an_end_that_measured_is_not_a_skip(recorded_catalogue):
     # a shipped case: named by its path inside the clone, nothing to save
     assert doc["case"]["path"] == "repro/cases/while_loop_cpu_slowdown.py"
     assert "Save the program above" not in render(b)
+
+
+def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catalogue):
+    from dataclasses import replace
+
+    from jaxbisect.metric_cli import probes_line
+
+    names = ["0.4.30", "0.4.31", "0.4.33", "0.4.34", "0.4.35"]
+    b, _ = bisected(recorded_catalogue, SHIPPED, dict(zip(names, [1.0, 1.0, 5.0, 5.0, 5.0])))
+    placed = {i: replace(p, runs=tuple(replace(r, cached=i == 0) for r in p.runs))
+              for i, p in b.search.placed.items()}  # a resume: the old end was stored
+    resumed = replace(b, search=replace(b.search, placed=placed))
+    total = sum(len(p.runs) for p in placed.values())
+    assert probes_line(resumed).endswith(f"runs: {total}, 1 of them stored from an earlier run")
+
+
+def test_minimize_prints_the_minimal_parameters():
+    from jaxbisect.metric_cli import minimal_line
+
+    line = minimal_line({"kept_at_start": True, "params": {"steps": 2048, "n": 3},
+                         "metric": "run_time", "old_value": 0.01, "new_value": 0.0004,
+                         "old": "0.5.2", "new": "0.5.3", "complete": True})
+    assert line == ("minimal: --param steps=2048 --param n=3 (run_time 0.01 at jax 0.5.2, "
+                    "0.0004 at jax 0.5.3)")
+    assert "nothing shrunk" in minimal_line({"kept_at_start": False})
