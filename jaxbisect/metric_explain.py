@@ -226,7 +226,7 @@ def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = N
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
             b, classify, sides[side], setting, say, deadline=deadline,
-            test=f"flag test {len(made) + 1}, {len(changes)} flags")
+            test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
         progress({"kind": "none", "name": None, "tests": list(made.values()),
                   "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
                                             for c in changes],

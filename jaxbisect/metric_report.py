@@ -176,7 +176,7 @@ def raised_line(b: MetricBisection) -> str | None:
         return None
     argv = reproduce_argv(b)
     argv[argv.index("--metric") + 1] = "error"
-    return (f"**The program raised** under " + "; ".join(f"jax {v} ({e[:120]})"
+    return ("**The program raised** under " + "; ".join(f"jax {v} ({e[:120]})"
                                                       for v, e in raised)
             + f": those releases give no {b.request.question.metric}. To find where it "
               f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")

@@ -17,8 +17,8 @@ from jaxbisect.budgets import (
     TEST_FLOOR,
     Deadline,
     EndsTimer,
-    run_limit,
     explain_limit,
+    run_limit,
 )
 from jaxbisect.cases import Run
 from jaxbisect.classify import deterministic, matching
