@@ -109,12 +109,16 @@ def minimal_line(minimal: dict) -> str:
 
 
 def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
-            rewrite: Callable[[], object]) -> None:
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
     """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
     within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
-    part lands."""
+    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
     from .budgets import Deadline
-    from .metric_explain import attribution, explain_flags, explain_passes
+
+    if searches is None:
+        from .metric_explain import attribution, explain_flags, explain_passes
+    else:
+        attribution, explain_flags, explain_passes = searches
 
     extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
                                       xla_repo=args.xla_repo)
