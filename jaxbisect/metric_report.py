@@ -156,6 +156,10 @@ def unplaced_label(placed: Placed) -> str:
     return "measured" if placed.values else "no figure"
 
 
+def unplaced_reason(placed: Placed) -> str:
+    return placed.failure.error if placed.failure and placed.failure.error else "no answer"
+
+
 def raised_releases(b: MetricBisection) -> list[tuple[str, str]]:
     """(jax release, its error) for each probed release where the program raised, under a
     metric other than ``error``."""
@@ -427,7 +431,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     if skipped or b.unusable:
         parts += ["Skipped or left out:", ""]
         parts += [f"- jax {b.candidates[i].version}: "
-                  f"{p.placement.reason if p.placement else 'no answer'}" for i, p in skipped]
+                  f"{p.placement.reason if p.placement else unplaced_reason(p)}"
+                  for i, p in skipped]
         parts += [f"- {which}: not installable here ({why})"
                   for which, why in grouped_reasons(b.unusable)]
         parts.append("")
