@@ -64,6 +64,10 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
         return values_of(runs.get(i, []), reduce)
 
     first, last = measured[0], measured[-1]
+    if first == last:  # one release: its figure, nothing to place it against
+        measure((first,), batch)
+        placed[first] = Placed(first, tuple(runs[first]), None, values(first))
+        return placed, None
     measure((first, last), batch)
     if not values(first) or not values(last):
         for i in (first, last):
@@ -94,7 +98,7 @@ def label_of(placed: Placed, ends) -> str:
     """old | new | ambiguous | third behaviour | like the ends | no figure."""
     p = placed.placement
     if p is None:
-        return "no figure"
+        return "measured" if placed.values else "no figure"
     if p.third:
         return "third behaviour"
     if ends is not None and not ends.distinct and p.label in (Label.OLD, Label.NEW):
@@ -160,7 +164,8 @@ def sweep_case(args: argparse.Namespace, say: Say, select) -> int:
         f"# {question.case.name}: {question.metric} by jax release ({where})", "",
         f"The case `{question.case.name}` ({params}), {how}, each release labelled by the "
         f"classifier learned from the ends"
-        + (f" ({ends.reason})" if ends is not None else " (an end gave no figure)")
+        + (f" ({ends.reason})" if ends is not None else " (one release: nothing to label it "
+           "against)" if len(usable) == 1 else " (an end gave no figure)")
         + f"; made by `{command}`.",
         "", table, "", "<details><summary>Machine</summary>", "", "```text",
         machine_description(dated=True), "```", "", "</details>", ""]))

@@ -72,3 +72,12 @@ def test_an_end_without_a_figure_leaves_every_release_unlabelled():
                                reduce=every_sample)
     assert ends is None and placed[1] is None
     assert label_of(placed[0], ends) == "no figure"
+    assert label_of(placed[2], ends) == "measured"  # the end that measured
+
+
+def test_one_release_is_measured_once_a_run_and_not_placed():
+    calls: list = []
+    placed, ends = place_every(1, noisy_runner(["old"], 1, calls), noisy, noisy_metric=True,
+                               batch=5, max_runs=10, reduce=every_sample)
+    assert calls == [(0, k) for k in range(1, 6)] and ends is None
+    assert label_of(placed[0], ends) == "measured"
