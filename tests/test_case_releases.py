@@ -209,9 +209,12 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
     folder = tmp_path / "scan_growth-memory"
     results = {p.name: json.loads(p.read_text()) for p in folder.glob("jax-*.json")}
     assert set(results) == {"jax-0.5.0-cpu.json", "jax-0.5.1-cpu.json"}
-    old, new = (results[f"jax-{v}-cpu.json"]["samples"][0] for v in ("0.5.0", "0.5.1"))
-    assert new > old * 1.4
-    assert (folder / "README.md").read_text().count("| ok ") == 2
+    old, new = (results[f"jax-{v}-cpu.json"] for v in ("0.5.0", "0.5.1"))
+    assert new["figure"]["median"] > old["figure"]["median"] * 1.4
+    assert new["runs"][0]["samples"] == [new["figure"]["median"]]  # one run: memory is exact
+    assert (old["label"], new["label"]) == ("old", "new")  # labelled as a bisection's ends
+    table = (folder / "README.md").read_text()
+    assert table.count("| old ") == 1 and table.count("| new ") == 1
 
 
 @pytest.mark.jax
