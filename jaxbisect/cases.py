@@ -27,7 +27,15 @@ from .catalogue import Release
 from .crashes import crash_of
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
-from .harness import Crashed, HarnessFailed, command_environ, harness_id, run_repro, target_key
+from .harness import (
+    Crashed,
+    HarnessFailed,
+    RunTimedOut,
+    command_environ,
+    harness_id,
+    run_repro,
+    target_key,
+)
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
@@ -134,6 +142,7 @@ class Run:
     release: str
     number: int                  # the k-th run of this release for this question
     status: str                  # ok | raised (the program raised) | crashed | failed (skip)
+    #                              | hung (past its time limit; never stored)
     samples: tuple = ()
     error: str | None = None
     document: dict | None = None  # the harness's document (function cases)
@@ -172,13 +181,13 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
     kept: list[bool] = []
 
     def measure() -> Run:
-        started = time.perf_counter()
         try:
             env = ensure_environment(release, backend, progress=say, verify=remeasure)
         except InstallFailed as exc:
             kept.append(False)
             return Run(release=str(release.version), number=number, status="failed",
                        error=str(exc))
+        started = time.perf_counter()  # the run's own time, not the install's (its limit)
         say(f"jax {release.version}: {question.metric} of {question.label}, run {number}")
         keep = True
         try:
@@ -189,8 +198,9 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         except Crashed as exc:
             run = crashed_run(question, str(release.version), number, exc.crash)
             keep = exc.lasting
-        except HarnessFailed as exc:
-            run = Run(release=str(release.version), number=number, status="failed",
+        except HarnessFailed as exc:  # a timeout: "hung" (docs/cases.md, time limits)
+            run = Run(release=str(release.version), number=number,
+                      status="hung" if isinstance(exc, RunTimedOut) else "failed",
                       error=str(exc))
             keep = exc.lasting
         kept.append(keep)
@@ -226,7 +236,7 @@ def _command_run(env, release: Release, question: Question, number: int,
         done = subprocess.run(list(question.command), env=child_env, timeout=timeout,
                               capture_output=True, text=True)
     except subprocess.TimeoutExpired:
-        raise HarnessFailed(f"timed out after {timeout:.0f} s", lasting=False) from None
+        raise RunTimedOut(f"timed out after {timeout:.0f} s") from None
     except OSError as exc:
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,15 @@ from repro.options import OneLineParser, add_size_options, glue_flag_values, pos
 from repro.target import built_in as built_in_targets
 from repro.verdict import size_problem
 
+from .budgets import (
+    EXPLAIN_BUDGET,
+    FIRST_RUN_LIMIT,
+    HANGS,
+    RUN_FACTOR,
+    RUN_FLOOR,
+    TEST_FACTOR,
+    TEST_FLOOR,
+)
 from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
@@ -86,8 +96,10 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
         "dtype": "the array's element type (default float32)"})
     p.add_argument("--xla-flags", default="", metavar="FLAGS",
                    help="XLA_FLAGS for every probe; the report says which were in force")
-    p.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help="per probe; a release that takes longer is skipped")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help=f"per run; a release that takes longer is skipped (default "
+                        f"{DEFAULT_TIMEOUT:.0f}; with --case or --metric: from the ends' own "
+                        f"times, see --explain-budget's group)")
     p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                    help="where the markdown report and its JSON go (default: reports/)")
     p.add_argument("--try-xla-flags", action="append", default=[], metavar="FLAGS",
@@ -145,6 +157,19 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--include-yanked", action="store_true",
                    help="measure the yanked releases inside the range as candidates too "
                         "(every report names them either way)")
+    # issue 25: the time limits of a metric bisection (jaxbisect/budgets.py)
+    limits = p.add_argument_group(
+        "time limits of --case / --metric (docs/cases.md)", textwrap.fill(
+        f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
+        f"run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
+        f"past its limit hangs: a behaviour, not retried (the error metric's value "
+        f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
+        f"{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.", 88))
+    limits.add_argument("--explain-budget", type=_seconds, default=EXPLAIN_BUDGET,
+                        metavar="SECONDS",
+                        help=f"the most the explanation (XLA flags, then HLO passes) may spend "
+                             f"measuring; what is left is reported as not tested (default "
+                             f"{EXPLAIN_BUDGET:.0f})")
     return p
 
 
@@ -216,7 +241,8 @@ def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=N
         start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
         backend = resolve_backend(args.backend, options.target)
     return Request(start=start, end=end, backend=backend, options=options, command=command,
-                   try_xla_flags=tuple(args.try_xla_flags), timeout=args.timeout,
+                   try_xla_flags=tuple(args.try_xla_flags),
+                   timeout=args.timeout or DEFAULT_TIMEOUT,
                    remeasure=args.remeasure, jobs=args.jobs or default_jobs(),
                    minimize=args.minimize, include_yanked=args.include_yanked)
 
@@ -318,8 +344,8 @@ def minimize_builtin(bisection, args: argparse.Namespace, say) -> tuple[dict, st
                         target=o.target, xla_flags=o.xla_flags)
     old, new = bisection.last_old.release, bisection.first_new.release
     shrunk, first, names = minimize(old, new, bisection.request.backend, question, say,
-                                    timeout=args.timeout, remeasure=args.remeasure,
-                                    budget=args.minimize_budget)
+                                    timeout=args.timeout or DEFAULT_TIMEOUT,
+                                    remeasure=args.remeasure, budget=args.minimize_budget)
     minimal = minimal_document(shrunk, first, names, question, old, new, "bytes")
     return minimal, minimal_markdown(minimal, "repro/cases/scan_growth.py")
 
@@ -338,7 +364,8 @@ def run_explain(args: argparse.Namespace, catalogue, options: HarnessOptions, sa
     why = catalogue.unusable_reason(release, backend)
     if why:
         raise UserError(f"jax {release.version} cannot be installed here for {backend}: {why}")
-    markdown, explanation = explain_one(release, backend, options, say, timeout=args.timeout,
+    markdown, explanation = explain_one(release, backend, options, say,
+                                        timeout=args.timeout or DEFAULT_TIMEOUT,
                                         remeasure=args.remeasure)
     path, doc = write_explain_report(args.reports, str(release.version), backend, options,
                                      explanation, markdown)

@@ -289,6 +289,11 @@ class Crashed(HarnessFailed):
     def __init__(self, what: str, crash: str):
         super().__init__(f"{what} {crash}", lasting=not crash.startswith("crashed: SIGKILL"))
         self.crash = crash
+class RunTimedOut(HarnessFailed):
+    """The process ran past its time limit: the program hangs (or is far slower) there."""
+
+    def __init__(self, message: str):
+        super().__init__(message, lasting=False)
 
 
 class EnvironmentBroken(HarnessFailed):
@@ -313,7 +318,7 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         done = subprocess.run([str(python), "-m", module, *argv], cwd=stage, env=child_env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise HarnessFailed(f"{what} timed out after {timeout:.0f} s", lasting=False) from None
+        raise RunTimedOut(f"{what} timed out after {timeout:.0f} s") from None
     except OSError as exc:
         raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
     if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):

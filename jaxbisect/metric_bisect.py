@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from .budgets import EndsTimer, TimeLimit, run_limit
 from .cases import Question, Run, measure_run
 from .catalogue import Catalogue, Release
 from .classify import (
@@ -132,8 +133,9 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         if not values(i):
             failure = Placed(i, tuple(runs[i])).failure
             # The end that measured is one (a crash at the other is named in the answer).
-            placed = {j: Placed(j, tuple(runs[j]), _end_placement(j == 0) if values(j) else None,
-                                values(j)) for j in ends_at}
+            # An end that measured keeps its figures ("measured", not a skip); with no figure
+            # at the other end there is nothing to call it old or new against.
+            placed = {j: Placed(j, tuple(runs[j]), values=values(j)) for j in ends_at}
             what = "the first" if i == 0 else "the last"
             return MetricSearch("unmeasurable", None, placed, None,
                                 reason=f"{what} release gives no figure: "
@@ -189,11 +191,6 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))
-
-
-def _end_placement(old: bool) -> Placement:
-    return (Placement(Label.OLD, None, reason="the old end") if old
-            else Placement(Label.NEW, None, reason="the new end"))
 
 
 def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
@@ -310,7 +307,7 @@ class MetricRequest:
     backend: str
     question: Question
     threshold: float | None = None
-    timeout: float = 1800.0
+    timeout: float | None = None     # None: derived from the ends' own times (budgets.py)
     remeasure: bool = False
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
@@ -325,6 +322,14 @@ class MetricBisection:
     search: MetricSearch
     limit: tuple[int, int] = field(default=(0, 0))
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
+    time_limit: TimeLimit | None = None   # a run's limit once the ends had run
+
+    @property
+    def timeout(self) -> float:
+        """The limit of a run after the search (the modules, the explanation's listing)."""
+        if self.time_limit is not None:
+            return self.time_limit.seconds
+        return self.request.timeout if self.request.timeout is not None else 1800.0
 
     @property
     def probes(self) -> list[tuple[Release, Placed]]:
@@ -364,11 +369,19 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
         + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
-           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else ""))
+           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else "")
+        + (f"; a run may take {run_limit(None, [None, None]).seconds:.0f} s until the ends' own times are "
+           f"known (--timeout sets it)" if request.timeout is None
+           else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def real_run(i: int, number: int) -> Run:
+    def real_run(i: int, number: int, seconds: float) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
-                           timeout=request.timeout, remeasure=request.remeasure, say=say)
+                           timeout=seconds, remeasure=request.remeasure, say=say)
+
+    # A run's limit from the ends' own times; a release that hung once is not run again.
+    timer = EndsTimer(run_at or (lambda i, number, seconds: real_run(i, number, seconds)),
+                      (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
+                      say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
@@ -376,7 +389,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
 
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
-    run = run_at or real_run
+    run: RunAt = timer
     if q.metric == "error":
         run = crash_rated(run, n)
     search = search_metric(n, run, classifier_for(q, request.threshold),
@@ -392,9 +405,12 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
         search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
                                batch=batch_size(q, request.runs), reduce=reduce_for(q),
                                say=lambda m: say(_named(m, names)))
+    if q.metric in TIMING_METRICS:
+        search = hangs_beyond_both_ends(search, (0, n - 1))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
                            probe_limit(n),
-                           tuple(catalogue.yanked_between(request.start, request.end)))
+                           tuple(catalogue.yanked_between(request.start, request.end)),
+                           timer.limit)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
@@ -424,6 +440,23 @@ def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
             thirds.append(i)
         placed[i] = Placed(i, runs, placement, seen)
     return replace(search, placed=placed, thirds=tuple(sorted(thirds)))
+
+
+TIMING_METRICS = ("run_time", "compile_time")
+
+
+def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> MetricSearch:
+    """Under a timing metric, a release between the ends that hung is slower than both: a
+    third behaviour (left out of the search as the skip it already was), not a missing
+    figure."""
+    hung = {i: p for i, p in search.placed.items() if i not in ends and not p.values
+            and p.failure is not None and p.failure.status == "hung"}
+    if not hung:
+        return search
+    placed = {i: (replace(p, placement=Placement(Label.SKIP, None, third=True,
+                                                 reason=p.failure.error))
+                  if i in hung else p) for i, p in search.placed.items()}
+    return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
 
 
 def _named(message: str, names: list[str]) -> str:

@@ -12,7 +12,7 @@ from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
 from .files import check_reports_folder
-from .harness import target_option
+from .harness import DEFAULT_TIMEOUT, target_option
 from .metric_bisect import MetricRequest, bisect_metric
 
 Say = Callable[[str], None]
@@ -36,7 +36,14 @@ def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
     """Exit 0 when a change is found, 1 when there is none (or no answer)."""
-    from .metric_report import answer_line, crash_line, thirds_line, write_report, yanked_line
+    from .metric_report import (
+        answer_line,
+        crash_line,
+        raised_line,
+        thirds_line,
+        write_report,
+        yanked_line,
+    )
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
@@ -44,20 +51,18 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue)
     bisection = bisect_metric(catalogue, request, say)
-    extra = {}
-    if bisection.search.status == "found" and not args.no_evidence:
-        from .metric_explain import attribution
-
-        extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
-                                          xla_repo=args.xla_repo)
-        if extra["attribution"]["culprit"] in ("xla", "below-hlo", "jaxlib"):
-            from .metric_explain import explain_flags, explain_passes
-
-            culprit = explain_flags(bisection, say)
-            if culprit["kind"] == "none" and extra["attribution"]["culprit"] == "xla" \
-                    and bisection.request.question.case is not None:
-                culprit = {**explain_passes(bisection, say), "flags": culprit}
-            extra["explanation"] = {"culprit": culprit}
+    extra: dict = {}
+    # The report is written as soon as the answer is known, and again as the explanation
+    # lands: Ctrl-C or a spent budget leaves what was measured.
+    write_report(bisection, args.reports, extra)
+    try:
+        if bisection.search.status == "found" and not args.no_evidence:
+            explain(bisection, args, extra, say,
+                    lambda: write_report(bisection, args.reports, extra))
+    except KeyboardInterrupt:
+        extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
+        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        raise
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .metric_report import display_path, unit_of
@@ -66,7 +71,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         q = bisection.request.question
         old, new = bisection.pair
         shrunk, first, names = minimize(old, new, request.backend, q, say,
-                                        threshold=request.threshold, timeout=request.timeout,
+                                        threshold=request.threshold, timeout=bisection.timeout,
                                         remeasure=request.remeasure, runs=request.runs,
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
@@ -76,17 +81,79 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         print(json.dumps(doc, indent=2))
     else:
         print(answer_line(bisection).replace("**", ""))
-        for line in (thirds_line(bisection), crash_line(bisection), yanked_line(bisection)):
+        for line in (thirds_line(bisection), raised_line(bisection), crash_line(bisection),
+                     yanked_line(bisection)):
             if line:
-                print(line.replace("**", ""))
+                print(line.replace("**", "").replace("`", ""))
         if "sweep" in doc:
             print(f"a change made and undone inside the range cannot be seen by bisection; "
                   f"every release: {doc['sweep']}")
-        s = bisection.search
-        print(f"probes: {len(s.placed)} ({s.remeasures} re-measured; "
-              f"{sum(p.cached for p in s.placed.values())} stored)")
+        if "minimal" in doc:
+            print(minimal_line(doc["minimal"]))
+        print(probes_line(bisection))
     say(f"report: {path}")
     return 0 if bisection.search.status == "found" else 1
+
+
+def probes_line(bisection) -> str:
+    """How many releases were probed, and how many of their runs a rerun read back from the
+    store instead of measuring (each run once, however often the search asked for it)."""
+    s = bisection.search
+    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    stored = sum(r.cached for r in runs.values())
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
+            f"{stored} of them stored from an earlier run")
+
+
+def minimal_line(minimal: dict) -> str:
+    """``--minimize``'s answer on stdout: the minimal program's parameters."""
+    if not minimal.get("kept_at_start"):
+        return "minimal: nothing shrunk (the change does not show at the parameters asked for)"
+    params = " ".join(f"--param {k}={v}" for k, v in minimal["params"].items())
+    return (f"minimal: {params} ({minimal['metric']} {minimal['old_value']} at jax "
+            f"{minimal['old']}, {minimal['new_value']} at jax {minimal['new']}"
+            + ("" if minimal.get("complete") else "; the budget ran out: smaller may exist")
+            + ")")
+
+
+def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
+    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
+    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
+    from .budgets import Deadline
+
+    if searches is None:
+        from .metric_explain import attribution, explain_flags, explain_passes
+    else:
+        attribution, explain_flags, explain_passes = searches
+
+    extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
+                                      xla_repo=args.xla_repo)
+    rewrite()
+    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
+        return
+    deadline = Deadline(args.explain_budget)
+    budget = {"seconds": args.explain_budget}
+    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
+        f"(--explain-budget)")
+
+    def landed(culprit: dict) -> None:
+        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        rewrite()
+
+    culprit = explain_flags(bisection, say, deadline=deadline, progress=landed)
+    landed(culprit)
+    if culprit["kind"] in ("none", "workaround") \
+            and extra["attribution"]["culprit"] == "xla" \
+            and bisection.request.question.case is not None and not deadline.spent:
+        flags = culprit
+        culprit = {**explain_passes(bisection, say, deadline=deadline,
+                                    progress=lambda doc: landed({**doc, "flags": flags})),
+                   "flags": flags}
+    budget.update(spent=round(args.explain_budget - deadline.left, 1),
+                  exhausted=deadline.spent)
+    landed(culprit)
 
 
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
@@ -104,7 +171,8 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     if why:
         raise UserError(f"jax {release.version} cannot be installed here: {why}")
     explanation = explain_release(release, backend, question, say, threshold=args.threshold,
-                                  timeout=args.timeout, remeasure=args.remeasure,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT,
+                                  remeasure=args.remeasure,
                                   runs=args.runs)
     path, doc = write_explain_report(args.reports, release, backend, question, explanation,
                                      threshold=args.threshold, runs=args.runs)

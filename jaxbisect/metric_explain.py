@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import statistics
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from .cases import Question
+from .budgets import Deadline, explain_limit
+from .cases import Question, measure_run
 from .catalogue import Release
 from .crashes import is_crash
 from .environments import ensure_environment
@@ -106,7 +108,7 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
                 "text": "a command's program is not known to the toolkit: its modules were "
                         "not compared", **commits}
     try:
-        texts = [hlo_texts(r, b.request.backend, q, timeout=b.request.timeout,
+        texts = [hlo_texts(r, b.request.backend, q, timeout=b.timeout,
                            remeasure=b.request.remeasure, say=say) for r in (old, new)]
     except (InstallFailed, HarnessFailed) as exc:
         return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
@@ -115,30 +117,77 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
                                   texts[0]["optimized"], texts[1]["optimized"]), **commits}
 
 
+NOT_TESTED = "not tested"
+MUCH_SLOWER = "much slower"
+
+
+def _baseline_seconds(b: MetricBisection, release: Release) -> list[float]:
+    """The seconds of the bisection's own runs of ``release`` that gave an answer."""
+    index = next((i for i, c in enumerate(b.candidates) if c.version == release.version), None)
+    placed = b.search.placed.get(index) if index is not None else None
+    return [r.seconds for r in (placed.runs if placed else ()) if r.status in ("ok", "raised")
+            and r.seconds]
+
+
 def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags: str,
-                    say: Say) -> str:
-    """old, new or skip: the case's metric under ``release`` with ``extra_flags`` added, placed
-    by the bisection's classifier (measured again while it cannot place it, up to the cap)."""
+                    say: Say, *, deadline: Deadline | None = None, test: str = "") -> dict:
+    """The case's metric under ``release`` with ``extra_flags`` added, placed by the
+    bisection's classifier (measured again while it cannot place it, up to the cap):
+    ``behaviour`` old | new | third | skip | much slower (a run past ``TEST_FACTOR`` times the
+    release's own; the rest of the test is not run) | not tested (``deadline`` spent), with
+    the ``figure``, the ``error`` that left it without one, and the runs made."""
     req, q = b.request, b.request.question
     asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
     batch = batch_size(q, req.runs)
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
     reduce, runs = reduce_for(q), []
+    baseline = _baseline_seconds(b, release)
+    limit = explain_limit(req.timeout, baseline)
+    out = {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
+           "error": None, "runs": 0, "limit": limit.as_json()}
     while True:
-        runs += measure_batch(release, req.backend, asked, len(runs) + 1, batch,
-                              timeout=req.timeout, remeasure=req.remeasure, say=say)
+        for _ in range(batch):
+            if deadline is not None and deadline.spent:
+                return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
+                        "error": "the explanation's budget was spent"}
+            seconds = limit.seconds if deadline is None else min(limit.seconds,
+                                                                 max(deadline.left, 1.0))
+            say(f"explain: {extra_flags} under jax {release.version}"
+                f"{f' ({test}, ' if test else ' ('}run {len(runs) + 1} of {batch})")
+            run = measure_run(release, req.backend, asked, len(runs) + 1, timeout=seconds,
+                              remeasure=req.remeasure, say=say)
+            runs.append(run)
+            if run.status == "hung":
+                if seconds < limit.seconds:  # cut short by the budget, not by the bound
+                    return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
+                            "error": "the explanation's budget ran out during it"}
+                typical = statistics.median(baseline) if baseline else None
+                return {**out, "behaviour": MUCH_SLOWER, "runs": len(runs),
+                        "error": f"a run went past {limit.seconds:.0f} s"
+                                 + (f" (its runs without it: {typical:.1f} s)" if typical
+                                    else ""),
+                        "finding": "makes the case much slower: this setting matters"}
         values = values_of(runs, reduce)
         if not values:
-            return "skip"
-        label = classify(values).label.value
+            failure = next((r for r in runs if r.status != "ok"), None)
+            return {**out, "behaviour": "skip", "runs": len(runs),
+                    "error": failure.error if failure else "no samples"}
+        placement = classify(values)
+        label = placement.label.value
         if label != "ambiguous" or len(runs) + batch > most:
-            return label if label in ("old", "new") else "skip"
+            behaviour = ("third" if placement.third else
+                         label if label in ("old", "new") else "skip")
+            return {**out, "behaviour": behaviour, "runs": len(runs), "figure": middle(values),
+                    "error": None if behaviour in ("old", "new") else placement.reason}
 
 
-def explain_flags(b: MetricBisection, say: Say) -> dict:
+def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = None,
+                  progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
     and measured with the case's own metric and classifier; one that brings back the old
-    behaviour is then set forward in the old release (proof both ways)."""
+    behaviour is then set forward in the old release (proof both ways). Every setting that
+    brings back the old behaviour is a workaround, whether or not the reverse could be tested
+    (``reverse``: what the old release did with it, and why it gave no figure)."""
     req, q = b.request, b.request.question
     old, new = b.pair
     sides = {"old": old, "new": new}
@@ -146,7 +195,7 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
     try:
         lists = {side: xla_flag_list(r, req.backend,
                                      ensure_environment(r, req.backend, progress=say).python,
-                                     timeout=req.timeout, remeasure=req.remeasure)["flags"]
+                                     timeout=b.timeout, remeasure=req.remeasure)["flags"]
                  for side, r in sides.items()}
     except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
         return {"kind": "none", "name": None, "tests": [],
@@ -156,25 +205,53 @@ def explain_flags(b: MetricBisection, say: Say) -> dict:
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
         f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
         f"back")
+    made: dict[tuple[str, str], dict] = {}
 
     def test(side: str, flags: tuple[FlagChange, ...]) -> str:
-        return behaviour_under(b, classify, sides[side],
-                               " ".join(f.setting(side) for f in flags), say)
+        setting = " ".join(f.setting(side) for f in flags)
+        made[(side, setting)] = behaviour_under(
+            b, classify, sides[side], setting, say, deadline=deadline,
+            test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
+        progress({"kind": "none", "name": None, "tests": list(made.values()),
+                  "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
+                                            for c in changes],
+                  "text": "The flag search is under way."})
+        return made[(side, setting)]["behaviour"]
 
     search = search_flags(changes, test, "old", "new")
-    tests = [{"release": str(sides[t.release].version), "xla_flags": t.xla_flags,
+    tests = [made.get((t.release, t.xla_flags)) or
+             {"release": str(sides[t.release].version), "xla_flags": t.xla_flags,
               "behaviour": t.verdict} for t in search.tests]
+    workarounds = []
+    for flags in search.restoring:
+        back = made[("new", " ".join(f.setting("new") for f in flags))]
+        reverse = made.get(("old", " ".join(f.setting("old") for f in flags)))
+        workarounds.append({
+            "release": str(new.version), "xla_flags": back["xla_flags"],
+            "figure": back["figure"],
+            "reverse": ({"release": str(old.version), "xla_flags": reverse["xla_flags"],
+                         "tested": reverse["behaviour"] in ("old", "new", "third"),
+                         "behaviour": reverse["behaviour"], "figure": reverse["figure"],
+                         "error": reverse["error"]} if reverse else
+                        {"release": str(old.version), "tested": False, "behaviour": None,
+                         "error": "not run"})})
+    untested = sum(t.get("behaviour") == NOT_TESTED for t in tests)
     base = {"flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
                                       for c in changes], "tests": tests,
-            "workarounds": [{"release": str(new.version),
-                             "xla_flags": " ".join(f.setting("new") for f in flags)}
-                            for flags in search.restoring]}
+            "workarounds": workarounds, "not_tested": untested}
+    spent = (f" ({untested} settings not tested: the explanation's budget was spent)"
+             if untested else "")
     if not search.culprit:
+        if workarounds:
+            return {**base, "kind": "workaround", "name": workarounds[0]["xla_flags"],
+                    "text": f"No XLA flag explains it both ways, but "
+                            f"{len(workarounds)} setting(s) under jax {new.version} bring back "
+                            f"jax {old.version}'s {q.metric}: a workaround{spent}."}
         return {**base, "kind": "none", "name": None,
                 "text": f"No XLA flag explains it: none of the {len(changes)} changed defaults "
                         f"that can matter on {req.backend}, set back one at a time (or in "
                         f"pairs), brings jax {new.version}'s {q.metric} back to jax "
-                        f"{old.version}'s."}
+                        f"{old.version}'s{spent}."}
     names = " and ".join(f"`--{f.name}`" for f in search.culprit)
     back = " ".join(f"`{f.setting('new')}`" for f in search.culprit)
     forward = " ".join(f"`{f.setting('old')}`" for f in search.culprit)
@@ -213,10 +290,27 @@ def pass_dumps(release: Release, backend: str, question: Question, *, timeout: f
         errors="replace"))} for name in names]
 
 
-def explain_passes(b: MetricBisection, say: Say) -> dict:
+def difference_sentence(first: dict | None) -> str:
+    """Where the per-pass dumps first differ, worded so that it never contradicts "the
+    lowered modules are identical": a difference already at a pipeline's start lies in what
+    that comparison leaves out."""
+    if not first or first.get("status") != "differ":
+        return ""
+    if first.get("pass") in ("pipeline-start", None):
+        return (f" Pass by pass, the two releases' HLO modules already differ as pipeline "
+                f"`{first['pipeline']}` starts, before any of its passes: in what the "
+                f"comparison of lowered modules leaves out (names, metadata, layouts).")
+    return (f" Pass by pass, the two releases' HLO modules first differ after "
+            f"`{first['pass']}` (pipeline `{first['pipeline']}`).")
+
+
+def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = None,
+                   progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The HLO passes that changed the case's module under the new release, each turned off
     there and measured with the case's metric and classifier; and where the two releases'
-    modules first differ, pass by pass."""
+    modules first differ, pass by pass. A pass without which the case runs far slower is a
+    finding of its own (``much_slower``); passes the budget left no time for are named
+    (``not_tested``)."""
     req, q = b.request, b.request.question
     old, new = b.pair
     if q.target:
@@ -225,7 +319,7 @@ def explain_passes(b: MetricBisection, say: Say) -> dict:
                         "target"}
     classify = b.classifier()
     try:
-        dumps = {r: pass_dumps(r, req.backend, q, timeout=req.timeout,
+        dumps = {r: pass_dumps(r, req.backend, q, timeout=b.timeout,
                                remeasure=req.remeasure, say=say) for r in (old, new)}
     except (InstallFailed, HarnessFailed) as exc:
         return {"kind": "none", "name": None, "tests": [],
@@ -235,38 +329,60 @@ def explain_passes(b: MetricBisection, say: Say) -> dict:
     say(f"jax {new.version}: {len(candidates)} HLO passes changed {q.label}'s module; turning "
         f"{'each' if tried == candidates else f'the first {len(tried)}'} off")
     tests, restoring = [], []
-    for name in tried:
-        flag = f"--xla_disable_hlo_passes={name}"
-        behaviour = behaviour_under(b, classify, new, flag, say)
-        tests.append({"release": str(new.version), "xla_flags": flag, "behaviour": behaviour})
-        if behaviour == "old":
-            restoring.append(name)
     first = first_difference(dumps[old], dumps[new]) if dumps[old] and dumps[new] else None
     if first:
         first.update(old=str(old.version), new=str(new.version))
+    for k, name in enumerate(tried, 1):
+        flag = f"--xla_disable_hlo_passes={name}"
+        test = behaviour_under(b, classify, new, flag, say, deadline=deadline,
+                               test=f"pass {k} of {len(tried)}")
+        if test["behaviour"] == MUCH_SLOWER:
+            test["finding"] = "makes the case much slower: this pass matters"
+        tests.append(test)
+        if test["behaviour"] == "old":
+            restoring.append(name)
+        progress({"kind": "none", "name": None, "tests": list(tests),
+                  "passes_changed": candidates, "first_difference": first,
+                  "text": f"The pass search is under way ({k} of {len(tried)} passes "
+                          f"tried)."})
     at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
                      if first and first.get("status") == "differ" else [])
     chosen = next((n for n in at_difference if n in restoring),
                   next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
+    slower = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == MUCH_SLOWER]
+    changing = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == "third"]
+    untested = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == NOT_TESTED]
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
             "workarounds": [{"release": str(new.version),
                              "xla_flags": f"--xla_disable_hlo_passes={n}", "safe": is_safe(n)}
-                            for n in restoring]}
-    where = ""
-    if first and first.get("status") == "differ":
-        where = (f" The two releases' modules first differ after `{first['pass']}` (pipeline "
-                 f"`{first['pipeline']}`).")
+                            for n in restoring],
+            "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
+    where = difference_sentence(first)
+    more = ""
+    if slower:
+        more += (" Turned off, " + ", ".join(f"`{n}`" for n in slower)
+                 + f" makes the case much slower (a run past its bound of "
+                   f"{tests[0]['limit']['seconds']:.0f} s): "
+                 + ("this pass matters." if len(slower) == 1 else "these passes matter."))
+    if changing:
+        more += (" Turned off, " + ", ".join(f"`{n}`" for n in changing)
+                 + f" changes the {q.metric} to a figure like neither release's.")
+    if untested:
+        more += (f" Not tested, the explanation's budget spent: {len(untested)} passes ("
+                 + ", ".join(f"`{n}`" for n in untested[:10])
+                 + (", …" if len(untested) > 10 else "") + ").")
     if chosen is None:
         return {**base, "kind": "none", "name": None,
                 "text": f"No single HLO pass, turned off under jax {new.version}, brings back "
-                        f"jax {old.version}'s {q.metric} ({len(tried)} of the "
-                        f"{len(candidates)} passes that changed the module tried).{where}"}
+                        f"jax {old.version}'s {q.metric} ({len(tried) - len(untested)} of the "
+                        f"{len(candidates)} passes that changed the module tried).{where}"
+                        f"{more}"}
     shown = ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
                                                          "depends on it)") for n in restoring)
     return {**base, "kind": "pass", "name": chosen,
             "text": f"Turning off one HLO pass at a time under jax {new.version} brings back "
                     f"jax {old.version}'s {q.metric} for {len(restoring)} of the "
-                    f"{len(tried)} passes tried: {shown}.{where}"}
+                    f"{len(tried) - len(untested)} passes tried: {shown}.{where}{more}"}
 
 
 def explain_release(release: Release, backend: str, question: Question, say: Say, *,

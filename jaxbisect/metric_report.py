@@ -145,6 +145,48 @@ def answer_line(b: MetricBisection) -> str:
     return text
 
 
+def distinct_runs(placed: Placed) -> list:
+    """Each run once: a release that hung is asked again by the search, and answered with
+    its one hung run (budgets.EndsTimer)."""
+    return list({r.number: r for r in placed.runs}.values())
+
+
+def unplaced_label(placed: Placed) -> str:
+    """A release the search never placed (an end of a range without an answer): measured,
+    or without a figure, never a skip."""
+    return "measured" if placed.values else "no figure"
+
+
+def unplaced_reason(placed: Placed) -> str:
+    return placed.failure.error if placed.failure and placed.failure.error else "no answer"
+
+
+def raised_releases(b: MetricBisection) -> list[tuple[str, str]]:
+    """(jax release, its error) for each probed release where the program raised, under a
+    metric other than ``error``."""
+    if b.request.question.metric == "error":
+        return []
+    out = []
+    for index, placed in sorted(b.search.placed.items()):
+        run = next((r for r in placed.runs if r.status == "raised"), None)
+        if run is not None:
+            out.append((str(b.candidates[index].version), run.error or "an error"))
+    return out
+
+
+def raised_line(b: MetricBisection) -> str | None:
+    """Which releases raised, and the command that bisects by whether it raises."""
+    raised = raised_releases(b)
+    if not raised:
+        return None
+    argv = reproduce_argv(b)
+    argv[argv.index("--metric") + 1] = "error"
+    return ("**The program raised** under " + "; ".join(f"jax {v} ({e[:120]})"
+                                                      for v, e in raised)
+            + f": those releases give no {b.request.question.metric}. To find where it "
+              f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
+
+
 def thirds_line(b: MetricBisection) -> str | None:
     if not b.search.thirds:
         return None
@@ -251,27 +293,29 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
     return argv
 
 
-def display_path(path: str) -> str:
-    """A case's path as the user would type it: relative to here where it lies below."""
+CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
+
+
+def display_path(path: str, clone: Path = CLONE) -> str:
+    """A case's path as a maintainer would type it: relative to the toolkit's clone where it
+    lies inside it; elsewhere (the user's own folder) its file name, which the report's
+    Reproduce section says to save the program under."""
     try:
-        return str(Path(path).relative_to(Path.cwd()))
+        return str(Path(path).resolve().relative_to(clone))
     except ValueError:
-        return path
+        return Path(path).name
+
+
+def inside_clone(path: str, clone: Path = CLONE) -> bool:
+    return Path(path).resolve().is_relative_to(clone)
 
 
 def sweep_argv(b: MetricBisection) -> list[str]:
-    """The command that measures every release of the range (what bisection cannot see)."""
-    argv, out, skip = reproduce_argv(b)[3:], ["nox", "-s", "repro_range", "--"], 0
-    for arg in argv:
-        if skip:
-            skip -= 1
-        elif arg in ("--minimize", "--include-yanked"):  # the sweep takes neither
-            continue
-        elif arg in ("--threshold", "--runs", "--max-runs", "--metric-kind"):
-            skip = 1
-        else:
-            out.append(arg)
-    return out
+    """The command that measures every release of the range (what bisection cannot see),
+    as the bisection measured its probes: the same runs, threshold and classifier (the sweep
+    takes neither --minimize nor --include-yanked)."""
+    return ["nox", "-s", "repro_range", "--",
+            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")]]
 
 
 MEASURE_SNIPPETS = {
@@ -338,7 +382,7 @@ def standalone_script(b: MetricBisection) -> str | None:
 
 def runs_of(placed: Placed) -> int:
     """Processes a release was measured in (the error metric's crash rate: its runs each)."""
-    return sum((r.crash_rate or {}).get("runs", 1) for r in placed.runs)
+    return sum((r.crash_rate or {}).get("runs", 1) for r in distinct_runs(placed))
 
 
 def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
@@ -351,7 +395,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     for index, placed in sorted(b.search.placed.items()):
         release = b.candidates[index]
         fig = figure(q.metric, seen(q, placed))
-        label = placed.placement.label.value if placed.placement else "skip"
+        label = placed.placement.label.value if placed.placement else unplaced_label(placed)
         if placed.placement and placed.placement.third:
             label = "third behaviour"
         confidence = placed.placement.confidence if placed.placement else None
@@ -424,15 +468,9 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
     parts = [title, "", answer_line(b), ""]
-    third = thirds_line(b)
-    if third:
-        parts += [third, ""]
-    crashed = crash_line(b)
-    if crashed:
-        parts += [crashed, ""]
-    yanked = yanked_line(b)
-    if yanked:
-        parts += [yanked, ""]
+    for line in (thirds_line(b), raised_line(b), crash_line(b), yanked_line(b)):
+        if line:
+            parts += [line, ""]
     if s.status == "found":
         old, new = b.pair
         parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
@@ -461,7 +499,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     if skipped or b.unusable:
         parts += ["Skipped or left out:", ""]
         parts += [f"- jax {b.candidates[i].version}: "
-                  f"{p.placement.reason if p.placement else 'no answer'}" for i, p in skipped]
+                  f"{p.placement.reason if p.placement else unplaced_reason(p)}"
+                  for i, p in skipped]
         parts += [f"- {which}: not installable here ({why})"
                   for which, why in grouped_reasons(b.unusable)]
         parts.append("")
@@ -470,8 +509,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                   f"<details><summary>{display_path(q.case.path)} (sha256 "
                   f"{q.case.sha256[:12]})</summary>", "", "```python", q.case.source.rstrip(),
                   "```", "", "</details>", ""]
+    saved = ([f"(Save the program above, in *The program*, as `{display_path(q.case.path)}` "
+              f"in the toolkit's clone first: it is not part of the toolkit.)", ""]
+             if q.case is not None and not inside_clone(q.case.path) else [])
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
-              "README's Quick start installs it):", "", "```sh",
+              "README's Quick start installs it):", "", *saved, "```sh",
               shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
               "```", ""]
     parts += standalone_lines(b)
@@ -482,19 +524,77 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
 
         parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
-        culprit = extra["explanation"]["culprit"]
-        said = [c["text"] for c in (culprit.get("flags"), culprit) if c and c.get("text")]
-        parts += ["## Why", "", " ".join(t[0].upper() + t[1:].rstrip(".") + "."
-                                         for t in said), ""]
-        if culprit.get("tests"):
-            parts += ["<details><summary>Every flag setting measured</summary>", "",
-                      tabulate([[t["release"], f"`{t['xla_flags']}`", t["behaviour"]]
-                                for t in culprit["tests"]],
-                               headers=["jax", "XLA_FLAGS", "behaviour"], tablefmt="github"),
-                      "", "</details>", ""]
+        parts += why_lines(extra["explanation"], q.metric, unit_of(b))
+    if extra and extra.get("interrupted"):
+        parts += [f"_{extra['interrupted'][0].upper()}{extra['interrupted'][1:]}._", ""]
+    if b.time_limit is not None:
+        parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
+                  ""]
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
+
+
+def _figure_cell(metric: str, unit: str, value) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return shown(metric, unit, value)
+    return "–" if value is None else str(value)
+
+
+def workaround_lines(workarounds: list[dict], metric: str, unit: str) -> list[str]:
+    """Every flag setting that brought the old figure back, one a line: the flag, the
+    release, the figure, and whether (and how) the reverse was tested."""
+    lines = []
+    for w in workarounds:
+        line = (f"- **Workaround:** `{w['xla_flags']}` under jax {w['release']} brings back the "
+                f"old {metric}")
+        if w.get("figure") is not None:
+            line += f" ({_figure_cell(metric, unit, w['figure'])})"
+        reverse = w.get("reverse")
+        if reverse:
+            if reverse.get("tested"):
+                line += (f"; the reverse, `{reverse['xla_flags']}` under jax "
+                         f"{reverse['release']}, gives the {reverse['behaviour']} behaviour")
+                if reverse.get("figure") is not None:
+                    line += f" ({_figure_cell(metric, unit, reverse['figure'])})"
+            else:
+                line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
+                         f"{reverse['release']}) could not be tested: "
+                         f"{reverse.get('error') or 'it gave no figure'}")
+        lines.append(line + ".")
+    return lines + ([""] if lines else [])
+
+
+def test_table(tests: list[dict], metric: str, unit: str, summary: str) -> list[str]:
+    rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
+             _figure_cell(metric, unit, t.get("figure")),
+             (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
+    return [f"<details><summary>{summary}</summary>", "",
+            tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric, "note"],
+                     tablefmt="github", disable_numparse=True), "", "</details>", ""]
+
+
+def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
+    """The "Why" section from the explanation's document: what the flag and pass searches
+    said, every workaround they measured, and a table of every setting measured."""
+    culprit = explanation["culprit"]
+    flags = culprit.get("flags") if culprit.get("flags") is not None else (
+        culprit if "flag_defaults_changed" in culprit or culprit.get("kind") == "workaround"
+        else None)
+    passes = culprit if flags is not culprit else None
+    said = [c["text"] for c in (flags, passes) if c and c.get("text")]
+    lines = ["## Why", "", " ".join(t[0].upper() + t[1:].rstrip(".") + "." for t in said), ""]
+    workarounds = [w for c in (flags, passes) if c for w in c.get("workarounds") or []]
+    lines += workaround_lines(workarounds, metric, unit)
+    budget = explanation.get("budget") or {}
+    if budget.get("exhausted"):
+        lines += [f"The explanation's budget ({budget['seconds']:.0f} s, --explain-budget) was "
+                  f"spent: what it did not reach is marked not tested.", ""]
+    if flags and flags.get("tests"):
+        lines += test_table(flags["tests"], metric, unit, "Every flag setting measured")
+    if passes and passes.get("tests"):
+        lines += test_table(passes["tests"], metric, unit, "Every HLO pass turned off")
+    return lines
 
 
 def standalone_lines(b: MetricBisection) -> list[str]:
@@ -534,12 +634,13 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         p = placed.placement
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "label": p.label.value if p else "skip", "confidence": p.confidence if p else None,
+            "label": p.label.value if p else unplaced_label(placed),
+            "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate}
-                     for r in placed.runs],
+                     for r in distinct_runs(placed)],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
@@ -569,6 +670,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "crashes": crashed_releases(b),
         "yanked": yanked_entries(b.yanked, b.candidates, probed_versions(b)),
         "crash_hint": crash_hint(b),
+        "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures,
                    "limit": {"probes": b.limit[0]},
@@ -576,6 +678,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),
+        "time_limit": ({**b.time_limit.as_json(), "explicit": req.timeout is not None}
+                       if b.time_limit else None),
         "report": str(report_path) if report_path else None,
     }
     if s.status == "alike":

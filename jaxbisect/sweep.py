@@ -115,8 +115,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="a named release that needs a Python this machine lacks is listed as "
                         "skipped, with the reason, instead of an error (nox -s repro's default "
                         "set)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"harness time limit per release (default {DEFAULT_TIMEOUT:.0f})")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"harness time limit per run (default {DEFAULT_TIMEOUT:.0f}; with "
+                        f"--case: from the ends' own times, as a bisection's)")
     p.add_argument("--refresh-catalogue", action="store_true",
                    help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
@@ -136,14 +137,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     c.add_argument("--metric", metavar="NAME", help="memory, compile_time, run_time, "
                    "peak_memory, output or error (default: the case's METRIC, else memory)")
     c.add_argument("--samples", type=positive_int, default=None, metavar="N")
+    c.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
+                   default="auto", help="as python -m bisect takes it")
+    c.add_argument("--threshold", type=float, default=None, metavar="FRACTION",
+                   help="as python -m bisect takes it: the classifier's")
+    c.add_argument("--runs", type=positive_int, default=None, metavar="N",
+                   help="runs a release is measured with at a time (default: a bisection's)")
+    c.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
+                   help="runs of one release at most (default: a bisection's)")
     args = p.parse_args(argv)
-    if args.case is None and (args.param or args.metric or args.samples):
-        p.error("--param, --metric and --samples measure a --case FILE: give one")
+    if args.case is None and (args.param or args.metric or args.samples or args.runs
+                              or args.max_runs or args.threshold is not None
+                              or args.metric_kind != "auto"):
+        p.error("--param, --metric, --samples, --runs, --max-runs, --threshold and "
+                "--metric-kind measure a --case FILE: give one")
     if not args.releases and args.first is None and args.last is None:
         p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
     if args.releases and (args.first or args.last):
         p.error("use either --release or --from/--to, not both")
-    if args.timeout <= 0:
+    if args.timeout is not None and args.timeout <= 0:
         p.error("--timeout must be positive")
     variants = sorted(set(args.variants)) if args.variants else list(HarnessOptions.variants)
     if 0 not in variants:
@@ -460,7 +472,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
         _, on, options = work[i]
         result = sweep_one(planned, on, options, reports,
-                            remeasure=args.remeasure, timeout=args.timeout, say=step)
+                            remeasure=args.remeasure, timeout=args.timeout or DEFAULT_TIMEOUT,
+                            say=step)
         with lock:  # one summary at a time, rebuilt from every result written so far
             done[i] = result
             running.discard(i)

@@ -137,9 +137,11 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
     except CaseError as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ImportError as exc:
-        print(f"python -m repro: error: cannot import JAX here ({exc})", file=sys.stderr)
-        return EXIT_UNMEASURABLE
+    except ImportError as exc:  # not a JAX environment: the user's to fix, as the plain
+        from .cli import no_jax_line  # harness says; under --check git bisect's skip
+
+        print(no_jax_line(exc, f"-m repro --case {args.case.path}"), file=sys.stderr)
+        return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
     except Exception as exc:  # JAX failing to start (no such backend, a target it rejects)
         line = (str(exc).strip().splitlines() or [""])[0][:300]
         print(f"python -m repro: error: {type(exc).__name__}: {line}", file=sys.stderr)

@@ -39,9 +39,26 @@ EXIT_HELP = """exit status:
   130  interrupted (Ctrl-C)"""
 
 
+def no_jax_line(exc: ImportError, how: str = "-m repro") -> str:
+    """The one line for a process without JAX: where a JAX environment's python is."""
+    example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
+    home = os.path.expanduser("~")
+    if example.startswith(home + os.sep):  # never the user's home in full
+        example = "~" + example[len(home):]
+    return (f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
+            f"of a JAX environment, e.g. {example} {how} (made by nox -s repro)")
+
+
+CASE_HELP = """your own program (docs/cases.md):
+  python -m repro --case FILE [--metric NAME] [--param NAME=VALUE] [--json | --check OLD NEW]
+  measures one metric of case(**params) -> (fn, args) in FILE; its options:
+  python -m repro --case FILE --help"""
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
-                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
+                      formatter_class=argparse.RawDescriptionHelpFormatter,
+                      epilog=f"{CASE_HELP}\n\n{EXIT_HELP}")
     add_size_options(p, n_outer_type=n_outer_list, many=True, helps={
         "n_outer": "outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)",
         "n_inner": "scan length (default 100)",
@@ -221,13 +238,7 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             document = measure(args, log, dump_dir)
     except ImportError as exc:
-        example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
-        home = os.path.expanduser("~")
-        if example.startswith(home + os.sep):  # never the user's home in full
-            example = "~" + example[len(home):]
-        print(f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
-              f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)",
-              file=sys.stderr)
+        print(no_jax_line(exc), file=sys.stderr)
         return failed
     except Refused as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)

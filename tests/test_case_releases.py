@@ -209,9 +209,12 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
     folder = tmp_path / "scan_growth-memory"
     results = {p.name: json.loads(p.read_text()) for p in folder.glob("jax-*.json")}
     assert set(results) == {"jax-0.5.0-cpu.json", "jax-0.5.1-cpu.json"}
-    old, new = (results[f"jax-{v}-cpu.json"]["samples"][0] for v in ("0.5.0", "0.5.1"))
-    assert new > old * 1.4
-    assert (folder / "README.md").read_text().count("| ok ") == 2
+    old, new = (results[f"jax-{v}-cpu.json"] for v in ("0.5.0", "0.5.1"))
+    assert new["figure"]["median"] > old["figure"]["median"] * 1.4
+    assert new["runs"][0]["samples"] == [new["figure"]["median"]]  # one run: memory is exact
+    assert (old["label"], new["label"]) == ("old", "new")  # labelled as a bisection's ends
+    table = (folder / "README.md").read_text()
+    assert table.count("| old ") == 1 and table.count("| new ") == 1
 
 
 @pytest.mark.jax
@@ -251,3 +254,33 @@ def test_explain_one_release_names_the_passes_that_shape_a_case(tmp_path, jax_py
     named = [t for t in e["tests"] if t["changes"]]
     assert named and all(t["figure"] != e["baseline"] for t in named)
     assert doc["reproduce"].startswith("python -m bisect --explain 0.5.1 --backend cpu --case")
+
+
+def test_a_case_raising_and_a_compile_error_exit_alike(jax_python, tmp_path):
+    """Inside case() or in compiling its function: no figure, 125; under the error metric
+    both are measured (exit 0, the error is the value); under --check, 125 (docs/cases.md)."""
+    raises = write_case(tmp_path, "def case(n=4):\n    raise ValueError('no such size')\n",
+                        "raises.py")
+    bad = write_case(tmp_path, "def case(n=4):\n    return jax.jit(lambda x: jnp.dot(x, "
+                               "jnp.ones((n + 1, 3)))), (jnp.ones((2, n)),)\n", "bad.py")
+    python = jax_python("0.5.3")
+    for case in (raises, bad):
+        codes = [run_repro(python, "--case", case, "--metric", metric, "-q", *more).returncode
+                 for metric, more in (("memory", ()), ("error", ()),
+                                      ("memory", ("--check", "1", "2")))]
+        assert codes == [125, 0, 125], case
+
+
+def test_a_hanging_case_hangs_once_an_end_and_answers(jax_python, tmp_path):
+    """A while_loop that never ends: each end's first run stops at the limit and is not run
+    again; the answer says it hangs."""
+    jax_python("0.5.3"), jax_python("0.6.0")
+    hanging = str(REPO / "tests" / "data" / "cases" / "hanging_while_loop.py")
+    done = bisect("--from", "0.5.3", "--to", "0.6.0", "--case", hanging, "--timeout", "8",
+                  "--reports", str(tmp_path), "--json", timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "unmeasurable" and "hangs past 8 s" in doc["reason"]
+    assert doc["time_limit"] == {"seconds": 8.0, "why": "--timeout", "explicit": True}
+    for probe in doc["probes"]:
+        assert [r["status"] for r in probe["runs"]] in (["hung"], [])

@@ -89,7 +89,7 @@ def test_under_run_time_the_crashing_release_is_named_with_the_error_hint(tmp_pa
                        "--metric", "run_time", "--runs", "2", "--max-runs", "2")
     assert doc["status"] == "unmeasurable" and "crashed: SIGSEGV" in doc["reason"]
     probes = {p["jax"]: p for p in doc["probes"]}
-    assert probes["0.5.0"]["label"] == "old"           # measured: not a skip
+    assert probes["0.5.0"]["label"] == "measured"      # not a skip
     assert all(r["status"] == "ok" for r in probes["0.5.0"]["runs"])
     assert [r["status"] for r in probes["0.5.1"]["runs"]] == ["crashed", "crashed"]
     assert doc["crashes"] == [{"jax": "0.5.1", "crash": "crashed: SIGSEGV", "crashed": 2,
@@ -145,5 +145,6 @@ def test_the_commit_level_check_of_a_crash_answers_git_bisect_run_s_codes(tmp_pa
         python = jax_python(version)
         env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
                "PYTHONPATH": str(REPO)}
-        done = subprocess.run(check, cwd=REPO, env=env, capture_output=True, timeout=300)
+        # A case outside the clone is named by its file name: run where it was saved.
+        done = subprocess.run(check, cwd=tmp_path, env=env, capture_output=True, timeout=300)
         assert done.returncode == wanted, (version, done.stderr)

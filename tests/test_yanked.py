@@ -69,7 +69,7 @@ def test_a_cache_of_the_old_format_is_read_offline_and_refreshed_online(tmp_path
 def scripted_runs(figures: dict[str, float], measured: list[str]):
     """A deterministic metric per release; records which releases were measured."""
     def make(candidates):
-        def run_at(i: int, number: int) -> Run:
+        def run_at(i: int, number: int, seconds: float | None = None) -> Run:
             version = str(candidates[i].version)
             measured.append(version)
             return Run(release=version, number=number, status="ok",

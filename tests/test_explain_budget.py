@@ -1,0 +1,56 @@
+"""The explanation's wiring (metric_cli.explain) with injected searches: the report is
+rewritten as each part lands, the budget is handed to both searches and reported, and the
+pass search does not start once the budget is spent."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from types import SimpleNamespace
+
+from jaxbisect.metric_cli import explain
+
+
+def run(flags_seconds: float, budget: float):
+    written, deadlines = [], []
+    extra: dict = {}
+
+    def attribution(b, say, **kw):
+        return {"culprit": "xla", "text": "the change is in XLA's HLO passes"}
+
+    def flags(b, say, *, deadline, progress):
+        deadlines.append(deadline)
+        progress({"kind": "none", "tests": [{"behaviour": "new"}], "text": "under way"})
+        time.sleep(flags_seconds)
+        return {"kind": "none", "tests": [{"behaviour": "new"}], "text": "no flag"}
+
+    def passes(b, say, *, deadline, progress):
+        deadlines.append(deadline)
+        progress({"kind": "none", "tests": [{"behaviour": "much slower"}], "text": "1 of 2"})
+        return {"kind": "none", "tests": [{"behaviour": "much slower"}], "text": "no pass"}
+
+    bisection = SimpleNamespace(request=SimpleNamespace(question=SimpleNamespace(case=object())))
+    args = argparse.Namespace(explain_budget=budget, jax_repo=None, xla_repo=None)
+    explain(bisection, args, extra, lambda m: None,
+            lambda: written.append(copy.deepcopy(extra)), searches=(attribution, flags, passes))
+    return extra, written, deadlines
+
+
+def test_the_report_is_rewritten_as_each_part_lands():
+    extra, written, deadlines = run(0.0, 600)
+    assert len(written) >= 5  # attribution, flags' progress and end, passes' progress and end
+    assert "attribution" in written[0] and "explanation" not in written[0]
+    assert written[1]["explanation"]["culprit"]["text"] == "under way"
+    assert extra["explanation"]["culprit"]["text"] == "no pass"
+    assert extra["explanation"]["culprit"]["flags"]["text"] == "no flag"
+    assert extra["explanation"]["budget"]["seconds"] == 600
+    assert extra["explanation"]["budget"]["exhausted"] is False
+    assert len(deadlines) == 2 and deadlines[0] is deadlines[1]  # one budget for both
+
+
+def test_a_spent_budget_stops_before_the_pass_search_and_says_so():
+    extra, _, deadlines = run(0.3, 0.2)
+    assert len(deadlines) == 1  # the passes never started
+    assert extra["explanation"]["culprit"]["text"] == "no flag"
+    assert extra["explanation"]["budget"]["exhausted"] is True
