@@ -57,16 +57,17 @@ RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
 Progress = Callable[[str], None]
 
 
-def resolve_backend(backend: str, target: str = "") -> str:
+def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False) -> str:
     """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``; ``cuda12``
-    where none is visible is refused at once, before minutes of CUDA installs. A ``target``
-    needs no GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
+    where none is visible is refused at once, before minutes of CUDA installs, unless the
+    probes run elsewhere (``gpu_elsewhere``: a cluster's GPU nodes). A ``target`` needs no
+    GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
     if target:
         if backend not in ("auto", "cuda12", DEVICELESS):
             raise UserError(f"--target {target} compiles for a CUDA GPU; --backend {backend} "
                             "contradicts it")
         return DEVICELESS
-    if backend == "cuda12" and not _nvidia_gpu_visible():
+    if backend == "cuda12" and not gpu_elsewhere and not _nvidia_gpu_visible():
         raise UserError("--backend cuda12, but no NVIDIA GPU is visible here (no /dev/nvidia0, "
                         "nvidia-smi -L lists none); use --backend cpu or auto")
     if backend in BACKENDS:

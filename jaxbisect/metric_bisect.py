@@ -29,6 +29,7 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
+from .executors import LOCAL, Executor
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]
@@ -270,6 +271,7 @@ class MetricRequest:
     remeasure: bool = False
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
+    executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
 
 
 @dataclass(frozen=True)
@@ -321,7 +323,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
 
     def real_run(i: int, number: int) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
-                           timeout=request.timeout, remeasure=request.remeasure, say=say)
+                           timeout=request.timeout, remeasure=request.remeasure, say=say,
+                           executor=request.executor)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
