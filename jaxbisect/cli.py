@@ -27,7 +27,7 @@ from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
-from .executors import LOCAL, Executor, executor_from
+from .executors import LOCAL, Executor, cluster_document, cluster_markdown, executor_from
 from .files import check_reports_folder
 from .harness import (
     DEFAULT_TIMEOUT,
@@ -300,6 +300,10 @@ def _run(args: argparse.Namespace, command: tuple[str, ...], say, executor: Exec
         minimal, minimal_md = minimize_builtin(bisection, args, say)
         extra = {**extra, "minimal": minimal}
         evidence_md = "\n".join(part for part in (evidence_md.rstrip(), minimal_md) if part)
+    cluster = cluster_document(executor)
+    if cluster:  # where the probes ran, when not here
+        extra = {**extra, "cluster": cluster}
+        evidence_md = "\n".join(p for p in (evidence_md.rstrip(), cluster_markdown(cluster)) if p)
     path, doc, kept = write_report(bisection, args.reports, evidence_md, extra, next_step)
     from .report import answer_line, gpu_commands
 

@@ -79,6 +79,7 @@ class LocalExecutor:
     """The probe as a child process of this one, exactly as ``subprocess.run`` runs it."""
 
     name = "local"
+    mode = "here"
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
@@ -105,7 +106,7 @@ printf '{{"node": "%s", "job": "%s", "step": "%s", "gpu": "%s", "started": %s}}\
   > {folder}/where.tmp && mv {folder}/where.tmp {folder}/where.json
 cd {cwd} || exit 125
 env -i {env} {argv}
-echo $? > {folder}/rc.tmp && mv {folder}/rc.tmp {folder}/rc
+echo "$? $(date +%s.%N)" > {folder}/rc.tmp && mv {folder}/rc.tmp {folder}/rc
 """
 
 
@@ -146,6 +147,7 @@ class SlurmExecutor:
         self.jobs: set[str] = set()                       # job ids, or job.step ids, alive
         self.steps: dict[int, subprocess.Popen] = {}      # srun clients alive
         self.count = 0
+        self.journal: list[dict] = []                     # every attempt, in order of its end
 
     @property
     def mode(self) -> str:
@@ -179,8 +181,12 @@ class SlurmExecutor:
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
         tries: list[str] = []
+        what = _what(argv)
         while True:
             done, lost = self._attempt(list(argv), env, cwd, timeout)
+            with self.lock:
+                self.journal.append({"what": what, **(done.where if done else {}),
+                                     **({"lost": lost} if lost else {})})
             if lost is None:
                 break
             tries.append(lost)
@@ -246,15 +252,16 @@ class SlurmExecutor:
             if self.stopping:
                 raise KeyboardInterrupt
             where = {**_where(folder), "job": job, "step": None, "submitted": round(submitted, 3),
-                     "ended": round(ended, 3)}
+                     "finished": _finished_at(folder / "rc"), "ended": round(ended, 3)}
             where.setdefault("node", info.get("NodeList"))
             if rc is None:
                 info = job_info(job) or info
                 state = info.get("JobState", state)
                 if state in LOST_STATES or state not in DONE_STATES:
                     reason = info.get("Reason", "None")
-                    return None, (f"SLURM job {job} on {info.get('NodeList', '?')} ended "
-                                  f"{state}" + (f" ({reason})" if reason != "None" else ""))
+                    lost = (f"SLURM job {job} on {info.get('NodeList', '?')} ended {state}"
+                            + (f" ({reason})" if reason != "None" else ""))
+                    return Finished(argv, -1, "", "", where), lost
                 rc = _exit_code(info.get("ExitCode", "1:0"))
             return Finished(argv, rc, _read_text(folder / "stdout"),
                             _read_text(folder / "stderr"), where), None
@@ -296,12 +303,13 @@ class SlurmExecutor:
                 raise KeyboardInterrupt
             rc = _wait_for(folder / "rc", 1.0)
             where = {**_where(folder), "job": self.allocation, "submitted": round(submitted, 3),
-                     "ended": round(ended, 3)}
+                     "finished": _finished_at(folder / "rc"), "ended": round(ended, 3)}
             if rc is None:
                 why = next((line for line in said.splitlines()
                             if any(s in line for s in LOST_STATES)), _last_line(said))
-                return None, (f"SLURM step {step_id or self.allocation} ended without an "
-                              f"exit status ({why or f'srun exit {client.returncode}'})")
+                lost = (f"SLURM step {step_id or self.allocation} ended without an exit status "
+                        f"({why or f'srun exit {client.returncode}'})")
+                return Finished(argv, -1, "", "", where), lost
             return Finished(argv, rc, _read_text(folder / "stdout"),
                             _read_text(folder / "stderr"), where), None
         finally:
@@ -350,6 +358,13 @@ class SlurmExecutor:
                 signal.signal(s, handler)
 
 
+def _what(argv: Sequence[str]) -> str:
+    """A probe in a word: the release environment its Python is in, else the program."""
+    parent = Path(argv[0]).parent
+    return parent.parent.name if parent.name == "bin" and parent.parent.name.startswith(
+        "jax-") else Path(argv[0]).name
+
+
 def job_info(job: str) -> dict[str, str]:
     """``scontrol show job -o JOB`` as a dict ({} once the controller has forgotten it)."""
     done = _quiet(["scontrol", "show", "job", "-o", job])
@@ -370,8 +385,16 @@ def _exit_code(text: str) -> int:
 
 def _read(path: Path) -> int | None:
     try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _finished_at(path: Path) -> float | None:
+    """When the probe's process ended, as the wrapper saw it (the rc file's second word)."""
+    try:
+        return float(path.read_text().split()[1])
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -429,13 +452,67 @@ def executor_from(name: str, slurm_args: str | None, say: Callable[[str], None])
     return executor
 
 
-def timeline(where: Sequence[dict]) -> list[dict]:
-    """Each probe's submit, start and end, in seconds from the first submit."""
-    placed = [w for w in where if w.get("submitted")]
-    if not placed:
-        return []
-    zero = min(w["submitted"] for w in placed)
-    return [{"job": w.get("job"), "step": w.get("step"), "node": w.get("node"),
-             "submitted": round(w["submitted"] - zero, 2),
-             "started": round(float(w["started"]) - zero, 2) if w.get("started") else None,
-             "ended": round(w["ended"] - zero, 2)} for w in placed]
+def cluster_document(executor: Executor) -> dict | None:
+    """Where this run's probes ran, for the report's JSON: every job or step in order, its
+    times in seconds from the first submit, and the scheduler's overhead (submit to start,
+    and the process's end to the driver seeing it). None when they ran here."""
+    journal = getattr(executor, "journal", None)
+    if journal is None:
+        return None
+    placed = [w for w in journal if w.get("submitted")]
+    zero = min((w["submitted"] for w in placed), default=0.0)
+
+    def at(value) -> float | None:
+        return None if value is None else round(float(value) - zero, 2)
+
+    runs = []
+    for w in placed:
+        run = {"what": w["what"], "node": w.get("node"), "gpu": w.get("gpu"),
+               "job": w.get("job"), "step": w.get("step"), "submitted": at(w["submitted"]),
+               "started": at(w.get("started")), "finished": at(w.get("finished")),
+               "ended": at(w.get("ended")), "lost": w.get("lost")}
+        if run["started"] is not None and run["finished"] is not None:
+            run["overhead"] = round((run["started"] - run["submitted"])
+                                    + (run["ended"] - run["finished"]), 2)
+        runs.append(run)
+    overheads = [r["overhead"] for r in runs if "overhead" in r]
+    return {"executor": executor.name, "mode": executor.mode,
+            "slurm_args": executor.slurm_args, "allocation": executor.allocation,
+            "nodes": sorted({r["node"] for r in runs if r["node"]}),
+            "gpus": sorted({r["gpu"] for r in runs if r["gpu"]}),
+            "jobs": sorted({r["job"] for r in runs if r["job"]}, key=_number),
+            "runs": runs,
+            "overhead": {"total": round(sum(overheads), 2),
+                         "mean": round(sum(overheads) / len(overheads), 2) if overheads
+                         else None}}
+
+
+def _number(text: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in str(text).split("."))
+
+
+def cluster_markdown(cluster: dict | None) -> str:
+    """The report's section on where the probes ran (empty when they ran here)."""
+    if not cluster:
+        return ""
+    from tabulate import tabulate
+
+    rows = [[r["what"], r["node"] or "?", r["gpu"] or "none", r["job"],
+             "" if r["step"] is None else r["step"], r["submitted"], r["started"],
+             r["ended"], r.get("overhead", ""), r["lost"] or ""] for r in cluster["runs"]]
+    how = ("job steps of allocation " + cluster["allocation"] if cluster["mode"] == "step"
+           else "one SLURM job each")
+    args = " ".join(cluster["slurm_args"]) or "(none)"
+    mean = cluster["overhead"]["mean"]
+    return "\n".join([
+        "## Where the probes ran", "",
+        f"Through SLURM, {how} (--slurm-args `{args}`): "
+        f"{len(cluster['runs'])} processes on {', '.join(cluster['nodes']) or '?'}; GPU as "
+        f"nvidia-smi names it there: {', '.join(cluster['gpus']) or 'none'}. Stored results "
+        "were not run again and are not listed. Seconds from the first submit; overhead: "
+        "submit to start plus the process's end to its result being read"
+        + (f" ({cluster['overhead']['total']} s in all, {mean} s a process)."
+           if mean is not None else "."), "",
+        tabulate(rows, headers=["probe", "node", "GPU", "job", "step", "submitted", "started",
+                                "ended", "overhead (s)", "lost"], tablefmt="github",
+                 disable_numparse=True), ""])

@@ -11,7 +11,7 @@ from .cases import question_from
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
-from .executors import LOCAL, Executor
+from .executors import LOCAL, Executor, cluster_document
 from .files import check_reports_folder
 from .harness import target_option
 from .metric_bisect import MetricRequest, bisect_metric
@@ -75,6 +75,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
         extra["minimal"]["case_path"] = display_path(q.case.path)
+    cluster = cluster_document(executor)
+    if cluster:
+        extra["cluster"] = cluster
     path, doc = write_report(bisection, args.reports, extra)
     if args.json:
         print(json.dumps(doc, indent=2))

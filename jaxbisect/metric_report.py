@@ -17,6 +17,7 @@ from tabulate import tabulate
 
 from .catalogue import Release
 from .evidence.handoff import render_xla_range
+from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed
@@ -419,6 +420,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                                 for t in culprit["tests"]],
                                headers=["jax", "XLA_FLAGS", "behaviour"], tablefmt="github"),
                       "", "</details>", ""]
+    if extra and extra.get("cluster"):  # where the runs ran, when not here (executors.py)
+        parts += [cluster_markdown(extra["cluster"])]
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
