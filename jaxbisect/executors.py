@@ -106,7 +106,9 @@ printf '{{"node": "%s", "job": "%s", "step": "%s", "gpu": "%s", "started": %s}}\
   > {folder}/where.tmp && mv {folder}/where.tmp {folder}/where.json
 cd {cwd} || exit 125
 env -i {env} {argv}
-echo "$? $(date +%s.%N)" > {folder}/rc.tmp && mv {folder}/rc.tmp {folder}/rc
+rc=$?
+echo "$rc $(date +%s.%N)" > {folder}/rc.tmp && mv {folder}/rc.tmp {folder}/rc
+exit $rc
 """
 
 

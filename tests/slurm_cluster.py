@@ -62,7 +62,23 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubsc
 """
 
 
-def start(root: Path, port: int = 16817, timeout: float = 60) -> dict[str, str]:
+def free_port_pair() -> int:
+    """A port p with p and p + 1 free (slurmctld's and slurmd's)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            port = probe.getsockname()[1]
+        if port < 65535:
+            with socket.socket() as second:
+                try:
+                    second.bind(("", port + 1))
+                    return port
+                except OSError:
+                    continue
+    raise CannotStart("no two free ports in a row")
+
+
+def start(root: Path, port: int | None = None, timeout: float = 60) -> dict[str, str]:
     """Start the cluster under ``root``; the environment variables its clients need."""
     if os.geteuid() != 0:
         raise CannotStart("the one-node cluster needs root (slurmd runs jobs as any user)")
@@ -80,7 +96,7 @@ def start(root: Path, port: int = 16817, timeout: float = 60) -> dict[str, str]:
         (root / sub).mkdir()
     os.chmod(root, 0o755)
     host = socket.gethostname().split(".")[0]
-    (root / "slurm.conf").write_text(_conf(root, host, port))
+    (root / "slurm.conf").write_text(_conf(root, host, port or free_port_pair()))
     env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
     for var in [v for v in env if v.startswith(("SLURM_JOB", "SLURM_STEP", "SBATCH_",
                                                  "SALLOC_", "SRUN_"))]:
