@@ -27,7 +27,14 @@ from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
-from .executors import LOCAL, Executor, cluster_document, cluster_markdown, executor_from
+from .executors import (
+    LOCAL,
+    Executor,
+    add_executor_options,
+    cluster_document,
+    cluster_markdown,
+    executor_from,
+)
 from .files import check_reports_folder
 from .harness import (
     DEFAULT_TIMEOUT,
@@ -109,15 +116,7 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="probe up to N releases at once, splitting the window into N+1 parts "
                         f"(default here: {default_jobs()}, from the cores and memory)")
-    cluster = p.add_argument_group(
-        "where probes run (docs/cluster.md)",
-        "each probe a SLURM job, or inside an allocation (salloc, sbatch) a job step")
-    cluster.add_argument("--executor", choices=("local", "slurm"), default="local",
-                         help="local: child processes here (default); slurm: through the "
-                              "scheduler, the environments built here in the shared cache")
-    cluster.add_argument("--slurm-args", metavar="ARGS", default=None,
-                         help="options for every sbatch/srun, as one string: "
-                              "\"--partition=gpu --gres=gpu:1 --time=20:00\"")
+    add_executor_options(p)
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",

@@ -439,6 +439,19 @@ def _hand(text: str, wanted: Output, inherit: IO) -> str | None:
     return None
 
 
+def add_executor_options(parser) -> None:
+    """``--executor`` and ``--slurm-args``, as python -m bisect and the sweep take them."""
+    cluster = parser.add_argument_group(
+        "where probes run (docs/cluster.md)",
+        "each probe a SLURM job, or inside an allocation (salloc, sbatch) a job step")
+    cluster.add_argument("--executor", choices=("local", "slurm"), default="local",
+                         help="local: child processes here (default); slurm: through the "
+                              "scheduler, the environments built here in the shared cache")
+    cluster.add_argument("--slurm-args", metavar="ARGS", default=None,
+                         help="options for every sbatch/srun, as one string: "
+                              "\"--partition=gpu --gres=gpu:1 --time=20:00\"")
+
+
 def executor_from(name: str, slurm_args: str | None, say: Callable[[str], None]) -> Executor:
     """``--executor`` and ``--slurm-args`` as an executor, checked before anything runs."""
     if name == "local":
