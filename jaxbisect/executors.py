@@ -358,6 +358,10 @@ class SlurmExecutor:
         finally:
             for s, handler in before.items():
                 signal.signal(s, handler)
+            try:
+                self.folder.rmdir()  # each probe's files went once read; a probe still
+            except OSError:          # cancelled keeps the folder until its thread is done
+                pass
 
 
 def _what(argv: Sequence[str]) -> str:
