@@ -180,13 +180,16 @@ OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1
 @nox.session
 def tests_fast(session: nox.Session) -> None:
     """The tests that need no network and no JAX release (pure logic, recorded data, the CLI
-    on bad input), with the network cut off: ``pytest -m "not jax"``, one worker a core.
+    on bad input), with the network cut off: ``pytest -m "not jax and not slurm"``, one
+    worker a core.
 
     Installs once (like the other sessions; later runs work offline); ``-- -n 0`` runs in one
     process. Its time: docs/benchmarks.md."""
     _install_project(session, "pytest-xdist>=3", project=".[test]")
     session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
-    session.run("pytest", "-m", "not jax", "-n", "auto", *(session.posargs or ["-q"]),
+    # The SLURM tests start one cluster for the session: not one a worker (nox -s tests).
+    session.run("pytest", "-m", "not jax and not slurm", "-n", "auto",
+                *(session.posargs or ["-q"]),
                 env=OFFLINE)
 
 

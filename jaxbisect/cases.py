@@ -27,6 +27,7 @@ from .catalogue import Release
 from .crashes import crash_of
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
+from .executors import LOCAL, Executor, ProbeLost
 from .harness import (
     Crashed,
     HarnessFailed,
@@ -151,12 +152,13 @@ class Run:
     cached: bool = False
     crash: str | None = None     # how the process crashed (crashes.crash_of), if it did
     crash_rate: dict | None = None  # the error metric: its runs' crash rate (CrashRate)
+    ran_on: dict = field(default_factory=dict)  # the node and job where it ran ({}: here)
 
     def as_json(self) -> dict:
         return {"release": self.release, "number": self.number, "status": self.status,
                 "samples": list(self.samples), "error": self.error, "document": self.document,
                 "installed": self.installed, "seconds": self.seconds, "crash": self.crash,
-                "crash_rate": self.crash_rate}
+                "crash_rate": self.crash_rate, **({"ran_on": self.ran_on} if self.ran_on else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> Run:
@@ -173,7 +175,7 @@ def crashed_run(question: Question, version: str, number: int, crash: str) -> Ru
 
 def measure_run(release: Release, backend: str, question: Question, number: int, *,
                 timeout: float, remeasure: bool = False, say: Say,
-                store: Store = STORE) -> Run:
+                store: Store = STORE, executor: Executor = LOCAL) -> Run:
     """Run ``number`` of ``question`` under ``release``: stored, or measured now and stored.
 
     What the release answers (samples, or the program raising) is stored; what may go away
@@ -192,9 +194,9 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         keep = True
         try:
             if question.case is not None:
-                run = _harness_run(env, release, question, number, timeout)
+                run = _harness_run(env, release, question, number, timeout, executor)
             else:
-                run = _command_run(env, release, question, number, timeout)
+                run = _command_run(env, release, question, number, timeout, executor)
         except Crashed as exc:
             run = crashed_run(question, str(release.version), number, exc.crash)
             keep = exc.lasting
@@ -213,30 +215,34 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
 
 def _harness_run(env, release: Release, question: Question, number: int,
-                 timeout: float) -> Run:
-    document = run_repro(env, question.harness_argv(), timeout, answers=(0, 125))
+                 timeout: float, executor: Executor = LOCAL) -> Run:
+    document = run_repro(env, question.harness_argv(), timeout, answers=(0, 125),
+                         executor=executor)
     metric = document.get("metric") or {}
     version = str(release.version)
     if metric.get("status") == "ok":
         return Run(release=version, number=number, status="ok",
-                   samples=tuple(metric["samples"]), document=document)
+                   samples=tuple(metric["samples"]), document=document,
+                   ran_on=document.get("ran_on", {}))
     status = "raised" if metric.get("status") == "error" else "failed"
     return Run(release=version, number=number, status=status,
-               error=metric.get("error") or "no answer", document=document)
+               error=metric.get("error") or "no answer", document=document,
+               ran_on=document.get("ran_on", {}))
 
 
 def _command_run(env, release: Release, question: Question, number: int,
-                 timeout: float) -> Run:
+                 timeout: float, executor: Executor = LOCAL) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample (for ``--metric error``: ``no error``, how it
     exited, or how it crashed). Its output is copied to our stderr."""
     child_env = command_environ(env, question.xla_flags)
     version = str(release.version)
     try:
-        done = subprocess.run(list(question.command), env=child_env, timeout=timeout,
-                              capture_output=True, text=True)
+        done = executor.run(list(question.command), env=child_env, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunTimedOut(f"timed out after {timeout:.0f} s") from None
+    except ProbeLost as exc:
+        raise HarnessFailed(str(exc), lasting=False) from None
     except OSError as exc:
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
@@ -249,12 +255,12 @@ def _command_run(env, release: Release, question: Question, number: int,
                             lasting=False)
     if question.metric == "error":
         return Run(release=version, number=number, status="ok",
-                   samples=(command_error(done.returncode, done.stderr),))
+                   samples=(command_error(done.returncode, done.stderr),), ran_on=done.where)
     if done.returncode != 0:
         return Run(release=version, number=number, status="raised",
-                   error=f"the command exited {done.returncode}")
+                   error=f"the command exited {done.returncode}", ran_on=done.where)
     return Run(release=version, number=number, status="ok",
-               samples=(command_value(done.stdout, question.metric),))
+               samples=(command_value(done.stdout, question.metric),), ran_on=done.where)
 
 
 def command_error(returncode: int, stderr: str) -> str:

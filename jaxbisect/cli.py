@@ -14,7 +14,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from repro.options import OneLineParser, add_size_options, glue_flag_values, positive_int
+from repro.options import (
+    FLAG_VALUED,
+    OneLineParser,
+    add_size_options,
+    glue_flag_values,
+    positive_int,
+)
 from repro.target import built_in as built_in_targets
 from repro.verdict import size_problem
 
@@ -31,6 +37,14 @@ from .catalogue import load_catalogue
 from .driver import Request, bisect_releases
 from .environments import resolve_backend
 from .errors import UserError
+from .executors import (
+    LOCAL,
+    Executor,
+    add_executor_options,
+    cluster_document,
+    cluster_markdown,
+    executor_from,
+)
 from .files import check_reports_folder
 from .harness import (
     DEFAULT_TIMEOUT,
@@ -114,6 +128,7 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="probe up to N releases at once, splitting the window into N+1 parts "
                         f"(default here: {default_jobs()}, from the cores and memory)")
+    add_executor_options(p)
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")
     p.add_argument("--no-evidence", action="store_true",
@@ -175,7 +190,8 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[str, ...]]:
     command: tuple[str, ...] = ()
-    argv = glue_flag_values(argv)  # a flag value of "--" is not the command's separator
+    # A flag value of "--" is not the command's separator, and "--partition=…" is a value.
+    argv = glue_flag_values(argv, (*FLAG_VALUED, "--slurm-args"))
     if "--" in argv:
         cut = argv.index("--")
         argv, command = argv[:cut], tuple(argv[cut + 1:])
@@ -231,20 +247,22 @@ def options_from(args: argparse.Namespace) -> HarnessOptions:
                           target=target_option(args.target))
 
 
-def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=None
-                 ) -> Request:
+def request_from(args: argparse.Namespace, command: tuple[str, ...], catalogue=None,
+                 executor: Executor = LOCAL) -> Request:
     """The question the command line asks. With a catalogue, the ends take its spelling
     ("v0.5" and "0.5.0" are one release) and ``auto`` becomes the backend at hand."""
     options = options_from(args).for_bisection()
     start, end, backend = args.start, args.end, args.backend
     if catalogue is not None:
         start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
-        backend = resolve_backend(args.backend, options.target)
+        backend = resolve_backend(args.backend, options.target,
+                                  gpu_elsewhere=executor is not LOCAL)
     return Request(start=start, end=end, backend=backend, options=options, command=command,
                    try_xla_flags=tuple(args.try_xla_flags),
                    timeout=args.timeout or DEFAULT_TIMEOUT,
                    remeasure=args.remeasure, jobs=args.jobs or default_jobs(),
-                   minimize=args.minimize, include_yanked=args.include_yanked)
+                   minimize=args.minimize, include_yanked=args.include_yanked,
+                   executor=executor)
 
 
 def is_metric_bisection(args: argparse.Namespace, command: tuple[str, ...]) -> bool:
@@ -253,14 +271,20 @@ def is_metric_bisection(args: argparse.Namespace, command: tuple[str, ...]) -> b
 
 
 def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
-    from .report import write_report  # tabulate and friends only once input is valid
-
     def say(message: str) -> None:  # one write a line: probes in threads share stderr
         print(message + "\n", end="", file=sys.stderr, flush=True)
 
     note = ignored_environment_note()
     if note:
         say(note)
+    executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
+    with executor.interruptible():  # Ctrl-C cancels every job first
+        return _run(args, command, say, executor)
+
+
+def _run(args: argparse.Namespace, command: tuple[str, ...], say, executor: Executor) -> int:
+    from .report import write_report  # tabulate and friends only once input is valid
+
     if args.explain is not None and args.case is not None:
         from .metric_cli import run_explain_case
 
@@ -268,12 +292,12 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     if is_metric_bisection(args, command):
         from .metric_cli import run_metric
 
-        return run_metric(args, command, say)
+        return run_metric(args, command, say, executor)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     if args.explain is not None:
         return run_explain(args, catalogue, options_from(args), say)
-    request = request_from(args, command, catalogue)
+    request = request_from(args, command, catalogue, executor)
     evidence_md, extra, next_step = "", {}, None
     wanted = not command and not args.no_evidence
     with ThreadPoolExecutor(1, thread_name_prefix="evidence") as early:
@@ -305,6 +329,10 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         minimal, minimal_md = minimize_builtin(bisection, args, say)
         extra = {**extra, "minimal": minimal}
         evidence_md = "\n".join(part for part in (evidence_md.rstrip(), minimal_md) if part)
+    cluster = cluster_document(executor)
+    if cluster:  # where the probes ran, when not here
+        extra = {**extra, "cluster": cluster}
+        evidence_md = "\n".join(p for p in (evidence_md.rstrip(), cluster_markdown(cluster)) if p)
     path, doc, kept = write_report(bisection, args.reports, evidence_md, extra, next_step)
     from .report import answer_line, gpu_commands, yanked_line
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .environments import ensure_environment, environment_path
 from .errors import InstallFailed, UserError
+from .executors import LOCAL, Executor, ProbeLost
 from .harness import DEFAULT_TIMEOUT, HarnessOptions, command_environ
 from .measurements import Measurement, measure_release, stored_measurement
 from .search import (
@@ -55,11 +56,12 @@ class Request:
     minimize: bool = False            # shrink the case once the change is found
     small_search: bool = True         # search probes at a small size (checked at the ends)
     include_yanked: bool = False      # yanked releases inside the range are candidates too
+    executor: Executor = field(default=LOCAL, compare=False)  # where probes run (executors.py)
 
     # How a run is carried out, not what it answers: left out of report names and of the
     # Reproduce line. Every other field (and every field of ``options``) changes the result.
     NOT_RESULT = ("start", "end", "backend", "options", "timeout", "remeasure", "jobs",
-                  "small_search")
+                  "small_search", "executor")
     # Of ``options``: what every bisection sets from the rest (HarnessOptions.for_bisection),
     # so no command line gives it.
     DERIVED = ("v2_up_to",)
@@ -95,6 +97,7 @@ class Probe:
     installed: dict = field(default_factory=dict)
     full_table: bool = False          # measurement holds every variant at every n_outer
     full_error: str | None = None     # why the full table could not be measured
+    ran_on: dict = field(default_factory=dict)  # a command's node and job ({}: here)
 
     @property
     def table_verdict(self) -> str:
@@ -248,14 +251,16 @@ def check_release(release: Release, request: Request, say: Say,
     options = options or request.options
     started = time.perf_counter()
     compiled = measure_release(release, request.backend, options, progress=say,
-                               timeout=request.timeout, use_cache=not request.remeasure)
+                               timeout=request.timeout, use_cache=not request.remeasure,
+                               executor=request.executor)
     chosen, replaced = compiled, None
     if compiled.stats_empty and not options.target:  # a target has no real run
         fallback = options.runtime_fallback()
         say(f"jax {release.version}: compiled statistics are empty "
             f"({compiled.reason}); its verdict comes from a real run at n_res {fallback.n_res}")
         chosen = measure_release(release, request.backend, fallback, progress=say,
-                                 timeout=request.timeout, use_cache=not request.remeasure)
+                                 timeout=request.timeout, use_cache=not request.remeasure,
+                                 executor=request.executor)
         replaced = compiled
     cached = compiled.cached and (replaced is None or chosen.cached)
     return Probe(release=release, verdict=chosen.verdict, mode=chosen.options.mode,
@@ -333,11 +338,13 @@ def run_command(release: Release, request: Request, say: Say, *,
     def stored(d: dict) -> Probe:
         return Probe(release=release, verdict=d["verdict"], mode="command",
                      reason=d["reason"], cached=True, seconds=0.0,
-                     exit_status=d["exit_status"], installed=d["installed"])
+                     exit_status=d["exit_status"], installed=d["installed"],
+                     ran_on=d.get("ran_on", {}))
 
     def as_json(probe: Probe) -> dict:
         return {"verdict": probe.verdict, "reason": probe.reason,
-                "exit_status": probe.exit_status, "installed": probe.installed}
+                "exit_status": probe.exit_status, "installed": probe.installed,
+                **({"ran_on": probe.ran_on} if probe.ran_on else {})}
 
     return store.get_or_run(command_key(release, request),
                             lambda: _run_command(release, request, say),
@@ -356,17 +363,22 @@ def _run_command(release: Release, request: Request, say: Say) -> Probe:
                      cached=False, seconds=round(time.perf_counter() - started, 2))
     child_env = command_environ(env, request.options.xla_flags)
     say(f"jax {release.version}: running {' '.join(request.command)}")
+    lost, ran_on = None, {}
     try:
         # Our stdout carries only the answer (one JSON document under --json): the
         # command's own output goes to stderr, beside the progress lines.
-        done = subprocess.run(list(request.command), env=child_env, timeout=request.timeout,
-                              stdout=_stderr_fd())
-        code = done.returncode
+        done = request.executor.run(list(request.command), env=child_env,
+                                    timeout=request.timeout, stdout=_stderr_fd(), stderr=None)
+        code, ran_on = done.returncode, done.where
     except subprocess.TimeoutExpired:
         code = None
+    except ProbeLost as exc:
+        code, lost = None, str(exc)
     except OSError as exc:
         raise UserError(f"cannot run {request.command[0]!r}: {exc.strerror}") from None
-    if code is None:
+    if lost:
+        verdict, reason = "skip", lost
+    elif code is None:
         verdict, reason = "skip", f"timed out after {request.timeout:.0f} s"
     elif code == 0:
         verdict, reason = "old", None
@@ -378,7 +390,7 @@ def _run_command(release: Release, request: Request, say: Say) -> Probe:
         verdict, reason = "skip", f"the command died (exit status {code})"
     return Probe(release=release, verdict=verdict, mode="command", reason=reason,
                  cached=False, seconds=round(time.perf_counter() - started, 2),
-                 exit_status=code, installed=dict(env.installed))
+                 exit_status=code, installed=dict(env.installed), ran_on=ran_on)
 
 
 def is_stored(release: Release, request: Request) -> bool:

@@ -17,7 +17,6 @@ CUDA 12 wheels come from three channels over JAX's history (see docs/jax-facts.m
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import shutil
@@ -45,6 +44,7 @@ from .catalogue import (
 from .errors import InstallFailed, UserError
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
+from .locks import held
 from .machine import uv_binary
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
@@ -57,16 +57,17 @@ RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
 Progress = Callable[[str], None]
 
 
-def resolve_backend(backend: str, target: str = "") -> str:
+def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False) -> str:
     """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``; ``cuda12``
-    where none is visible is refused at once, before minutes of CUDA installs. A ``target``
-    needs no GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
+    where none is visible is refused at once, before minutes of CUDA installs, unless the
+    probes run elsewhere (``gpu_elsewhere``: a cluster's GPU nodes). A ``target`` needs no
+    GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
     if target:
         if backend not in ("auto", "cuda12", DEVICELESS):
             raise UserError(f"--target {target} compiles for a CUDA GPU; --backend {backend} "
                             "contradicts it")
         return DEVICELESS
-    if backend == "cuda12" and not _nvidia_gpu_visible():
+    if backend == "cuda12" and not gpu_elsewhere and not _nvidia_gpu_visible():
         raise UserError("--backend cuda12, but no NVIDIA GPU is visible here (no /dev/nvidia0, "
                         "nvidia-smi -L lists none); use --backend cpu or auto")
     if backend in BACKENDS:
@@ -167,7 +168,7 @@ def ensure_environment(
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
     what = f"jax {release.version} ({backend_words(backend)})"
-    with _exclusive(path.with_name(path.name + ".lock"), say, what):
+    with _exclusive(path.with_name(path.name + ".lock-dir"), say, what):
         installed = None if rebuild else _complete(path, plan)
         if installed is not None and verify:
             broken = import_error(path / "bin" / "python")
@@ -209,13 +210,13 @@ def _to_stderr(message: str) -> None:
 
 @contextmanager
 def _exclusive(lock_path: Path, say: Progress, what: str) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path``; say so when another run holds it first."""
-    with open(lock_path, "a") as handle:  # closing it releases the lock
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"waiting for another run to finish installing {what} …")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+    """Hold the lock ``lock_path`` (locks.py: it holds across a cluster's nodes on NFS, where
+    flock may not); say so when another run holds it first."""
+    def waiting(who: dict | None) -> None:
+        by = f" ({who['host']}, pid {who['pid']})" if who else ""
+        say(f"waiting for another run{by} to finish installing {what} …")
+
+    with held(lock_path, on_wait=waiting):
         yield
 
 

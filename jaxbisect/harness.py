@@ -31,6 +31,7 @@ from .catalogue import DEVICELESS
 from .crashes import crash_of
 from .environments import Environment, import_error
 from .errors import UserError
+from .executors import LOCAL, Executor, ProbeLost
 from .files import cache_dir, shown_path
 
 DEFAULT_TIMEOUT = 1800.0
@@ -305,18 +306,22 @@ class EnvironmentBroken(HarnessFailed):
 
 
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,
-               answers: tuple[int, ...] = (0,), platform: str = "") -> dict:
+               answers: tuple[int, ...] = (0,), platform: str = "",
+               executor: Executor = LOCAL) -> dict:
     """``python -m MODULE ARGV`` under a release's ``python``, the staged harness first on its
     path (``platform``: JAX_PLATFORMS for it); the JSON document it printed, exiting with one
     of ``answers``, or HarnessFailed (EnvironmentBroken where jax no longer imports there).
-    Ctrl-C that reached the child is a KeyboardInterrupt here too."""
+    Ctrl-C that reached the child is a KeyboardInterrupt here too. ``executor``: where the
+    process runs; a document from elsewhere names the place under ``ran_on``."""
     stage, child_env = staged_harness(), harness_environ()
     if platform:
         child_env["JAX_PLATFORMS"] = platform
     what = "the harness" if module == "repro" else module
     try:
-        done = subprocess.run([str(python), "-m", module, *argv], cwd=stage, env=child_env,
-                              capture_output=True, text=True, timeout=timeout)
+        done = executor.run([str(python), "-m", module, *argv], cwd=stage, env=child_env,
+                            timeout=timeout)
+    except ProbeLost as exc:
+        raise HarnessFailed(f"{what}: {exc}", lasting=False) from None
     except subprocess.TimeoutExpired:
         raise RunTimedOut(f"{what} timed out after {timeout:.0f} s") from None
     except OSError as exc:
@@ -346,7 +351,7 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         raise HarnessFailed(f"{what} printed no JSON document") from None
     if document.get("schema") != SCHEMA:
         raise HarnessFailed(f"{what} spoke schema {document.get('schema')}, not {SCHEMA}")
-    return document
+    return {**document, "ran_on": done.where} if done.where else document
 
 
 # The modules other than the harness print a document with status "error" and exit 2 when
@@ -355,14 +360,16 @@ MODULE_ANSWERS = (0, 2)
 
 
 def run_repro(env: Environment, argv: list[str], timeout: float,
-              answers: tuple[int, ...] = (0,)) -> dict:
+              answers: tuple[int, ...] = (0,), executor: Executor = LOCAL) -> dict:
     """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed."""
-    return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers)
+    return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers,
+                      executor=executor)
 
 
-def run_harness(env: Environment, options: HarnessOptions, timeout: float) -> dict:
+def run_harness(env: Environment, options: HarnessOptions, timeout: float,
+                executor: Executor = LOCAL) -> dict:
     """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
-    return run_repro(env, harness_args(env.backend, options), timeout)
+    return run_repro(env, harness_args(env.backend, options), timeout, executor=executor)
 
 
 def collect_dumps(python: Path, options: DumpOptions, timeout: float = 900) -> dict:

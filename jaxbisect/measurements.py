@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from .catalogue import Release, backend_words
 from .environments import ensure_environment
 from .errors import InstallFailed
+from .executors import LOCAL, Executor
 from .harness import (
     CANNOT_IMPORT,
     DEFAULT_TIMEOUT,
@@ -91,7 +92,7 @@ def stored_measurement(release: Release, backend: str, options: HarnessOptions, 
 def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                     progress: Callable[[str], None] | None = None,
                     timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True,
-                    store: Store = STORE) -> Measurement:
+                    store: Store = STORE, executor: Executor = LOCAL) -> Measurement:
     """The harness's answer for one release, from the store or measured now and stored.
 
     Failures that are the release's (no wheels, a crash, a timeout) come back as a
@@ -111,7 +112,7 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                 installed = dict(env.installed)
                 say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                     f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-                document, error = run_harness(env, options, timeout), None
+                document, error = run_harness(env, options, timeout, executor), None
                 keep = True
             except InstallFailed as exc:  # may be transient (network, disk): never stored
                 document, error, keep = None, str(exc), False

@@ -31,6 +31,7 @@ from .classify import (
 )
 from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
+from .executors import LOCAL, Executor
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]
@@ -312,6 +313,7 @@ class MetricRequest:
     runs: int | None = None          # runs a release is measured with at a time
     max_runs: int | None = None      # runs of one release at most
     include_yanked: bool = False     # yanked releases inside the range are candidates too
+    executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
 
 
 @dataclass(frozen=True)
@@ -376,7 +378,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
 
     def real_run(i: int, number: int, seconds: float) -> Run:
         return measure_run(candidates[i], request.backend, q, number,
-                           timeout=seconds, remeasure=request.remeasure, say=say)
+                           timeout=seconds, remeasure=request.remeasure, say=say,
+                           executor=request.executor)
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
     timer = EndsTimer(run_at or (lambda i, number, seconds: real_run(i, number, seconds)),

@@ -11,6 +11,7 @@ from .cases import question_from
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
+from .executors import LOCAL, Executor, cluster_document
 from .files import check_reports_folder
 from .harness import DEFAULT_TIMEOUT, target_option
 from .metric_bisect import MetricRequest, bisect_metric
@@ -25,16 +26,20 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
                          samples=args.samples, kind=args.metric_kind)
 
 
-def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest:
+def request_from(args: argparse.Namespace, question, catalogue,
+                 executor: Executor = LOCAL) -> MetricRequest:
     start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
     return MetricRequest(start=start, end=end,
-                         backend=resolve_backend(args.backend, question.target),
+                         backend=resolve_backend(args.backend, question.target,
+                                                 gpu_elsewhere=executor is not LOCAL),
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
-                         max_runs=args.max_runs, include_yanked=args.include_yanked)
+                         max_runs=args.max_runs, include_yanked=args.include_yanked,
+                         executor=executor)
 
 
-def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
+def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
+               executor: Executor = LOCAL) -> int:
     """Exit 0 when a change is found, 1 when there is none (or no answer)."""
     from .metric_report import (
         answer_line,
@@ -49,7 +54,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
     question = question_of(args, command)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    request = request_from(args, question, catalogue)
+    request = request_from(args, question, catalogue, executor)
     bisection = bisect_metric(catalogue, request, say)
     extra: dict = {}
     # The report is written as soon as the answer is known, and again as the explanation
@@ -76,6 +81,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
         extra["minimal"]["case_path"] = display_path(q.case.path)
+    cluster = cluster_document(executor)
+    if cluster:
+        extra["cluster"] = cluster
     path, doc = write_report(bisection, args.reports, extra)
     if args.json:
         print(json.dumps(doc, indent=2))

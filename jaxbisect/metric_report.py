@@ -18,6 +18,7 @@ from tabulate import tabulate
 
 from .catalogue import Release
 from .evidence.handoff import render_xla_range
+from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, crashes_of
@@ -530,6 +531,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     if b.time_limit is not None:
         parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
                   ""]
+    if extra and extra.get("cluster"):  # where the runs ran, when not here (executors.py)
+        parts += [cluster_markdown(extra["cluster"])]
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)

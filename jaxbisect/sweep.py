@@ -27,8 +27,10 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from repro.options import (
+    FLAG_VALUED,
     OneLineParser,
     add_size_options,
+    glue_flag_values,
     n_outer_list,
     positive_int,
     variant_number,
@@ -45,6 +47,7 @@ from .catalogue import (
 )
 from .environments import ensure_environment, resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
+from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .files import (
     RUN_DEPENDENT_KEYS,
     VOLATILE_LINES,
@@ -125,6 +128,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="measure up to N releases at once (default here: "
                         f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_executor_options(p)
     h = p.add_argument_group("harness options (as python -m repro takes them)")
     add_size_options(h, n_outer_type=n_outer_list, many=True, n_inner=HarnessOptions.n_inner,
                      n_res=HarnessOptions.n_res, dtype=HarnessOptions.dtype)
@@ -145,7 +149,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="runs a release is measured with at a time (default: a bisection's)")
     c.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                    help="runs of one release at most (default: a bisection's)")
-    args = p.parse_args(argv)
+    args = p.parse_args(glue_flag_values(list(argv or []), (*FLAG_VALUED, "--slurm-args"))
+                        if argv is not None else None)
     if args.case is None and (args.param or args.metric or args.samples or args.runs
                               or args.max_runs or args.threshold is not None
                               or args.metric_kind != "auto"):
@@ -222,7 +227,8 @@ def result_file(reports: Path, release: str, backend: str, mode: str = "compiled
 
 
 def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: Path, *,
-              remeasure: bool, timeout: float, say: Callable[[str], None]) -> SweepResult:
+              remeasure: bool, timeout: float, say: Callable[[str], None],
+              executor: Executor = LOCAL) -> SweepResult:
     release = planned.release
     name = f"jax {release.version} ({backend_words(backend, options.target)})"
     # The names ensure_environment's and measure_release's lines start with, said once.
@@ -257,7 +263,7 @@ def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: 
         if env.reused:
             say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
         measurement = measure_release(release, backend, options, progress=progress,
-                                      timeout=timeout, use_cache=False)
+                                      timeout=timeout, use_cache=False, executor=executor)
     written = _write_result(reports, measurement, say)
     problem = None
     if measurement.document is None:
@@ -272,7 +278,7 @@ def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: 
         say(f"{name}: compiled statistics are empty; adding a real run at "
             f"n_res {fallback.n_res} too")
         real = measure_release(release, backend, fallback, progress=progress, timeout=timeout,
-                               use_cache=not remeasure)
+                               use_cache=not remeasure, executor=executor)
         _write_result(reports, real, say)
     if stored is None:
         say(f"{name}: done in {time.perf_counter() - started:.1f} s "
@@ -445,9 +451,19 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if args.case is not None:
         from .case_sweep import sweep_case
 
+        if args.executor != "local":
+            raise UserError("--executor slurm sweeps the built-in harness; a --case sweep "
+                            "runs here (python -m bisect --case … --executor slurm bisects one)")
         return sweep_case(args, say, select)
+    executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
+    with executor.interruptible():  # Ctrl-C cancels every job first
+        return _run(args, say, executor)
+
+
+def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executor) -> int:
     args.options = replace(args.options, target=target_option(args.target))
-    backend = resolve_backend(args.backend, args.options.target)
+    backend = resolve_backend(args.backend, args.options.target,
+                              gpu_elsewhere=executor is not LOCAL)
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     work = [(planned, backend, args.options) for planned in select(catalogue, args, backend)]
@@ -471,9 +487,9 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             running.add(i)
         step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
         _, on, options = work[i]
-        result = sweep_one(planned, on, options, reports,
-                            remeasure=args.remeasure, timeout=args.timeout or DEFAULT_TIMEOUT,
-                            say=step)
+        result = sweep_one(planned, on, options, reports, remeasure=args.remeasure,
+                           timeout=args.timeout or DEFAULT_TIMEOUT, say=step,
+                           executor=executor)
         with lock:  # one summary at a time, rebuilt from every result written so far
             done[i] = result
             running.discard(i)

@@ -108,3 +108,37 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node SLURM cluster for the session (tests/slurm_cluster.py): its
+    SLURM_CONF is set for this process and every subprocess. Skipped where it cannot start
+    (not root, no packages) unless JAX_SCAN_REPRO_REQUIRE_SLURM=1 (CI), where that fails."""
+    import tempfile
+
+    from slurm_cluster import CannotStart, start, stop
+
+    # A short path: munge's socket lives there (a Unix socket's path is at most 107 bytes).
+    root = Path(tempfile.mkdtemp(prefix="jb-slurm-"))
+    try:
+        env = start(root)
+    except CannotStart as exc:
+        if os.environ.get("JAX_SCAN_REPRO_REQUIRE_SLURM") == "1":
+            pytest.fail(f"JAX_SCAN_REPRO_REQUIRE_SLURM=1 but the SLURM cluster cannot start: "
+                        f"{exc}")
+        pytest.skip(f"no SLURM cluster here: {exc}")
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield root
+    finally:
+        stop(root)
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
