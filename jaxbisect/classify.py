@@ -707,8 +707,8 @@ class Paired:
         m = mean_of(d, self._floor(2))
         ratio = math.exp(m.mean)
         above = sum(x > 0 for x in d)
-        shown = (f"new/old {ratio:.3g}x over {m.n} interleaved pairs ({above} of {m.n} "
-                 f"slower on the new end), pair spread ±{math.expm1(m.sd):.1%}")
+        shown = (f"last/first end {ratio:.3g}x over {m.n} interleaved pairs ({above} of "
+                 f"{m.n} higher at the last end), pair spread ±{math.expm1(m.sd):.1%}")
         look = self.look(m.n)
         if look == 0:
             return EndsVerdict(Ends(False, None, ratio, f"{shown}: {self.first_look} pairs "

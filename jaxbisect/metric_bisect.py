@@ -1,10 +1,12 @@
 """A bisection by a metric of the user's program, honest under noise (docs/classification.md).
 
-The ends are measured first (a noisy metric's runs interleaved: old, new, old, new …). A
-classifier learned from them says whether the ends differ at all; if they do, the pure search
-of ``search.py`` runs with a probe that measures a release, places it with the classifier, and
-measures it again while the classifier cannot place it, up to a cap. A release still unplaced,
-or far outside both ends (a third behaviour), is a skip with its figures, never a guess.
+A deterministic metric: the ends are measured once, a classifier learned from them says
+whether they differ; if they do, the pure search of ``search.py`` runs with a probe that
+measures a release and places it with the classifier. A noisy metric (``search_paired``): the
+ends in interleaved pairs until a sequential test decides (a change, alike, or undecided at the
+cap), then each release in rounds (old end, it, new end) placed from the ratios within its
+rounds. A release still unplaced, or far outside both ends (a third behaviour), is a skip with
+its figures, never a guess.
 
 ``search_metric`` takes the run and the classifier as arguments (tests inject them);
 ``bisect_metric`` wires them to real releases.
@@ -131,7 +133,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     if noisy_metric:
         test = paired or Paired()
         if batch:
-            test = replace(test, first_look=max(2, batch))
+            test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
                              reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
                              say=say)
@@ -489,8 +491,9 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     names = [str(r.version) for r in candidates]
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
-        + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
-           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else ""))
+        + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
+           f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
+           if q.noisy else ""))
 
     def real_run(i: int, number: int) -> Run:
         return measure_run(candidates[i], request.backend, q, number,

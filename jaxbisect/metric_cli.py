@@ -34,8 +34,13 @@ def request_from(args: argparse.Namespace, question, catalogue) -> MetricRequest
                          max_runs=args.max_runs)
 
 
+# The exit status of each answer (cli.EXIT_CODES): "cannot tell" is never "no change".
+METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+
+
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> int:
-    """Exit 0 when a change is found, 1 when there is none (or no answer)."""
+    """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
+    leaves it undecided, 125 when an end cannot be measured."""
     from .metric_report import answer_line, thirds_line, write_report
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
@@ -86,7 +91,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say) -> 
         print(f"probes: {len(s.placed)} ({s.remeasures} re-measured; "
               f"{sum(p.cached for p in s.placed.values())} stored)")
     say(f"report: {path}")
-    return 0 if bisection.search.status == "found" else 1
+    return METRIC_EXIT[bisection.search.status]
 
 
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
