@@ -424,7 +424,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
               how, "", tabulate(rows, headers=headers, tablefmt="github",
                                 disable_numparse=True), "",
               f"Search: {len(s.placed)} probes ({s.remeasures} re-measured), at most "
-              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped.", ""]
+              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped; "
+              f"{s.runs} runs in all.", ""]
     drawn = chart(b)
     if drawn:
         parts += [drawn, ""]
