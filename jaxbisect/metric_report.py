@@ -16,11 +16,11 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from .catalogue import Release
+from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
+from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
-from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .metric_bisect import MetricBisection, Placed, calibration_text
 from .report import JAX_COMPARE, SCHEMA, grouped_reasons
 

@@ -80,3 +80,58 @@ def machine(truth: list[float], model: Model, rng: random.Random):
         return Run(release=str(i), number=number, status="ok",
                    samples=(truth[i] * load(made[0]),))
     return run_at, made
+
+
+def simulate(model: Model, ratio: float, rng: random.Random, search) -> tuple[str, int]:
+    """One simulated bisection: 3-30 releases, a change of ``ratio`` (half of them fixes) at a
+    random place. Its outcome: right (the adjacent pair), inexact (a range that holds the
+    change, releases in it skipped), wrong (a pair that does not hold it), or the status
+    (alike, undecided); and the runs it took."""
+    n = rng.randint(3, 30)
+    change = rng.randint(1, n - 1)
+    factor = 1 / ratio if rng.random() < 0.5 else ratio
+    truth = [1e-3 if i < change else 1e-3 * factor for i in range(n)]
+    run_at, made = machine(truth, model, rng)
+    s = search(n, run_at)
+    if s.status != "found":
+        return s.status, made[0]
+    r = s.result
+    if ratio == 1.0 or not (r.last_old < change <= r.first_new):
+        return "wrong", made[0]
+    return ("right" if r.exact else "inexact"), made[0]
+
+
+def main(argv: list[str]) -> None:
+    """``python tests/noise_models.py [N [RATIO …]]``: N bisections a model and ratio."""
+    import collections
+    import time
+
+    from jaxbisect.classify import deterministic
+    from jaxbisect.metric_bisect import search_metric
+
+    def search(n, run_at):
+        return search_metric(n, run_at, deterministic, noisy_metric=True)
+
+    count = int(argv[0]) if argv else 1000
+    ratios = [float(x) for x in argv[1:]] or [2.0, 1.5, 10.0, 1.0]
+    print("| change | noise | right | inexact | undecided | alike | wrong | runs a bisection |")
+    print("|---|---|---|---|---|---|---|---|")
+    for ratio in ratios:
+        for name, model in MODELS.items():
+            rng = random.Random(f"{name} {ratio}")
+            started, seen, runs = time.perf_counter(), collections.Counter(), 0
+            for _ in range(count):
+                outcome, made = simulate(model, ratio, rng, search)
+                seen[outcome] += 1
+                runs += made
+            share = {k: f"{100 * v / count:.1f} %" for k, v in seen.items()}
+            print(f"| {ratio:g}x | {name} | {share.get('right', '0')} | "
+                  f"{share.get('inexact', '0')} | {share.get('undecided', '0')} | "
+                  f"{share.get('alike', '0')} | {seen['wrong']} | {runs / count:.1f} |  "
+                  f"<!-- {time.perf_counter() - started:.1f} s -->")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
