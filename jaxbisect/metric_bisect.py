@@ -243,7 +243,7 @@ def paired_calibration(test: Paired, pairs: Sequence[tuple[float, float]],
 def calibration_text(c: dict) -> str:
     return (f"this machine's noise from the first {c['pairs']} pairs of the ends: one run "
             f"±{c['run_spread']:.1%}, the ratio within a pair ±{c['pair_spread']:.1%}; with "
-            f"up to {c['max_runs']} runs a release it can tell a change of "
+            f"up to {c['max_runs']} pairs (--max-runs) it can tell a change of "
             f"{c['resolvable_ratio']:.3g}× or more from none at {c['confidence']:.0%}")
 
 

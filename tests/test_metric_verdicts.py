@@ -77,3 +77,25 @@ def test_a_drifting_machine_still_finds_a_2x_change_from_pairs_and_rounds(record
     assert middle and all(len(r) == 3 for p in middle for r in p["rounds"])
     assert doc["search"]["runs"] == made[0]
     assert METRIC_EXIT["found"] == 0 and METRIC_EXIT["unmeasurable"] == 125
+
+
+def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
+    """Compiled memory bytes keep their exact logic (one run an end) and the headline says
+    MB, never 6.567e+07, and calls neither end old or new when they are alike."""
+    from pathlib import Path
+
+    case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
+    question = question_from("memory", str(case), [], ())
+    request = MetricRequest(start="0.4.38", end="0.5.2", backend="cpu", question=question)
+    calls = []
+
+    def run_at(i, number):
+        calls.append((i, number))
+        return Run(str(i), number, "ok", (65_670_000,))
+
+    b = bisect_metric(recorded_catalogue, request, lambda m: None, run_at=run_at)
+    doc = document(b, None)
+    assert doc["status"] == "alike" and doc["calibration"] is None and len(calls) == 2
+    line = answer_line(b)
+    assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
+    assert " old" not in line and " new" not in line
