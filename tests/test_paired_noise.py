@@ -46,9 +46,10 @@ def test_a_10x_change_takes_fewer_runs_than_a_2x_one(name):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_identical_ends_are_never_a_change(name):
-    seen = outcomes(name, 1.0, 60)
-    assert seen["wrong"] == 0 and set(seen) <= {"alike", "undecided"}, seen
+def test_identical_ends_are_a_change_at_most_as_often_as_the_confidence_allows(name):
+    """1 - 0.99: the error budget of the ends' test (0 - 0.5 % over 1,000 a model)."""
+    seen = outcomes(name, 1.0, 200)
+    assert seen["wrong"] <= 2 and set(seen) <= {"alike", "undecided", "wrong"}, seen
 
 
 def test_the_t_distribution_and_the_error_budget():
