@@ -287,9 +287,9 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
     calibration = None
     while True:
         one_round(ends_at)
-        if len(runs[0]) == 1:
+        if len(runs[0]) == test.first_look:  # an end with no figure in a first look's runs
             for i in ends_at:
-                if figures[i][0] is None:
+                if all(v is None for v in figures[i]):
                     failure = Placed(i, tuple(runs[i])).failure
                     placed = {j: Placed(j, tuple(runs[j])) for j in ends_at}
                     what = "the first" if i == 0 else "the last"

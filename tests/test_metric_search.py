@@ -218,3 +218,17 @@ def test_the_model_learns_from_each_label():
                                                                      else 2),)),
                   lambda o, n: Recording({}), noisy_metric=False)
     assert seen and set(seen) <= {Label.OLD, Label.NEW}
+
+
+def test_a_noisy_end_without_a_figure_in_its_first_look_is_unmeasurable():
+    calls: list = []
+
+    def run_at(i, number):
+        calls.append((i, number))
+        if i == 0:
+            return Run(str(i), number, "failed", error="no wheel")
+        return Run(str(i), number, "ok", (1.0,))
+
+    s = search_metric(5, run_at, deterministic, noisy_metric=True)
+    assert s.status == "unmeasurable" and "first release" in s.reason and "no wheel" in s.reason
+    assert len(calls) == 8  # four pairs: one failed run is not yet "cannot measure"
