@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tabulate import tabulate
@@ -22,7 +23,7 @@ from tabulate import tabulate
 from .budgets import EndsTimer
 from .cases import Run, measure_run, question_from
 from .catalogue import load_catalogue
-from .classify import Label, Placement
+from .classify import Label, Paired, Placement
 from .environments import resolve_backend
 from .files import check_reports_folder, write_json_if_changed, write_text_if_changed
 from .harness import target_option
@@ -34,8 +35,11 @@ from .metric_bisect import (
     Reduce,
     batch_size,
     classifier_for,
+    paired_test,
     reduce_for,
+    search_metric,
     values_of,
+    visit_every,
 )
 from .metric_report import figure, figure_text, seen
 
@@ -44,15 +48,23 @@ ALIKE = "like the ends"
 
 
 def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: MakeClassifier, *,
-                noisy_metric: bool, batch: int, max_runs: int, reduce: Reduce,
-                measured: Sequence[int] | None = None) -> tuple[list[Placed | None], object]:
+                noisy_metric: bool, batch: int | None, max_runs: int, reduce: Reduce,
+                measured: Sequence[int] | None = None,
+                paired: Paired | None = None) -> tuple[list[Placed | None], object]:
     """Every one of ``n`` releases (those in ``measured``, default all) measured and placed as
-    a bisection places a probe: the ends first (a noisy pair not told apart measured once
-    more), then each release ``batch`` runs at a time while the classifier cannot place it,
-    up to ``max_runs``. The placements, and the ends (None where an end gave no figure)."""
-    runs: dict[int, list[Run]] = {}
+    a bisection places a probe. A noisy metric: the bisection's own paired search
+    (search_metric), visiting every release instead of searching; ends alike or undecided
+    leave nothing to place against, so each release between is measured and not labelled. A
+    deterministic metric: the ends, then each release ``batch`` runs at a time while the
+    classifier cannot place it, up to ``max_runs``. The placements, and the ends (None where
+    an end gave no figure)."""
     measured = list(range(n)) if measured is None else list(measured)
     placed: list[Placed | None] = [None] * n
+    if noisy_metric and len(measured) > 1:
+        return _place_paired(n, run_at, measured, batch=batch, max_runs=max_runs,
+                             reduce=reduce, paired=paired)
+    batch = batch or 1
+    runs: dict[int, list[Run]] = {}
 
     def measure(indices, count: int) -> None:
         for _ in range(count):  # interleaved, as the bisection's ends are
@@ -94,6 +106,31 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
     return placed, ends
 
 
+def _place_paired(n: int, run_at: Callable[[int, int], Run], measured: list[int], *,
+                  batch: int | None, max_runs: int, reduce: Reduce,
+                  paired: Paired | None) -> tuple[list[Placed | None], object]:
+    m = len(measured)
+    s = search_metric(m, lambda j, number: run_at(measured[j], number), None,
+                      noisy_metric=True, batch=batch, max_runs=max_runs, reduce=reduce,
+                      paired=paired, visit=visit_every)
+    placed: list[Placed | None] = [None] * n
+    for j, p in s.placed.items():
+        placed[measured[j]] = replace(p, index=measured[j])
+    if s.status == "unmeasurable":  # nothing to measure the others against
+        return [replace(p, placement=None) if p else None for p in placed], None
+    if s.status in ("alike", "undecided"):  # each release measured as often as an end
+        for j in range(1, m - 1):
+            got = tuple(run_at(measured[j], number)
+                        for number in range(1, len(s.placed[0].runs) + 1))
+            placed[measured[j]] = Placed(measured[j], got, None, values_of(got, reduce))
+    if s.status == "undecided":  # no change told apart: neither end is "old" nor "new"
+        for j in (0, m - 1):
+            p = placed[measured[j]]
+            placed[measured[j]] = replace(p, placement=Placement(
+                Label.AMBIGUOUS, None, reason="the ends are undecided at this machine's noise"))
+    return placed, s.ends
+
+
 def label_of(placed: Placed, ends) -> str:
     """old | new | ambiguous | third behaviour | like the ends | no figure."""
     p = placed.placement
@@ -101,6 +138,8 @@ def label_of(placed: Placed, ends) -> str:
         return "measured" if placed.values else "no figure"
     if p.third:
         return "third behaviour"
+    if p.label is Label.SKIP:  # measured, but not placed within the cap
+        return "ambiguous" if placed.values else "no figure"
     if ends is not None and not ends.distinct and p.label in (Label.OLD, Label.NEW):
         return ALIKE
     return p.label.value
@@ -134,8 +173,10 @@ def sweep_case(args: argparse.Namespace, say: Say, select) -> int:
     timer = EndsTimer(measure, (usable[0], usable[-1]), args.timeout,
                       hang_is_value=question.metric == "error")
     placed, ends = place_every(len(releases), timer, classifier_for(question, args.threshold),
-                               noisy_metric=question.noisy, batch=batch, max_runs=most,
-                               reduce=reduce_for(question), measured=usable)
+                               noisy_metric=question.noisy,
+                               batch=args.runs if question.noisy else batch, max_runs=most,
+                               reduce=reduce_for(question), measured=usable,
+                               paired=paired_test(args.threshold))
     rows, problems = [], []
     for item, p in zip(releases, placed):
         version = str(item.release.version)

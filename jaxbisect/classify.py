@@ -557,3 +557,252 @@ def noisy(
         raise ValueError(f"third_factor must be > 1, not {third_factor}")
     lo, ln = _logs(old), _logs(new)
     return _Noisy(lo, ln, lo, ln, confidence, threshold, third_factor, quantile, min_spread, df)
+
+
+# --------------------------------------------------------------------------------------------
+# Paired noisy scalars: the ends measured in pairs, a release in triplets beside both ends
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + aa * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1 - tail
+
+
+@functools.lru_cache(maxsize=1024)
+def t_critical(alpha: float, df: float) -> float:
+    """The t with P(T > t) = ``alpha`` (one-sided upper critical value), by bisection."""
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > alpha:
+        lo, hi = hi, hi * 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_sf(mid, df) > alpha else (lo, mid)
+        if hi - lo < 1e-9 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def look_alpha(alpha: float, look: int) -> float:
+    """The error a sequential test may spend at its ``look``-th look (1, 2, …): alpha · 6 /
+    (π² look²). The looks together never spend more than ``alpha``, however many there are,
+    and the first looks get most of it: a large change is decided in few runs."""
+    return alpha * 6 / (math.pi**2 * look**2)
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of within-round log ratios, with its standard error (floored) and count."""
+
+    mean: float
+    se: float
+    sd: float
+    n: int
+
+    def bound(self, alpha: float) -> tuple[float, float]:
+        """The one-sided (1 - alpha) lower and upper confidence bounds of the mean."""
+        half = t_critical(alpha, self.n - 1) * self.se
+        return self.mean - half, self.mean + half
+
+
+def mean_of(xs: Sequence[float], floor: float) -> Mean:
+    n = len(xs)
+    m = statistics.fmean(xs)
+    sd = statistics.stdev(xs) if n >= 2 else 0.0
+    return Mean(m, max(sd, floor) / math.sqrt(n), sd, n)
+
+
+@dataclass(frozen=True)
+class EndsVerdict:
+    """What the pairs of the ends say so far: ``ends`` (distinct, direction, ratio, reason)
+    and ``decided`` (False: measure another pair, or at the cap the answer is undecided)."""
+
+    ends: Ends
+    decided: bool
+    pairs: int
+    spread: float | None  # the sd of the pairs' log ratios (the machine's noise, paired)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A sequential test on interleaved runs (docs/classification.md, "Paired runs").
+
+    The ends: each pair (old run k, new run k, made one after the other) gives d = log(new /
+    old), in which the load of that moment cancels. After ``first_look`` pairs and at every pair
+    after it (look 1, 2, …, each spending :func:`look_alpha`), the ends are **distinct** when
+    a t test on the d's rejects no change (two-sided) and the estimated change is at least
+    ``threshold``; **alike** when both one-sided tests of an equivalence test (TOST) put the
+    change within ``threshold``; else undecided. A release between them is measured in rounds
+    (old, release, new) and placed from u = 2 log(release) - log(old) - log(new), in which a
+    linear drift across the round cancels: -δ for the old behaviour, +δ for the new."""
+
+    threshold: float = DEFAULT_NOISY_THRESHOLD
+    confidence: float = DEFAULT_CONFIDENCE
+    third_factor: float = DEFAULT_THIRD_FACTOR
+    min_spread: float = DEFAULT_MIN_SPREAD
+    # Pairs of the ends before their first look: three slow runs of one end in a row must
+    # not decide the direction.
+    first_look: int = 4
+    # Rounds before a release's first look (with the machine's spread): one slow run in k
+    # rounds of the release must not place it, so at least 3, and every round must agree.
+    first_place: int = 3
+
+    def __post_init__(self) -> None:
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0.5, 1), not {self.confidence}")
+        if self.first_look < 2:
+            raise ValueError(f"first_look must be at least 2, not {self.first_look}")
+
+    @property
+    def alpha(self) -> float:
+        return 1 - self.confidence
+
+    def look(self, n: int) -> int:
+        """Which look ``n`` rounds are (1 at ``first_look``), or 0 before it."""
+        return max(0, n - self.first_look + 1)
+
+    def _floor(self, terms: int) -> float:
+        # The least spread a log ratio of ``terms`` runs' logs is taken to have (each run at
+        # least min_spread): a few rounds that happen to agree must not look exact.
+        return math.sqrt(terms) * math.log1p(self.min_spread)
+
+    def ends(self, pairs: Sequence[tuple[float, float]]) -> EndsVerdict:
+        d = [math.log(n / o) for o, n in _positive(pairs)]
+        band = math.log1p(self.threshold)
+        if not d:
+            return EndsVerdict(Ends(False, None, None, "no pair of figures yet"), False, 0, None)
+        m = mean_of(d, self._floor(2))
+        ratio = math.exp(m.mean)
+        above = sum(x > 0 for x in d)
+        shown = (f"last/first end {ratio:.3g}x over {m.n} interleaved pairs ({above} of "
+                 f"{m.n} higher at the last end), pair spread ±{math.expm1(m.sd):.1%}")
+        look = self.look(m.n)
+        if look == 0:
+            return EndsVerdict(Ends(False, None, ratio, f"{shown}: {self.first_look} pairs "
+                                    "needed before a look"), False, m.n, m.sd)
+        a = look_alpha(self.alpha, look)
+        lo2, hi2 = m.bound(a / 2)
+        lo, hi = m.bound(a)
+        interval = (f"{math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at "
+                    f"{1 - a:.4g} (look {look})")
+        shown += f"; change {interval}"
+        if (lo2 > 0 or hi2 < 0) and abs(m.mean) >= band:
+            direction = "regression" if m.mean > 0 else "fix"
+            return EndsVerdict(Ends(True, direction, ratio, shown), True, m.n, m.sd)
+        if lo > -band and hi < band:
+            return EndsVerdict(Ends(False, None, ratio, f"{shown}: confidently within "
+                                    f"{self.threshold:.0%} (equivalence test)"), True, m.n, m.sd)
+        return EndsVerdict(Ends(False, None, ratio, f"{shown}: neither a change of at least "
+                                f"{self.threshold:.0%} nor within it yet"), False, m.n, m.sd)
+
+    def resolvable(self, spread: float, rounds: int) -> float:
+        """The smallest new/old ratio (> 1) that ``rounds`` pairs with this pair spread tell
+        from no change at the last look (the threshold at least)."""
+        n = max(rounds, self.first_look)
+        a = look_alpha(self.alpha, self.look(n))
+        se = max(spread, self._floor(2)) / math.sqrt(n)
+        return max(math.exp(t_critical(a / 2, n - 1) * se), 1 + self.threshold)
+
+    def place(self, rounds: Sequence[tuple[float, float, float]], direction: str,
+              machine: tuple[float, int] | None = None,
+              change: float | None = None) -> Placement:
+        """A release from rounds (old, release, new) of one moment each; ``direction`` the
+        ends' (regression: new slower/bigger); ``machine`` the machine's spread of u so far
+        as (sum of squares, degrees of freedom); ``change`` the ends' new/old ratio. A release
+        is OLD (NEW) when u is confidently on that end's side, every round agrees, and it is
+        within half the change of that end's runs beside it; AMBIGUOUS until a look decides.
+
+        The spread of u is taken as the larger of the release's own and what the ends' pairs
+        say of the machine (var u = 3 var d for independent run noise), with the ends' degrees
+        of freedom: two rounds can then place a release where the machine is steady, and a
+        release whose rounds disagree more than the machine's pairs waits for more."""
+        good = [(o, r, n) for o, r, n in rounds
+                if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+                       for v in (o, r, n))]
+        if not good:
+            return Placement(Label.SKIP, None, reason="no usable round")
+        s = 1 if direction == "regression" else -1
+        to_old = [math.log(r / o) for o, r, n in good]
+        to_new = [math.log(r / n) for o, r, n in good]
+        u = mean_of([s * (a + b) for a, b in zip(to_old, to_new)], self._floor(6))
+        if machine is not None and machine[1] >= 1:
+            ss, dof = machine[0] + u.sd**2 * (u.n - 1), machine[1] + u.n - 1
+            sd = max(math.sqrt(ss / dof), u.sd, self._floor(6))
+            u = Mean(u.mean, sd / math.sqrt(u.n), u.sd, u.n)
+        else:
+            dof = u.n - 1
+        here = (f"{math.exp(statistics.fmean(to_old)):.3g}x the old end, "
+                f"{math.exp(statistics.fmean(to_new)):.3g}x the new end beside it "
+                f"({u.n} rounds)")
+        look = max(0, u.n - self.first_place + 1) if machine is not None else self.look(u.n)
+        if look == 0:
+            return Placement(Label.AMBIGUOUS, None, reason=f"{here}: too few rounds")
+        a = look_alpha(self.alpha, look)
+        margin = math.log(self.third_factor)
+        # Beyond the outer end (slower than the slower end x3 for a regression) or the inner.
+        beyond_outer = mean_of([s * x for x in to_new], self._floor(2))
+        beyond_inner = mean_of([-s * x for x in to_old], self._floor(2))
+        for m, words in ((beyond_outer, "beyond the new end"),
+                         (beyond_inner, "beyond the old end")):
+            if m.bound(a / 2)[0] > margin:
+                return Placement(Label.SKIP, None, third=True,
+                                 reason=f"{here}: more than {self.third_factor:g}x {words}")
+        half = t_critical(a / 2, dof) * u.se
+        lo, hi = u.mean - half, u.mean + half
+        signs = {x > 0 for x in (s * (p + q) for p, q in zip(to_old, to_new))}
+        if len(signs) > 1 and (hi < 0 or lo > 0):
+            return Placement(Label.AMBIGUOUS, None, reason=f"{here}: its rounds disagree on "
+                                                          "the nearer end")
+        # And like that end: within half the change of the runs of it beside it (a burst on
+        # the other end's runs must not make a release look nearer to this one).
+        half_change = abs(math.log(change)) / 2 if change else math.inf
+
+        def matches(xs: list[float]) -> bool:
+            m = mean_of(xs, self._floor(2))
+            width = t_critical(0.05, dof) * max(m.sd, u.se * math.sqrt(u.n / 3)) / math.sqrt(m.n)
+            return abs(m.mean) + width < half_change
+
+        if hi < 0 and matches(to_old):
+            return Placement(Label.OLD, 1 - a, reason=f"{here}: the old behaviour at {1 - a:.4g}")
+        if lo > 0 and matches(to_new):
+            return Placement(Label.NEW, 1 - a, reason=f"{here}: the new behaviour at {1 - a:.4g}")
+        return Placement(Label.AMBIGUOUS, None, reason=f"{here}: nearer neither end at "
+                                                      f"{1 - a:.4g} (look {look})")
+
+
+def _positive(pairs: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(o, n) for o, n in pairs
+            if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in (o, n))]

@@ -60,8 +60,12 @@ if TYPE_CHECKING:
 PROG = "python -m bisect"
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the growth)
-  1    no change in the range, or no answer (an end could not be measured)
+  1    no change in the range (a metric: the ends confidently alike), or no answer from
+       the built-in check (an end could not be measured)
   2    bad input or an unusable situation (one line on stderr)
+  3    a metric's ends differ but this machine's noise does not let it decide at 99 %
+       (undecided, not "no change": more --max-runs or a quieter machine decide it)
+  125  a metric bisection cannot measure an end (the release gives no figure)
   130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
 
 
@@ -164,15 +168,17 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     case.add_argument("--minimize-budget", type=_seconds, default=600.0, metavar="SECONDS",
                       help="the most --minimize may spend measuring (default 600)")
     case.add_argument("--runs", type=positive_int, default=None, metavar="N",
-                      help="runs (processes) a noisy metric measures a release with at a time: "
-                           "each run is one sample to the classifier (default 5)")
+                      help="a noisy metric: pairs of the ends (rounds of a release) before "
+                           "the sequential test first looks (default 4 pairs, 3 rounds); each "
+                           "run is one figure")
     case.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
-                      help="runs of one release at most while the classifier cannot place it "
-                           "(default 10 for a noisy metric)")
+                      help="a noisy metric: pairs of the ends, and rounds of each release "
+                           "beside both ends, at most before the answer is undecided or the "
+                           "release a skip (default 10)")
     p.add_argument("--include-yanked", action="store_true",
                    help="measure the yanked releases inside the range as candidates too "
                         "(every report names them either way)")
-    # issue 25: the time limits of a metric bisection (jaxbisect/budgets.py)
+    # The time limits of a metric bisection (jaxbisect/budgets.py).
     limits = p.add_argument_group(
         "time limits of --case / --metric (docs/cases.md)", textwrap.fill(
         f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "

@@ -1,10 +1,12 @@
 """A bisection by a metric of the user's program, honest under noise (docs/classification.md).
 
-The ends are measured first (a noisy metric's runs interleaved: old, new, old, new …). A
-classifier learned from them says whether the ends differ at all; if they do, the pure search
-of ``search.py`` runs with a probe that measures a release, places it with the classifier, and
-measures it again while the classifier cannot place it, up to a cap. A release still unplaced,
-or far outside both ends (a third behaviour), is a skip with its figures, never a guess.
+A deterministic metric: the ends are measured once, a classifier learned from them says
+whether they differ; if they do, the pure search of ``search.py`` runs with a probe that
+measures a release and places it with the classifier. A noisy metric (``search_paired``): the
+ends in interleaved pairs until a sequential test decides (a change, alike, or undecided at the
+cap), then each release in rounds (old end, it, new end) placed from the ratios within its
+rounds. A release still unplaced, or far outside both ends (a third behaviour), is a skip with
+its figures, never a guess.
 
 ``search_metric`` takes the run and the classifier as arguments (tests inject them);
 ``bisect_metric`` wires them to real releases.
@@ -12,6 +14,8 @@ or far outside both ends (a third behaviour), is a skip with its figures, never 
 
 from __future__ import annotations
 
+import math
+import statistics
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +28,7 @@ from .classify import (
     Classifier,
     Ends,
     Label,
+    Paired,
     Placement,
     matching,
     noisy,
@@ -51,6 +56,9 @@ class Placed:
     runs: tuple[Run, ...]
     placement: Placement | None = None
     values: tuple = ()               # the classifier's samples (a noisy metric: one a run)
+    # A noisy metric's release between the ends: its rounds, (old, it, new) figures each,
+    # measured one after the other.
+    rounds: tuple[tuple[float, float, float], ...] = ()
 
     @property
     def samples(self) -> tuple:
@@ -76,13 +84,22 @@ class Placed:
 
 @dataclass(frozen=True)
 class MetricSearch:
-    status: str                      # found | alike | unmeasurable
-    result: SearchResult | None      # None when the search never ran (alike, unmeasurable)
+    status: str                      # found | alike | undecided | unmeasurable
+    result: SearchResult | None      # None when the search never ran (alike, undecided, …)
     placed: dict                     # index -> Placed, in the order first measured
     ends: Ends | None
     reason: str | None = None        # unmeasurable: why
     remeasures: int = 0
     thirds: tuple[int, ...] = ()     # indices far outside both ends
+    # A noisy metric: the machine's noise from the first pairs of the ends, and what it lets
+    # the runs allowed resolve (see paired_calibration).
+    calibration: dict | None = None
+    max_runs: int | None = None      # the cap the search ran under (a noisy metric: rounds)
+
+    @property
+    def runs(self) -> int:
+        """Runs made (or taken from the store) in all, the ends' included."""
+        return sum(len(p.runs) for p in self.placed.values())
 
 
 Reduce = Callable[[Run], tuple]
@@ -109,12 +126,21 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                   reduce: Reduce = every_sample,
                   cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
                   on_step: Callable[[int, int, int], None] | None = None,
-                  say: Say = lambda m: None) -> MetricSearch:
+                  say: Say = lambda m: None, paired: Paired | None = None,
+                  visit: Callable[..., SearchResult] = find_change) -> MetricSearch:
     """The change between candidates 0 and n-1 by a metric, one probe at a time.
 
-    A release is measured ``batch`` runs at a time (a noisy metric: RUNS_NOISY, else one); a
-    noisy release the classifier cannot place gets more batches, up to ``max_runs`` runs.
-    ``reduce`` makes a run into the classifier's samples."""
+    A deterministic metric: a release is measured ``batch`` runs at a time (one) and placed by
+    ``make_classifier``'s classifier. A noisy metric: :func:`search_paired` with ``paired``
+    (the ends in pairs, each release in rounds beside both ends; ``batch`` rounds before the
+    first look, ``max_runs`` rounds at most). ``reduce`` makes a run into its samples."""
+    if noisy_metric:
+        test = paired or Paired()
+        if batch:
+            test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
+        return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
+                             reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
+                             say=say, visit=visit)
     batch = batch or (RUNS_NOISY if noisy_metric else 1)
     max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
     runs: dict[int, list[Run]] = {}
@@ -228,6 +254,172 @@ def crashes_of(placed: Placed) -> dict | None:
         return rated
     rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
     return rate.as_json() if rate else None
+
+
+def run_figure(run: Run, reduce: Reduce) -> float | None:
+    """A noisy run as one figure: its reduced samples' low quantile (most often its one
+    figure already), None when it gave none."""
+    if run.status != "ok":
+        return None
+    numbers = [v for v in reduce(run) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numbers:
+        return None
+    return low_quantile(Run(run.release, run.number, "ok", tuple(numbers)))[0]
+
+
+def paired_calibration(test: Paired, pairs: Sequence[tuple[float, float]],
+                       max_runs: int) -> dict:
+    """The machine's noise from the first pairs of the ends: the spread of one end's runs
+    (each end about its own centre), of a pair's log ratio (what pairing leaves), and the
+    smallest change ``max_runs`` pairs can tell from none at that spread."""
+    logs = [(math.log(o), math.log(n)) for o, n in pairs]
+    centred = [x - statistics.fmean(col) for col in zip(*logs) for x in col]
+    run_spread = math.sqrt(sum(c * c for c in centred) / max(1, len(centred) - 2))
+    ratios = [n - o for o, n in logs]
+    pair_spread = statistics.stdev(ratios) if len(ratios) >= 2 else 0.0
+    return {"pairs": len(pairs), "run_spread": math.expm1(run_spread),
+            "pair_spread": math.expm1(pair_spread), "max_runs": max_runs,
+            "resolvable_ratio": test.resolvable(pair_spread, max_runs),
+            "confidence": test.confidence, "threshold": test.threshold}
+
+
+def calibration_text(c: dict) -> str:
+    return (f"this machine's noise from the first {c['pairs']} pairs of the ends: one run "
+            f"±{c['run_spread']:.1%}, the ratio within a pair ±{c['pair_spread']:.1%}; with "
+            f"up to {c['max_runs']} pairs (--max-runs) it can tell a change of "
+            f"{c['resolvable_ratio']:.3g}× or more from none at {c['confidence']:.0%}")
+
+
+def paired_test(threshold: float | None) -> Paired:
+    """The paired test a noisy metric's bisection (and its sweep) uses: ``--threshold``'s."""
+    return Paired() if threshold is None else Paired(threshold=threshold)
+
+
+def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:
+    """Not a search: every release between the ends probed in order (the sweep's way, so it
+    measures and places each release exactly as a bisection places a probe)."""
+    for i in range(1, n - 1):
+        probe(i)
+    return SearchResult("swept", None, None, False, (0, n - 1, *range(1, n - 1)), ())
+
+
+def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
+                  reduce: Reduce = every_sample, cheap: Callable[[int], bool] = lambda i: False,
+                  offset: int = 0, on_step: Callable[[int, int, int], None] | None = None,
+                  say: Say = lambda m: None,
+                  visit: Callable[..., SearchResult] = find_change) -> MetricSearch:
+    """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
+    ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
+    one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
+    its figures). Rounds alternate their order so a steady drift falls on both sides alike."""
+    max_runs = max(max_runs, test.first_look)
+    runs: dict[int, list[Run]] = {}
+    figures: dict[int, list[float | None]] = {}
+    state = {"round": 0, "remeasures": 0}
+    lock = threading.Lock()
+
+    def one_round(indices: tuple[int, ...]) -> list[float | None]:
+        with lock:
+            flip = state["round"] % 2 == 1
+            state["round"] += 1
+        got: dict[int, float | None] = {}
+        for i in (tuple(reversed(indices)) if flip else indices):
+            made = runs.setdefault(i, [])
+            run = run_at(i, len(made) + 1)
+            made.append(run)
+            got[i] = run_figure(run, reduce)
+            figures.setdefault(i, []).append(got[i])
+        return [got[i] for i in indices]
+
+    def placed_end(i: int, why: str) -> Placed:
+        label = Label.OLD if i == 0 else Label.NEW
+        return Placed(i, tuple(runs[i]), Placement(label, None, reason=why),
+                      tuple(v for v in figures[i] if v is not None))
+
+    def end_pairs() -> list[tuple[float, float]]:
+        return [(o, w) for o, w in zip(figures[0], figures[n - 1])
+                if o is not None and w is not None]
+
+    ends_at = (0, n - 1)
+    calibration = None
+    while True:
+        one_round(ends_at)
+        if len(runs[0]) == test.first_look:  # an end with no figure in a first look's runs
+            for i in ends_at:
+                if all(v is None for v in figures[i]):
+                    failure = Placed(i, tuple(runs[i])).failure
+                    # An end that measured keeps its figures ("measured", not a skip).
+                    placed = {j: Placed(j, tuple(runs[j]), values=tuple(
+                        v for v in figures[j] if v is not None)) for j in ends_at}
+                    what = "the first" if i == 0 else "the last"
+                    return MetricSearch("unmeasurable", None, placed, None,
+                                        reason=f"{what} release gives no figure: "
+                                               f"{failure.error if failure else 'no samples'}",
+                                        max_runs=max_runs)
+        pairs = end_pairs()
+        if calibration is None and len(pairs) >= test.first_look:
+            calibration = paired_calibration(test, pairs, max_runs)
+            say(calibration_text(calibration))
+        verdict = test.ends(pairs)
+        if verdict.decided or len(runs[0]) >= max_runs:
+            break
+    ends = verdict.ends
+    placed = {i: placed_end(i, f"the {'old' if i == 0 else 'new'} end") for i in ends_at}
+    if not verdict.decided:
+        return MetricSearch("undecided", None, placed, ends, calibration=calibration,
+                            max_runs=max_runs)
+    if not ends.distinct:
+        return MetricSearch("alike", None, placed, ends, calibration=calibration,
+                            max_runs=max_runs)
+    thirds: list[int] = []
+    # The machine's spread of u so far, as (sum of squares, degrees of freedom): the ends'
+    # pairs (var u = 3 var d for independent run noise) and every release placed.
+    d = [math.log(w / o) for o, w in end_pairs()]
+    pool = [3 * sum((x - statistics.fmean(d)) ** 2 for x in d), len(d) - 1]
+
+    def probe(i: int) -> Outcome:
+        if i in ends_at:
+            return placed[i].outcome
+        rounds: list[tuple[float, float, float]] = []
+        while True:
+            o, r, w = one_round((0, i, n - 1))
+            if r is None and len(runs[i]) == 1:  # nothing to place: failed or the program raised
+                failure = Placed(i, tuple(runs[i])).failure
+                placement = Placement(Label.SKIP, None,
+                                      reason=failure.error if failure else "no samples")
+                break
+            if None not in (o, r, w):
+                rounds.append((o, r, w))
+            placement = test.place(rounds, ends.direction, (pool[0], pool[1]), ends.ratio)
+            if placement.label is not Label.AMBIGUOUS or len(runs[i]) >= max_runs:
+                break
+            if len(rounds) >= test.first_place:
+                with lock:
+                    state["remeasures"] += 1
+                say(f"candidate {i}: cannot place it yet ({placement.reason}); measuring "
+                    "another round")
+        if placement.label is Label.AMBIGUOUS:  # still unplaced: a skip with its figures
+            placement = Placement(Label.SKIP, placement.confidence,
+                                  reason=f"cannot be placed after {len(runs[i])} rounds"
+                                         + (f" ({placement.reason})" if placement.reason else ""))
+        if placement.third:
+            thirds.append(i)
+        if len(rounds) >= 2:
+            s = 1 if ends.direction == "regression" else -1
+            us = [s * math.log(r * r / (o * w)) for o, r, w in rounds]
+            with lock:
+                pool[0] += sum((x - statistics.fmean(us)) ** 2 for x in us)
+                pool[1] += len(us) - 1
+        placed[i] = Placed(i, tuple(runs[i]), placement,
+                           tuple(v for v in figures[i] if v is not None), tuple(rounds))
+        return placed[i].outcome
+
+    result = visit(n, probe, cheap=cheap, on_step=on_step, offset=offset)
+    placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
+    ordered = {i: placed[i] for i in result.probes}
+    return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
+                        thirds=tuple(sorted(thirds)), calibration=calibration,
+                        max_runs=max_runs)
 
 
 def reduce_for(question: Question) -> Reduce:
@@ -370,10 +562,11 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     names = [str(r.version) for r in candidates]
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
-        + (f"; each release measured in {request.runs or RUNS_NOISY} runs (up to "
-           f"{request.max_runs or MAX_RUNS_NOISY})" if q.noisy else "")
-        + (f"; a run may take {run_limit(None, [None, None]).seconds:.0f} s until the ends' own times are "
-           f"known (--timeout sets it)" if request.timeout is None
+        + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
+           f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
+           if q.noisy else "")
+        + (f"; a run may take {run_limit(None, [None, None]).seconds:.0f} s until the ends' "
+           f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
     def real_run(i: int, number: int, seconds: float) -> Run:
@@ -396,6 +589,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     if q.metric == "error":
         run = crash_rated(run, n)
     search = search_metric(n, run, classifier_for(q, request.threshold),
+                           paired=paired_test(request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),

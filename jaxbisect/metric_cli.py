@@ -38,9 +38,14 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          executor=executor)
 
 
+# The exit status of each answer (cli.EXIT_CODES): "cannot tell" is never "no change".
+METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+
+
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                executor: Executor = LOCAL) -> int:
-    """Exit 0 when a change is found, 1 when there is none (or no answer)."""
+    """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
+    leaves it undecided, 125 when an end cannot be measured."""
     from .metric_report import (
         answer_line,
         crash_line,
@@ -100,7 +105,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
             print(minimal_line(doc["minimal"]))
         print(probes_line(bisection))
     say(f"report: {path}")
-    return 0 if bisection.search.status == "found" else 1
+    return METRIC_EXIT[bisection.search.status]
 
 
 def probes_line(bisection) -> str:

@@ -17,11 +17,13 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from .catalogue import Release
+from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
+from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
-from .metric_bisect import MetricBisection, Placed, crashes_of
+from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
 from .report import JAX_COMPARE, SCHEMA, grouped_reasons, yanked_entries, yanked_markdown
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -85,6 +87,8 @@ def shown(metric: str, unit: str, number: float | None) -> str:
         return f"{number / 1024**2:.2f} MB"
     if unit == "s":
         return f"{number * 1e3:.3f} ms" if number < 1 else f"{number:.3f} s"
+    if abs(number) >= 1e5:  # a command's large figure (bytes, counts): digits, not 6.567e+07
+        return f"{number:,.0f}"
     return f"{number:.6g}"
 
 
@@ -131,8 +135,17 @@ def answer_line(b: MetricBisection) -> str:
     if s.status == "unmeasurable":
         return f"**No answer ({where(b)}):** {s.reason}."
     if s.status == "alike":
-        return (f"**No change ({where(b)}) in jax {req.start} … {req.end}:** the ends cannot be "
-                f"told apart by {subject} ({s.ends.reason}).")
+        if q.noisy:
+            how = f"an equivalence test on interleaved pairs: {s.ends.reason}"
+        else:
+            how = f"within {(req.threshold or DETERMINISTIC_THRESHOLD):.0%} of each other"
+        return (f"**No change ({where(b)}) in jax {req.start} … {req.end}:** {subject} is "
+                f"{ends_figures(b)}: alike ({how}).")
+    if s.status == "undecided":
+        return (f"**Undecided ({where(b)}) in jax {req.start} … {req.end}:** {subject} is "
+                f"{ends_figures(b)}, but this machine's noise does not let the tool decide at "
+                f"{CONFIDENCE:.0%} after {len(s.placed[0].runs)} runs of each end "
+                f"({s.ends.reason}). {undecided_advice(b)}")
     old, new = b.pair
     r = s.result
     text = (f"**{VERBS.get(b.direction, 'Change')} ({where(b)}) between jax {old.version} "
@@ -186,6 +199,28 @@ def raised_line(b: MetricBisection) -> str | None:
                                                       for v, e in raised)
             + f": those releases give no {b.request.question.metric}. To find where it "
               f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
+def ends_figures(b: MetricBisection) -> str:
+    """The two ends' figures in the metric's units, without calling either old or new."""
+    s, q, unit = b.search, b.request.question, unit_of(b)
+    first, last = (figure(q.metric, seen(q, s.placed[i])) for i in (0, len(b.candidates) - 1))
+    line = (f"{figure_text(q.metric, unit, first)} at jax {b.candidates[0].version} and "
+            f"{figure_text(q.metric, unit, last)} at jax {b.candidates[-1].version}")
+    if s.ends and s.ends.ratio:
+        line += f" ({s.ends.ratio:.2f}× {'within interleaved pairs' if q.noisy else ''})".replace(
+            " )", ")")
+    return line
+
+
+def undecided_advice(b: MetricBisection) -> str:
+    """What would decide an undecided bisection: more runs, a quieter machine."""
+    s, c = b.search, b.search.calibration or {}
+    more = max(2 * (s.max_runs or 0), (s.max_runs or 0) + 10)
+    text = (f"Not a \"no change\": more runs decide it (rerun with `--max-runs {more}`; the "
+            f"runs made so far are stored), or a quieter machine (nothing else running)")
+    if c:
+        text += (f"; at this machine's noise (a pair's ratio ±{c['pair_spread']:.1%}) "
+                 f"{c['max_runs']} runs resolve a change of {c['resolvable_ratio']:.3g}× or more")
+    return text + "."
 
 
 def thirds_line(b: MetricBisection) -> str | None:
@@ -397,6 +432,9 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
         release = b.candidates[index]
         fig = figure(q.metric, seen(q, placed))
         label = placed.placement.label.value if placed.placement else unplaced_label(placed)
+        if placed.placement and b.search.status != "found" \
+                and index in (0, len(b.candidates) - 1):
+            label = "first end" if index == 0 else "last end"  # no old or new without a change
         if placed.placement and placed.placement.third:
             label = "third behaviour"
         confidence = placed.placement.confidence if placed.placement else None
@@ -486,12 +524,19 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
            + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
     if s.ends:
         how += f" The ends: {s.ends.reason}."
+    if s.calibration:
+        how += f" Calibration: {calibration_text(s.calibration)}."
+    if q.noisy and s.status == "found":
+        how += (" Each release between the ends was measured in rounds beside a fresh run of "
+                "each end (old, it, new, one after the other) and placed from the ratios within "
+                "its rounds.")
     headers, rows = probe_rows(b)
     parts += [f"## Releases probed ({len(s.placed)} of {len(b.candidates)} candidates)", "",
               how, "", tabulate(rows, headers=headers, tablefmt="github",
                                 disable_numparse=True), "",
               f"Search: {len(s.placed)} probes ({s.remeasures} re-measured), at most "
-              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped.", ""]
+              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped; "
+              f"{s.runs} runs in all.", ""]
     drawn = chart(b)
     if drawn:
         parts += [drawn, ""]
@@ -647,12 +692,14 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
+            "rounds": [list(r) for r in placed.rounds],
             "installed": next((r.installed for r in placed.runs if r.installed), {})})
     pair = b.pair
     doc = {
         "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
         "backend": req.backend, "target": q.target or None, "measured": where(b),
         "status": s.status, "direction": b.direction,
+        "calibration": s.calibration,
         "exact": bool(s.result and s.result.exact and s.status == "found"),
         "reason": s.reason,
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
@@ -675,7 +722,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "crash_hint": crash_hint(b),
         "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
         "probes": probes,
-        "search": {"probes": len(s.placed), "remeasures": s.remeasures,
+        "search": {"probes": len(s.placed), "remeasures": s.remeasures, "runs": s.runs,
+                   "max_runs": s.max_runs,
                    "limit": {"probes": b.limit[0]},
                    "order": [str(b.candidates[i].version) for i in s.placed]},
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect.cases import Run
-from jaxbisect.classify import Ends, Label, Placement, deterministic
+from jaxbisect.classify import Ends, EndsVerdict, Label, Paired, Placement, deterministic
 from jaxbisect.metric_bisect import search_metric
 from jaxbisect.search import steps_left
 
@@ -95,26 +95,101 @@ def test_an_end_without_a_figure_is_unmeasurable():
     assert s.status == "unmeasurable" and "first release" in s.reason
 
 
-def test_noisy_ends_are_measured_interleaved():
+def test_noisy_ends_are_measured_in_pairs_and_a_release_beside_both_ends():
     calls: list = []
-    search_metric(5, runner(["old", "old", "new", "new", "new"], calls), deterministic,
-                  noisy_metric=True, batch=2)
-    assert calls[:4] == [(0, 1), (4, 1), (0, 2), (4, 2)]
-    probed = [c for c in calls if c[0] not in (0, 4)]
-    assert probed[:2] == [(probed[0][0], 1), (probed[0][0], 2)]  # a batch of two runs
+    history = ["old", "old", "new", "new", "new"]
+    s = search_metric(5, runner(history, calls), deterministic, noisy_metric=True,
+                      paired=Paired(first_look=2, first_place=2))
+    # Pairs alternate their order (old, new), (new, old): a steady drift falls on both alike.
+    assert calls[:4] == [(0, 1), (4, 1), (4, 2), (0, 2)]
+    assert s.status == "found" and (s.result.last_old, s.result.first_new) == (1, 2)
+    # Each round of a release between the ends: an end, it, the other end, one after the other.
+    middles = [k for k, (i, _) in enumerate(calls) if i not in (0, 4)]
+    assert middles
+    assert all({calls[k - 1][0], calls[k + 1][0]} == {0, 4} for k in middles)
+    assert s.calibration["pairs"] == 2 and s.calibration["max_runs"] == 10
+    assert len(calls) == len(set(calls)), "a run was made twice"
+    assert s.runs == len(calls)
 
 
-def test_noisy_ends_not_told_apart_are_measured_once_more():
+def test_noisy_ends_that_cannot_be_told_apart_are_undecided_never_alike():
     calls: list = []
-    s = search_metric(5, runner(["old"] * 5, calls), deterministic, noisy_metric=True,
-                      batch=2, max_runs=4)
-    assert s.status == "alike" and calls == [(0, 1), (4, 1), (0, 2), (4, 2),
-                                             (0, 3), (4, 3), (0, 4), (4, 4)]
+    # Old and new 1.2x apart with one end twice as slow every other run: neither a change
+    # nor within 10 % at the cap.
+    def run_at(i, number):
+        calls.append((i, number))
+        load = 2.0 if (number + i) % 2 else 1.0
+        return Run(str(i), number, "ok", ((1.2 if i else 1.0) * load,))
+
+    s = search_metric(2, run_at, deterministic, noisy_metric=True, max_runs=6)
+    assert s.status == "undecided" and s.result is None and not s.ends.distinct
+    assert len(calls) == 12 and s.max_runs == 6
+
+
+def test_noisy_ends_within_the_threshold_are_alike_by_an_equivalence_test():
+    s = search_metric(2, lambda i, k: Run(str(i), k, "ok", (1.0 + 0.001 * ((i + k) % 3),)),
+                      deterministic, noisy_metric=True)
+    assert s.status == "alike" and "equivalence" in s.ends.reason
+
+
+@dataclass(frozen=True)
+class Scripted:
+    """A paired test that decides the ends at once and places release i after needs[i]
+    rounds (its truth), AMBIGUOUS before."""
+
+    needs: dict
+    change: int
+    first_look: int = 1
+    first_place: int = 1
+    confidence: float = 0.99
+    threshold: float = 0.1
+
+    def ends(self, pairs):
+        return EndsVerdict(Ends(True, "regression", 3.0, "scripted"), True, len(pairs), 0.1)
+
+    def resolvable(self, spread, rounds):
+        return 1.5
+
+    def place(self, rounds, direction, machine=None, change=None):
+        index = int(rounds[0][1]) // 1000
+        if len(rounds) < self.needs.get(index, 1):
+            return Placement(Label.AMBIGUOUS, None, reason="overlaps both")
+        return Placement(Label.OLD if index < self.change else Label.NEW, 0.999)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(3, 30), st.data())
+def test_unplaced_releases_get_more_rounds_up_to_the_cap(n, data):
+    change = data.draw(st.integers(1, n - 1))
+    needs = {i: data.draw(st.integers(1, 5)) for i in range(n)}
+    max_runs = data.draw(st.integers(1, 4))
+    calls: list = []
+
+    def run_at(i, number):
+        calls.append((i, number))
+        return Run(release=str(i), number=number, status="ok", samples=(i * 1000 + 1,))
+
+    s = search_metric(n, run_at, deterministic, noisy_metric=True, max_runs=max_runs,
+                      paired=Scripted(needs, change))
+    for i, placed in s.placed.items():
+        if i in (0, n - 1):
+            continue
+        assert len(placed.runs) <= max_runs and len(placed.rounds) == len(placed.runs)
+        if needs[i] <= max_runs:
+            assert placed.placement.label.value == ("old" if i < change else "new")
+            assert len(placed.runs) == needs[i]
+        else:  # still unplaced at the cap: a skip with its figures, never a guess
+            assert placed.placement.label is Label.SKIP
+            assert "cannot be placed" in placed.placement.reason and placed.samples
+    r = s.result
+    assert s.placed[r.last_old].placement.label is Label.OLD or r.last_old == 0
+    assert s.placed[r.first_new].placement.label is Label.NEW or r.first_new == n - 1
+    assert len(calls) == len(set(calls)), "a run was made twice"
 
 
 @dataclass(frozen=True)
 class Hesitant:
-    """Cannot place a release until it has ``needs`` samples; then says its truth."""
+    """A classifier that places each release by its figure (x001 old, x002 new)."""
 
     needs: dict
     learned: tuple = ()
@@ -124,44 +199,10 @@ class Hesitant:
 
     def __call__(self, samples) -> Placement:
         value = samples[0]
-        index = int(value) // 1000
-        if len(samples) < self.needs.get(index, 1):
-            return Placement(Label.AMBIGUOUS, 0.6, reason="overlaps both")
         return Placement(Label.OLD if value % 1000 == 1 else Label.NEW, 0.999)
 
     def learn(self, samples, label):
         return Hesitant(self.needs, self.learned + ((samples[0], label),))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(3, 30), st.data())
-def test_ambiguous_releases_are_measured_again_up_to_the_cap(n, data):
-    change = data.draw(st.integers(1, n - 1))
-    needs = {i: data.draw(st.integers(1, 5)) for i in range(n)}
-    max_runs = data.draw(st.integers(1, 4))
-    calls: list = []
-
-    def run_at(i, number):
-        calls.append((i, number))
-        return Run(release=str(i), number=number, status="ok",
-                   samples=(i * 1000 + (1 if i < change else 2),))
-
-    s = search_metric(n, run_at, lambda old, new: Hesitant(needs), noisy_metric=True,
-                      batch=1, max_runs=max_runs)
-    for i, placed in s.placed.items():
-        if i in (0, n - 1):
-            continue
-        assert len(placed.runs) <= max_runs
-        if needs[i] <= max_runs:
-            assert placed.placement.label.value == ("old" if i < change else "new")
-            assert len(placed.runs) == needs[i]
-        else:  # still unplaced at the cap: a skip with its figures, never a guess
-            assert placed.placement.label is Label.SKIP
-            assert "cannot be placed" in placed.placement.reason and placed.samples
-    assert s.remeasures == sum(len(p.runs) - 1 for i, p in s.placed.items() if i not in (0, n - 1))
-    r = s.result
-    assert s.placed[r.last_old].placement.label is Label.OLD or r.last_old == 0
-    assert s.placed[r.first_new].placement.label is Label.NEW or r.first_new == n - 1
 
 
 def test_the_model_learns_from_each_label():
@@ -177,3 +218,17 @@ def test_the_model_learns_from_each_label():
                                                                      else 2),)),
                   lambda o, n: Recording({}), noisy_metric=False)
     assert seen and set(seen) <= {Label.OLD, Label.NEW}
+
+
+def test_a_noisy_end_without_a_figure_in_its_first_look_is_unmeasurable():
+    calls: list = []
+
+    def run_at(i, number):
+        calls.append((i, number))
+        if i == 0:
+            return Run(str(i), number, "failed", error="no wheel")
+        return Run(str(i), number, "ok", (1.0,))
+
+    s = search_metric(5, run_at, deterministic, noisy_metric=True)
+    assert s.status == "unmeasurable" and "first release" in s.reason and "no wheel" in s.reason
+    assert len(calls) == 8  # four pairs: one failed run is not yet "cannot measure"

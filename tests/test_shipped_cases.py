@@ -25,7 +25,7 @@ def bisect(case: Path, start: str, end: str, tmp_path: Path, *extra: str) -> dic
                            "--backend", "cpu", "--case", str(case), "--no-evidence", "--json",
                            "--reports", str(tmp_path), *extra], cwd=REPO,
                           capture_output=True, text=True, timeout=1800)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 1, 3, 125), done.stderr  # the status says which
     return json.loads(done.stdout)
 
 

@@ -1,0 +1,71 @@
+"""The paired search on simulated busy machines (tests/noise_models.py): load that drifts,
+bursts, a core taken for a stretch, heavy tails. Fewer bisections here than the 1,000 a model
+of docs/classification.md (``python tests/noise_models.py 1000``), the same assertions."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+from noise_models import MODELS, simulate
+
+from jaxbisect.classify import Paired, deterministic, look_alpha, t_critical, t_sf
+from jaxbisect.metric_bisect import search_metric
+
+
+def search(n, run_at):
+    return search_metric(n, run_at, deterministic, noisy_metric=True)
+
+
+def outcomes(name: str, ratio: float, count: int) -> collections.Counter:
+    rng = random.Random(f"test {name} {ratio}")
+    return collections.Counter(simulate(MODELS[name], ratio, rng, search)[0]
+                               for _ in range(count))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("ratio", [2.0, 1.5])
+def test_never_a_wrong_pair_never_alike_for_a_real_change(name, ratio):
+    seen = outcomes(name, ratio, 60 if ratio == 2.0 else 30)
+    assert seen["wrong"] == 0 and seen["alike"] == 0, seen
+    assert set(seen) <= {"right", "inexact", "undecided"}
+
+
+def test_a_2x_change_under_drifting_load_is_found_exactly():
+    seen = outcomes("drifting", 2.0, 200)
+    assert seen["right"] >= 0.95 * 200, seen
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_10x_change_takes_fewer_runs_than_a_2x_one(name):
+    def runs(ratio):
+        rng = random.Random(f"runs {name}")
+        return sum(simulate(MODELS[name], ratio, rng, search)[1] for _ in range(20))
+    assert runs(10.0) < runs(2.0)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_identical_ends_are_a_change_at_most_as_often_as_the_confidence_allows(name):
+    """1 - 0.99: the error budget of the ends' test (0 - 0.5 % over 1,000 a model)."""
+    seen = outcomes(name, 1.0, 200)
+    assert seen["wrong"] <= 2 and set(seen) <= {"alike", "undecided", "wrong"}, seen
+
+
+def test_the_t_distribution_and_the_error_budget():
+    assert abs(t_critical(0.025, 4) - 2.7764) < 1e-3       # tables
+    assert abs(t_critical(0.005, 2) - 9.9248) < 1e-3
+    assert abs(t_sf(0, 3) - 0.5) < 1e-12 and abs(t_sf(-2.0, 10) - (1 - t_sf(2.0, 10))) < 1e-12
+    assert sum(look_alpha(0.01, k) for k in range(1, 10_000)) < 0.01
+
+
+def test_pairs_cancel_a_load_the_two_populations_do_not():
+    """The issue's case: every pair 1.2x+ apart on a machine whose load moves 2x between pairs:
+    the pairs decide what two populations would call overlap."""
+    rng = random.Random(1)
+    pairs = []
+    for _ in range(8):
+        load = rng.choice([1.0, 2.0, 3.0])
+        pairs.append((load * rng.uniform(0.98, 1.02), load * 1.6 * rng.uniform(0.98, 1.02)))
+    verdict = Paired().ends(pairs)
+    assert verdict.decided and verdict.ends.distinct and verdict.ends.direction == "regression"
