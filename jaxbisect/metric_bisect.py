@@ -121,6 +121,15 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
+def skip_if_unplaced(placement: Placement, spent: str) -> Placement:
+    """A release still unplaced when its runs are spent: a skip with its figures."""
+    if placement.label is not Label.AMBIGUOUS:
+        return placement
+    return Placement(Label.SKIP, placement.confidence,
+                     reason=f"cannot be placed after {spent}"
+                            + (f" ({placement.reason})" if placement.reason else ""))
+
+
 def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noisy_metric: bool,
                   batch: int | None = None, max_runs: int | None = None,
                   reduce: Reduce = every_sample,
@@ -202,10 +211,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
             with lock:
                 state["remeasures"] += 1
             measure((i,), batch)
-        if placement.label is Label.AMBIGUOUS:  # still unplaced: a skip with its figures
-            placement = Placement(Label.SKIP, placement.confidence,
-                                  reason=f"cannot be placed after {len(runs[i])} runs"
-                                         + (f" ({placement.reason})" if placement.reason else ""))
+        placement = skip_if_unplaced(placement, f"{len(runs[i])} runs")
         if placement.third:
             thirds.append(i)
         if placement.label in (Label.OLD, Label.NEW):
@@ -398,10 +404,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                     state["remeasures"] += 1
                 say(f"candidate {i}: cannot place it yet ({placement.reason}); measuring "
                     "another round")
-        if placement.label is Label.AMBIGUOUS:  # still unplaced: a skip with its figures
-            placement = Placement(Label.SKIP, placement.confidence,
-                                  reason=f"cannot be placed after {len(runs[i])} rounds"
-                                         + (f" ({placement.reason})" if placement.reason else ""))
+        placement = skip_if_unplaced(placement, f"{len(runs[i])} rounds")
         if placement.third:
             thirds.append(i)
         if len(rounds) >= 2:
