@@ -104,7 +104,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         if "minimal" in doc:
             print(minimal_line(doc["minimal"]))
         print(probes_line(bisection))
-    say(f"report: {path}")
+    say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
+                             "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
 
 

@@ -24,7 +24,14 @@ from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
-from .report import JAX_COMPARE, SCHEMA, grouped_reasons, yanked_entries, yanked_markdown
+from .report import (
+    JAX_COMPARE,
+    SCHEMA,
+    grouped_reasons,
+    has_answer,
+    yanked_entries,
+    yanked_markdown,
+)
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -768,6 +775,11 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
                  ) -> tuple[Path, dict]:
     md_path = folder / f"{report_stem(b)}.md"
     doc = document(b, md_path, extra)
+    if b.search.status in ("unmeasurable", "undecided") \
+            and has_answer(md_path.with_suffix(".json")):
+        doc["report_kept"] = ("an earlier run's report holds an answer and this run found "
+                              "none: it was left as it was")
+        return md_path, doc
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc

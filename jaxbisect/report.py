@@ -480,7 +480,9 @@ def report_stem(b: Bisection) -> str:
     return f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def _has_answer(json_path: Path) -> bool:
+def has_answer(json_path: Path) -> bool:
+    """The report at ``json_path`` holds an answer (a change found, or the ends alike): a
+    rerun that finds none (an end unmeasurable, the noise undecided) keeps it."""
     try:
         return json.loads(json_path.read_text(encoding="utf-8"))["status"] in ("found", "alike")
     except (OSError, ValueError, KeyError, TypeError):
@@ -497,7 +499,7 @@ def write_report(b: Bisection, folder: Path, evidence_markdown: str = "",
     as it was, so that a rerun that measures nothing changes no tracked file."""
     md_path = folder / f"{report_stem(b)}.md"
     doc = document(b, md_path, extra)
-    if b.result.status == "unmeasurable" and _has_answer(md_path.with_suffix(".json")):
+    if b.result.status == "unmeasurable" and has_answer(md_path.with_suffix(".json")):
         return md_path, doc, True
     text = render(b, evidence_markdown, next_step)
     write_text_if_changed(md_path, text)

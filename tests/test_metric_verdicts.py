@@ -9,7 +9,7 @@ import random
 from jaxbisect.cases import Run, question_from
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric
 from jaxbisect.metric_cli import METRIC_EXIT
-from jaxbisect.metric_report import answer_line, document, probe_rows
+from jaxbisect.metric_report import answer_line, document, probe_rows, write_report
 
 COMMAND = ("python", "measure.py")
 
@@ -99,3 +99,25 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     line = answer_line(b)
     assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line
+
+
+def test_a_rerun_that_cannot_tell_keeps_the_earlier_answered_report(recorded_catalogue,
+                                                                    tmp_path):
+    """A found report is never overwritten by a rerun that finds none (a busy machine's
+    undecided): the files stay as they were, and the document says it was kept."""
+    found, _ = bisection(recorded_catalogue,
+                         lambda i, k, t: 0.02 * (10.0 if i >= 3 else 1.0) * (1 + 0.01 * (k % 3)),
+                         max_runs=4)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    path, doc = write_report(found, reports)
+    assert doc["status"] == "found" and "report_kept" not in doc
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert path.name in before
+    rng = random.Random(7)
+    undecided, _ = bisection(recorded_catalogue,
+                             lambda i, k, t: (1.3 if i else 1.0) * 0.02
+                             * math.exp(rng.uniform(0, 1.1)), max_runs=4)
+    again, doc = write_report(undecided, reports)
+    assert again == path and doc["status"] == "undecided" and doc["report_kept"]
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
