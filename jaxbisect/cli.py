@@ -131,7 +131,8 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                         "releases' XLA pins that touch the culprit flag or pass")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="probe up to N releases at once, splitting the window into N+1 parts "
-                        f"(default here: {default_jobs()}, from the cores and memory)")
+                        f"(default here: {default_jobs()}, from the cores and memory; 1 for a "
+                        "timing metric, whose runs would load each other)")
     add_executor_options(p)
     p.add_argument("--remeasure", action="store_true",
                    help="measure every probe again instead of reusing stored results")

@@ -18,6 +18,7 @@ import math
 import statistics
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
@@ -121,6 +122,19 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
+def probing(probe: Callable[[int], Outcome], jobs: int) -> dict:
+    """find_change's way of probing: one release at a time, or (``jobs`` > 1) each round's
+    releases at once, in threads (the runs themselves are processes)."""
+    if jobs <= 1:
+        return {"probe": probe}
+
+    def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
+        with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+            return list(pool.map(probe, indices))
+
+    return {"probe_round": probe_round, "jobs": jobs}
+
+
 def skip_if_unplaced(placement: Placement, spent: str) -> Placement:
     """A release still unplaced when its runs are spent: a skip with its figures."""
     if placement.label is not Label.AMBIGUOUS:
@@ -136,7 +150,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                   cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None, paired: Paired | None = None,
-                  visit: Callable[..., SearchResult] = find_change) -> MetricSearch:
+                  visit: Callable[..., SearchResult] = find_change,
+                  jobs: int = 1) -> MetricSearch:
     """The change between candidates 0 and n-1 by a metric, one probe at a time.
 
     A deterministic metric: a release is measured ``batch`` runs at a time (one) and placed by
@@ -149,7 +164,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
             test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
                              reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
-                             say=say, visit=visit)
+                             say=say, visit=visit, jobs=jobs)
     batch = batch or (RUNS_NOISY if noisy_metric else 1)
     max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
     runs: dict[int, list[Run]] = {}
@@ -220,7 +235,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    result = find_change(n, probe, cheap=cheap, on_step=on_step, offset=offset)
+    result = find_change(n, **probing(probe, jobs), cheap=cheap, on_step=on_step,
+                         offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)))
@@ -313,7 +329,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                   reduce: Reduce = every_sample, cheap: Callable[[int], bool] = lambda i: False,
                   offset: int = 0, on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None,
-                  visit: Callable[..., SearchResult] = find_change) -> MetricSearch:
+                  visit: Callable[..., SearchResult] = find_change,
+                  jobs: int = 1) -> MetricSearch:
     """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
     ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
     one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
@@ -323,6 +340,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
     figures: dict[int, list[float | None]] = {}
     state = {"round": 0, "remeasures": 0}
     lock = threading.Lock()
+    numbers: dict[int, int] = {}
 
     def one_round(indices: tuple[int, ...]) -> list[float | None]:
         with lock:
@@ -330,11 +348,13 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
             state["round"] += 1
         got: dict[int, float | None] = {}
         for i in (tuple(reversed(indices)) if flip else indices):
-            made = runs.setdefault(i, [])
-            run = run_at(i, len(made) + 1)
-            made.append(run)
+            with lock:  # probes in flight at once (--jobs) share the ends: one number each
+                number = numbers[i] = numbers.get(i, 0) + 1
+            run = run_at(i, number)
             got[i] = run_figure(run, reduce)
-            figures.setdefault(i, []).append(got[i])
+            with lock:
+                runs.setdefault(i, []).append(run)
+                figures.setdefault(i, []).append(got[i])
         return [got[i] for i in indices]
 
     def placed_end(i: int, why: str) -> Placed:
@@ -417,7 +437,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                            tuple(v for v in figures[i] if v is not None), tuple(rounds))
         return placed[i].outcome
 
-    result = visit(n, probe, cheap=cheap, on_step=on_step, offset=offset)
+    result = visit(n, **probing(probe, jobs), cheap=cheap, on_step=on_step, offset=offset)
     placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
@@ -509,6 +529,7 @@ class MetricRequest:
     max_runs: int | None = None      # runs of one release at most
     include_yanked: bool = False     # yanked releases inside the range are candidates too
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
+    jobs: int = 1                    # releases probed at once (a round's, --jobs)
 
 
 @dataclass(frozen=True)
@@ -564,7 +585,9 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     q = request.question
     names = [str(r.version) for r in candidates]
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
-        f"{q.metric} of {q.label}; at most {probe_limit(n)[0]} probes"
+        f"{q.metric} of {q.label}; at most {probe_limit(n, request.jobs)[0]} probes"
+        + (f" in {probe_limit(n, request.jobs)[1]} rounds of up to {request.jobs} at once"
+           if request.jobs > 1 else "")
         + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
            f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
            if q.noisy else "")
@@ -596,7 +619,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
                            offset=everything.index(candidates[0].version),
-                           on_step=narrowed,
+                           on_step=narrowed, jobs=request.jobs,
                            say=lambda m: say(_named(m, names)))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
@@ -608,7 +631,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n),
+                           probe_limit(n, request.jobs),
                            tuple(catalogue.yanked_between(request.start, request.end)),
                            timer.limit)
 

@@ -14,6 +14,7 @@ from .errors import UserError
 from .executors import LOCAL, Executor, cluster_document
 from .files import check_reports_folder
 from .harness import DEFAULT_TIMEOUT, target_option
+from .machine import default_jobs
 from .metric_bisect import MetricRequest, bisect_metric
 
 Say = Callable[[str], None]
@@ -35,7 +36,15 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
-                         executor=executor)
+                         executor=executor, jobs=jobs_for(args.jobs, question))
+
+
+def jobs_for(asked: int | None, question) -> int:
+    """Releases probed at once: ``--jobs``; unasked, one for a timing (two runs at once on
+    one machine load each other) and as many as the machine holds for anything else."""
+    if asked:
+        return asked
+    return 1 if question.noisy else default_jobs()
 
 
 # The exit status of each answer (cli.EXIT_CODES): "cannot tell" is never "no change".

@@ -543,7 +543,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                                 disable_numparse=True), "",
               f"Search: {len(s.placed)} probes ({s.remeasures} re-measured), at most "
               f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped; "
-              f"{s.runs} runs in all.", ""]
+              f"{s.runs} runs in all."
+              + (f" Up to {b.request.jobs} releases probed at once (--jobs), in rounds: "
+                 + "; ".join(", ".join(str(b.candidates[i].version) for i in r)
+                             for r in s.result.rounds) + "."
+                 if b.request.jobs > 1 and s.result else ""), ""]
     drawn = chart(b)
     if drawn:
         parts += [drawn, ""]
@@ -731,8 +735,12 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "probes": probes,
         "search": {"probes": len(s.placed), "remeasures": s.remeasures, "runs": s.runs,
                    "max_runs": s.max_runs,
-                   "limit": {"probes": b.limit[0]},
-                   "order": [str(b.candidates[i].version) for i in s.placed]},
+                   "limit": {"probes": b.limit[0], "rounds": b.limit[1]},
+                   "order": [str(b.candidates[i].version) for i in s.placed],
+                   # The releases of each round, probed at once where a round has several.
+                   "rounds": [[str(b.candidates[i].version) for i in r]
+                              for r in (s.result.rounds if s.result else ())],
+                   "jobs": b.request.jobs},
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),

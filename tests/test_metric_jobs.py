@@ -1,0 +1,72 @@
+"""--jobs for a metric bisection: a round's releases probed at once, through injected runs
+(real threads, a run that waits so that runs in flight overlap): the same pair as one at a
+time, the overlap recorded, every run of a release numbered once."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxbisect.cases import Run
+from jaxbisect.classify import deterministic
+from jaxbisect.metric_bisect import search_metric
+
+
+class Lab:
+    """Runs of a history ("old"/"new" per release), each lasting a moment; counts how many
+    are in flight at once and which run numbers each release was asked for."""
+
+    def __init__(self, history: list[str], *, noisy: bool, seed: int = 0):
+        self.history, self.noisy, self.seed = history, noisy, seed
+        self.lock = threading.Lock()
+        self.active = self.most = 0
+        self.asked: list[tuple[int, int]] = []
+
+    def __call__(self, i: int, number: int) -> Run:
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self.asked.append((i, number))
+        time.sleep(0.002)
+        with self.lock:
+            self.active -= 1
+        base = 10.0 if self.history[i] == "old" else 30.0
+        if self.noisy:  # the same figure whenever run k of release i is asked (the store)
+            base *= 1 + random.Random(f"{self.seed}-{i}-{number}").uniform(-0.05, 0.05)
+        return Run(release=str(i), number=number, status="ok", samples=(base,))
+
+
+@st.composite
+def histories(draw):
+    n = draw(st.integers(6, 14))
+    change = draw(st.integers(1, n - 1))
+    return ["old" if i < change else "new" for i in range(n)], draw(st.integers(0, 99))
+
+
+@settings(max_examples=25, deadline=None)
+@given(histories(), st.sampled_from([2, 3]))
+def test_jobs_find_the_same_pair_with_probes_in_flight_at_once(drawn, jobs):
+    history, seed = drawn
+    change = history.index("new")
+    for noisy in (False, True):
+        one, many = Lab(history, noisy=noisy, seed=seed), Lab(history, noisy=noisy, seed=seed)
+        kind = dict(noisy_metric=noisy) if noisy else dict(noisy_metric=False,
+                                                           make_classifier=deterministic)
+        make = kind.pop("make_classifier", None)
+        alone = search_metric(len(history), one, make, **kind)
+        at_once = search_metric(len(history), many, make, **kind, jobs=jobs)
+        for s in (alone, at_once):
+            assert s.status == "found"
+            assert (s.result.last_old, s.result.first_new) == (change - 1, change)
+        # Every run of a release asked once, numbered 1, 2, … with no gap or repeat.
+        for i in set(i for i, _ in many.asked):
+            numbers = sorted(k for j, k in many.asked if j == i)
+            assert numbers == list(range(1, len(numbers) + 1))
+        middle_rounds = [r for r in at_once.result.rounds if not set(r) <= {0, len(history) - 1}]
+        assert any(len(r) > 1 for r in middle_rounds)   # n >= 6: the window split in jobs+1
+        assert many.most >= 2                  # probes of one round were in flight at once
+        assert one.most == 1
