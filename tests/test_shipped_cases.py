@@ -54,8 +54,9 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
     old, new = figures[answer["last_old"]], figures[answer["first_new"]]
     if answer["metric"] == "memory":
         assert (old["median"], new["median"]) == (answer["old"], answer["new"])
-    elif answer["metric"] == "run_time":  # times vary by machine; the ratio must be large
-        assert new["median"] / old["median"] > 10
+    elif answer["metric"] == "run_time":  # times vary by machine: the ratio, at least the
+        recorded = answer["new"] / answer["old"]  # recorded one's square root (~9x of 88x)
+        assert new["median"] / old["median"] > recorded ** 0.5
     elif isinstance(answer["old"], float) and answer["old"] == answer["old"]:
         assert (old["values"], new["values"]) == ([answer["old"]], [answer["new"]])
 
