@@ -677,7 +677,8 @@ class Paired:
     # not decide the direction.
     first_look: int = 4
     # Rounds before a release's first look (with the machine's spread): one slow run in k
-    # rounds of the release must not place it, so at least 3, and every round must agree.
+    # rounds of the release must not place it, so at least 3, and its rounds must agree (at
+    # most one in five against it).
     first_place: int = 3
 
     def __post_init__(self) -> None:
@@ -742,8 +743,9 @@ class Paired:
         """A release from rounds (old, release, new) of one moment each; ``direction`` the
         ends' (regression: new slower/bigger); ``machine`` the machine's spread of u so far
         as (sum of squares, degrees of freedom); ``change`` the ends' new/old ratio. A release
-        is OLD (NEW) when u is confidently on that end's side, every round agrees, and it is
-        within half the change of that end's runs beside it; AMBIGUOUS until a look decides.
+        is OLD (NEW) when u is confidently on that end's side, its rounds agree (at most one in
+        five against it), and it is within half the change of that end's runs beside it;
+        AMBIGUOUS until a look decides.
 
         The spread of u is taken as the larger of the release's own and what the ends' pairs
         say of the machine (var u = 3 var d for independent run noise), with the ends' degrees
@@ -782,8 +784,11 @@ class Paired:
                                  reason=f"{here}: more than {self.third_factor:g}x {words}")
         half = t_critical(a / 2, dof) * u.se
         lo, hi = u.mean - half, u.mean + half
-        signs = {x > 0 for x in (s * (p + q) for p, q in zip(to_old, to_new))}
-        if len(signs) > 1 and (hi < 0 or lo > 0):
+        # A burst can put one round on the wrong side: up to one round in five may disagree
+        # (none in the first four), never more.
+        us = [s * (p + q) for p, q in zip(to_old, to_new)]
+        against = min(sum(x > 0 for x in us), sum(x < 0 for x in us))
+        if against > len(us) // 5 and (hi < 0 or lo > 0):
             return Placement(Label.AMBIGUOUS, None, reason=f"{here}: its rounds disagree on "
                                                           "the nearer end")
         # And like that end: within half the change of the runs of it beside it (a burst on

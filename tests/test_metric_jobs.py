@@ -20,9 +20,9 @@ class Lab:
     """Runs of a history ("old"/"new" per release), each lasting a moment; counts how many
     are in flight at once and which run numbers each release was asked for."""
 
-    def __init__(self, history: list[str], *, noisy: bool, seed: int = 0):
-        self.history, self.noisy, self.seed = history, noisy, seed
-        self.lock = threading.Lock()
+    def __init__(self, history: list[str], *, noisy: bool, seed: int = 0, wait: float = 0):
+        self.history, self.noisy, self.seed, self.wait = history, noisy, seed, wait
+        self.lock = threading.Condition()
         self.active = self.most = 0
         self.asked: list[tuple[int, int]] = []
 
@@ -31,7 +31,10 @@ class Lab:
             self.active += 1
             self.most = max(self.most, self.active)
             self.asked.append((i, number))
-        time.sleep(0.002)
+            self.lock.notify_all()
+            if self.wait and 0 < i < len(self.history) - 1:  # a moment for a peer to start
+                self.lock.wait_for(lambda: self.active >= 2, timeout=self.wait)
+        time.sleep(0.001)
         with self.lock:
             self.active -= 1
         base = 10.0 if self.history[i] == "old" else 30.0
@@ -53,7 +56,8 @@ def test_jobs_find_the_same_pair_with_probes_in_flight_at_once(drawn, jobs):
     history, seed = drawn
     change = history.index("new")
     for noisy in (False, True):
-        one, many = Lab(history, noisy=noisy, seed=seed), Lab(history, noisy=noisy, seed=seed)
+        one = Lab(history, noisy=noisy, seed=seed)
+        many = Lab(history, noisy=noisy, seed=seed, wait=0.05)
         kind = dict(noisy_metric=noisy) if noisy else dict(noisy_metric=False,
                                                            make_classifier=deterministic)
         make = kind.pop("make_classifier", None)

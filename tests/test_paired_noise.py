@@ -69,3 +69,18 @@ def test_pairs_cancel_a_load_the_two_populations_do_not():
         pairs.append((load * rng.uniform(0.98, 1.02), load * 1.6 * rng.uniform(0.98, 1.02)))
     verdict = Paired().ends(pairs)
     assert verdict.decided and verdict.ends.distinct and verdict.ends.direction == "regression"
+
+
+def test_one_round_in_five_against_does_not_keep_a_plain_release_unplaced():
+    """A release like the old end, 2x from the new: one burst round of seven on the wrong
+    side still lets it be placed; in three rounds one against it keeps it unplaced."""
+    from jaxbisect.classify import Label, Paired
+
+    like_old = [(1.0, 1.02, 2.0), (1.0, 0.97, 2.1), (1.0, 1.01, 1.9), (1.0, 1.0, 2.0),
+                (1.0, 0.99, 2.05), (1.0, 1.03, 1.95)]
+    burst = [(1.0, 1.5, 2.0)]                        # the release's run caught a burst
+    test = Paired()
+    machine = (0.05, 12)                             # the machine, from the ends' pairs
+    assert test.place(like_old + burst, "regression", machine, 2.0).label is Label.OLD
+    assert test.place(like_old[:2] + burst, "regression", machine, 2.0).label \
+        is Label.AMBIGUOUS
