@@ -218,8 +218,12 @@ def _harness_run(env, release: Release, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
     document = run_repro(env, question.harness_argv(), timeout, answers=(0, 125),
                          executor=executor)
+    return run_of_document(document, str(release.version), number)
+
+
+def run_of_document(document: dict, version: str, number: int) -> Run:
+    """Run ``number`` of a release as the harness's ``document`` answers it."""
     metric = document.get("metric") or {}
-    version = str(release.version)
     if metric.get("status") == "ok":
         return Run(release=version, number=number, status="ok",
                    samples=tuple(metric["samples"]), document=document,
