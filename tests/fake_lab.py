@@ -18,11 +18,18 @@ from pathlib import Path
 from jaxbisect.cases import Question, Run, run_of_document
 from jaxbisect.catalogue import Release
 from jaxbisect.errors import InstallFailed
-from jaxbisect.store import Store
+from jaxbisect.store import COMPLETE, Store
 
 RECORDED = Path(__file__).resolve().parent / "data" / "lab"
 
 Answer = Callable[[str, Question, int], "Run | dict | None"]
+
+
+@dataclass(frozen=True)
+class _Version:
+    """What a store key needs of a release: its version."""
+
+    version: str
 
 
 class MissingRun(LookupError):
@@ -65,6 +72,16 @@ class FakeLab:
 
     def cheap(self, release: Release, backend: str, question: Question) -> bool:
         return str(release.version) in self.installed
+
+    def hold_modules(self, version: str, backend: str, question: Question, lowered: str,
+                     optimized: str) -> None:
+        """Keep a release's lowered and optimized modules in the store, as the explanation
+        finds them once made (metric_explain.hlo_texts)."""
+        folder = self.store.folder(question.store_key(_Version(version), backend, "hlo"))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "lowered.txt").write_text(lowered)
+        (folder / "optimized.txt").write_text(optimized)
+        (folder / COMPLETE).write_text("")
 
     @property
     def versions_asked(self) -> list[str]:

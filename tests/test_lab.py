@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_lab import FakeLab, MissingRun, recorded, recorded_documents
+from fake_lab import FakeLab, MissingRun, recorded, recorded_documents, scripted
 
 from jaxbisect.cases import question_from
 from jaxbisect.lab import RealLab
@@ -46,6 +46,12 @@ def test_a_run_the_lab_does_not_hold_is_an_error_naming_it(recorded_catalogue, t
     with pytest.raises(MissingRun, match=r"no run 1 of memory of remat_scan_memory at "
                                          r"\{'rows': 1000.*under jax 0\.5\.2$"):
         bisected(recorded_catalogue, remat_lab(tmp_path), end="0.5.2")
+    question = question_from("memory", CASE, [], ())  # one recording: run 1 only
+    assert remat_lab(tmp_path).run(recorded_catalogue.get("0.5.0"), "cpu", question, 1,
+                                   timeout=60).samples == (84802880,)
+    with pytest.raises(MissingRun, match=r"^the fake lab holds no run 2 of memory"):
+        remat_lab(tmp_path).run(recorded_catalogue.get("0.5.0"), "cpu", question, 2,
+                                timeout=60)
 
 
 def test_what_is_cheap_is_probed_first_at_no_extra_worst_case(recorded_catalogue, tmp_path):
@@ -74,3 +80,72 @@ def test_the_real_lab_is_cheap_where_a_run_is_stored_and_never_under_remeasure(
                                                                           question)
     other = question_from("memory", CASE, ["rows=10"], ())  # another question: not stored
     assert not lab.cheap(release, "cpu", other)
+
+
+HLO = Path(__file__).resolve().parent / "data" / "hlo"
+SCAN = str(Path(__file__).resolve().parents[1] / "repro" / "cases" / "scan_growth.py")
+
+
+def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp_path):
+    """The modules recorded at 0.10.1 and 0.10.2 (tests/data/hlo) kept in the lab's store:
+    the attribution compares them (below HLO) and installs nothing; a lab without them says
+    the modules could not be made, naming the release."""
+    from jaxbisect.metric_explain import attribution
+
+    question = question_from("memory", SCAN, ["n_res=32", "n_outer=3"], ())
+    request = MetricRequest(start="0.10.1", end="0.10.2", backend="cpu", question=question)
+
+    def lab_of(path):
+        return FakeLab(scripted(lambda version, number: 2.0 if version == "0.10.2" else 1.0),
+                       Store(path))
+
+    lab = lab_of(tmp_path / "with")
+    b = bisected_in(recorded_catalogue, request, lab)
+    assert [str(r.version) for r in b.pair] == ["0.10.1", "0.10.2"]
+    lab.hold_modules("0.10.1", "cpu", question, (HLO / "scan_growth-jax-0.10.1-lowered.mlir")
+                     .read_text(), (HLO / "scan_growth-jax-0.10.1-optimized.txt").read_text())
+    lab.hold_modules("0.10.2", "cpu", question,
+                     (HLO / "scan_growth-jax-0.10.2-elsewhere-lowered.mlir").read_text(),
+                     (HLO / "scan_growth-jax-0.10.2-elsewhere-optimized.txt").read_text())
+    where = attribution(b, lab, lambda m: None)
+    assert (where["lowering"], where["optimized_hlo"], where["culprit"]) == (
+        "identical", "identical", "below-hlo")
+    empty = lab_of(tmp_path / "without")
+    none = attribution(bisected_in(recorded_catalogue, request, empty), empty, lambda m: None)
+    assert none["culprit"] == "unknown"
+    assert none["text"] == ("the modules could not be made: the fake lab installs nothing "
+                            "(jax 0.10.1)")
+
+
+def test_a_setting_is_measured_in_the_lab_and_placed_by_the_classifier(recorded_catalogue,
+                                                                       tmp_path):
+    """The explanation's test of one setting (metric_explain.behaviour_under): measured in
+    the lab with the flag added, placed against the ends; a spent budget asks nothing."""
+    from jaxbisect.budgets import Deadline
+    from jaxbisect.metric_explain import NOT_TESTED, behaviour_under
+
+    held = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
+    old_figure = held("0.5.0", question_from("memory", CASE, [], ()), 1)
+
+    def answer(version, question, number):
+        if question.xla_flags == "--xla_foo=false" and version == "0.5.1":
+            return {**old_figure, "jax": "0.5.1", "xla_flags": question.xla_flags}
+        return held(version, question, number)
+
+    lab = FakeLab(answer, Store(tmp_path / "store"))
+    b = bisected(recorded_catalogue, lab)
+    new = b.pair[1]
+    before = len(lab.asked)
+    test = behaviour_under(b, lab, b.classifier(), new, "--xla_foo=false", lambda m: None)
+    assert (test["behaviour"], test["figure"], test["runs"]) == ("old", 84802880, 1)
+    assert [(v, k) for v, k, _ in lab.asked[before:]] == [("0.5.1", 1)]
+    with pytest.raises(MissingRun, match="with XLA_FLAGS --xla_bar=1 under jax 0.5.1"):
+        behaviour_under(b, lab, b.classifier(), new, "--xla_bar=1", lambda m: None)
+    asked = len(lab.asked)
+    spent = behaviour_under(b, lab, b.classifier(), new, "--xla_foo=false", lambda m: None,
+                            deadline=Deadline(0))
+    assert spent["behaviour"] == NOT_TESTED and len(lab.asked) == asked
+
+
+def bisected_in(catalogue, request, lab):
+    return bisect_metric(catalogue, request, lab, lambda m: None)
