@@ -152,31 +152,25 @@ def bisected_in(catalogue, request, lab):
 
 
 @pytest.mark.jax
-def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path):
+def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monkeypatch):
     """A complete environment whose jaxlib shared library is gone: the run rebuilds it once,
     answers as the release does, and stores that answer (never the failure)."""
-    import os
-
     from jaxbisect.catalogue import load_catalogue
     from jaxbisect.environments import ensure_environment
 
-    cache = os.environ["JAX_SCAN_REPRO_CACHE"]
-    os.environ["JAX_SCAN_REPRO_CACHE"] = str(tmp_path / "cache")  # it breaks one on purpose
-    try:
-        release = load_catalogue().get("0.5.0")
-        env = ensure_environment(release, "cpu", progress=lambda m: None)
-        libraries = list(env.path.glob("lib/python*/site-packages/jaxlib/xla_extension*.so"))
-        assert libraries
-        for library in libraries:
-            library.unlink()
-        said: list[str] = []
-        lab = RealLab(said.append, store=Store(tmp_path / "store"))
-        question = question_from("memory", CASE, [], ())
-        assert lab.cheap(release, "cpu", question)  # it still looks complete
-        run = lab.run(release, "cpu", question, 1, timeout=300)
-        assert (run.status, run.samples) == ("ok", (84802880,)), run.error
-        assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said
-        stored = lab.store.read(question.store_key(release, "cpu", "metric", run=1))
-        assert stored["status"] == "ok" and stored["samples"] == [84802880]
-    finally:
-        os.environ["JAX_SCAN_REPRO_CACHE"] = cache
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))  # breaks one on purpose
+    release = load_catalogue().get("0.5.0")
+    env = ensure_environment(release, "cpu", progress=lambda m: None)
+    libraries = list(env.path.glob("lib/python*/site-packages/jaxlib/xla_extension*.so"))
+    assert libraries
+    for library in libraries:
+        library.unlink()
+    said: list[str] = []
+    lab = RealLab(said.append, store=Store(tmp_path / "store"))
+    question = question_from("memory", CASE, [], ())
+    assert lab.cheap(release, "cpu", question)  # it still looks complete
+    run = lab.run(release, "cpu", question, 1, timeout=300)
+    assert (run.status, run.samples) == ("ok", (84802880,)), run.error
+    assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said
+    stored = lab.store.read(question.store_key(release, "cpu", "metric", run=1))
+    assert stored["status"] == "ok" and stored["samples"] == [84802880]
