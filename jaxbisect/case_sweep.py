@@ -21,12 +21,13 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .budgets import EndsTimer
-from .cases import Run, measure_run, question_from
+from .cases import Run, question_from
 from .catalogue import load_catalogue
 from .classify import Label, Paired, Placement
 from .environments import resolve_backend
 from .files import check_reports_folder, write_json_if_changed, write_text_if_changed
 from .harness import target_option
+from .lab import Lab, RealLab
 from .machine import machine_description
 from .metric_bisect import (
     MAX_RUNS_NOISY,
@@ -145,7 +146,7 @@ def label_of(placed: Placed, ends) -> str:
     return p.label.value
 
 
-def sweep_case(args: argparse.Namespace, say: Say, select) -> int:
+def sweep_case(args: argparse.Namespace, say: Say, select, lab: Lab | None = None) -> int:
     target = target_option(args.target)
     question = question_from(args.metric, args.case, args.param, (), target=target,
                              xla_flags=args.xla_flags, samples=args.samples,
@@ -166,9 +167,10 @@ def sweep_case(args: argparse.Namespace, say: Say, select) -> int:
         say("error: no release of the range can be installed here")
         return 2
 
+    lab = lab or RealLab(say, remeasure=args.remeasure)
+
     def measure(k: int, number: int, seconds: float) -> Run:
-        return measure_run(releases[k].release, backend, question, number, timeout=seconds,
-                           remeasure=args.remeasure, say=say)
+        return lab.run(releases[k].release, backend, question, number, timeout=seconds)
 
     timer = EndsTimer(measure, (usable[0], usable[-1]), args.timeout,
                       hang_is_value=question.metric == "error")

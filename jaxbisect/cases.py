@@ -30,6 +30,7 @@ from .errors import InstallFailed, UserError
 from .executors import LOCAL, Executor, ProbeLost
 from .harness import (
     Crashed,
+    EnvironmentBroken,
     HarnessFailed,
     RunTimedOut,
     command_environ,
@@ -182,9 +183,10 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
     (an install that failed, a timeout, a kill) is not."""
     kept: list[bool] = []
 
-    def measure() -> Run:
+    def measure(rebuild: bool = False) -> Run:
         try:
-            env = ensure_environment(release, backend, progress=say, verify=remeasure)
+            env = ensure_environment(release, backend, progress=say, verify=remeasure,
+                                     rebuild=rebuild)
         except InstallFailed as exc:
             kept.append(False)
             return Run(release=str(release.version), number=number, status="failed",
@@ -200,6 +202,14 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         except Crashed as exc:
             run = crashed_run(question, str(release.version), number, exc.crash)
             keep = exc.lasting
+        except EnvironmentBroken as exc:
+            if not rebuild:  # the environment's fault, not the release's answer: built afresh
+                say(f"jax {release.version}: its environment no longer imports jax ({exc}); "
+                    f"rebuilding it")
+                return measure(rebuild=True)
+            run = Run(release=str(release.version), number=number, status="failed",
+                      error=str(exc))
+            keep = False
         except HarnessFailed as exc:  # a timeout: "hung" (docs/cases.md, time limits)
             run = Run(release=str(release.version), number=number,
                       status="hung" if isinstance(exc, RunTimedOut) else "failed",
@@ -218,8 +228,12 @@ def _harness_run(env, release: Release, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
     document = run_repro(env, question.harness_argv(), timeout, answers=(0, 125),
                          executor=executor)
+    return run_of_document(document, str(release.version), number)
+
+
+def run_of_document(document: dict, version: str, number: int) -> Run:
+    """Run ``number`` of a release as the harness's ``document`` answers it."""
     metric = document.get("metric") or {}
-    version = str(release.version)
     if metric.get("status") == "ok":
         return Run(release=version, number=number, status="ok",
                    samples=tuple(metric["samples"]), document=document,

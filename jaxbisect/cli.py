@@ -369,6 +369,7 @@ def minimize_builtin(bisection, args: argparse.Namespace, say) -> tuple[dict, st
     from repro.case import read_case
 
     from .cases import Question
+    from .lab import RealLab
     from .minimize import minimal_document, minimal_markdown, minimize
 
     o = bisection.request.options
@@ -378,9 +379,10 @@ def minimize_builtin(bisection, args: argparse.Namespace, say) -> tuple[dict, st
     question = Question(metric="memory", case=case, params=params,
                         target=o.target, xla_flags=o.xla_flags)
     old, new = bisection.last_old.release, bisection.first_new.release
-    shrunk, first, names = minimize(old, new, bisection.request.backend, question, say,
+    shrunk, first, names = minimize(old, new, bisection.request.backend, question,
+                                    RealLab(say, remeasure=args.remeasure), say,
                                     timeout=args.timeout or DEFAULT_TIMEOUT,
-                                    remeasure=args.remeasure, budget=args.minimize_budget)
+                                    budget=args.minimize_budget)
     minimal = minimal_document(shrunk, first, names, question, old, new, "bytes")
     return minimal, minimal_markdown(minimal, "repro/cases/scan_growth.py")
 

@@ -153,6 +153,15 @@ def environment_path(release: Release, backend: str) -> Path:
     return cache_dir() / "envs" / f"jax-{release.version}-{backend}-py{major}{minor}"
 
 
+def is_installed(release: Release, backend: str) -> bool:
+    """``release``'s environment is complete: using it installs nothing."""
+    try:
+        plan = install_plan(release, backend)
+    except InstallFailed:
+        return False
+    return _complete(environment_path(release, backend), plan) is not None
+
+
 def ensure_environment(
     release: Release, backend: str, *, progress: Progress | None = None,
     rebuild: bool = False, verify: bool = False,

@@ -340,18 +340,23 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"{what} was killed by signal {-done.returncode}",
                                 lasting=False)
-        broken = import_error(python)  # the environment's fault, or the release's?
-        if broken:
-            raise EnvironmentBroken(f"jax does not import in "
-                                    f"{shown_path(Path(python).parent.parent)}: {broken}")
+        _raise_if_broken(python)  # the environment's fault, or the release's?
         raise HarnessFailed(f"{what} failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
     except ValueError:
+        _raise_if_broken(python)  # a case's harness exits 125 when jax does not import
         raise HarnessFailed(f"{what} printed no JSON document") from None
     if document.get("schema") != SCHEMA:
         raise HarnessFailed(f"{what} spoke schema {document.get('schema')}, not {SCHEMA}")
     return {**document, "ran_on": done.where} if done.where else document
+
+
+def _raise_if_broken(python: Path) -> None:
+    broken = import_error(python)
+    if broken:
+        raise EnvironmentBroken(f"jax does not import in "
+                                f"{shown_path(Path(python).parent.parent)}: {broken}")
 
 
 # The modules other than the harness print a document with status "error" and exit 2 when

@@ -9,7 +9,7 @@ rounds. A release still unplaced, or far outside both ends (a third behaviour), 
 its figures, never a guess.
 
 ``search_metric`` takes the run and the classifier as arguments (tests inject them);
-``bisect_metric`` wires them to real releases.
+``bisect_metric`` wires them to a lab's releases (lab.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
-from .cases import Question, Run, measure_run
+from .cases import Question, Run
 from .catalogue import Catalogue, Release
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -38,6 +38,7 @@ from .classify import (
 from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .executors import LOCAL, Executor
+from .lab import Lab
 from .search import Outcome, SearchResult, find_change, probe_limit
 
 Say = Callable[[str], None]
@@ -460,11 +461,10 @@ def batch_size(question: Question, runs: int | None = None) -> int:
     return runs or (RUNS_NOISY if question.noisy else 1)
 
 
-def measure_batch(release: Release, backend: str, question: Question, first: int, count: int,
-                  *, timeout: float, remeasure: bool, say: Say) -> list[Run]:
+def measure_batch(lab: Lab, release: Release, backend: str, question: Question, first: int,
+                  count: int, *, timeout: float) -> list[Run]:
     """Runs ``first`` … ``first + count - 1`` of ``question`` under ``release``."""
-    return [measure_run(release, backend, question, number, timeout=timeout,
-                        remeasure=remeasure, say=say)
+    return [lab.run(release, backend, question, number, timeout=timeout)
             for number in range(first, first + count)]
 
 
@@ -571,9 +571,9 @@ class MetricBisection:
         return self.candidates[r.last_old], self.candidates[r.first_new]
 
 
-def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
-                  run_at: RunAt | None = None) -> MetricBisection:
-    """The metric bisection over the releases of ``request``'s range."""
+def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
+                  say: Say) -> MetricBisection:
+    """The metric bisection over the releases of ``request``'s range, run in ``lab``."""
     from .driver import releases_between
 
     candidates, unusable = releases_between(catalogue, request.start, request.end,
@@ -595,15 +595,12 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def real_run(i: int, number: int, seconds: float) -> Run:
-        return measure_run(candidates[i], request.backend, q, number,
-                           timeout=seconds, remeasure=request.remeasure, say=say,
-                           executor=request.executor)
+    def run_in_lab(i: int, number: int, seconds: float) -> Run:
+        return lab.run(candidates[i], request.backend, q, number, timeout=seconds)
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
-    timer = EndsTimer(run_at or (lambda i, number, seconds: real_run(i, number, seconds)),
-                      (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
-                      say=say)
+    timer = EndsTimer(run_in_lab, (0, n - 1), request.timeout,
+                      hang_is_value=q.metric == "error", say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
         say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
@@ -618,6 +615,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, say: Say,
                            paired=paired_test(request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
+                           cheap=lambda i: lab.cheap(candidates[i], request.backend, q),
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed, jobs=request.jobs,
                            say=lambda m: say(_named(m, names)))

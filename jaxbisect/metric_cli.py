@@ -14,6 +14,7 @@ from .errors import UserError
 from .executors import LOCAL, Executor, cluster_document
 from .files import check_reports_folder
 from .harness import DEFAULT_TIMEOUT, target_option
+from .lab import Lab, RealLab
 from .machine import default_jobs
 from .metric_bisect import MetricRequest, bisect_metric
 
@@ -69,14 +70,15 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
-    bisection = bisect_metric(catalogue, request, say)
+    lab = RealLab(say, remeasure=request.remeasure, executor=executor)
+    bisection = bisect_metric(catalogue, request, lab, say)
     extra: dict = {}
     # The report is written as soon as the answer is known, and again as the explanation
     # lands: Ctrl-C or a spent budget leaves what was measured.
     write_report(bisection, args.reports, extra)
     try:
         if bisection.search.status == "found" and not args.no_evidence:
-            explain(bisection, args, extra, say,
+            explain(bisection, lab, args, extra, say,
                     lambda: write_report(bisection, args.reports, extra))
     except KeyboardInterrupt:
         extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
@@ -89,10 +91,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 
         q = bisection.request.question
         old, new = bisection.pair
-        shrunk, first, names = minimize(old, new, request.backend, q, say,
+        shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
                                         threshold=request.threshold, timeout=bisection.timeout,
-                                        remeasure=request.remeasure, runs=request.runs,
-                                        budget=args.minimize_budget)
+                                        runs=request.runs, budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
         extra["minimal"]["case_path"] = display_path(q.case.path)
     cluster = cluster_document(executor)
@@ -139,7 +140,7 @@ def minimal_line(minimal: dict) -> str:
             + ")")
 
 
-def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
+def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
             rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
     """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
     within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
@@ -151,7 +152,7 @@ def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
     else:
         attribution, explain_flags, explain_passes = searches
 
-    extra["attribution"] = attribution(bisection, say, jax_repo=args.jax_repo,
+    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
                                       xla_repo=args.xla_repo)
     rewrite()
     if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
@@ -165,13 +166,13 @@ def explain(bisection, args: argparse.Namespace, extra: dict, say: Say,
         extra["explanation"] = {"culprit": culprit, "budget": budget}
         rewrite()
 
-    culprit = explain_flags(bisection, say, deadline=deadline, progress=landed)
+    culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
     landed(culprit)
     if culprit["kind"] in ("none", "workaround") \
             and extra["attribution"]["culprit"] == "xla" \
             and bisection.request.question.case is not None and not deadline.spent:
         flags = culprit
-        culprit = {**explain_passes(bisection, say, deadline=deadline,
+        culprit = {**explain_passes(bisection, lab, say, deadline=deadline,
                                     progress=lambda doc: landed({**doc, "flags": flags})),
                    "flags": flags}
     budget.update(spent=round(args.explain_budget - deadline.left, 1),
@@ -193,10 +194,9 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     why = catalogue.unusable_reason(release, backend)
     if why:
         raise UserError(f"jax {release.version} cannot be installed here: {why}")
-    explanation = explain_release(release, backend, question, say, threshold=args.threshold,
-                                  timeout=args.timeout or DEFAULT_TIMEOUT,
-                                  remeasure=args.remeasure,
-                                  runs=args.runs)
+    explanation = explain_release(RealLab(say, remeasure=args.remeasure), release, backend,
+                                  question, say, threshold=args.threshold,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
     path, doc = write_explain_report(args.reports, release, backend, question, explanation,
                                      threshold=args.threshold, runs=args.runs)
     if args.json:

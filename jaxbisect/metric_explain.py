@@ -17,10 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from .budgets import Deadline, explain_limit
-from .cases import Question, measure_run
+from .cases import Question
 from .catalogue import Release
 from .crashes import is_crash
-from .environments import ensure_environment
 from .errors import InstallFailed
 from .evidence.commits import commit_range
 from .evidence.explain import xla_flag_list
@@ -29,6 +28,7 @@ from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
 from .harness import HarnessFailed, run_repro
+from .lab import Lab
 from .metric_bisect import (
     MAX_RUNS_NOISY,
     MetricBisection,
@@ -41,25 +41,24 @@ from .metric_bisect import (
 )
 from .metric_report import display_path
 from .pins import load_table
-from .store import STORE, Store
 
 Say = Callable[[str], None]
 _METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
 
 
-def hlo_texts(release: Release, backend: str, question: Question, *, timeout: float,
-              remeasure: bool, say: Say, store: Store = STORE) -> dict:
+def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
+              timeout: float, say: Say) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
     def make(folder: Path) -> None:
-        env = ensure_environment(release, backend, progress=say)
+        env = lab.environment(release, backend)
         say(f"jax {release.version}: lowering and compiling {question.label} for the modules")
         argv = [a for a in question.harness_argv() if a != "--json"]
         metric = argv.index("--metric")
         argv[metric + 1] = "error" if not question.target else "memory"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder)], timeout, answers=(0, 125))
 
-    folder = store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
-                                      remeasure=remeasure)
+    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
+                                          remeasure=lab.remeasure)
     read = {}
     for name in ("lowered", "optimized"):
         path = folder / f"{name}.txt"
@@ -90,7 +89,7 @@ def check_argv(b: MetricBisection) -> list[str] | None:
     return ["python", "-m", "repro", *argv, "--check", *figures]
 
 
-def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
+def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None = None,
                 xla_repo: Path | None = None) -> dict:
     """``lowering`` and ``optimized_hlo`` (identical | changed/differs | unknown), the
     ``culprit`` (jax | xla | below-hlo | unknown) in words, and the commit range."""
@@ -108,8 +107,8 @@ def attribution(b: MetricBisection, say: Say, *, jax_repo: Path | None = None,
                 "text": "a command's program is not known to the toolkit: its modules were "
                         "not compared", **commits}
     try:
-        texts = [hlo_texts(r, b.request.backend, q, timeout=b.timeout,
-                           remeasure=b.request.remeasure, say=say) for r in (old, new)]
+        texts = [hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout, say=say)
+                 for r in (old, new)]
     except (InstallFailed, HarnessFailed) as exc:
         return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
                 "text": f"the modules could not be made: {exc}", **commits}
@@ -129,7 +128,7 @@ def _baseline_seconds(b: MetricBisection, release: Release) -> list[float]:
             and r.seconds]
 
 
-def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags: str,
+def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, extra_flags: str,
                     say: Say, *, deadline: Deadline | None = None, test: str = "") -> dict:
     """The case's metric under ``release`` with ``extra_flags`` added, placed by the
     bisection's classifier (measured again while it cannot place it, up to the cap):
@@ -154,8 +153,7 @@ def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags:
                                                                  max(deadline.left, 1.0))
             say(f"explain: {extra_flags} under jax {release.version}"
                 f"{f' ({test}, ' if test else ' ('}run {len(runs) + 1} of {batch})")
-            run = measure_run(release, req.backend, asked, len(runs) + 1, timeout=seconds,
-                              remeasure=req.remeasure, say=say)
+            run = lab.run(release, req.backend, asked, len(runs) + 1, timeout=seconds)
             runs.append(run)
             if run.status == "hung":
                 if seconds < limit.seconds:  # cut short by the budget, not by the bound
@@ -181,7 +179,7 @@ def behaviour_under(b: MetricBisection, classify, release: Release, extra_flags:
                     "error": None if behaviour in ("old", "new") else placement.reason}
 
 
-def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = None,
+def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
                   progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
     and measured with the case's own metric and classifier; one that brings back the old
@@ -193,9 +191,9 @@ def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = N
     sides = {"old": old, "new": new}
     classify = b.classifier()
     try:
-        lists = {side: xla_flag_list(r, req.backend,
-                                     ensure_environment(r, req.backend, progress=say).python,
-                                     timeout=b.timeout, remeasure=req.remeasure)["flags"]
+        lists = {side: xla_flag_list(r, req.backend, lab.environment(r, req.backend).python,
+                                     timeout=b.timeout, remeasure=lab.remeasure,
+                                     store=lab.store)["flags"]
                  for side, r in sides.items()}
     except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
         return {"kind": "none", "name": None, "tests": [],
@@ -210,7 +208,7 @@ def explain_flags(b: MetricBisection, say: Say, *, deadline: Deadline | None = N
     def test(side: str, flags: tuple[FlagChange, ...]) -> str:
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
-            b, classify, sides[side], setting, say, deadline=deadline,
+            b, lab, classify, sides[side], setting, say, deadline=deadline,
             test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
         progress({"kind": "none", "name": None, "tests": list(made.values()),
                   "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
@@ -267,20 +265,20 @@ _DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
 _MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
 
 
-def pass_dumps(release: Release, backend: str, question: Question, *, timeout: float,
-               remeasure: bool, say: Say, store: Store = STORE) -> list[dict]:
+def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
+               timeout: float, say: Say) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
     def make(folder: Path) -> None:
-        env = ensure_environment(release, backend, progress=say)
+        env = lab.environment(release, backend)
         say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
         argv = [a for a in question.harness_argv() if a != "--json"]
         argv[argv.index("--metric") + 1] = "error"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
                   timeout, answers=(0, 125))
 
-    folder = store.get_or_make_folder(question.store_key(release, backend, "passes"), make,
-                                      remeasure=remeasure)
+    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "passes"),
+                                          make, remeasure=lab.remeasure)
     lowered = folder / "lowered.txt"
     found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
     module = found.group(1) if found else None
@@ -304,7 +302,8 @@ def difference_sentence(first: dict | None) -> str:
             f"`{first['pass']}` (pipeline `{first['pipeline']}`).")
 
 
-def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = None,
+def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
+                   deadline: Deadline | None = None,
                    progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The HLO passes that changed the case's module under the new release, each turned off
     there and measured with the case's metric and classifier; and where the two releases'
@@ -319,8 +318,8 @@ def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = 
                         "target"}
     classify = b.classifier()
     try:
-        dumps = {r: pass_dumps(r, req.backend, q, timeout=b.timeout,
-                               remeasure=req.remeasure, say=say) for r in (old, new)}
+        dumps = {r: pass_dumps(lab, r, req.backend, q, timeout=b.timeout, say=say)
+                 for r in (old, new)}
     except (InstallFailed, HarnessFailed) as exc:
         return {"kind": "none", "name": None, "tests": [],
                 "text": f"the per-pass dumps could not be made: {exc}"}
@@ -334,7 +333,7 @@ def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = 
         first.update(old=str(old.version), new=str(new.version))
     for k, name in enumerate(tried, 1):
         flag = f"--xla_disable_hlo_passes={name}"
-        test = behaviour_under(b, classify, new, flag, say, deadline=deadline,
+        test = behaviour_under(b, lab, classify, new, flag, say, deadline=deadline,
                                test=f"pass {k} of {len(tried)}")
         if test["behaviour"] == MUCH_SLOWER:
             test["finding"] = "makes the case much slower: this pass matters"
@@ -385,9 +384,9 @@ def explain_passes(b: MetricBisection, say: Say, *, deadline: Deadline | None = 
                     f"{len(tried) - len(untested)} passes tried: {shown}.{where}{more}"}
 
 
-def explain_release(release: Release, backend: str, question: Question, say: Say, *,
-                    threshold: float | None = None, timeout: float = 1800.0,
-                    remeasure: bool = False, runs: int | None = None) -> dict:
+def explain_release(lab: Lab, release: Release, backend: str, question: Question, say: Say,
+                    *, threshold: float | None = None, timeout: float = 1800.0,
+                    runs: int | None = None) -> dict:
     """``--explain RELEASE --case FILE``: one release, no pair to compare with. Each HLO pass
     that changed the case's module is turned off in turn and the metric measured again; a
     pass without which the figure differs (by the classifier's test of two populations, the
@@ -396,8 +395,8 @@ def explain_release(release: Release, backend: str, question: Question, say: Say
     reduce, batch = reduce_for(question), batch_size(question, runs)
 
     def values(asked: Question) -> tuple:
-        return values_of(measure_batch(release, backend, asked, 1, batch, timeout=timeout,
-                                       remeasure=remeasure, say=say), reduce)
+        return values_of(measure_batch(lab, release, backend, asked, 1, batch,
+                                       timeout=timeout), reduce)
 
     base = values(question)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
@@ -412,8 +411,7 @@ def explain_release(release: Release, backend: str, question: Question, say: Say
                           "text": "the pass search runs on the CPU or a GPU, not on a "
                                   "compile-only target"}
         return doc
-    dumps = pass_dumps(release, backend, question, timeout=timeout, remeasure=remeasure,
-                       say=say)
+    dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
     doc["passes_changed"] = candidates
     say(f"jax {release.version}: {len(candidates)} HLO passes changed {question.label}'s "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from .cases import Question
 from .catalogue import Release
+from .lab import Lab
 from .metric_bisect import (
     batch_size,
     classifier_for,
@@ -107,9 +108,9 @@ def shrinkable(question: Question) -> list[str]:
             and name not in case.fixed]
 
 
-def minimize(old: Release, new: Release, backend: str, question: Question, say: Say, *,
-             threshold: float | None = None, timeout: float = 1800.0,
-             remeasure: bool = False, runs: int | None = None,
+def minimize(old: Release, new: Release, backend: str, question: Question, lab: Lab,
+             say: Say, *, threshold: float | None = None, timeout: float = 1800.0,
+             runs: int | None = None,
              budget: float = DEFAULT_BUDGET) -> tuple[Shrunk, Trial, list[str]]:
     """Shrink ``question``'s case while ``old`` and ``new`` still classify apart in the same
     direction; the result, the trial at the starting parameters and the names shrunk."""
@@ -118,8 +119,8 @@ def minimize(old: Release, new: Release, backend: str, question: Question, say: 
     started = time.monotonic()
 
     def values(release: Release, asked: Question) -> tuple:
-        return values_of(measure_batch(release, backend, asked, 1, batch, timeout=timeout,
-                                       remeasure=remeasure, say=say), reduce)
+        return values_of(measure_batch(lab, release, backend, asked, 1, batch,
+                                       timeout=timeout), reduce)
 
     def judge(params: dict, direction: str | None) -> tuple[Trial, str | None]:
         asked = replace(question, params=params)

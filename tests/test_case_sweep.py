@@ -87,3 +87,38 @@ def test_one_release_is_measured_once_a_run_and_not_placed():
                                batch=5, max_runs=10, reduce=every_sample)
     assert calls == [(0, k) for k in range(1, 6)] and ends is None
     assert label_of(placed[0], ends) == "measured"
+
+
+def test_a_sweep_in_a_lab_of_recorded_documents_labels_every_release(recorded_catalogue,
+                                                                      tmp_path, capsys):
+    """sweep_case through a fake lab of documents recorded from real runs of
+    remat_scan_memory: each release's file holds its recorded figure and label."""
+    import argparse
+    import json
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from fake_lab import FakeLab, recorded, recorded_documents
+
+    from jaxbisect.case_sweep import sweep_case
+
+    case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
+    versions = ["0.4.35", "0.4.36", "0.4.37", "0.4.38", "0.5.0", "0.5.1"]
+    args = argparse.Namespace(
+        target=None, metric=None, case=str(case), param=[], xla_flags="", samples=None,
+        metric_kind="auto", backend="cpu", reports=tmp_path / "reports",
+        refresh_catalogue=False, runs=None, max_runs=None, remeasure=False, timeout=None,
+        threshold=None, command="nox -s repro_range -- …", argv=[])
+    lab = FakeLab(recorded(recorded_documents("remat_scan_memory-jax-*.json")))
+
+    def select(catalogue, args, backend):
+        return [SimpleNamespace(release=catalogue.get(v), skip=None) for v in versions]
+
+    assert sweep_case(args, lambda m: None, select, lab) == 0
+    folder = tmp_path / "reports" / "remat_scan_memory-memory"
+    docs = {v: json.loads((folder / f"jax-{v}-cpu.json").read_text()) for v in versions}
+    assert {v: d["label"] for v, d in docs.items()} == {
+        **{v: "old" for v in versions[:-1]}, "0.5.1": "new"}
+    assert docs["0.5.0"]["runs"][0]["samples"] == [84802880]
+    assert docs["0.5.1"]["runs"][0]["samples"] == [441208256]
+    assert sorted(lab.versions_asked) == sorted(versions)

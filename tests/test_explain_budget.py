@@ -9,31 +9,38 @@ import copy
 import time
 from types import SimpleNamespace
 
+from fake_lab import FakeLab, scripted
+
 from jaxbisect.metric_cli import explain
 
 
 def run(flags_seconds: float, budget: float):
-    written, deadlines = [], []
+    written, deadlines, labs = [], [], []
     extra: dict = {}
+    lab = FakeLab(scripted(lambda version, number: None))
 
-    def attribution(b, say, **kw):
+    def attribution(b, lab, say, **kw):
+        labs.append(lab)
         return {"culprit": "xla", "text": "the change is in XLA's HLO passes"}
 
-    def flags(b, say, *, deadline, progress):
+    def flags(b, lab, say, *, deadline, progress):
+        labs.append(lab)
         deadlines.append(deadline)
         progress({"kind": "none", "tests": [{"behaviour": "new"}], "text": "under way"})
         time.sleep(flags_seconds)
         return {"kind": "none", "tests": [{"behaviour": "new"}], "text": "no flag"}
 
-    def passes(b, say, *, deadline, progress):
+    def passes(b, lab, say, *, deadline, progress):
+        labs.append(lab)
         deadlines.append(deadline)
         progress({"kind": "none", "tests": [{"behaviour": "much slower"}], "text": "1 of 2"})
         return {"kind": "none", "tests": [{"behaviour": "much slower"}], "text": "no pass"}
 
     bisection = SimpleNamespace(request=SimpleNamespace(question=SimpleNamespace(case=object())))
     args = argparse.Namespace(explain_budget=budget, jax_repo=None, xla_repo=None)
-    explain(bisection, args, extra, lambda m: None,
+    explain(bisection, lab, args, extra, lambda m: None,
             lambda: written.append(copy.deepcopy(extra)), searches=(attribution, flags, passes))
+    assert labs and all(seen is lab for seen in labs)  # one lab for every part
     return extra, written, deadlines
 
 

@@ -1,4 +1,4 @@
-"""A metric bisection's report with injected runs over the recorded catalogue: the releases
+"""A metric bisection's report with a fake lab's runs over the recorded catalogue: the releases
 where the program raised (and the --metric error command), an end that measured is not a
 skip, the run's derived time limit in the JSON, and where the Reproduce lines find the case."""
 
@@ -7,7 +7,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from jaxbisect.cases import Question, Run
+from fake_lab import FakeLab, scripted
+
+from jaxbisect.cases import Question
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric
 from jaxbisect.metric_report import document, render
 from repro.case import read_case
@@ -26,20 +28,9 @@ def bisected(catalogue, case_path, figures: dict, metric="memory"):
     or an error text (the program raised)."""
     question = Question(metric=metric, case=read_case(str(case_path)))
     request = MetricRequest(start="0.4.30", end="0.4.35", backend="cpu", question=question)
-
-    def measure(i, number, seconds):
-        version = str(candidates[i].version) if candidates else None
-        value = figures[version]
-        if isinstance(value, str):
-            return Run(release=version, number=number, status="raised", error=value,
-                       seconds=3.0)
-        return Run(release=version, number=number, status="ok", samples=(value,),
-                   seconds=2.0)
-
-    from jaxbisect.driver import releases_between
-
-    candidates = releases_between(catalogue, "0.4.30", "0.4.35", "cpu", "")[0]
-    return bisect_metric(catalogue, request, lambda m: None, run_at=measure), candidates
+    lab = FakeLab(scripted(lambda version, number: figures[version], seconds=2.0))
+    b = bisect_metric(catalogue, request, lab, lambda m: None)
+    return b, b.candidates
 
 
 def test_releases_that_raised_are_named_with_the_error_metric_command(recorded_catalogue,

@@ -1,12 +1,15 @@
-"""A noisy metric bisection's answer, from injected runs on the recorded catalogue: the status,
-the exit status, the calibration and the headline's figures, asserted on the JSON document."""
+"""A noisy metric bisection's answer, from a fake lab's runs on the recorded catalogue: the
+status, the exit status, the calibration and the headline's figures, asserted on the JSON
+document."""
 
 from __future__ import annotations
 
 import math
 import random
 
-from jaxbisect.cases import Run, question_from
+from fake_lab import FakeLab, scripted
+
+from jaxbisect.cases import question_from
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric
 from jaxbisect.metric_cli import METRIC_EXIT
 from jaxbisect.metric_report import answer_line, document, probe_rows, write_report
@@ -15,17 +18,20 @@ COMMAND = ("python", "measure.py")
 
 
 def bisection(catalogue, figure, *, start="0.4.30", end="0.4.35", max_runs=None):
-    """``figure(index, run number, made so far)`` is a run's one figure (seconds)."""
+    """``figure(index, run number, made so far)`` is a run's one figure (seconds), ``index``
+    the release's among the range's candidates."""
     question = question_from("seconds", None, [], COMMAND, kind="noisy")
     request = MetricRequest(start=start, end=end, backend="cpu", question=question,
                             max_runs=max_runs)
+    index = {str(r.version): i for i, r in enumerate(catalogue.between(start, end, "cpu")[0])}
     made = [0]
 
-    def run_at(i, number, seconds=None):
+    def run(version, number):
         made[0] += 1
-        return Run(str(i), number, "ok", (figure(i, number, made[0]),))
+        return figure(index[version], number, made[0])
 
-    return bisect_metric(catalogue, request, lambda m: None, run_at=run_at), made
+    lab = FakeLab(scripted(run))
+    return bisect_metric(catalogue, request, lab, lambda m: None), made
 
 
 def test_ends_apart_under_a_load_that_swamps_them_are_undecided_with_exit_3(
@@ -87,15 +93,11 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
     question = question_from("memory", str(case), [], ())
     request = MetricRequest(start="0.4.38", end="0.5.2", backend="cpu", question=question)
-    calls = []
-
-    def run_at(i, number, seconds=None):
-        calls.append((i, number))
-        return Run(str(i), number, "ok", (65_670_000,))
-
-    b = bisect_metric(recorded_catalogue, request, lambda m: None, run_at=run_at)
+    lab = FakeLab(scripted(lambda version, number: 65_670_000))
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
     doc = document(b, None)
-    assert doc["status"] == "alike" and doc["calibration"] is None and len(calls) == 2
+    assert doc["status"] == "alike" and doc["calibration"] is None
+    assert [(v, k) for v, k, _ in lab.asked] == [("0.4.38", 1), ("0.5.2", 1)]
     line = answer_line(b)
     assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line

@@ -52,3 +52,34 @@ def test_the_minimal_program_changes_only_the_defaults():
     assert out.splitlines()[4] == 'def case(n_outer=2, n_res=8, name="é", *, k=1):'
     assert out.splitlines()[:4] == source.splitlines()[:4]
     ast.parse(out)
+
+
+def test_minimize_runs_both_releases_in_the_lab_until_the_thresholds(recorded_catalogue):
+    """The minimizer (minimize.py) through a fake lab whose new release grows only from
+    rows 37 and block_size 4 up: it settles there, asks the lab only for both releases at
+    each trial's parameters, and never moves the case's FIXED num_blocks."""
+    from pathlib import Path
+
+    from fake_lab import FakeLab
+
+    from jaxbisect.cases import Run, question_from
+    from jaxbisect.minimize import minimize
+
+    case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
+    question = question_from("memory", str(case), [], ())
+    asked = []
+
+    def answer(version, asked_question, number):
+        p = asked_question.case.resolve(asked_question.params)
+        asked.append((version, p))
+        grows = version == "0.5.1" and p["rows"] >= 37 and p["block_size"] >= 4
+        figure = 8 * p["rows"] * p["cols"] * (5 if grows else 1)
+        return Run(release=version, number=number, status="ok", samples=(figure,))
+
+    old, new = recorded_catalogue.get("0.5.0"), recorded_catalogue.get("0.5.1")
+    shrunk, first, names = minimize(old, new, "cpu", question, FakeLab(answer), lambda m: None)
+    assert first.kept and shrunk.complete and names == ["rows", "cols", "block_size"]
+    assert shrunk.params == {"rows": 37, "cols": 1, "block_size": 4, "num_blocks": 10}
+    trials = [params for _, params in asked]
+    assert all(p["num_blocks"] == 10 for p in trials)
+    assert [v for v, _ in asked] == ["0.5.0", "0.5.1"] * (len(shrunk.trials) + 1)

@@ -8,9 +8,10 @@ import json
 import shlex
 
 from conftest import recorded_pypi
+from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli, driver, report
-from jaxbisect.cases import Question, Run
+from jaxbisect.cases import Question
 from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
 from jaxbisect.harness import HarnessOptions
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric
@@ -66,28 +67,13 @@ def test_a_cache_of_the_old_format_is_read_offline_and_refreshed_online(tmp_path
     assert fresh.get("0.4.15").yanked_reason == "accidentally required JAX_RELEASE=1"
 
 
-def scripted_runs(figures: dict[str, float], measured: list[str]):
-    """A deterministic metric per release; records which releases were measured."""
-    def make(candidates):
-        def run_at(i: int, number: int, seconds: float | None = None) -> Run:
-            version = str(candidates[i].version)
-            measured.append(version)
-            return Run(release=version, number=number, status="ok",
-                       samples=(figures[version],))
-        return run_at
-    return make
-
-
 def metric_bisection(catalogue, include_yanked: bool, figures: dict[str, float]):
     question = Question(metric="bytes", command=("python", "measure.py"), kind="deterministic")
     request = MetricRequest(start="0.4.31", end="0.4.33", backend="cpu", question=question,
                             include_yanked=include_yanked)
-    candidates, _ = driver.releases_between(catalogue, "0.4.31", "0.4.33", "cpu", "",
-                                            include_yanked=include_yanked)
-    measured: list[str] = []
-    b = bisect_metric(catalogue, request, lambda m: None,
-                      run_at=scripted_runs(figures, measured)(candidates))
-    return b, measured
+    lab = FakeLab(scripted(lambda version, number: figures[version]))
+    b = bisect_metric(catalogue, request, lab, lambda m: None)
+    return b, [version for version, _, _ in lab.asked]
 
 
 def test_a_metric_bisection_names_the_yanked_release_it_left_out(recorded_catalogue):

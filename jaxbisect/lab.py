@@ -1,0 +1,69 @@
+"""The lab: all the metric pipeline asks of JAX releases.
+
+A release's environment (installed, or repaired, when it needs to be), one run of a question
+in it, the store of what releases answered, and whether a run would cost little (stored
+already, or its environment installed: the search prefers such probes). The bisection, the
+explanation, the minimizer and the sweep take a lab; the command line builds the real one
+once, from the request's executor and ``--remeasure``. Tests pass a lab of recorded runs
+(tests/fake_lab.py) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .cases import Question, Run, measure_run
+from .catalogue import Release
+from .environments import Environment, ensure_environment, is_installed
+from .executors import LOCAL, Executor
+from .store import STORE, Store
+
+Say = Callable[[str], None]
+
+
+class Lab(Protocol):
+    @property
+    def store(self) -> Store:
+        """Where what releases answered is kept (runs, modules, flag lists)."""
+
+    @property
+    def remeasure(self) -> bool:
+        """Measure again whatever is stored (``--remeasure``)."""
+
+    def environment(self, release: Release, backend: str) -> Environment:
+        """``release``'s environment, installed (or repaired) first where it needs to be."""
+
+    def run(self, release: Release, backend: str, question: Question, number: int, *,
+            timeout: float) -> Run:
+        """Run ``number`` of ``question`` under ``release``: stored, or made now."""
+
+    def cheap(self, release: Release, backend: str, question: Question) -> bool:
+        """A run of ``question`` under ``release`` would cost little."""
+
+
+@dataclass(frozen=True)
+class RealLab:
+    """Real releases: environments by uv, runs as processes (through ``executor``), kept in
+    ``store``."""
+
+    say: Say
+    remeasure: bool = False
+    executor: Executor = field(default=LOCAL, compare=False)
+    store: Store = STORE
+
+    def environment(self, release: Release, backend: str) -> Environment:
+        return ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
+
+    def run(self, release: Release, backend: str, question: Question, number: int, *,
+            timeout: float) -> Run:
+        return measure_run(release, backend, question, number, timeout=timeout,
+                           remeasure=self.remeasure, say=self.say, store=self.store,
+                           executor=self.executor)
+
+    def cheap(self, release: Release, backend: str, question: Question) -> bool:
+        if self.remeasure:
+            return False
+        stored = self.store.path(question.store_key(release, backend, "metric", run=1))
+        return stored.is_file() or is_installed(release, backend)
