@@ -85,3 +85,33 @@ def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
 
 
 EXIT_STATUS = {"constant": 0, "grows": 1, "unavailable": 125}  # git bisect run's codes
+
+
+def shape_label(shape: dict, per: str) -> str:
+    """``constant (+0.00/outer)``: the status and its growth, as the reports show it."""
+    growth = shape.get("growth_per_outer")
+    return shape["status"] if growth is None else f"{shape['status']} ({growth:+.2f}/{per})"
+
+
+RELATIVE_AT = 0.01  # a generic series is constant while it moves less than this over its range
+
+
+def relative_shape(name: str, points: list[tuple[object, float | None]]) -> dict:
+    """The shape of any series of positive figures over parameter ``name``: the fitted
+    change across the values, relative to the first figure (scale-free, as the scan verdict
+    is): "constant" within RELATIVE_AT, else "grows" or "shrinks"; "unavailable" where a
+    figure is missing or zero. A value that is not a number counts as its position."""
+    if any(y is None or y == 0 for _, y in points):
+        gone = [str(x) for x, y in points if y is None or y == 0]
+        return {"status": "unavailable", "change": None, "points": len(points),
+                "reason": f"no figure at {name} {', '.join(gone)}", "label": "unavailable"}
+    xs = [x if isinstance(x, (int, float)) and not isinstance(x, bool) else i
+          for i, (x, _) in enumerate(points)]
+    first = points[0][1]
+    change = round(slope([(x, y / first) for x, (_, y) in zip(xs, points)])
+                   * (max(xs) - min(xs)), 4)
+    status = "constant" if abs(change) < RELATIVE_AT else "grows" if change > 0 else "shrinks"
+    label = status if status == "constant" else \
+        f"{status} ({change:+.1%} over {name} {points[0][0]} … {points[-1][0]})"
+    return {"status": status, "change": change, "points": len(points), "reason": None,
+            "label": label}
