@@ -502,8 +502,10 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
     metric = question.metric
 
     def make(old: Sequence, new: Sequence) -> Classifier:
-        if question.over:  # the shape's status word ("constant", "grows")
-            return matching(list(old), list(new), lambda a, b: a == b)
+        if question.over:  # the shape: [status, rate] ("constant", "grows")
+            from repro.verdict import shapes_alike
+
+            return matching(list(old), list(new), shapes_alike)
         if metric == "output":
             return matching(list(old), list(new),
                             outputs_close(threshold if threshold is not None else 1e-5))
@@ -575,10 +577,13 @@ class MetricBisection:
             return None
         if self.request.question.over:  # "constant" then "grows" is a regression
             r, placed = self.search.result, self.search.placed
-            old, new = (SHAPE_ORDER.get(next(iter(placed[i].values), None))
-                        for i in (r.last_old, r.first_new))
+            (old, old_rate), (new, new_rate) = (next(iter(placed[i].values), (None, None))
+                                                for i in (r.last_old, r.first_new))
+            old, new = SHAPE_ORDER.get(old), SHAPE_ORDER.get(new)
             if old is not None and new is not None and old != new:
                 return "regression" if new > old else "fix"
+            if old == new and old and old_rate and new_rate:  # both grow: faster is worse
+                return "regression" if abs(new_rate) * old > abs(old_rate) * old else "fix"
         return self.search.ends.direction
 
     def classifier(self) -> Classifier:
@@ -619,7 +624,9 @@ def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     if small == question:
         return None
     full, smaller = ends_at(question), ends_at(small)
-    agreed = all(f.status == s.status == "ok" and f.samples == s.samples
+    from repro.verdict import shapes_alike
+
+    agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
                  for f, s in zip(full, smaller))
     sizes = ", ".join(f"{k} {v}" for k, v in case.search_params.items())
     note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "

@@ -78,7 +78,7 @@ def check_argv(b: MetricBisection) -> list[str] | None:
     figures = []
     for i in (s.result.last_old, s.result.first_new):
         samples = s.placed[i].samples
-        figures.append(str(samples[0]) if q.metric == "error" or q.over else
+        figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
                        repr(sorted(samples)[len(samples) // 2]))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)

@@ -468,9 +468,10 @@ def series_of(run) -> dict | None:
             "fallback": metric.get("fallback")}
 
 
-def series_mode(b: MetricBisection, series: dict) -> str:
-    """How a row was measured: the size asked, a smaller one, or a real run's peak."""
-    asked = b.request.question.case.resolve(b.request.question.params)
+def series_mode(b: MetricBisection, series: dict, beside: dict | None = None) -> str:
+    """How a row was measured: the size asked, a smaller one, or a real run's peak
+    (``beside``: a COMPARE program's own parameters, said in its column's header)."""
+    asked = {**b.request.question.case.resolve(b.request.question.params), **(beside or {})}
     smaller = ", ".join(f"{k} {v}" for k, v in (series["params"] or {}).items()
                         if asked.get(k) != v)
     mode = "runtime" if series["fallback"] else "compiled" if series["metric"] == "memory" \
@@ -515,7 +516,7 @@ def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
             text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
             measured = list((got or {}).get("figures", {}))
             if got["fallback"]:
-                text += f" ({series_mode(b, got)})"
+                text += f" ({series_mode(b, got, q.case.compare[other])})"
             if len(measured) < len(values):
                 text += f" ({name} {', '.join(measured)} only)"
             others.append(text)
@@ -716,6 +717,8 @@ def params_text(params: dict) -> str:
 def _figure_cell(metric: str, unit: str, value) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return shown(metric, unit, value)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        return value[0]  # a shape: [status, rate]
     return "–" if value is None else str(value)
 
 

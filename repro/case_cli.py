@@ -186,7 +186,7 @@ def check_status(metric: dict, old, new) -> int:
 
     if metric["status"] != "ok":
         return EXIT_UNMEASURABLE
-    value = metric["samples"][0] if "over" in metric else metric["value"]
+    value = metric["samples"][0][0] if "over" in metric else metric["value"]
     if isinstance(value, str):
         return 0 if value == old else 1 if value == new else EXIT_UNMEASURABLE
     if min(value, old, new) > 0:

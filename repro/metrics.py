@@ -260,8 +260,9 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
                    sampling: Sampling = Sampling(), hlo_out: Path | None = None) -> dict:
     """The metric at each value of ``over = (name, values)``, in this process, and the
     series' shape: the case's own ``shape(name, points, params)`` where it has one, else
-    :func:`repro.verdict.relative_shape`. Its one sample is the shape's status ("constant",
-    "grows", ...), what the bisection compares; its value the shape's label.
+    :func:`repro.verdict.relative_shape`. Its one sample is ``[status, rate]`` ("constant",
+    "grows", ...; the rate, if any, a scale-free growth), what the bisection compares
+    (:func:`repro.verdict.shapes_alike`); its value the shape's label.
 
     The memory metric of a release whose compiled statistics are empty (0 bytes: jaxlib <
     0.4.29 on the CPU) falls back to a real run's peak (``peak_memory``, one fresh process a
@@ -301,7 +302,8 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
     if shape["status"] == "unavailable":
         result.update(status="unavailable", error=shape.get("reason") or "no shape")
         return result
-    result.update(samples=[shape["status"]], value=shape.get("label") or shape["status"])
+    result.update(samples=[[shape["status"], shape.get("rate")]],
+                  value=shape.get("label") or shape["status"])
     return result
 
 

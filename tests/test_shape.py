@@ -17,7 +17,7 @@ from jaxbisect.errors import UserError
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric, search_size
 from jaxbisect.metric_report import document, probe_rows, reproduce_argv, standalone_script
 from repro.case import CaseError, read_case
-from repro.verdict import RELATIVE_AT, relative_shape
+from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
 
 REPO = Path(__file__).resolve().parent.parent
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
@@ -104,6 +104,10 @@ def fake_measure(question, index, number):
     return Run(release, number, "ok", tuple(doc["metric"]["samples"]), document=doc)
 
 
+def shape_run(release, status, rate):
+    return Run(release, 1, "ok", ([status, rate],))
+
+
 def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
     q = question_from(None, SCAN, [], ())
     request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
@@ -130,13 +134,13 @@ def test_the_small_size_is_used_only_where_both_ends_agree():
 
     def ends_at(question):
         small = question.params.get("n_res") == 32
-        return [Run("0.5.0", 1, "ok", ("constant",)),
-                Run("0.5.1", 1, "ok", ("constant" if small else "grows",))]
+        return [shape_run("0.5.0", "constant", 0.0),
+                shape_run("0.5.1", "constant" if small else "grows", 0.0 if small else 1.0)]
 
     sized = search_size(q, ends_at)
     assert not sized.agreed and sized.question == q and "full size" in sized.note
-    agreed = search_size(q, lambda question: [Run("0.5.0", 1, "ok", ("constant",)),
-                                              Run("0.5.1", 1, "ok", ("grows",))])
+    agreed = search_size(q, lambda question: [shape_run("0.5.0", "constant", 0.0),
+                                              shape_run("0.5.1", "grows", 0.98)])
     assert agreed.agreed and agreed.question.params == {"n_res": 32}
 
 
@@ -144,4 +148,32 @@ def test_the_runtime_fallback_is_in_the_document():
     doc = recorded("0.4.20")["metric"]
     assert doc["fallback"]["metric"] == "peak_memory" and "0 bytes" in doc["fallback"]["reason"]
     assert doc["fallback"]["params"] == {"n_res": 32} and doc["over"]["values"] == [1, 2, 5, 10]
-    assert doc["samples"] == ["constant"]
+    assert doc["samples"] == [["constant", doc["shape"]["rate"]]]
+
+
+@given(status=st.sampled_from(["grows", "shrinks"]), rate=st.floats(1e-3, 1e3),
+       factor=st.floats(1.0, 10.0))
+def test_shapes_alike_is_the_same_status_and_a_rate_within_the_factor(status, rate, factor):
+    alike = shapes_alike([status, rate], [status, rate * factor])
+    if factor < RATE_FACTOR * 0.999:
+        assert alike
+    elif factor > RATE_FACTOR * 1.001:
+        assert not alike
+    assert shapes_alike([status, rate], [status, rate * factor]) == \
+        shapes_alike([status, rate * factor], [status, rate])  # symmetric
+    assert not shapes_alike(["constant", 0.0], [status, rate])
+    assert shapes_alike(["constant", 0.001], ["constant", -0.004])
+
+
+def test_two_growths_far_apart_are_a_change_found_faster_is_a_regression(recorded_catalogue):
+    """A generic case's relative shape: +9 % and +594 % over the same values (remat_scan_memory
+    over num_blocks 2 … 20, jax 0.5.0 and 0.5.2 measured here) are two behaviours."""
+    case = REPO / "repro" / "cases" / "remat_scan_memory.py"
+    q = question_from(None, str(case), [], (), over="num_blocks=2,5,10,20")
+    rates = {0: 0.092, 1: 5.941}
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, lambda m: None,
+                      measure=lambda question, i, n: shape_run(str(i), "grows", rates[i]))
+    doc = document(b, None)
+    assert (doc["status"], doc["direction"]) == ("found", "regression")
+    assert doc["search_size"] is None and doc["over"]["name"] == "num_blocks"

@@ -74,4 +74,4 @@ def shape(name, points, params):
         return relative_shape(name, points)
     unit = stacked_buffer_bytes(params["n_inner"], params["n_res"], ITEMSIZES[params["dtype"]])
     found = verdict(points, unit)
-    return {**found, "label": shape_label(found, "outer")}
+    return {**found, "label": shape_label(found, "outer"), "rate": found["growth_per_outer"]}
