@@ -81,6 +81,8 @@ def figure(metric: str, samples: tuple) -> dict:
     if not samples:
         return {"n": 0}
     value = samples[0]
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        return {"value": value[0], "rate": value[1], "n": len(samples)}  # a shape
     if isinstance(value, dict):  # an output digest
         leaves = len(value.get("shapes") or [])
         return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples),
