@@ -575,9 +575,49 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     return headers, rows
 
 
+def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
+    """The series of the ends (and the pair) at the size asked, as lines: label ->
+    [(value, figure)], with the chart's words; None where fewer than two have numbers."""
+    q, unit = b.request.question, unit_of(b)
+    scale, y = (1024**2, f"{q.metric} (MB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
+    lines = {}
+    indices = sorted({0, len(b.candidates) - 1, *(b.sized.full if b.sized else ())})
+    for i in indices:
+        series = series_of(b.full_run(i))
+        if series and all(isinstance(v, (int, float)) for v in map(_number, series["figures"])):
+            points = [(_number(x), f / scale) for x, f in series["figures"].items()
+                      if f is not None]
+            mode = " (runtime)" if series["fallback"] else ""
+            lines[f"jax {b.candidates[i].version}{mode}"] = points
+    if len(lines) < 2:
+        return None
+    return f"{q.metric} of {q.label} against {q.over[0]}", lines, {"x_label": q.over[0],
+                                                                   "y_label": y}
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
 def chart(b: MetricBisection) -> str | None:
-    """A mermaid chart of the metric's median per probed release (GitHub renders it)."""
+    """A mermaid chart of the metric's median per probed release (GitHub renders it); a
+    shape's: its series at the ends and the pair, a line each, and the PNG beside it."""
     q = b.request.question
+    if q.over:
+        from .evidence.chart import chart_markdown
+
+        drawn = shape_chart(b)
+        if drawn is None:
+            return None
+        title, lines, words = drawn
+        return chart_markdown(lines, title=title, y_label=words["y_label"],
+                                    x_label=words["x_label"])
     points = []
     for index, placed in sorted(b.search.placed.items()):
         fig = figure(q.metric, seen(q, placed))
@@ -665,6 +705,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                              for r in s.result.rounds) + "."
                  if b.request.jobs > 1 and s.result else "")
               + (f" The {b.sized.note}." if b.sized and b.sized.note else ""), ""]
+    if extra and extra.get("chart"):  # the PNG beside the report (write_report)
+        parts += [f"![{q.metric} of {q.label} by jax release]({extra['chart']})", ""]
     drawn = chart(b)
     if drawn:
         parts += [drawn, ""]
@@ -919,6 +961,15 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         doc["report_kept"] = ("an earlier run's report holds an answer and this run found "
                               "none: it was left as it was")
         return md_path, doc
+    drawn = shape_chart(b) if b.request.question.over else None
+    if drawn is not None:  # matplotlib where present (an earlier picture kept otherwise)
+        from .evidence.chart import write_png
+
+        title, lines, words = drawn
+        png = write_png(lines, md_path.with_suffix(".png"), title=title, **words)
+        if png is not None:
+            extra = {**(extra or {}), "chart": png.name}
+            doc = document(b, md_path, extra)
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc

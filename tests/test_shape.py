@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from jaxbisect.cases import Run, question_from, with_params
 from jaxbisect.errors import UserError
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric, search_size
-from jaxbisect.metric_report import document, probe_rows, reproduce_argv, standalone_script
+from jaxbisect.metric_report import (
+    document,
+    probe_rows,
+    reproduce_argv,
+    standalone_script,
+    write_report,
+)
 from repro.case import CaseError, read_case
 from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
 
@@ -177,3 +183,16 @@ def test_two_growths_far_apart_are_a_change_found_faster_is_a_regression(recorde
     doc = document(b, None)
     assert (doc["status"], doc["direction"]) == ("found", "regression")
     assert doc["search_size"] is None and doc["over"]["name"] == "num_blocks"
+
+
+def test_a_shape_report_draws_its_series(recorded_catalogue, tmp_path):
+    """The ends' series as lines: mermaid always, the PNG beside it (matplotlib is a default
+    dependency); the JSON names the picture."""
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, lambda m: None, measure=fake_measure)
+    path, doc = write_report(b, tmp_path)
+    assert (tmp_path / doc["chart"]).is_file() and doc["chart"].endswith(".png")
+    assert json.loads(path.with_suffix(".json").read_text())["chart"] == doc["chart"]
+    assert '    line "jax 0.5.1" [3112.79, 6164.55, 15319.82, 30578.61, 45837.4]' in \
+        path.read_text()
