@@ -42,7 +42,7 @@ def test_a_target_case_reads_the_plan_from_the_dump(target_python):
     XLA's buffer-assignment dump, the same as the built-in harness's (the report's A6000)."""
     python = target_python("0.5.0")
     case = repro_json(python, "--case", SCAN, "--metric", "memory", "--target", "a6000",
-                      "--param", "n_outer=5")
+                      "--param", "n_outer=5", "--over", "none")
     builtin = repro_json(python, "--target", "a6000", "--variants", "v0", "--n-outer", "5")
     metric = case["metric"]
     assert metric["source"] == "XLA buffer-assignment dump" and case["deviceless"]
