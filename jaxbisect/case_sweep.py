@@ -150,7 +150,7 @@ def sweep_case(args: argparse.Namespace, say: Say, select, lab: Lab | None = Non
     target = target_option(args.target)
     question = question_from(args.metric, args.case, args.param, (), target=target,
                              xla_flags=args.xla_flags, samples=args.samples,
-                             kind=args.metric_kind)
+                             kind=args.metric_kind, over=args.over)
     backend = resolve_backend(args.backend, target)
     folder: Path = args.reports / f"{question.case.name}-{question.metric}"
     check_reports_folder(folder)

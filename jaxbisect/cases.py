@@ -18,10 +18,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from repro.case import METRICS, NOISY_METRICS, CaseError, CaseFile, parse_params, read_case
+from repro.case import (
+    METRICS,
+    NOISY_METRICS,
+    CaseError,
+    CaseFile,
+    parse_over,
+    parse_params,
+    read_case,
+)
 
 from .catalogue import Release
 from .crashes import crash_of
@@ -53,9 +61,12 @@ class Question:
     xla_flags: str = ""
     samples: int | None = None           # the harness's samples per run (noisy metrics)
     kind: str = "auto"                   # deterministic | noisy | auto (from the metric)
+    over: tuple = ()                     # (parameter, values): the metric's shape over them
 
     @property
     def noisy(self) -> bool:
+        if self.over:  # the shape's status word, compared by equality
+            return False
         if self.kind != "auto":
             return self.kind == "noisy"
         if self.metric == "error":  # a crash or an error line: compared by equality
@@ -71,6 +82,8 @@ class Question:
         argv = ["--json", "--case", self.case.path, "--metric", self.metric]
         for name, value in self.params.items():
             argv += ["--param", f"{name}={value}"]
+        if self.over or self.case.over:
+            argv += ["--over", over_text(self.over)]
         if self.samples is not None:
             argv += ["--samples", str(self.samples)]
         elif self.metric == "peak_memory":  # one fresh process a run: the run is the sample
@@ -88,6 +101,8 @@ class Question:
                 "target": target_key(self.target) if self.target else "",
                 "xla_flags": self.xla_flags, "samples": self.samples,
                 "case": self.case.sha256 if self.case else None}
+        if self.over:
+            what["over"] = [self.over[0], list(self.over[1])]
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
@@ -109,24 +124,51 @@ class Question:
                    self.harness())
 
 
+def over_text(over: tuple) -> str:
+    """``--over``'s value for ``over``: ``NAME=V1,V2,...``, or ``none``."""
+    return f"{over[0]}={','.join(map(str, over[1]))}" if over else "none"
+
+
+def with_params(question: Question, params: dict) -> Question:
+    """``question`` at other parameters; one that names the over parameter with a tuple of
+    its values measures the series there (the case's SEARCH_PARAMS, COMPARE)."""
+    if not question.over:
+        return replace(question, params={**question.params, **params})
+    from repro.case import series_at
+
+    rest, values = series_at(question.over, {**question.params, **params})
+    return replace(question, params=rest, over=(question.over[0], values))
+
+
 def question_from(metric: str | None, case_path: str | None, params: list[str],
                   command: tuple[str, ...], *, target: str = "", xla_flags: str = "",
-                  samples: int | None = None, kind: str = "auto") -> Question:
+                  samples: int | None = None, kind: str = "auto",
+                  over: str | None = None) -> Question:
     """The question the command line asks; bad input is a UserError (one line, exit 2)."""
     if case_path is not None:
         try:
             case = read_case(case_path)
             overrides = parse_params(case, params)
+            shape = case.over if over is None else parse_over(case, over)
         except CaseError as exc:
             raise UserError(str(exc)) from None
         metric = metric or case.metric or "memory"
         if metric not in METRICS:
             raise UserError(f"--metric {metric}: a case measures one of {', '.join(METRICS)}")
+        if shape and metric in ("output", "error"):
+            raise UserError(f"--over: the shape of a series of numbers; --metric {metric} is "
+                            f"not one (use --over none)")
+        if shape and shape[0] in overrides:
+            raise UserError(f"--param {shape[0]}: the metric is measured over {shape[0]} "
+                            f"(--over {over_text(shape)}); give its values with --over, or "
+                            f"--over none for one figure")
         if target and metric not in ("memory", "compile_time", "error"):
             raise UserError(f"--target compiles without the GPU: --metric {metric} needs a "
                             f"run (use memory, compile_time or error)")
         return Question(metric=metric, case=case, params=overrides, target=target,
-                        xla_flags=xla_flags, samples=samples, kind=kind)
+                        xla_flags=xla_flags, samples=samples, kind=kind, over=shape)
+    if over is not None:
+        raise UserError("--over measures a --case FILE over a parameter; there is none")
     if params:
         raise UserError("--param sets a parameter of a --case file; there is none")
     if not command or metric is None:

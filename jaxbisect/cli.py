@@ -149,6 +149,9 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                       help="a Python file defining case(**params) -> (fn, args)")
     case.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                       help="override a parameter of case() (repeatable)")
+    case.add_argument("--over", metavar="NAME=V1,V2,...",
+                      help="bisect by the shape of the metric over these values of a parameter "
+                           "(constant, grows, ...; default: the case's OVER; none: one figure)")
     case.add_argument("--metric", metavar="NAME",
                       help="for a case: memory, compile_time, run_time, peak_memory, output or "
                            "error (default: the case's METRIC, else memory); for a command: "
@@ -213,6 +216,8 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         parser(prog).error("--metric measures a --case FILE or a command after `--`")
     if args.param and args.case is None:
         parser(prog).error("--param sets a parameter of a --case FILE; give one")
+    if args.over is not None and args.case is None:
+        parser(prog).error("--over measures a --case FILE over a parameter; give one")
     if args.case is not None and command:
         parser(prog).error("give --case FILE or a command after `--`, not both")
     if args.target is not None and command:

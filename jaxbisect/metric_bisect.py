@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
-from .cases import Question, Run
+from .cases import Question, Run, with_params
 from .catalogue import Catalogue, Release
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -502,6 +502,10 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
     metric = question.metric
 
     def make(old: Sequence, new: Sequence) -> Classifier:
+        if question.over:  # the shape: [status, rate] ("constant", "grows")
+            from repro.verdict import shapes_alike
+
+            return matching(list(old), list(new), shapes_alike)
         if metric == "output":
             return matching(list(old), list(new),
                             outputs_close(threshold if threshold is not None else 1e-5))
@@ -541,6 +545,20 @@ class MetricBisection:
     limit: tuple[int, int] = field(default=(0, 0))
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
+    sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
+
+    @property
+    def searched(self) -> Question:
+        """The question the search's probes measured (the case's SEARCH_PARAMS, or as asked)."""
+        return self.sized.question if self.sized else self.request.question
+
+    def full_run(self, index: int) -> Run | None:
+        """Candidate ``index`` at the size asked: its full-size run where the search ran
+        smaller, else its search run."""
+        if self.sized and index in self.sized.full:
+            return self.sized.full[index]
+        placed = self.search.placed.get(index)
+        return placed.runs[0] if placed and placed.runs else None
 
     @property
     def timeout(self) -> float:
@@ -555,7 +573,18 @@ class MetricBisection:
 
     @property
     def direction(self) -> str | None:
-        return self.search.ends.direction if self.search.status == "found" else None
+        if self.search.status != "found":
+            return None
+        if self.request.question.over:  # "constant" then "grows" is a regression
+            r, placed = self.search.result, self.search.placed
+            (old, old_rate), (new, new_rate) = (next(iter(placed[i].values), (None, None))
+                                                for i in (r.last_old, r.first_new))
+            old, new = SHAPE_ORDER.get(old), SHAPE_ORDER.get(new)
+            if old is not None and new is not None and old != new:
+                return "regression" if new > old else "fix"
+            if old == new and old and old_rate and new_rate:  # both grow: faster is worse
+                return "regression" if abs(new_rate) * old > abs(old_rate) * old else "fix"
+        return self.search.ends.direction
 
     def classifier(self) -> Classifier:
         """A classifier learned from the two ends, as the search began with."""
@@ -571,9 +600,73 @@ class MetricBisection:
         return self.candidates[r.last_old], self.candidates[r.first_new]
 
 
+@dataclass(frozen=True)
+class SearchSize:
+    """A shape's search at the case's SEARCH_PARAMS: used where at both ends it gives the
+    shape the full size gives (the shape is scale-free; the small size is quick). ``full``:
+    full-size runs (the ends, the pair beside the change); ``compare``: the case's COMPARE
+    programs at the same releases, label -> run."""
+
+    question: Question            # what the search measured
+    agreed: bool
+    note: str
+    full: dict = field(default_factory=dict)      # candidate index -> Run
+    compare: dict = field(default_factory=dict)   # candidate index -> {label: Run}
+
+
+def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
+    """The question a shape's search measures: the case's SEARCH_PARAMS where both ends give
+    the same shape there as at the full size (``ends_at(q)``: runs of ``q`` at both ends)."""
+    case = question.case
+    if not (question.over and case and case.search_params):
+        return None
+    small = with_params(question, case.search_params)
+    if small == question:
+        return None
+    full, smaller = ends_at(question), ends_at(small)
+    from repro.verdict import shapes_alike
+
+    agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
+                 for f, s in zip(full, smaller))
+    sizes = ", ".join(f"{k} {v}" for k, v in case.search_params.items())
+    note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "
+            f"the full size)" if agreed else
+            f"search probes at the full size ({sizes} gives another shape at an end)")
+    return SearchSize(small if agreed else question, agreed, note,
+                      full={0: full[0], -1: full[1]})
+
+
+def beside(question: Question, indices: Sequence[int], run: Callable[[Question, int], Run],
+           sized: SearchSize | None, jobs: int) -> SearchSize | None:
+    """``sized`` with the full size and the case's COMPARE programs measured at ``indices``
+    (the ends, the pair beside the change), for the report's columns."""
+    compare = question.case.compare if question.case else {}
+    if sized is None and not compare:
+        return None
+    sized = sized or SearchSize(question, True, "")
+    asked = [(i, None) for i in indices if sized.question != question] \
+        + [(i, label) for i in indices for label in compare]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        runs = list(pool.map(lambda a: run(question if a[1] is None
+                                           else with_params(question, compare[a[1]]), a[0]),
+                             asked))
+    full, others = dict(sized.full), {}
+    for (i, label), made in zip(asked, runs):
+        if label is None:
+            full[i] = made
+        else:
+            others.setdefault(i, {})[label] = made
+    return replace(sized, full=full, compare=others)
+
+
+RunsAt = Callable[[Question], list]
+SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
+
+
 def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                   say: Say) -> MetricBisection:
-    """The metric bisection over the releases of ``request``'s range, run in ``lab``."""
+    """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
+    search, at the case's smaller size where its shape allows, and the runs beside it."""
     from .driver import releases_between
 
     candidates, unusable = releases_between(catalogue, request.start, request.end,
@@ -595,11 +688,22 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def run_in_lab(i: int, number: int, seconds: float) -> Run:
-        return lab.run(candidates[i], request.backend, q, number, timeout=seconds)
+    def real_run(i: int, number: int, seconds: float, question: Question | None = None) -> Run:
+        return lab.run(candidates[i], request.backend, question or searched, number,
+                       timeout=seconds)
+
+    def run_of(question: Question, i: int) -> Run:  # one run beside the search
+        seconds = request.timeout or run_limit(None, [None, None]).seconds
+        return real_run(i % n, 1, seconds, question)
+
+    sized = search_size(
+        q, lambda question: [run_of(question, i) for i in (0, n - 1)])
+    searched = sized.question if sized else q
+    if sized:
+        say(sized.note)
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
-    timer = EndsTimer(run_in_lab, (0, n - 1), request.timeout,
+    timer = EndsTimer(real_run, (0, n - 1), request.timeout,
                       hang_is_value=q.metric == "error", say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
@@ -615,7 +719,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                            paired=paired_test(request.threshold),
                            noisy_metric=q.noisy, batch=request.runs,
                            max_runs=request.max_runs, reduce=reduce_for(q),
-                           cheap=lambda i: lab.cheap(candidates[i], request.backend, q),
+                           cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
                            offset=everything.index(candidates[0].version),
                            on_step=narrowed, jobs=request.jobs,
                            say=lambda m: say(_named(m, names)))
@@ -628,10 +732,16 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                                say=lambda m: say(_named(m, names)))
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
+    if search.status in ("found", "alike"):
+        pair = (search.result.last_old, search.result.first_new) if search.status == "found" \
+            else ()
+        sized = beside(q, sorted({0, n - 1, *pair}), run_of, sized, request.jobs)
+        if sized:
+            sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
                            probe_limit(n, request.jobs),
                            tuple(catalogue.yanked_between(request.start, request.end)),
-                           timer.limit)
+                           timer.limit, sized=sized)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

@@ -25,7 +25,7 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
     """The question the command line asks (a UserError for a bad case, parameter or metric)."""
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
-                         samples=args.samples, kind=args.metric_kind)
+                         samples=args.samples, kind=args.metric_kind, over=args.over)
 
 
 def request_from(args: argparse.Namespace, question, catalogue,

@@ -54,7 +54,9 @@ def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
         say(f"jax {release.version}: lowering and compiling {question.label} for the modules")
         argv = [a for a in question.harness_argv() if a != "--json"]
         metric = argv.index("--metric")
-        argv[metric + 1] = "error" if not question.target else "memory"
+        # A shape's modules at one of its values, compiled only (a run at every value of
+        # a memory case can need more memory than the machine has).
+        argv[metric + 1] = "memory" if question.target or question.over else "error"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder)], timeout, answers=(0, 125))
 
     folder = lab.store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
@@ -69,13 +71,13 @@ def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
 def check_argv(b: MetricBisection) -> list[str] | None:
     """The case's own check for commit-level triage: exit 0 nearer the old release's figure,
     1 nearer the new one's (``python -m repro --case … --check OLD NEW``)."""
-    q, s = b.request.question, b.search
+    q, s = b.searched, b.search
     if q.case is None or q.metric == "output":
         return None
     figures = []
     for i in (s.result.last_old, s.result.first_new):
         samples = s.placed[i].samples
-        figures.append(str(samples[0]) if q.metric == "error" else
+        figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
                        repr(sorted(samples)[len(samples) // 2]))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
@@ -93,7 +95,7 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
                 xla_repo: Path | None = None) -> dict:
     """``lowering`` and ``optimized_hlo`` (identical | changed/differs | unknown), the
     ``culprit`` (jax | xla | below-hlo | unknown) in words, and the commit range."""
-    q = b.request.question
+    q = b.searched
     old, new = b.pair
     s = b.search
     docs = [next((r.document for r in s.placed[i].runs if r.document), None)
@@ -135,7 +137,7 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     ``behaviour`` old | new | third | skip | much slower (a run past ``TEST_FACTOR`` times the
     release's own; the rest of the test is not run) | not tested (``deadline`` spent), with
     the ``figure``, the ``error`` that left it without one, and the runs made."""
-    req, q = b.request, b.request.question
+    req, q = b.request, b.searched
     asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
     batch = batch_size(q, req.runs)
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
@@ -186,7 +188,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     behaviour is then set forward in the old release (proof both ways). Every setting that
     brings back the old behaviour is a workaround, whether or not the reverse could be tested
     (``reverse``: what the old release did with it, and why it gave no figure)."""
-    req, q = b.request, b.request.question
+    req, q = b.request, b.searched
     old, new = b.pair
     sides = {"old": old, "new": new}
     classify = b.classifier()
@@ -310,7 +312,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     modules first differ, pass by pass. A pass without which the case runs far slower is a
     finding of its own (``much_slower``); passes the budget left no time for are named
     (``not_tested``)."""
-    req, q = b.request, b.request.question
+    req, q = b.request, b.searched
     old, new = b.pair
     if q.target:
         return {"kind": "none", "name": None, "tests": [],

@@ -10,12 +10,14 @@ import hashlib
 import json
 import shlex
 import statistics
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
 from tabulate import tabulate
 
+from .cases import over_text
 from .catalogue import Release
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
@@ -79,6 +81,8 @@ def figure(metric: str, samples: tuple) -> dict:
     if not samples:
         return {"n": 0}
     value = samples[0]
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        return {"value": value[0], "rate": value[1], "n": len(samples)}  # a shape
     if isinstance(value, dict):  # an output digest
         leaves = len(value.get("shapes") or [])
         return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples),
@@ -126,6 +130,11 @@ def behaviour_line(b: MetricBisection) -> str:
         first, last = s.result.last_old, s.result.first_new
     else:
         first, last = 0, len(b.candidates) - 1
+    if q.over:
+        shapes = [series_of(b.full_run(i)) for i in (first, last)]
+        said = [f"{x['shape']} at jax {b.candidates[i].version}" if x else
+                f"no shape at jax {b.candidates[i].version}" for x, i in zip(shapes, (first, last))]
+        return f"{q.metric} over {q.over[0]}: {said[0]}, {said[1]}"
     old = figure(q.metric, seen(q, s.placed[first]))
     new = figure(q.metric, seen(q, s.placed[last]))
     line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax "
@@ -142,7 +151,9 @@ def answer_line(b: MetricBisection) -> str:
     if s.status == "unmeasurable":
         return f"**No answer ({where(b)}):** {s.reason}."
     if s.status == "alike":
-        if q.noisy:
+        if q.over:
+            how = "the same shape"
+        elif q.noisy:
             how = f"an equivalence test on interleaved pairs: {s.ends.reason}"
         else:
             how = f"within {(req.threshold or DETERMINISTIC_THRESHOLD):.0%} of each other"
@@ -209,6 +220,11 @@ def raised_line(b: MetricBisection) -> str | None:
 def ends_figures(b: MetricBisection) -> str:
     """The two ends' figures in the metric's units, without calling either old or new."""
     s, q, unit = b.search, b.request.question, unit_of(b)
+    if q.over:
+        shapes = [(series_of(b.full_run(i)) or {}).get("shape") or "no shape"
+                  for i in (0, len(b.candidates) - 1)]
+        return (f"{shapes[0]} over {q.over[0]} at jax {b.candidates[0].version} and "
+                f"{shapes[1]} at jax {b.candidates[-1].version}")
     first, last = (figure(q.metric, seen(q, s.placed[i])) for i in (0, len(b.candidates) - 1))
     line = (f"{figure_text(q.metric, unit, first)} at jax {b.candidates[0].version} and "
             f"{figure_text(q.metric, unit, last)} at jax {b.candidates[-1].version}")
@@ -305,6 +321,8 @@ def question_argv(q, backend: str) -> list[str]:
         argv += ["--case", display_path(q.case.path)]
         for name, value in q.params.items():
             argv += ["--param", f"{name}={value}"]
+        if q.over != q.case.over:
+            argv += ["--over", over_text(q.over)]
     argv += ["--metric", q.metric]
     if q.xla_flags:
         argv.append(f"--xla-flags={q.xla_flags}")
@@ -416,11 +434,17 @@ def standalone_script(b: MetricBisection) -> str | None:
     if q.case is None:
         return None
     params = q.case.resolve(q.params)
+    measuring = f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}"
+    if q.over:  # the series: the metric at each value of the parameter
+        name, values = q.over
+        measuring = (f"    for value in {list(values)!r}:\n        print({name!r}, value)\n"
+                     f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
+                     + textwrap.indent(MEASURE_SNIPPETS[q.metric], "    "))
     return (f"{q.case.source.rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
             f"# noqa: E402\n\n\n{_concrete_source()}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
-            f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[q.metric]}\n")
+            f"{measuring}\n")
 
 
 def runs_of(placed: Placed) -> int:
@@ -428,8 +452,96 @@ def runs_of(placed: Placed) -> int:
     return sum((r.crash_rate or {}).get("runs", 1) for r in distinct_runs(placed))
 
 
+def series_of(run) -> dict | None:
+    """A run's series (the metric over a parameter) as the report and the JSON give it:
+    the figure at each value, the shape, the size it was measured at, the fallback if any."""
+    metric = ((run.document or {}).get("metric") or {}) if run else {}
+    if "over" not in metric:
+        return None
+    shape = metric.get("shape") or {}
+    return {"over": metric["over"]["name"], "params": metric.get("params"),
+            "figures": {str(p["at"]): p["value"] if p["status"] == "ok" else None
+                        for p in metric["points"]},
+            "errors": {str(p["at"]): p["error"] for p in metric["points"] if p["error"]},
+            "status": shape.get("status"), "growth": shape.get("growth_per_outer",
+                                                              shape.get("change")),
+            "shape": metric.get("value") or metric.get("error") or shape.get("status"),
+            "metric": (metric.get("fallback") or {}).get("metric") or metric["name"],
+            "fallback": metric.get("fallback")}
+
+
+def series_mode(b: MetricBisection, series: dict, beside: dict | None = None) -> str:
+    """How a row was measured: the size asked, a smaller one, or a real run's peak
+    (``beside``: a COMPARE program's own parameters, said in its column's header)."""
+    asked = {**b.request.question.case.resolve(b.request.question.params), **(beside or {})}
+    smaller = ", ".join(f"{k} {v}" for k, v in (series["params"] or {}).items()
+                        if asked.get(k) != v)
+    mode = "runtime" if series["fallback"] else "compiled" if series["metric"] == "memory" \
+        else series["metric"]
+    return mode + (f", {smaller}" if smaller else "")
+
+
+def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
+    """The shape's table: a column a value of the parameter (the size asked where measured,
+    else the search's), the case's COMPARE programs, the shape."""
+    q, unit = b.request.question, unit_of(b)
+    name, values = q.over
+    scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    compare = list(q.case.compare)
+    headers = ["jax", "jaxlib", "behaviour", "mode",
+               *(f"{name}={v}{scale}" for v in values),
+               *(f"{label}{scale}" for label in compare), "shape", "probe #", "note"]
+    order = {i: k + 1 for k, i in enumerate(b.search.placed)}
+    rows = []
+    for index, placed in sorted(b.search.placed.items()):
+        release = b.candidates[index]
+        series = series_of(b.full_run(index))
+        label = placed.placement.label.value if placed.placement else unplaced_label(placed)
+        if placed.placement and b.search.status != "found" \
+                and index in (0, len(b.candidates) - 1):
+            label = "first end" if index == 0 else "last end"
+        note = ""
+        if series and series["fallback"]:
+            note = f"compiled statistics empty: {series['fallback']['reason']}"
+        elif placed.failure and not placed.samples:
+            note = placed.failure.error or ""
+        cells = [shown_bare(unit, (series or {}).get("figures", {}).get(str(v)))
+                 for v in values]
+        others = []
+        for other in compare:
+            got = series_of((b.sized.compare.get(index) or {}).get(other)) if b.sized else None
+            figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
+            if not figures:
+                others.append("–")
+                continue
+            ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
+            text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+            measured = list((got or {}).get("figures", {}))
+            if got["fallback"]:
+                text += f" ({series_mode(b, got, q.case.compare[other])})"
+            if len(measured) < len(values):
+                text += f" ({name} {', '.join(measured)} only)"
+            others.append(text)
+        rows.append([str(release.version), jaxlib_of(release, placed), label,
+                     series_mode(b, series) if series else "–", *cells, *others,
+                     series["shape"] if series else "–", order[index], note[:160]])
+    if not any(row[-1] for row in rows):
+        headers.pop()
+        rows = [row[:-1] for row in rows]
+    return headers, rows
+
+
+def shown_bare(unit: str, number) -> str:
+    """A figure in a column whose header carries the unit."""
+    if number is None:
+        return "–"
+    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
+
+
 def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     q, unit = b.request.question, unit_of(b)
+    if q.over:
+        return series_rows(b)
     order = {i: k + 1 for k, i in enumerate(b.search.placed)}
     headers = ["jax", "jaxlib", "behaviour", q.metric, "spread (min … max)",
                "figures" if q.noisy and q.case is not None else "samples", "runs",
@@ -463,9 +575,49 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     return headers, rows
 
 
+def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
+    """The series of the ends (and the pair) at the size asked, as lines: label ->
+    [(value, figure)], with the chart's words; None where fewer than two have numbers."""
+    q, unit = b.request.question, unit_of(b)
+    scale, y = (1024**2, f"{q.metric} (MB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
+    lines = {}
+    indices = sorted({0, len(b.candidates) - 1, *(b.sized.full if b.sized else ())})
+    for i in indices:
+        series = series_of(b.full_run(i))
+        if series and all(isinstance(v, (int, float)) for v in map(_number, series["figures"])):
+            points = [(_number(x), f / scale) for x, f in series["figures"].items()
+                      if f is not None]
+            mode = " (runtime)" if series["fallback"] else ""
+            lines[f"jax {b.candidates[i].version}{mode}"] = points
+    if len(lines) < 2:
+        return None
+    return f"{q.metric} of {q.label} against {q.over[0]}", lines, {"x_label": q.over[0],
+                                                                   "y_label": y}
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
 def chart(b: MetricBisection) -> str | None:
-    """A mermaid chart of the metric's median per probed release (GitHub renders it)."""
+    """A mermaid chart of the metric's median per probed release (GitHub renders it); a
+    shape's: its series at the ends and the pair, a line each, and the PNG beside it."""
     q = b.request.question
+    if q.over:
+        from .evidence.chart import chart_markdown
+
+        drawn = shape_chart(b)
+        if drawn is None:
+            return None
+        title, lines, words = drawn
+        return chart_markdown(lines, title=title, y_label=words["y_label"],
+                                    x_label=words["x_label"])
     points = []
     for index, placed in sorted(b.search.placed.items()):
         fig = figure(q.metric, seen(q, placed))
@@ -524,9 +676,13 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += ["A change made and undone inside the range cannot be seen by bisection: "
                   "to measure every release in it:", "", "```sh",
                   shlex.join(sweep_argv(b)), "```", ""]
+    shaped = {k: v for k, v in q.case.resolve(q.params).items()
+              if not q.over or k != q.over[0]} if q.case else {}
     how = (f"Each row: {q.metric} of `{q.label}`"
-           + (f" with {', '.join(f'{k}={v!r}' for k, v in q.case.resolve(q.params).items())}"
-              if q.case else "")
+           + (f" at each {q.over[0]} and its shape over them (the case's own classifier where "
+              f"it has one, repro/verdict.py's relative one otherwise)" if q.over else "")
+           + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if q.case else "")
+           + (f"; beside it, at the ends and the pair, {', '.join(f'{label} ({params_text(p)})' for label, p in q.case.compare.items())}" if q.case and q.case.compare else "")
            + (", the median of one figure a run (a run: one process; its figure: the 25th percentile of its calls), with their spread" if q.noisy else "")
            + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
     if s.ends:
@@ -547,7 +703,10 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
               + (f" Up to {b.request.jobs} releases probed at once (--jobs), in rounds: "
                  + "; ".join(", ".join(str(b.candidates[i].version) for i in r)
                              for r in s.result.rounds) + "."
-                 if b.request.jobs > 1 and s.result else ""), ""]
+                 if b.request.jobs > 1 and s.result else "")
+              + (f" The {b.sized.note}." if b.sized and b.sized.note else ""), ""]
+    if extra and extra.get("chart"):  # the PNG beside the report (write_report)
+        parts += [f"![{q.metric} of {q.label} by jax release]({extra['chart']})", ""]
     drawn = chart(b)
     if drawn:
         parts += [drawn, ""]
@@ -594,9 +753,16 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     return "\n".join(parts)
 
 
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, tuple) else v}"
+                     for k, v in params.items())
+
+
 def _figure_cell(metric: str, unit: str, value) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return shown(metric, unit, value)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        return value[0]  # a shape: [status, rate]
     return "–" if value is None else str(value)
 
 
@@ -704,7 +870,11 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
             "rounds": [list(r) for r in placed.rounds],
-            "installed": next((r.installed for r in placed.runs if r.installed), {})})
+            "installed": next((r.installed for r in placed.runs if r.installed), {}),
+            **({"series": series_of(b.full_run(index)),
+                "compare": {label: series_of(run) for label, run in
+                            ((b.sized.compare if b.sized else {}).get(index) or {}).items()}}
+               if q.over else {})})
     pair = b.pair
     doc = {
         "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
@@ -720,6 +890,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                   "source": q.case.source} if q.case else None),
         "command": list(q.command) or None,
         "xla_flags": q.xla_flags,
+        "over": {"name": q.over[0], "values": list(q.over[1])} if q.over else None,
+        "search_size": ({"params": b.searched.params, "agreed": b.sized.agreed,
+                         "note": b.sized.note} if b.sized and b.sized.note else None),
         "ends": ({"distinct": s.ends.distinct, "direction": s.ends.direction,
                   "ratio": s.ends.ratio, "reason": s.ends.reason} if s.ends else None),
         "last_old": ({"jax": str(pair[0].version),
@@ -788,6 +961,15 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         doc["report_kept"] = ("an earlier run's report holds an answer and this run found "
                               "none: it was left as it was")
         return md_path, doc
+    drawn = shape_chart(b) if b.request.question.over else None
+    if drawn is not None:  # matplotlib where present (an earlier picture kept otherwise)
+        from .evidence.chart import write_png
+
+        title, lines, words = drawn
+        png = write_png(lines, md_path.with_suffix(".png"), title=title, **words)
+        if png is not None:
+            extra = {**(extra or {}), "chart": png.name}
+            doc = document(b, md_path, extra)
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc

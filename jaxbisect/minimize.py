@@ -101,11 +101,12 @@ def shrink(start: dict, names: Sequence[str], test: Callable[[dict], Trial], *,
 
 
 def shrinkable(question: Question) -> list[str]:
-    """The case's integer parameters its author did not mark FIXED, in their order."""
+    """The case's integer parameters its author did not mark FIXED (nor the one a shape is
+    measured over), in their order."""
     case = question.case
     return [name for name, default in case.defaults.items()
             if isinstance(default, int) and not isinstance(default, bool)
-            and name not in case.fixed]
+            and name not in case.fixed and name not in question.over[:1]]
 
 
 def minimize(old: Release, new: Release, backend: str, question: Question, lab: Lab,
@@ -134,7 +135,8 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
                 ends.direction)
 
     names = shrinkable(question)
-    start = question.case.resolve(question.params)
+    start = {k: v for k, v in question.case.resolve(question.params).items()
+             if k not in question.over[:1]}
     first, direction = judge(start, None)
     if not first.kept:
         return Shrunk(start, (first,), True), first, names

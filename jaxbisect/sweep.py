@@ -138,6 +138,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     c = p.add_argument_group("your own program (docs/cases.md): one figure per release")
     c.add_argument("--case", metavar="FILE", help="a case file: case(**params) -> (fn, args)")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    c.add_argument("--over", metavar="NAME=V1,V2,...",
+                   help="as python -m bisect takes it: the metric's shape over a parameter")
     c.add_argument("--metric", metavar="NAME", help="memory, compile_time, run_time, "
                    "peak_memory, output or error (default: the case's METRIC, else memory)")
     c.add_argument("--samples", type=positive_int, default=None, metavar="N")

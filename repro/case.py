@@ -4,7 +4,11 @@ The protocol (docs/cases.md): ``case()`` returns ``(fn, args)``, ``fn`` a ``jax.
 function and ``args`` a tuple of arrays or ``jax.ShapeDtypeStruct``s. Its parameters are its
 keyword arguments, each with a literal default; ``--param NAME=VALUE`` overrides one, parsed by
 the default's type. Optional module constants: ``METRIC`` (the case's own metric), ``FIXED``
-(parameters a minimizer never shrinks), ``ANSWER`` (what its author measured).
+(parameters a minimizer never shrinks), ``ANSWER`` (what its author measured), and for the shape
+of the metric over a parameter: ``OVER`` (its default ``--over``), ``SEARCH_PARAMS`` (a smaller
+size the search may use), ``RUNTIME_PARAMS`` (the size of a real run where a release's compiled
+statistics are empty) and ``COMPARE`` (other programs of the case measured beside it at the
+answer's releases). A module function ``shape(name, points, params)`` may classify the series.
 
 Reading a case (its parameters, constants, source) needs only the standard library: the
 driver reads it with ``ast`` and never imports it (nor jax). Building one imports it, inside a
@@ -44,6 +48,10 @@ class CaseFile:
     fixed: tuple[str, ...] = ()     # FIXED
     answer: dict | None = None      # ANSWER
     doc: str | None = None
+    over: tuple = ()                # OVER: (parameter, its values) the metric's shape is over
+    search_params: dict = field(default_factory=dict)    # SEARCH_PARAMS
+    runtime_params: dict = field(default_factory=dict)   # RUNTIME_PARAMS
+    compare: dict = field(default_factory=dict)          # COMPARE: label -> parameters
 
     @property
     def name(self) -> str:
@@ -105,7 +113,7 @@ def read_case(path: str | Path) -> CaseFile:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in ("METRIC", "FIXED", "ANSWER"):
+                and node.targets[0].id in CONSTANTS:
             constants[node.targets[0].id] = _literal(node.value, node.targets[0].id, path)
     metric = constants.get("METRIC")
     if metric is not None and metric not in METRICS:
@@ -114,10 +122,78 @@ def read_case(path: str | Path) -> CaseFile:
     unknown = [name for name in fixed if name not in defaults]
     if unknown:
         raise CaseError(f"{path}: FIXED names {', '.join(unknown)}, not parameters of case()")
+    over = ()
+    if "OVER" in constants:
+        if not (isinstance(constants["OVER"], dict) and len(constants["OVER"]) == 1):
+            raise CaseError(f"{path}: OVER is one parameter and its values: "
+                            f'{{"n": (1, 2, 4)}}')
+        (name, values), = constants["OVER"].items()
+        over = over_values(defaults, name, [str(v) for v in values], f"{path}: OVER")
+    sized = {}
+    for constant in ("SEARCH_PARAMS", "RUNTIME_PARAMS"):
+        sized[constant] = sizes_of(defaults, constants.get(constant, {}), over,
+                                   f"{path}: {constant}")
+    compare = constants.get("COMPARE", {})
+    if not isinstance(compare, dict):
+        raise CaseError(f"{path}: COMPARE is a dict of label -> parameters")
+    compare = {str(label): sizes_of(defaults, params, over, f"{path}: COMPARE[{label!r}]")
+               for label, params in compare.items()}
     return CaseFile(path=str(path.resolve()), source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest(), defaults=defaults,
                     metric=metric, fixed=fixed, answer=constants.get("ANSWER"),
-                    doc=ast.get_docstring(tree))
+                    doc=ast.get_docstring(tree), over=over,
+                    search_params=sized["SEARCH_PARAMS"], runtime_params=sized["RUNTIME_PARAMS"],
+                    compare=compare)
+
+
+CONSTANTS = ("METRIC", "FIXED", "ANSWER", "OVER", "SEARCH_PARAMS", "RUNTIME_PARAMS", "COMPARE")
+
+
+def over_values(defaults: dict, name: str, texts: list[str], what: str = "--over") -> tuple:
+    """``(name, values)``: a parameter of the case and its values (two at least, distinct,
+    parsed by its default's type), what the metric's shape is measured over."""
+    if name not in defaults:
+        raise CaseError(f"{what}: no parameter {name!r} (the parameters: "
+                        f"{', '.join(defaults) or 'none'})")
+    values = tuple(parse_value(t.strip(), defaults[name], name) for t in texts if t.strip())
+    if len(set(values)) < 2 or len(set(values)) != len(values):
+        raise CaseError(f"{what}: {name} needs two or more distinct values")
+    return name, values
+
+
+def parse_over(case: CaseFile, text: str) -> tuple:
+    """``--over NAME=V1,V2,...`` (``none``: one figure, the case's OVER set aside)."""
+    if text.strip().lower() == "none":
+        return ()
+    name, sep, values = text.partition("=")
+    if not sep:
+        raise CaseError(f"--over {text!r}: write NAME=V1,V2,... (or none)")
+    return over_values(case.defaults, name.strip(), values.split(","))
+
+
+def sizes_of(defaults: dict, params: dict, over: tuple, what: str) -> dict:
+    """Parameters a case constant sets: known names, the default's type; the parameter the
+    shape is over may take a tuple of its values (the series measured there)."""
+    if not isinstance(params, dict):
+        raise CaseError(f"{what} is a dict of parameter -> value")
+    out = {}
+    for name, value in params.items():
+        if name not in defaults:
+            raise CaseError(f"{what}: no parameter {name!r}")
+        if over and name == over[0] and isinstance(value, tuple):
+            value = tuple(parse_value(str(v), defaults[name], name) for v in value)
+        elif not isinstance(value, type(defaults[name])):
+            raise CaseError(f"{what}: {name} is {type(defaults[name]).__name__}, not {value!r}")
+        out[name] = value
+    return out
+
+
+def series_at(over: tuple, params: dict) -> tuple[dict, tuple]:
+    """``params`` without the over parameter, and the over values they measure: all of them,
+    or the tuple ``params`` gives for it."""
+    name, values = over
+    rest = {k: v for k, v in params.items() if k != name}
+    return rest, tuple(params[name]) if isinstance(params.get(name), tuple) else values
 
 
 def parse_value(text: str, default, name: str):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import SCHEMA
-from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_params, read_case
+from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_over, parse_params, read_case
 from .core import describe_environment, device_line
 from .options import OneLineParser, positive_int, target_argument
 from .process import (
@@ -34,6 +34,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a Python file defining case(**params) -> (fn, args)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of case()'s parameters (repeatable)")
+    p.add_argument("--over", metavar="NAME=V1,V2,...",
+                   help="measure the metric at each of these values of a parameter and "
+                        "classify the series' shape (default: the case's OVER; none: one "
+                        "figure)")
     p.add_argument("--metric", choices=METRICS, default=None,
                    help="what to measure (default: the case's METRIC, else memory)")
     p.add_argument("--samples", type=positive_int, default=None, metavar="N",
@@ -64,12 +68,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     try:
         args.case = read_case(args.case)
         args.params = parse_params(args.case, args.param)
+        args.over = args.case.over if args.over is None else parse_over(args.case, args.over)
     except CaseError as exc:
         p.error(str(exc))
     args.metric = args.metric or args.case.metric or "memory"
+    if args.over and args.metric in ("output", "error"):
+        p.error(f"--over: the shape of a series of numbers; --metric {args.metric} is not one "
+                f"(use --over none)")
     if args.pass_dumps is not None and args.target is not None:
         p.error("--pass-dumps: a compile-only target keeps its own dump; leave out one")
-    if args.check is not None and args.metric != "error":
+    if args.check is not None and args.metric != "error" and not args.over:
         try:
             args.check = [float(v) for v in args.check]
         except ValueError:
@@ -89,6 +97,14 @@ def summary(document: dict) -> str:
     params = ", ".join(f"{k}={v!r}" for k, v in case["params"].items()) or "no parameters"
     head = (f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
             f"case {case['name']} ({params})")
+    if "over" in m:
+        unit = 1024**2 if m["unit"] == "bytes" else 1
+        mode = f" (a real run's peak: {m['fallback']['reason']})" if m.get("fallback") else ""
+        points = ", ".join(f"{m['over']['name']}={p['at']}: "
+                           + (f"{p['value'] / unit:.6g}" if p["status"] == "ok" else p["status"])
+                           for p in m["points"])
+        return (f"{head}\n{m['name']}{' (MB)' if unit > 1 else ''}{mode}: {points}\n"
+                f"shape: {m['value'] if m['status'] == 'ok' else m['error']}")
     if m["status"] != "ok":
         return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
     if m["name"] in ("run_time", "compile_time"):
@@ -123,7 +139,7 @@ def main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
     from .measure import Compiler
-    from .metrics import Sampling, measure
+    from .metrics import Sampling, measure, measure_series
 
     sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
     try:
@@ -132,8 +148,11 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
             document = {"schema": SCHEMA, **describe_environment(compiler, asked),
                         "xla_flags": asked, "mode": "case",
                         "case": args.case.as_json(args.params)}
-            document["metric"] = measure(args.case, args.params, args.metric, compiler,
-                                         sampling, hlo_out=args.hlo_out)
+            document["metric"] = (
+                measure_series(args.case, args.params, args.over, args.metric, compiler,
+                               sampling, hlo_out=args.hlo_out) if args.over else
+                measure(args.case, args.params, args.metric, compiler, sampling,
+                        hlo_out=args.hlo_out))
     except CaseError as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -167,7 +186,7 @@ def check_status(metric: dict, old, new) -> int:
 
     if metric["status"] != "ok":
         return EXIT_UNMEASURABLE
-    value = metric["value"]
+    value = metric["samples"][0][0] if "over" in metric else metric["value"]
     if isinstance(value, str):
         return 0 if value == old else 1 if value == new else EXIT_UNMEASURABLE
     if min(value, old, new) > 0:

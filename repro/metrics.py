@@ -256,6 +256,57 @@ def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
         return _result(metric, status="error", error=text)
 
 
+def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compiler: Compiler,
+                   sampling: Sampling = Sampling(), hlo_out: Path | None = None) -> dict:
+    """The metric at each value of ``over = (name, values)``, in this process, and the
+    series' shape: the case's own ``shape(name, points, params)`` where it has one, else
+    :func:`repro.verdict.relative_shape`. Its one sample is ``[status, rate]`` ("constant",
+    "grows", ...; the rate, if any, a scale-free growth), what the bisection compares
+    (:func:`repro.verdict.shapes_alike`); its value the shape's label.
+
+    The memory metric of a release whose compiled statistics are empty (0 bytes: jaxlib <
+    0.4.29 on the CPU) falls back to a real run's peak (``peak_memory``, one fresh process a
+    value) at the case's ``RUNTIME_PARAMS``: the shape is scale-free, the figures are not."""
+    from .case import load_module, series_at
+    from .verdict import relative_shape
+
+    name, values = over
+    rest, values = series_at(over, params)
+    here = rest.get(name, case.defaults[name])
+    at = here if here in values else values[-1]  # where the modules are written, if asked
+    points = [{"at": v, **measure(case, {**rest, name: v}, metric, compiler, sampling,
+                                  hlo_out=hlo_out if v == at else None)} for v in values]
+    fallback = None
+    empty = [p for p in points if p["status"] == "unavailable" and "0 bytes" in (p["error"] or "")]
+    if metric == "memory" and empty and compiler.target is None:
+        rest, fitting = series_at(over, {**rest, **case.runtime_params})
+        values = tuple(v for v in values if v in fitting) or fitting
+        fallback = {"metric": "peak_memory", "reason": empty[0]["error"], "params": rest,
+                    "values": list(values)}
+        points = [{"at": v, **measure(case, {**rest, name: v}, "peak_memory", compiler,
+                                      Sampling(samples=1))} for v in values]
+    result = {"name": metric, "unit": UNITS[metric], "kind": "deterministic", "status": "ok",
+              "error": None, "samples": [], "value": None,
+              "over": {"name": name, "values": list(values)}, "points": points,
+              "fallback": fallback,
+              "params": {k: v for k, v in case.resolve(rest).items() if k != name}}
+    raised = next((p for p in points if p["status"] == "error"), None)
+    if raised is not None:
+        result.update(status="error", error=f"at {name} {raised['at']}: {raised['error']}")
+        return result
+    figures = [(p["at"], p["value"] if p["status"] == "ok" else None) for p in points]
+    hook = getattr(load_module(case), "shape", None)
+    shape = (hook(name, figures, case.resolve(rest)) if hook is not None
+             else relative_shape(name, figures))
+    result["shape"] = shape
+    if shape["status"] == "unavailable":
+        result.update(status="unavailable", error=shape.get("reason") or "no shape")
+        return result
+    result.update(samples=[[shape["status"], shape.get("rate")]],
+                  value=shape.get("label") or shape["status"])
+    return result
+
+
 def write_hlo(fn, args, compiler: Compiler, folder: Path) -> None:
     """The lowered module and XLA's optimized HLO of the case, for telling JAX from XLA from
     what lies below HLO. Written before measuring: a case whose run fails still has them."""

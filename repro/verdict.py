@@ -85,3 +85,48 @@ def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
 
 
 EXIT_STATUS = {"constant": 0, "grows": 1, "unavailable": 125}  # git bisect run's codes
+
+
+RATE_FACTOR = 2.0  # two growing (or shrinking) shapes are alike while their rates are this close
+
+
+def shapes_alike(a, b) -> bool:
+    """Two shapes as a bisection compares them, ``[status, rate]`` each: the same status and,
+    for "grows" or "shrinks", rates within a factor of RATE_FACTOR (scale-free: +9 % and
+    +594 % over the same values are two behaviours; +1.00 and +0.98 per outer one)."""
+    if a[0] != b[0]:
+        return False
+    if a[0] in ("constant", "unavailable") or a[1] is None or b[1] is None:
+        return True
+    low, high = sorted((abs(a[1]), abs(b[1])))
+    return high <= RATE_FACTOR * low
+
+
+def shape_label(shape: dict, per: str) -> str:
+    """``constant (+0.00/outer)``: the status and its growth, as the reports show it."""
+    growth = shape.get("growth_per_outer")
+    return shape["status"] if growth is None else f"{shape['status']} ({growth:+.2f}/{per})"
+
+
+RELATIVE_AT = 0.01  # a generic series is constant while it moves less than this over its range
+
+
+def relative_shape(name: str, points: list[tuple[object, float | None]]) -> dict:
+    """The shape of any series of positive figures over parameter ``name``: the fitted
+    change across the values, relative to the first figure (scale-free, as the scan verdict
+    is): "constant" within RELATIVE_AT, else "grows" or "shrinks"; "unavailable" where a
+    figure is missing or zero. A value that is not a number counts as its position."""
+    if any(y is None or y == 0 for _, y in points):
+        gone = [str(x) for x, y in points if y is None or y == 0]
+        return {"status": "unavailable", "change": None, "points": len(points),
+                "reason": f"no figure at {name} {', '.join(gone)}", "label": "unavailable"}
+    xs = [x if isinstance(x, (int, float)) and not isinstance(x, bool) else i
+          for i, (x, _) in enumerate(points)]
+    first = points[0][1]
+    change = round(slope([(x, y / first) for x, (_, y) in zip(xs, points)])
+                   * (max(xs) - min(xs)), 4)
+    status = "constant" if abs(change) < RELATIVE_AT else "grows" if change > 0 else "shrinks"
+    label = status if status == "constant" else \
+        f"{status} ({change:+.1%} over {name} {points[0][0]} … {points[-1][0]})"
+    return {"status": status, "change": change, "rate": change, "points": len(points),
+            "reason": None, "label": label}

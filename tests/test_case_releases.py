@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, TEST_CACHE, repro_json, run_repro
 
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
-SMALL = ["--param", "n_res=32", "--param", "n_outer=3"]
+SMALL = ["--param", "n_res=32", "--param", "n_outer=3", "--over", "none"]
 
 
 def write_case(tmp_path: Path, body: str, name: str = "mine.py") -> str:
@@ -42,7 +42,7 @@ def test_a_target_case_reads_the_plan_from_the_dump(target_python):
     XLA's buffer-assignment dump, the same as the built-in harness's (the report's A6000)."""
     python = target_python("0.5.0")
     case = repro_json(python, "--case", SCAN, "--metric", "memory", "--target", "a6000",
-                      "--param", "n_outer=5")
+                      "--param", "n_outer=5", "--over", "none")
     builtin = repro_json(python, "--target", "a6000", "--variants", "v0", "--n-outer", "5")
     metric = case["metric"]
     assert metric["source"] == "XLA buffer-assignment dump" and case["deviceless"]
@@ -223,7 +223,7 @@ def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_py
         jax_python(version)
     given = {"n_outer": 3, "n_inner": 4, "n_res": 4}
     args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--case", SCAN,
-            *[a for k, v in given.items() for a in ("--param", f"{k}={v}")],
+            *[a for k, v in given.items() for a in ("--param", f"{k}={v}")], "--over", "none",
             "--no-evidence", "--json", "--reports", str(tmp_path)]
     done = bisect(*args, "--minimize")
     assert done.returncode == 0, done.stderr
@@ -284,3 +284,34 @@ def test_a_hanging_case_hangs_once_an_end_and_answers(jax_python, tmp_path):
     assert doc["time_limit"] == {"seconds": 5.0, "why": "--timeout", "explicit": True}
     for probe in doc["probes"]:
         assert [r["status"] for r in probe["runs"]] in (["hung"], [])
+
+
+def test_the_scan_case_bisects_by_its_shape_with_the_builtin_figures(tmp_path, jax_python):
+    """No --over: the case's own (n_outer 1 … 15, searched at n_res 32, v1 and v2 beside):
+    the built-in report's answer and MB figures (reports/bisect-0.5.0-0.5.1-cpu.md)."""
+    for version in ("0.5.0", "0.5.1"):
+        jax_python(version)
+    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--case", SCAN,
+                  "--no-evidence", "--json", "--reports", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["direction"]) == ("found", "regression")
+    assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
+    old, new = (p["series"] for p in doc["probes"])
+    assert (old["shape"], new["shape"]) == ("constant (+0.00/outer)", "grows (+1.00/outer)")
+    assert [round(f / 1024**2, 2) for f in new["figures"].values()] == [
+        3112.79, 6164.55, 15319.82, 30578.61, 45837.40]
+    for probe in doc["probes"]:
+        for label in ("v1", "v2"):
+            assert {round(f / 1024**2, 2) for f in probe["compare"][label]["figures"].values()} \
+                == {30.52}
+
+
+def test_empty_compiled_statistics_fall_back_to_a_real_runs_peak(jax_python):
+    """jaxlib < 0.4.29 on the CPU reports 0 bytes: the shape comes from a real run's peak RSS
+    at the case's RUNTIME_PARAMS, and is still "constant"."""
+    doc = repro_json(jax_python("0.4.20"), "--case", SCAN, "--param", "n_res=16")
+    metric = doc["metric"]
+    assert metric["fallback"]["metric"] == "peak_memory"
+    assert metric["over"]["values"] == [1, 2, 5, 10] and metric["samples"][0][0] == "constant"
+    assert all(p["source"].startswith("process peak RSS") for p in metric["points"])

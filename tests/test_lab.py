@@ -92,7 +92,7 @@ def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp
     the modules could not be made, naming the release."""
     from jaxbisect.metric_explain import attribution
 
-    question = question_from("memory", SCAN, ["n_res=32", "n_outer=3"], ())
+    question = question_from("memory", SCAN, ["n_res=32", "n_outer=3"], (), over="none")
     request = MetricRequest(start="0.10.1", end="0.10.2", backend="cpu", question=question)
 
     def lab_of(path):

@@ -25,7 +25,7 @@ def _format_number(value: float) -> str:
 
 def chart_markdown(series: dict[str, list[tuple[int, float]]],
                    title: str = "v0 memory against n_outer",
-                   y_label: str = "MB (output + temp)") -> str:
+                   y_label: str = "MB (output + temp)", x_label: str = "n_outer") -> str:
     """A mermaid ``xychart-beta`` line chart, which GitHub renders in markdown as it stands.
 
     Its x-axis is categorical, so every line must have a value at each category: the chart uses
@@ -39,7 +39,7 @@ def chart_markdown(series: dict[str, list[tuple[int, float]]],
         return "_The series share no n_outer value; nothing to chart._"
     top = max(y for pts in series.values() for n, y in pts if n in shared)
     lines = ["```mermaid", "xychart-beta", f'    title "{title}"',
-             f'    x-axis "n_outer" [{", ".join(map(str, shared))}]',
+             f'    x-axis "{x_label}" [{", ".join(map(str, shared))}]',
              f'    y-axis "{y_label}" 0 --> {_format_number(_axis_top(top))}']
     for label, points in series.items():
         values = dict(points)
@@ -50,12 +50,13 @@ def chart_markdown(series: dict[str, list[tuple[int, float]]],
                                                enumerate(series, 1))
     dropped = sorted({n for pts in series.values() for n, _ in pts} - set(shared))
     if dropped:
-        caption += f" (n_outer {', '.join(map(str, dropped))} not measured for every line)"
+        caption += f" ({x_label} {', '.join(map(str, dropped))} not measured for every line)"
     return "\n".join(lines) + "\n\n" + caption + "."
 
 
 def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
-              title: str = "v0 memory against n_outer") -> Path | None:
+              title: str = "v0 memory against n_outer", x_label: str = "n_outer",
+              y_label: str = "MB (output + temp)") -> Path | None:
     """The same chart as a PNG (matplotlib is a default dependency). Where matplotlib cannot
     be imported, an earlier run's chart at ``path`` is kept and its path returned, so that the
     report still shows it: None only where there is no chart at all."""
@@ -72,7 +73,7 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
         if points:
             xs, ys = zip(*sorted(points))
             axes.plot(xs, ys, marker="o", label=label)
-    axes.set(title=title, xlabel="n_outer", ylabel="MB (output + temp)")
+    axes.set(title=title, xlabel=x_label, ylabel=y_label)
     axes.legend()
     figure.tight_layout()
     path = Path(path)

@@ -15,6 +15,15 @@ import jax.numpy as jnp
 
 METRIC = "memory"
 FIXED = ("variant",)  # which loop, not a size
+# The report's question: the shape of v0's memory over n_outer ("constant" / "grows"), searched
+# at n_res 32 where both ends agree with the full size (the verdict is scale-free), with v1 and
+# v2 (v2 only to n_outer 2: its compile grows with the unrolled length) measured beside it.
+OVER = {"n_outer": (1, 2, 5, 10, 15)}
+SEARCH_PARAMS = {"n_res": 32}
+# Where a release's compiled statistics are empty (jaxlib < 0.4.29 on the CPU), a real run's
+# peak: one stacked buffer (n_res 32: 12.5 MiB) stands out of the RSS, n_outer 10 at most fits.
+RUNTIME_PARAMS = {"n_res": 32, "n_outer": (1, 2, 5, 10)}
+COMPARE = {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
 ANSWER = {"metric": "memory", "from": "0.5.0", "to": "0.5.2", "last_old": "0.5.0",
           "first_new": "0.5.1", "direction": "regression", "old": 6464000772,
           "new": 32064001284, "unit": "bytes"}
@@ -54,3 +63,15 @@ def case(n_outer=10, n_inner=100, n_res=200, variant=0, dtype="float32"):
         return x
 
     return outer_loop, (jax.ShapeDtypeStruct((n_res,) * 3, jnp.dtype(dtype)),)
+
+
+def shape(name, points, params):
+    """v0's memory over n_outer in stacked buffers (n_inner x n_res^3) per outer iteration:
+    "constant" (~0) or "grows" (~1, the report's bug), whatever the size (repro/verdict.py)."""
+    from repro.verdict import ITEMSIZES, relative_shape, shape_label, stacked_buffer_bytes, verdict
+
+    if name != "n_outer":
+        return relative_shape(name, points)
+    unit = stacked_buffer_bytes(params["n_inner"], params["n_res"], ITEMSIZES[params["dtype"]])
+    found = verdict(points, unit)
+    return {**found, "label": shape_label(found, "outer"), "rate": found["growth_per_outer"]}

@@ -1,0 +1,198 @@
+"""The shape of a metric over a parameter (``--over``): the case constants that declare it,
+the generic scale-free classifier against an oracle, and a bisection of recorded harness
+documents (the scan case under jax 0.4.20, 0.5.0 and 0.5.1) asserted on its JSON document."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from fake_lab import FakeLab
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxbisect.cases import Run, question_from, with_params
+from jaxbisect.errors import UserError
+from jaxbisect.metric_bisect import MetricRequest, bisect_metric, search_size
+from jaxbisect.metric_report import (
+    document,
+    probe_rows,
+    reproduce_argv,
+    standalone_script,
+    write_report,
+)
+from repro.case import CaseError, read_case
+from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
+
+REPO = Path(__file__).resolve().parent.parent
+SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
+DATA = Path(__file__).parent / "data" / "shape"
+MB = 1024**2
+
+
+def recorded(name: str) -> dict:
+    return json.loads((DATA / f"scan_growth-{name}.json").read_text())
+
+
+def test_the_scan_case_declares_its_shape():
+    case = read_case(SCAN)
+    assert case.over == ("n_outer", (1, 2, 5, 10, 15))
+    assert case.search_params == {"n_res": 32}
+    assert case.runtime_params == {"n_res": 32, "n_outer": (1, 2, 5, 10)}
+    assert case.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
+
+
+@pytest.mark.parametrize("constant, words", [
+    ('OVER = {"colour": (1, 2)}', "no parameter 'colour'"),
+    ('OVER = {"n": (1, 1)}', "two or more distinct"),
+    ('OVER = {"n": (1, 2), "m": (1, 2)}', "one parameter"),
+    ('SEARCH_PARAMS = {"n": "big"}', "n is int"),
+    ('COMPARE = {"a": {"m": 1}}', "no parameter 'm'"),
+])
+def test_bad_shape_constants_are_one_line(tmp_path, constant, words):
+    path = tmp_path / "mine.py"
+    path.write_text(f"{constant}\n\ndef case(n=4):\n    pass\n")
+    with pytest.raises(CaseError, match=words):
+        read_case(path)
+
+
+def test_the_question_takes_the_cases_shape_and_refuses_a_value_for_its_parameter():
+    q = question_from(None, SCAN, [], ())
+    assert q.over == ("n_outer", (1, 2, 5, 10, 15)) and not q.noisy
+    argv = q.harness_argv()
+    assert argv[argv.index("--over") + 1] == "n_outer=1,2,5,10,15"
+    one = question_from(None, SCAN, ["n_outer=3"], (), over="none")
+    assert one.over == () and one.harness_argv()[-2:] == ["--over", "none"]
+    assert one.key() != q.key()
+    with pytest.raises(UserError, match="measured over n_outer"):
+        question_from(None, SCAN, ["n_outer=3"], ())
+    with pytest.raises(UserError, match="series of numbers"):
+        question_from("output", SCAN, [], ())
+    smaller = with_params(q, {"n_res": 32, "n_outer": (1, 2)})
+    assert smaller.params == {"n_res": 32} and smaller.over == ("n_outer", (1, 2))
+
+
+@given(base=st.floats(1e-3, 1e12), rate=st.floats(-0.05, 0.05),
+       xs=st.lists(st.integers(0, 50), min_size=2, max_size=6, unique=True),
+       scale=st.floats(1e-3, 1e3))
+def test_relative_shape_is_the_fitted_change_and_scale_free(base, rate, xs, scale):
+    xs = sorted(xs)
+    points = [(x, base * (1 + rate * (x - xs[0]))) for x in xs]
+    if any(y <= 0 for _, y in points):
+        return
+    shape = relative_shape("n", points)
+    change = rate * (xs[-1] - xs[0])  # the oracle: a straight line relative to its start
+    assert shape["change"] == pytest.approx(change, abs=1e-3)
+    if abs(change) > RELATIVE_AT + 1e-3:
+        assert shape["status"] == ("grows" if change > 0 else "shrinks")
+    elif abs(change) < RELATIVE_AT - 1e-3:
+        assert shape["status"] == "constant"
+    scaled = relative_shape("n", [(x, y * scale) for x, y in points])
+    assert scaled["status"] == shape["status"]
+
+
+def test_a_missing_or_zero_figure_is_no_shape():
+    assert relative_shape("n", [(1, 5.0), (2, 0)])["status"] == "unavailable"
+    assert relative_shape("n", [(1, 5.0), (2, None)])["status"] == "unavailable"
+
+
+def fake_measure(release, question, number):
+    """The recorded documents of jax 0.5.0 and 0.5.1; the search's n_res 32; the COMPARE
+    programs flat at 30.52 MB."""
+    small = question.params.get("n_res") == 32
+    doc = copy.deepcopy(recorded(release + ("-n_res32" if small else "")))
+    if question.params.get("variant"):
+        values = question.over[1]
+        doc["metric"]["points"] = [{**doc["metric"]["points"][0], "at": v,
+                                    "value": 32000000} for v in values]
+    return Run(release, number, "ok", tuple(doc["metric"]["samples"]), document=doc)
+
+
+def shape_run(release, status, rate):
+    return Run(release, 1, "ok", ([status, rate],))
+
+
+def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, FakeLab(fake_measure), lambda m: None)
+    doc = document(b, None)
+    assert (doc["status"], doc["direction"]) == ("found", "regression")
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.5.0", "0.5.1")
+    assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
+    old, new = (p["series"] for p in doc["probes"])
+    assert old["status"] == "constant" and new["status"] == "grows"
+    assert [round(f / MB, 2) for f in new["figures"].values()] == [
+        3112.79, 6164.55, 15319.82, 30578.61, 45837.40]  # the full size, not the search's
+    assert list(doc["probes"][0]["compare"]["v2"]["figures"]) == ["1", "2"]
+    headers, rows = probe_rows(b)
+    assert headers[4] == "n_outer=1 (MB)" and rows[1][headers.index("shape")] == \
+        "grows (+1.00/outer)"
+    assert rows[0][headers.index("v1 (MB)")] == "30.52"
+    assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
+    assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(b)
+
+
+def test_the_small_size_is_used_only_where_both_ends_agree():
+    q = question_from(None, SCAN, [], ())
+
+    def ends_at(question):
+        small = question.params.get("n_res") == 32
+        return [shape_run("0.5.0", "constant", 0.0),
+                shape_run("0.5.1", "constant" if small else "grows", 0.0 if small else 1.0)]
+
+    sized = search_size(q, ends_at)
+    assert not sized.agreed and sized.question == q and "full size" in sized.note
+    agreed = search_size(q, lambda question: [shape_run("0.5.0", "constant", 0.0),
+                                              shape_run("0.5.1", "grows", 0.98)])
+    assert agreed.agreed and agreed.question.params == {"n_res": 32}
+
+
+def test_the_runtime_fallback_is_in_the_document():
+    doc = recorded("0.4.20")["metric"]
+    assert doc["fallback"]["metric"] == "peak_memory" and "0 bytes" in doc["fallback"]["reason"]
+    assert doc["fallback"]["params"] == {"n_res": 32} and doc["over"]["values"] == [1, 2, 5, 10]
+    assert doc["samples"] == [["constant", doc["shape"]["rate"]]]
+
+
+@given(status=st.sampled_from(["grows", "shrinks"]), rate=st.floats(1e-3, 1e3),
+       factor=st.floats(1.0, 10.0))
+def test_shapes_alike_is_the_same_status_and_a_rate_within_the_factor(status, rate, factor):
+    alike = shapes_alike([status, rate], [status, rate * factor])
+    if factor < RATE_FACTOR * 0.999:
+        assert alike
+    elif factor > RATE_FACTOR * 1.001:
+        assert not alike
+    assert shapes_alike([status, rate], [status, rate * factor]) == \
+        shapes_alike([status, rate * factor], [status, rate])  # symmetric
+    assert not shapes_alike(["constant", 0.0], [status, rate])
+    assert shapes_alike(["constant", 0.001], ["constant", -0.004])
+
+
+def test_two_growths_far_apart_are_a_change_found_faster_is_a_regression(recorded_catalogue):
+    """A generic case's relative shape: +9 % and +594 % over the same values (remat_scan_memory
+    over num_blocks 2 … 20, jax 0.5.0 and 0.5.2 measured here) are two behaviours."""
+    case = REPO / "repro" / "cases" / "remat_scan_memory.py"
+    q = question_from(None, str(case), [], (), over="num_blocks=2,5,10,20")
+    rates = {"0.5.0": 0.092, "0.5.1": 5.941}
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    lab = FakeLab(lambda version, question, n: shape_run(version, "grows", rates[version]))
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    doc = document(b, None)
+    assert (doc["status"], doc["direction"]) == ("found", "regression")
+    assert doc["search_size"] is None and doc["over"]["name"] == "num_blocks"
+
+
+def test_a_shape_report_draws_its_series(recorded_catalogue, tmp_path):
+    """The ends' series as lines: mermaid always, the PNG beside it (matplotlib is a default
+    dependency); the JSON names the picture."""
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, FakeLab(fake_measure), lambda m: None)
+    path, doc = write_report(b, tmp_path)
+    assert (tmp_path / doc["chart"]).is_file() and doc["chart"].endswith(".png")
+    assert json.loads(path.with_suffix(".json").read_text())["chart"] == doc["chart"]
+    assert '    line "jax 0.5.1" [3112.79, 6164.55, 15319.82, 30578.61, 45837.4]' in \
+        path.read_text()
