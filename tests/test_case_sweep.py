@@ -105,7 +105,7 @@ def test_a_sweep_in_a_lab_of_recorded_documents_labels_every_release(recorded_ca
     case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
     versions = ["0.4.35", "0.4.36", "0.4.37", "0.4.38", "0.5.0", "0.5.1"]
     args = argparse.Namespace(
-        target=None, metric=None, case=str(case), param=[], xla_flags="", samples=None,
+        target=None, metric=None, case=str(case), param=[], over=None, xla_flags="", samples=None,
         metric_kind="auto", backend="cpu", reports=tmp_path / "reports",
         refresh_catalogue=False, runs=None, max_runs=None, remeasure=False, timeout=None,
         threshold=None, command="nox -s repro_range -- …", argv=[])
