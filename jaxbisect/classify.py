@@ -739,7 +739,7 @@ class Paired:
 
     def place(self, rounds: Sequence[tuple[float, float, float]], direction: str,
               machine: tuple[float, int] | None = None,
-              change: float | None = None) -> Placement:
+              change: float | None = None, *, cap: int | None = None) -> Placement:
         """A release from rounds (old, release, new) of one moment each; ``direction`` the
         ends' (regression: new slower/bigger); ``machine`` the machine's spread of u so far
         as (sum of squares, degrees of freedom); ``change`` the ends' new/old ratio. A release
@@ -772,7 +772,11 @@ class Paired:
         look = max(0, u.n - self.first_place + 1) if machine is not None else self.look(u.n)
         if look == 0:
             return Placement(Label.AMBIGUOUS, None, reason=f"{here}: too few rounds")
-        a = look_alpha(self.alpha, look)
+        # With a cap on the rounds the looks are few and known: each may spend an equal share
+        # of the error (their sum is alpha), where the open-ended series leaves the late
+        # looks almost nothing.
+        looks = cap - self.first_place + 1 if cap is not None else 0
+        a = self.alpha / looks if looks >= 1 else look_alpha(self.alpha, look)
         margin = math.log(self.third_factor)
         # Beyond the outer end (slower than the slower end x3 for a regression) or the inner.
         beyond_outer = mean_of([s * x for x in to_new], self._floor(2))
@@ -782,7 +786,9 @@ class Paired:
             if m.bound(a / 2)[0] > margin:
                 return Placement(Label.SKIP, None, third=True,
                                  reason=f"{here}: more than {self.third_factor:g}x {words}")
-        half = t_critical(a / 2, dof) * u.se
+        # One-sided on each side: a release of the old behaviour is misplaced only when u
+        # comes out confidently above 0, an error of at most ``a`` over the looks.
+        half = t_critical(a, dof) * u.se
         lo, hi = u.mean - half, u.mean + half
         # A burst can put one round on the wrong side: up to one round in five may disagree
         # (none in the first four), never more.

@@ -417,7 +417,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                 break
             if None not in (o, r, w):
                 rounds.append((o, r, w))
-            placement = test.place(rounds, ends.direction, (pool[0], pool[1]), ends.ratio)
+            placement = test.place(rounds, ends.direction, (pool[0], pool[1]), ends.ratio,
+                                   cap=max_runs)
             if placement.label is not Label.AMBIGUOUS or len(runs[i]) >= max_runs:
                 break
             if len(rounds) >= test.first_place:

@@ -150,7 +150,7 @@ class Scripted:
     def resolvable(self, spread, rounds):
         return 1.5
 
-    def place(self, rounds, direction, machine=None, change=None):
+    def place(self, rounds, direction, machine=None, change=None, *, cap=None):
         index = int(rounds[0][1]) // 1000
         if len(rounds) < self.needs.get(index, 1):
             return Placement(Label.AMBIGUOUS, None, reason="overlaps both")

@@ -84,3 +84,22 @@ def test_one_round_in_five_against_does_not_keep_a_plain_release_unplaced():
     assert test.place(like_old + burst, "regression", machine, 2.0).label is Label.OLD
     assert test.place(like_old[:2] + burst, "regression", machine, 2.0).label \
         is Label.AMBIGUOUS
+
+
+def test_a_release_near_the_old_end_on_a_quiet_machine_is_placed_within_the_cap():
+    """The batched case's 0.4.31 in a real bisection on this machine, quiet (each run 14.5 or
+    20.5 ms, whichever mode its process landed in): u = -0.66 +- 0.15 over 10 rounds. The
+    open-ended error series left it unplaced; the looks a cap allows, one-sided, place it."""
+    from jaxbisect.classify import Label
+
+    rounds = [(0.02079, 0.01439, 0.03865), (0.01570, 0.02360, 0.03373),
+              (0.02002, 0.01519, 0.03936), (0.02180, 0.01703, 0.03758),
+              (0.02071, 0.02402, 0.03709), (0.01481, 0.02478, 0.05132),
+              (0.02073, 0.02377, 0.05162), (0.01469, 0.02111, 0.04769),
+              (0.01379, 0.02130, 0.04374), (0.01910, 0.01507, 0.03778)]
+    machine = (3 * 0.21**2 * 3, 3)                   # its calibration: pair spread 21 %, 4 pairs
+    test = Paired()
+    assert test.place(rounds, "regression", machine, 2.3).label is Label.AMBIGUOUS
+    placed = [test.place(rounds[:k], "regression", machine, 2.3, cap=10).label
+              for k in range(3, 11)]
+    assert placed[-1] is Label.OLD and Label.NEW not in placed
