@@ -662,6 +662,19 @@ def attribution_lines(a: dict) -> list[str]:
     return lines
 
 
+def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
+    """The buffers at the peak of a memory case (evidence/collect.py), and the command that
+    remakes one release's dump."""
+    from .evidence.render import render_buffers_markdown
+
+    q = b.searched
+    argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
+            *(f"--param={k}={v}" for k, v in evidence["params"].items()),
+            *(["--target", q.target] if q.target else ["--backend", b.request.backend]),
+            *([f"--xla-flags={q.xla_flags}"] if q.xla_flags else []), "--json"]
+    return [render_buffers_markdown(evidence, shlex.join(argv))]
+
+
 def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
@@ -735,6 +748,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     parts += standalone_lines(b)
     if extra and extra.get("attribution"):
         parts += attribution_lines(extra["attribution"])
+    if extra and extra.get("evidence"):
+        parts += evidence_lines(b, extra["evidence"])
     if extra and extra.get("minimal"):
         from .minimize import minimal_markdown
 
