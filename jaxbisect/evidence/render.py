@@ -210,11 +210,13 @@ def render_buffers_markdown(evidence: dict, command: str) -> str:
     params = ", ".join(f"{k}={v!r}" for k, v in (evidence.get("params") or {}).items())
     followed = evidence.get("followed")
     shape = "[" + ",".join(map(str, followed)) + "]" if followed else None
-    named = "the case's own" if evidence.get("stacked_shape") else "the array held most more"
+    named = ("the case's own" if evidence.get("stacked_shape")
+             else "the array the new plan holds most more of at its peak")
 
-    def places(reading: dict) -> str:
+    def places(reading: dict) -> str:  # arrays: a tuple's place holds only its pointers
+        arrays = [e for e in reading["at_peak"] if not e["shape"].startswith("(")]
         return "; ".join(f"{e['places']} × {e['shape']} ({_bytes(e['bytes'])})"
-                         for e in reading["at_peak"][:3]) or "n/a"
+                         for e in arrays[:3]) or "n/a"
 
     rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
             ["plan (output + temp)", _mb(old["plan_bytes"]), _mb(new["plan_bytes"])],
@@ -234,6 +236,7 @@ def render_buffers_markdown(evidence: dict, command: str) -> str:
            f"values that are never live together share a place in it):", "",
            tabulate(rows, headers=["", o, n], tablefmt="github", disable_numparse=True), ""]
     grown = evidence.get("new_at_peak") or []
+    grown = [e for e in grown if e["bytes_added"] * 100 >= grown[0]["bytes_added"]]  # ≥ 1 %
     if grown:
         out += [f"Held at the peak under {n} in more places than under {o}: "
                 + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
