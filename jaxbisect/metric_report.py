@@ -669,7 +669,7 @@ def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
 
     q = b.searched
     argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
-            *(f"--param={k}={v}" for k, v in evidence["params"].items()),
+            *(f"--param={k}={v}" for k, v in sorted(evidence["params"].items())),
             *(["--target", q.target] if q.target else ["--backend", b.request.backend]),
             *([f"--xla-flags={q.xla_flags}"] if q.xla_flags else []), "--json"]
     return [render_buffers_markdown(evidence, shlex.join(argv))]

@@ -194,7 +194,8 @@ def gather(args, dump_dir: Path) -> dict:
                       "xla_flags": args.xla_flags.strip()}
     try:
         compiler = Compiler(args.target, None)
-        document.update(describe_environment(compiler, args.xla_flags.strip()))
+        document.update(describe_environment(compiler, args.xla_flags.strip()),
+                        xla_flags=args.xla_flags.strip())  # never the dump's own flags
         more, stacked = case_evidence_hook(args.case, args.params)
         params = {**args.params, **more}
         document["case"] = args.case.as_json(params)

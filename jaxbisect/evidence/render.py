@@ -207,7 +207,8 @@ def render_buffers_markdown(evidence: dict, command: str) -> str:
     ``command`` remakes one release's dump."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
     o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
-    params = ", ".join(f"{k}={v!r}" for k, v in (evidence.get("params") or {}).items())
+    # By name: a stored document's keys come back sorted.
+    params = ", ".join(f"{k}={v!r}" for k, v in sorted((evidence.get("params") or {}).items()))
     followed = evidence.get("followed")
     shape = "[" + ",".join(map(str, followed)) + "]" if followed else None
     named = ("the case's own" if evidence.get("stacked_shape")
