@@ -418,10 +418,9 @@ SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 @pytest.mark.jax
 def test_gather_evidence_on_the_releases_around_the_change(jax_python):
     """Lowering identical -> XLA; the new plan holds one stacked buffer per outer iteration;
-    the carry-only scan, the full unroll and XLA's older CPU scheduler restore constant memory
-    under the release where v0 grows; under the other nothing is measured as a way around."""
-    options = DumpOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4),
-                              unroll=(2, 10))
+    XLA's older CPU scheduler restores constant memory under the release where v0 grows.
+    (The old pipeline's evidence, through repro.dumps --case, until that pipeline goes.)"""
+    options = DumpOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4))
     result = gather_evidence(jax_python(OLD), jax_python(NEW), options, grows="new",
                              workaround_xla_flags=[SCHEDULER_OFF], timeout=120)
     json.dumps(result)  # goes into the bisect JSON as it is
@@ -433,32 +432,10 @@ def test_gather_evidence_on_the_releases_around_the_change(jax_python):
     assert (old["jax"], new["jax"], old["error"], new["error"]) == (OLD, NEW, None, None)
     assert (old["stacked"]["slots"], new["stacked"]["slots"]) == (2, 3)
     assert "at most 2" in old["schedule"][0] and "at most 3" in new["schedule"][0]
-    verdicts = {w["name"]: w["verdict"] for w in new["workarounds"]}
-    assert verdicts["v0"] == "grows" and verdicts["v0 unroll=2"] == "grows"
     assert old["workarounds"] == [] and evidence["workarounds_under"] == "new"
-    assert set(evidence["restores_constant"]) == \
-        {"v1", "v2", "v0 unroll=10", f"v0 with XLA_FLAGS={SCHEDULER_OFF}"}
+    assert evidence["restores_constant"] == [f"v0 with XLA_FLAGS={SCHEDULER_OFF}"]
     markdown = render_evidence_markdown(attribution, evidence)
-    assert "xychart-beta" in markdown and f"jax {OLD} → jax {NEW}" in markdown
-
-
-@pytest.mark.jax
-def test_a_fix_measures_the_ways_around_it_under_the_old_release(jax_python):
-    """Read as a fix (v0 grows under the old release), the ways around it are measured there,
-    with the XLA flags tried, and nothing is measured under the release that no longer grows."""
-    options = DumpOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3),
-                          unroll=(10,))
-    result = gather_evidence(jax_python(NEW), jax_python(OLD), options, grows="old",
-                             workaround_xla_flags=[SCHEDULER_OFF], timeout=120)
-    evidence = result["evidence"]
-    grows, other = evidence["releases"]["old"], evidence["releases"]["new"]
-    assert (grows["jax"], other["jax"], evidence["workarounds_under"]) == (NEW, OLD, "old")
-    assert other["workarounds"] == []
-    verdicts = {w["name"]: w["verdict"] for w in grows["workarounds"]}
-    assert verdicts["v0"] == "grows" and verdicts[f"v0 with XLA_FLAGS={SCHEDULER_OFF}"] == \
-        "constant"
-    assert set(evidence["restores_constant"]) == \
-        {"v1", "v2", "v0 unroll=10", f"v0 with XLA_FLAGS={SCHEDULER_OFF}"}
+    assert f"jax {OLD} → jax {NEW}" in markdown
 
 
 def test_raw_dump_blocks_read_alike_from_a_fresh_run_and_from_the_store():
