@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import InstallFailed
@@ -39,7 +39,7 @@ def gather_evidence(old_python: Path, new_python: Path,
                     timeout: float = 900, fetch: Fetch | None = None,
                     table: PinTable | None = None) -> dict:
     """Run the evidence module in both environments; ``{"attribution": …, "evidence": …}``.
-    The ways around it (and ``workaround_xla_flags``) are measured under the release where v0
+    The ways around it (``workaround_xla_flags``) are measured under the release where v0
     grows, ``grows`` ("new" for a regression, "old" for a fix): under the other they have
     nothing to help.
 
@@ -50,8 +50,7 @@ def gather_evidence(old_python: Path, new_python: Path,
 
     def dumps(side: str) -> tuple[dict | None, str | None]:
         try:
-            return collect_dumps(pythons[side], replace(options, workarounds=side == grows),
-                                 timeout), None
+            return collect_dumps(pythons[side], options, timeout), None
         except HarnessFailed as exc:
             return None, str(exc)
 

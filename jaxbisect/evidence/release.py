@@ -82,51 +82,11 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
 
 def release_evidence(document: dict | None, options: DumpOptions,
                      error: str | None = None) -> dict:
-    """One release's side of the evidence, reduced from its evidence document."""
-    out: dict = {"jax": None, "jaxlib": None, "error": error, "plan_bytes": None,
-                 "dump_total_bytes": None, "largest_allocation": None, "stacked": None,
-                 "stacked_source": None, "schedule": [], "raw": {}, "workarounds": [],
-                 "series": []}
-    if document is None:
-        return out
-    out.update(jax=document.get("jax"), jaxlib=document.get("jaxlib"))
-    if document.get("status") != "ok":
-        out["error"] = document.get("error")
-        return out
-    out["plan_bytes"] = document["compiled"].get("total_bytes")
-    files = document["dump"].get("files", {})
-    shape = options.array_shape
-    if files.get("buffer_assignment"):
-        assignment = parse_buffer_assignment(files["buffer_assignment"])
-        largest = assignment.largest()
-        out["dump_total_bytes"] = assignment.total_bytes
-        if largest is not None:
-            out["largest_allocation"] = {"index": largest.index, "size_bytes": largest.size_bytes,
-                                         "kind": largest.kind}
-        out["stacked"] = asdict(stacked_buffers_live(assignment, options.n_inner, shape))
-        out["stacked_source"] = "buffer assignment"
-    elif files.get("memory_usage_report"):
-        report = parse_memory_usage_report(files["memory_usage_report"])
-        out["dump_total_bytes"] = report.total_bytes
-        out["stacked"] = asdict(stacked_buffers_live(report, options.n_inner, shape))
-        out["stacked_source"] = "memory-usage report"
-    if files.get("memory_usage_report") and out["dump_total_bytes"] is None:
-        out["dump_total_bytes"] = parse_memory_usage_report(
-            files["memory_usage_report"]).total_bytes
-    if files.get("after_optimizations"):
-        out["schedule"] = schedule_summary(files["after_optimizations"], options.n_inner, shape)
-    out["raw"] = relevant_raw_lines(files, options.n_inner, shape)
-    if document["dump"].get("status") != "ok":
-        out["error"] = f"no dump: {document['dump'].get('error')}"
-    for case in document.get("workarounds", {}).get("cases", []):
-        out["workarounds"].append({
-            "name": case["name"], "description": case["description"], "points": case["points"],
-            "verdict": case["verdict"]["status"], "growth": case["verdict"]["growth_per_outer"],
-            "errors": case["errors"]})
-        if case["name"] == "v0":
-            out["series"] = [p for p in case["points"] if p[1] is not None]
-    return out
-
+    """The old scan pipeline's side (jaxbisect/findings.py, until it goes): the scan case's
+    reading (:func:`case_reading`) with its stacked buffer followed, and room for the ways
+    around it that pipeline measures with XLA flags."""
+    return {**case_reading(document, (options.n_inner, *options.array_shape), error),
+            "workarounds": []}
 
 
 # -- any case: the plan's bytes and the buffers at its peak ---------------------------------

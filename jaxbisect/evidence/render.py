@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from .chart import chart_markdown, evidence_series
+from .chart import chart_markdown
 from .commits import JAX_REPO_URL, XLA_REPO_URL
 from .common import MB, UNITS, pass_names
 from .handoff import render_xla_range
@@ -41,8 +41,8 @@ def _code(lines: Sequence[str], language: str = "text") -> str:
 
 def render_evidence_markdown(attribution: dict, evidence: dict,
                              series: dict[str, list[tuple[int, float]]] | None = None) -> str:
-    """The evidence as markdown; ``series`` (label -> [(n_outer, MB)]) replaces the chart's
-    default lines (the two releases of the evidence) with, e.g., every release probed."""
+    """The evidence as markdown; ``series`` (label -> [(n_outer, MB)], e.g. every release
+    probed) is drawn as its chart."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
     options = evidence["options"]
     o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
@@ -139,7 +139,6 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
         restoring = evidence.get("restores_constant") or []
         out += [("Restore constant memory: " + ", ".join(f"`{r}`" for r in restoring) + "."
                  if restoring else "None of these restores constant memory."), ""]
-    series = series or evidence_series(evidence)
     if series:
         out += ["**The picture:**", "", chart_markdown(series), ""]
     return "\n".join(out).rstrip() + "\n"
