@@ -197,3 +197,16 @@ def test_repro_dumps_of_the_scan_case_in_the_releases_around_the_change(jax_pyth
     assert (old["stacked"]["slots"], new["stacked"]["slots"]) == (2, 3)
     assert old["plan_bytes"] == docs[0]["compiled"]["total_bytes"] > 0
     assert evidence["new_at_peak"][0]["shape"] == "f32[3,4,4,4]"
+
+
+def test_repro_dumps_for_a_target_reads_the_plan_from_the_dump(target_python):
+    """--target a6000 under jax 0.5.0 (memory_analysis() is None for a compile-only GPU
+    before 0.6.1): the plan's bytes come from the dumped buffer assignment, and the A6000's
+    plan already holds all three stacked buffers at n_outer 3."""
+    argv = ["--json", "--case", str(ROOT / "repro" / "cases" / "scan_growth.py"),
+            "--param=n_inner=3", "--param=n_res=4", "--target", "a6000"]
+    doc = run_module(target_python(OLD), "repro.dumps", argv, 300, answers=MODULE_ANSWERS)
+    assert doc["deviceless"] and doc["device"].startswith("NVIDIA RTX A6000")
+    assert doc["compiled"]["source"] == "XLA buffer-assignment dump"
+    reading = case_reading(doc, doc["stacked_shape"])
+    assert reading["plan_bytes"] > 0 and reading["stacked"]["slots"] == 3
