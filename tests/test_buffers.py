@@ -5,9 +5,12 @@ property test of the reduction against a plain recount, and one real run of repr
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from fake_lab import FakeLab, _Version, scripted
 from hypothesis import given
 from hypothesis import strategies as st
@@ -210,3 +213,16 @@ def test_repro_dumps_for_a_target_reads_the_plan_from_the_dump(target_python):
     assert doc["compiled"]["source"] == "XLA buffer-assignment dump"
     reading = case_reading(doc, doc["stacked_shape"])
     assert reading["plan_bytes"] > 0 and reading["stacked"]["slots"] == 3
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--case", "nosuch.py"], "no case file nosuch.py"),
+    (["--case", "repro/cases/scan_growth.py", "--param", "nope=1"], "no parameter 'nope'"),
+    (["--case", "repro/cases/scan_growth.py", "--param", "n_res=x"], "n_res is an int"),
+    (["--case", "repro/cases/scan_growth.py", "--target", "nosuch"], "unknown target")])
+def test_repro_dumps_bad_input_is_one_line_before_jax(args, words):
+    """Refused in one line, exit 2, before jax is imported (the driver's Python has none)."""
+    done = subprocess.run([sys.executable, "-m", "repro.dumps", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
