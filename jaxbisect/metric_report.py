@@ -668,11 +668,22 @@ def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
     from .evidence.render import render_buffers_markdown
 
     q = b.searched
+    params = dict(sorted(evidence["params"].items()))
     argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
-            *(f"--param={k}={v}" for k, v in sorted(evidence["params"].items())),
+            *(f"--param={k}={v}" for k, v in params.items()),
             *(["--target", q.target] if q.target else ["--backend", b.request.backend]),
             *([f"--xla-flags={q.xla_flags}"] if q.xla_flags else []), "--json"]
-    return [render_buffers_markdown(evidence, shlex.join(argv))]
+    # Without the toolkit: the same compile with XLA's dump on, in the Reproduce section's
+    # environments, from the case file's folder.
+    keywords = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else repr(v)}"
+                         for k, v in params.items())  # double quotes: no shell escapes
+    code = (f"import {Path(q.case.path).stem} as c; fn, args = c.case({keywords}); "
+            f"fn.lower(*args).compile()")
+    flags = [f"{q.xla_flags} --xla_dump_to=dump-{r.version} --xla_dump_hlo_as_text".strip()
+             for r in b.pair]
+    plain = [f"XLA_FLAGS={shlex.quote(f)} venv-{r.version}/bin/python -c {shlex.quote(code)}"
+             for f, r in zip(flags, b.pair)]
+    return [render_buffers_markdown(evidence, shlex.join(argv), plain)]
 
 
 def render(b: MetricBisection, extra: dict | None = None) -> str:

@@ -201,9 +201,9 @@ def render_culprit_commits(info: dict) -> str:
             + "\n\n")
 
 
-def render_buffers_markdown(evidence: dict, command: str) -> str:
+def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
     """A case's buffers at the peak (evidence/collect.py's ``peak_evidence``) as markdown;
-    ``command`` remakes one release's dump."""
+    ``command`` remakes one release's dump, ``plain`` both without the toolkit."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
     o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
     # By name: a stored document's keys come back sorted.
@@ -274,4 +274,9 @@ def render_buffers_markdown(evidence: dict, command: str) -> str:
         out += [_details("Raw lines from XLA's dumps", "\n".join(raw).rstrip()), ""]
     out += ["One release's dump, in its environment (the document holds the dump files):", "",
             _code([command], "sh"), ""]
+    if plain:
+        out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
+                "environments of *Reproduce*; XLA writes `*after_optimizations-buffer-"
+                "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
+                "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
     return "\n".join(out)
