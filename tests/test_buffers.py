@@ -66,6 +66,15 @@ def test_without_a_named_buffer_the_one_grown_at_the_peak_is_followed():
     assert evidence["releases"]["new"]["stacked"]["slots"] == 3
 
 
+def test_a_fix_names_what_the_old_plan_held_more_of():
+    """Read the other way round (the new release holds fewer): old_at_peak names the buffer,
+    and it is still the one followed."""
+    evidence = peak_evidence(scan_document(NEW, None), scan_document(OLD, None), {}, {})
+    assert evidence["new_at_peak"] == [] and evidence["followed"] == [3, 4, 4, 4]
+    assert evidence["old_at_peak"][0] == {"shape": "f32[3,4,4,4]", "old_places": 3,
+                                          "new_places": 2, "bytes_removed": 768}
+
+
 def test_a_general_case_its_residuals_are_made_before_the_loops():
     """remat_scan_memory (no hook), recorded small: jax 0.5.1 makes the remat'd scans'
     stacked residuals up front, so more of them are live at the peak."""

@@ -156,15 +156,21 @@ def buffers_at_peak(b, lab, say, extra: dict, rewrite) -> None:
 
 def peak_evidence(old: dict | None, new: dict | None, errors: dict, params: dict) -> dict:
     """Both releases' ``repro.dumps --case`` documents (None where a release gave none, the
-    reason in ``errors``) reduced: each side's reading, and the shapes the new plan holds
-    at its peak in more places than the old."""
+    reason in ``errors``) reduced: each side's reading, the shapes the new plan holds at
+    its peak in more places than the old (``new_at_peak``) and those it holds in fewer
+    (``old_at_peak``, what a fix removed)."""
     stacked = next((d.get("stacked_shape") for d in (old, new) if d), None)
-    grown = new_at_peak(case_reading(old, None)["at_peak"], case_reading(new, None)["at_peak"])
+    peaks = [case_reading(doc, None)["at_peak"] for doc in (old, new)]
+    grown, shrunk = new_at_peak(*peaks), new_at_peak(*reversed(peaks))  # shrunk: a fix's
     # The buffer followed through the schedule: the case's own "stacked", else the array
-    # the new plan holds most more of at its peak.
-    followed = stacked or next((dims for e in grown if (dims := array_dims(e["shape"]))), None)
+    # one plan holds most more of at its peak than the other.
+    followed = stacked or next((dims for e in grown + shrunk
+                                if (dims := array_dims(e["shape"]))), None)
     used = next((d.get("case", {}).get("params") for d in (old, new) if d), params)
     return {"schema": 1, "kind": "buffers", "params": used, "stacked_shape": stacked,
             "followed": list(followed) if followed else None, "new_at_peak": grown,
+            "old_at_peak": [{"shape": e["shape"], "old_places": e["new_places"],
+                             "new_places": e["old_places"], "bytes_removed": e["bytes_added"]}
+                            for e in shrunk],
             "releases": {"old": case_reading(old, followed, errors.get("old")),
                          "new": case_reading(new, followed, errors.get("new"))}}

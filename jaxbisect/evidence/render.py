@@ -241,8 +241,14 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
         out += [f"Held at the peak under {n} in more places than under {o}: "
                 + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
                             f"(+{_bytes(e['bytes_added'])})" for e in grown[:5]) + ".", ""]
-    elif old["at_peak"] and new["at_peak"]:
-        out += [f"No shape is held at the peak in more places under {n} than under {o}.", ""]
+    shrunk = evidence.get("old_at_peak") or []
+    shrunk = [e for e in shrunk if e["bytes_removed"] * 100 >= shrunk[0]["bytes_removed"]]
+    if shrunk:
+        out += [f"Held at the peak under {o} in more places than under {n}: "
+                + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
+                            f"(−{_bytes(e['bytes_removed'])})" for e in shrunk[:5]) + ".", ""]
+    if not grown and not shrunk and old["at_peak"] and new["at_peak"]:
+        out += ["Both plans hold the same shapes in as many places at the peak.", ""]
     for side, release in ((o, old), (n, new)):
         if release["error"]:
             out += [f"_{side}: {release['error']}_", ""]
