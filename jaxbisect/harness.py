@@ -135,13 +135,11 @@ class DumpOptions:
     workarounds: bool = True          # measure the ways around it (only where v0 grows)
 
     def argv(self) -> list[str]:
-        args = ["--n-outer", str(self.n_outer), "--n-inner", str(self.n_inner),
-                "--n-res", str(self.n_res), "--dtype", self.dtype,
-                "--workaround-n-outer", *map(str, self.workaround_n_outer)]
-        if not self.workarounds:
-            args.append("--no-workarounds")
-        if self.unroll:
-            args += ["--unroll", *map(str, self.unroll)]
+        """``python -m repro.dumps``'s arguments: the scan case at these sizes (the old
+        pipeline's evidence; the ways around it are no longer measured there)."""
+        args = ["--case", str(REPRO_SOURCE / "cases" / "scan_growth.py"),
+                *(f"--param={k}={getattr(self, k)}" for k in ("n_outer", "n_inner", "n_res",
+                                                              "dtype"))]
         if self.target:
             args += ["--target", self.target]
         if self.xla_flags:

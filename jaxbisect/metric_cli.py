@@ -146,6 +146,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
     part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
     from .budgets import Deadline
+    from .evidence.collect import buffers_at_peak
 
     if searches is None:
         from .metric_explain import attribution, explain_flags, explain_passes
@@ -155,6 +156,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
                                       xla_repo=args.xla_repo)
     rewrite()
+    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
     if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
         return
     deadline = Deadline(args.explain_budget)

@@ -662,6 +662,30 @@ def attribution_lines(a: dict) -> list[str]:
     return lines
 
 
+def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
+    """The buffers at the peak of a memory case (evidence/collect.py), and the command that
+    remakes one release's dump."""
+    from .evidence.render import render_buffers_markdown
+
+    q = b.searched
+    params = dict(sorted(evidence["params"].items()))
+    argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
+            *(f"--param={k}={v}" for k, v in params.items()),
+            *(["--target", q.target] if q.target else ["--backend", b.request.backend]),
+            *([f"--xla-flags={q.xla_flags}"] if q.xla_flags else []), "--json"]
+    # Without the toolkit: the same compile with XLA's dump on, in the Reproduce section's
+    # environments, from the case file's folder.
+    keywords = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else repr(v)}"
+                         for k, v in params.items())  # double quotes: no shell escapes
+    code = (f"import {Path(q.case.path).stem} as c; fn, args = c.case({keywords}); "
+            f"fn.lower(*args).compile()")
+    flags = [f"{q.xla_flags} --xla_dump_to=dump-{r.version} --xla_dump_hlo_as_text".strip()
+             for r in b.pair]
+    plain = [f"XLA_FLAGS={shlex.quote(f)} venv-{r.version}/bin/python -c {shlex.quote(code)}"
+             for f, r in zip(flags, b.pair)]
+    return [render_buffers_markdown(evidence, shlex.join(argv), plain)]
+
+
 def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
@@ -735,6 +759,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     parts += standalone_lines(b)
     if extra and extra.get("attribution"):
         parts += attribution_lines(extra["attribution"])
+    if extra and extra.get("evidence"):
+        parts += evidence_lines(b, extra["evidence"])
     if extra and extra.get("minimal"):
         from .minimize import minimal_markdown
 

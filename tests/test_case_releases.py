@@ -145,11 +145,16 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
     behaviour = {(t["release"], t["xla_flags"]): t["behaviour"] for t in why["tests"]}
     assert behaviour[("0.5.1", "--xla_cpu_enable_concurrency_optimized_scheduler=false")] == "old"
     assert behaviour[("0.5.0", "--xla_cpu_enable_concurrency_optimized_scheduler=true")] == "new"
+    # The buffers at the peak: one more stacked buffer live under the new release.
+    buffers = doc["evidence"]["releases"]
+    assert (buffers["old"]["stacked"]["slots"], buffers["new"]["stacked"]["slots"]) == (2, 3)
+    assert doc["evidence"]["new_at_peak"][0]["shape"] == "f32[100,32,32,32]"
     assert "--case" in doc["reproduce"] and "--param n_res=32" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "```python" in report and "pip install jax==0.5.1 jaxlib==0.5.1" in report
     again = json.loads(bisect(*args).stdout)
     assert all(p["cached"] for p in again["probes"])
+    assert again["evidence"] == doc["evidence"]  # read back from the store
     assert again["probes"] == [dict(p, runs=[dict(r, cached=True) for r in p["runs"]],
                                     cached=True) for p in doc["probes"]]
 

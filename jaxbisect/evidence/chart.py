@@ -6,8 +6,6 @@ import math
 import os
 from pathlib import Path
 
-from .common import MB
-
 
 def _axis_top(value: float) -> float:
     """A round number a little above ``value`` (two significant digits) for the y-axis."""
@@ -86,14 +84,3 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
     else:
         os.replace(tmp, path)
     return path
-
-
-def evidence_series(evidence: dict) -> dict[str, list[tuple[int, float]]]:
-    """label -> [(n_outer, MB)] of v0 for each release in the evidence."""
-    out = {}
-    for side in ("old", "new"):
-        release = evidence["releases"][side]
-        if release["series"]:
-            out[f"jax {release['jax']}"] = [(n, b / MB) for n, b in release["series"]]
-    return out
-

@@ -1,16 +1,23 @@
-"""The evidence for two releases: attribution (JAX or XLA, the commits) and each side's dump."""
+"""The evidence for two releases: attribution (JAX or XLA, the commits) and each side's dump.
+
+``buffers_at_peak`` is a case bisection's (metric_cli.explain): both releases' XLA dumps of
+the case, reduced to the plan's bytes and the buffers at its peak. ``gather_evidence`` is the
+old scan pipeline's (jaxbisect/findings.py), kept only until that pipeline is deleted.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
-from ..harness import DumpOptions, HarnessFailed, collect_dumps, run_module
+from ..errors import InstallFailed
+from ..harness import MODULE_ANSWERS, DumpOptions, HarnessFailed, collect_dumps, run_module
 from ..pins import PinTable
 from .commits import Fetch, commit_range
-from .release import release_evidence
+from .common import array_dims
+from .release import case_reading, new_at_peak, release_evidence
 from .where import where_the_change_is
 
 
@@ -32,7 +39,7 @@ def gather_evidence(old_python: Path, new_python: Path,
                     timeout: float = 900, fetch: Fetch | None = None,
                     table: PinTable | None = None) -> dict:
     """Run the evidence module in both environments; ``{"attribution": …, "evidence": …}``.
-    The ways around it (and ``workaround_xla_flags``) are measured under the release where v0
+    The ways around it (``workaround_xla_flags``) are measured under the release where v0
     grows, ``grows`` ("new" for a regression, "old" for a fix): under the other they have
     nothing to help.
 
@@ -43,8 +50,7 @@ def gather_evidence(old_python: Path, new_python: Path,
 
     def dumps(side: str) -> tuple[dict | None, str | None]:
         try:
-            return collect_dumps(pythons[side], replace(options, workarounds=side == grows),
-                                 timeout), None
+            return collect_dumps(pythons[side], options, timeout), None
         except HarnessFailed as exc:
             return None, str(exc)
 
@@ -77,3 +83,94 @@ def gather_evidence(old_python: Path, new_python: Path,
                 "releases": releases, "workarounds_under": grows,
                 "restores_constant": restoring}
     return {"attribution": attribution, "evidence": evidence}
+
+
+MEMORY_METRICS = ("memory", "peak_memory")
+
+
+def dump_params(b) -> dict:
+    """The parameters the dumps are made at: the search's (its smaller size), the parameter
+    a shape is over at its first value where the ends' figures differ (the last where none
+    does). The case's own ``evidence(params)`` may still set them (repro/dumps.py)."""
+    q, s = b.searched, b.search
+    params = dict(q.params)
+    if q.over:
+        name, values = q.over
+        figures = []
+        for i in (s.result.last_old, s.result.first_new):
+            doc = next((r.document for r in s.placed[i].runs if r.document), None) or {}
+            figures.append({p["at"]: p.get("value") for p in
+                            (doc.get("metric") or {}).get("points", [])})
+        params[name] = next((v for v in values if figures[0].get(v) != figures[1].get(v)),
+                            values[-1])
+    return params
+
+
+def dumps_argv(q, params: dict, backend: str) -> list[str]:
+    """``python -m repro.dumps``'s arguments for the case at ``params``."""
+    argv = ["--json", "--case", q.case.path, *(f"--param={k}={v}" for k, v in params.items())]
+    if q.target:
+        argv += ["--target", q.target]
+    elif backend == "cpu":
+        argv += ["--backend", "cpu"]
+    if q.xla_flags:
+        argv.append(f"--xla-flags={q.xla_flags}")
+    return argv
+
+
+def case_dumps(lab, release, backend: str, q, params: dict, *, timeout: float, say) -> dict:
+    """``python -m repro.dumps --case …`` in ``release``'s environment, stored in the lab's
+    store (a document that says why it has no dump is the release's answer, and kept)."""
+    def make() -> dict:
+        env = lab.environment(release, backend)
+        say(f"jax {release.version}: dumping XLA's plan of {q.label} (buffers at the peak)")
+        return run_module(env.python, "repro.dumps", dumps_argv(q, params, backend), timeout,
+                          answers=MODULE_ANSWERS)
+
+    return lab.store.get_or_run(q.store_key(release, backend, "dumps", dump_params=params),
+                                make, remeasure=lab.remeasure)
+
+
+def buffers_at_peak(b, lab, say, extra: dict, rewrite) -> None:
+    """For a memory case's found change: both releases' XLA dumps through ``lab``, reduced
+    to the plan's bytes, the largest allocation and its values, the buffers at the peak (and
+    those the new plan holds there that the old does not), how many of the case's named
+    ``stacked`` buffer it holds and where the schedule makes them; into ``extra["evidence"]``."""
+    q = b.request.question
+    if getattr(q, "metric", None) not in MEMORY_METRICS or q.case is None:
+        return
+    q, params = b.searched, dump_params(b)
+
+    def dumps(release) -> tuple[dict | None, str | None]:
+        try:
+            return case_dumps(lab, release, b.request.backend, q, params, timeout=b.timeout,
+                              say=say), None
+        except (InstallFailed, HarnessFailed) as exc:
+            return None, str(exc)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="dumps") as pool:  # two processes at once
+        (old, old_error), (new, new_error) = pool.map(dumps, b.pair)
+    extra["evidence"] = peak_evidence(old, new, {"old": old_error, "new": new_error}, params)
+    rewrite()
+
+
+def peak_evidence(old: dict | None, new: dict | None, errors: dict, params: dict) -> dict:
+    """Both releases' ``repro.dumps --case`` documents (None where a release gave none, the
+    reason in ``errors``) reduced: each side's reading, the shapes the new plan holds at
+    its peak in more places than the old (``new_at_peak``) and those it holds in fewer
+    (``old_at_peak``, what a fix removed)."""
+    stacked = next((d.get("stacked_shape") for d in (old, new) if d), None)
+    peaks = [case_reading(doc, None)["at_peak"] for doc in (old, new)]
+    grown, shrunk = new_at_peak(*peaks), new_at_peak(*reversed(peaks))  # shrunk: a fix's
+    # The buffer followed through the schedule: the case's own "stacked", else the array
+    # one plan holds most more of at its peak than the other.
+    followed = stacked or next((dims for e in grown + shrunk
+                                if (dims := array_dims(e["shape"]))), None)
+    used = next((d.get("case", {}).get("params") for d in (old, new) if d), params)
+    return {"schema": 1, "kind": "buffers", "params": used, "stacked_shape": stacked,
+            "followed": list(followed) if followed else None, "new_at_peak": grown,
+            "old_at_peak": [{"shape": e["shape"], "old_places": e["new_places"],
+                             "new_places": e["old_places"], "bytes_removed": e["bytes_added"]}
+                            for e in shrunk],
+            "releases": {"old": case_reading(old, followed, errors.get("old")),
+                         "new": case_reading(new, followed, errors.get("new"))}}

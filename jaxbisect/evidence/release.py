@@ -1,4 +1,5 @@
-"""One release's side of the evidence, reduced from its ``repro.dumps`` document."""
+"""One release's side of the evidence, reduced from its ``repro.dumps`` document: the scan
+report's (``release_evidence``, for the old pipeline) and any case's (``case_reading``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from dataclasses import asdict
 
 from ..harness import DumpOptions
 from .common import is_stacked, split_top_level
-from .dumps import parse_buffer_assignment, parse_memory_usage_report, stacked_buffers_live
+from .dumps import (
+    BufferAllocation,
+    BufferAssignment,
+    BufferValue,
+    parse_buffer_assignment,
+    parse_memory_usage_report,
+    stacked_buffers_live,
+)
 from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
 
 # XLA prints a region's rows, and the shapes in each, in an order that changes from run to run,
@@ -74,48 +82,105 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
 
 def release_evidence(document: dict | None, options: DumpOptions,
                      error: str | None = None) -> dict:
-    """One release's side of the evidence, reduced from its evidence document."""
+    """The old scan pipeline's side (jaxbisect/findings.py, until it goes): the scan case's
+    reading (:func:`case_reading`) with its stacked buffer followed, and room for the ways
+    around it that pipeline measures with XLA flags."""
+    return {**case_reading(document, (options.n_inner, *options.array_shape), error),
+            "workarounds": []}
+
+
+# -- any case: the plan's bytes and the buffers at its peak ---------------------------------
+
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+
+
+def bare_shape(shape: str) -> str:
+    """``f32[100,32,32,32]{3,2,1,0}`` -> ``f32[100,32,32,32]`` (the layout set aside)."""
+    return _LAYOUT.sub("", shape).strip()
+
+
+def at_peak(assignment: BufferAssignment) -> list[dict]:
+    """The buffers of the largest allocation (a temp allocation is sized to the plan's peak),
+    one per place (offset) in it, each by the shape of the largest value XLA put there:
+    ``[{"shape", "places", "bytes"}]``, most bytes first. Values whose live ranges do not
+    overlap share a place, so the places are what is held at once."""
+    largest = assignment.largest()
+    places: dict[int, BufferValue] = {}
+    for value in largest.values if largest else ():
+        if value.offset not in places or value.size_bytes > places[value.offset].size_bytes:
+            places[value.offset] = value
+    by_shape: dict[str, dict] = {}
+    for value in places.values():
+        entry = by_shape.setdefault(bare_shape(value.shape), {"shape": bare_shape(value.shape),
+                                                             "places": 0, "bytes": 0})
+        entry["places"] += 1
+        entry["bytes"] += value.size_bytes
+    return sorted(by_shape.values(), key=lambda e: (-e["bytes"], e["shape"]))
+
+
+def largest_values(allocation: BufferAllocation, limit: int = 12) -> list[dict]:
+    """An allocation's values by shape: ``[{"shape", "size_bytes", "values"}]``, largest
+    first (XLA lists them in no fixed order)."""
+    by_shape: dict[str, dict] = {}
+    for value in allocation.values:
+        entry = by_shape.setdefault(bare_shape(value.shape), {
+            "shape": bare_shape(value.shape), "size_bytes": value.size_bytes, "values": 0})
+        entry["values"] += 1
+        entry["size_bytes"] = max(entry["size_bytes"], value.size_bytes)
+    return sorted(by_shape.values(), key=lambda e: (-e["size_bytes"], e["shape"]))[:limit]
+
+
+def new_at_peak(old: list[dict], new: list[dict]) -> list[dict]:
+    """The shapes held at the peak in more places under the new release than the old (0 for
+    one the old plan does not hold there), most bytes added first."""
+    before = {e["shape"]: e for e in old}
+    out = []
+    for entry in new:
+        was = before.get(entry["shape"], {"places": 0, "bytes": 0})
+        if entry["places"] > was["places"]:
+            out.append({"shape": entry["shape"], "old_places": was["places"],
+                        "new_places": entry["places"], "bytes_added": entry["bytes"] - was["bytes"]})
+    return sorted(out, key=lambda e: (-e["bytes_added"], e["shape"]))
+
+
+def case_reading(document: dict | None, followed: Sequence[int] | None,
+                 error: str | None = None) -> dict:
+    """One release's side of a case's evidence, from its ``repro.dumps --case`` document:
+    the plan's bytes (memory_analysis()), XLA's total, the largest allocation with its
+    values, the buffers at the peak; with ``followed`` (the dims of the buffer to follow),
+    how many of it the plan holds, where the schedule makes them, and the raw lines."""
     out: dict = {"jax": None, "jaxlib": None, "error": error, "plan_bytes": None,
-                 "dump_total_bytes": None, "largest_allocation": None, "stacked": None,
-                 "stacked_source": None, "schedule": [], "raw": {}, "workarounds": [],
-                 "series": []}
+                 "dump_total_bytes": None, "largest_allocation": None, "at_peak": [],
+                 "stacked": None, "schedule": [], "raw": {}}
     if document is None:
         return out
     out.update(jax=document.get("jax"), jaxlib=document.get("jaxlib"))
     if document.get("status") != "ok":
         out["error"] = document.get("error")
         return out
-    out["plan_bytes"] = document["compiled"].get("total_bytes")
-    files = document["dump"].get("files", {})
-    shape = options.array_shape
+    out["plan_bytes"] = (document.get("compiled") or {}).get("total_bytes")
+    dump = document.get("dump") or {}
+    files = dump.get("files") or {}
+    if dump.get("status") != "ok":
+        out["error"] = f"no dump: {dump.get('error')}"
     if files.get("buffer_assignment"):
         assignment = parse_buffer_assignment(files["buffer_assignment"])
         largest = assignment.largest()
         out["dump_total_bytes"] = assignment.total_bytes
         if largest is not None:
-            out["largest_allocation"] = {"index": largest.index, "size_bytes": largest.size_bytes,
-                                         "kind": largest.kind}
-        out["stacked"] = asdict(stacked_buffers_live(assignment, options.n_inner, shape))
-        out["stacked_source"] = "buffer assignment"
-    elif files.get("memory_usage_report"):
-        report = parse_memory_usage_report(files["memory_usage_report"])
-        out["dump_total_bytes"] = report.total_bytes
-        out["stacked"] = asdict(stacked_buffers_live(report, options.n_inner, shape))
-        out["stacked_source"] = "memory-usage report"
+            out["largest_allocation"] = {"index": largest.index,
+                                         "size_bytes": largest.size_bytes,
+                                         "kind": largest.kind,
+                                         "values": largest_values(largest)}
+        out["at_peak"] = at_peak(assignment)
+        if followed:
+            out["stacked"] = asdict(stacked_buffers_live(assignment, followed[0], followed[1:]))
     if files.get("memory_usage_report") and out["dump_total_bytes"] is None:
         out["dump_total_bytes"] = parse_memory_usage_report(
             files["memory_usage_report"]).total_bytes
-    if files.get("after_optimizations"):
-        out["schedule"] = schedule_summary(files["after_optimizations"], options.n_inner, shape)
-    out["raw"] = relevant_raw_lines(files, options.n_inner, shape)
-    if document["dump"].get("status") != "ok":
-        out["error"] = f"no dump: {document['dump'].get('error')}"
-    for case in document.get("workarounds", {}).get("cases", []):
-        out["workarounds"].append({
-            "name": case["name"], "description": case["description"], "points": case["points"],
-            "verdict": case["verdict"]["status"], "growth": case["verdict"]["growth_per_outer"],
-            "errors": case["errors"]})
-        if case["name"] == "v0":
-            out["series"] = [p for p in case["points"] if p[1] is not None]
+    if followed:
+        if files.get("after_optimizations"):
+            out["schedule"] = schedule_summary(files["after_optimizations"], followed[0],
+                                               followed[1:])
+        out["raw"] = relevant_raw_lines(files, followed[0], followed[1:])
     return out
-

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from .chart import chart_markdown, evidence_series
+from .chart import chart_markdown
 from .commits import JAX_REPO_URL, XLA_REPO_URL
 from .common import MB, UNITS, pass_names
 from .handoff import render_xla_range
@@ -41,8 +41,8 @@ def _code(lines: Sequence[str], language: str = "text") -> str:
 
 def render_evidence_markdown(attribution: dict, evidence: dict,
                              series: dict[str, list[tuple[int, float]]] | None = None) -> str:
-    """The evidence as markdown; ``series`` (label -> [(n_outer, MB)]) replaces the chart's
-    default lines (the two releases of the evidence) with, e.g., every release probed."""
+    """The evidence as markdown; ``series`` (label -> [(n_outer, MB)], e.g. every release
+    probed) is drawn as its chart."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
     options = evidence["options"]
     o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
@@ -139,7 +139,6 @@ def render_evidence_markdown(attribution: dict, evidence: dict,
         restoring = evidence.get("restores_constant") or []
         out += [("Restore constant memory: " + ", ".join(f"`{r}`" for r in restoring) + "."
                  if restoring else "None of these restores constant memory."), ""]
-    series = series or evidence_series(evidence)
     if series:
         out += ["**The picture:**", "", chart_markdown(series), ""]
     return "\n".join(out).rstrip() + "\n"
@@ -200,3 +199,90 @@ def render_culprit_commits(info: dict) -> str:
                                                                 "sets the new value"],
                                                tablefmt="github", disable_numparse=True))
             + "\n\n")
+
+
+def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
+    """A case's buffers at the peak (evidence/collect.py's ``peak_evidence``) as markdown;
+    ``command`` remakes one release's dump, ``plain`` both without the toolkit."""
+    old, new = evidence["releases"]["old"], evidence["releases"]["new"]
+    o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
+    # By name: a stored document's keys come back sorted.
+    params = ", ".join(f"{k}={v!r}" for k, v in sorted((evidence.get("params") or {}).items()))
+    followed = evidence.get("followed")
+    shape = "[" + ",".join(map(str, followed)) + "]" if followed else None
+    named = ("the case's own" if evidence.get("stacked_shape")
+             else "the array the new plan holds most more of at its peak")
+
+    def places(reading: dict) -> str:  # arrays: a tuple's place holds only its pointers
+        arrays = [e for e in reading["at_peak"] if not e["shape"].startswith("(")]
+        return "; ".join(f"{e['places']} × {e['shape']} ({_bytes(e['bytes'])})"
+                         for e in arrays[:3]) or "n/a"
+
+    rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
+            ["plan (output + temp)", _mb(old["plan_bytes"]), _mb(new["plan_bytes"])],
+            ["XLA's total bytes used", _bytes(old["dump_total_bytes"]),
+             _bytes(new["dump_total_bytes"])],
+            ["largest allocation", *(f"{_bytes(r['largest_allocation']['size_bytes'])}, "
+                                     f"{r['largest_allocation']['kind']}"
+                                     if r["largest_allocation"] else "n/a" for r in (old, new))],
+            ["held in it (places, by shape)", places(old), places(new)]]
+    if shape:
+        rows.append([f"{shape} buffers (places)", *(
+            f"{r['stacked']['slots']} ({_bytes(r['stacked']['bytes'])}, "
+            f"{r['stacked']['values']} values)" if r["stacked"] else "n/a" for r in (old, new))])
+    out = ["## The buffers at the peak", "",
+           f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
+           f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
+           f"values that are never live together share a place in it):", "",
+           tabulate(rows, headers=["", o, n], tablefmt="github", disable_numparse=True), ""]
+    grown = evidence.get("new_at_peak") or []
+    grown = [e for e in grown if e["bytes_added"] * 100 >= grown[0]["bytes_added"]]  # ≥ 1 %
+    if grown:
+        out += [f"Held at the peak under {n} in more places than under {o}: "
+                + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
+                            f"(+{_bytes(e['bytes_added'])})" for e in grown[:5]) + ".", ""]
+    shrunk = evidence.get("old_at_peak") or []
+    shrunk = [e for e in shrunk if e["bytes_removed"] * 100 >= shrunk[0]["bytes_removed"]]
+    if shrunk:
+        out += [f"Held at the peak under {o} in more places than under {n}: "
+                + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
+                            f"(−{_bytes(e['bytes_removed'])})" for e in shrunk[:5]) + ".", ""]
+    if not grown and not shrunk and old["at_peak"] and new["at_peak"]:
+        out += ["Both plans hold the same shapes in as many places at the peak.", ""]
+    for side, release in ((o, old), (n, new)):
+        if release["error"]:
+            out += [f"_{side}: {release['error']}_", ""]
+    values = []
+    for label, release in ((o, old), (n, new)):
+        a = release["largest_allocation"]
+        if a:
+            values += [f"{label}: allocation {a['index']} ({_bytes(a['size_bytes'])}, "
+                       f"{a['kind']})", *(f"  {v['values']:3d} × {v['shape']} "
+                                           f"({_bytes(v['size_bytes'])} each)"
+                                           for v in a["values"]), ""]
+    if values:
+        out += [_details("The values of the largest allocation, by shape", _code(values[:-1])),
+                ""]
+    if old["schedule"] or new["schedule"]:
+        out += [f"The scheduled entry computation (XLA's *after_optimizations* HLO): where "
+                f"{shape} buffers ({named}) are made relative to the while loops.", ""]
+        body = []
+        for label, release in ((o, old), (n, new)):
+            body += [f"{label}:", *release["schedule"], ""]
+        out += [_code(body[:-1]), ""]
+    raw = []
+    for label, release in ((o, old), (n, new)):
+        for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
+            lines = release["raw"].get(key)
+            if lines:
+                raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
+    if raw:
+        out += [_details("Raw lines from XLA's dumps", "\n".join(raw).rstrip()), ""]
+    out += ["One release's dump, in its environment (the document holds the dump files):", "",
+            _code([command], "sh"), ""]
+    if plain:
+        out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
+                "environments of *Reproduce*; XLA writes `*after_optimizations-buffer-"
+                "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
+                "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
+    return "\n".join(out)

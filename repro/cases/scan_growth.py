@@ -75,3 +75,10 @@ def shape(name, points, params):
     unit = stacked_buffer_bytes(params["n_inner"], params["n_res"], ITEMSIZES[params["dtype"]])
     found = verdict(points, unit)
     return {**found, "label": shape_label(found, "outer"), "rate": found["growth_per_outer"]}
+
+
+def evidence(params):
+    """What the bisection's evidence dumps (repro/dumps.py): v0 at n_outer 3, where the ends
+    differ first (2 stacked buffers live against 3), and the stacked buffer to follow."""
+    return {"params": {"n_outer": 3},
+            "stacked": (params["n_inner"], params["n_res"], params["n_res"], params["n_res"])}
