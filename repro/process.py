@@ -80,14 +80,20 @@ def pass_dump_flags(dump_dir: Path) -> str:
     return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_pass_re=.*'
 
 
+DUMP_FOLDERS: list[Path] = []  # open ones: what an interruption (repro/cli.py) removes
+
+
 @contextmanager
 def dump_folder(prefix: str, wanted: bool = True) -> Iterator[Path | None]:
     """A temporary folder for XLA's dumps (None where not ``wanted``), removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix=prefix)) if wanted else None
+    if folder is not None:
+        DUMP_FOLDERS.append(folder)
     try:
         yield folder
     finally:
         if folder is not None:
+            DUMP_FOLDERS.remove(folder)
             shutil.rmtree(folder, ignore_errors=True)
 
 
