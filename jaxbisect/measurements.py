@@ -72,6 +72,45 @@ class Measurement:
         return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
 
 
+def report_document(doc: dict) -> dict:
+    """The scan case's document (``python -m repro --json``: one series of v0, its COMPARE
+    programs beside) in the shape the built-in report reads: a ``cases`` entry per variant
+    and n_outer, and v0's ``verdict``. A release whose compiled statistics are empty is
+    "unavailable" here (the case harness's own real-run fallback aside): the sweep and the
+    driver measure that run themselves, at the sizes they name."""
+    if "cases" in doc:
+        return doc
+    m = doc["metric"]
+    values, mode = m["over"]["values"], "runtime" if m["name"] == "peak_memory" else "compiled"
+    first = f"v{m['params']['variant']}"
+    cases = []
+    for label, got in {first: m, **doc.get("compare", {})}.items():
+        by = {p["at"]: p for p in got.get("points", [])}
+        for n in values:
+            case = {"variant": label, "n_outer": n, "mode": mode, "status": "left out",
+                    "total_bytes": 0, "error": f"{label} is measured at n_outer "
+                    f"{', '.join(str(v) for v in by)} only", "source": None}
+            if got.get("fallback"):
+                case.update(status="unavailable", error=got["fallback"]["reason"])
+            elif n in by:
+                p = by[n]
+                case.update(status=p["status"], error=p["error"], source=p.get("source"),
+                            total_bytes=p["value"] or 0, **p.get("fields", {}))
+            cases.append(case)
+    shape = dict(m.get("shape") or {})
+    if m.get("fallback") or not shape:
+        shape = {"status": "unavailable", "growth_per_outer": None,
+                 "unit_bytes": shape.get("unit_bytes"),
+                 "reason": (m.get("fallback") or {}).get("reason") or m["error"]}
+    verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "reason")}
+    params = {"n_outer": values, **{k: m["params"][k] for k in ("n_inner", "n_res", "dtype")},
+              "variants": sorted(int(label[1:]) for label in {first, *doc.get("compare", {})}),
+              "v2_up_to": None}
+    return {**{k: v for k, v in doc.items() if k not in ("metric", "compare", "case")},
+            "mode": mode, "params": params, "sizes_from": "auto", "cases": cases,
+            "verdict": {**verdict, "mode": mode}}
+
+
 def measurement_key(release: Release, backend: str, options: HarnessOptions) -> Key:
     return Key(str(release.version), backend, "probe", options.key_fields(), harness_id())
 
@@ -112,7 +151,8 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                 installed = dict(env.installed)
                 say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                     f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-                document, error = run_harness(env, options, timeout, executor), None
+                document = report_document(run_harness(env, options, timeout, executor))
+                error = None
                 keep = True
             except InstallFailed as exc:  # may be transient (network, disk): never stored
                 document, error, keep = None, str(exc), False
