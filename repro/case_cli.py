@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
 from . import SCHEMA
+from . import target as targets
 from .case import COMPILE_ONLY_METRICS, METRICS, CaseError, parse_over, parse_params, read_case
-from .core import describe_environment, device_line
 from .options import OneLineParser, positive_int, target_argument
 from .process import (
     PLATFORMS,
@@ -29,6 +31,65 @@ from .process import (
 )
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
+
+
+def describe_environment(compiler=None,
+                         xla_flags_asked: str | None = None) -> dict:
+    import jax
+    import jaxlib
+    import numpy
+
+    info = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
+            "numpy": numpy.__version__, "python": platform.python_version(),
+            "backend": None, "device": None, "device_count": None, "environment": None,
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS", "")}
+    if info["jaxlib"] is None:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib"] = jaxlib_version.__version__
+    try:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib_git_hash"] = getattr(jaxlib_version, "_git_hash", None)
+    except ImportError:
+        info["jaxlib_git_hash"] = None
+    info["backend"] = jax.default_backend()
+    devices = jax.devices()
+    info["device"] = devices[0].device_kind
+    info["device_count"] = len(devices)
+    # A target's plan is compiled for a GPU that is not here: say so in every document, and
+    # never let it pass for a measurement on that GPU (or a real one pass for this).
+    info["target"] = compiler.describe() if compiler is not None else None
+    info["deviceless"] = info["target"] is not None
+    if info["deviceless"]:
+        info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
+        info["device"] = targets.device_label(info["target"]["description"])
+        info["device_count"] = 1
+    # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
+    # additions (a temporary dump folder, this machine's paths), so that a result reads the
+    # same wherever and whenever it was measured. XLA parsed its flags when the backend
+    # started, above, so this changes nothing it does.
+    ours = os.environ.get("XLA_FLAGS")
+    if xla_flags_asked is not None:
+        os.environ["XLA_FLAGS"] = xla_flags_asked
+        if not xla_flags_asked:
+            del os.environ["XLA_FLAGS"]
+    try:
+        info["environment"] = jax.print_environment_info(return_string=True)
+    except Exception as exc:  # missing in a release, or a tool it shells out to fails
+        info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
+    finally:
+        if ours is not None:
+            os.environ["XLA_FLAGS"] = ours
+    return info
+
+
+def device_line(document: dict) -> str:
+    """Where the figures come from, in the words every report uses."""
+    target = document.get("target")
+    if target:
+        return (f"compiled for {target['description']}, without the GPU (target "
+                f"{target['name']}, {target['source']})")
+    return f"{document['backend']} ({document['device']})"
 
 
 def parser() -> argparse.ArgumentParser:

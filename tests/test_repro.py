@@ -18,11 +18,16 @@ SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
 
 
 
+def series(document, variant):
+    """The variant's series: v0 is the case's own, v1 and v2 measured beside it."""
+    first = f"v{document['case']['params']['variant']}"
+    return document["metric"] if variant == first else document["compare"][variant]
+
+
 def total_mb(document, variant, n_outer):
-    case = next(c for c in document["cases"]
-                if c["variant"] == variant and c["n_outer"] == n_outer)
-    assert case["status"] == "ok", case
-    return case["total_bytes"] / MB
+    point = next(p for p in series(document, variant)["points"] if p["at"] == n_outer)
+    assert point["status"] == "ok", point
+    return point["value"] / MB
 
 
 def test_report_figures_under_0_10_2(jax_python):
@@ -33,29 +38,35 @@ def test_report_figures_under_0_10_2(jax_python):
         assert total_mb(doc, "v0", n_outer) == pytest.approx(expected, rel=0.005)
         for variant in ("v1", "v2"):
             assert round(total_mb(doc, variant, n_outer), 2) == 30.52
-    assert doc["verdict"]["status"] == "grows"
-    assert doc["verdict"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
-    assert doc["verdict"]["unit_bytes"] == 100 * 200**3 * 4
+    shape = doc["metric"]["shape"]
+    assert shape["status"] == "grows"
+    assert shape["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert shape["unit_bytes"] == 100 * 200**3 * 4
 
 
-def test_json_document_fields(jax_python):
+def test_json_document_is_the_scan_cases(jax_python):
+    """`python -m repro` is the scan case's harness: its document, the sizes as parameters,
+    n_outer as the series, v1 and v2 beside it."""
     doc = repro_json(jax_python("0.10.2"), *SMALL)
     for key in ("schema", "jax", "jaxlib", "numpy", "python", "backend", "device",
-                "environment", "xla_flags", "params", "cases", "verdict"):
+                "environment", "xla_flags", "case", "metric", "compare"):
         assert key in doc, key
-    assert doc["schema"] == 1
     assert (doc["jax"], doc["jaxlib"], doc["backend"], doc["device"]) == \
         ("0.10.2", "0.10.2", "cpu", "cpu")
     assert "jaxlib" in doc["environment"]
-    assert doc["params"] == {"n_outer": [1, 3, 6], "n_inner": 10, "n_res": 16,
-                             "dtype": "float32", "variants": [0, 1, 2], "v2_up_to": None}
+    assert doc["case"]["name"] == "scan_growth"
+    assert doc["case"]["params"] == {"n_outer": 10, "n_inner": 10, "n_res": 16, "variant": 0,
+                                     "dtype": "float32"}
+    assert doc["metric"]["over"] == {"name": "n_outer", "values": [1, 3, 6]}
     assert (doc["target"], doc["deviceless"]) == (None, False)  # a real run, on this CPU
-    assert len(doc["cases"]) == 9
-    for case in doc["cases"]:
-        assert case["status"] == "ok"
-        assert case["total_bytes"] == case["output_bytes"] + case["temp_bytes"] > 0
-        assert {"argument_bytes", "alias_bytes", "generated_code_bytes"} <= set(case)
-    assert set(doc["verdict"]) >= {"status", "growth_per_outer", "unit_bytes"}
+    assert list(doc["compare"]) == ["v1", "v2"]
+    for variant in ("v0", "v1", "v2"):
+        points = series(doc, variant)["points"]
+        assert [p["at"] for p in points] == [1, 3, 6]
+        for p in points:
+            assert p["status"] == "ok" and p["source"] == "memory_analysis()"
+            assert p["value"] == p["fields"]["output_bytes"] + p["fields"]["temp_bytes"] > 0
+    assert set(doc["metric"]["shape"]) >= {"status", "growth_per_outer", "unit_bytes"}
 
 
 def test_verdict_same_at_small_size_and_check_exit_codes(jax_python):
@@ -67,26 +78,36 @@ def test_verdict_same_at_small_size_and_check_exit_codes(jax_python):
                          "15")
     assert constant.returncode == 0, constant.stderr
     doc = repro_json(jax_python("0.10.2"), "--n-res", "32", "--variants", "v0")
-    assert doc["verdict"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert doc["metric"]["shape"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert "compare" not in doc or doc["compare"] == {}
+
+
+def test_the_built_in_options_spell_the_case_harness(jax_python):
+    """The same question asked both ways gives the same figures (one pipeline)."""
+    python = jax_python("0.10.2")
+    built_in = repro_json(python, *SMALL, "--variants", "v0")
+    case = repro_json(python, "--case", "repro/cases/scan_growth.py", "--over",
+                      "n_outer=1,3,6", "--param", "n_res=16", "--param", "n_inner=10")
+    assert [p["value"] for p in built_in["metric"]["points"]] == \
+        [p["value"] for p in case["metric"]["points"]]
+    assert built_in["metric"]["shape"] == case["metric"]["shape"]
 
 
 def test_zero_stats_release_is_unavailable_not_constant(jax_python):
-    """jaxlib before 0.4.29 reports all-zero sizes on the CPU: unmeasured, exit 125."""
+    """jaxlib before 0.4.29 reports all-zero sizes on the CPU: the compiled plan says 0
+    bytes, so v0's memory is a real run's peak at the case's RUNTIME_PARAMS instead, and
+    the built-in report's reader (report_document) calls that release unavailable."""
+    from jaxbisect.measurements import report_document
+
     python = jax_python("0.4.25")
-    doc = repro_json(python, *SMALL)
+    doc = repro_json(python, *SMALL, "--variants", "v0")
     assert doc["jax"] == "0.4.25"
-    assert doc["verdict"]["status"] == "unavailable"
-    assert "0 bytes" in doc["verdict"]["reason"]
-    # Every case is unmeasured, each with the reason; only the first is compiled (the rest
-    # would spend seconds, v2 most, to say 0 again).
-    assert [c["status"] for c in doc["cases"]] == ["unavailable"] * len(doc["cases"]) == \
-        ["unavailable"] * 9
-    assert doc["cases"][0]["compile_seconds"] is not None
-    assert all(c["compile_seconds"] is None and "not compiled again" in c["error"]
-               for c in doc["cases"][1:])
-    check = run_repro(python, "--check", *SMALL)
-    assert check.returncode == 125
-    assert "Traceback" not in check.stderr
+    fallback = doc["metric"]["fallback"]
+    assert fallback["metric"] == "peak_memory" and "0 bytes" in fallback["reason"]
+    report = report_document(doc)
+    assert report["verdict"]["status"] == "unavailable"
+    assert "0 bytes" in report["verdict"]["reason"]
+    assert {c["status"] for c in report["cases"]} == {"unavailable"}
 
 
 @pytest.mark.parametrize("version", ["0.4.20", "0.4.30", "0.5.0"])
@@ -95,7 +116,7 @@ def test_runs_cleanly_across_releases(jax_python, version):
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert f"jax {version}" in done.stdout
-    assert "verdict:" in done.stdout
+    assert "shape:" in done.stdout
 
 
 @pytest.mark.parametrize("version,status", [("0.5.0", "constant"), ("0.10.2", "grows")])
@@ -103,10 +124,10 @@ def test_runtime_mode_agrees_with_compiled(jax_python, version, status):
     args = ("--n-res", "24", "--n-inner", "50", "--n-outer", "1", "2", "4", "--variants", "v0")
     compiled = repro_json(jax_python(version), *args)
     runtime = repro_json(jax_python(version), *args, "--mode", "runtime")
-    assert compiled["verdict"]["status"] == runtime["verdict"]["status"] == status
-    case = runtime["cases"][-1]
-    assert case["mode"] == "runtime" and case["peak_bytes"] > case["baseline_bytes"]
-    assert case["source"].startswith("process peak RSS")
+    assert compiled["metric"]["shape"]["status"] == runtime["metric"]["shape"]["status"] == status
+    assert runtime["metric"]["name"] == "peak_memory"
+    point = runtime["metric"]["points"][-1]
+    assert point["value"] > 0 and point["source"].startswith("process peak RSS")
 
 
 def test_runtime_mode_refuses_what_cannot_fit(jax_python):
@@ -133,8 +154,7 @@ def test_bad_arguments_one_line_exit_2(args, needle):
 
 FAKE_GPU = r"""
 import json, jax
-from repro.measure import Params, runtime_child
-from repro import core
+from repro.measure import peak_of_run
 
 class FakeGpu:
     # What a GPU's memory_stats() answers: bytes now, the peak so far, the limit.
@@ -149,9 +169,7 @@ class FakeGpu:
 
 gpu = FakeGpu()
 jax.devices = lambda *args: [gpu]
-case = runtime_child(0, 2, Params(n_res=8, n_inner=4))
-limit = core._available_bytes()
-print(json.dumps({"case": case, "limit": limit}))
+print(json.dumps(peak_of_run(lambda: jax.numpy.zeros(3))))
 """
 
 
@@ -160,12 +178,9 @@ def test_runtime_mode_reads_device_peaks_where_the_backend_has_them(jax_python):
     out = subprocess.run([str(jax_python("0.10.2")), "-c", FAKE_GPU], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    case = result["case"]
-    assert case["status"] == "ok", case
-    assert case["source"] == "device memory_stats peak_bytes_in_use"
-    assert (case["baseline_bytes"], case["peak_bytes"], case["total_bytes"]) == (1000, 7000, 6000)
-    assert result["limit"] == 10**9 - 1000
+    peak = json.loads(out.stdout.strip().splitlines()[-1])
+    assert peak == {"source": "device memory_stats peak_bytes_in_use",
+                    "baseline_bytes": 1000, "peak_bytes": 7000}
 
 
 def test_xla_flags_as_people_type_them(jax_python):
