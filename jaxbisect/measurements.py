@@ -72,25 +72,27 @@ class Measurement:
         return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
 
 
-def report_document(doc: dict) -> dict:
+def report_document(doc: dict, fallback: bool = False) -> dict:
     """The scan case's document (``python -m repro --json``: one series of v0, its COMPARE
     programs beside) in the shape the built-in report reads: a ``cases`` entry per variant
     and n_outer, and v0's ``verdict``. A release whose compiled statistics are empty is
-    "unavailable" here (the case harness's own real-run fallback aside): the sweep and the
-    driver measure that run themselves, at the sizes they name."""
+    "unavailable" there; ``fallback``: instead, the real run's peaks the harness measured
+    for it (v0's, a runtime-mode document)."""
     if "cases" in doc:
         return doc
     m = doc["metric"]
-    values, mode = m["over"]["values"], "runtime" if m["name"] == "peak_memory" else "compiled"
-    first = f"v{m['params']['variant']}"
+    sizes = m["params"] if fallback else doc["case"]["params"]  # the fallback's own sizes
+    programs = {f"v{sizes['variant']}": m, **({} if fallback else doc.get("compare", {}))}
+    values = m["fallback"]["values"] if fallback else m["over"]["values"]
+    mode = "runtime" if fallback or m["name"] == "peak_memory" else "compiled"
     cases = []
-    for label, got in {first: m, **doc.get("compare", {})}.items():
+    for label, got in programs.items():
         by = {p["at"]: p for p in got.get("points", [])}
         for n in values:
             case = {"variant": label, "n_outer": n, "mode": mode, "status": "left out",
                     "total_bytes": 0, "error": f"{label} is measured at n_outer "
                     f"{', '.join(str(v) for v in by)} only", "source": None}
-            if got.get("fallback"):
+            if got.get("fallback") and not fallback:
                 case.update(status="unavailable", error=got["fallback"]["reason"])
             elif n in by:
                 p = by[n]
@@ -98,14 +100,13 @@ def report_document(doc: dict) -> dict:
                             total_bytes=p["value"] or 0, **p.get("fields", {}))
             cases.append(case)
     shape = dict(m.get("shape") or {})
-    if m.get("fallback") or not shape:
+    if (m.get("fallback") and not fallback) or not shape:
         shape = {"status": "unavailable", "growth_per_outer": None,
                  "unit_bytes": shape.get("unit_bytes"),
                  "reason": (m.get("fallback") or {}).get("reason") or m["error"]}
     verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "reason")}
-    params = {"n_outer": values, **{k: m["params"][k] for k in ("n_inner", "n_res", "dtype")},
-              "variants": sorted(int(label[1:]) for label in {first, *doc.get("compare", {})}),
-              "v2_up_to": None}
+    params = {"n_outer": values, **{k: sizes[k] for k in ("n_inner", "n_res", "dtype")},
+              "variants": sorted(int(label[1:]) for label in programs), "v2_up_to": None}
     return {**{k: v for k, v in doc.items() if k not in ("metric", "compare", "case")},
             "mode": mode, "params": params, "sizes_from": "auto", "cases": cases,
             "verdict": {**verdict, "mode": mode}}
