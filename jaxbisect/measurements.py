@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from repro.verdict import ITEMSIZES, stacked_buffer_bytes
+
 from .catalogue import Release, backend_words
 from .environments import ensure_environment
 from .errors import InstallFailed
@@ -101,10 +103,12 @@ def report_document(doc: dict, fallback: bool = False) -> dict:
             cases.append(case)
     shape = dict(m.get("shape") or {})
     if (m.get("fallback") and not fallback) or not shape:
-        shape = {"status": "unavailable", "growth_per_outer": None,
-                 "unit_bytes": shape.get("unit_bytes"),
+        shape = {"status": "unavailable", "growth_per_outer": None, "points": len(values),
+                 "unit_bytes": stacked_buffer_bytes(sizes["n_inner"], sizes["n_res"],
+                                                    ITEMSIZES[sizes["dtype"]]),
                  "reason": (m.get("fallback") or {}).get("reason") or m["error"]}
-    verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "reason")}
+    verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "points",
+                                         "reason")}
     params = {"n_outer": values, **{k: sizes[k] for k in ("n_inner", "n_res", "dtype")},
               "variants": sorted(int(label[1:]) for label in programs), "v2_up_to": None}
     return {**{k: v for k, v in doc.items() if k not in ("metric", "compare", "case")},
