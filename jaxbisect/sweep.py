@@ -493,7 +493,7 @@ def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
     return ", ".join(parts)
 
 
-def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, say: Callable[[str], None], lab: Lab | None = None) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
@@ -506,7 +506,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         return sweep_case(args, say, select)
     executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
     with executor.interruptible():  # Ctrl-C cancels every job first
-        return _run(args, say, executor)
+        return _run(args, say, executor, lab)
 
 
 def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executor,
@@ -606,7 +606,7 @@ def _expected_seconds(reports: Path, planned: Planned, backend: str,
     return previous.seconds
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, lab: Lab | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     args.argv = argv
@@ -616,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             print(message + "\n", end="", file=sys.stderr, flush=True)
 
     try:
-        return run(args, say)
+        return run(args, say, lab)
     except UserError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_status

@@ -26,6 +26,7 @@ from .process import (
     dump_flags,
     dump_folder,
     enable_x64,
+    join_flags,
     pass_dump_flags,
     stdout_to_stderr,
 )
@@ -237,7 +238,7 @@ def main(argv: list[str], *, compare: dict | None = None, label: str = "case") -
     flags = args.xla_flags
     if args.pass_dumps is not None:
         args.pass_dumps.mkdir(parents=True, exist_ok=True)
-        flags = f"{flags} {pass_dump_flags(args.pass_dumps)}".strip()
+        flags = join_flags(flags, pass_dump_flags(args.pass_dumps))
     configure_this_process(args.backend if args.target is None else "auto", flags)
     asked = args.xla_flags.strip()
     # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.

@@ -20,14 +20,13 @@ from .options import OneLineParser, add_size_options, n_outer_list, positive_int
 from .process import DUMP_FOLDERS, PLATFORMS
 from .verdict import EXIT_STATUS, ITEMSIZES, size_problem
 
-EXIT_HELP = """exit status:
-  0    the table (or --json's document) was printed: it says "unavailable" where the
-       release cannot measure, since that answer is a result too (a script reads the
-       verdict from the document); only --check turns the verdict into a status
+EXIT_HELP = """exit status (the case harness's, docs/cases.md):
+  0    measured: the table (or --json's document) was printed
+  125  v0's shape cannot be measured here ("unavailable": the document, still printed
+       with --json, says why), or JAX fails to start; with --check every failure gives
+       125 (git bisect run's "skip"), so that a release is never blamed for it
   0/1  with --check: v0 constant / v0 grows
-  125  with --check: v0 cannot be measured here (git bisect run's "skip"); with
-       --check every failure gives 125, so that a release is never blamed for it
-  2    bad input, or JAX cannot start here (one line on stderr)
+  2    bad input, or no JAX in this Python (one line on stderr)
   130  interrupted (Ctrl-C)"""
 
 

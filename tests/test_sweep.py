@@ -10,13 +10,14 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from jaxbisect import sweep
 from jaxbisect.errors import InstallFailed
+from jaxbisect.lab import RealLab
 from jaxbisect.measurements import Measurement
 
 REPO = Path(__file__).resolve().parent.parent
@@ -155,10 +156,19 @@ def measured(swept, tmp_path) -> Path:
     return reports
 
 
-def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
-    monkeypatch.setattr(sweep, "stored_measurement", lambda *a: None)
+@dataclass(frozen=True)
+class LabWhoseInstallsFail(RealLab):
+    """Real releases, but installing (or reusing) any environment raises ``fault``."""
+
+    fault: BaseException = InstallFailed("no install")
+
+    def environment(self, release, backend):
+        raise self.fault
+
+
+def _sweep_main(reports: Path, *releases: str, lab=None) -> int:
     return sweep.main(["--release", *releases, "--backend", "cpu", "--reports", str(reports),
-                       *SMALL, "-q"])
+                       *SMALL, "-q"], lab=lab)
 
 
 @pytest.mark.jax
@@ -170,14 +180,10 @@ def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
     (KeyboardInterrupt(), 130, "interrupted during jax 0.10.2"),
 ])
 def test_an_install_that_fails_keeps_the_earlier_result(fault, status, needle, measured,
-                                                        monkeypatch, capsys):
+                                                        capsys):
     before = (measured / "jax-0.10.2-cpu.json").read_text()
-
-    def ensure(*args, **kwargs):
-        raise fault
-
-    monkeypatch.setattr(sweep, "ensure_environment", ensure)
-    assert _sweep_main(monkeypatch, measured, "0.10.2") == status
+    lab = LabWhoseInstallsFail(lambda line: None, remeasure=True, fault=fault)
+    assert _sweep_main(measured, "0.10.2", lab=lab) == status
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
     assert (measured / "jax-0.10.2-cpu.json").read_text() == before
@@ -191,7 +197,7 @@ def test_a_full_disk_while_writing_is_one_line(measured, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, "No space left on device", str(measured / "x.json"))
 
     monkeypatch.setattr(sweep, "write_json_if_changed", full)
-    assert _sweep_main(monkeypatch, measured, "0.10.2") == 2
+    assert _sweep_main(measured, "0.10.2") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [(f"python -m jaxbisect.sweep: error: jax 0.10.2: cannot write (No space "
                     f"left on device: {measured / 'x.json'}); 0 releases done are kept in "
