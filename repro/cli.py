@@ -20,7 +20,7 @@ from .options import OneLineParser, add_size_options, n_outer_list, positive_int
 from .process import DUMP_FOLDERS, PLATFORMS
 from .verdict import EXIT_STATUS, ITEMSIZES, size_problem
 
-EXIT_HELP = """exit status (the case harness's, docs/cases.md):
+EXIT_HELP = """exit status: (the case harness's, docs/cases.md)
   0    measured: the table (or --json's document) was printed
   125  v0's shape cannot be measured here ("unavailable": the document, still printed
        with --json, says why), or JAX fails to start; with --check every failure gives
