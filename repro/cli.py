@@ -85,8 +85,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.n_outer = sorted({n for group in args.n_outer for n in group}) if args.n_outer \
         else [1, 2, 5, 10, 15]
-    if not args.n_outer:
-        p.error("--n-outer needs at least one value")
+    if len(args.n_outer) < 2:
+        p.error("--n-outer: v0's shape needs two or more values; one figure is "
+                "python -m repro --case repro/cases/scan_growth.py --param n_outer=N --over none")
     args.variants = sorted(set(args.variants))
     too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
     if too_big:

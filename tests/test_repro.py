@@ -158,6 +158,7 @@ def test_runtime_mode_refuses_what_cannot_fit(jax_python):
     (["--n-inner", "ten"], "not an integer"),
     (["--mode", "fast"], "invalid choice"),
     (["--n-res", "10000000"], "use --n-res 115410 or less"),  # issue 17, item 7
+    (["--n-outer", "3"], "two or more values"),
 ])
 def test_bad_arguments_one_line_exit_2(args, needle):
     # Rejected before JAX is imported, so any Python will do.
