@@ -74,7 +74,7 @@ class Measurement:
         return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
 
 
-def report_document(doc: dict, fallback: bool = False) -> dict:
+def report_document(doc: dict, fallback: bool = False, v2_up_to: int | None = None) -> dict:
     """The scan case's document (``python -m repro --json``: one series of v0, its COMPARE
     programs beside) in the shape the built-in report reads: a ``cases`` entry per variant
     and n_outer, and v0's ``verdict``. A release whose compiled statistics are empty is
@@ -87,13 +87,16 @@ def report_document(doc: dict, fallback: bool = False) -> dict:
     programs = {f"v{sizes['variant']}": m, **({} if fallback else doc.get("compare", {}))}
     values = m["fallback"]["values"] if fallback else m["over"]["values"]
     mode = "runtime" if fallback or m["name"] == "peak_memory" else "compiled"
+    left_out = (f"v2 left out at n_outer > {v2_up_to}: it unrolls n_inner x n_outer ops, "
+                f"minutes to compile a case{' for a GPU target' if doc.get('target') else ''}; "
+                f"--v2-up-to N measures more")
     cases = []
     for label, got in programs.items():
         by = {p["at"]: p for p in got.get("points", [])}
         for n in values:
             case = {"variant": label, "n_outer": n, "mode": mode, "status": "left out",
-                    "total_bytes": 0, "error": f"{label} is measured at n_outer "
-                    f"{', '.join(str(v) for v in by)} only", "source": None}
+                    "error": left_out, "output_bytes": None, "temp_bytes": None,
+                    "total_bytes": None}
             if got.get("fallback") and not fallback:
                 case.update(status="unavailable", error=got["fallback"]["reason"])
             elif n in by:
@@ -110,7 +113,7 @@ def report_document(doc: dict, fallback: bool = False) -> dict:
     verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "points",
                                          "reason")}
     params = {"n_outer": values, **{k: sizes[k] for k in ("n_inner", "n_res", "dtype")},
-              "variants": sorted(int(label[1:]) for label in programs), "v2_up_to": None}
+              "variants": sorted(int(label[1:]) for label in programs), "v2_up_to": v2_up_to}
     return {**{k: v for k, v in doc.items() if k not in ("metric", "compare", "case")},
             "mode": mode, "params": params, "sizes_from": "auto", "cases": cases,
             "verdict": {**verdict, "mode": mode}}

@@ -246,7 +246,10 @@ def scan_questions(options: HarnessOptions) -> tuple[Question, dict[str, Questio
     for variant in others:
         n_outer = tuple(n for n in options.n_outer
                         if variant != 2 or up_to is None or n <= up_to)
-        if n_outer:
+        if len(n_outer) == 1:  # one figure, no shape: the harness measures it on its own
+            beside[f"v{variant}"] = replace(question, over=(), params={
+                **question.params, "variant": variant, "n_outer": n_outer[0]})
+        elif n_outer:
             beside[f"v{variant}"] = with_params(question, {"variant": variant,
                                                            "n_outer": n_outer})
     return question, beside
@@ -279,9 +282,10 @@ def measure_scan(lab: Lab, release: Release, backend: str, options: HarnessOptio
 
     if main.document is None:
         return [made(options, None, main.error)]
-    doc = {**main.document, "compare": {label: r.document["metric"] for label, r in
-                                        zip(beside, runs[1:]) if r.document}}
-    found = [made(options, report_document(doc), None)]
+    doc = {**main.document, "compare": {label: as_series(r.document, q) for (label, q), r in
+                                        zip(beside.items(), runs[1:]) if r.document}}
+    up_to = options.v2_up_to if options.v2_up_to is not None else 1 if options.target else None
+    found = [made(options, report_document(doc, v2_up_to=up_to), None)]
     fallback = main.document["metric"].get("fallback")
     if fallback:
         real = replace(options, mode="runtime", variants=options.variants[:1],
@@ -289,6 +293,16 @@ def measure_scan(lab: Lab, release: Release, backend: str, options: HarnessOptio
                        n_outer=tuple(fallback["values"]))
         found.append(made(real, report_document(doc, fallback=True), None))
     return found
+
+
+def as_series(document: dict, question: Question) -> dict:
+    """A run's metric as a series over n_outer; a one-figure run as its one point."""
+    metric = document["metric"]
+    if "over" in metric:
+        return metric
+    n = question.params["n_outer"]
+    return {**metric, "over": {"name": "n_outer", "values": [n]},
+            "points": [{"at": n, **metric}]}
 
 
 def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: Path, *,
