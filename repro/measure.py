@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .target import CompileOnly
 
-MB = 1024**2
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
