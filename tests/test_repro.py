@@ -235,3 +235,54 @@ def test_help_says_why_an_unmeasurable_answer_exits_125():
     statuses = done.stdout.split("exit status:", 1)[1]
     assert "unavailable" in statuses and "125" in statuses and "--check" in statuses
     assert "130" in statuses
+
+
+# -- python -m repro is the scan case's harness: its options are spellings -------------------
+
+SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_outer=st.sets(st.integers(1, 30), min_size=2, max_size=6),
+       variants=st.sets(st.sampled_from([0, 1, 2]), min_size=1),
+       n_res=st.integers(1, 300), n_inner=st.integers(1, 200),
+       dtype=st.sampled_from(["float32", "float64", "bfloat16"]),
+       runtime=st.booleans(), up_to=st.one_of(st.none(), st.integers(1, 30)))
+def test_the_size_options_spell_the_case_harness(n_outer, variants, n_res, n_inner, dtype,
+                                                 runtime, up_to):
+    """Whatever the built-in options, the case harness reads the same question from their
+    translation: n_outer the series, the sizes the parameters, the first variant the
+    program and the others beside it (v2 only to --v2-up-to)."""
+    from repro import case_cli
+
+    argv = ["--n-outer", *map(str, n_outer), "--n-res", str(n_res), "--n-inner", str(n_inner),
+            "--dtype", dtype, "--variants", *(f"v{v}" for v in variants),
+            "--mode", "runtime" if runtime else "compiled",
+            *(["--v2-up-to", str(up_to)] if up_to else [])]
+    scan, compare = cli.case_argv(cli.parse_args(argv))
+    args = case_cli.parse_args(scan, compare)
+    first, *others = sorted(variants)
+    assert args.over == ("n_outer", tuple(sorted(n_outer)))
+    assert args.params == {"n_inner": n_inner, "n_res": n_res, "dtype": dtype,
+                           "variant": first}
+    assert args.metric == ("peak_memory" if runtime else "memory")
+    assert list(args.compare) == [f"v{v}" for v in others]
+    for v in others:
+        limited = v == 2 and up_to is not None
+        assert args.compare[f"v{v}"] == {"variant": v, **(
+            {"n_outer": tuple(n for n in sorted(n_outer) if n <= up_to)} if limited else {})}
+
+
+def test_the_compare_programs_need_a_series(capsys):
+    from repro import case_cli
+
+    with pytest.raises(SystemExit) as exit_:
+        case_cli.parse_args(["--case", SCAN, "--compare", "--over", "none"])
+    assert exit_.value.code == 2 and "--compare" in capsys.readouterr().err
+    args = case_cli.parse_args(["--case", SCAN, "--compare"])
+    assert args.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
+    assert case_cli.parse_args(["--case", SCAN]).compare == {}
+    beside = case_cli.series_beside(args, args.compare["v2"])
+    assert beside == ({"variant": 2}, ("n_outer", (1, 2)))
+    with pytest.raises(SystemExit):
+        case_cli.parse_args(["--case", SCAN, "--metric", "compile_time", "--sizes-from", "dump"])
