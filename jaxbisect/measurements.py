@@ -159,7 +159,10 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                 installed = dict(env.installed)
                 say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                     f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-                document = report_document(run_harness(env, options, timeout, executor))
+                up_to = options.v2_up_to if options.v2_up_to is not None \
+                    else 1 if options.target else None  # as the harness takes it
+                document = report_document(run_harness(env, options, timeout, executor),
+                                           v2_up_to=up_to)
                 error = None
                 keep = True
             except InstallFailed as exc:  # may be transient (network, disk): never stored
