@@ -44,12 +44,12 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from tabulate import tabulate
 
+from .cases import Run
 from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
 from .files import write_atomic
 from .machine import default_jobs, machine_description
-from .measurements import Measurement
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent
@@ -189,16 +189,17 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
 
 
 def _harness_seconds(cache: Path, since: float) -> float:
-    """Harness seconds of every measurement stored in ``cache`` since ``since`` (the
-    reports' copies keep their old timings when only timings changed: not those)."""
+    """Harness seconds of every run stored in ``cache`` since ``since`` (the scan case's
+    runs, as the lab stores them; the reports' copies keep their old timings when only
+    timings changed: not those)."""
     total = 0.0
     for path in (cache / "results").rglob("*.json"):
         if path.stat().st_mtime < since:
             continue
         try:
-            total += Measurement.from_json(json.loads(path.read_text(encoding="utf-8"))).seconds
+            total += Run.from_json(json.loads(path.read_text(encoding="utf-8"))).seconds
         except (ValueError, KeyError, TypeError):
-            continue  # a command's or an explanation's record, not a measurement
+            continue  # a command's or an explanation's record, not a run
     return total
 
 

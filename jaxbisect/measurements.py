@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from repro.verdict import ITEMSIZES, stacked_buffer_bytes
+
 from .catalogue import Release, backend_words
 from .environments import ensure_environment
 from .errors import InstallFailed
@@ -72,6 +74,51 @@ class Measurement:
         return cls(**{**d, "options": HarnessOptions(**o), "cached": True})
 
 
+def report_document(doc: dict, fallback: bool = False, v2_up_to: int | None = None) -> dict:
+    """The scan case's document (``python -m repro --json``: one series of v0, its COMPARE
+    programs beside) in the shape the built-in report reads: a ``cases`` entry per variant
+    and n_outer, and v0's ``verdict``. A release whose compiled statistics are empty is
+    "unavailable" there; ``fallback``: instead, the real run's peaks the harness measured
+    for it (v0's, a runtime-mode document)."""
+    if "cases" in doc:
+        return doc
+    m = doc["metric"]
+    sizes = m["params"] if fallback else doc["case"]["params"]  # the fallback's own sizes
+    programs = {f"v{sizes['variant']}": m, **({} if fallback else doc.get("compare", {}))}
+    values = m["fallback"]["values"] if fallback else m["over"]["values"]
+    mode = "runtime" if fallback or m["name"] == "peak_memory" else "compiled"
+    left_out = (f"v2 left out at n_outer > {v2_up_to}: it unrolls n_inner x n_outer ops, "
+                f"minutes to compile a case{' for a GPU target' if doc.get('target') else ''}; "
+                f"--v2-up-to N measures more")
+    cases = []
+    for label, got in programs.items():
+        by = {p["at"]: p for p in got.get("points", [])}
+        for n in values:
+            case = {"variant": label, "n_outer": n, "mode": mode, "status": "left out",
+                    "error": left_out, "output_bytes": None, "temp_bytes": None,
+                    "total_bytes": None}
+            if got.get("fallback") and not fallback:
+                case.update(status="unavailable", error=got["fallback"]["reason"])
+            elif n in by:
+                p = by[n]
+                case.update(status=p["status"], error=p["error"], source=p.get("source"),
+                            total_bytes=p["value"] or 0, **p.get("fields", {}))
+            cases.append(case)
+    shape = dict(m.get("shape") or {})
+    if (m.get("fallback") and not fallback) or not shape:
+        shape = {"status": "unavailable", "growth_per_outer": None, "points": len(values),
+                 "unit_bytes": stacked_buffer_bytes(sizes["n_inner"], sizes["n_res"],
+                                                    ITEMSIZES[sizes["dtype"]]),
+                 "reason": (m.get("fallback") or {}).get("reason") or m["error"]}
+    verdict = {k: shape.get(k) for k in ("status", "growth_per_outer", "unit_bytes", "points",
+                                         "reason")}
+    params = {"n_outer": values, **{k: sizes[k] for k in ("n_inner", "n_res", "dtype")},
+              "variants": sorted(int(label[1:]) for label in programs), "v2_up_to": v2_up_to}
+    return {**{k: v for k, v in doc.items() if k not in ("metric", "compare", "case")},
+            "mode": mode, "params": params, "sizes_from": "auto", "cases": cases,
+            "verdict": {**verdict, "mode": mode}}
+
+
 def measurement_key(release: Release, backend: str, options: HarnessOptions) -> Key:
     return Key(str(release.version), backend, "probe", options.key_fields(), harness_id())
 
@@ -112,7 +159,11 @@ def measure_release(release: Release, backend: str, options: HarnessOptions, *,
                 installed = dict(env.installed)
                 say(f"jax {release.version} ({where}): measuring, {options.mode} mode, "
                     f"n_res {options.n_res}, n_outer {', '.join(map(str, options.n_outer))} …")
-                document, error = run_harness(env, options, timeout, executor), None
+                up_to = options.v2_up_to if options.v2_up_to is not None \
+                    else 1 if options.target else None  # as the harness takes it
+                document = report_document(run_harness(env, options, timeout, executor),
+                                           v2_up_to=up_to)
+                error = None
                 keep = True
             except InstallFailed as exc:  # may be transient (network, disk): never stored
                 document, error, keep = None, str(exc), False

@@ -1,9 +1,9 @@
 """``python -m jaxbisect.sweep``: run the repro harness in JAX releases and write ``reports/``.
 
-One release, a list, or a range. Each release gets its own environment (made by
-``environments.ensure_environment`` and shared with the bisect driver) and is measured by
-``measurements.measure_release``, which stores what it finds, so a rerun measures nothing twice. Each
-result is written whole to ``REPORTS/jax-<release>-<backend>.json`` (the Measurement's JSON) as
+One release, a list, or a range. Each release is measured as the scan case
+(repro/cases/scan_growth.py) through the lab, as a case bisection measures a probe: the same
+environments, harness runs (v0's series over n_outer, v1's and v2's beside it) and store, so a
+rerun, or a bisection after it, measures nothing twice. Each result is written whole to ``REPORTS/jax-<release>-<backend>.json`` (the Measurement's JSON) as
 soon as it lands, and ``REPORTS/README.md`` is rebuilt from every JSON in that folder.
 
 A release that cannot be installed, a harness that fails, Ctrl-C: each gets one line, and a
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from repro.cli import SCAN_CASE
 from repro.options import (
     FLAG_VALUED,
     OneLineParser,
@@ -36,6 +37,7 @@ from repro.options import (
     variant_number,
 )
 
+from .cases import Question, question_from, with_params
 from .catalogue import (
     DEVICELESS,
     Catalogue,
@@ -45,7 +47,7 @@ from .catalogue import (
     needs_a_gpu,
     needs_another_python,
 )
-from .environments import ensure_environment, resolve_backend
+from .environments import resolve_backend
 from .errors import InstallFailed, UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .files import (
@@ -63,8 +65,9 @@ from .harness import (
     target_label,
     target_option,
 )
+from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
-from .measurements import Measurement, measure_release, stored_measurement
+from .measurements import Measurement, report_document
 from .tables import results_table
 
 DEFAULT_REPORTS = Path("reports") / "repro"
@@ -228,20 +231,84 @@ def result_file(reports: Path, release: str, backend: str, mode: str = "compiled
     return reports / f"jax-{release}-{where}{suffix}.json"
 
 
+def scan_questions(options: HarnessOptions) -> tuple[Question, dict[str, Question]]:
+    """The built-in report's question as the scan case's (repro/cases/scan_growth.py): the
+    first variant's memory (compiled) or real peak (runtime) over n_outer, and each other
+    variant's series beside it (v2 only to ``v2_up_to``; 1 for a target, as the harness)."""
+    first, *others = options.variants
+    question = question_from(
+        "memory" if options.mode == "compiled" else "peak_memory", str(SCAN_CASE),
+        [f"n_inner={options.n_inner}", f"n_res={options.n_res}", f"dtype={options.dtype}",
+         f"variant={first}"], (), target=options.target, xla_flags=options.xla_flags,
+        over=f"n_outer={','.join(map(str, options.n_outer))}")
+    up_to = options.v2_up_to if options.v2_up_to is not None else 1 if options.target else None
+    beside = {}
+    for variant in others:
+        n_outer = tuple(n for n in options.n_outer
+                        if variant != 2 or up_to is None or n <= up_to)
+        if len(n_outer) == 1:  # one figure, no shape: the harness measures it on its own
+            beside[f"v{variant}"] = replace(question, over=(), params={
+                **question.params, "variant": variant, "n_outer": n_outer[0]})
+        elif n_outer:
+            beside[f"v{variant}"] = with_params(question, {"variant": variant,
+                                                           "n_outer": n_outer})
+    return question, beside
+
+
+def stored_result(lab: Lab, release: Release, backend: str, options: HarnessOptions) -> bool:
+    """Every run of the scan question under ``release`` is in the lab's store."""
+    question, beside = scan_questions(options)
+    return not lab.remeasure and all(
+        lab.store.path(q.store_key(release, backend, "metric", run=1)).is_file()
+        for q in (question, *beside.values()))
+
+
+def measure_scan(lab: Lab, release: Release, backend: str, options: HarnessOptions,
+                 timeout: float) -> list[Measurement]:
+    """The release's Measurement for ``options``, from the scan case's runs in the lab (the
+    runs a case bisection makes, kept in the same store); where the compiled statistics are
+    empty, the real run's peaks the harness measured instead follow it, as their own."""
+    question, beside = scan_questions(options)
+    main = lab.run(release, backend, question, 1, timeout=timeout)
+    runs = [main] + ([lab.run(release, backend, q, 1, timeout=timeout)
+                      for q in beside.values()] if main.document else [])
+    version = str(release.version)
+
+    def made(options: HarnessOptions, document: dict | None, error: str | None) -> Measurement:
+        return Measurement(release=version, backend=backend, options=options,
+                           document=document, error=error,
+                           seconds=round(sum(r.seconds for r in runs), 2),
+                           cached=all(r.cached for r in runs), installed=main.installed)
+
+    if main.document is None:
+        return [made(options, None, main.error)]
+    doc = {**main.document, "compare": {label: as_series(r.document, q) for (label, q), r in
+                                        zip(beside.items(), runs[1:]) if r.document}}
+    up_to = options.v2_up_to if options.v2_up_to is not None else 1 if options.target else None
+    found = [made(options, report_document(doc, v2_up_to=up_to), None)]
+    fallback = main.document["metric"].get("fallback")
+    if fallback:
+        real = replace(options, mode="runtime", variants=options.variants[:1],
+                       n_res=fallback["params"]["n_res"],
+                       n_outer=tuple(fallback["values"]))
+        found.append(made(real, report_document(doc, fallback=True), None))
+    return found
+
+
+def as_series(document: dict, question: Question) -> dict:
+    """A run's metric as a series over n_outer; a one-figure run as its one point."""
+    metric = document["metric"]
+    if "over" in metric:
+        return metric
+    n = question.params["n_outer"]
+    return {**metric, "over": {"name": "n_outer", "values": [n]},
+            "points": [{"at": n, **metric}]}
+
+
 def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: Path, *,
-              remeasure: bool, timeout: float, say: Callable[[str], None],
-              executor: Executor = LOCAL) -> SweepResult:
+              timeout: float, say: Callable[[str], None], lab: Lab) -> SweepResult:
     release = planned.release
     name = f"jax {release.version} ({backend_words(backend, options.target)})"
-    # The names ensure_environment's and measure_release's lines start with, said once.
-    theirs = [f"jax {release.version} ({backend_words(backend, t)})"
-              for t in (options.target, "")]
-
-    def progress(message: str) -> None:
-        for other in theirs:
-            message = message.replace(f"{other}: ", "").replace(f" {other}", "")
-        say(f"{name}: {message}")
-
     if planned.skip:
         say(f"{name}: skipped, {planned.skip}")
         skipped = Measurement(release=str(release.version), backend=backend, options=options,
@@ -251,21 +318,17 @@ def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: 
         return SweepResult(str(release.version), skipped, None,
                            _write_result(reports, skipped, say))
     started = time.perf_counter()
-    stored = None if remeasure else stored_measurement(release, backend, options)
-    if stored is not None:
-        say(f"{name}: stored result from an earlier run (measured in {stored.seconds:.1f} s; "
-            f"--remeasure runs it again)")
-        measurement = stored
-    else:
-        try:
-            env = ensure_environment(release, backend, progress=progress)
-        except InstallFailed as exc:
-            progress(str(exc))
-            return SweepResult(str(release.version), None, str(exc), None)
-        if env.reused:
-            say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
-        measurement = measure_release(release, backend, options, progress=progress,
-                                      timeout=timeout, use_cache=False, executor=executor)
+    try:  # an install that fails may be transient (network, disk): no result of the release
+        env = lab.environment(release, backend)
+    except InstallFailed as exc:
+        say(f"{name}: {exc}")
+        return SweepResult(str(release.version), None, str(exc), None)
+    if env.reused:
+        say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
+    measurement, *real = measure_scan(lab, release, backend, options, timeout)
+    if measurement.cached:
+        say(f"{name}: stored result from an earlier run (measured in "
+            f"{measurement.seconds:.1f} s; --remeasure runs it again)")
     written = _write_result(reports, measurement, say)
     problem = None
     if measurement.document is None:
@@ -275,16 +338,15 @@ def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: 
         if backend == "cuda12" and ran_on != "gpu":
             say(f"{name}: warning: a CUDA environment, but JAX ran on {ran_on!r} "
                 f"(is the GPU usable? see the JSON's environment)")
-    if measurement.stats_empty:  # as the bisect driver does: a real run answers instead
-        fallback = options.runtime_fallback()
-        say(f"{name}: compiled statistics are empty; adding a real run at "
-            f"n_res {fallback.n_res} too")
-        real = measure_release(release, backend, fallback, progress=progress, timeout=timeout,
-                               use_cache=not remeasure, executor=executor)
-        _write_result(reports, real, say)
-    if stored is None:
-        say(f"{name}: done in {time.perf_counter() - started:.1f} s "
-            f"(harness {measurement.seconds:.1f} s)")
+    for more in real:  # as the bisect driver does: a real run answers instead
+        say(f"{name}: compiled statistics are empty; a real run at n_res "
+            f"{more.options.n_res} answers too")
+        _write_result(reports, more, say)
+    say(f"{name}: {measurement.verdict}"
+        + (f" ({measurement.reason})" if measurement.reason else "")
+        + ("" if measurement.cached else
+           f"; done in {time.perf_counter() - started:.1f} s (harness "
+           f"{measurement.seconds:.1f} s)"))
     return SweepResult(str(release.version), measurement, problem, written)
 
 
@@ -426,11 +488,10 @@ def _releases(n: int) -> str:
 
 
 def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
-              remeasure: bool) -> str:
+              lab: Lab) -> str:
     """What this run will do: how many releases it measures, and how many it need not."""
     skipped = [p for p in planned if p.skip]
-    stored = [p for p in planned if not p.skip and not remeasure
-              and stored_measurement(p.release, backend, options) is not None]
+    stored = [p for p in planned if not p.skip and stored_result(lab, p.release, backend, options)]
     to_measure = len(planned) - len(skipped) - len(stored)
     on = backend_words(backend, options.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
@@ -446,7 +507,7 @@ def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
     return ", ".join(parts)
 
 
-def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, say: Callable[[str], None], lab: Lab | None = None) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
@@ -459,10 +520,13 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         return sweep_case(args, say, select)
     executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
     with executor.interruptible():  # Ctrl-C cancels every job first
-        return _run(args, say, executor)
+        return _run(args, say, executor, lab)
 
 
-def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executor) -> int:
+def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executor,
+         lab: Lab | None = None) -> int:
+    """``lab``: where releases are measured (default: real ones, each job's progress lines
+    marked with its place in the run)."""
     args.options = replace(args.options, target=target_option(args.target))
     backend = resolve_backend(args.backend, args.options.target,
                               gpu_elsewhere=executor is not LOCAL)
@@ -471,12 +535,13 @@ def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executo
     work = [(planned, backend, args.options) for planned in select(catalogue, args, backend)]
     command = args.command or shlex.join([*PROG.split(), *args.argv])
     reports: Path = args.reports
-    say(plan_line([p for p, _, _ in work], backend, args.options, args.remeasure)
+    planning = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
+    say(plan_line([p for p, _, _ in work], backend, args.options, planning)
         + f"; results in {reports}/")
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(args.options, target=target_option(args.also_target))
         also_planned = select(catalogue, args, DEVICELESS)
-        say(plan_line(also_planned, DEVICELESS, also, args.remeasure))
+        say(plan_line(also_planned, DEVICELESS, also, planning))
         work += [(planned, DEVICELESS, also) for planned in also_planned]
     releases = [planned.release for planned, _, _ in work]
     jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
@@ -489,9 +554,9 @@ def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executo
             running.add(i)
         step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
         _, on, options = work[i]
-        result = sweep_one(planned, on, options, reports, remeasure=args.remeasure,
+        result = sweep_one(planned, on, options, reports,
                            timeout=args.timeout or DEFAULT_TIMEOUT, say=step,
-                           executor=executor)
+                           lab=lab or RealLab(step, remeasure=args.remeasure, executor=executor))
         with lock:  # one summary at a time, rebuilt from every result written so far
             done[i] = result
             running.discard(i)
@@ -555,7 +620,7 @@ def _expected_seconds(reports: Path, planned: Planned, backend: str,
     return previous.seconds
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, lab: Lab | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     args.argv = argv
@@ -565,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
             print(message + "\n", end="", file=sys.stderr, flush=True)
 
     try:
-        return run(args, say)
+        return run(args, say, lab)
     except UserError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_status

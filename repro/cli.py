@@ -1,13 +1,14 @@
 """``python -m repro``: measure the report's three variants and say whether v0 grows.
 
-Needs only jax and the standard library (tabulate is used when present), so it
-runs unchanged in any JAX environment from 0.4.20 on, without the driver.
+The report's program is the shipped case repro/cases/scan_growth.py: these options are
+spellings of the case harness's (repro/case_cli.py) --over, --param and --metric. Needs only
+jax and the standard library (tabulate is used when present), so it runs unchanged in any
+JAX environment from 0.4.20 on, without the driver.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -15,27 +16,17 @@ import sys
 from pathlib import Path
 
 from . import target as targets
-from .core import Refused, device_line, measure
-from .measure import MB
-from .options import (
-    OneLineParser,
-    add_size_options,
-    n_outer_list,
-    positive_int,
-    target_argument,
-    variant_number,
-)
-from .process import PLATFORMS, configure_measure, dump_folder, stdout_to_stderr
-from .verdict import EXIT_STATUS, size_problem
+from .options import OneLineParser, add_size_options, n_outer_list, positive_int, variant_number
+from .process import DUMP_FOLDERS, PLATFORMS
+from .verdict import EXIT_STATUS, ITEMSIZES, size_problem
 
-EXIT_HELP = """exit status:
-  0    the table (or --json's document) was printed: it says "unavailable" where the
-       release cannot measure, since that answer is a result too (a script reads the
-       verdict from the document); only --check turns the verdict into a status
+EXIT_HELP = """exit status: (the case harness's, docs/cases.md)
+  0    measured: the table (or --json's document) was printed
+  125  v0's shape cannot be measured here ("unavailable": the document, still printed
+       with --json, says why), or JAX fails to start; with --check every failure gives
+       125 (git bisect run's "skip"), so that a release is never blamed for it
   0/1  with --check: v0 constant / v0 grows
-  125  with --check: v0 cannot be measured here (git bisect run's "skip"); with
-       --check every failure gives 125, so that a release is never blamed for it
-  2    bad input, or JAX cannot start here (one line on stderr)
+  2    bad input, or no JAX in this Python (one line on stderr)
   130  interrupted (Ctrl-C)"""
 
 
@@ -94,8 +85,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.n_outer = sorted({n for group in args.n_outer for n in group}) if args.n_outer \
         else [1, 2, 5, 10, 15]
-    if not args.n_outer:
-        p.error("--n-outer needs at least one value")
+    if len(args.n_outer) < 2:
+        p.error("--n-outer: v0's shape needs two or more values; one figure is "
+                "python -m repro --case repro/cases/scan_growth.py --param n_outer=N --over none")
     args.variants = sorted(set(args.variants))
     too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
     if too_big:
@@ -103,7 +95,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.target is not None:
         if args.mode != "compiled":
             p.error("--target compiles without the GPU: it has no --mode runtime")
-        args.target = target_argument(p, args.target, args.backend)
     elif args.sizes_from == "dump" and args.mode != "compiled":
         p.error("--sizes-from dump reads the compiled plan: compiled mode only")
     if args.v2_up_to is None and args.target is not None:
@@ -122,75 +113,75 @@ def toolkit_cache() -> str:
     return os.path.join(base, "jax-scan-repro")
 
 
-def format_table(document: dict) -> str:
-    n_outers = document["params"]["n_outer"]
-    rows = []
-    for variant in document["params"]["variants"]:
-        row = [f"v{variant}"]
-        for n in n_outers:
-            case = next((c for c in document["cases"]
-                         if c["variant"] == f"v{variant}" and c["n_outer"] == n), None)
-            ok = case is not None and case["status"] == "ok"
-            left_out = case is not None and case["status"] == "left out"
-            row.append(f"{case['total_bytes'] / MB:.2f}" if ok else "–" if left_out else "n/a")
-        rows.append(row)
-    headers = ["variant"] + [f"n_outer={n} (MB)" for n in n_outers]
-    try:
-        from tabulate import tabulate
-    except ImportError:
-        widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-        return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths))
-                         for line in [headers, *rows])
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-
-
-def format_summary(document: dict) -> str:
-    v = document["verdict"]
-    sources = {c.get("source") for c in document["cases"] if c["status"] == "ok"}
-    what = ("output + temp of XLA's buffer-assignment dump"
-            + (" (memory_analysis() gives none here)" if document.get("sizes_from") != "dump"
-               else "") if sources == {"XLA buffer-assignment dump"}
-            else "output + temp of memory_analysis()" if document["mode"] == "compiled"
-            else "real peak above baseline")
-    p = document["params"]
-    lines = [f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
-             f"n_inner {p['n_inner']}, n_res {p['n_res']}, {p['dtype']}; {what}", "",
-             format_table(document), ""]
-    left_out = [c for c in document["cases"] if c["status"] == "left out"]
-    if left_out:
-        lines += [f"–: {left_out[0]['error']}", ""]
-    if v["status"] == "unavailable":
-        lines.append(f"verdict: unavailable ({v['reason']})")
-    else:
-        lines.append(f"verdict: v0 {v['status']}: {v['growth_per_outer']:+.2f} stacked buffers "
-                     f"({v['unit_bytes'] / MB:.2f} MB each) per extra outer iteration")
-    return "\n".join(lines)
-
-
 INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
-        from .case_cli import main as case_main
+SCAN_CASE = Path(__file__).resolve().parent / "cases" / "scan_growth.py"
 
-        signal.signal(signal.SIGINT, _on_interrupt)
+
+def case_argv(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The scan case's harness command line for these options, and the programs measured
+    beside the first variant (the others, labelled v1, v2): ``--n-outer`` is ``--over``,
+    the sizes are ``--param``s, ``--mode runtime`` is ``--metric peak_memory``."""
+    first, *others = args.variants
+    argv = ["--case", str(SCAN_CASE), "--over", f"n_outer={','.join(map(str, args.n_outer))}",
+            *(f"--param={name}={getattr(args, name)}" for name in ("n_inner", "n_res", "dtype")),
+            f"--param=variant={first}", "--backend", args.backend,
+            f"--xla-flags={args.xla_flags}", "--sizes-from", args.sizes_from]
+    if args.mode == "runtime":  # a real run's peak, one fresh process a value
+        argv += ["--metric", "peak_memory", "--samples", "1"]
+    else:
+        argv += ["--metric", "memory"]
+    if args.target is not None:
+        argv += ["--target", args.target]
+    argv += ["--json"] if args.json else ["--check", "constant", "grows"] if args.check else []
+    argv += ["-q"] if args.quiet else []
+    compare = {}
+    for variant in others:
+        beside: dict = {"variant": variant}
+        if variant == 2 and args.v2_up_to is not None:
+            beside["n_outer"] = tuple(n for n in args.n_outer if n <= args.v2_up_to)
+        compare[f"v{variant}"] = beside
+    return argv, compare
+
+
+def runtime_refusal(args: argparse.Namespace) -> str | None:
+    """Runtime mode that cannot fit in this machine's free memory: every stacked buffer of
+    v0 alive at once, plus the arrays (the worst case)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            available = next(int(line.split()[1]) * 1024 for line in handle
+                             if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return None
+    array = args.n_res**3 * ITEMSIZES[args.dtype]
+    need = ((max(args.n_outer) + 1) * args.n_inner + 4) * array if 0 in args.variants \
+        else 4 * array
+    if need <= RUNTIME_HEADROOM * available:
+        return None
+    return (f"runtime mode could need {need / 1024**3:.1f} GiB but only "
+            f"{available / 1024**3:.1f} GiB is available; use a smaller --n-res "
+            f"(e.g. --n-res 32) or fewer --n-outer values")
+
+
+RUNTIME_HEADROOM = 0.8  # refuse runtime runs expected to need more than this share
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .case_cli import main as case_main
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    signal.signal(signal.SIGINT, _on_interrupt)
+    if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
         return case_main(argv)
     args = parse_args(argv)
     if args.write_target_spec is not None:
         return write_target_spec(args.write_target_spec)
-    with dump_folder("repro-xla-dump-", args.target is not None or args.sizes_from == "dump"
-                     ) as dump_dir:
-        args.xla_flags_asked = configure_measure(
-            args.backend, args.xla_flags, target=args.target is not None, dump_dir=dump_dir,
-            dtype=args.dtype, runtime=args.mode == "runtime")
-        _cleanup[:] = [dump_dir] if dump_dir is not None else []
-        signal.signal(signal.SIGINT, _on_interrupt)
-        return _run(args, dump_dir)
-
-
-_cleanup: list[Path] = []  # what an interruption removes on its way out
+    if args.mode == "runtime" and runtime_refusal(args):
+        print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
+        return EXIT_STATUS["unavailable"] if args.check else 2
+    scan, compare = case_argv(args)
+    return case_main(scan, compare=compare, label=f"v{args.variants[0]}")
 
 
 def _on_interrupt(signum, frame):
@@ -198,7 +189,7 @@ def _on_interrupt(signum, frame):
     raised during an import it breaks numpy half-loaded (which prints its own traceback), and
     raised in jax's gc callback it is ignored and the run goes on. Whatever it interrupts is
     the interruption, never the environment's or the release's fault."""
-    for folder in _cleanup:
+    for folder in list(DUMP_FOLDERS):
         shutil.rmtree(folder, ignore_errors=True)
     os.write(2, b"python -m repro: interrupted\n")
     os._exit(INTERRUPTED)
@@ -222,39 +213,4 @@ def write_target_spec(path: Path) -> int:
         return 2
     print(f"wrote {path}: use it with --target {path} (a jaxlib older than this one may need "
           f"it trimmed: see repro/targets/README.md)", file=sys.stderr)
-    return 0
-
-
-def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
-
-    def log(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
-
-    # One line, never a traceback; under --check every failure is git bisect's "skip" (125),
-    # so a commit that cannot be measured is never blamed for the change.
-    failed = EXIT_STATUS["unavailable"] if args.check else 2
-    try:
-        with stdout_to_stderr():
-            document = measure(args, log, dump_dir)
-    except ImportError as exc:
-        print(no_jax_line(exc), file=sys.stderr)
-        return failed
-    except Refused as exc:
-        print(f"python -m repro: error: {exc}", file=sys.stderr)
-        return failed
-    except Exception as exc:  # JAX failing to start: no such backend, a broken install …
-        line = (str(exc).strip().splitlines() or [""])[0][:300]
-        where = (f" (JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}: is that backend installed "
-                 f"and its device visible?)" if PLATFORMS[args.backend] else "")
-        print(f"python -m repro: error: {type(exc).__name__}: {line}{where}", file=sys.stderr)
-        return failed
-    if args.json:
-        print(json.dumps(document, indent=2))
-    elif not args.check:
-        print(format_summary(document))
-    status = document["verdict"]["status"]
-    if args.check:
-        log(f"verdict: {status}")
-        return EXIT_STATUS[status]
     return 0

@@ -1,8 +1,7 @@
-"""Measure one case (variant, n_outer): compiled plan or real runtime peak.
+"""Reading what a program needs: its compiled plan's sizes (the one reader of
+``memory_analysis()`` and of XLA's buffer-assignment dump) and a real run's peak.
 
-Every function here answers with a plain dict (the JSON case object) and never
-raises for what a release does not support: the case is then "unavailable"
-with the reason.
+repro/metrics.py measures a case's metrics with these.
 """
 
 from __future__ import annotations
@@ -12,35 +11,11 @@ import os
 import re
 import subprocess
 import sys
-import time
-import traceback
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .target import CompileOnly
 
-MB = 1024**2
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-
-
-@dataclass(frozen=True)
-class Params:
-    n_outer: tuple[int, ...] = (1, 2, 5, 10, 15)
-    n_inner: int = 100
-    n_res: int = 200
-    dtype: str = "float32"
-    variants: tuple[int, ...] = (0, 1, 2)
-
-    def as_json(self) -> dict:
-        d = asdict(self)
-        d["n_outer"] = list(self.n_outer)
-        d["variants"] = list(self.variants)
-        return d
-
-
-def _case(variant: int, n_outer: int, mode: str) -> dict:
-    return {"variant": f"v{variant}", "n_outer": n_outer, "mode": mode, "status": "ok",
-            "error": None, "output_bytes": None, "temp_bytes": None, "total_bytes": None}
 
 
 def error_line(exc: BaseException) -> str:
@@ -173,47 +148,6 @@ class Unmeasured(Exception):
     """The compile worked but the release gives no sizes for it."""
 
 
-def compiled_case(variant: int, n_outer: int, params: Params, compiler: Compiler | None = None
-                  ) -> dict:
-    """Lower on a shape/dtype struct (nothing allocated), compile, read the plan's sizes."""
-    case = _case(variant, n_outer, "compiled")
-    try:
-        import jax.numpy as jnp
-
-        from .variants import outer_loop
-
-        compiler = compiler or Compiler()
-        started = time.perf_counter()
-        arg = compiler.struct((params.n_res,) * 3, jnp.dtype(params.dtype))
-        compiled, assignment = compiler.compile(outer_loop, arg, n_outer, params.n_inner,
-                                                variant)
-        case["compile_seconds"] = round(time.perf_counter() - started, 3)
-        fields, case["source"] = compiler.sizes(compiled, assignment)
-        case.update(fields)
-        if case["output_bytes"] is None or case["temp_bytes"] is None:
-            case.update(status="unavailable", error="memory_analysis() has no output/temp sizes")
-            return case
-        case["total_bytes"] = case["output_bytes"] + case["temp_bytes"]
-        if case["total_bytes"] == 0:
-            case.update(status="unavailable",
-                        error="memory_analysis() reports 0 bytes (not measured by this release)")
-    except Unmeasured as exc:
-        case.update(status="unavailable", error=str(exc))
-    except NotImplementedError as exc:
-        case.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
-    except Exception as exc:
-        case.update(status="error",
-                    error=compiler.error_line(exc) if compiler else error_line(exc))
-    return case
-
-
-def left_out_case(variant: int, n_outer: int, why: str) -> dict:
-    """A case deliberately not measured (too slow here); never read as a measurement."""
-    case = _case(variant, n_outer, "compiled")
-    case.update(status="left out", error=why)
-    return case
-
-
 # -- runtime mode -------------------------------------------------------------------------
 
 
@@ -267,28 +201,6 @@ def peak_of_run(run) -> dict:
             "baseline_bytes": baseline * 1024, "peak_bytes": peak * 1024}
 
 
-def runtime_child(variant: int, n_outer: int, params: Params) -> dict:
-    """Run one case for real in this (fresh) process and measure its peak above baseline."""
-    case = _case(variant, n_outer, "runtime")
-    try:
-        import jax
-        import jax.numpy as jnp
-
-        from .variants import outer_loop
-
-        n = params.n_res
-        x = jnp.arange(n**3, dtype=jnp.dtype(params.dtype)).reshape(n, n, n)
-        compiled = outer_loop.lower(x, n_outer, params.n_inner, variant).compile()
-        jax.block_until_ready(x)
-        case.update(peak_of_run(lambda: compiled(x)))
-        # 0 is a real answer here (nothing beyond what was already resident); the verdict
-        # still refuses to read zeros as "constant".
-        case["total_bytes"] = max(0, case["peak_bytes"] - case["baseline_bytes"])
-    except Exception as exc:
-        case.update(status="error", error=error_line(exc))
-    return case
-
-
 def run_child(module: str, request: str, timeout: float) -> tuple[dict | None, str | None]:
     """``python -m MODULE REQUEST`` in a fresh process (this package first on its path): the
     JSON object it printed last, or one line saying why there is none."""
@@ -306,31 +218,3 @@ def run_child(module: str, request: str, timeout: float) -> tuple[dict | None, s
             tail = f"killed by signal {-done.returncode} (out of memory?)"
         return None, tail[:500]
     return json.loads(lines[-1]), None
-
-
-def runtime_case(variant: int, n_outer: int, params: Params, timeout: float = 900) -> dict:
-    """Run one case in a fresh subprocess, so that peaks of other cases do not mix in."""
-    request = json.dumps({"variant": variant, "n_outer": n_outer, "params": params.as_json()})
-    answer, error = run_child("repro.measure", request, timeout)
-    if answer is None:
-        case = _case(variant, n_outer, "runtime")
-        case.update(status="error", error=error)
-        return case
-    return answer
-
-
-def _child_main(request: str) -> None:
-    spec = json.loads(request)
-    p = spec["params"]
-    params = Params(n_outer=tuple(p["n_outer"]), n_inner=p["n_inner"], n_res=p["n_res"],
-                    dtype=p["dtype"], variants=tuple(p["variants"]))
-    try:
-        case = runtime_child(spec["variant"], spec["n_outer"], params)
-    except BaseException:  # keep the parent's JSON contract even on a surprise
-        traceback.print_exc()
-        raise
-    print(json.dumps(case), flush=True)
-
-
-if __name__ == "__main__":
-    _child_main(sys.argv[1])

@@ -251,6 +251,8 @@ def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
         raise
     except Exception as exc:
         text = error_text(exc)
+        if compiler.target is not None:  # one the target spec's values cause, in its words
+            text = compiler.target.explain_error(text) or text
         if metric == "error":
             return _summarize(_result("error", samples=[text], raised=True))
         return _result(metric, status="error", error=text)
@@ -274,10 +276,18 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
     rest, values = series_at(over, params)
     here = rest.get(name, case.defaults[name])
     at = here if here in values else values[-1]  # where the modules are written, if asked
-    points = [{"at": v, **measure(case, {**rest, name: v}, metric, compiler, sampling,
-                                  hlo_out=hlo_out if v == at else None)} for v in values]
+    points, empty = [], []
+    for v in values:
+        if empty:  # the release measures nothing here: no compile (v2's: minutes) says more
+            points.append({"at": v, **empty[0], "error": f"{empty[0]['error']}; not compiled "
+                           f"again ({name} {points[0]['at']} says so)"})
+            continue
+        points.append({"at": v, **measure(case, {**rest, name: v}, metric, compiler, sampling,
+                                          hlo_out=hlo_out if v == at else None)})
+        if points[-1]["status"] == "unavailable" and "0 bytes" in (points[-1]["error"] or ""):
+            empty.append({k: x for k, x in points[-1].items() if k != "at"})
     fallback = None
-    empty = [p for p in points if p["status"] == "unavailable" and "0 bytes" in (p["error"] or "")]
+    asked = values  # the columns of a table, whatever a fallback measures
     if metric == "memory" and empty and compiler.target is None:
         rest, fitting = series_at(over, {**rest, **case.runtime_params})
         values = tuple(v for v in values if v in fitting) or fitting
@@ -287,7 +297,7 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
                                       Sampling(samples=1))} for v in values]
     result = {"name": metric, "unit": UNITS[metric], "kind": "deterministic", "status": "ok",
               "error": None, "samples": [], "value": None,
-              "over": {"name": name, "values": list(values)}, "points": points,
+              "over": {"name": name, "values": list(asked)}, "points": points,
               "fallback": fallback,
               "params": {k: v for k, v in case.resolve(rest).items() if k != name}}
     raised = next((p for p in points if p["status"] == "error"), None)

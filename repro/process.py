@@ -28,7 +28,7 @@ def child_environ(backend: str = "cpu", xla_flags: str = "",
     env = dict(os.environ if base is None else base)
     if PLATFORMS.get(backend):
         env["JAX_PLATFORMS"] = PLATFORMS[backend]
-    flags = " ".join(f for f in (env.get("XLA_FLAGS", "").strip(), xla_flags.strip()) if f)
+    flags = join_flags(env.get("XLA_FLAGS", ""), xla_flags)
     if flags:
         env["XLA_FLAGS"] = flags
     else:
@@ -48,10 +48,14 @@ def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
     os.environ.update(wanted)
 
 
+def join_flags(*flags: str) -> str:
+    """The one XLA_FLAGS join: ``flags`` in order, blank ones left out."""
+    return " ".join(f.strip() for f in flags if f and f.strip())
+
+
 def add_flags(*flags: str) -> None:
     """Append ``flags`` (empty ones left out) to this process's XLA_FLAGS."""
-    os.environ["XLA_FLAGS"] = " ".join(
-        f for f in (os.environ.get("XLA_FLAGS", ""), *flags) if f)
+    os.environ["XLA_FLAGS"] = join_flags(os.environ.get("XLA_FLAGS", ""), *flags)
 
 
 def enable_x64(dtype: str) -> None:
@@ -80,14 +84,20 @@ def pass_dump_flags(dump_dir: Path) -> str:
     return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_pass_re=.*'
 
 
+DUMP_FOLDERS: list[Path] = []  # open ones: what an interruption (repro/cli.py) removes
+
+
 @contextmanager
 def dump_folder(prefix: str, wanted: bool = True) -> Iterator[Path | None]:
     """A temporary folder for XLA's dumps (None where not ``wanted``), removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix=prefix)) if wanted else None
+    if folder is not None:
+        DUMP_FOLDERS.append(folder)
     try:
         yield folder
     finally:
         if folder is not None:
+            DUMP_FOLDERS.remove(folder)
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -124,7 +134,7 @@ def configure_for_target(dump_dir: Path | None, module: str = "jit_outer_loop") 
     # buffer-assignment dump has the same numbers (repro/measure.py reads it).
     if dump_dir is not None:
         flags.append(dump_flags(dump_dir, module))
-    os.environ["XLA_FLAGS"] = " ".join(f for f in flags if f)
+    os.environ["XLA_FLAGS"] = join_flags(*flags)
 
 
 def nvcc_wheel_dir() -> Path | None:
@@ -157,29 +167,6 @@ def ptxas_optimizations() -> str:
 
 
 # -- python -m repro ----------------------------------------------------------------------
-
-
-def configure_measure(backend: str, xla_flags: str, *, target: bool, dump_dir: Path | None,
-                      dtype: str, runtime: bool) -> str:
-    """The set-up of ``python -m repro``'s process; call before ``import jax``.
-
-    Returns the XLA_FLAGS the caller asked for (the environment's and ``xla_flags``): the
-    harness's own additions (the dump, ptxas) vary by run and are never reported."""
-    if PLATFORMS[backend] and not target:
-        os.environ["JAX_PLATFORMS"] = PLATFORMS[backend]
-    if xla_flags.strip():
-        add_flags(xla_flags.strip())
-    asked = os.environ.get("XLA_FLAGS", "")
-    if target:
-        configure_for_target(dump_dir)
-    elif dump_dir is not None:
-        add_flags(dump_flags(dump_dir))
-    enable_x64(dtype)
-    if runtime:
-        # Each case runs in a child process on the same device: this process must not take
-        # the GPU's memory up front (JAX preallocates 75 % by default).
-        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    return asked
 
 
 @contextmanager

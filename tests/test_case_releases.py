@@ -30,10 +30,10 @@ def test_case_memory_is_the_builtin_harness_figure(jax_python):
     """The scan report as a case gives v0's figure of the built-in harness, byte for byte."""
     for version in ("0.5.0", "0.5.1"):
         case = repro_json(jax_python(version), "--case", SCAN, "--metric", "memory", *SMALL)
-        builtin = repro_json(jax_python(version), "--n-res", "32", "--n-outer", "3",
+        builtin = repro_json(jax_python(version), "--n-res", "32", "--n-outer", "3", "5",
                              "--variants", "v0")
         assert case["metric"]["status"] == "ok" and case["metric"]["kind"] == "deterministic"
-        assert case["metric"]["samples"] == [builtin["cases"][0]["total_bytes"]]
+        assert case["metric"]["samples"] == [builtin["metric"]["points"][0]["value"]]
         assert case["case"]["params"]["n_outer"] == 3 and case["jax"] == version
 
 
@@ -43,10 +43,10 @@ def test_a_target_case_reads_the_plan_from_the_dump(target_python):
     python = target_python("0.5.0")
     case = repro_json(python, "--case", SCAN, "--metric", "memory", "--target", "a6000",
                       "--param", "n_outer=5", "--over", "none")
-    builtin = repro_json(python, "--target", "a6000", "--variants", "v0", "--n-outer", "5")
+    builtin = repro_json(python, "--target", "a6000", "--variants", "v0", "--n-outer", "5", "10")
     metric = case["metric"]
     assert metric["source"] == "XLA buffer-assignment dump" and case["deviceless"]
-    assert metric["samples"] == [builtin["cases"][0]["total_bytes"]]
+    assert metric["samples"] == [builtin["metric"]["points"][0]["value"]]
     assert round(metric["value"] / 1024**2, 2) == 15289.31  # the upstream report's figure
 
 

@@ -18,11 +18,16 @@ SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
 
 
 
+def series(document, variant):
+    """The variant's series: v0 is the case's own, v1 and v2 measured beside it."""
+    first = f"v{document['case']['params']['variant']}"
+    return document["metric"] if variant == first else document["compare"][variant]
+
+
 def total_mb(document, variant, n_outer):
-    case = next(c for c in document["cases"]
-                if c["variant"] == variant and c["n_outer"] == n_outer)
-    assert case["status"] == "ok", case
-    return case["total_bytes"] / MB
+    point = next(p for p in series(document, variant)["points"] if p["at"] == n_outer)
+    assert point["status"] == "ok", point
+    return point["value"] / MB
 
 
 def test_report_figures_under_0_10_2(jax_python):
@@ -33,29 +38,35 @@ def test_report_figures_under_0_10_2(jax_python):
         assert total_mb(doc, "v0", n_outer) == pytest.approx(expected, rel=0.005)
         for variant in ("v1", "v2"):
             assert round(total_mb(doc, variant, n_outer), 2) == 30.52
-    assert doc["verdict"]["status"] == "grows"
-    assert doc["verdict"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
-    assert doc["verdict"]["unit_bytes"] == 100 * 200**3 * 4
+    shape = doc["metric"]["shape"]
+    assert shape["status"] == "grows"
+    assert shape["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert shape["unit_bytes"] == 100 * 200**3 * 4
 
 
-def test_json_document_fields(jax_python):
+def test_json_document_is_the_scan_cases(jax_python):
+    """`python -m repro` is the scan case's harness: its document, the sizes as parameters,
+    n_outer as the series, v1 and v2 beside it."""
     doc = repro_json(jax_python("0.10.2"), *SMALL)
     for key in ("schema", "jax", "jaxlib", "numpy", "python", "backend", "device",
-                "environment", "xla_flags", "params", "cases", "verdict"):
+                "environment", "xla_flags", "case", "metric", "compare"):
         assert key in doc, key
-    assert doc["schema"] == 1
     assert (doc["jax"], doc["jaxlib"], doc["backend"], doc["device"]) == \
         ("0.10.2", "0.10.2", "cpu", "cpu")
     assert "jaxlib" in doc["environment"]
-    assert doc["params"] == {"n_outer": [1, 3, 6], "n_inner": 10, "n_res": 16,
-                             "dtype": "float32", "variants": [0, 1, 2], "v2_up_to": None}
+    assert doc["case"]["name"] == "scan_growth"
+    assert doc["case"]["params"] == {"n_outer": 10, "n_inner": 10, "n_res": 16, "variant": 0,
+                                     "dtype": "float32"}
+    assert doc["metric"]["over"] == {"name": "n_outer", "values": [1, 3, 6]}
     assert (doc["target"], doc["deviceless"]) == (None, False)  # a real run, on this CPU
-    assert len(doc["cases"]) == 9
-    for case in doc["cases"]:
-        assert case["status"] == "ok"
-        assert case["total_bytes"] == case["output_bytes"] + case["temp_bytes"] > 0
-        assert {"argument_bytes", "alias_bytes", "generated_code_bytes"} <= set(case)
-    assert set(doc["verdict"]) >= {"status", "growth_per_outer", "unit_bytes"}
+    assert list(doc["compare"]) == ["v1", "v2"]
+    for variant in ("v0", "v1", "v2"):
+        points = series(doc, variant)["points"]
+        assert [p["at"] for p in points] == [1, 3, 6]
+        for p in points:
+            assert p["status"] == "ok" and p["source"] == "memory_analysis()"
+            assert p["value"] == p["fields"]["output_bytes"] + p["fields"]["temp_bytes"] > 0
+    assert set(doc["metric"]["shape"]) >= {"status", "growth_per_outer", "unit_bytes"}
 
 
 def test_verdict_same_at_small_size_and_check_exit_codes(jax_python):
@@ -67,23 +78,45 @@ def test_verdict_same_at_small_size_and_check_exit_codes(jax_python):
                          "15")
     assert constant.returncode == 0, constant.stderr
     doc = repro_json(jax_python("0.10.2"), "--n-res", "32", "--variants", "v0")
-    assert doc["verdict"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert doc["metric"]["shape"]["growth_per_outer"] == pytest.approx(1.0, abs=0.02)
+    assert "compare" not in doc or doc["compare"] == {}
+
+
+def test_the_built_in_options_spell_the_case_harness(jax_python):
+    """The same question asked both ways gives the same figures (one pipeline)."""
+    python = jax_python("0.10.2")
+    built_in = repro_json(python, *SMALL, "--variants", "v0")
+    case = repro_json(python, "--case", "repro/cases/scan_growth.py", "--over",
+                      "n_outer=1,3,6", "--param", "n_res=16", "--param", "n_inner=10")
+    assert [p["value"] for p in built_in["metric"]["points"]] == \
+        [p["value"] for p in case["metric"]["points"]]
+    assert built_in["metric"]["shape"] == case["metric"]["shape"]
 
 
 def test_zero_stats_release_is_unavailable_not_constant(jax_python):
-    """jaxlib before 0.4.29 reports all-zero sizes on the CPU: unmeasured, exit 125."""
+    """jaxlib before 0.4.29 reports all-zero sizes on the CPU: the compiled plan says 0
+    bytes (compiled once: the other values would say so again), so v0's shape is a real
+    run's peaks at the case's RUNTIME_PARAMS instead, and the built-in report's reader
+    (report_document) calls the compiled result unavailable, never constant."""
+    from jaxbisect.measurements import report_document
+
     python = jax_python("0.4.25")
-    doc = repro_json(python, *SMALL)
+    doc = repro_json(python, "--n-res", "16", "--n-outer", "1", "2", "5", "--variants", "v0")
     assert doc["jax"] == "0.4.25"
-    assert doc["verdict"]["status"] == "unavailable"
-    assert "0 bytes" in doc["verdict"]["reason"]
-    # Every case is unmeasured, each with the reason; only the first is compiled (the rest
-    # would spend seconds, v2 most, to say 0 again).
-    assert [c["status"] for c in doc["cases"]] == ["unavailable"] * len(doc["cases"]) == \
-        ["unavailable"] * 9
-    assert doc["cases"][0]["compile_seconds"] is not None
-    assert all(c["compile_seconds"] is None and "not compiled again" in c["error"]
-               for c in doc["cases"][1:])
+    fallback = doc["metric"]["fallback"]
+    assert fallback["metric"] == "peak_memory" and "0 bytes" in fallback["reason"]
+    assert fallback["params"]["n_res"] == 32 and fallback["values"] == [1, 2, 5]
+    assert doc["metric"]["shape"]["status"] == "constant"
+    report = report_document(doc)
+    assert report["verdict"]["status"] == "unavailable"
+    assert "0 bytes" in report["verdict"]["reason"]
+    assert {c["status"] for c in report["cases"]} == {"unavailable"}
+    real = report_document(doc, fallback=True)
+    assert real["mode"] == "runtime" and real["verdict"]["status"] == "constant"
+    # Too few values where a real run fits: no shape, exit 125 (the document says why).
+    done = run_repro(python, "--json", "--quiet", *SMALL, "--variants", "v0")
+    assert done.returncode == 125, done.stderr
+    assert json.loads(done.stdout)["metric"]["status"] == "unavailable"
     check = run_repro(python, "--check", *SMALL)
     assert check.returncode == 125
     assert "Traceback" not in check.stderr
@@ -91,11 +124,14 @@ def test_zero_stats_release_is_unavailable_not_constant(jax_python):
 
 @pytest.mark.parametrize("version", ["0.4.20", "0.4.30", "0.5.0"])
 def test_runs_cleanly_across_releases(jax_python, version):
-    done = run_repro(jax_python(version), *SMALL)
+    """0.4.20's shape comes from a real run (its compiled statistics are empty): n_outer
+    values a real run fits (the case's RUNTIME_PARAMS: 1, 2, 5, 10)."""
+    done = run_repro(jax_python(version), "--n-res", "16", "--n-inner", "10", "--n-outer",
+                     "1", "2", "5")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert f"jax {version}" in done.stdout
-    assert "verdict:" in done.stdout
+    assert "shape:" in done.stdout
 
 
 @pytest.mark.parametrize("version,status", [("0.5.0", "constant"), ("0.10.2", "grows")])
@@ -103,10 +139,10 @@ def test_runtime_mode_agrees_with_compiled(jax_python, version, status):
     args = ("--n-res", "24", "--n-inner", "50", "--n-outer", "1", "2", "4", "--variants", "v0")
     compiled = repro_json(jax_python(version), *args)
     runtime = repro_json(jax_python(version), *args, "--mode", "runtime")
-    assert compiled["verdict"]["status"] == runtime["verdict"]["status"] == status
-    case = runtime["cases"][-1]
-    assert case["mode"] == "runtime" and case["peak_bytes"] > case["baseline_bytes"]
-    assert case["source"].startswith("process peak RSS")
+    assert compiled["metric"]["shape"]["status"] == runtime["metric"]["shape"]["status"] == status
+    assert runtime["metric"]["name"] == "peak_memory"
+    point = runtime["metric"]["points"][-1]
+    assert point["value"] > 0 and point["source"].startswith("process peak RSS")
 
 
 def test_runtime_mode_refuses_what_cannot_fit(jax_python):
@@ -122,6 +158,7 @@ def test_runtime_mode_refuses_what_cannot_fit(jax_python):
     (["--n-inner", "ten"], "not an integer"),
     (["--mode", "fast"], "invalid choice"),
     (["--n-res", "10000000"], "use --n-res 115410 or less"),  # issue 17, item 7
+    (["--n-outer", "3"], "two or more values"),
 ])
 def test_bad_arguments_one_line_exit_2(args, needle):
     # Rejected before JAX is imported, so any Python will do.
@@ -133,8 +170,7 @@ def test_bad_arguments_one_line_exit_2(args, needle):
 
 FAKE_GPU = r"""
 import json, jax
-from repro.measure import Params, runtime_child
-from repro import core
+from repro.measure import peak_of_run
 
 class FakeGpu:
     # What a GPU's memory_stats() answers: bytes now, the peak so far, the limit.
@@ -149,9 +185,7 @@ class FakeGpu:
 
 gpu = FakeGpu()
 jax.devices = lambda *args: [gpu]
-case = runtime_child(0, 2, Params(n_res=8, n_inner=4))
-limit = core._available_bytes()
-print(json.dumps({"case": case, "limit": limit}))
+print(json.dumps(peak_of_run(lambda: jax.numpy.zeros(3))))
 """
 
 
@@ -160,12 +194,9 @@ def test_runtime_mode_reads_device_peaks_where_the_backend_has_them(jax_python):
     out = subprocess.run([str(jax_python("0.10.2")), "-c", FAKE_GPU], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    case = result["case"]
-    assert case["status"] == "ok", case
-    assert case["source"] == "device memory_stats peak_bytes_in_use"
-    assert (case["baseline_bytes"], case["peak_bytes"], case["total_bytes"]) == (1000, 7000, 6000)
-    assert result["limit"] == 10**9 - 1000
+    peak = json.loads(out.stdout.strip().splitlines()[-1])
+    assert peak == {"source": "device memory_stats peak_bytes_in_use",
+                    "baseline_bytes": 1000, "peak_bytes": 7000}
 
 
 def test_xla_flags_as_people_type_them(jax_python):
@@ -197,10 +228,61 @@ def test_the_no_jax_hint_names_the_real_cache(tmp_path):
     assert "~/.cache" not in done.stderr
 
 
-def test_help_says_why_an_unmeasurable_answer_exits_0_and_what_exits_125():
+def test_help_says_why_an_unmeasurable_answer_exits_125():
     """Issue 17, item 12: the status of a run that cannot measure is explained in --help."""
     done = run_repro(SYSTEM_PYTHON, "--help")
     assert done.returncode == 0
     statuses = done.stdout.split("exit status:", 1)[1]
     assert "unavailable" in statuses and "125" in statuses and "--check" in statuses
     assert "130" in statuses
+
+
+# -- python -m repro is the scan case's harness: its options are spellings -------------------
+
+SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_outer=st.sets(st.integers(1, 30), min_size=2, max_size=6),
+       variants=st.sets(st.sampled_from([0, 1, 2]), min_size=1),
+       n_res=st.integers(1, 300), n_inner=st.integers(1, 200),
+       dtype=st.sampled_from(["float32", "float64", "bfloat16"]),
+       runtime=st.booleans(), up_to=st.one_of(st.none(), st.integers(1, 30)))
+def test_the_size_options_spell_the_case_harness(n_outer, variants, n_res, n_inner, dtype,
+                                                 runtime, up_to):
+    """Whatever the built-in options, the case harness reads the same question from their
+    translation: n_outer the series, the sizes the parameters, the first variant the
+    program and the others beside it (v2 only to --v2-up-to)."""
+    from repro import case_cli
+
+    argv = ["--n-outer", *map(str, n_outer), "--n-res", str(n_res), "--n-inner", str(n_inner),
+            "--dtype", dtype, "--variants", *(f"v{v}" for v in variants),
+            "--mode", "runtime" if runtime else "compiled",
+            *(["--v2-up-to", str(up_to)] if up_to else [])]
+    scan, compare = cli.case_argv(cli.parse_args(argv))
+    args = case_cli.parse_args(scan, compare)
+    first, *others = sorted(variants)
+    assert args.over == ("n_outer", tuple(sorted(n_outer)))
+    assert args.params == {"n_inner": n_inner, "n_res": n_res, "dtype": dtype,
+                           "variant": first}
+    assert args.metric == ("peak_memory" if runtime else "memory")
+    assert list(args.compare) == [f"v{v}" for v in others]
+    for v in others:
+        limited = v == 2 and up_to is not None
+        assert args.compare[f"v{v}"] == {"variant": v, **(
+            {"n_outer": tuple(n for n in sorted(n_outer) if n <= up_to)} if limited else {})}
+
+
+def test_the_compare_programs_need_a_series(capsys):
+    from repro import case_cli
+
+    with pytest.raises(SystemExit) as exit_:
+        case_cli.parse_args(["--case", SCAN, "--compare", "--over", "none"])
+    assert exit_.value.code == 2 and "--compare" in capsys.readouterr().err
+    args = case_cli.parse_args(["--case", SCAN, "--compare"])
+    assert args.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
+    assert case_cli.parse_args(["--case", SCAN]).compare == {}
+    beside = case_cli.series_beside(args, args.compare["v2"])
+    assert beside == ({"variant": 2}, ("n_outer", (1, 2)))
+    with pytest.raises(SystemExit):
+        case_cli.parse_args(["--case", SCAN, "--metric", "compile_time", "--sizes-from", "dump"])

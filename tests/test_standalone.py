@@ -12,6 +12,7 @@ from conftest import repro_json
 
 from jaxbisect import standalone
 from jaxbisect.harness import HarnessOptions
+from jaxbisect.measurements import report_document
 
 SMALL = HarnessOptions(n_outer=(1, 3, 6), n_inner=10, n_res=16)
 
@@ -40,5 +41,5 @@ def test_the_program_prints_the_harness_figures(jax_python, tmp_path):
                re.findall(r"^v(\d) n_outer=(\d+): ([\d.]+) MB$", done.stdout, re.M)}
     doc = repro_json(python, "--n-outer", "1", "3", "6", "--n-inner", "10", "--n-res", "16")
     harness = {(c["variant"], c["n_outer"]): round(c["total_bytes"] / 1024**2, 2)
-               for c in doc["cases"]}
+               for c in report_document(doc)["cases"]}
     assert printed == harness and len(printed) == 9

@@ -10,13 +10,14 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from jaxbisect import sweep
 from jaxbisect.errors import InstallFailed
+from jaxbisect.lab import RealLab
 from jaxbisect.measurements import Measurement
 
 REPO = Path(__file__).resolve().parent.parent
@@ -155,10 +156,19 @@ def measured(swept, tmp_path) -> Path:
     return reports
 
 
-def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
-    monkeypatch.setattr(sweep, "stored_measurement", lambda *a: None)
+@dataclass(frozen=True)
+class LabWhoseInstallsFail(RealLab):
+    """Real releases, but installing (or reusing) any environment raises ``fault``."""
+
+    fault: BaseException = InstallFailed("no install")
+
+    def environment(self, release, backend):
+        raise self.fault
+
+
+def _sweep_main(reports: Path, *releases: str, lab=None) -> int:
     return sweep.main(["--release", *releases, "--backend", "cpu", "--reports", str(reports),
-                       *SMALL, "-q"])
+                       *SMALL, "-q"], lab=lab)
 
 
 @pytest.mark.jax
@@ -170,14 +180,10 @@ def _sweep_main(monkeypatch, reports: Path, *releases: str) -> int:
     (KeyboardInterrupt(), 130, "interrupted during jax 0.10.2"),
 ])
 def test_an_install_that_fails_keeps_the_earlier_result(fault, status, needle, measured,
-                                                        monkeypatch, capsys):
+                                                        capsys):
     before = (measured / "jax-0.10.2-cpu.json").read_text()
-
-    def ensure(*args, **kwargs):
-        raise fault
-
-    monkeypatch.setattr(sweep, "ensure_environment", ensure)
-    assert _sweep_main(monkeypatch, measured, "0.10.2") == status
+    lab = LabWhoseInstallsFail(lambda line: None, remeasure=True, fault=fault)
+    assert _sweep_main(measured, "0.10.2", lab=lab) == status
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
     assert (measured / "jax-0.10.2-cpu.json").read_text() == before
@@ -191,7 +197,7 @@ def test_a_full_disk_while_writing_is_one_line(measured, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, "No space left on device", str(measured / "x.json"))
 
     monkeypatch.setattr(sweep, "write_json_if_changed", full)
-    assert _sweep_main(monkeypatch, measured, "0.10.2") == 2
+    assert _sweep_main(measured, "0.10.2") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [(f"python -m jaxbisect.sweep: error: jax 0.10.2: cannot write (No space "
                     f"left on device: {measured / 'x.json'}); 0 releases done are kept in "
@@ -309,3 +315,92 @@ def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_
     assert json.loads((reports / "jax-0.5.0-cpu.json").read_text())["document"] == doc
     sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
     assert "platform: Other" in (reports / "README.md").read_text()
+
+
+# --- the built-in report's results, read from the scan case's documents ---------------------
+
+SHAPES = REPO / "tests" / "data" / "shape"
+
+
+def _recorded(name: str) -> dict:
+    return json.loads((SHAPES / f"{name}.json").read_text())
+
+
+def test_the_scan_cases_document_reads_as_the_stored_result():
+    """A case document (recorded under jax 0.5.1, full size) read by report_document gives
+    v0's figures and verdict as reports/repro/jax-0.5.1-cpu.json holds them, the old
+    harness's own document."""
+    from jaxbisect.measurements import report_document
+
+    stored = json.loads((REPO / "reports" / "repro" / "jax-0.5.1-cpu.json").read_text())
+    doc = _recorded("scan_growth-0.5.1")
+    read = report_document({**doc, "compare": {"v1": doc["metric"]}})
+    v0 = [(c["n_outer"], c["total_bytes"], c["output_bytes"], c["temp_bytes"])
+          for c in read["cases"] if c["variant"] == "v0"]
+    assert v0 == [(c["n_outer"], c["total_bytes"], c["output_bytes"], c["temp_bytes"])
+                  for c in stored["document"]["cases"] if c["variant"] == "v0"]
+    assert read["verdict"] == stored["document"]["verdict"]
+    assert read["params"] == {**stored["document"]["params"], "variants": [0, 1]}
+    assert [c["variant"] for c in read["cases"]] == ["v0"] * 5 + ["v1"] * 5
+    assert report_document(read) is read  # a built-in document is read as it is
+
+
+def test_a_release_without_compiled_sizes_reads_as_unavailable_and_its_real_run():
+    from jaxbisect.measurements import report_document
+
+    doc = _recorded("scan_growth-0.4.20")
+    compiled = report_document(doc)
+    assert compiled["mode"] == "compiled" and compiled["verdict"]["status"] == "unavailable"
+    assert "0 bytes" in compiled["verdict"]["reason"]
+    assert compiled["verdict"]["unit_bytes"] == 100 * 200**3 * 4  # the sizes asked
+    real = report_document(doc, fallback=True)
+    assert real["mode"] == "runtime" and real["verdict"]["status"] == "constant"
+    assert real["params"]["n_res"] == 32 and real["params"]["n_outer"] == [1, 2, 5, 10]
+    assert [c["total_bytes"] for c in real["cases"]] == \
+        [p["value"] for p in doc["metric"]["points"]]
+
+
+def test_the_built_in_options_are_the_scan_cases_questions():
+    from jaxbisect.harness import HarnessOptions
+
+    question, beside = sweep.scan_questions(HarnessOptions())
+    assert question.case.name == "scan_growth" and question.metric == "memory"
+    assert question.over == ("n_outer", (1, 2, 5, 10, 15))
+    assert question.params == {"n_inner": 100, "n_res": 200, "dtype": "float32", "variant": 0}
+    assert {label: (q.params["variant"], q.over) for label, q in beside.items()} == {
+        "v1": (1, ("n_outer", (1, 2, 5, 10, 15))), "v2": (2, ("n_outer", (1, 2, 5, 10, 15)))}
+    runtime, _ = sweep.scan_questions(HarnessOptions(mode="runtime", n_res=32))
+    assert runtime.metric == "peak_memory"
+    # For a GPU target v2 is compiled at n_outer 1 only (its unrolled loop takes minutes):
+    # one figure, no shape.
+    _, target = sweep.scan_questions(HarnessOptions(target="a6000", variants=(0, 2)))
+    assert target["v2"].over == () and target["v2"].params["n_outer"] == 1
+
+
+@dataclass(frozen=True)
+class RecordedLab:
+    """Every run answers with one recorded harness document."""
+
+    document: dict
+    remeasure: bool = False
+
+    def run(self, release, backend, question, number, *, timeout):
+        from jaxbisect.cases import run_of_document
+
+        return run_of_document(self.document, str(release.version), number)
+
+
+def test_a_release_is_measured_as_the_scan_case_through_the_lab(recorded_catalogue):
+    from jaxbisect.harness import HarnessOptions
+
+    release = recorded_catalogue.get("0.4.20")
+    found = sweep.measure_scan(RecordedLab(_recorded("scan_growth-0.4.20")), release, "cpu",
+                               HarnessOptions(), timeout=60)
+    compiled, real = found
+    assert compiled.options == HarnessOptions() and compiled.verdict == "unavailable"
+    values = len(_recorded("scan_growth-0.4.20")["metric"]["over"]["values"])
+    assert [c["variant"] for c in compiled.document["cases"]] == \
+        ["v0"] * values + ["v1"] * values + ["v2"] * values
+    assert real.options == HarnessOptions(mode="runtime", n_res=32, n_outer=(1, 2, 5, 10),
+                                          variants=(0,))
+    assert real.verdict == "constant" and real.document["mode"] == "runtime"

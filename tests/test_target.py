@@ -11,17 +11,24 @@ import os
 import subprocess
 import sys
 
+import conftest
 import pytest
-from conftest import REPO, SYSTEM_PYTHON, repro_json, run_repro
+from conftest import REPO, SYSTEM_PYTHON, run_repro
 from packaging.version import Version
 
 from jaxbisect.catalogue import DEVICELESS, deviceless_reason, needs_a_gpu
 from jaxbisect.environments import install_plan
+from jaxbisect.measurements import report_document
 from repro import target as targets
 from repro.measure import sizes_from_buffer_assignment
 
 MB = 1024**2
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3", "5", "--variants", "v0", "v1")
+
+
+def repro_json(python, *args):
+    """The harness's document as the built-in report reads it (a case a variant and n_outer)."""
+    return report_document(conftest.repro_json(python, *args))
 
 
 def cases(document):
@@ -131,7 +138,7 @@ def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(ta
     done = run_repro(target_python("0.10.2"), "--json", "--quiet", "--target", str(spec),
                      "--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3",
                      "--variants", "v0")
-    doc = json.loads(done.stdout)
+    doc = report_document(json.loads(done.stdout))
     errors = {c["error"] for c in doc["cases"]}
     assert len(errors) == 1 and "ptxas too old" not in errors.pop()
     assert "compute capability 99.6" in doc["verdict"]["reason"]
@@ -267,7 +274,7 @@ def test_users_range_on_the_a6000_measures_what_it_can(target_python, tmp_path):
 
 
 def test_a_real_gpu_is_never_labelled_deviceless():
-    from repro.core import device_line
+    from repro.case_cli import device_line
 
     real = {"backend": "gpu", "device": "NVIDIA RTX A6000", "target": None, "deviceless": False}
     assert device_line(real) == "gpu (NVIDIA RTX A6000)"
