@@ -187,7 +187,7 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
 
 
 def gather(args, dump_dir: Path) -> dict:
-    from .core import describe_environment
+    from .case_cli import describe_environment
     from .measure import Compiler, error_line
 
     document: dict = {"schema": SCHEMA, "kind": "evidence", "status": "ok", "error": None,
