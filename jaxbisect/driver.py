@@ -207,42 +207,6 @@ def candidates_for(catalogue: Catalogue, request: Request
                             request.options.target, include_yanked=request.include_yanked)
 
 
-def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str,
-                     *, include_yanked: bool = False
-                     ) -> tuple[list[Release], list[tuple[Release, str]]]:
-    """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
-    compile-only GPU, for messages), yanked ones inside the range with ``include_yanked``;
-    bad or empty ranges are UserErrors."""
-    start, end = catalogue.get(first), catalogue.get(last)
-    if start.version == end.version:
-        raise UserError(f"--from and --to are the same release ({start.version}): "
-                        "nothing to bisect")
-    if start.version > end.version:
-        raise UserError(f"--from {start.version} is newer than --to {end.version}; "
-                        "swap them (the search works in both directions of change)")
-    for end_release in (start, end):
-        if end_release.yanked:
-            raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
-                            f"as the end of the range")
-    usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
-    for end_release in (start, end):
-        why = dict((r.version, w) for r, w in unusable).get(end_release.version)
-        # A target's end that only a real GPU can compile for narrows the range to the part
-        # that can be measured here; the report names the rest and the command for it.
-        if why and not (backend == DEVICELESS and needs_a_gpu(why)):
-            raise UserError(f"jax {end_release.version} cannot be installed here for "
-                            f"{backend_words(backend, target)}: {why}")
-    if len(usable) < 2:
-        if backend == DEVICELESS:
-            raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
-                            f"for --target {target} without a GPU (jax 0.4.34 "
-                            f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
-                            f"python -m bisect --from {start.version} --to {end.version} "
-                            f"--backend cuda12")
-        raise UserError(f"no installable releases between {start.version} and {end.version}")
-    return usable, unusable
-
-
 def check_release(release: Release, request: Request, say: Say,
                   options: HarnessOptions | None = None) -> Probe:
     """The built-in check with ``options`` (default: the request's, the full table): v0's

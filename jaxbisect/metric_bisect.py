@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
 from .cases import Question, Run, with_params
-from .catalogue import Catalogue, Release
+from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
@@ -36,7 +36,8 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
-from .crashes import CRASH_RUNS, is_crash, rate_of
+from .crashes import CRASH_RUNS, is_crash, mask, rate_of
+from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
 from .search import Outcome, SearchResult, find_change, probe_limit
@@ -502,6 +503,8 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
     metric = question.metric
 
     def make(old: Sequence, new: Sequence) -> Classifier:
+        if metric == "exit_code":  # git bisect run's: 0 is one behaviour, 1-127 the other
+            return matching(list(old), list(new), lambda a, b: (a == 0) == (b == 0))
         if question.over:  # the shape: [status, rate] ("constant", "grows")
             from repro.verdict import shapes_alike
 
@@ -534,6 +537,7 @@ class MetricRequest:
     include_yanked: bool = False     # yanked releases inside the range are candidates too
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
+    try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
 
 
 @dataclass(frozen=True)
@@ -659,6 +663,67 @@ def beside(question: Question, indices: Sequence[int], run: Callable[[Question, 
     return replace(sized, full=full, compare=others)
 
 
+def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str,
+                     *, include_yanked: bool = False
+                     ) -> tuple[list[Release], list[tuple[Release, str]]]:
+    """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
+    compile-only GPU, for messages), yanked ones inside the range with ``include_yanked``;
+    bad or empty ranges are UserErrors."""
+    start, end = catalogue.get(first), catalogue.get(last)
+    if start.version == end.version:
+        raise UserError(f"--from and --to are the same release ({start.version}): "
+                        "nothing to bisect")
+    if start.version > end.version:
+        raise UserError(f"--from {start.version} is newer than --to {end.version}; "
+                        "swap them (the search works in both directions of change)")
+    for end_release in (start, end):
+        if end_release.yanked:
+            raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
+                            f"as the end of the range")
+    usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
+    for end_release in (start, end):
+        why = dict((r.version, w) for r, w in unusable).get(end_release.version)
+        # A target's end that only a real GPU can compile for narrows the range to the part
+        # that can be measured here; the report names the rest and the command for it.
+        if why and not (backend == DEVICELESS and needs_a_gpu(why)):
+            raise UserError(f"jax {end_release.version} cannot be installed here for "
+                            f"{backend_words(backend, target)}: {why}")
+    if len(usable) < 2:
+        if backend == DEVICELESS:
+            raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
+                            f"for --target {target} without a GPU (jax 0.4.34 "
+                            f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
+                            f"python -m bisect --from {start.version} --to {end.version} "
+                            f"--backend cuda12")
+        raise UserError(f"no installable releases between {start.version} and {end.version}")
+    return usable, unusable
+
+
+class CommandAborted(UserError):
+    """A command exited 128 or more: git bisect run's "stop the bisection" (one line, exit 2)."""
+
+
+SKIP_STATUS = 125  # git bisect run's "this release cannot be tested"
+
+
+def exit_status_run(code: int, stderr: str, version: str, number: int,
+                    where: dict | None = None) -> Run:
+    """A command's run under the exit-code classifier (git bisect run's codes): 0 and
+    1-127 are its two behaviours, 125 skips the release, 128 or more (or a signal) stops the
+    bisection with one line."""
+    if code == SKIP_STATUS:
+        return Run(release=version, number=number, status="failed", ran_on=where or {},
+                   error=f"the command exited {SKIP_STATUS} (this release cannot be tested)")
+    if not 0 <= code < 128:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        raise CommandAborted(
+            f"jax {version}: the command exited {code if code >= 0 else 128 - code}, 128 or "
+            f"more, which stops the bisection (git bisect run's abort)"
+            + (f": {mask(lines[-1])}" if lines else ""))
+    return Run(release=version, number=number, status="ok", samples=(code,),
+               ran_on=where or {})
+
+
 RunsAt = Callable[[Question], list]
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
@@ -667,8 +732,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                   say: Say) -> MetricBisection:
     """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
     search, at the case's smaller size where its shape allows, and the runs beside it."""
-    from .driver import releases_between
-
     candidates, unusable = releases_between(catalogue, request.start, request.end,
                                             request.backend, request.question.target,
                                             include_yanked=request.include_yanked)

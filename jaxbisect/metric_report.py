@@ -18,7 +18,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from .cases import over_text
-from .catalogue import Release
+from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
@@ -26,17 +26,65 @@ from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
-from .report import (
-    JAX_COMPARE,
-    SCHEMA,
-    grouped_reasons,
-    has_answer,
-    yanked_entries,
-    yanked_markdown,
-)
 
+# 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
+# fields to these).
+SCHEMA = 2
+JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
+
+
+def grouped_reasons(unusable) -> list[tuple[str, str]]:
+    """Neighbouring releases left out for the same reason, as one line each."""
+    groups: list[list] = []
+    for release, why in sorted(unusable, key=lambda item: item[0].version):
+        if groups and groups[-1][1] == why:
+            groups[-1][0].append(release)
+        else:
+            groups.append([[release], why])
+    return [(f"jax {rs[0].version}" if len(rs) == 1 else
+             f"jax {rs[0].version} … {rs[-1].version} ({len(rs)} releases)", why)
+            for rs, why in groups]
+
+
+def yanked_entries(yanked, candidates, probed) -> list[dict]:
+    """The yanked releases inside a range, for the JSON: PyPI's reason, whether they were
+    candidates (``--include-yanked``) and whether the search measured them."""
+    listed = {r.version for r in candidates}
+    return [{"jax": str(r.version), "jaxlib": str(r.jaxlib) if r.jaxlib else None,
+             "reason": r.yanked_reason, "candidate": r.version in listed,
+             "probed": str(r.version) in probed} for r in yanked]
+
+
+def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: dict[str, str],
+                    include_command: str) -> str | None:
+    """The line beside the answer that names the yanked releases inside the range: the
+    people who installed one before the yank are the ones filing reports about it.
+    ``probed``: what each probed release gave, in words, by version."""
+    if not yanked:
+        return None
+    listed = {r.version for r in candidates}
+    named = "; ".join(yanked_words(r) for r in yanked)
+    if all(r.version in listed for r in yanked):
+        shown = [f"jax {r.version}: {probed[str(r.version)]}" for r in yanked
+                 if str(r.version) in probed]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)"
+                + (f"; probed: {'; '.join(shown)}." if shown else
+                   ", though the search did not need to probe it."))
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: "
+            f"`{include_command}`")
+
+
+def has_answer(json_path: Path) -> bool:
+    """The report at ``json_path`` holds an answer (a change found, or the ends alike): a
+    rerun that finds none (an end unmeasurable, the noise undecided) keeps it."""
+    try:
+        return json.loads(json_path.read_text(encoding="utf-8"))["status"] in ("found", "alike")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def where(b: MetricBisection) -> str:
@@ -347,6 +395,7 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--max-runs", str(req.max_runs)]
     if req.include_yanked:
         argv.append("--include-yanked")
+    argv += [f"--try-xla-flags={flags}" for flags in req.try_xla_flags]
     if minimize:
         argv.append("--minimize")
     if q.command:
@@ -374,9 +423,10 @@ def inside_clone(path: str, clone: Path = CLONE) -> bool:
 def sweep_argv(b: MetricBisection) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see),
     as the bisection measured its probes: the same runs, threshold and classifier (the sweep
-    takes neither --minimize nor --include-yanked)."""
+    takes neither --minimize, --include-yanked nor --try-xla-flags)."""
     return ["nox", "-s", "repro_range", "--",
-            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")]]
+            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")
+              and not a.startswith("--try-xla-flags")]]
 
 
 MEASURE_SNIPPETS = {
@@ -676,6 +726,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += ["A change made and undone inside the range cannot be seen by bisection: "
                   "to measure every release in it:", "", "```sh",
                   shlex.join(sweep_argv(b)), "```", ""]
+    if extra and extra.get("next_step"):
+        step = extra["next_step"]
+        parts += ["## Next step", "", f"The newest release installable here is jax "
+                  f"{step['newest']}; to look further:", "", "```sh", step["command"], "```",
+                  ""]
     shaped = {k: v for k, v in q.case.resolve(q.params).items()
               if not q.over or k != q.over[0]} if q.case else {}
     how = (f"Each row: {q.metric} of `{q.label}`"
@@ -741,6 +796,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
         parts += why_lines(extra["explanation"], q.metric, unit_of(b))
+    if extra and extra.get("try_xla_flags"):
+        parts += tried_lines(extra["try_xla_flags"], b)
     if extra and extra.get("interrupted"):
         parts += [f"_{extra['interrupted'][0].upper()}{extra['interrupted'][1:]}._", ""]
     if b.time_limit is not None:
@@ -751,6 +808,22 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
+
+
+def tried_lines(tried: list[dict], b: MetricBisection) -> list[str]:
+    """``--try-xla-flags``: each set of flags under the first new release, and whether it
+    brings the old behaviour back."""
+    rows = [[f"`{t['xla_flags']}`", _figure_cell(b.request.question.metric, unit_of(b),
+                                                  t["figure"]) if t["figure"] is not None
+             else t["error"] or "", t["behaviour"], "yes ✅" if t["restores"] else "no"]
+            for t in tried]
+    sized = params_text(b.searched.params) if b.sized else ""
+    return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
+            f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
+            f"placed by the bisection's classifier:", "",
+            tabulate(rows, headers=["XLA_FLAGS", b.request.question.metric, "behaviour",
+                                    "old behaviour back"], tablefmt="github",
+                     disable_numparse=True), ""]
 
 
 def params_text(params: dict) -> str:
