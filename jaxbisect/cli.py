@@ -34,7 +34,7 @@ from .errors import UserError
 from .executors import add_executor_options, executor_from
 from .harness import ignored_environment_note, target_option
 from .machine import default_jobs
-from .metric_cli import EXIT_CODES, EXIT_CODE_METRIC, SCAN_CASE
+from .metric_cli import EXIT_CODE_METRIC, EXIT_CODES, SCAN_CASE
 
 PROG = "python -m bisect"
 # The scan report's sizes (--n-outer …) as the scan case's own options: --n-outer is --over

@@ -624,15 +624,19 @@ def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     case = question.case
     if not (question.over and case and case.search_params):
         return None
-    small = with_params(question, case.search_params)
-    if small == question:
+    asked = case.resolve(question.params)  # a size already below the small one stays as asked
+    smaller = {k: v for k, v in case.search_params.items()
+               if not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
+               or v < asked[k]}
+    small = with_params(question, smaller)
+    if not smaller or small == question:
         return None
     full, smaller = ends_at(question), ends_at(small)
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
                  for f, s in zip(full, smaller))
-    sizes = ", ".join(f"{k} {v}" for k, v in case.search_params.items())
+    sizes = ", ".join(f"{k} {v}" for k, v in smaller.items())
     note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "
             f"the full size)" if agreed else
             f"search probes at the full size ({sizes} gives another shape at an end)")
