@@ -618,24 +618,30 @@ class SearchSize:
     compare: dict = field(default_factory=dict)   # candidate index -> {label: Run}
 
 
+def smaller_size(question: Question) -> dict:
+    """The case's SEARCH_PARAMS a shape may be measured at, less those not below the size
+    asked ({} where there are none)."""
+    case = question.case
+    if not (question.over and case and case.search_params):
+        return {}
+    asked = case.resolve(question.params)
+    return {k: v for k, v in case.search_params.items()
+            if not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
+            or v < asked[k]}
+
+
 def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     """The question a shape's search measures: the case's SEARCH_PARAMS where both ends give
     the same shape there as at the full size (``ends_at(q)``: runs of ``q`` at both ends)."""
-    case = question.case
-    if not (question.over and case and case.search_params):
-        return None
-    asked = case.resolve(question.params)  # a size already below the small one stays as asked
-    smaller = {k: v for k, v in case.search_params.items()
-               if not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
-               or v < asked[k]}
+    case, smaller = question.case, smaller_size(question)
     small = with_params(question, smaller)
     if not smaller or small == question:
         return None
-    full, smaller = ends_at(question), ends_at(small)
+    full, at_small = ends_at(question), ends_at(small)
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
-                 for f, s in zip(full, smaller))
+                 for f, s in zip(full, at_small))
     sizes = ", ".join(f"{k} {v}" for k, v in smaller.items())
     note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "
             f"the full size)" if agreed else

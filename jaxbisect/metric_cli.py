@@ -248,7 +248,12 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     from .metric_explain import explain_release
     from .metric_report import write_explain_report
 
-    question = question_of(args, ())
+    from .cases import with_params
+    from .metric_bisect import smaller_size
+
+    asked = question_of(args, ())
+    # A shape is scale-free: explained at the case's search size, as a bisection's is.
+    question = with_params(asked, smaller_size(asked))
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     release = catalogue.get(args.explain)

@@ -303,7 +303,7 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
         env = lab.environment(release, backend)
         say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
         argv = [a for a in question.harness_argv() if a != "--json"]
-        argv[argv.index("--metric") + 1] = "error"
+        argv[argv.index("--metric") + 1] = "memory" if question.over else "error"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
                   timeout, answers=(0, 125))
 
@@ -467,16 +467,23 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                                   f"module)"}
         return doc
     effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
+    def effect(t: dict) -> str:
+        if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass
+            return f"{t['figure'][0]} without it"
+        return ({"fix": "lower", "regression": "higher"}.get(t["direction"], "different")
+                + (f", {t['ratio']:.2f}×" if t["ratio"] else ""))
+
     shown = "; ".join(
-        f"`{name}` ({'lower' if t['direction'] == 'fix' else 'higher' if t['direction'] == 'regression' else 'different'}"
-        + (f", {t['ratio']:.2f}×" if t["ratio"] else "")
+        f"`{name}` ({effect(t)}"
         + ("" if t["safe"] else ", diagnostic only: correctness depends on it") + ")"
         for name, t in effects)
+    base_word = (f"{base[0][0]} with every pass" if isinstance(base[0], (list, tuple))
+                 else "without it, the figure is")
     doc["culprit"] = {"kind": "pass", "name": effects[0][0],
                       "text": f"Turning off one HLO pass at a time under jax "
                               f"{release.version}, {len(effects)} of the "
                               f"{len(candidates[:MAX_PASSES])} passes that changed "
                               f"{question.label}'s module change its {question.metric} "
-                              f"(without it, the figure is): {shown}"}
+                              f"({base_word}): {shown}"}
     return doc
 

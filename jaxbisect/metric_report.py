@@ -1082,8 +1082,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
            "case": {**question.case.as_json(question.params),
                     "path": display_path(question.case.path), "source": question.case.source},
            "explanation": explanation, "reproduce": command, "report": str(path)}
-    rows = [[t["xla_flags"].split("=", 1)[1], shown(question.metric, unit, t["figure"])
-             if isinstance(t["figure"], (int, float)) else str(t["figure"]),
+    rows = [[t["xla_flags"].split("=", 1)[1], _figure_cell(question.metric, unit, t["figure"]),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
              {"fix": "lower", "regression": "higher", "changed": "different"}.get(
                  t["direction"], "the same")] for t in explanation["tests"]]
@@ -1091,7 +1090,8 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     text = "\n".join([
         f"# {question.case.name}: which HLO passes shape its {question.metric} under jax "
         f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
-        f"Baseline: {shown(question.metric, unit, base) if isinstance(base, (int, float)) else base}.",
+        f"Baseline: {_figure_cell(question.metric, unit, base)}"
+        + (f" ({params_text(question.params)})" if question.params else "") + ".",
         "", "<details><summary>Every pass turned off</summary>", "",
         tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
                                 "figure"], tablefmt="github", disable_numparse=True)
