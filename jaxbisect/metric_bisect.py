@@ -633,7 +633,7 @@ def smaller_size(question: Question) -> dict:
 def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     """The question a shape's search measures: the case's SEARCH_PARAMS where both ends give
     the same shape there as at the full size (``ends_at(q)``: runs of ``q`` at both ends)."""
-    case, smaller = question.case, smaller_size(question)
+    smaller = smaller_size(question)
     small = with_params(question, smaller)
     if not smaller or small == question:
         return None

@@ -245,11 +245,10 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
     release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
-    from .metric_explain import explain_release
-    from .metric_report import write_explain_report
-
     from .cases import with_params
     from .metric_bisect import smaller_size
+    from .metric_explain import explain_release
+    from .metric_report import write_explain_report
 
     asked = question_of(args, ())
     # A shape is scale-free: explained at the case's search size, as a bisection's is.
