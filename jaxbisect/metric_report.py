@@ -1017,9 +1017,11 @@ def report_stem(b: MetricBisection) -> str:
                "command": list(q.command)}
     if req.include_yanked:  # only where set: reports of earlier runs keep their names
         shaping["include_yanked"] = True
+    if q.case and q.over != q.case.over:  # another shape than the case's own, or one figure
+        shaping["over"] = over_text(q.over)
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
             or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
-            or req.include_yanked:
+            or req.include_yanked or "over" in shaping:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem

@@ -1,0 +1,134 @@
+"""The scan report as the default case (no --case), through the one pipeline, on the recorded
+catalogue and a lab of scripted shapes: what the built-in driver's tests checked, asked of the
+case path (the Reproduce and Next-step lines parse back into the same question, every question
+its own report name, a fix named as one, a rewrite with the same figures leaves the files)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+from fake_lab import FakeLab, scripted
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaxbisect import cli
+from jaxbisect.metric_bisect import MetricRequest, bisect_metric
+from jaxbisect.metric_cli import question_of, request_from, wider_range
+from jaxbisect.metric_report import document, report_stem, reproduce_argv, write_report
+from jaxbisect.store import Store
+
+REUSE = settings(max_examples=25, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+flag_text = st.text(st.characters(codec="ascii", exclude_characters="\x00\r\n"),
+                    min_size=1, max_size=12).map(lambda t: f"--xla_{t}")
+sizes = st.fixed_dictionaries({
+    "n_outer": st.lists(st.integers(1, 20), min_size=2, max_size=5, unique=True).filter(
+        lambda ns: len([n for n in ns if n >= 2]) >= 2),
+    "n_inner": st.integers(1, 100), "n_res": st.integers(1, 64),
+    "dtype": st.sampled_from(["float32", "float64", "float16", "bfloat16"])})
+
+
+def asked(catalogue, argv: list[str]) -> MetricRequest:
+    args, command = cli.parse(argv)
+    return request_from(args, question_of(args, command), catalogue)
+
+
+def size_argv(drawn: dict) -> list[str]:
+    return ["--n-outer", *map(str, drawn["n_outer"]), "--n-inner", str(drawn["n_inner"]),
+            "--n-res", str(drawn["n_res"]), "--dtype", drawn["dtype"]]
+
+
+def shaped(catalogue, request: MetricRequest, shapes: dict[str, str], tmp_path=None):
+    def shape(version: str, number: int):
+        return [shapes.get(version, shapes["*"]), 1.0 if shapes.get(version) == "grows"
+                else 0.0]
+
+    store = Store(tmp_path / "store") if tmp_path else Store()
+    return bisect_metric(catalogue, request, FakeLab(scripted(shape), store), lambda m: None)
+
+
+@REUSE
+@given(drawn=sizes, xla_flags=st.one_of(st.just(""), st.just("--bogus=1 --other='a b'"),
+                                        flag_text),
+       try_flags=st.lists(st.one_of(st.just("--xla_foo=true"), flag_text), max_size=3),
+       command=st.one_of(st.just(()), st.lists(flag_text, min_size=1, max_size=3).map(tuple)))
+def test_the_reproduce_line_parses_back_into_the_same_request(recorded_catalogue, drawn,
+                                                              xla_flags, try_flags, command):
+    argv = ["--from", "0.5.0", "--to", "0.10.2", "--backend", "cpu",
+            *([] if command else size_argv(drawn)), f"--xla-flags={xla_flags}",
+            *(f"--try-xla-flags={f}" for f in try_flags), *(["--", *command] if command else [])]
+    request = asked(recorded_catalogue, argv)
+    line = reproduce_argv(SimpleNamespace(request=request))
+    assert shlex.split(shlex.join(line)) == line and line[:3] == ["python", "-m", "bisect"]
+    again = asked(recorded_catalogue, line[3:])
+    assert again.question == request.question
+    assert (again.start, again.end, again.backend, again.try_xla_flags) \
+        == (request.start, request.end, request.backend, request.try_xla_flags)
+    if not command:  # the scan case, by the sizes asked (n_outer: the shape's values)
+        assert again.question.case.name == "scan_growth"
+        assert again.question.over == ("n_outer", tuple(sorted(drawn["n_outer"])))
+        assert {k: again.question.params[k] for k in ("n_inner", "n_res", "dtype")} \
+            == {k: drawn[k] for k in ("n_inner", "n_res", "dtype")}
+
+
+@REUSE
+@given(drawn=sizes, xla_flags=st.one_of(st.just(""), flag_text))
+def test_the_next_step_asks_the_same_question_over_the_wider_range(recorded_catalogue, drawn,
+                                                                    xla_flags):
+    request = asked(recorded_catalogue, ["--from", "0.4.30", "--to", "0.4.38", "--backend",
+                                         "cpu", *size_argv(drawn), f"--xla-flags={xla_flags}"])
+    b = shaped(recorded_catalogue, request, {"*": "constant"})
+    assert b.search.status == "alike"
+    step = wider_range(recorded_catalogue, b)["next_step"]
+    argv = shlex.split(step["command"])
+    wider = asked(recorded_catalogue, argv[3:])
+    assert wider.question == request.question
+    assert (wider.start, wider.end) == ("0.4.38", step["newest"]) and wider.end != "0.4.38"
+    at_newest = replace(b, request=replace(request, end=step["newest"]))
+    assert wider_range(recorded_catalogue, at_newest) == {}  # nothing newer to look at
+
+
+def test_reports_of_different_questions_have_different_names(recorded_catalogue):
+    def stem(*argv: str) -> str:
+        request = asked(recorded_catalogue, ["--from", "0.5.0", "--to", "0.5.1", "--backend",
+                                             "cpu", *argv])
+        return report_stem(SimpleNamespace(request=request))
+
+    plain = stem()
+    assert plain == "bisect-0.5.0-0.5.1-cpu-scan_growth-memory"
+    assert stem("--timeout", "5", "--remeasure", "--jobs", "3") == plain  # how, not what
+    others = [stem("--xla-flags", "--bogus=1"), stem("--xla-flags", "--other=1"),
+              stem("--n-res", "64"), stem("--n-outer", "2", "5"), stem("--", "true"),
+              stem("--", "false"), stem("--case", "repro/cases/remat_scan_memory.py")]
+    assert len({plain, *others}) == 1 + len(others)
+
+
+def test_constant_after_growth_is_a_fix(recorded_catalogue):
+    request = asked(recorded_catalogue, ["--from", "0.5.0", "--to", "0.5.3", "--backend",
+                                         "cpu"])
+    doc = document(shaped(recorded_catalogue, request,
+                          {"0.5.0": "grows", "0.5.1": "grows", "*": "constant"}), None)
+    assert (doc["status"], doc["direction"]) == ("found", "fix")
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.5.1", "0.5.2")
+
+
+def test_a_rewrite_with_the_same_figures_leaves_the_files(recorded_catalogue, tmp_path):
+    request = asked(recorded_catalogue, ["--from", "0.5.0", "--to", "0.5.1", "--backend",
+                                         "cpu"])
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    b = shaped(recorded_catalogue, request, {"0.5.0": "constant", "*": "grows"})
+    write_report(b, reports)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in reports.iterdir()}
+    again = shaped(recorded_catalogue, request, {"0.5.0": "constant", "*": "grows"})
+    placed = {i: replace(p, runs=tuple(replace(r, cached=True, seconds=9.9) for r in p.runs))
+              for i, p in again.search.placed.items()}
+    write_report(replace(again, search=replace(again.search, placed=placed)), reports)
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in reports.iterdir()} == before
+    write_report(shaped(recorded_catalogue, request, {"*": "constant"}), reports)
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} != \
+        {name: data for name, (data, _) in before.items()}
+    assert Path(reports / "bisect-0.5.0-0.5.1-cpu-scan_growth-memory.md").is_file()
