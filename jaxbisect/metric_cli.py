@@ -135,6 +135,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
             print(minimal_line(doc["minimal"]))
         for tried in doc.get("try_xla_flags", ()):
             print(tried_line(tried))
+        for part in doc["needs_a_gpu"]:
+            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}")
         if "next_step" in doc:
             print(f"to look further: {doc['next_step']['command']}")
         print(probes_line(bisection))

@@ -87,6 +87,21 @@ def has_answer(json_path: Path) -> bool:
         return False
 
 
+def needs_a_gpu(b: MetricBisection) -> list[dict]:
+    """A target's range where only a real GPU compiles its ends: the parts left out, each
+    with the command that measures it on a machine with one (every other option kept)."""
+    req, q = b.request, b.request.question
+    first, last = str(b.candidates[0].version), str(b.candidates[-1].version)
+    if not q.target:
+        return []
+    on_gpu = replace(b, request=replace(req, backend="cuda12",
+                                        question=replace(q, target="")))
+    parts = [(req.start, first)] if req.start != first else []
+    parts += [(last, req.end)] if req.end != last else []
+    return [{"from": lo, "to": hi, "command": shlex.join(reproduce_argv(on_gpu, lo, hi))}
+            for lo, hi in parts]
+
+
 def where(b: MetricBisection) -> str:
     q = b.request.question
     if q.target:
@@ -716,6 +731,10 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
     parts = [title, "", answer_line(b), ""]
+    for part in needs_a_gpu(b):
+        parts += [f"**Measured part: jax {b.candidates[0].version} … "
+                  f"{b.candidates[-1].version}.** jax {part['from']} … {part['to']} needs a "
+                  f"real GPU: `{part['command']}`", ""]
     for line in (thirds_line(b), raised_line(b), crash_line(b), yanked_line(b)):
         if line:
             parts += [line, ""]
@@ -937,7 +956,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
-                      "crash": r.crash, "crash_rate": r.crash_rate}
+                      "crash": r.crash, "crash_rate": r.crash_rate,
+                      **({"ran_on": r.ran_on} if r.ran_on else {})}
                      for r in distinct_runs(placed)],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
@@ -979,6 +999,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "crash_hint": crash_hint(b),
         "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
         "probes": probes,
+        "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
+        "needs_a_gpu": needs_a_gpu(b),
         "search": {"probes": len(s.placed), "remeasures": s.remeasures, "runs": s.runs,
                    "max_runs": s.max_runs,
                    "limit": {"probes": b.limit[0], "rounds": b.limit[1]},

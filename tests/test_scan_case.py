@@ -132,3 +132,18 @@ def test_a_rewrite_with_the_same_figures_leaves_the_files(recorded_catalogue, tm
     assert {p.name: p.read_bytes() for p in reports.iterdir()} != \
         {name: data for name, (data, _) in before.items()}
     assert Path(reports / "bisect-0.5.0-0.5.1-cpu-scan_growth-memory.md").is_file()
+
+
+def test_a_target_range_names_the_part_only_a_real_gpu_measures(recorded_catalogue):
+    """--target a6000 over jax 0.4.20 … 0.5.0 on a CPU-only machine: the part from 0.4.34 is
+    bisected, the rest named with the command for a real GPU (every other option kept)."""
+    request = asked(recorded_catalogue, ["--from", "0.4.20", "--to", "0.5.0", "--target",
+                                         "a6000", "--n-res", "64"])
+    assert request.backend == "cuda12-deviceless"
+    doc = document(shaped(recorded_catalogue, request, {"*": "grows"}), None)
+    assert doc["status"] == "alike" and doc["measured_part"] == ["0.4.34", "0.5.0"]
+    (part,) = doc["needs_a_gpu"]
+    assert (part["from"], part["to"]) == ("0.4.20", "0.4.34")
+    args, command = cli.parse(shlex.split(part["command"])[3:])  # no GPU here to resolve it
+    assert args.backend == "cuda12" and args.target is None
+    assert question_of(args, command) == replace(request.question, target="")
