@@ -40,10 +40,11 @@ from .crashes import CRASH_RUNS, is_crash, mask, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
-from .search import Outcome, SearchResult, find_change, probe_limit
+from .search import Outcome, SearchResult, find_change, prefetch_order, probe_limit
 
 Say = Callable[[str], None]
 RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
+Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
@@ -124,16 +125,29 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
-def probing(probe: Callable[[int], Outcome], jobs: int) -> dict:
+def probing(probe: Callable[[int], Outcome], jobs: int, n: int = 0,
+            ahead: Ahead | None = None, cheap: Callable[[int], bool] = lambda i: False,
+            offset: int = 0) -> dict:
     """find_change's way of probing: one release at a time, or (``jobs`` > 1) each round's
-    releases at once, in threads (the runs themselves are processes)."""
-    if jobs <= 1:
-        return {"probe": probe}
+    releases at once, in threads (the runs themselves are processes). With ``ahead``, each
+    round first hands it the candidates the next round could ask for (search.prefetch_order)
+    that are not cheap already: their environments are built while the round runs."""
+    seen: dict[int, Outcome] = {}
 
     def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
-        with ThreadPoolExecutor(max_workers=len(indices)) as pool:
-            return list(pool.map(probe, indices))
+        if ahead is not None:
+            ahead([i for i in prefetch_order(n, seen, indices, jobs=jobs, cheap=cheap,
+                                             offset=offset) if not cheap(i)])
+        if len(indices) == 1:
+            outcomes = [probe(indices[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+                outcomes = list(pool.map(probe, indices))
+        seen.update(zip(indices, outcomes))
+        return outcomes
 
+    if jobs <= 1 and ahead is None:
+        return {"probe": probe}
     return {"probe_round": probe_round, "jobs": jobs}
 
 
@@ -153,7 +167,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None, paired: Paired | None = None,
                   visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1) -> MetricSearch:
+                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
     """The change between candidates 0 and n-1 by a metric, one probe at a time.
 
     A deterministic metric: a release is measured ``batch`` runs at a time (one) and placed by
@@ -166,7 +180,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
             test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
                              reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
-                             say=say, visit=visit, jobs=jobs)
+                             say=say, visit=visit, jobs=jobs, ahead=ahead)
     batch = batch or (RUNS_NOISY if noisy_metric else 1)
     max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
     runs: dict[int, list[Run]] = {}
@@ -237,7 +251,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    result = find_change(n, **probing(probe, jobs), cheap=cheap, on_step=on_step,
+    result = find_change(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
+                         on_step=on_step,
                          offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
@@ -332,7 +347,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                   offset: int = 0, on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None,
                   visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1) -> MetricSearch:
+                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
     """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
     ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
     one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
@@ -439,7 +454,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                            tuple(v for v in figures[i] if v is not None), tuple(rounds))
         return placed[i].outcome
 
-    result = visit(n, **probing(probe, jobs), cheap=cheap, on_step=on_step, offset=offset)
+    result = visit(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
+                   on_step=on_step, offset=offset)
     placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
@@ -734,6 +750,32 @@ def exit_status_run(code: int, stderr: str, version: str, number: int,
                ran_on=where or {})
 
 
+class InstallsAhead:
+    """The environments the next round could need (``search.prefetch_order``), built in the
+    background while a round runs: a queued one no longer named is dropped, one installing
+    finishes (the environment's lock holds a probe that needs it until it is ready)."""
+
+    def __init__(self, install: Callable[[int], object], workers: int):
+        self.install, self.queued = install, {}
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="install")
+        self.lock = threading.Lock()
+
+    def __call__(self, indices: list[int]) -> None:
+        with self.lock:
+            for i, future in list(self.queued.items()):
+                if i not in indices and future.cancel():
+                    del self.queued[i]
+            for i in indices:
+                if i not in self.queued:
+                    self.queued[i] = self.pool.submit(self.install, i)
+
+    def __enter__(self) -> InstallsAhead:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 RunsAt = Callable[[Question], list]
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
@@ -785,17 +827,25 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
 
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
+
+    def install(i: int) -> None:
+        try:
+            lab.environment(candidates[i], request.backend)
+        except UserError:
+            pass  # the probe, if it comes, says why
+
+    ahead = InstallsAhead(install, max(2, request.jobs))
     run: RunAt = timer
     if q.metric == "error":
         run = crash_rated(run, n)
-    search = search_metric(n, run, classifier_for(q, request.threshold),
-                           paired=paired_test(request.threshold),
-                           noisy_metric=q.noisy, batch=request.runs,
-                           max_runs=request.max_runs, reduce=reduce_for(q),
-                           cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-                           offset=everything.index(candidates[0].version),
-                           on_step=narrowed, jobs=request.jobs,
-                           say=lambda m: say(_named(m, names)))
+    with ahead:
+        search = search_metric(
+            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
+            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            reduce=reduce_for(q),
+            cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
+            offset=everything.index(candidates[0].version), on_step=narrowed,
+            jobs=request.jobs, ahead=ahead, say=lambda m: say(_named(m, names)))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked

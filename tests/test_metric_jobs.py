@@ -74,3 +74,33 @@ def test_jobs_find_the_same_pair_with_probes_in_flight_at_once(drawn, jobs):
         assert any(len(r) > 1 for r in middle_rounds)   # n >= 6: the window split in jobs+1
         assert many.most >= 2                  # probes of one round were in flight at once
         assert one.most == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), st.sampled_from([1, 2, 3]), st.integers(2, 5))
+def test_every_probe_was_installed_ahead_and_nothing_cheap(drawn, jobs, every):
+    """The environments the next round could need are handed to ``ahead`` while a round
+    runs (search.prefetch_order): every release the search probes between the ends was named
+    before its probe, unless cheap already; a cheap one is never named."""
+    history, _ = drawn
+    lab = Lab(history, noisy=False)
+    named: list[set[int]] = []
+    probed_before: list[int] = []
+
+    def ahead(indices: list[int]) -> None:
+        named.append(set(indices))
+        probed_before.append(len(lab.asked))
+
+    def cheap(i: int) -> bool:
+        return i % every == 0
+
+    s = search_metric(len(history), lab, lambda o, n: deterministic(o, n), noisy_metric=False,
+                      jobs=jobs, ahead=ahead, cheap=cheap)
+    assert s.status == "found" and s.result.first_new == history.index("new")
+    order = [i for i, _ in lab.asked]
+    for i in set(order) - {0, len(history) - 1}:
+        first = order.index(i)
+        if not cheap(i):
+            assert any(i in names and before <= first
+                       for names, before in zip(named, probed_before)), (i, named)
+    assert not any(cheap(i) for names in named for i in names)
