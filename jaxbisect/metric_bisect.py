@@ -42,7 +42,14 @@ from .crashes import CRASH_RUNS, is_crash, mask, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
-from .search import Outcome, SearchResult, find_change, prefetch_order, probe_limit
+from .search import (
+    Outcome,
+    SearchResult,
+    find_change,
+    full_table,
+    prefetch_order,
+    probe_limit,
+)
 
 Say = Callable[[str], None]
 RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
@@ -894,9 +901,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
-        pair = (search.result.last_old, search.result.first_new) if search.status == "found" \
-            else ()
-        sized = beside(q, sorted({0, n - 1, *pair}), run_of, sized, request.jobs)
+        shown = full_table(n, search.result) if search.status == "found" else (0, n - 1)
+        sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
