@@ -1041,9 +1041,11 @@ def report_stem(b: MetricBisection) -> str:
         shaping["include_yanked"] = True
     if q.case and q.over != q.case.over:  # another shape than the case's own, or one figure
         shaping["over"] = over_text(q.over)
+    if req.try_xla_flags:  # a report with the flags' section beside the plain one
+        shaping["try_xla_flags"] = list(req.try_xla_flags)
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
             or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
-            or req.include_yanked or "over" in shaping:
+            or req.include_yanked or "over" in shaping or "try_xla_flags" in shaping:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem

@@ -102,7 +102,8 @@ def test_reports_of_different_questions_have_different_names(recorded_catalogue)
     assert stem("--timeout", "5", "--remeasure", "--jobs", "3") == plain  # how, not what
     others = [stem("--xla-flags", "--bogus=1"), stem("--xla-flags", "--other=1"),
               stem("--n-res", "64"), stem("--n-outer", "2", "5"), stem("--", "true"),
-              stem("--", "false"), stem("--case", "repro/cases/remat_scan_memory.py")]
+              stem("--", "false"), stem("--case", "repro/cases/remat_scan_memory.py"),
+              stem("--try-xla-flags", "--a=1")]
     assert len({plain, *others}) == 1 + len(others)
 
 
