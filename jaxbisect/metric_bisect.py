@@ -867,8 +867,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                       hang_is_value=q.metric == "error", say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
-        say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
-            f"~{left} steps left)")
+        say(narrowed_line(names[lo], names[hi], hi - lo - 1, left))
 
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
@@ -955,6 +954,12 @@ def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> Metri
                                                  reason=p.failure.error))
                   if i in hung else p) for i, p in search.placed.items()}
     return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
+
+
+def narrowed_line(lo: str, hi: str, between: int, left: int) -> str:
+    """The progress line after a round that narrowed the window."""
+    return (f"narrowed to jax {lo} … {hi} ({between} release{'' if between == 1 else 's'} "
+            f"between, ~{left} step{'' if left == 1 else 's'} left)")
 
 
 def _named(message: str, names: list[str]) -> str:

@@ -24,6 +24,7 @@ from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
+from .harness import target_label
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
 
@@ -107,8 +108,11 @@ def where(b: MetricBisection) -> str:
     if q.target:
         doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
         described = (doc or {}).get("target") or {}
-        name = described.get("description") or q.target
-        return f"compiled for {name}, without the GPU"
+        if not described.get("description"):  # no run described it: the spec's own words
+            from repro.target import load as load_target
+
+            described = {"description": load_target(q.target).description}
+        return f"compiled for {described['description']}, without the GPU"
     return b.request.backend
 
 
@@ -379,7 +383,10 @@ def question_argv(q, backend: str) -> list[str]:
     """The options that say what is measured and where: the target or backend, the case and
     its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
     flags, the samples and the metric's kind where not the defaults."""
-    argv = ["--target", q.target] if q.target else ["--backend", backend]
+    # A spec file as a maintainer types it: from the clone, or (elsewhere) its name, the
+    # report carrying the spec itself (render).
+    argv = (["--target", display_path(q.target) if "/" in q.target else q.target] if q.target
+            else ["--backend", backend])
     if q.case is not None:
         argv += ["--case", display_path(q.case.path)]
         for name, value in q.params.items():
@@ -802,6 +809,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     saved = ([f"(Save the program above, in *The program*, as `{display_path(q.case.path)}` "
               f"in the toolkit's clone first: it is not part of the toolkit.)", ""]
              if q.case is not None and not inside_clone(q.case.path) else [])
+    if "/" in q.target and not inside_clone(q.target):  # a spec file of the user's travels
+        saved += [f"<details><summary>{display_path(q.target)}: the target spec (save it "
+                  f"beside the program)</summary>", "", "```text",
+                  Path(q.target).read_text(encoding="utf-8").rstrip(), "```", "", "</details>",
+                  ""]
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
               "README's Quick start installs it):", "", *saved, "```sh",
               shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
@@ -1028,9 +1040,7 @@ def report_stem(b: MetricBisection) -> str:
     """``bisect-A-B-where-case-metric``, plus a digest of the other options that shape the
     answer where any are set."""
     req, q = b.request, b.request.question
-    place = (q.target if q.target and "/" not in q.target else
-             f"target-{hashlib.sha256(q.target.encode()).hexdigest()[:8]}" if q.target
-             else req.backend)
+    place = target_label(q.target) or req.backend  # a spec file: its stem and content digest
     name = q.case.name if q.case else "command"
     stem = f"bisect-{req.start}-{req.end}-{place}-{name}-{q.metric}"
     shaping = {"params": q.params, "xla_flags": q.xla_flags, "samples": q.samples,
@@ -1091,7 +1101,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     """``explain-RELEASE-where-case-metric[-digest]``: the passes behind a case's figure."""
     from repro.case import UNITS
 
-    place = question.target if question.target and "/" not in question.target else backend
+    place = target_label(question.target) or backend
     stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
     shaping = {"params": question.params, "xla_flags": question.xla_flags,
                "samples": question.samples, "kind": question.kind if question.kind != "auto"

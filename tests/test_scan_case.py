@@ -15,9 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric
-from jaxbisect.metric_cli import question_of, request_from, wider_range
-from jaxbisect.metric_report import document, report_stem, reproduce_argv, write_report
+from jaxbisect.metric_bisect import MetricRequest, bisect_metric, narrowed_line
+from jaxbisect.metric_cli import SCAN_CASE, question_of, request_from, wider_range
+from jaxbisect.metric_report import (
+    document,
+    render,
+    report_stem,
+    reproduce_argv,
+    series_mode,
+    write_report,
+)
 from jaxbisect.store import Store
 
 REUSE = settings(max_examples=25, deadline=None,
@@ -148,3 +155,41 @@ def test_a_target_range_names_the_part_only_a_real_gpu_measures(recorded_catalog
     args, command = cli.parse(shlex.split(part["command"])[3:])  # no GPU here to resolve it
     assert args.backend == "cuda12" and args.target is None
     assert question_of(args, command) == replace(request.question, target="")
+
+
+def test_a_row_measured_at_other_sizes_says_so_in_the_row(recorded_catalogue):
+    """A real run's row (the fallback at RUNTIME_PARAMS' n_res) says its mode and size."""
+    request = asked(recorded_catalogue, ["--from", "0.4.20", "--to", "0.5.0", "--backend",
+                                         "cpu"])
+    b = SimpleNamespace(request=request)
+    at = request.question.case.resolve(request.question.params)
+    real = {"params": {**at, "n_res": 32}, "fallback": {"metric": "peak_memory"},
+            "metric": "peak_memory"}
+    assert series_mode(b, real) == "runtime, n_res 32"
+    assert series_mode(b, {"params": at, "fallback": None, "metric": "memory"}) == "compiled"
+
+
+def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_paths(
+        recorded_catalogue, tmp_path):
+    """A target's report (its name, its text, its JSON's words, the next step) says "compiled
+    for NVIDIA RTX A6000, without the GPU", never ``cuda12-deviceless``; a spec file's
+    report is named after the spec and its content, never its folder."""
+    spec = tmp_path / "mine.txtpb"
+    spec.write_text((Path(SCAN_CASE).parents[1] / "targets" / "a6000.txtpb").read_text())
+    for target in ("a6000", str(spec)):
+        request = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38",
+                                             "--target", target])
+        b = shaped(recorded_catalogue, request, {"*": "grows"})
+        doc = document(b, None)
+        step = wider_range(recorded_catalogue, b)["next_step"]["command"]
+        for text in (render(b), report_stem(b), step, doc["reproduce"]):
+            assert "deviceless" not in text
+        assert str(tmp_path) not in render(b) + report_stem(b)
+    assert report_stem(b).startswith("bisect-0.4.35-0.4.38-mine-")
+
+
+def test_progress_says_one_step_not_one_steps():
+    assert narrowed_line("0.5.0", "0.5.2", 1, 1) == \
+        "narrowed to jax 0.5.0 … 0.5.2 (1 release between, ~1 step left)"
+    assert narrowed_line("0.5.0", "0.6.0", 3, 2) == \
+        "narrowed to jax 0.5.0 … 0.6.0 (3 releases between, ~2 steps left)"
