@@ -241,7 +241,21 @@ def answer_line(b: MetricBisection) -> str:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
         text += (f" jax {', '.join(between)} in between could not be placed, so the change is "
                  f"in one of them or in jax {new.version}.")
+    left_out = left_out_between(b)
+    if left_out:
+        text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
+                 f"installable), so the change is in one of them or in jax {new.version}.")
     return text
+
+
+def left_out_between(b: MetricBisection) -> list[str]:
+    """The releases left out (not installable here: a target's that need a real GPU) that
+    lie between the pair: the change may be in one of them."""
+    if b.pair is None:
+        return []
+    old, new = b.pair
+    return [str(r.version) for r, _ in sorted(b.unusable, key=lambda u: u[0].version)
+            if old.version < r.version < new.version and not r.yanked]
 
 
 def distinct_runs(placed: Placed) -> list:
@@ -986,7 +1000,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "backend": req.backend, "target": q.target or None, "measured": where(b),
         "status": s.status, "direction": b.direction,
         "calibration": s.calibration,
-        "exact": bool(s.result and s.result.exact and s.status == "found"),
+        "exact": bool(s.result and s.result.exact and s.status == "found"
+                      and not left_out_between(b)),
         "reason": s.reason,
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
                    "kind": "noisy" if q.noisy else "deterministic",

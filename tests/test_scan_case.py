@@ -18,6 +18,7 @@ from jaxbisect import cli
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric, narrowed_line
 from jaxbisect.metric_cli import SCAN_CASE, question_of, request_from, wider_range
 from jaxbisect.metric_report import (
+    answer_line,
     document,
     render,
     report_stem,
@@ -193,3 +194,17 @@ def test_progress_says_one_step_not_one_steps():
         "narrowed to jax 0.5.0 … 0.5.2 (1 release between, ~1 step left)"
     assert narrowed_line("0.5.0", "0.6.0", 3, 2) == \
         "narrowed to jax 0.5.0 … 0.6.0 (3 releases between, ~2 steps left)"
+
+
+def test_a_target_change_next_to_releases_only_a_gpu_can_compile_is_not_exact(
+        recorded_catalogue):
+    """jax 0.4.36 and 0.4.37 cannot compile for a target without a GPU: a change between
+    0.4.35 and 0.4.38 may lie in them, and the answer says so (not exact)."""
+    request = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--target",
+                                         "a6000"])
+    b = shaped(recorded_catalogue, request, {"0.4.35": "constant", "*": "grows"})
+    doc = document(b, None)
+    assert (doc["status"], doc["last_old"]["jax"], doc["first_new"]["jax"]) \
+        == ("found", "0.4.35", "0.4.38")
+    assert not doc["exact"]
+    assert "jax 0.4.36, 0.4.37 in between cannot be measured here" in answer_line(b)
