@@ -668,6 +668,13 @@ def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
                  for f, s in zip(full, at_small))
     sizes = ", ".join(f"{k} {v}" for k, v in smaller.items())
+    failed = next((f for f in full if f.status != "ok"), None)
+    if failed is not None and all(s.status == "ok" for s in at_small):
+        # The full size gives no figure at an end (its memory, its time): the search still
+        # answers at the small size, and the report's row at the full size says why not.
+        return SearchSize(small, False, f"search probes at {sizes} (the full size gives no "
+                                        f"figure at jax {failed.release}: {failed.error})",
+                          full={0: full[0], -1: full[1]})
     note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "
             f"the full size)" if agreed else
             f"search probes at the full size ({sizes} gives another shape at an end)")

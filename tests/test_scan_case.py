@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli
+from jaxbisect.cases import Run
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric, narrowed_line
 from jaxbisect.metric_cli import SCAN_CASE, question_of, request_from, wider_range
 from jaxbisect.metric_report import (
@@ -208,3 +209,27 @@ def test_a_target_change_next_to_releases_only_a_gpu_can_compile_is_not_exact(
         == ("found", "0.4.35", "0.4.38")
     assert not doc["exact"]
     assert "jax 0.4.36, 0.4.37 in between cannot be measured here" in answer_line(b)
+
+
+def test_a_full_size_that_gives_no_figure_keeps_the_search_at_the_small_size(
+        recorded_catalogue):
+    """jax 0.5.1 runs out of memory at the full size, not at the search's n_res 32: the
+    search still answers there, and the row at the full size says why it has no figure."""
+    request = asked(recorded_catalogue, ["--from", "0.5.0", "--to", "0.5.3", "--backend",
+                                         "cpu"])
+
+    def answer(version, question, number):
+        small = question.params.get("n_res") == 32
+        if version == "0.5.3" and not small and question.params.get("variant", 0) == 0:
+            return Run(release=version, number=number, status="raised",
+                       error="XlaRuntimeError: RESOURCE_EXHAUSTED: out of memory")
+        shape = ["constant", 0.0] if version == "0.5.0" else ["grows", 1.0]
+        return Run(release=version, number=number, status="ok", samples=(shape,))
+
+    b = bisect_metric(recorded_catalogue, request, FakeLab(answer), lambda m: None)
+    doc = document(b, None)
+    assert (doc["status"], doc["first_new"]["jax"]) == ("found", "0.5.1")
+    assert doc["search_size"]["params"] == {"n_res": 32}
+    assert "no figure at jax 0.5.3: XlaRuntimeError: RESOURCE_EXHAUSTED" \
+        in doc["search_size"]["note"]
+    assert "RESOURCE_EXHAUSTED" in render(b)  # the report says it, beside the search's row
