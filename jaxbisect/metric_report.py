@@ -1094,6 +1094,8 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         if png is not None:
             extra = {**(extra or {}), "chart": png.name}
             doc = document(b, md_path, extra)
+    elif md_path.with_suffix(".png").exists():  # an earlier run's picture this one does not show
+        md_path.with_suffix(".png").unlink()
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc

@@ -233,3 +233,14 @@ def test_a_full_size_that_gives_no_figure_keeps_the_search_at_the_small_size(
     assert "no figure at jax 0.5.3: XlaRuntimeError: RESOURCE_EXHAUSTED" \
         in doc["search_size"]["note"]
     assert "RESOURCE_EXHAUSTED" in render(b)  # the report says it, beside the search's row
+
+
+def test_a_chart_the_new_report_does_not_show_is_removed(recorded_catalogue, tmp_path):
+    request = asked(recorded_catalogue, ["--from", "0.5.0", "--to", "0.5.1", "--backend",
+                                         "cpu"])
+    b = shaped(recorded_catalogue, request, {"0.5.0": "constant", "*": "grows"})
+    stale = tmp_path / f"{report_stem(b)}.png"
+    stale.write_bytes(b"an earlier run's chart")
+    path, doc = write_report(b, tmp_path)  # no series figures to draw: no chart
+    assert "chart" not in doc and not stale.exists()
+    assert ".png" not in path.read_text()
