@@ -69,7 +69,7 @@ class Question:
             return False
         if self.kind != "auto":
             return self.kind == "noisy"
-        if self.metric == "error":  # a crash or an error line: compared by equality
+        if self.metric in ("error", "exit_code"):  # compared by equality, or 0 / not 0
             return False
         return self.command != () or self.metric in NOISY_METRICS
 
@@ -306,6 +306,10 @@ def _command_run(env, release: Release, question: Question, number: int,
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
     sys.stderr.write(done.stderr)
+    if question.metric == "exit_code":  # git bisect run's codes (metric_bisect.exit_status)
+        from .metric_bisect import exit_status_run
+
+        return exit_status_run(done.returncode, done.stderr, version, number, done.where)
     crash = crash_of(done.returncode, done.stderr, shell=True)
     if crash:
         raise Crashed("the command", crash)

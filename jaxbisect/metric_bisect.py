@@ -15,7 +15,9 @@ its figures, never a guess.
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
 from .cases import Question, Run, with_params
-from .catalogue import Catalogue, Release
+from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
@@ -36,13 +38,22 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
-from .crashes import CRASH_RUNS, is_crash, rate_of
+from .crashes import CRASH_RUNS, is_crash, mask, rate_of
+from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
-from .search import Outcome, SearchResult, find_change, probe_limit
+from .search import (
+    Outcome,
+    SearchResult,
+    find_change,
+    full_table,
+    prefetch_order,
+    probe_limit,
+)
 
 Say = Callable[[str], None]
 RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
+Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
@@ -123,16 +134,29 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
-def probing(probe: Callable[[int], Outcome], jobs: int) -> dict:
+def probing(probe: Callable[[int], Outcome], jobs: int, n: int = 0,
+            ahead: Ahead | None = None, cheap: Callable[[int], bool] = lambda i: False,
+            offset: int = 0) -> dict:
     """find_change's way of probing: one release at a time, or (``jobs`` > 1) each round's
-    releases at once, in threads (the runs themselves are processes)."""
-    if jobs <= 1:
-        return {"probe": probe}
+    releases at once, in threads (the runs themselves are processes). With ``ahead``, each
+    round first hands it the candidates the next round could ask for (search.prefetch_order)
+    that are not cheap already: their environments are built while the round runs."""
+    seen: dict[int, Outcome] = {}
 
     def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
-        with ThreadPoolExecutor(max_workers=len(indices)) as pool:
-            return list(pool.map(probe, indices))
+        if ahead is not None:
+            ahead([i for i in prefetch_order(n, seen, indices, jobs=jobs, cheap=cheap,
+                                             offset=offset) if not cheap(i)])
+        if len(indices) == 1:
+            outcomes = [probe(indices[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+                outcomes = list(pool.map(probe, indices))
+        seen.update(zip(indices, outcomes))
+        return outcomes
 
+    if jobs <= 1 and ahead is None:
+        return {"probe": probe}
     return {"probe_round": probe_round, "jobs": jobs}
 
 
@@ -152,7 +176,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None, paired: Paired | None = None,
                   visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1) -> MetricSearch:
+                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
     """The change between candidates 0 and n-1 by a metric, one probe at a time.
 
     A deterministic metric: a release is measured ``batch`` runs at a time (one) and placed by
@@ -165,7 +189,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
             test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
                              reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
-                             say=say, visit=visit, jobs=jobs)
+                             say=say, visit=visit, jobs=jobs, ahead=ahead)
     batch = batch or (RUNS_NOISY if noisy_metric else 1)
     max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
     runs: dict[int, list[Run]] = {}
@@ -236,7 +260,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    result = find_change(n, **probing(probe, jobs), cheap=cheap, on_step=on_step,
+    result = find_change(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
+                         on_step=on_step,
                          offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
@@ -331,7 +356,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                   offset: int = 0, on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None,
                   visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1) -> MetricSearch:
+                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
     """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
     ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
     one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
@@ -439,7 +464,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                            tuple(v for v in figures[i] if v is not None), tuple(rounds))
         return placed[i].outcome
 
-    result = visit(n, **probing(probe, jobs), cheap=cheap, on_step=on_step, offset=offset)
+    result = visit(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
+                   on_step=on_step, offset=offset)
     placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
@@ -503,6 +529,8 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
     metric = question.metric
 
     def make(old: Sequence, new: Sequence) -> Classifier:
+        if metric == "exit_code":  # git bisect run's: 0 is one behaviour, 1-127 the other
+            return matching(list(old), list(new), lambda a, b: (a == 0) == (b == 0))
         if question.over:  # the shape: [status, rate] ("constant", "grows")
             from repro.verdict import shapes_alike
 
@@ -535,6 +563,7 @@ class MetricRequest:
     include_yanked: bool = False     # yanked releases inside the range are candidates too
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
+    try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
 
 
 @dataclass(frozen=True)
@@ -615,21 +644,38 @@ class SearchSize:
     compare: dict = field(default_factory=dict)   # candidate index -> {label: Run}
 
 
+def smaller_size(question: Question) -> dict:
+    """The case's SEARCH_PARAMS a shape may be measured at, less those not below the size
+    asked ({} where there are none)."""
+    case = question.case
+    if not (question.over and case and case.search_params):
+        return {}
+    asked = case.resolve(question.params)
+    return {k: v for k, v in case.search_params.items()
+            if not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
+            or v < asked[k]}
+
+
 def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
     """The question a shape's search measures: the case's SEARCH_PARAMS where both ends give
     the same shape there as at the full size (``ends_at(q)``: runs of ``q`` at both ends)."""
-    case = question.case
-    if not (question.over and case and case.search_params):
+    smaller = smaller_size(question)
+    small = with_params(question, smaller)
+    if not smaller or small == question:
         return None
-    small = with_params(question, case.search_params)
-    if small == question:
-        return None
-    full, smaller = ends_at(question), ends_at(small)
+    full, at_small = ends_at(question), ends_at(small)
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
-                 for f, s in zip(full, smaller))
-    sizes = ", ".join(f"{k} {v}" for k, v in case.search_params.items())
+                 for f, s in zip(full, at_small))
+    sizes = ", ".join(f"{k} {v}" for k, v in smaller.items())
+    failed = next((f for f in full if f.status != "ok"), None)
+    if failed is not None and all(s.status == "ok" for s in at_small):
+        # The full size gives no figure at an end (its memory, its time): the search still
+        # answers at the small size, and the report's row at the full size says why not.
+        return SearchSize(small, False, f"search probes at {sizes} (the full size gives no "
+                                        f"figure at jax {failed.release}: {failed.error})",
+                          full={0: full[0], -1: full[1]})
     note = (f"search probes at {sizes} (the shape is scale-free; at both ends it agreed with "
             f"the full size)" if agreed else
             f"search probes at the full size ({sizes} gives another shape at an end)")
@@ -660,6 +706,129 @@ def beside(question: Question, indices: Sequence[int], run: Callable[[Question, 
     return replace(sized, full=full, compare=others)
 
 
+def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, target: str,
+                     *, include_yanked: bool = False
+                     ) -> tuple[list[Release], list[tuple[Release, str]]]:
+    """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
+    compile-only GPU, for messages), yanked ones inside the range with ``include_yanked``;
+    bad or empty ranges are UserErrors."""
+    start, end = catalogue.get(first), catalogue.get(last)
+    if start.version == end.version:
+        raise UserError(f"--from and --to are the same release ({start.version}): "
+                        "nothing to bisect")
+    if start.version > end.version:
+        raise UserError(f"--from {start.version} is newer than --to {end.version}; "
+                        "swap them (the search works in both directions of change)")
+    for end_release in (start, end):
+        if end_release.yanked:
+            raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
+                            f"as the end of the range")
+    usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
+    for end_release in (start, end):
+        why = dict((r.version, w) for r, w in unusable).get(end_release.version)
+        # A target's end that only a real GPU can compile for narrows the range to the part
+        # that can be measured here; the report names the rest and the command for it.
+        if why and not (backend == DEVICELESS and needs_a_gpu(why)):
+            raise UserError(f"jax {end_release.version} cannot be installed here for "
+                            f"{backend_words(backend, target)}: {why}")
+    if len(usable) < 2:
+        if backend == DEVICELESS:
+            raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
+                            f"for --target {target} without a GPU (jax 0.4.34 "
+                            f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
+                            f"python -m bisect --from {start.version} --to {end.version} "
+                            f"--backend cuda12")
+        raise UserError(f"no installable releases between {start.version} and {end.version}")
+    return usable, unusable
+
+
+class CommandAborted(UserError):
+    """A command exited 128 or more: git bisect run's "stop the bisection" (one line, exit 2)."""
+
+
+SKIP_STATUS = 125  # git bisect run's "this release cannot be tested"
+
+
+def exit_status_run(code: int, stderr: str, version: str, number: int,
+                    where: dict | None = None) -> Run:
+    """A command's run under the exit-code classifier (git bisect run's codes): 0 and
+    1-127 are its two behaviours, 125 skips the release, 128 or more (or a signal) stops the
+    bisection with one line."""
+    if code == SKIP_STATUS:
+        return Run(release=version, number=number, status="failed", ran_on=where or {},
+                   error=f"the command exited {SKIP_STATUS} (this release cannot be tested)")
+    if not 0 <= code < 128:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        raise CommandAborted(
+            f"jax {version}: the command exited {code if code >= 0 else 128 - code}, 128 or "
+            f"more, which stops the bisection (git bisect run's abort)"
+            + (f": {mask(lines[-1])}" if lines else ""))
+    return Run(release=version, number=number, status="ok", samples=(code,),
+               ran_on=where or {})
+
+
+class InstallsAhead:
+    """The environments the next round could need (``search.prefetch_order``), built in the
+    background while a round runs: a queued one no longer named is dropped, one installing
+    finishes (the environment's lock holds a probe that needs it until it is ready). A fresh
+    install then imports jax once at the lowest priority (a first import writes the bytecode:
+    1.3 s of a first probe's 2.1 s here), never waited for: stopped once its release is no
+    longer ahead (its probe began, or the search left its side) or the search is over."""
+
+    def __init__(self, install: Callable[[int], object], workers: int):
+        self.install, self.queued, self.warming = install, {}, {}
+        self.wanted: set[int] = set()
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="install")
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def __call__(self, indices: list[int]) -> None:
+        with self.lock:
+            self.wanted = set(indices)
+            self._stop_warm_ups()
+            for i, future in list(self.queued.items()):
+                if i not in indices and future.cancel():
+                    del self.queued[i]
+            for i in indices:
+                if i not in self.queued:
+                    self.queued[i] = self.pool.submit(self._install, i)
+
+    def _install(self, i: int) -> None:
+        env = self.install(i)
+        if env is not None and not env.reused:
+            self.warm(i, env.python)
+
+    def warm(self, i: int, python) -> None:
+        """``import jax`` under ``python`` for candidate ``i``, where it is still ahead."""
+        with self.lock:
+            if self.closed or i not in self.wanted or i in self.warming:
+                return
+            process = subprocess.Popen([str(python), "-I", "-c", "import jax"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.warming[i] = process
+        try:
+            os.setpriority(os.PRIO_PROCESS, process.pid, 19)
+        except OSError:  # it has finished already
+            pass
+
+    def _stop_warm_ups(self) -> None:  # under the lock
+        for i, process in list(self.warming.items()):
+            if i not in self.wanted or self.closed:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+                del self.warming[i]
+
+    def __enter__(self) -> InstallsAhead:
+        return self
+
+    def __exit__(self, *_) -> None:
+        with self.lock:
+            self.closed = True
+            self._stop_warm_ups()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 RunsAt = Callable[[Question], list]
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
@@ -668,8 +837,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                   say: Say) -> MetricBisection:
     """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
     search, at the case's smaller size where its shape allows, and the runs beside it."""
-    from .driver import releases_between
-
     candidates, unusable = releases_between(catalogue, request.start, request.end,
                                             request.backend, request.question.target,
                                             include_yanked=request.include_yanked)
@@ -708,22 +875,29 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                       hang_is_value=q.metric == "error", say=say)
 
     def narrowed(lo: int, hi: int, left: int) -> None:
-        say(f"narrowed to jax {names[lo]} … {names[hi]} ({hi - lo - 1} between, "
-            f"~{left} steps left)")
+        say(narrowed_line(names[lo], names[hi], hi - lo - 1, left))
 
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
+
+    def install(i: int):
+        try:
+            return lab.environment(candidates[i], request.backend)
+        except UserError:
+            return None  # the probe, if it comes, says why
+
+    ahead = InstallsAhead(install, max(2, request.jobs))
     run: RunAt = timer
     if q.metric == "error":
         run = crash_rated(run, n)
-    search = search_metric(n, run, classifier_for(q, request.threshold),
-                           paired=paired_test(request.threshold),
-                           noisy_metric=q.noisy, batch=request.runs,
-                           max_runs=request.max_runs, reduce=reduce_for(q),
-                           cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-                           offset=everything.index(candidates[0].version),
-                           on_step=narrowed, jobs=request.jobs,
-                           say=lambda m: say(_named(m, names)))
+    with ahead:
+        search = search_metric(
+            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
+            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            reduce=reduce_for(q),
+            cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
+            offset=everything.index(candidates[0].version), on_step=narrowed,
+            jobs=request.jobs, ahead=ahead, say=lambda m: say(_named(m, names)))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
@@ -734,9 +908,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
-        pair = (search.result.last_old, search.result.first_new) if search.status == "found" \
-            else ()
-        sized = beside(q, sorted({0, n - 1, *pair}), run_of, sized, request.jobs)
+        shown = full_table(n, search.result) if search.status == "found" else (0, n - 1)
+        sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search,
@@ -789,6 +962,12 @@ def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> Metri
                                                  reason=p.failure.error))
                   if i in hung else p) for i, p in search.placed.items()}
     return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
+
+
+def narrowed_line(lo: str, hi: str, between: int, left: int) -> str:
+    """The progress line after a round that narrowed the window."""
+    return (f"narrowed to jax {lo} … {hi} ({between} release{'' if between == 1 else 's'} "
+            f"between, ~{left} step{'' if left == 1 else 's'} left)")
 
 
 def _named(message: str, names: list[str]) -> str:

@@ -1,11 +1,13 @@
-"""``python -m bisect --case FILE`` / ``--metric NAME -- CMD``: the metric bisection's command
-line, from the parsed arguments to the report and the exit status."""
+"""``python -m bisect``'s one pipeline, from the parsed arguments to the report and the exit
+status: a case (``--case FILE``, the scan case when none is given) or a command (``-- CMD``, by
+``--metric NAME`` or its exit status), bisected, then explained."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from .cases import question_from
 from .catalogue import load_catalogue
@@ -37,7 +39,8 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
-                         executor=executor, jobs=jobs_for(args.jobs, question))
+                         executor=executor, jobs=jobs_for(args.jobs, question),
+                         try_xla_flags=tuple(args.try_xla_flags))
 
 
 def jobs_for(asked: int | None, question) -> int:
@@ -48,8 +51,21 @@ def jobs_for(asked: int | None, question) -> int:
     return 1 if question.noisy else default_jobs()
 
 
-# The exit status of each answer (cli.EXIT_CODES): "cannot tell" is never "no change".
+# The case asked when none is: the scan report's, by its default metric and shape.
+SCAN_CASE = Path(__file__).resolve().parent.parent / "repro" / "cases" / "scan_growth.py"
+EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
+
+# The exit status of each answer: "cannot tell" is never "no change".
 METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+EXIT_CODES = """exit status:
+  0    a change was found (--explain: a flag or pass explains the figure)
+  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  2    bad input or an unusable situation (one line on stderr), or a command that exited
+       128 or more (git bisect run's abort)
+  3    the ends differ but this machine's noise does not let it decide at 99 %
+       (undecided, not "no change": more --max-runs or a quieter machine decide it)
+  125  an end cannot be measured (the release gives no figure, or a command exits 125)
+  130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
@@ -73,6 +89,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     lab = RealLab(say, remeasure=request.remeasure, executor=executor)
     bisection = bisect_metric(catalogue, request, lab, say)
     extra: dict = {}
+    if bisection.search.status == "alike":
+        extra.update(wider_range(catalogue, bisection))
     # The report is written as soon as the answer is known, and again as the explanation
     # lands: Ctrl-C or a spent budget leaves what was measured.
     write_report(bisection, args.reports, extra)
@@ -84,6 +102,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
         say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
         raise
+    if request.try_xla_flags and bisection.search.status == "found":
+        extra["try_xla_flags"] = try_flags(bisection, lab, say)
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .metric_report import display_path, unit_of
@@ -113,10 +133,55 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                   f"every release: {doc['sweep']}")
         if "minimal" in doc:
             print(minimal_line(doc["minimal"]))
+        for tried in doc.get("try_xla_flags", ()):
+            print(tried_line(tried))
+        for part in doc["needs_a_gpu"]:
+            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}")
+        if "next_step" in doc:
+            print(f"to look further: {doc['next_step']['command']}")
         print(probes_line(bisection))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
+
+
+def wider_range(catalogue, b) -> dict:
+    """Where to look next when the range holds no change: the same question up to the newest
+    release installable here ({} where the range already ends there)."""
+    import shlex
+
+    from .metric_report import reproduce_argv
+
+    req = b.request
+    newest = max((r for r in catalogue.releases
+                  if catalogue.unusable_reason(r, req.backend) is None),
+                 key=lambda r: r.version, default=None)
+    if newest is None or newest.version <= catalogue.get(req.end).version:
+        return {}
+    return {"next_step": {"newest": str(newest.version),
+                          "command": shlex.join(reproduce_argv(b, req.end,
+                                                               str(newest.version)))}}
+
+
+def try_flags(b, lab: Lab, say: Say) -> list[dict]:
+    """``--try-xla-flags``: the first new release measured with each set of flags added (at
+    the search's size), placed by the bisection's classifier: ``restores`` where it gives the
+    old behaviour back."""
+    from .metric_explain import behaviour_under
+
+    classify, first_new = b.classifier(), b.pair[1]
+    out = []
+    for flags in b.request.try_xla_flags:
+        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags")
+        out.append({**tried, "restores": tried["behaviour"] == "old"})
+    return out
+
+
+def tried_line(tried: dict) -> str:
+    said = {"old": "brings the old behaviour back", "new": "keeps the new behaviour"}.get(
+        tried["behaviour"], f"gives no answer ({tried['behaviour']}: {tried['error']})")
+    return f"--try-xla-flags {tried['xla_flags']} under jax {tried['release']}: {said}"
 
 
 def probes_line(bisection) -> str:
@@ -185,10 +250,14 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
     release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
+    from .cases import with_params
+    from .metric_bisect import smaller_size
     from .metric_explain import explain_release
     from .metric_report import write_explain_report
 
-    question = question_of(args, ())
+    asked = question_of(args, ())
+    # A shape is scale-free: explained at the case's search size, as a bisection's is.
+    question = with_params(asked, smaller_size(asked))
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     release = catalogue.get(args.explain)

@@ -22,12 +22,11 @@ from .catalogue import Release
 from .crashes import is_crash
 from .errors import InstallFailed
 from .evidence.commits import commit_range
-from .evidence.explain import xla_flag_list
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
-from .harness import HarnessFailed, run_repro
+from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
 from .lab import Lab
 from .metric_bisect import (
     MAX_RUNS_NOISY,
@@ -41,9 +40,38 @@ from .metric_bisect import (
 )
 from .metric_report import display_path
 from .pins import load_table
+from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
 _METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
+
+
+def _platform(backend: str) -> str:
+    # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
+    # for every backend, and a compile-only process has no GPU client to start.
+    return "cuda" if backend == "cuda12" else "cpu"
+
+
+def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: float,
+                  remeasure: bool = False, store: Store = STORE) -> dict:
+    """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
+    platform = _platform(backend)
+    key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
+    return _stored_run(store, key, remeasure, f"jax {release.version}", lambda: run_module(
+        python, "repro.xla_flags", ["--json", "--backend", platform], timeout,
+        answers=MODULE_ANSWERS, platform=platform))
+
+
+def _stored_run(store: Store, key: Key, remeasure: bool, what: str, run) -> dict:
+    """The stored document of ``key``, or ``run()``'s, stored when it is a good one (one that
+    is not raises HarnessFailed and is measured again next time)."""
+    def checked() -> dict:
+        document = run()
+        if document.get("status") != "ok":
+            raise HarnessFailed(f"{what}: {document.get('error')}")
+        return document
+
+    return store.get_or_run(key, checked, remeasure=remeasure)
 
 
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
@@ -275,7 +303,7 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
         env = lab.environment(release, backend)
         say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
         argv = [a for a in question.harness_argv() if a != "--json"]
-        argv[argv.index("--metric") + 1] = "error"
+        argv[argv.index("--metric") + 1] = "memory" if question.over else "error"
         run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
                   timeout, answers=(0, 125))
 
@@ -439,16 +467,23 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                                   f"module)"}
         return doc
     effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
+    def effect(t: dict) -> str:
+        if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass
+            return f"{t['figure'][0]} without it"
+        return ({"fix": "lower", "regression": "higher"}.get(t["direction"], "different")
+                + (f", {t['ratio']:.2f}×" if t["ratio"] else ""))
+
     shown = "; ".join(
-        f"`{name}` ({'lower' if t['direction'] == 'fix' else 'higher' if t['direction'] == 'regression' else 'different'}"
-        + (f", {t['ratio']:.2f}×" if t["ratio"] else "")
+        f"`{name}` ({effect(t)}"
         + ("" if t["safe"] else ", diagnostic only: correctness depends on it") + ")"
         for name, t in effects)
+    base_word = (f"{base[0][0]} with every pass" if isinstance(base[0], (list, tuple))
+                 else "without it, the figure is")
     doc["culprit"] = {"kind": "pass", "name": effects[0][0],
                       "text": f"Turning off one HLO pass at a time under jax "
                               f"{release.version}, {len(effects)} of the "
                               f"{len(candidates[:MAX_PASSES])} passes that changed "
                               f"{question.label}'s module change its {question.metric} "
-                              f"(without it, the figure is): {shown}"}
+                              f"({base_word}): {shown}"}
     return doc
 

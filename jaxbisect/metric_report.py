@@ -18,25 +18,89 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from .cases import over_text
-from .catalogue import Release
+from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
+from .harness import target_label
 from .machine import machine_description
 from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
-from .report import (
-    JAX_COMPARE,
-    SCHEMA,
-    grouped_reasons,
-    has_answer,
-    yanked_entries,
-    yanked_markdown,
-)
 
+# 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
+# fields to these).
+SCHEMA = 2
+JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
+
+
+def grouped_reasons(unusable) -> list[tuple[str, str]]:
+    """Neighbouring releases left out for the same reason, as one line each."""
+    groups: list[list] = []
+    for release, why in sorted(unusable, key=lambda item: item[0].version):
+        if groups and groups[-1][1] == why:
+            groups[-1][0].append(release)
+        else:
+            groups.append([[release], why])
+    return [(f"jax {rs[0].version}" if len(rs) == 1 else
+             f"jax {rs[0].version} … {rs[-1].version} ({len(rs)} releases)", why)
+            for rs, why in groups]
+
+
+def yanked_entries(yanked, candidates, probed) -> list[dict]:
+    """The yanked releases inside a range, for the JSON: PyPI's reason, whether they were
+    candidates (``--include-yanked``) and whether the search measured them."""
+    listed = {r.version for r in candidates}
+    return [{"jax": str(r.version), "jaxlib": str(r.jaxlib) if r.jaxlib else None,
+             "reason": r.yanked_reason, "candidate": r.version in listed,
+             "probed": str(r.version) in probed} for r in yanked]
+
+
+def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: dict[str, str],
+                    include_command: str) -> str | None:
+    """The line beside the answer that names the yanked releases inside the range: the
+    people who installed one before the yank are the ones filing reports about it.
+    ``probed``: what each probed release gave, in words, by version."""
+    if not yanked:
+        return None
+    listed = {r.version for r in candidates}
+    named = "; ".join(yanked_words(r) for r in yanked)
+    if all(r.version in listed for r in yanked):
+        shown = [f"jax {r.version}: {probed[str(r.version)]}" for r in yanked
+                 if str(r.version) in probed]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)"
+                + (f"; probed: {'; '.join(shown)}." if shown else
+                   ", though the search did not need to probe it."))
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: "
+            f"`{include_command}`")
+
+
+def has_answer(json_path: Path) -> bool:
+    """The report at ``json_path`` holds an answer (a change found, or the ends alike): a
+    rerun that finds none (an end unmeasurable, the noise undecided) keeps it."""
+    try:
+        return json.loads(json_path.read_text(encoding="utf-8"))["status"] in ("found", "alike")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def needs_a_gpu(b: MetricBisection) -> list[dict]:
+    """A target's range where only a real GPU compiles its ends: the parts left out, each
+    with the command that measures it on a machine with one (every other option kept)."""
+    req, q = b.request, b.request.question
+    first, last = str(b.candidates[0].version), str(b.candidates[-1].version)
+    if not q.target:
+        return []
+    on_gpu = replace(b, request=replace(req, backend="cuda12",
+                                        question=replace(q, target="")))
+    parts = [(req.start, first)] if req.start != first else []
+    parts += [(last, req.end)] if req.end != last else []
+    return [{"from": lo, "to": hi, "command": shlex.join(reproduce_argv(on_gpu, lo, hi))}
+            for lo, hi in parts]
 
 
 def where(b: MetricBisection) -> str:
@@ -44,8 +108,11 @@ def where(b: MetricBisection) -> str:
     if q.target:
         doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
         described = (doc or {}).get("target") or {}
-        name = described.get("description") or q.target
-        return f"compiled for {name}, without the GPU"
+        if not described.get("description"):  # no run described it: the spec's own words
+            from repro.target import load as load_target
+
+            described = {"description": load_target(q.target).description}
+        return f"compiled for {described['description']}, without the GPU"
     return b.request.backend
 
 
@@ -174,7 +241,21 @@ def answer_line(b: MetricBisection) -> str:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
         text += (f" jax {', '.join(between)} in between could not be placed, so the change is "
                  f"in one of them or in jax {new.version}.")
+    left_out = left_out_between(b)
+    if left_out:
+        text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
+                 f"installable), so the change is in one of them or in jax {new.version}.")
     return text
+
+
+def left_out_between(b: MetricBisection) -> list[str]:
+    """The releases left out (not installable here: a target's that need a real GPU) that
+    lie between the pair: the change may be in one of them."""
+    if b.pair is None:
+        return []
+    old, new = b.pair
+    return [str(r.version) for r, _ in sorted(b.unusable, key=lambda u: u[0].version)
+            if old.version < r.version < new.version and not r.yanked]
 
 
 def distinct_runs(placed: Placed) -> list:
@@ -316,7 +397,10 @@ def question_argv(q, backend: str) -> list[str]:
     """The options that say what is measured and where: the target or backend, the case and
     its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
     flags, the samples and the metric's kind where not the defaults."""
-    argv = ["--target", q.target] if q.target else ["--backend", backend]
+    # A spec file as a maintainer types it: from the clone, or (elsewhere) its name, the
+    # report carrying the spec itself (render).
+    argv = (["--target", display_path(q.target) if "/" in q.target else q.target] if q.target
+            else ["--backend", backend])
     if q.case is not None:
         argv += ["--case", display_path(q.case.path)]
         for name, value in q.params.items():
@@ -347,6 +431,7 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
         argv += ["--max-runs", str(req.max_runs)]
     if req.include_yanked:
         argv.append("--include-yanked")
+    argv += [f"--try-xla-flags={flags}" for flags in req.try_xla_flags]
     if minimize:
         argv.append("--minimize")
     if q.command:
@@ -374,9 +459,10 @@ def inside_clone(path: str, clone: Path = CLONE) -> bool:
 def sweep_argv(b: MetricBisection) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see),
     as the bisection measured its probes: the same runs, threshold and classifier (the sweep
-    takes neither --minimize nor --include-yanked)."""
+    takes neither --minimize, --include-yanked nor --try-xla-flags)."""
     return ["nox", "-s", "repro_range", "--",
-            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")]]
+            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")
+              and not a.startswith("--try-xla-flags")]]
 
 
 MEASURE_SNIPPETS = {
@@ -690,6 +776,10 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     req, q, s = b.request, b.request.question, b.search
     title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
     parts = [title, "", answer_line(b), ""]
+    for part in needs_a_gpu(b):
+        parts += [f"**Measured part: jax {b.candidates[0].version} … "
+                  f"{b.candidates[-1].version}.** jax {part['from']} … {part['to']} needs a "
+                  f"real GPU: `{part['command']}`", ""]
     for line in (thirds_line(b), raised_line(b), crash_line(b), yanked_line(b)):
         if line:
             parts += [line, ""]
@@ -700,6 +790,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += ["A change made and undone inside the range cannot be seen by bisection: "
                   "to measure every release in it:", "", "```sh",
                   shlex.join(sweep_argv(b)), "```", ""]
+    if extra and extra.get("next_step"):
+        step = extra["next_step"]
+        parts += ["## Next step", "", f"The newest release installable here is jax "
+                  f"{step['newest']}; to look further:", "", "```sh", step["command"], "```",
+                  ""]
     shaped = {k: v for k, v in q.case.resolve(q.params).items()
               if not q.over or k != q.over[0]} if q.case else {}
     how = (f"Each row: {q.metric} of `{q.label}`"
@@ -752,6 +847,11 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     saved = ([f"(Save the program above, in *The program*, as `{display_path(q.case.path)}` "
               f"in the toolkit's clone first: it is not part of the toolkit.)", ""]
              if q.case is not None and not inside_clone(q.case.path) else [])
+    if "/" in q.target and not inside_clone(q.target):  # a spec file of the user's travels
+        saved += [f"<details><summary>{display_path(q.target)}: the target spec (save it "
+                  f"beside the program)</summary>", "", "```text",
+                  Path(q.target).read_text(encoding="utf-8").rstrip(), "```", "", "</details>",
+                  ""]
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
               "README's Quick start installs it):", "", *saved, "```sh",
               shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
@@ -767,6 +867,8 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
     if extra and extra.get("explanation"):
         parts += why_lines(extra["explanation"], q.metric, unit_of(b))
+    if extra and extra.get("try_xla_flags"):
+        parts += tried_lines(extra["try_xla_flags"], b)
     if extra and extra.get("interrupted"):
         parts += [f"_{extra['interrupted'][0].upper()}{extra['interrupted'][1:]}._", ""]
     if b.time_limit is not None:
@@ -777,6 +879,22 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
     parts += ["<details><summary>Environment of the probing machine</summary>", "",
               "```text", machine_description(dated=True), "```", "", "</details>", ""]
     return "\n".join(parts)
+
+
+def tried_lines(tried: list[dict], b: MetricBisection) -> list[str]:
+    """``--try-xla-flags``: each set of flags under the first new release, and whether it
+    brings the old behaviour back."""
+    rows = [[f"`{t['xla_flags']}`", _figure_cell(b.request.question.metric, unit_of(b),
+                                                  t["figure"]) if t["figure"] is not None
+             else t["error"] or "", t["behaviour"], "yes ✅" if t["restores"] else "no"]
+            for t in tried]
+    sized = params_text(b.searched.params) if b.sized else ""
+    return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
+            f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
+            f"placed by the bisection's classifier:", "",
+            tabulate(rows, headers=["XLA_FLAGS", b.request.question.metric, "behaviour",
+                                    "old behaviour back"], tablefmt="github",
+                     disable_numparse=True), ""]
 
 
 def params_text(params: dict) -> str:
@@ -890,7 +1008,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
-                      "crash": r.crash, "crash_rate": r.crash_rate}
+                      "crash": r.crash, "crash_rate": r.crash_rate,
+                      **({"ran_on": r.ran_on} if r.ran_on else {})}
                      for r in distinct_runs(placed)],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
@@ -907,7 +1026,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "backend": req.backend, "target": q.target or None, "measured": where(b),
         "status": s.status, "direction": b.direction,
         "calibration": s.calibration,
-        "exact": bool(s.result and s.result.exact and s.status == "found"),
+        "exact": bool(s.result and s.result.exact and s.status == "found"
+                      and not left_out_between(b)),
         "reason": s.reason,
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
                    "kind": "noisy" if q.noisy else "deterministic",
@@ -932,6 +1052,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "crash_hint": crash_hint(b),
         "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
         "probes": probes,
+        "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
+        "needs_a_gpu": needs_a_gpu(b),
         "search": {"probes": len(s.placed), "remeasures": s.remeasures, "runs": s.runs,
                    "max_runs": s.max_runs,
                    "limit": {"probes": b.limit[0], "rounds": b.limit[1]},
@@ -959,9 +1081,7 @@ def report_stem(b: MetricBisection) -> str:
     """``bisect-A-B-where-case-metric``, plus a digest of the other options that shape the
     answer where any are set."""
     req, q = b.request, b.request.question
-    place = (q.target if q.target and "/" not in q.target else
-             f"target-{hashlib.sha256(q.target.encode()).hexdigest()[:8]}" if q.target
-             else req.backend)
+    place = target_label(q.target) or req.backend  # a spec file: its stem and content digest
     name = q.case.name if q.case else "command"
     stem = f"bisect-{req.start}-{req.end}-{place}-{name}-{q.metric}"
     shaping = {"params": q.params, "xla_flags": q.xla_flags, "samples": q.samples,
@@ -970,9 +1090,13 @@ def report_stem(b: MetricBisection) -> str:
                "command": list(q.command)}
     if req.include_yanked:  # only where set: reports of earlier runs keep their names
         shaping["include_yanked"] = True
+    if q.case and q.over != q.case.over:  # another shape than the case's own, or one figure
+        shaping["over"] = over_text(q.over)
+    if req.try_xla_flags:  # a report with the flags' section beside the plain one
+        shaping["try_xla_flags"] = list(req.try_xla_flags)
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
             or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
-            or req.include_yanked:
+            or req.include_yanked or "over" in shaping or "try_xla_flags" in shaping:
         text = json.dumps(shaping, sort_keys=True)
         stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return stem
@@ -996,6 +1120,8 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         if png is not None:
             extra = {**(extra or {}), "chart": png.name}
             doc = document(b, md_path, extra)
+    elif md_path.with_suffix(".png").exists():  # an earlier run's picture this one does not show
+        md_path.with_suffix(".png").unlink()
     write_text_if_changed(md_path, render(b, extra))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc
@@ -1018,7 +1144,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     """``explain-RELEASE-where-case-metric[-digest]``: the passes behind a case's figure."""
     from repro.case import UNITS
 
-    place = question.target if question.target and "/" not in question.target else backend
+    place = target_label(question.target) or backend
     stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
     shaping = {"params": question.params, "xla_flags": question.xla_flags,
                "samples": question.samples, "kind": question.kind if question.kind != "auto"
@@ -1035,8 +1161,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
            "case": {**question.case.as_json(question.params),
                     "path": display_path(question.case.path), "source": question.case.source},
            "explanation": explanation, "reproduce": command, "report": str(path)}
-    rows = [[t["xla_flags"].split("=", 1)[1], shown(question.metric, unit, t["figure"])
-             if isinstance(t["figure"], (int, float)) else str(t["figure"]),
+    rows = [[t["xla_flags"].split("=", 1)[1], _figure_cell(question.metric, unit, t["figure"]),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
              {"fix": "lower", "regression": "higher", "changed": "different"}.get(
                  t["direction"], "the same")] for t in explanation["tests"]]
@@ -1044,7 +1169,8 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     text = "\n".join([
         f"# {question.case.name}: which HLO passes shape its {question.metric} under jax "
         f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
-        f"Baseline: {shown(question.metric, unit, base) if isinstance(base, (int, float)) else base}.",
+        f"Baseline: {_figure_cell(question.metric, unit, base)}"
+        + (f" ({params_text(question.params)})" if question.params else "") + ".",
         "", "<details><summary>Every pass turned off</summary>", "",
         tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
                                 "figure"], tablefmt="github", disable_numparse=True)

@@ -123,16 +123,19 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
         return values_of(measure_batch(lab, release, backend, asked, 1, batch,
                                        timeout=timeout), reduce)
 
-    def judge(params: dict, direction: str | None) -> tuple[Trial, str | None]:
+    def judge(params: dict, direction: tuple | None) -> tuple[Trial, tuple]:
         asked = replace(question, params=params)
         say("minimizing: " + ", ".join(f"{k}={v}" for k, v in params.items()))
         old_values, new_values = values(old, asked), values(new, asked)
         if not old_values or not new_values:
             return Trial(params, False, reason="no figure at one end"), None
         ends = make(old_values, new_values).ends()
-        kept = ends.distinct and direction in (None, ends.direction)
+        # A shape keeps each side's own word ("constant" → "grows"): two growths at a size
+        # too small for a stacked buffer to show are not the change.
+        words = tuple(v[0][0] for v in (old_values, new_values)) if question.over else ()
+        kept = ends.distinct and direction in (None, (ends.direction, words))
         return (Trial(params, kept, middle(old_values), middle(new_values), ends.reason),
-                ends.direction)
+                (ends.direction, words))
 
     names = shrinkable(question)
     start = {k: v for k, v in question.case.resolve(question.params).items()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -34,32 +35,39 @@ def one_line_error(done: subprocess.CompletedProcess, status: int = 2) -> str:
 
 @pytest.mark.jax
 def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
-    """0.5.0 is constant on the CPU, 0.5.1 grows: the first run measures, the rerun not."""
+    """0.5.0 is constant on the CPU, 0.5.1 grows: with no --case, the scan case by its shape
+    over n_outer; the first run measures, the rerun not."""
     args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", *SMALL, "--no-evidence",
             "--reports", str(tmp_path), "--json"]
     first = bisect(*args)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
-    assert doc["schema"] == 1 and doc["status"] == "found" and doc["exact"]
-    assert doc["direction"] == "regression"
-    assert (doc["verdict_from"], doc["verdict_to"]) == ("constant", "grows")
+    assert (doc["schema"], doc["kind"]) == (2, "metric")
+    assert doc["status"] == "found" and doc["exact"] and doc["direction"] == "regression"
+    assert doc["case"]["path"] == "repro/cases/scan_growth.py"
+    assert doc["over"] == {"name": "n_outer", "values": [1, 3, 6]}
     assert doc["last_old"] == {"jax": "0.5.0", "jaxlib": "0.5.0"}
     assert doc["first_new"] == {"jax": "0.5.1", "jaxlib": "0.5.1"}
+    shapes = {p["jax"]: p["series"]["status"] for p in doc["probes"]}
+    assert (shapes["0.5.0"], shapes["0.5.1"]) == ("constant", "grows")
     probed = [p["jax"] for p in doc["probes"]]
     assert probed[:2] == ["0.5.0", "0.5.3"] and len(probed) <= 2 + 2
     assert doc["compare"].endswith("compare/jax-v0.5.0...jax-v0.5.1")
-    # The full tables (ends and pair) compile v2, the unrolled control, at n_outer 1 and 2 only.
-    tables = [p["measurement"] for p in doc["probes"] if p["full_table"]]
-    assert {d["jax"] for d in tables} == {"0.5.0", "0.5.1", "0.5.3"}
-    for table in tables:
-        assert table["params"]["v2_up_to"] == 2
-        v2 = {c["n_outer"]: c["status"] for c in table["cases"] if c["variant"] == "v2"}
-        assert v2 == {1: "ok", 3: "left out", 6: "left out"}, v2
-
+    assert doc["search_size"] is None  # n_res 16 is below the case's search size already
+    # v1 beside it at every n_outer, v2 (the unrolled control) at COMPARE's n_outer 1 and 2
+    # (its compile grows with the unrolled length), at the ends and the pair.
+    shown = {"0.5.0", "0.5.3", "0.5.1"}  # the ends and the pair (0.5.0 is both)
+    for p in doc["probes"]:
+        if p["jax"] not in shown:
+            assert p["compare"] == {}  # a search probe between: the search's question only
+            continue
+        assert set(p["compare"]["v1"]["figures"]) == {"1", "3", "6"}
+        assert set(p["compare"]["v2"]["figures"]) == {"1", "2"}
     assert (doc["from"], doc["to"], doc["backend"]) == ("0.5.0", "0.5.3", "cpu")
-    assert "python -m bisect --from 0.5.0 --to 0.5.3 --backend cpu --n-outer 1 3 6" \
-        in doc["reproduce"]
-    # The markdown a maintainer reads: the rerun line, the table, the collapsed environment.
+    again_args, _ = cli_module.parse(shlex.split(doc["reproduce"])[3:])
+    asked, _ = cli_module.parse(args)
+    assert (Path(REPO, again_args.case).resolve(), sorted(again_args.param), again_args.over) \
+        == (Path(asked.case), sorted(asked.param), asked.over)
     report = Path(doc["report"]).read_text()
     assert doc["reproduce"] in report and "| jax " in report
     assert "<details><summary>Environment of the probing machine</summary>" in report
@@ -73,16 +81,23 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
 
 @pytest.mark.jax
 def test_empty_compiled_stats_fall_back_to_a_real_run(tmp_path):
-    """jaxlib 0.4.28 reports zeros on the CPU: its verdict comes from a real run instead."""
-    done = bisect("--from", "0.4.28", "--to", "0.4.29", "--backend", "cpu", *SMALL,
-                  "--reports", str(tmp_path), "--json")
+    """jaxlib 0.4.28 reports zeros on the CPU: its shape comes from a real run instead (at
+    the scan case's RUNTIME_PARAMS, over the n_outer values both allow: 1, 2, 5)."""
+    done = bisect("--from", "0.4.28", "--to", "0.4.29", "--backend", "cpu", "--n-res", "16",
+                  "--n-inner", "10", "--n-outer", "1", "2", "5", "--reports", str(tmp_path),
+                  "--json")
     doc = json.loads(done.stdout)
-    old = doc["probes"][0]
-    assert old["jax"] == "0.4.28" and old["mode"] == "runtime"
-    assert old["verdict"] == "constant"
-    assert doc["probes"][1]["mode"] == "compiled"
+    old, new = doc["probes"][0], doc["probes"][1]
+    assert old["jax"] == "0.4.28" and old["series"]["fallback"]
+    assert old["series"]["metric"] == "peak_memory" and old["series"]["status"] == "constant"
+    assert new["series"]["fallback"] is None and new["series"]["status"] == "constant"
     assert doc["status"] == "alike" and done.returncode == 1
     assert Path(doc["report"]).is_file()
+    # Where the range holds no change: the same question up to the newest release.
+    step = shlex.split(doc["next_step"]["command"])
+    assert step[:7] == ["python", "-m", "bisect", "--from", "0.4.29", "--to",
+                        doc["next_step"]["newest"]]
+    assert "--over" in step and "n_outer=1,2,5" in step
 
 
 @pytest.mark.jax
@@ -95,11 +110,11 @@ def test_bisects_with_a_command(tmp_path):
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["last_old"]["jax"] == "0.4.33" and doc["first_new"]["jax"] == "0.4.34"
-    assert all(p["mode"] == "command" for p in doc["probes"])
-    assert doc["direction"] is None
-    assert {"jax": "0.4.32", "reason": "yanked"} not in doc["skipped"]  # left out, not skipped
-    exits = {p["jax"]: p["exit_status"] for p in doc["probes"]}
-    assert (exits["0.4.33"], exits["0.4.34"]) == (0, 1)
+    assert doc["metric"]["name"] == "exit_code" and doc["metric"]["kind"] == "deterministic"
+    assert doc["direction"] == "changed"
+    assert "0.4.32" not in [p["jax"] for p in doc["probes"]]  # yanked: left out, not skipped
+    exits = {p["jax"]: p["runs"][0]["samples"] for p in doc["probes"]}
+    assert (exits["0.4.33"], exits["0.4.34"]) == ([0], [1])
 
 
 @pytest.mark.jax
@@ -149,7 +164,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     seen = []
     for line in child.stderr:
         seen.append(line)
-        if line.startswith("jax 0.5.0: "):  # the first probe's answer is stored
+        if line.startswith("jax 0.5.3: "):  # the first end's run is stored
             child.send_signal(signal.SIGINT)
             break
     rest = child.stderr.read()
@@ -178,6 +193,12 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     (["--from", "0.4.30", "--to", "0.5.0", "--backend", "tpu"], "invalid choice"),
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "1", "2", "5", "--over",
+      "n_outer=1,2"], "--n-outer is --over"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-res", "16", "--", "true"], "no sizes"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--metric", "exit_code"], "give the command"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "1", "2", "5", "--param",
+      "n_outer=3"], "--param n_outer"),
 ])
 def test_bad_input_is_one_line_and_exit_2(recorded_catalogue, tmp_path, args, needle):
     # Its own reports folder: were the input taken, nothing may land in the clone's reports/.
@@ -260,6 +281,27 @@ def test_flag_values_reach_the_request():
     assert args.xla_flags == "--xla_foo=true --xla_bar=2"
     assert args.try_xla_flags == ["--a=1", "--b"]
     assert command == ("echo", "--xla-flags")
+
+
+def test_no_case_is_the_scan_case_and_the_sizes_are_its_options():
+    """The scan report is a case like any other: --n-outer is its --over, the other sizes
+    its --param; a command without --metric is bisected by its exit status."""
+    from jaxbisect.metric_cli import EXIT_CODE_METRIC, SCAN_CASE
+
+    plain, _ = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1"])
+    assert (plain.case, plain.over, plain.param, plain.metric) == (str(SCAN_CASE), None, [],
+                                                                   None)
+    sized, _ = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1", *SMALL, "--dtype",
+                                 "float16", "--param", "variant=1"])
+    assert sized.over == "n_outer=1,3,6"
+    assert sized.param == ["n_inner=10", "n_res=16", "dtype=float16", "variant=1"]
+    explain, _ = cli_module.parse(["--explain", "0.5.1", "--n-outer", "2", "5"])
+    assert (explain.case, explain.over) == (str(SCAN_CASE), "n_outer=2,5")
+    command, cmd = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1", "--", "true"])
+    assert (command.case, command.metric, cmd) == (None, EXIT_CODE_METRIC, ("true",))
+    field, _ = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1", "--metric", "t", "--",
+                                 "true"])
+    assert field.metric == "t"
 
 
 def test_the_callers_xla_flags_are_named_as_ignored(recorded_catalogue):

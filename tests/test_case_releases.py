@@ -190,8 +190,9 @@ def test_a_command_without_the_field_is_bad_input_and_stores_nothing(tmp_path, j
     (["--case", "/nonexistent.py"], "no case file"),
     (["--case", SCAN, "--param", "n_res=x"], "is an int"),
     (["--case", SCAN, "--metric", "speed"], "one of"),
-    (["--metric", "t"], "--metric measures"),
-    (["--param", "n=1"], "--param sets"),
+    # No --case is the scan case: its metrics and its parameters.
+    (["--metric", "t"], "a case measures one of"),
+    (["--param", "n=1"], "scan_growth has no parameter 'n'"),
 ])
 def test_driver_bad_input_is_one_line_and_fetches_nothing(args, words, tmp_path):
     done = bisect("--from", "0.5.0", "--to", "0.5.2", "--reports", str(tmp_path), *args,

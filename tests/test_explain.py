@@ -1,4 +1,5 @@
-"""``python -m bisect --explain RELEASE``: one release, no bisection, end to end."""
+"""The scan case explained, end to end on real releases: ``--explain RELEASE`` (one release,
+no bisection: the passes) and a found change's explanation (the flag, both ways)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_bisect import bisect, one_line_error
+from test_bisect import SMALL, bisect, one_line_error
+
+CPU_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
 
 
 @pytest.mark.jax
@@ -16,20 +19,23 @@ def test_explains_one_release_by_its_passes_and_reruns_from_the_store(tmp_path):
     first = bisect(*args)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
+    assert (doc["schema"], doc["kind"], doc["case"]["name"]) == (2, "metric-explain",
+                                                                 "scan_growth")
     explanation = doc["explanation"]
-    assert explanation["releases"] == ["0.5.1"]
-    tests = {t["xla_flags"]: t["verdict"] for t in explanation["tests"]}
-    assert tests[""] == "grows" and tests["--xla_disable_hlo_passes=copy-insertion"] == "constant"
+    assert explanation["release"] == "0.5.1" and explanation["baseline"][0] == "grows"
+    tests = {t["xla_flags"]: t for t in explanation["tests"]}
+    copies = tests["--xla_disable_hlo_passes=copy-insertion"]
+    assert copies["figure"][0] == "constant" and copies["changes"] and not copies["safe"]
     assert len(tests) >= 5 and "--xla_disable_hlo_passes=fusion" in tests
-    assert explanation["culprit"]["kind"] == "pass"
-    assert {"release": "0.5.1", "xla_flags": "--xla_disable_hlo_passes=copy-insertion",
-            "verdict": "constant", "safe": False} in explanation["workarounds"]
-    report = (tmp_path / "explain-0.5.1-cpu.md").read_text()
-    assert report.index("### Why: jax 0.5.1") < report.index("Diagnostic only")
-    assert "python -m bisect --explain 0.5.1 --backend cpu --n-inner 10" in report
+    assert (explanation["culprit"]["kind"], explanation["culprit"]["name"]) \
+        == ("pass", "copy-insertion")
+    # Explained at the case's search size (n_res 32), which the rerun line carries.
+    assert "--param n_inner=10 --param n_res=32" in doc["reproduce"]
+    report = Path(doc["report"]).read_text()
+    assert doc["reproduce"] in report
     again = bisect(*args)
     assert json.loads(again.stdout)["explanation"] == explanation
-    assert "stored" in again.stderr and "measuring" not in again.stderr
+    assert "dumping" not in again.stderr  # the dumps and every run read back from the store
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -41,20 +47,32 @@ def test_explain_bad_input_is_one_line(args, needle):
 
 
 @pytest.mark.jax
-def test_a_found_change_is_explained_first_in_the_evidence(tmp_path):
-    """No hint: the bisection's evidence names the CPU flag, before the raw evidence."""
-    done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "16",
-                  "--n-inner", "10", "--n-outer", "1", "3", "6", "--reports", str(tmp_path),
-                  "--json")
+def test_a_found_change_is_explained_by_the_flag_both_ways(tmp_path):
+    """0.5.0 -> 0.5.1 on the CPU with no hint: the concurrency-optimised scheduler, proven
+    both ways; --try-xla-flags says it restores the old shape; a rerun measures nothing."""
+    args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", *SMALL, "--reports",
+            str(tmp_path), "--json", "--try-xla-flags", f"{CPU_FLAG}=false",
+            "--try-xla-flags", "--xla_cpu_enable_fast_math=false"]
+    done = bisect(*args)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    assert doc["attribution"]["culprit"] == "xla"
     culprit = doc["explanation"]["culprit"]
-    flag = "--xla_cpu_enable_concurrency_optimized_scheduler"
-    assert (culprit["kind"], culprit["name"]) == ("flag", flag)
-    report = Path(doc["report"]).read_text()  # named with a digest of the smaller sizes
-    why, where = report.index("### Why: jax 0.5.0 → jax 0.5.1"), report.index("### Where and what")
-    assert why < report.index(f"**The change follows the XLA flag `{flag}`") < where
-    skipped = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "16",
-                     "--n-inner", "10", "--n-outer", "1", "3", "6", "--reports", str(tmp_path),
-                     "--json", "--no-evidence")
+    assert (culprit["kind"], culprit["name"]) == ("flag", CPU_FLAG)
+    behaviours = {(t["release"], t["xla_flags"]): t["behaviour"]
+                  for t in doc["explanation"]["culprit"]["tests"]}
+    assert behaviours[("0.5.1", f"{CPU_FLAG}=false")] == "old"
+    assert behaviours[("0.5.0", f"{CPU_FLAG}=true")] == "new"
+    tried = {t["xla_flags"]: (t["behaviour"], t["restores"]) for t in doc["try_xla_flags"]}
+    assert tried == {f"{CPU_FLAG}=false": ("old", True),
+                     "--xla_cpu_enable_fast_math=false": ("new", False)}
+    assert f"--try-xla-flags={CPU_FLAG}=false" in doc["reproduce"]
+    report = Path(doc["report"]).read_text()
+    assert "## XLA flags tried under jax 0.5.1 (--try-xla-flags)" in report
+    again = bisect(*args)
+    redo = json.loads(again.stdout)
+    assert redo["explanation"]["culprit"] == culprit  # its budget's seconds aside
+    assert redo["try_xla_flags"] == doc["try_xla_flags"]
+    assert all(p["cached"] for p in redo["probes"])
+    skipped = bisect(*args[:-4], "--no-evidence")
     assert "explanation" not in json.loads(skipped.stdout)

@@ -175,38 +175,3 @@ def test_the_harness_lists_the_flags_of_a_release(jax_python):
     recorded = parse_flag_help(help_text("0.5.1"))
     assert [f["name"] for f in document["flags"]] == [f["name"] for f in recorded]
     assert {f["name"]: f["default"] for f in document["flags"]}[CPU_FLAG] == "true"
-
-
-@pytest.mark.jax
-def test_finds_the_flag_behind_the_cpu_change_with_no_hint(jax_python, recorded_catalogue,
-                                                            monkeypatch):
-    """0.5.0 -> 0.5.1 on the CPU: the concurrency-optimised scheduler, proven both ways; a rerun
-    measures nothing."""
-    from jaxbisect.evidence.explain import Side, explain_flags
-    from jaxbisect.harness import HarnessOptions
-
-    sides = [Side(recorded_catalogue.get(v), jax_python(v)) for v in ("0.5.0", "0.5.1")]
-    said = []
-    explanation = explain_flags(*sides, "cpu", HarnessOptions(), said.append, timeout=300)
-    json.dumps(explanation)
-    assert set(explanation) == {"releases", "flag_defaults_changed", "tests", "culprit",
-                                "workarounds"}
-    assert explanation["releases"] == ["0.5.0", "0.5.1"]
-    culprit = explanation["culprit"]
-    assert (culprit["kind"], culprit["name"]) == ("flag", f"--{CPU_FLAG}")
-    assert f"`--{CPU_FLAG}=false` under jax 0.5.1 makes v0 constant" in culprit["text"]
-    assert f"`--{CPU_FLAG}=true` under jax 0.5.0 makes it grow" in culprit["text"]
-    tests = {(t["release"], t["xla_flags"]): t["verdict"] for t in explanation["tests"]}
-    assert tests == {("0.5.0", ""): "constant", ("0.5.1", ""): "grows",
-                     ("0.5.1", f"--{CPU_FLAG}=false"): "constant",
-                     ("0.5.1", "--xla_dump_hlo_as_long_text=false"): "grows",
-                     ("0.5.0", f"--{CPU_FLAG}=true"): "grows"}
-    assert explanation["workarounds"] == [{"release": "0.5.1", "xla_flags": f"--{CPU_FLAG}=false",
-                                           "verdict": "constant", "safe": True}]
-
-    def no_measuring(*args, **kwargs):
-        raise AssertionError("a rerun measured again")
-
-    monkeypatch.setattr("jaxbisect.harness.run_module", no_measuring)  # every harness run
-    monkeypatch.setattr("jaxbisect.evidence.explain.run_module", no_measuring)
-    assert explain_flags(*sides, "cpu", HarnessOptions(), said.append, timeout=300) == explanation

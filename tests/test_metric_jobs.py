@@ -1,19 +1,23 @@
 """--jobs for a metric bisection: a round's releases probed at once, through injected runs
 (real threads, a run that waits so that runs in flight overlap): the same pair as one at a
-time, the overlap recorded, every run of a release numbered once."""
+time, the overlap recorded, every run of a release numbered once. The installs ahead of the
+next round and their warm-up imports, with a stand-in python."""
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
+from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect.cases import Run
 from jaxbisect.classify import deterministic
-from jaxbisect.metric_bisect import search_metric
+from jaxbisect.metric_bisect import InstallsAhead, search_metric
 
 
 class Lab:
@@ -74,3 +78,88 @@ def test_jobs_find_the_same_pair_with_probes_in_flight_at_once(drawn, jobs):
         assert any(len(r) > 1 for r in middle_rounds)   # n >= 6: the window split in jobs+1
         assert many.most >= 2                  # probes of one round were in flight at once
         assert one.most == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), st.sampled_from([1, 2, 3]), st.integers(2, 5))
+def test_every_probe_was_installed_ahead_and_nothing_cheap(drawn, jobs, every):
+    """The environments the next round could need are handed to ``ahead`` while a round
+    runs (search.prefetch_order): every release the search probes between the ends was named
+    before its probe, unless cheap already; a cheap one is never named."""
+    history, _ = drawn
+    lab = Lab(history, noisy=False)
+    named: list[set[int]] = []
+    probed_before: list[int] = []
+
+    def ahead(indices: list[int]) -> None:
+        named.append(set(indices))
+        probed_before.append(len(lab.asked))
+
+    def cheap(i: int) -> bool:
+        return i % every == 0
+
+    s = search_metric(len(history), lab, lambda o, n: deterministic(o, n), noisy_metric=False,
+                      jobs=jobs, ahead=ahead, cheap=cheap)
+    assert s.status == "found" and s.result.first_new == history.index("new")
+    order = [i for i, _ in lab.asked]
+    for i in set(order) - {0, len(history) - 1}:
+        first = order.index(i)
+        if not cheap(i):
+            assert any(i in names and before <= first
+                       for names, before in zip(named, probed_before)), (i, named)
+    assert not any(cheap(i) for names in named for i in names)
+
+
+def _sleeper(tmp_path):
+    """A stand-in for an environment's python whose import takes 60 s; it writes its pid."""
+    pid_file = tmp_path / "pid"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 60\n")
+    python.chmod(0o755)
+    return python, pid_file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _started(pid_file) -> int:
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            return int(pid_file.read_text())
+        time.sleep(0.05)
+    raise AssertionError("the warm-up never started")
+
+
+@pytest.mark.parametrize("how", ["the search is over", "no longer ahead"])
+def test_a_warm_up_is_never_waited_for(tmp_path, how):
+    """A warm-up import after an install ahead is a head start only: the search ending, or
+    moving past its release, stops it rather than waiting its 60 s out."""
+    python, pid_file = _sleeper(tmp_path)
+    fresh = SimpleNamespace(reused=False, python=python)
+    with InstallsAhead(lambda i: fresh, 1) as ahead:
+        ahead([3])
+        pid = _started(pid_file)
+        assert _alive(pid)
+        if how == "no longer ahead":
+            ahead([5, 6])
+            assert not _alive(pid)
+    assert not _alive(pid)
+
+
+def test_no_warm_up_for_a_reused_environment_or_a_release_no_longer_ahead(tmp_path):
+    """An environment that was there already needs no warm-up; nor does a release whose
+    probe began before its install ahead finished (the probe writes the bytecode itself)."""
+    python, pid_file = _sleeper(tmp_path)
+    with InstallsAhead(lambda i: SimpleNamespace(reused=True, python=python), 1) as ahead:
+        ahead([3])
+    assert not pid_file.exists()
+    with InstallsAhead(lambda i: None, 1) as ahead:
+        ahead([5, 6])  # the round that probes 3 began
+        ahead.warm(3, python)
+        time.sleep(0.3)
+    assert not pid_file.exists()

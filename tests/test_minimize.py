@@ -83,3 +83,29 @@ def test_minimize_runs_both_releases_in_the_lab_until_the_thresholds(recorded_ca
     trials = [params for _, params in asked]
     assert all(p["num_blocks"] == 10 for p in trials)
     assert [v for v, _ in asked] == ["0.5.0", "0.5.1"] * (len(shrunk.trials) + 1)
+
+
+def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
+    """The scan case by its shape: below n_res 8 (a fake lab's threshold) both releases
+    "grow" at rates far apart. Apart, yet not the change (constant → grows): the minimizer
+    stops at n_res 8."""
+    from fake_lab import FakeLab
+
+    from jaxbisect.cases import Run, question_from
+    from jaxbisect.metric_cli import SCAN_CASE
+    from jaxbisect.minimize import minimize
+
+    question = question_from(None, str(SCAN_CASE), ["n_inner=4", "n_res=40"], ())
+
+    def answer(version, asked, number):
+        p = asked.case.resolve(asked.params)
+        if p["n_res"] < 8:  # overhead dominates: both grow, 3x apart
+            shape = ["grows", 8.0 if version == "0.5.0" else 24.0]
+        else:
+            shape = ["constant", 0.0] if version == "0.5.0" else ["grows", 1.0]
+        return Run(release=version, number=number, status="ok", samples=(shape,))
+
+    old, new = recorded_catalogue.get("0.5.0"), recorded_catalogue.get("0.5.1")
+    shrunk, first, _ = minimize(old, new, "cpu", question, FakeLab(answer), lambda m: None)
+    assert first.kept and shrunk.params["n_res"] == 8 and shrunk.params["n_inner"] == 1
+    assert all(t.kept == (t.params["n_res"] >= 8) for t in shrunk.trials)

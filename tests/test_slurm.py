@@ -256,12 +256,13 @@ def test_a_bisection_through_slurm_answers_as_locally(slurm_cluster, tmp_path):
     assert (slurm["last_old"], slurm["first_new"]) == (local["last_old"], local["first_new"])
 
     def figures(doc):
-        return [(p["jax"], [(c["variant"], c["n_outer"], c.get("total_bytes"))
-                            for c in p["measurement"]["cases"]]) for p in doc["probes"]]
+        return [(p["jax"], p["series"]["figures"],
+                 {label: c["figures"] for label, c in p["compare"].items()})
+                for p in doc["probes"]]
 
     assert figures(slurm) == figures(local)
     assert "cluster" not in local
-    ran = [p["measurement"]["ran_on"] for p in slurm["probes"]]
+    ran = [r["ran_on"] for p in slurm["probes"] for r in p["runs"]]
     assert all(r["job"] and r["node"] for r in ran)
     assert {r["job"] for r in ran} <= set(slurm["cluster"]["jobs"])
     markdown = (tmp_path / "slurm" / Path(slurm["report"]).name).read_text()

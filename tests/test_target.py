@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import conftest
 import pytest
@@ -263,14 +264,16 @@ def test_users_range_on_the_a6000_measures_what_it_can(target_python, tmp_path):
     doc = json.loads(done.stdout)
     assert doc["measured_part"] == ["0.4.34", "0.5.0"]
     assert doc["measured"] == "compiled for NVIDIA RTX A6000, without the GPU"
-    assert doc["needs_a_gpu"] == [{"from": "0.4.20", "to": "0.4.34", "command":
-                                   "python -m bisect --from 0.4.20 --to 0.4.34 --backend cuda12"}]
-    assert doc["status"] == "alike" and doc["verdict_from"] == doc["verdict_to"] == "grows"
+    command = ("python -m bisect --from 0.4.20 --to 0.4.34 --backend cuda12 --case "
+               "repro/cases/scan_growth.py --metric memory")
+    assert doc["needs_a_gpu"] == [{"from": "0.4.20", "to": "0.4.34", "command": command}]
+    assert doc["status"] == "alike"
+    assert {p["series"]["status"] for p in doc["probes"]} == {"grows"}
     assert "Traceback" not in done.stderr
-    report = (tmp_path / "bisect-0.4.20-0.5.0-a6000.md").read_text()
+    report = Path(doc["report"]).read_text()
     assert "**Measured part: jax 0.4.34 … 0.5.0.**" in report
-    assert "python -m bisect --from 0.4.20 --to 0.4.34 --backend cuda12" in report
-    assert "jax 0.4.36 … 0.4.37 (2 releases): needs a real GPU" in report
+    assert command in report
+    assert "jax 0.4.36 … 0.4.37 (2 releases): not installable here" in report
 
 
 def test_a_real_gpu_is_never_labelled_deviceless():

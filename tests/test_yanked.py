@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 
 from conftest import recorded_pypi
 from fake_lab import FakeLab, scripted
 
-from jaxbisect import cli, driver, report
+from jaxbisect import cli
 from jaxbisect.cases import Question
 from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
-from jaxbisect.harness import HarnessOptions
 from jaxbisect.metric_bisect import MetricRequest, bisect_metric
 from jaxbisect.metric_report import document as metric_document
-from jaxbisect.search import SearchResult
 
 
 def versions(releases) -> list[str]:
@@ -101,28 +100,27 @@ def test_include_yanked_measures_it_as_a_candidate(recorded_catalogue):
     assert "--include-yanked" in shlex.split(doc["reproduce"])
 
 
-def test_the_builtin_report_names_the_yanked_release(recorded_catalogue):
-    candidates, _ = driver.releases_between(recorded_catalogue, "0.4.31", "0.4.33", "cpu", "")
-    request = driver.Request(start="0.4.31", end="0.4.33", backend="cpu",
-                             options=HarnessOptions())
-    probes = tuple(driver.Probe(release=r, verdict="constant", mode="compiled", reason=None,
-                                cached=False, seconds=1.0) for r in candidates)
-    b = driver.Bisection(request=request, candidates=tuple(candidates), unusable=(),
-                         probes=probes, result=SearchResult("alike", None, None, False,
-                                                            (0, 1), ()),
-                         yanked=tuple(recorded_catalogue.yanked_between("0.4.31", "0.4.33")))
-    doc = report.document(b, None)
+def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
+        recorded_catalogue):
+    """No --case: the scan case, whose yanked line's command parses back into a request that
+    measures the yanked release too; its report has another name."""
+    from jaxbisect.metric_cli import question_of, request_from
+    from jaxbisect.metric_report import report_stem, yanked_line
+
+    args, command = cli.parse(["--from", "0.4.31", "--to", "0.4.33", "--backend", "cpu"])
+    request = request_from(args, question_of(args, command), recorded_catalogue)
+    shape = lambda version, number: ["constant", 0.0]  # noqa: E731
+    b = bisect_metric(recorded_catalogue, request, FakeLab(scripted(shape)), lambda m: None)
+    doc = metric_document(b, None)
+    assert doc["status"] == "alike" and doc["case"]["name"] == "scan_growth"
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": False, "probed": False}]
-    command = shlex.split(report.yanked_line(b).rsplit("`", 2)[-2])
-    args, parsed = cli.parse(command[3:])
-    assert cli.request_from(args, parsed).include_yanked  # the hint reruns with it
+    hint = shlex.split(yanked_line(b).rsplit("`", 2)[-2])
+    again, parsed = cli.parse(hint[3:])
+    included = request_from(again, question_of(again, parsed), recorded_catalogue)
+    assert included.include_yanked and included.question == request.question
     assert "--include-yanked" not in shlex.split(doc["reproduce"])
-    included = driver.Request(start="0.4.31", end="0.4.33", backend="cpu",
-                              options=HarnessOptions(), include_yanked=True)
-    assert "--include-yanked" in shlex.split(report.bisect_command(included))
-    assert report.report_stem(b) != report.report_stem(
-        driver.Bisection(**{**b.__dict__, "request": included}))
+    assert report_stem(b) != report_stem(replace(b, request=included))
 
 
 def test_where_the_ends_agree_include_yanked_still_measures_the_yanked_release(

@@ -1,5 +1,5 @@
 """Yanked releases on real releases (real environments, real subprocesses): jax 0.4.32, yanked
-from PyPI, between 0.4.31 and 0.4.33, through the built-in path's command probe."""
+from PyPI, between 0.4.31 and 0.4.33, through a command bisected by its exit status."""
 
 from __future__ import annotations
 
@@ -24,17 +24,18 @@ def bisect(tmp_path, *args: str) -> dict:
 
 
 @pytest.mark.jax
-def test_the_builtin_path_names_the_yanked_release_and_measures_it_when_asked(tmp_path):
+def test_a_command_names_the_yanked_release_and_measures_it_when_asked(tmp_path):
     left_out = bisect(tmp_path)
     assert left_out["status"] == "alike"
     assert [p["jax"] for p in left_out["probes"]] == ["0.4.31", "0.4.33"]
     assert left_out["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                                    "candidate": False, "probed": False}]
     included = bisect(tmp_path, "--include-yanked")
-    exits = {p["jax"]: p["exit_status"] for p in included["probes"]}
+    exits = {p["jax"]: p["runs"][0]["samples"][0] for p in included["probes"]}
     assert exits == {"0.4.31": 0, "0.4.33": 0, "0.4.32": 1}   # installed by its == pin
     assert included["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                                    "candidate": True, "probed": True}]
     installed = next(p for p in included["probes"] if p["jax"] == "0.4.32")
     assert "--include-yanked" in included["reproduce"]
-    assert installed["verdict"] == "new"
+    # Both ends exit 0: the yanked release's 1 is a third behaviour, like neither end.
+    assert installed["third"] and included["third_behaviour"] == ["0.4.32"]

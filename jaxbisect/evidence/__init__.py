@@ -11,8 +11,8 @@ One module per kind of evidence, the renderer apart from the collectors:
 - ``release``: one release's side of ``python -m repro.dumps``'s dumps (run, like every
   harness module, by ``jaxbisect.harness``: the driver never imports jax); ``collect``: both
   sides together.
-- ``flags``: which changed XLA flag default is behind a change (a pure search);
-  ``explain``: runs that search in the releases' environments (the why).
+- ``flags``: which changed XLA flag default is behind a change (a pure search, run by
+  ``jaxbisect.metric_explain``).
 - ``render``, ``chart``: the markdown and the picture.
 
 ``gather_evidence`` is the entry point; ``jaxbisect.findings`` calls it after a bisection.
@@ -21,12 +21,11 @@ One module per kind of evidence, the renderer apart from the collectors:
 from ..harness import DumpOptions
 from .chart import write_png
 from .collect import gather_evidence
-from .explain import explain_change
 from .render import (
     render_culprit_commits,
     render_evidence_markdown,
     render_explanation_markdown,
 )
 
-__all__ = ["DumpOptions", "explain_change", "gather_evidence", "render_culprit_commits",
+__all__ = ["DumpOptions", "gather_evidence", "render_culprit_commits",
            "render_evidence_markdown", "render_explanation_markdown", "write_png"]
