@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import repro
@@ -37,7 +37,6 @@ from .files import cache_dir, shown_path
 DEFAULT_TIMEOUT = 1800.0
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 RUNTIME_STACKED_BYTES = 12 * 1024**2
-SEARCH_N_RES = 32  # a search probe's array side: seconds, not minutes (see for_search)
 BISECT_V2_UP_TO = 2  # a bisection's tables: v2 (the unrolled control) at n_outer 1 and 2 only
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
 
@@ -68,13 +67,6 @@ class HarnessOptions:
             args += ["--v2-up-to", str(self.v2_up_to)]
         return args
 
-    def pass_dumps_argv(self, platform: str, xla_flags: str) -> list[str]:
-        """``python -m repro.xla_passes``'s arguments: v0 at n_outer 3 of these sizes, its
-        module dumped after every HLO pass under ``xla_flags``."""
-        return (["--json", "--backend", platform, "--n-outer", "3", "--n-inner",
-                 str(self.n_inner), "--n-res", str(self.n_res), "--dtype", self.dtype,
-                 f"--xla-flags={xla_flags}"]
-                + (["--target", self.target] if self.target else []))
 
     def key_fields(self) -> dict:
         """What a stored result depends on of these options: every field, and a spec file's
@@ -83,81 +75,6 @@ class HarnessOptions:
         if self.target:
             fields["target_sha256"] = target_key(self.target)
         return fields
-
-    def for_search(self, small: bool = True) -> HarnessOptions:
-        """What a search probe measures: only what v0's verdict needs. v0 alone, at the two
-        smallest n_outer values of 2 or more (the verdict fits those only, and needs two);
-        compiles grow with n_outer, and v2's unrolled loop costs most of a full run. ``small``:
-        at n_res SEARCH_N_RES at most, since the verdict is scale-free (growth in stacked
-        buffers); the driver checks that at both ends of each range against the full size."""
-        fitted = tuple(sorted(n for n in self.n_outer if n >= 2)[:2])
-        n_res = min(self.n_res, SEARCH_N_RES) if small else self.n_res
-        return replace(self, variants=(0,), n_outer=fitted, n_res=n_res, v2_up_to=None)
-
-    def for_bisection(self) -> HarnessOptions:
-        """A bisection's full tables: v2, the unrolled control, only at n_outer up to
-        BISECT_V2_UP_TO. Its compile grows faster than linearly with the unrolled length (jax
-        0.4.30 on the CPU: 0.8 s at n_outer 2, 12.7 s at 15, half of a whole table) while two
-        points already show whether it grows; ``nox -s repro`` measures it at every n_outer.
-        A target's harness keeps its own limit (n_outer 1)."""
-        if self.target or self.v2_up_to is not None:
-            return self
-        return replace(self, v2_up_to=BISECT_V2_UP_TO)
-
-    def runtime_fallback(self) -> HarnessOptions:
-        """Options for releases whose compiled stats are empty: a real run, sized so that one
-        stacked buffer is big enough to stand out of the process's RSS (≥ 12 MiB) while
-        every case still fits this machine easily (n_outer ≤ 10: under ~150 MiB)."""
-        itemsize = ITEMSIZE[self.dtype]
-        n_res = 1
-        while self.n_inner * n_res**3 * itemsize < RUNTIME_STACKED_BYTES:
-            n_res += 1
-        n_outer = tuple(n for n in self.n_outer if n <= 10)
-        if len([n for n in n_outer if n >= 2]) < 2:
-            n_outer = (1, 2, 5)
-        return replace(self, mode="runtime", n_res=n_res, variants=(0,), n_outer=n_outer)
-
-
-@dataclass(frozen=True)
-class DumpOptions:
-    """What ``python -m repro.dumps`` dumps of v0 (lowering, XLA's memory report, buffer
-    assignment, schedule) and measures as workarounds; the defaults take seconds a release."""
-
-    n_outer: int = 3                  # the dumped v0: old and new differ from 3 on
-    n_inner: int = 100
-    n_res: int = 32
-    dtype: str = "float32"
-    xla_flags: str = ""
-    workaround_n_outer: tuple[int, ...] = (1, 2, 4, 6)
-    unroll: tuple[int, ...] = ()      # () -> 2 and n_inner (full)
-    platform: str = ""                # JAX_PLATFORMS for every run ("cuda": no CPU fallback)
-    target: str = ""                  # compile for this GPU without one (python -m repro --target)
-    workarounds: bool = True          # measure the ways around it (only where v0 grows)
-
-    def argv(self) -> list[str]:
-        """``python -m repro.dumps``'s arguments: the scan case at these sizes (the old
-        pipeline's evidence; the ways around it are no longer measured there)."""
-        args = ["--case", str(REPRO_SOURCE / "cases" / "scan_growth.py"),
-                *(f"--param={k}={getattr(self, k)}" for k in ("n_outer", "n_inner", "n_res",
-                                                              "dtype"))]
-        if self.target:
-            args += ["--target", self.target]
-        if self.xla_flags:
-            args.append(f"--xla-flags={self.xla_flags}")
-        return args
-
-    def workaround_argv(self, flags: str) -> list[str]:
-        """``python -m repro``'s arguments for v0 at ``workaround_n_outer`` with ``flags``
-        added to these options' XLA flags (XLA reads flags at start-up: one run each)."""
-        combined = " ".join(f for f in (self.xla_flags, flags) if f)
-        return (["--json", "--variants", "v0", "--n-outer", *map(str, self.workaround_n_outer),
-                 "--n-inner", str(self.n_inner), "--n-res", str(self.n_res), "--dtype",
-                 self.dtype, f"--xla-flags={combined}"]
-                + (["--target", self.target] if self.target else []))
-
-    @property
-    def array_shape(self) -> tuple[int, ...]:
-        return (self.n_res,) * 3
 
 
 def target_option(text: str | None) -> str:
@@ -374,11 +291,6 @@ def run_harness(env: Environment, options: HarnessOptions, timeout: float,
     """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
     return run_repro(env, harness_args(env.backend, options), timeout, executor=executor)
 
-
-def collect_dumps(python: Path, options: DumpOptions, timeout: float = 900) -> dict:
-    """``python -m repro.dumps --json`` (v0's dumps) in one release's environment."""
-    return run_module(python, "repro.dumps", ["--json", *options.argv()], timeout,
-                      answers=MODULE_ANSWERS, platform=options.platform)
 
 
 def command_environ(env: Environment, xla_flags: str = "") -> dict[str, str]:

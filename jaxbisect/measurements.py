@@ -51,15 +51,6 @@ class Measurement:
             return self.error
         return self.document["verdict"].get("reason")
 
-    @property
-    def stats_empty(self) -> bool:
-        """The compiled plan was read but holds nothing (zeros, None): not a crash, and a real
-        run can still answer (jaxlib < 0.4.29 on the CPU)."""
-        doc = self.document
-        if doc is None or doc["verdict"]["status"] != "unavailable" or doc["mode"] != "compiled":
-            return False
-        v0 = [c for c in doc["cases"] if c["variant"] == "v0"]
-        return bool(v0) and all(c["status"] == "unavailable" for c in v0)
 
     def as_json(self) -> dict:
         d = asdict(self)

@@ -105,17 +105,3 @@ NARROWING = ("v1, any n_outer (MB)", "v2, any n_outer (MB)", "device", "backend"
              "note", "jaxlib")
 
 
-def narrow_columns(headers: list[str], most: int, protect: tuple[str, ...] = ()) -> list[int]:
-    """Indices of at most ``most`` columns to show, in order; v0's first and last n_outer,
-    the release and the verdict are given up last, and the ``protect``ed ones not at all."""
-    keep = list(range(len(headers)))
-    for name in NARROWING:
-        if len(keep) <= most:
-            return keep
-        if name in headers and name not in protect:
-            keep.remove(headers.index(name))
-    v0 = [i for i in keep if headers[i].startswith("v0 ")]
-    while len(keep) > most and len(v0) > 2:
-        dropped = v0.pop(len(v0) // 2)
-        keep.remove(dropped)
-    return keep

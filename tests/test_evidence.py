@@ -7,7 +7,6 @@ are named after (see tests/data/dumps/README.md), at n_res 4, n_inner 3.
 from __future__ import annotations
 
 import builtins
-import json
 import re
 import subprocess
 from pathlib import Path
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence.chart import chart_markdown, write_png
-from jaxbisect.evidence.collect import attribution_of, gather_evidence
 from jaxbisect.evidence.commits import xla_commit_from_pin, xla_commit_in_checkout
 from jaxbisect.evidence.dumps import (
     BufferAssignment,
@@ -25,10 +23,7 @@ from jaxbisect.evidence.dumps import (
     stacked_buffers_live,
 )
 from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
-from jaxbisect.evidence.release import release_evidence
-from jaxbisect.evidence.render import render_evidence_markdown
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
-from jaxbisect.harness import DumpOptions
 from repro.dumps import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"
@@ -234,38 +229,6 @@ def _document(version: str, lowered_name: str, git_hash: str | None) -> dict:
             "dump": {"status": "ok", "files": files}}
 
 
-def test_attribution_and_markdown_from_real_files():
-    options = DumpOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
-    old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
-    new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
-    attribution = attribution_of(old, new)
-    assert (attribution["lowering"], attribution["culprit"]) == ("identical", "xla")
-    assert attribution["links"]["jax_compare"] == \
-        "https://github.com/jax-ml/jax/compare/jax-v0.5.0...jax-v0.5.1"
-    assert attribution["links"]["xla_pin_new"].endswith(
-        "/tree/9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c/third_party/xla")
-    assert attribution["links"]["xla_compare"] is None and attribution["xla_note"]
-    releases = {"old": release_evidence(old, options), "new": release_evidence(new, options)}
-    assert releases["old"]["stacked"]["slots"] == 2 and releases["new"]["stacked"]["slots"] == 3
-    evidence = {"options": {**options.__dict__, "workaround_n_outer": [1, 2, 4]},
-                "releases": releases, "restores_constant": ["v1"]}
-    markdown = render_evidence_markdown(attribution, evidence)
-    assert "**identical**" in markdown and "Culprit: `xla`" in markdown
-    assert re.search(r"\| stacked \[3,4,4,4\] buffers \(slots\)\s*\| 2 .*\| 3 ", markdown)
-    # The schedule, and the first real difference of XLA's optimized HLO (issue 26).
-    assert markdown.count("<details>") == markdown.count("</details>") == 2
-    assert attribution["optimized_hlo"] == "differs" and "**differs**" in markdown
-    releases["new"]["workarounds"] = [{"name": "v0 with XLA_FLAGS=--f=0", "points": [[1, 385]],
-                                       "verdict": "constant", "growth": 0.0, "errors": []}]
-    markdown = render_evidence_markdown(attribution, evidence, {"jax 0.5.0": [(1, 2.0)]})
-    assert "```mermaid\nxychart-beta" in markdown
-    assert "Restore constant memory: `v1`." in markdown
-
-    changed = attribution_of(_document("0.4.20", "v0-jax-0.4.20", None), new)
-    assert (changed["lowering"], changed["culprit"]) == ("changed", "jax")
-    assert changed["commits"]["old"]["ref"] == "jax-v0.4.20"  # no hash in wheels before 0.4.24
-    assert "Lowering diff" in render_evidence_markdown(changed, evidence)
-
 
 def test_xla_commit_from_either_pin_file(tmp_path):
     commit = "1e81d47ecb624cb8e75890fe9c1e5b04558ef545"
@@ -411,40 +374,4 @@ def test_the_chart_library_is_part_of_the_default_install():
 SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 
 
-@pytest.mark.jax
-def test_gather_evidence_on_the_releases_around_the_change(jax_python):
-    """Lowering identical -> XLA; the new plan holds one stacked buffer per outer iteration;
-    XLA's older CPU scheduler restores constant memory under the release where v0 grows.
-    (The old pipeline's evidence, through repro.dumps --case, until that pipeline goes.)"""
-    options = DumpOptions(n_outer=3, n_inner=10, n_res=8, workaround_n_outer=(2, 3, 4))
-    result = gather_evidence(jax_python(OLD), jax_python(NEW), options, grows="new",
-                             workaround_xla_flags=[SCHEDULER_OFF], timeout=120)
-    json.dumps(result)  # goes into the bisect JSON as it is
-    attribution, evidence = result["attribution"], result["evidence"]
-    assert (attribution["lowering"], attribution["culprit"]) == ("identical", "xla")
-    for side in ("old", "new"):
-        assert re.fullmatch(r"[0-9a-f]{40}", attribution["commits"][side]["commit"])
-    old, new = evidence["releases"]["old"], evidence["releases"]["new"]
-    assert (old["jax"], new["jax"], old["error"], new["error"]) == (OLD, NEW, None, None)
-    assert (old["stacked"]["slots"], new["stacked"]["slots"]) == (2, 3)
-    assert "at most 2" in old["schedule"][0] and "at most 3" in new["schedule"][0]
-    assert old["workarounds"] == [] and evidence["workarounds_under"] == "new"
-    assert evidence["restores_constant"] == [f"v0 with XLA_FLAGS={SCHEDULER_OFF}"]
-    markdown = render_evidence_markdown(attribution, evidence)
-    assert f"jax {OLD} → jax {NEW}" in markdown
 
-
-def test_raw_dump_blocks_read_alike_from_a_fresh_run_and_from_the_store():
-    """The store writes sorted keys: the raw blocks must still come in the dump's order."""
-    options = DumpOptions(n_outer=3, n_inner=N_INNER, n_res=4, workaround_n_outer=(1, 2, 4))
-    old = _document(OLD, "v0-jax-0.5.0", "c25fb92c44d0961f9bef0edaf0cf294d120772ee")
-    new = _document(NEW, "v0-jax-0.5.1", "9de3c4dfd47ead1f392f650695c4d8a3a36bfe5c")
-    attribution = attribution_of(old, new)
-    releases = {"old": release_evidence(old, options), "new": release_evidence(new, options)}
-    evidence = {"options": {**options.__dict__, "workaround_n_outer": [1, 2, 4]},
-                "releases": releases, "restores_constant": ["v1"]}
-    fresh = render_evidence_markdown(attribution, evidence)
-    stored = json.loads(json.dumps({"a": attribution, "e": evidence}, sort_keys=True))
-    assert render_evidence_markdown(stored["a"], stored["e"]) == fresh
-    blocks = re.findall(r"\*\*jax 0\.5\.0, ([a-z ]+)\*\*", fresh)
-    assert blocks == ["memory usage report", "buffer assignment", "after optimizations"]

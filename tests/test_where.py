@@ -10,7 +10,6 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.evidence.collect import attribution_of
 from jaxbisect.evidence.where import normalize_optimized, where_the_change_is
 
 DATA = Path(__file__).parent / "data"
@@ -113,20 +112,6 @@ def test_same_lowering_and_a_real_hlo_change_is_xla_with_its_first_difference():
              and not line.startswith(("+++", "---"))]
     assert shown and not any("metadata" in line or "source_file" in line for line in shown)
 
-
-def test_the_builtin_path_decides_by_the_same_rule():
-    def document(lowered: str, optimized: str | None) -> dict:
-        return {"lowered": {"text": lowered}, "compiled": {"hlo": optimized}}
-
-    below = attribution_of(document(LOWERED["0.5.0"], OPTIMIZED["0.5.1"]),
-                           document(LOWERED["0.5.1"], with_other_metadata(OPTIMIZED["0.5.1"])))
-    assert below["culprit"] == "below-hlo" and below["optimized_hlo"] == "identical"
-    passes = attribution_of(document(LOWERED["0.5.0"], OPTIMIZED["0.5.0"]),
-                            document(LOWERED["0.5.1"], OPTIMIZED["0.5.1"]))
-    assert passes["culprit"] == "xla"
-    unknown = attribution_of(document(LOWERED["0.5.0"], None),
-                             document(LOWERED["0.5.1"], OPTIMIZED["0.5.1"]))
-    assert (unknown["optimized_hlo"], unknown["culprit"]) == ("unknown", "jaxlib")
 
 
 HLO = DATA / "hlo"

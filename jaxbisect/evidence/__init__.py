@@ -15,17 +15,6 @@ One module per kind of evidence, the renderer apart from the collectors:
   ``jaxbisect.metric_explain``).
 - ``render``, ``chart``: the markdown and the picture.
 
-``gather_evidence`` is the entry point; ``jaxbisect.findings`` calls it after a bisection.
+``collect.buffers_at_peak`` is the entry point of a memory case's buffers (run by
+``jaxbisect.metric_cli.explain``).
 """
-
-from ..harness import DumpOptions
-from .chart import write_png
-from .collect import gather_evidence
-from .render import (
-    render_culprit_commits,
-    render_evidence_markdown,
-    render_explanation_markdown,
-)
-
-__all__ = ["DumpOptions", "gather_evidence", "render_culprit_commits",
-           "render_evidence_markdown", "render_explanation_markdown", "write_png"]

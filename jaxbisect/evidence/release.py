@@ -1,5 +1,5 @@
 """One release's side of the evidence, reduced from its ``repro.dumps`` document: the scan
-report's (``release_evidence``, for the old pipeline) and any case's (``case_reading``)."""
+case's (``case_reading``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from ..harness import DumpOptions
 from .common import is_stacked, split_top_level
 from .dumps import (
     BufferAllocation,
@@ -79,14 +78,6 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
     return out
 
 
-
-def release_evidence(document: dict | None, options: DumpOptions,
-                     error: str | None = None) -> dict:
-    """The old scan pipeline's side (jaxbisect/findings.py, until it goes): the scan case's
-    reading (:func:`case_reading`) with its stacked buffer followed, and room for the ways
-    around it that pipeline measures with XLA flags."""
-    return {**case_reading(document, (options.n_inner, *options.array_shape), error),
-            "workarounds": []}
 
 
 # -- any case: the plan's bytes and the buffers at its peak ---------------------------------
