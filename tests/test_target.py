@@ -177,8 +177,8 @@ def test_ptxas_optimizations_change_no_size(target_python):
     """The harness compiles for a target with ptxas at -O0 (minutes saved in a sweep): every
     size, v2's many kernels included, is the same as with ptxas's default, asked for through
     XLA_FLAGS, and each document says which it was."""
-    sizes = ("--n-res", "16", "--n-inner", "20", "--n-outer", "1", "2", "--variants", "v0",
-             "v1", "v2", "--v2-up-to", "2", "--target", "a6000")
+    sizes = ("--n-res", "16", "--n-inner", "20", "--n-outer", "2", "3", "--variants", "v0",
+             "v1", "v2", "--v2-up-to", "3", "--target", "a6000")
     python = target_python("0.10.2")
     fast = repro_json(python, *sizes)
     default = repro_json(python, *sizes, "--xla-flags",
