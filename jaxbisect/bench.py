@@ -44,12 +44,12 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from tabulate import tabulate
 
-from .cases import Run
 from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
 from .files import write_atomic
 from .machine import default_jobs, machine_description
+from .question import Run
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent

@@ -20,16 +20,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .budgets import EndsTimer
-from .cases import Run, question_from
-from .catalogue import load_catalogue
-from .classify import Label, Paired, Placement
-from .environments import resolve_backend
-from .files import check_reports_folder, write_json_if_changed, write_text_if_changed
-from .harness import target_option
-from .lab import Lab, RealLab
-from .machine import machine_description
-from .metric_bisect import (
+from .bisection import (
     MAX_RUNS_NOISY,
     MakeClassifier,
     Placed,
@@ -42,7 +33,16 @@ from .metric_bisect import (
     values_of,
     visit_every,
 )
-from .metric_report import figure, figure_text, seen
+from .budgets import EndsTimer
+from .catalogue import load_catalogue
+from .classify import Label, Paired, Placement
+from .environments import resolve_backend
+from .files import check_reports_folder, write_json_if_changed, write_text_if_changed
+from .harness import target_option
+from .lab import Lab, RealLab
+from .machine import machine_description
+from .question import Run, question_from
+from .report import figure, figure_text, seen
 
 Say = Callable[[str], None]
 ALIKE = "like the ends"

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cases import Question, Run, measure_run
 from .catalogue import Release
 from .environments import Environment, ensure_environment, is_installed
 from .executors import LOCAL, Executor
+from .question import Question, Run, measure_run
 from .store import STORE, Store
 
 Say = Callable[[str], None]

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from .cases import question_from
+from .bisection import MetricRequest, bisect_metric
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
@@ -18,7 +18,7 @@ from .files import check_reports_folder
 from .harness import DEFAULT_TIMEOUT, target_option
 from .lab import Lab, RealLab
 from .machine import default_jobs
-from .metric_bisect import MetricRequest, bisect_metric
+from .question import question_from
 
 Say = Callable[[str], None]
 
@@ -72,7 +72,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                executor: Executor = LOCAL) -> int:
     """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
     leaves it undecided, 125 when an end cannot be measured."""
-    from .metric_report import (
+    from .report import (
         answer_line,
         crash_line,
         raised_line,
@@ -106,8 +106,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         extra["try_xla_flags"] = try_flags(bisection, lab, say)
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
-        from .metric_report import display_path, unit_of
         from .minimize import minimal_document, minimize
+        from .report import display_path, unit_of
 
         q = bisection.request.question
         old, new = bisection.pair
@@ -151,7 +151,7 @@ def wider_range(catalogue, b) -> dict:
     release installable here ({} where the range already ends there)."""
     import shlex
 
-    from .metric_report import reproduce_argv
+    from .report import reproduce_argv
 
     req = b.request
     newest = max((r for r in catalogue.releases
@@ -168,7 +168,7 @@ def try_flags(b, lab: Lab, say: Say) -> list[dict]:
     """``--try-xla-flags``: the first new release measured with each set of flags added (at
     the search's size), placed by the bisection's classifier: ``restores`` where it gives the
     old behaviour back."""
-    from .metric_explain import behaviour_under
+    from .explain import behaviour_under
 
     classify, first_new = b.classifier(), b.pair[1]
     out = []
@@ -214,7 +214,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     from .evidence.collect import buffers_at_peak
 
     if searches is None:
-        from .metric_explain import attribution, explain_flags, explain_passes
+        from .explain import attribution, explain_flags, explain_passes
     else:
         attribution, explain_flags, explain_passes = searches
 
@@ -250,10 +250,10 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
     release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
-    from .cases import with_params
-    from .metric_bisect import smaller_size
-    from .metric_explain import explain_release
-    from .metric_report import write_explain_report
+    from .bisection import smaller_size
+    from .explain import explain_release
+    from .question import with_params
+    from .report import write_explain_report
 
     asked = question_of(args, ())
     # A shape is scale-free: explained at the case's search size, as a bisection's is.

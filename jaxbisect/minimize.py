@@ -15,10 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from .cases import Question
-from .catalogue import Release
-from .lab import Lab
-from .metric_bisect import (
+from .bisection import (
     batch_size,
     classifier_for,
     measure_batch,
@@ -26,6 +23,9 @@ from .metric_bisect import (
     reduce_for,
     values_of,
 )
+from .catalogue import Release
+from .lab import Lab
+from .question import Question
 
 Say = Callable[[str], None]
 FLOOR = 1

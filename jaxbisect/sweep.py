@@ -37,7 +37,6 @@ from repro.options import (
     variant_number,
 )
 
-from .cases import Question, question_from, with_params
 from .catalogue import (
     DEVICELESS,
     Catalogue,
@@ -68,6 +67,7 @@ from .harness import (
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
 from .measurements import Measurement, report_document
+from .question import Question, question_from, with_params
 from .tables import results_table
 
 DEFAULT_REPORTS = Path("reports") / "repro"

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxbisect.cases import Question, Run, run_of_document
 from jaxbisect.catalogue import Release
 from jaxbisect.errors import InstallFailed
+from jaxbisect.question import Question, Run, run_of_document
 from jaxbisect.store import COMPLETE, Store
 
 RECORDED = Path(__file__).resolve().parent / "data" / "lab"
@@ -76,7 +76,7 @@ class FakeLab:
     def hold_modules(self, version: str, backend: str, question: Question, lowered: str,
                      optimized: str) -> None:
         """Keep a release's lowered and optimized modules in the store, as the explanation
-        finds them once made (metric_explain.hlo_texts)."""
+        finds them once made (explain.hlo_texts)."""
         folder = self.store.folder(question.store_key(_Version(version), backend, "hlo"))
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lowered.txt").write_text(lowered)

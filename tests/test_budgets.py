@@ -8,6 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jaxbisect.bisection import search_metric
 from jaxbisect.budgets import (
     FIRST_RUN_LIMIT,
     HANGS,
@@ -20,9 +21,8 @@ from jaxbisect.budgets import (
     explain_limit,
     run_limit,
 )
-from jaxbisect.cases import Run
 from jaxbisect.classify import deterministic, matching
-from jaxbisect.metric_bisect import search_metric
+from jaxbisect.question import Run
 
 seconds = st.floats(0.01, 5000, allow_nan=False)
 first_run = st.one_of(st.none(), st.just(math.inf), seconds)
@@ -126,7 +126,7 @@ def test_a_deadline_is_spent_by_its_clock():
 
 
 def test_under_a_timing_metric_a_release_that_hung_is_beyond_both_ends():
-    from jaxbisect.metric_bisect import hangs_beyond_both_ends
+    from jaxbisect.bisection import hangs_beyond_both_ends
 
     calls: list = []
     truth = {0: "old", 1: "old", 2: "hang", 3: "new", 4: "new"}

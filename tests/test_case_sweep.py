@@ -9,10 +9,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxbisect.bisection import every_sample, search_metric
 from jaxbisect.case_sweep import ALIKE, label_of, place_every
-from jaxbisect.cases import Run
 from jaxbisect.classify import noisy
-from jaxbisect.metric_bisect import every_sample, search_metric
+from jaxbisect.question import Run
 
 CENTRES = {"old": 10.0, "new": 30.0, "third": 3000.0}
 

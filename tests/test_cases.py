@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.cases import Question, command_value, question_from
 from jaxbisect.errors import UserError
+from jaxbisect.question import Question, command_value, question_from
 from repro.case import CaseError, parse_params, parse_value, read_case
 
 GOOD = '''"""A case."""

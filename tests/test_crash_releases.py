@@ -123,10 +123,10 @@ def test_the_commit_level_check_of_a_crash_answers_git_bisect_run_s_codes(tmp_pa
     hand-off's check reads the crash in a shell and exits 0 (old) or 1 (new)."""
     import os
 
-    from jaxbisect.cases import Question, Run, question_from
+    from jaxbisect.bisection import MetricBisection, MetricRequest, MetricSearch, Placed
     from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.metric_bisect import MetricBisection, MetricRequest, MetricSearch, Placed
-    from jaxbisect.metric_explain import check_argv
+    from jaxbisect.explain import check_argv
+    from jaxbisect.question import Question, Run, question_from
     from jaxbisect.search import SearchResult
 
     case = write_case(tmp_path, ("0.5.1",))

@@ -9,8 +9,7 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.cases import Question
-from jaxbisect.metric_bisect import (
+from jaxbisect.bisection import (
     CommandAborted,
     MetricRequest,
     bisect_metric,
@@ -18,7 +17,8 @@ from jaxbisect.metric_bisect import (
     exit_status_run,
     search_metric,
 )
-from jaxbisect.metric_report import document
+from jaxbisect.question import Question
+from jaxbisect.report import document
 from jaxbisect.store import Store
 
 COMMAND = Question(metric="exit_code", command=("python", "check.py"))

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from fake_lab import FakeLab, MissingRun, recorded, recorded_documents, scripted
 
-from jaxbisect.cases import question_from
+from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.lab import RealLab
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric
-from jaxbisect.metric_report import document
+from jaxbisect.question import question_from
+from jaxbisect.report import document
 from jaxbisect.store import Store
 
 CASE = str(Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py")
@@ -90,7 +90,7 @@ def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp
     """The modules recorded at 0.10.1 and 0.10.2 (tests/data/hlo) kept in the lab's store:
     the attribution compares them (below HLO) and installs nothing; a lab without them says
     the modules could not be made, naming the release."""
-    from jaxbisect.metric_explain import attribution
+    from jaxbisect.explain import attribution
 
     question = question_from("memory", SCAN, ["n_res=32", "n_outer=3"], (), over="none")
     request = MetricRequest(start="0.10.1", end="0.10.2", backend="cpu", question=question)
@@ -119,10 +119,10 @@ def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp
 
 def test_a_setting_is_measured_in_the_lab_and_placed_by_the_classifier(recorded_catalogue,
                                                                        tmp_path):
-    """The explanation's test of one setting (metric_explain.behaviour_under): measured in
+    """The explanation's test of one setting (explain.behaviour_under): measured in
     the lab with the flag added, placed against the ends; a spent budget asks nothing."""
     from jaxbisect.budgets import Deadline
-    from jaxbisect.metric_explain import NOT_TESTED, behaviour_under
+    from jaxbisect.explain import NOT_TESTED, behaviour_under
 
     held = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
     old_figure = held("0.5.0", question_from("memory", CASE, [], ()), 1)

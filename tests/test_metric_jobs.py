@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.cases import Run
+from jaxbisect.bisection import InstallsAhead, search_metric
 from jaxbisect.classify import deterministic
-from jaxbisect.metric_bisect import InstallsAhead, search_metric
+from jaxbisect.question import Run
 
 
 class Lab:

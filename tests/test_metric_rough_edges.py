@@ -9,9 +9,9 @@ from pathlib import Path
 
 from fake_lab import FakeLab, scripted
 
-from jaxbisect.cases import Question
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric
-from jaxbisect.metric_report import document, render
+from jaxbisect.bisection import MetricRequest, bisect_metric
+from jaxbisect.question import Question
+from jaxbisect.report import document, render
 from repro.case import read_case
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.cases import Run
+from jaxbisect.bisection import search_metric
 from jaxbisect.classify import Ends, EndsVerdict, Label, Paired, Placement, deterministic
-from jaxbisect.metric_bisect import search_metric
+from jaxbisect.question import Run
 from jaxbisect.search import steps_left
 
 OLD, NEW = 100.0, 300.0

@@ -9,10 +9,10 @@ import random
 
 from fake_lab import FakeLab, scripted
 
-from jaxbisect.cases import question_from
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric
+from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.metric_cli import METRIC_EXIT
-from jaxbisect.metric_report import answer_line, document, probe_rows, write_report
+from jaxbisect.question import question_from
+from jaxbisect.report import answer_line, document, probe_rows, write_report
 
 COMMAND = ("python", "measure.py")
 

@@ -62,8 +62,8 @@ def test_minimize_runs_both_releases_in_the_lab_until_the_thresholds(recorded_ca
 
     from fake_lab import FakeLab
 
-    from jaxbisect.cases import Run, question_from
     from jaxbisect.minimize import minimize
+    from jaxbisect.question import Run, question_from
 
     case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
     question = question_from("memory", str(case), [], ())
@@ -91,9 +91,9 @@ def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
     stops at n_res 8."""
     from fake_lab import FakeLab
 
-    from jaxbisect.cases import Run, question_from
     from jaxbisect.metric_cli import SCAN_CASE
     from jaxbisect.minimize import minimize
+    from jaxbisect.question import Run, question_from
 
     question = question_from(None, str(SCAN_CASE), ["n_inner=4", "n_res=40"], ())
 

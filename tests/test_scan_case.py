@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli
-from jaxbisect.cases import Run
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric, narrowed_line
+from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
 from jaxbisect.metric_cli import SCAN_CASE, question_of, request_from, wider_range
-from jaxbisect.metric_report import (
+from jaxbisect.question import Run
+from jaxbisect.report import (
     answer_line,
     document,
     render,

@@ -13,10 +13,10 @@ from fake_lab import FakeLab
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.cases import Run, question_from, with_params
+from jaxbisect.bisection import MetricRequest, bisect_metric, search_size
 from jaxbisect.errors import UserError
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric, search_size
-from jaxbisect.metric_report import (
+from jaxbisect.question import Run, question_from, with_params
+from jaxbisect.report import (
     document,
     probe_rows,
     reproduce_argv,

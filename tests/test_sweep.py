@@ -385,7 +385,7 @@ class RecordedLab:
     remeasure: bool = False
 
     def run(self, release, backend, question, number, *, timeout):
-        from jaxbisect.cases import run_of_document
+        from jaxbisect.question import run_of_document
 
         return run_of_document(self.document, str(release.version), number)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jaxbisect.metric_explain import difference_sentence
-from jaxbisect.metric_report import why_lines
+from jaxbisect.explain import difference_sentence
+from jaxbisect.report import why_lines
 
 RECORDED = Path(__file__).parent / "data" / "explanation-thunk-runtime.json"
 

@@ -12,10 +12,10 @@ from conftest import recorded_pypi
 from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli
-from jaxbisect.cases import Question
+from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
-from jaxbisect.metric_bisect import MetricRequest, bisect_metric
-from jaxbisect.metric_report import document as metric_document
+from jaxbisect.question import Question
+from jaxbisect.report import document as metric_document
 
 
 def versions(releases) -> list[str]:
@@ -83,7 +83,7 @@ def test_a_metric_bisection_names_the_yanked_release_it_left_out(recorded_catalo
     assert doc["status"] == "alike" and "0.4.32" not in measured
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": False, "probed": False}]
-    from jaxbisect.metric_report import yanked_line
+    from jaxbisect.report import yanked_line
 
     command = shlex.split(yanked_line(b).rsplit("`", 2)[-2])
     assert "--include-yanked" in command and command[command.index("--from") + 1] == "0.4.31"
@@ -105,7 +105,7 @@ def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
     """No --case: the scan case, whose yanked line's command parses back into a request that
     measures the yanked release too; its report has another name."""
     from jaxbisect.metric_cli import question_of, request_from
-    from jaxbisect.metric_report import report_stem, yanked_line
+    from jaxbisect.report import report_stem, yanked_line
 
     args, command = cli.parse(["--from", "0.4.31", "--to", "0.4.33", "--backend", "cpu"])
     request = request_from(args, question_of(args, command), recorded_catalogue)

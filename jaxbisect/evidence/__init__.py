@@ -12,7 +12,7 @@ One module per kind of evidence, the renderer apart from the collectors:
   harness module, by ``jaxbisect.harness``: the driver never imports jax); ``collect``: both
   sides together.
 - ``flags``: which changed XLA flag default is behind a change (a pure search, run by
-  ``jaxbisect.metric_explain``).
+  ``jaxbisect.explain``).
 - ``render``, ``chart``: the markdown and the picture.
 
 ``collect.buffers_at_peak`` is the entry point of a memory case's buffers (run by

@@ -306,8 +306,8 @@ def _command_run(env, release: Release, question: Question, number: int,
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
     sys.stderr.write(done.stderr)
-    if question.metric == "exit_code":  # git bisect run's codes (metric_bisect.exit_status)
-        from .metric_bisect import exit_status_run
+    if question.metric == "exit_code":  # git bisect run's codes (bisection.exit_status)
+        from .bisection import exit_status_run
 
         return exit_status_run(done.returncode, done.stderr, version, number, done.where)
     crash = crash_of(done.returncode, done.stderr, shell=True)

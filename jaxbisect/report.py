@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.version import Version
 from tabulate import tabulate
 
-from .cases import over_text
+from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
@@ -26,7 +26,7 @@ from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
 from .machine import machine_description
-from .metric_bisect import MetricBisection, Placed, calibration_text, crashes_of
+from .question import over_text
 
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
 # fields to these).

@@ -16,8 +16,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from .bisection import (
+    MAX_RUNS_NOISY,
+    MetricBisection,
+    batch_size,
+    classifier_for,
+    measure_batch,
+    middle,
+    reduce_for,
+    values_of,
+)
 from .budgets import Deadline, explain_limit
-from .cases import Question
 from .catalogue import Release
 from .crashes import is_crash
 from .errors import InstallFailed
@@ -28,18 +37,9 @@ from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
 from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
 from .lab import Lab
-from .metric_bisect import (
-    MAX_RUNS_NOISY,
-    MetricBisection,
-    batch_size,
-    classifier_for,
-    measure_batch,
-    middle,
-    reduce_for,
-    values_of,
-)
-from .metric_report import display_path
 from .pins import load_table
+from .question import Question
+from .report import display_path
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]

@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from .budgets import EndsTimer, TimeLimit, run_limit
-from .cases import Question, Run, with_params
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -42,6 +41,7 @@ from .crashes import CRASH_RUNS, is_crash, mask, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
+from .question import Question, Run, with_params
 from .search import (
     Outcome,
     SearchResult,
