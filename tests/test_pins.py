@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence.commits import commit_range, range_of
-from jaxbisect.evidence.handoff import check_command, render_xla_range, triage_handoff
+from jaxbisect.evidence.handoff import render_xla_range, triage_handoff
 from jaxbisect.pins import PIN_TABLE, load_table, lookup, main, make_table
 
 REPO = Path(__file__).resolve().parent.parent
@@ -265,8 +265,8 @@ def attribution() -> dict:
 
 
 def test_the_handoff_parses_under_the_triage_tools_rules():
-    test = check_command(["--backend", "cpu", "--n-outer", "2", "5", "--n-res", "200",
-                          "--xla-flags=--xla_foo=true"])
+    test = ["python", "-m", "repro", "--check", "--backend", "cpu", "--n-outer", "2", "5",
+            "--n-res", "200", "--xla-flags=--xla_foo=true"]
     handoff = triage_handoff(attribution(), test)
     assert handoff["argv"][0] == "jax-toolbox-triage"
     args = peer_parser(handoff["argv"][1:])
@@ -281,7 +281,7 @@ def test_the_handoff_parses_under_the_triage_tools_rules():
 
 
 def test_a_fix_turns_the_checks_exit_status_round_and_unknown_pins_give_no_handoff():
-    test = check_command(["--backend", "cpu"])
+    test = ["python", "-m", "repro", "--check", "--backend", "cpu"]
     handoff = triage_handoff(attribution(), test, inverted=True)
     args = peer_parser(handoff["argv"][1:])
     assert args.test_command[:2] == ["sh", "-c"] and args.test_command[2].endswith(
@@ -298,6 +298,6 @@ def test_a_fix_turns_the_checks_exit_status_round_and_unknown_pins_give_no_hando
 
 def test_the_report_names_the_pins_and_gives_the_command():
     a = attribution()
-    a["triage"] = triage_handoff(a, check_command(["--backend", "cpu"]))
+    a["triage"] = triage_handoff(a, ["python", "-m", "repro", "--check", "--backend", "cpu"])
     markdown = "\n".join(render_xla_range(a))
     assert a["triage"]["command"] in markdown and "`aaaaaaaaaa`" in markdown

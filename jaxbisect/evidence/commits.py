@@ -15,7 +15,6 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import cache_dir, write_json
@@ -192,43 +191,3 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             "xla_pin_jax_commits": at, "xla_note": xla_note, "xla_commit_count": count,
             "xla_pins_table": table.describe() if table is not None else None,
             "links": links}
-
-
-@dataclass(frozen=True)
-class XlaCommit:
-    sha: str
-    subject: str
-    sets_new_value: bool     # an added line names the culprit together with its new value
-
-
-def commits_touching(xla_repo: Path, old: str, new: str, name: str,
-                     new_value: str | None = None) -> list[XlaCommit]:
-    """The commits in ``old..new`` of a local openxla/xla clone whose diff adds or removes a
-    line naming ``name`` (``git log -G``; ``-S`` misses a default flipped in place), newest
-    first."""
-    done = subprocess.run(["git", "-C", str(xla_repo), "log", "--format=%H%x09%s",
-                           "-G", re.escape(name), f"{old}..{new}"],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return []
-    out = []
-    for line in done.stdout.splitlines():
-        sha, _, subject = line.partition("\t")
-        sets = False
-        if new_value is not None:
-            shown = subprocess.run(["git", "-C", str(xla_repo), "show", "--format=", "-U0",
-                                    sha], capture_output=True, text=True, check=False).stdout
-            sets = any(added.startswith("+") and name in added
-                       and re.search(rf"\b{re.escape(new_value)}\b", added)
-                       for added in shown.splitlines())
-        out.append(XlaCommit(sha, subject, sets))
-    return out
-
-
-def most_likely(commits: list[XlaCommit], name: str) -> XlaCommit | None:
-    """The commit that sets the new value, else one naming the culprit in its subject, else
-    the newest."""
-    for test in (lambda c: c.sets_new_value, lambda c: name in c.subject, lambda c: True):
-        if found := next((c for c in commits if test(c)), None):
-            return found
-    return None

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from .commits import JAX_REPO_URL
 from .common import MB, UNITS
 
 
@@ -21,12 +20,6 @@ def _bytes(nbytes: int | None) -> str:
         if nbytes >= UNITS[unit]:
             return f"{nbytes / UNITS[unit]:.2f} {unit}"
     return f"{nbytes} B"
-
-
-def _commit_cell(commit: dict) -> str:
-    if commit.get("commit"):
-        return f"[`{commit['commit'][:10]}`]({JAX_REPO_URL}/commit/{commit['commit']})"
-    return f"`{commit['ref']}` ({commit['source']})" if commit.get("ref") else "unknown"
 
 
 def _details(summary: str, body: str) -> str:
