@@ -1,10 +1,12 @@
-"""``python -m repro.xla_passes``: the module v0 after every HLO pass that changed it, as JSON.
+"""``python -m repro.xla_passes``: a case's module after every HLO pass that changed it, as JSON.
 
-Compiles v0 once with ``--xla_dump_hlo_pass_re=.*``: XLA dumps the module after each pass that
-changed it, in files named ``module_N.jit_outer_loop.SSSS.<pipeline>.after_<pass>.before_<next>
-.txt``. The names say which passes ran; the texts (metadata dropped) let two releases be
-compared pass by pass. Needs only jax and the standard library; XLA reads its flags once, so
-this runs as its own process.
+Compiles the case (the scan case repro/cases/scan_growth.py unless ``--case FILE``) once with
+``--xla_dump_hlo_pass_re=.*``: XLA dumps the module after each pass that changed it, in files
+named ``module_N.<module>.SSSS.<pipeline>.after_<pass>.before_<next>.txt``. The names say which
+passes ran; the texts (metadata dropped) let two releases be compared pass by pass. The size is
+the one the case's ``evidence(params)`` dumps at, as ``python -m repro.dumps`` (``--param``
+overrides it). Needs only jax and the standard library; XLA reads its flags once, so this runs
+as its own process.
 """
 
 from __future__ import annotations
@@ -12,83 +14,103 @@ from __future__ import annotations
 import json
 import re
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
-from .options import OneLineParser, add_size_options
+from .case import SCAN_CASE, CaseError, build, parse_params, read_case
+from .dumps import case_evidence_hook
+from .options import OneLineParser, target_argument
 from .process import (
     PLATFORMS,
     configure_for_target,
     configure_this_process,
     dump_folder,
     enable_x64,
+    join_flags,
     pass_dump_flags,
     stdout_to_stderr,
 )
 
 MAX_TEXT_CHARS = 200_000
 _METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
-_PASS_DUMP = re.compile(r"^module_\d+\.jit_outer_loop\.\d{4}\..+\.txt$")
+_PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
+_MODULE = re.compile(r"^module @([\w.\-]+)", re.M)
 
 
-def pass_dumps(dump_dir: Path) -> list[dict]:
-    """Each per-pass dump of v0's module, in the order XLA wrote them."""
-    names = sorted(p.name for p in dump_dir.iterdir() if _PASS_DUMP.match(p.name))
+def pass_dumps(dump_dir: Path, module: str) -> list[dict]:
+    """Each per-pass dump of ``module``, in the order XLA wrote them."""
+    names = sorted(p.name for p in dump_dir.iterdir()
+                   if (m := _PASS_DUMP.match(p.name)) and m.group("module") == module)
     return [{"file": name, "text": _METADATA.sub("", (dump_dir / name).read_text(
         errors="replace"))[:MAX_TEXT_CHARS]} for name in names]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None):
     p = OneLineParser(prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
-    add_size_options(p, n_outer=3, n_res=32)
-    p.add_argument("--backend", choices=sorted(PLATFORMS), default="cpu")
+    p.add_argument("--case", default=str(SCAN_CASE), metavar="FILE",
+                   help="a Python file defining case(**params) -> (fn, args) "
+                        "(default: the scan case)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one of case()'s parameters (repeatable)")
+    p.add_argument("--backend", choices=sorted(PLATFORMS), default=None,
+                   help="default: cpu (with --target: auto, the CUDA plugin)")
     p.add_argument("--xla-flags", default="", metavar="FLAGS")
     p.add_argument("--target", metavar="NAME|FILE",
                    help="compile for this NVIDIA GPU without one (as python -m repro --target)")
     p.add_argument("--json", action="store_true", help="print the JSON document (always)")
     args = p.parse_args(argv)
-    target = None
-    if args.target:
-        from . import target as targets
+    try:
+        args.case = read_case(args.case)
+        args.params = parse_params(args.case, args.param)
+    except CaseError as exc:
+        p.error(str(exc))
+    if args.target is not None:
+        args.target = target_argument(p, args.target, args.backend or "auto")
+    args.backend = args.backend or ("cpu" if args.target is None else "auto")
+    return args
 
-        try:
-            target = targets.load(args.target)
-        except targets.TargetError as exc:
-            p.error(str(exc))
-        configure_for_target(None)
-        args.backend = "auto"  # the CUDA plugin must load: no JAX_PLATFORMS
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
-                "deviceless": target is not None, "target": None, "dumps": []}
+                "deviceless": args.target is not None, "target": None, "case": None,
+                "module": None, "dumps": []}
     with dump_folder("repro-passes-") as dump_dir:
-        _compile_and_read(args, target, dump_dir, document)
+        configure_this_process(args.backend, join_flags(args.xla_flags, pass_dump_flags(dump_dir)))
+        if args.target is not None:
+            configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
+        if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
+            enable_x64("float64")
+        with stdout_to_stderr():  # stdout: the JSON document only
+            _compile_and_read(args, dump_dir, document)
     print(json.dumps(document, indent=1))
     return 0 if document["status"] == "ok" else 2
 
 
-def _compile_and_read(args, target, dump_dir: Path, document: dict) -> None:
+def _compile_and_read(args, dump_dir: Path, document: dict) -> None:
+    from .measure import Compiler, error_line
+    from .metrics import shape_structs
+
     try:
-        configure_this_process(args.backend, f"{args.xla_flags} {pass_dump_flags(dump_dir)}")
-        enable_x64(args.dtype)
-        with stdout_to_stderr():  # stdout: the JSON document only
-            for name in ("jax", "jaxlib"):
-                document[name] = metadata.version(name)
-            import jax.numpy as jnp
+        from importlib import metadata
 
-            from .measure import Compiler
-            from .variants import outer_loop
-
-            compiler = Compiler(target)
-            document["target"] = compiler.describe()  # the spec, plugins and ptxas used
-            arg = compiler.struct((args.n_res,) * 3, jnp.dtype(args.dtype))
-            outer_loop.lower(arg, args.n_outer, args.n_inner, 0).compile()
-            document["dumps"] = pass_dumps(dump_dir)
-            if not document["dumps"]:
-                document.update(status="unavailable", error="XLA wrote no per-pass dumps")
+        for name in ("jax", "jaxlib"):
+            document[name] = metadata.version(name)
+        compiler = Compiler(args.target)
+        document["target"] = compiler.describe()  # the spec, plugins and ptxas used
+        more, _ = case_evidence_hook(args.case, args.params)
+        params = {**more, **args.params}
+        document["case"] = args.case.as_json(params)
+        fn, fn_args = build(args.case, params)
+        lowered = fn.lower(*shape_structs(fn_args, compiler))
+        found = _MODULE.search(lowered.as_text())
+        document["module"] = found.group(1) if found else None
+        lowered.compile()
+        document["dumps"] = pass_dumps(dump_dir, document["module"])
+        if not document["dumps"]:
+            document.update(status="unavailable", error="XLA wrote no per-pass dumps")
     except Exception as exc:
-        from .measure import error_line
-
         document.update(status="error", error=error_line(exc))
 
 
