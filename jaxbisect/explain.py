@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from repro.process import join_flags
+
 from .bisection import (
     MAX_RUNS_NOISY,
     MetricBisection,
@@ -74,21 +76,31 @@ def _stored_run(store: Store, key: Key, remeasure: bool, what: str, run) -> dict
     return store.get_or_run(key, checked, remeasure=remeasure)
 
 
+def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
+                   *, timeout: float, say: Say, doing: str) -> Path:
+    """The stored folder of the case's modules under ``release`` (``kind`` "hlo": the lowered
+    and optimized modules; "passes": with the module after every HLO pass), written once."""
+    def make(folder: Path) -> None:
+        env = lab.environment(release, backend)
+        say(f"jax {release.version}: {doing}")
+        argv = [a for a in question.harness_argv() if a != "--json"]
+        # A shape's modules at one of its values, compiled only (a run at every value of
+        # a memory case can need more memory than the machine has).
+        argv[argv.index("--metric") + 1] = ("memory" if question.target or question.over
+                                            else "error")
+        passes = ["--pass-dumps", str(folder)] if kind == "passes" else []
+        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), *passes], timeout,
+                  answers=(0, 125))
+
+    return lab.store.get_or_make_folder(question.store_key(release, backend, kind), make,
+                                        remeasure=lab.remeasure)
+
+
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
               timeout: float, say: Say) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
-    def make(folder: Path) -> None:
-        env = lab.environment(release, backend)
-        say(f"jax {release.version}: lowering and compiling {question.label} for the modules")
-        argv = [a for a in question.harness_argv() if a != "--json"]
-        metric = argv.index("--metric")
-        # A shape's modules at one of its values, compiled only (a run at every value of
-        # a memory case can need more memory than the machine has).
-        argv[metric + 1] = "memory" if question.target or question.over else "error"
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder)], timeout, answers=(0, 125))
-
-    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
-                                          remeasure=lab.remeasure)
+    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say,
+                            doing=f"lowering and compiling {question.label} for the modules")
     read = {}
     for name in ("lowered", "optimized"):
         path = folder / f"{name}.txt"
@@ -166,7 +178,7 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     release's own; the rest of the test is not run) | not tested (``deadline`` spent), with
     the ``figure``, the ``error`` that left it without one, and the runs made."""
     req, q = b.request, b.searched
-    asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
+    asked = replace(q, xla_flags=join_flags(q.xla_flags, extra_flags))
     batch = batch_size(q, req.runs)
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
     reduce, runs = reduce_for(q), []
@@ -299,16 +311,8 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
                timeout: float, say: Say) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
-    def make(folder: Path) -> None:
-        env = lab.environment(release, backend)
-        say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
-        argv = [a for a in question.harness_argv() if a != "--json"]
-        argv[argv.index("--metric") + 1] = "memory" if question.over else "error"
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
-                  timeout, answers=(0, 125))
-
-    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "passes"),
-                                          make, remeasure=lab.remeasure)
+    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say,
+                            doing=f"dumping {question.label}'s module after every HLO pass")
     lowered = folder / "lowered.txt"
     found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
     module = found.group(1) if found else None
@@ -449,8 +453,7 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     effects = []
     for name in candidates[:MAX_PASSES]:
         flag = f"--xla_disable_hlo_passes={name}"
-        asked = replace(question, xla_flags=" ".join(f for f in (question.xla_flags, flag) if f))
-        without = values(asked)
+        without = values(replace(question, xla_flags=join_flags(question.xla_flags, flag)))
         ends = make(base, without).ends() if without else None
         test = {"xla_flags": flag, "figure": middle(without),
                 "changes": bool(ends and ends.distinct),
