@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
-from .case import SCAN_CASE, CaseError, build, parse_params, read_case
-from .dumps import case_evidence_hook
-from .options import OneLineParser, target_argument
+from .case import SCAN_CASE, build
+from .dumps import METADATA, MODULE_NAME, case_evidence_hook, parse_args
 from .process import (
-    PLATFORMS,
     configure_for_target,
     configure_this_process,
     dump_folder,
@@ -32,52 +31,26 @@ from .process import (
 )
 
 MAX_TEXT_CHARS = 200_000
-_METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 _PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
-_MODULE = re.compile(r"^module @([\w.\-]+)", re.M)
 
 
 def pass_dumps(dump_dir: Path, module: str) -> list[dict]:
     """Each per-pass dump of ``module``, in the order XLA wrote them."""
     names = sorted(p.name for p in dump_dir.iterdir()
                    if (m := _PASS_DUMP.match(p.name)) and m.group("module") == module)
-    return [{"file": name, "text": _METADATA.sub("", (dump_dir / name).read_text(
+    return [{"file": name, "text": METADATA.sub("", (dump_dir / name).read_text(
         errors="replace"))[:MAX_TEXT_CHARS]} for name in names]
 
 
-def parse_args(argv: list[str] | None):
-    p = OneLineParser(prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
-    p.add_argument("--case", default=str(SCAN_CASE), metavar="FILE",
-                   help="a Python file defining case(**params) -> (fn, args) "
-                        "(default: the scan case)")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one of case()'s parameters (repeatable)")
-    p.add_argument("--backend", choices=sorted(PLATFORMS), default=None,
-                   help="default: cpu (with --target: auto, the CUDA plugin)")
-    p.add_argument("--xla-flags", default="", metavar="FLAGS")
-    p.add_argument("--target", metavar="NAME|FILE",
-                   help="compile for this NVIDIA GPU without one (as python -m repro --target)")
-    p.add_argument("--json", action="store_true", help="print the JSON document (always)")
-    args = p.parse_args(argv)
-    try:
-        args.case = read_case(args.case)
-        args.params = parse_params(args.case, args.param)
-    except CaseError as exc:
-        p.error(str(exc))
-    if args.target is not None:
-        args.target = target_argument(p, args.target, args.backend or "auto")
-    args.backend = args.backend or ("cpu" if args.target is None else "auto")
-    return args
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv, prog="python -m repro.xla_passes",
+                      description=__doc__.splitlines()[0], case=str(SCAN_CASE))
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
                 "deviceless": args.target is not None, "target": None, "case": None,
                 "module": None, "dumps": []}
     with dump_folder("repro-passes-") as dump_dir:
-        configure_this_process(args.backend, join_flags(args.xla_flags, pass_dump_flags(dump_dir)))
+        configure_this_process(args.backend if args.target is None else "auto", join_flags(args.xla_flags, pass_dump_flags(dump_dir)))
         if args.target is not None:
             configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
         if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
@@ -93,8 +66,6 @@ def _compile_and_read(args, dump_dir: Path, document: dict) -> None:
     from .metrics import shape_structs
 
     try:
-        from importlib import metadata
-
         for name in ("jax", "jaxlib"):
             document[name] = metadata.version(name)
         compiler = Compiler(args.target)
@@ -104,7 +75,7 @@ def _compile_and_read(args, dump_dir: Path, document: dict) -> None:
         document["case"] = args.case.as_json(params)
         fn, fn_args = build(args.case, params)
         lowered = fn.lower(*shape_structs(fn_args, compiler))
-        found = _MODULE.search(lowered.as_text())
+        found = MODULE_NAME.search(lowered.as_text())
         document["module"] = found.group(1) if found else None
         lowered.compile()
         document["dumps"] = pass_dumps(dump_dir, document["module"])
