@@ -294,22 +294,14 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     if args.fresh_machine:
         env["UV_CACHE_DIR"] = str(scratch / "bisect-uv-cache")
     start, end = BISECT_RANGE
-    command = [sys.executable, "-m", "jaxbisect", "--from", start, "--to", end, "--backend",
-               args.backend, "--no-evidence", "--json", "--reports", str(scratch / "bisect")]
+    argv = ["--from", start, "--to", end, "--backend", args.backend, "--no-evidence",
+            "--reports", str(scratch / "bisect")]
     what = f"bisect {start} … {end} ({args.backend})"
     unit = args.harness_seconds
     rows, checks = [], []
 
     def bisection(label: str, *extra: str) -> tuple[float, dict]:
-        say(f"bench: {what}, {label} …")
-        started = time.perf_counter()
-        done = subprocess.run([*command, *extra], env=env, cwd=REPO, capture_output=True,
-                              text=True, check=False)
-        seconds = time.perf_counter() - started
-        if done.returncode not in (0, 1):
-            raise UserError(f"the bisection failed: {done.stderr.strip().splitlines()[-1:]}")
-        say(f"bench: {what}, {label}: {seconds:.1f} s")
-        return seconds, json.loads(done.stdout)
+        return _timed_bisection([*argv, *extra], env, f"{what}, {label}", say)
 
     def search(doc: dict) -> str:
         s = doc["search"]

@@ -27,6 +27,8 @@ from .process import (
     configure_for_target,
     configure_this_process,
     dump_folder,
+    enable_x64,
+    join_flags,
     stdout_to_stderr,
     text_dump_flags,
 )
@@ -211,17 +213,25 @@ def gather(args, dump_dir: Path) -> dict:
     return document
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    with dump_folder("repro-evidence-") as dump_dir:
+def run_with_dumps(args, prefix: str, dump_flags, gather) -> int:
+    """``gather(args, dump_dir)`` in this process, set up as ``args`` say with XLA dumping as
+    ``dump_flags(dump_dir)`` says, before the first ``import jax``; its document printed
+    (stdout: the JSON document only), exit 0 where it is ok, 2 otherwise."""
+    with dump_folder(prefix) as dump_dir:
         configure_this_process(args.backend if args.target is None else "auto",
-                               f"{args.xla_flags.strip()} {text_dump_flags(dump_dir)}")
+                               join_flags(args.xla_flags, dump_flags(dump_dir)))
         if args.target is not None:
-            configure_for_target(None)
-        with stdout_to_stderr():  # stdout: the JSON document only
+            configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
+        if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
+            enable_x64("float64")
+        with stdout_to_stderr():
             document = gather(args, dump_dir)
     print(json.dumps(document, indent=1))
     return 0 if document["status"] == "ok" else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_with_dumps(parse_args(argv), "repro-evidence-", text_dump_flags, gather)
 
 
 if __name__ == "__main__":

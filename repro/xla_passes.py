@@ -11,7 +11,6 @@ as its own process.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from importlib import metadata
@@ -19,16 +18,8 @@ from pathlib import Path
 
 from . import SCHEMA
 from .case import SCAN_CASE, build
-from .dumps import METADATA, MODULE_NAME, case_evidence_hook, parse_args
-from .process import (
-    configure_for_target,
-    configure_this_process,
-    dump_folder,
-    enable_x64,
-    join_flags,
-    pass_dump_flags,
-    stdout_to_stderr,
-)
+from .dumps import METADATA, MODULE_NAME, case_evidence_hook, parse_args, run_with_dumps
+from .process import pass_dump_flags
 
 MAX_TEXT_CHARS = 200_000
 _PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
@@ -45,26 +36,17 @@ def pass_dumps(dump_dir: Path, module: str) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv, prog="python -m repro.xla_passes",
                       description=__doc__.splitlines()[0], case=str(SCAN_CASE))
+    return run_with_dumps(args, "repro-passes-", pass_dump_flags, gather)
+
+
+def gather(args, dump_dir: Path) -> dict:
+    from .measure import Compiler, error_line
+    from .metrics import shape_structs
+
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
                 "deviceless": args.target is not None, "target": None, "case": None,
                 "module": None, "dumps": []}
-    with dump_folder("repro-passes-") as dump_dir:
-        configure_this_process(args.backend if args.target is None else "auto", join_flags(args.xla_flags, pass_dump_flags(dump_dir)))
-        if args.target is not None:
-            configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
-        if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
-            enable_x64("float64")
-        with stdout_to_stderr():  # stdout: the JSON document only
-            _compile_and_read(args, dump_dir, document)
-    print(json.dumps(document, indent=1))
-    return 0 if document["status"] == "ok" else 2
-
-
-def _compile_and_read(args, dump_dir: Path, document: dict) -> None:
-    from .measure import Compiler, error_line
-    from .metrics import shape_structs
-
     try:
         for name in ("jax", "jaxlib"):
             document[name] = metadata.version(name)
@@ -83,6 +65,7 @@ def _compile_and_read(args, dump_dir: Path, document: dict) -> None:
             document.update(status="unavailable", error="XLA wrote no per-pass dumps")
     except Exception as exc:
         document.update(status="error", error=error_line(exc))
+    return document
 
 
 if __name__ == "__main__":
