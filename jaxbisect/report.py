@@ -22,6 +22,7 @@ from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
+from .evidence.render import details, render_buffers_markdown
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
@@ -725,12 +726,6 @@ def chart(b: MetricBisection) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
-def details(summary: str, lines: list[str], language: str | None = None) -> list[str]:
-    """A collapsed block of ``lines``, in a code block of ``language`` where given."""
-    body = [f"```{language}", *lines, "```"] if language is not None else lines
-    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
-
-
 def attribution_lines(a: dict) -> list[str]:
     """JAX, XLA's HLO passes, or below HLO, and the commits either side."""
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
@@ -758,8 +753,6 @@ def attribution_lines(a: dict) -> list[str]:
 def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
     """The buffers at the peak of a memory case (evidence/collect.py), and the command that
     remakes one release's dump."""
-    from .evidence.render import render_buffers_markdown
-
     q = b.searched
     params = dict(sorted(evidence["params"].items()))
     argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
