@@ -129,18 +129,7 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
     clone, the pins table or GitHub) and the links between them: ``commits``,
     ``xla_commits``, ``xla_pin_sources``, ``xla_pin_jax_commits``, ``xla_note``,
     ``xla_commit_count`` (with an XLA clone), ``xla_pins_table``, ``links``."""
-    return range_of({"old": release_commit(old), "new": release_commit(new)}, jax_repo, fetch,
-                    table, xla_repo)
-
-
-def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = None,
-             table: PinTable | None = None, xla_repo: Path | None = None,
-             known: dict | None = None) -> dict:
-    """``commit_range`` from the two ``release_commit`` dicts; ``known`` (a stored
-    attribution) keeps the pins it already has, so that stored evidence gains what the table
-    or a clone adds without asking GitHub again."""
-    known = known or {}
-    said = re.search(r"GitHub could not be reached \((.*)\)", known.get("xla_note") or "")
+    commits = {"old": release_commit(old), "new": release_commit(new)}
     links: dict[str, str | None] = {"jax_compare": None, "xla_compare": None,
                                     "xla_pin_old": None, "xla_pin_new": None}
     if commits["old"]["jax"] and commits["new"]["jax"]:
@@ -150,7 +139,7 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
     sources: dict[str, str | None] = {"old": None, "new": None}
     at: dict[str, str | None] = {"old": None, "new": None}
     notes: list[str] = []
-    unreachable = said.group(1) if said else None  # a stored answer's, said again
+    unreachable = None
     for side in ("old", "new"):
         ref = commits[side]["ref"]
         if not ref:
@@ -164,11 +153,7 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             found = pin_for(commits[side], jax_repo, None, table)
         xla[side], sources[side], at[side] = found.xla_commit, found.source or None, \
             found.jax_commit
-        if not found.xla_commit and (stored := (known.get("xla_commits") or {}).get(side)):
-            xla[side] = stored  # GitHub's answer when the evidence was gathered
-            sources[side] = (known.get("xla_pin_sources") or {}).get(side)
-            at[side] = (known.get("xla_pin_jax_commits") or {}).get(side) or ref
-        elif found.note and not found.xla_commit:
+        if found.note and not found.xla_commit:
             notes.append(found.note)
     count = None
     if xla["old"] and xla["new"]:
