@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence.chart import chart_markdown, write_png
-from jaxbisect.evidence.commits import xla_commit_from_pin, xla_commit_in_checkout
 from jaxbisect.evidence.dumps import (
     BufferAssignment,
     memory_report_total,
@@ -23,6 +22,7 @@ from jaxbisect.evidence.dumps import (
 )
 from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
+from jaxbisect.pins import pin_at, xla_commit_from_pin
 from repro.dumps import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"
@@ -227,8 +227,8 @@ def test_xla_commit_from_either_pin_file(tmp_path):
     subprocess.run(git + ["commit", "-qm", "pin"], check=True)
     head = subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    assert xla_commit_in_checkout(repo, head) == commit
-    assert xla_commit_in_checkout(repo, "0" * 40) is None
+    assert pin_at(repo, head) == (commit, "workspace.bzl")
+    assert pin_at(repo, "0" * 40) is None
 
 
 # -- the chart ------------------------------------------------------------------------------

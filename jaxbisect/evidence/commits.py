@@ -18,24 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..files import cache_dir, write_json
-from ..pins import PinFound, PinTable, lookup, xla_commit_from_pin
+from ..pins import PIN_FILES, PinFound, PinTable, lookup, pin_at, xla_commit_from_pin
 
 JAX_REPO_URL = "https://github.com/jax-ml/jax"
 XLA_REPO_URL = "https://github.com/openxla/xla"
 RAW_URL = "https://raw.githubusercontent.com/jax-ml/jax/{ref}/third_party/xla/{pin}"
-PIN_FILES = ("revision.bzl", "workspace.bzl")  # newer releases first
 Fetch = Callable[[str], bytes]  # a URL's body; raises OSError (urllib's errors included)
-
-
-def xla_commit_in_checkout(jax_repo: Path, jax_commit: str) -> str | None:
-    """The XLA commit pinned at ``jax_commit`` in a local clone of JAX, without the network."""
-    for pin in PIN_FILES:
-        done = subprocess.run(["git", "-C", str(jax_repo), "show",
-                               f"{jax_commit}:third_party/xla/{pin}"],
-                              capture_output=True, text=True, check=False)
-        if done.returncode == 0 and (commit := xla_commit_from_pin(done.stdout)):
-            return commit
-    return None
 
 
 def release_commit(document: dict | None) -> dict:
@@ -96,11 +84,11 @@ def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
     refs = [r for r in (commit.get("commit"), tag) if r]
     if jax_repo is not None:
         for ref in refs:
-            if found := xla_commit_in_checkout(jax_repo, ref):
+            if found := pin_at(jax_repo, ref):
                 resolved = subprocess.run(["git", "-C", str(jax_repo), "rev-parse",
                                            f"{ref}^{{commit}}"], capture_output=True,
                                           text=True, check=False).stdout.strip()
-                return PinFound(found, resolved or ref, f"{jax_repo} at {ref}")
+                return PinFound(found[0], resolved or ref, f"{jax_repo} at {ref}")
     note = None
     if table is not None:
         from_table = lookup(commit, table)
