@@ -59,21 +59,15 @@ def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: floa
     """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
     platform = _platform(backend)
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
-    return _stored_run(store, key, remeasure, f"jax {release.version}", lambda: run_module(
-        python, "repro.xla_flags", ["--json", "--backend", platform], timeout,
-        answers=MODULE_ANSWERS, platform=platform))
 
-
-def _stored_run(store: Store, key: Key, remeasure: bool, what: str, run) -> dict:
-    """The stored document of ``key``, or ``run()``'s, stored when it is a good one (one that
-    is not raises HarnessFailed and is measured again next time)."""
-    def checked() -> dict:
-        document = run()
+    def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time
+        document = run_module(python, "repro.xla_flags", ["--json", "--backend", platform],
+                              timeout, answers=MODULE_ANSWERS, platform=platform)
         if document.get("status") != "ok":
-            raise HarnessFailed(f"{what}: {document.get('error')}")
+            raise HarnessFailed(f"jax {release.version}: {document.get('error')}")
         return document
 
-    return store.get_or_run(key, checked, remeasure=remeasure)
+    return store.get_or_run(key, listed, remeasure=remeasure)
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
@@ -303,6 +297,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
 
 
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
+DISABLE = "--xla_disable_hlo_passes="
 _DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
 _MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
 
@@ -366,8 +361,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     if first:
         first.update(old=str(old.version), new=str(new.version))
     for k, name in enumerate(tried, 1):
-        flag = f"--xla_disable_hlo_passes={name}"
-        test = behaviour_under(b, lab, classify, new, flag, say, deadline=deadline,
+        test = behaviour_under(b, lab, classify, new, DISABLE + name, say, deadline=deadline,
                                test=f"pass {k} of {len(tried)}")
         if test["behaviour"] == MUCH_SLOWER:
             test["finding"] = "makes the case much slower: this pass matters"
@@ -382,12 +376,13 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
                      if first and first.get("status") == "differ" else [])
     chosen = next((n for n in at_difference if n in restoring),
                   next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
-    slower = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == MUCH_SLOWER]
-    changing = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == "third"]
-    untested = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == NOT_TESTED]
+    def passes(behaviour: str) -> list[str]:
+        return [t["xla_flags"].removeprefix(DISABLE) for t in tests if t["behaviour"] == behaviour]
+
+    slower, changing, untested = passes(MUCH_SLOWER), passes("third"), passes(NOT_TESTED)
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
             "workarounds": [{"release": str(new.version),
-                             "xla_flags": f"--xla_disable_hlo_passes={n}", "safe": is_safe(n)}
+                             "xla_flags": DISABLE + n, "safe": is_safe(n)}
                             for n in restoring],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
     where = difference_sentence(first)
@@ -452,7 +447,7 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
         f"module; turning each off")
     effects = []
     for name in candidates[:MAX_PASSES]:
-        flag = f"--xla_disable_hlo_passes={name}"
+        flag = DISABLE + name
         without = values(replace(question, xla_flags=join_flags(question.xla_flags, flag)))
         ends = make(base, without).ends() if without else None
         test = {"xla_flags": flag, "figure": middle(without),
