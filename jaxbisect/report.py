@@ -17,6 +17,8 @@ from pathlib import Path
 from packaging.version import Version
 from tabulate import tabulate
 
+from repro.case import UNITS
+
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
@@ -183,11 +185,7 @@ def figure_text(metric: str, unit: str, fig: dict) -> str:
 
 def unit_of(b: MetricBisection) -> str:
     q = b.request.question
-    if q.command:
-        return ""
-    from repro.case import UNITS
-
-    return UNITS[q.metric]
+    return "" if q.command else UNITS[q.metric]
 
 
 def behaviour_line(b: MetricBisection) -> str:
@@ -1144,8 +1142,6 @@ def explain_argv(release: Release, backend: str, question, *, threshold=None,
 def write_explain_report(folder: Path, release: Release, backend: str, question,
                          explanation: dict, *, threshold=None, runs=None) -> tuple[Path, dict]:
     """``explain-RELEASE-where-case-metric[-digest]``: the passes behind a case's figure."""
-    from repro.case import UNITS
-
     place = target_label(question.target) or backend
     stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
     shaping = {"params": question.params, "xla_flags": question.xla_flags,
