@@ -9,14 +9,15 @@ both identical put it below HLO (XLA's code generation or its runtime).
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import statistics
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from repro.dumps import MODULE_NAME
 from repro.process import join_flags
+from repro.xla_passes import pass_dumps as read_pass_dumps
 
 from .bisection import (
     MAX_RUNS_NOISY,
@@ -45,7 +46,6 @@ from .report import display_path
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
-_METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
 
 
 def _platform(backend: str) -> str:
@@ -298,8 +298,6 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
 
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
 DISABLE = "--xla_disable_hlo_passes="
-_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
-_MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
 
 
 def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
@@ -309,12 +307,8 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
     folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say,
                             doing=f"dumping {question.label}'s module after every HLO pass")
     lowered = folder / "lowered.txt"
-    found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
-    module = found.group(1) if found else None
-    names = sorted(p.name for p in folder.iterdir()
-                   if (m := _DUMP.match(p.name)) and m.group("module") == module)
-    return [{"file": name, "text": _METADATA.sub("", (folder / name).read_text(
-        errors="replace"))} for name in names]
+    found = MODULE_NAME.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
+    return read_pass_dumps(folder, found.group(1) if found else None, max_chars=None)
 
 
 def difference_sentence(first: dict | None) -> str:

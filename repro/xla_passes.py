@@ -25,12 +25,14 @@ MAX_TEXT_CHARS = 200_000
 _PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
 
 
-def pass_dumps(dump_dir: Path, module: str) -> list[dict]:
-    """Each per-pass dump of ``module``, in the order XLA wrote them."""
+def pass_dumps(dump_dir: Path, module: str | None,
+               max_chars: int | None = MAX_TEXT_CHARS) -> list[dict]:
+    """Each per-pass dump of ``module`` (metadata left out, at most ``max_chars`` of each),
+    in the order XLA wrote them; the driver reads its stored ones with this too."""
     names = sorted(p.name for p in dump_dir.iterdir()
                    if (m := _PASS_DUMP.match(p.name)) and m.group("module") == module)
     return [{"file": name, "text": METADATA.sub("", (dump_dir / name).read_text(
-        errors="replace"))[:MAX_TEXT_CHARS]} for name in names]
+        errors="replace"))[:max_chars]} for name in names]
 
 
 def main(argv: list[str] | None = None) -> int:
