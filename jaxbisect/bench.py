@@ -294,22 +294,14 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     if args.fresh_machine:
         env["UV_CACHE_DIR"] = str(scratch / "bisect-uv-cache")
     start, end = BISECT_RANGE
-    command = [sys.executable, "-m", "jaxbisect", "--from", start, "--to", end, "--backend",
-               args.backend, "--no-evidence", "--json", "--reports", str(scratch / "bisect")]
+    argv = ["--from", start, "--to", end, "--backend", args.backend, "--no-evidence",
+            "--reports", str(scratch / "bisect")]
     what = f"bisect {start} … {end} ({args.backend})"
     unit = args.harness_seconds
     rows, checks = [], []
 
     def bisection(label: str, *extra: str) -> tuple[float, dict]:
-        say(f"bench: {what}, {label} …")
-        started = time.perf_counter()
-        done = subprocess.run([*command, *extra], env=env, cwd=REPO, capture_output=True,
-                              text=True, check=False)
-        seconds = time.perf_counter() - started
-        if done.returncode not in (0, 1):
-            raise UserError(f"the bisection failed: {done.stderr.strip().splitlines()[-1:]}")
-        say(f"bench: {what}, {label}: {seconds:.1f} s")
-        return seconds, json.loads(done.stdout)
+        return _timed_bisection([*argv, *extra], env, f"{what}, {label}", say)
 
     def search(doc: dict) -> str:
         s = doc["search"]
@@ -317,8 +309,7 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
                 f"in {s['limit']['rounds']}, --jobs {s['jobs']})")
 
     cold, doc = bisection("cold", "--jobs", "1")
-    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
-              else doc["status"])
+    answer = _answer(doc)
     full = [p["jax"] for p in doc["probes"] if p["full_table"]]
     rows.append(Row(what, "uv", cold, f"cold: no environments, no stored results; "
                                       f"{search(doc)}; answer {answer}; full table for "
@@ -327,9 +318,7 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     warm, _ = bisection("warm", "--jobs", "1")
     rows.append(Row(what, "uv", warm, "warm: environments ready, results dropped", warm / unit))
     stored, again = bisection("stored", "--jobs", "1")
-    rows.append(Row(what, "uv", stored, f"fully stored rerun: "
-                                        f"{sum(p['cached'] for p in again['probes'])} of "
-                                        f"{len(again['probes'])} probes stored", stored / unit))
+    rows.append(Row(what, "uv", stored, _stored_note(again), stored / unit))
     shutil.rmtree(cache / "results", ignore_errors=True)
     two, doc_two = bisection("warm, two probes a round", "--jobs", "2")
     rows.append(Row(what, "uv", two, f"warm, --jobs 2: {search(doc_two)}", two / unit))
@@ -350,6 +339,17 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
                         + ("helps" if two < warm * 0.95 else "does not help"),
                         (default_jobs() == 1) == (two >= warm * 0.95)))
     return Results(rows, checks)
+
+
+def _answer(doc: dict) -> str:
+    """A bisection document's answer in a bench row: the pair found, else its status."""
+    return (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
+            else doc["status"])
+
+
+def _stored_note(doc: dict) -> str:
+    return (f"fully stored rerun: {sum(p['cached'] for p in doc['probes'])} of "
+            f"{len(doc['probes'])} probes stored")
 
 
 def _timed_bisection(argv: list[str], env: dict, label: str, say: Say) -> tuple[float, dict]:
@@ -377,16 +377,13 @@ def bench_long_bisection(args: argparse.Namespace, scratch: Path, say: Say) -> R
     what = f"bisect {start} … {end} (cpu), evidence included"
     unit = args.harness_seconds
     cold, doc = _timed_bisection(argv, env, f"{what}, cold", say)
-    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
-              else doc["status"])
+    answer = _answer(doc)
     s = doc["search"]
     rows = [Row(what, "uv", cold, f"cold: {s['probes']} probes (limit {s['limit']['probes']}), "
                                   f"search probes at n_res {s.get('n_res')}; answer {answer}",
                 cold / unit)]
     stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
-    rows.append(Row(what, "uv", stored, f"fully stored rerun: "
-                                        f"{sum(p['cached'] for p in again['probes'])} of "
-                                        f"{len(again['probes'])} probes stored", stored / unit))
+    rows.append(Row(what, "uv", stored, _stored_note(again), stored / unit))
     minimize, small = _timed_bisection(
         ["--from", doc["last_old"]["jax"], "--to", doc["first_new"]["jax"], "--backend", "cpu",
          "--no-evidence", "--minimize", "--reports", str(scratch / "long")], env,
@@ -418,8 +415,7 @@ def bench_case(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
     stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
     s = warm_doc["search"]
     runs = sum(len(p["runs"]) for p in warm_doc["probes"])
-    answer = (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
-              else doc["status"])
+    answer = _answer(doc)
     rows = [Row(what, "uv", cold, f"cold; answer {answer}", cold / unit),
             Row(what, "uv", warm, f"warm: {s['probes']} probes, {s['remeasures']} "
                                   f"re-measured, {runs} runs (processes) in all: "

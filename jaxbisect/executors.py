@@ -254,7 +254,7 @@ class SlurmExecutor:
             if self.stopping:
                 raise KeyboardInterrupt
             where = {**_where(folder), "job": job, "step": None, "submitted": round(submitted, 3),
-                     "finished": _finished_at(folder / "rc"), "ended": round(ended, 3)}
+                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
             where.setdefault("node", info.get("NodeList"))
             if rc is None:
                 info = job_info(job) or info
@@ -305,7 +305,7 @@ class SlurmExecutor:
                 raise KeyboardInterrupt
             rc = _wait_for(folder / "rc", 1.0)
             where = {**_where(folder), "job": self.allocation, "submitted": round(submitted, 3),
-                     "finished": _finished_at(folder / "rc"), "ended": round(ended, 3)}
+                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
             if rc is None:
                 why = next((line for line in said.splitlines()
                             if any(s in line for s in LOST_STATES)), _last_line(said))
@@ -389,17 +389,11 @@ def _exit_code(text: str) -> int:
     return -int(sig) if sig and int(sig) else int(status)
 
 
-def _read(path: Path) -> int | None:
+def _read(path: Path, word: int = 0, kind: type = int):
+    """A word of the wrapper's rc file: its exit status (0), when its process ended (1, a
+    float); None while it is not written."""
     try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _finished_at(path: Path) -> float | None:
-    """When the probe's process ended, as the wrapper saw it (the rc file's second word)."""
-    try:
-        return float(path.read_text().split()[1])
+        return kind(path.read_text().split()[word])
     except (OSError, ValueError, IndexError):
         return None
 

@@ -9,12 +9,15 @@ both identical put it below HLO (XLA's code generation or its runtime).
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import statistics
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+
+from repro.dumps import MODULE_NAME
+from repro.process import join_flags
+from repro.xla_passes import pass_dumps as read_pass_dumps
 
 from .bisection import (
     MAX_RUNS_NOISY,
@@ -43,7 +46,6 @@ from .report import display_path
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
-_METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
 
 
 def _platform(backend: str) -> str:
@@ -57,38 +59,42 @@ def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: floa
     """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
     platform = _platform(backend)
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
-    return _stored_run(store, key, remeasure, f"jax {release.version}", lambda: run_module(
-        python, "repro.xla_flags", ["--json", "--backend", platform], timeout,
-        answers=MODULE_ANSWERS, platform=platform))
 
-
-def _stored_run(store: Store, key: Key, remeasure: bool, what: str, run) -> dict:
-    """The stored document of ``key``, or ``run()``'s, stored when it is a good one (one that
-    is not raises HarnessFailed and is measured again next time)."""
-    def checked() -> dict:
-        document = run()
+    def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time
+        document = run_module(python, "repro.xla_flags", ["--json", "--backend", platform],
+                              timeout, answers=MODULE_ANSWERS, platform=platform)
         if document.get("status") != "ok":
-            raise HarnessFailed(f"{what}: {document.get('error')}")
+            raise HarnessFailed(f"jax {release.version}: {document.get('error')}")
         return document
 
-    return store.get_or_run(key, checked, remeasure=remeasure)
+    return store.get_or_run(key, listed, remeasure=remeasure)
+
+
+def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
+                   *, timeout: float, say: Say, doing: str) -> Path:
+    """The stored folder of the case's modules under ``release`` (``kind`` "hlo": the lowered
+    and optimized modules; "passes": with the module after every HLO pass), written once."""
+    def make(folder: Path) -> None:
+        env = lab.environment(release, backend)
+        say(f"jax {release.version}: {doing}")
+        argv = [a for a in question.harness_argv() if a != "--json"]
+        # A shape's modules at one of its values, compiled only (a run at every value of
+        # a memory case can need more memory than the machine has).
+        argv[argv.index("--metric") + 1] = ("memory" if question.target or question.over
+                                            else "error")
+        passes = ["--pass-dumps", str(folder)] if kind == "passes" else []
+        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), *passes], timeout,
+                  answers=(0, 125))
+
+    return lab.store.get_or_make_folder(question.store_key(release, backend, kind), make,
+                                        remeasure=lab.remeasure)
 
 
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
               timeout: float, say: Say) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
-    def make(folder: Path) -> None:
-        env = lab.environment(release, backend)
-        say(f"jax {release.version}: lowering and compiling {question.label} for the modules")
-        argv = [a for a in question.harness_argv() if a != "--json"]
-        metric = argv.index("--metric")
-        # A shape's modules at one of its values, compiled only (a run at every value of
-        # a memory case can need more memory than the machine has).
-        argv[metric + 1] = "memory" if question.target or question.over else "error"
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder)], timeout, answers=(0, 125))
-
-    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "hlo"), make,
-                                          remeasure=lab.remeasure)
+    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say,
+                            doing=f"lowering and compiling {question.label} for the modules")
     read = {}
     for name in ("lowered", "optimized"):
         path = folder / f"{name}.txt"
@@ -166,7 +172,7 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     release's own; the rest of the test is not run) | not tested (``deadline`` spent), with
     the ``figure``, the ``error`` that left it without one, and the runs made."""
     req, q = b.request, b.searched
-    asked = replace(q, xla_flags=" ".join(f for f in (q.xla_flags, extra_flags) if f))
+    asked = replace(q, xla_flags=join_flags(q.xla_flags, extra_flags))
     batch = batch_size(q, req.runs)
     most = max(batch, req.max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
     reduce, runs = reduce_for(q), []
@@ -291,31 +297,18 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
 
 
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
-_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
-_MODULE = re.compile(r"^\s*module @([\w.\-]+)", re.MULTILINE)
+DISABLE = "--xla_disable_hlo_passes="
 
 
 def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
                timeout: float, say: Say) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
-    def make(folder: Path) -> None:
-        env = lab.environment(release, backend)
-        say(f"jax {release.version}: dumping {question.label}'s module after every HLO pass")
-        argv = [a for a in question.harness_argv() if a != "--json"]
-        argv[argv.index("--metric") + 1] = "memory" if question.over else "error"
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), "--pass-dumps", str(folder)],
-                  timeout, answers=(0, 125))
-
-    folder = lab.store.get_or_make_folder(question.store_key(release, backend, "passes"),
-                                          make, remeasure=lab.remeasure)
+    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say,
+                            doing=f"dumping {question.label}'s module after every HLO pass")
     lowered = folder / "lowered.txt"
-    found = _MODULE.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
-    module = found.group(1) if found else None
-    names = sorted(p.name for p in folder.iterdir()
-                   if (m := _DUMP.match(p.name)) and m.group("module") == module)
-    return [{"file": name, "text": _METADATA.sub("", (folder / name).read_text(
-        errors="replace"))} for name in names]
+    found = MODULE_NAME.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
+    return read_pass_dumps(folder, found.group(1) if found else None, max_chars=None)
 
 
 def difference_sentence(first: dict | None) -> str:
@@ -362,8 +355,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     if first:
         first.update(old=str(old.version), new=str(new.version))
     for k, name in enumerate(tried, 1):
-        flag = f"--xla_disable_hlo_passes={name}"
-        test = behaviour_under(b, lab, classify, new, flag, say, deadline=deadline,
+        test = behaviour_under(b, lab, classify, new, DISABLE + name, say, deadline=deadline,
                                test=f"pass {k} of {len(tried)}")
         if test["behaviour"] == MUCH_SLOWER:
             test["finding"] = "makes the case much slower: this pass matters"
@@ -378,12 +370,13 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
                      if first and first.get("status") == "differ" else [])
     chosen = next((n for n in at_difference if n in restoring),
                   next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
-    slower = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == MUCH_SLOWER]
-    changing = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == "third"]
-    untested = [t["xla_flags"].split("=", 1)[1] for t in tests if t["behaviour"] == NOT_TESTED]
+    def passes(behaviour: str) -> list[str]:
+        return [t["xla_flags"].removeprefix(DISABLE) for t in tests if t["behaviour"] == behaviour]
+
+    slower, changing, untested = passes(MUCH_SLOWER), passes("third"), passes(NOT_TESTED)
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
             "workarounds": [{"release": str(new.version),
-                             "xla_flags": f"--xla_disable_hlo_passes={n}", "safe": is_safe(n)}
+                             "xla_flags": DISABLE + n, "safe": is_safe(n)}
                             for n in restoring],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
     where = difference_sentence(first)
@@ -448,9 +441,8 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
         f"module; turning each off")
     effects = []
     for name in candidates[:MAX_PASSES]:
-        flag = f"--xla_disable_hlo_passes={name}"
-        asked = replace(question, xla_flags=" ".join(f for f in (question.xla_flags, flag) if f))
-        without = values(asked)
+        flag = DISABLE + name
+        without = values(replace(question, xla_flags=join_flags(question.xla_flags, flag)))
         ends = make(base, without).ends() if without else None
         test = {"xla_flags": flag, "figure": middle(without),
                 "changes": bool(ends and ends.distinct),

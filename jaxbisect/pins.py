@@ -66,7 +66,6 @@ class Pin:
     tag: str
     jax_commit: str
     xla_commit: str
-    pin_file: str
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def load_table(path: Path = PIN_TABLE) -> PinTable | None:
     how the pins were found instead)."""
     try:
         doc = json.loads(Path(path).read_text())
-        pins = {tag: Pin(tag, p["jax_commit"], p["xla_commit"], p["pin_file"])
+        pins = {tag: Pin(tag, p["jax_commit"], p["xla_commit"])
                 for tag, p in doc["pins"].items()}
         return PinTable(pins, doc["source"], doc["newest_tag"], doc["newest_tag_date"],
                         doc["made"])

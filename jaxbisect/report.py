@@ -17,11 +17,14 @@ from pathlib import Path
 from packaging.version import Version
 from tabulate import tabulate
 
+from repro.case import UNITS
+
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
+from .evidence.render import details, render_buffers_markdown
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
@@ -182,11 +185,7 @@ def figure_text(metric: str, unit: str, fig: dict) -> str:
 
 def unit_of(b: MetricBisection) -> str:
     q = b.request.question
-    if q.command:
-        return ""
-    from repro.case import UNITS
-
-    return UNITS[q.metric]
+    return "" if q.command else UNITS[q.metric]
 
 
 def behaviour_line(b: MetricBisection) -> str:
@@ -268,6 +267,21 @@ def unplaced_label(placed: Placed) -> str:
     """A release the search never placed (an end of a range without an answer): measured,
     or without a figure, never a skip."""
     return "measured" if placed.values else "no figure"
+
+
+def row_label(b: MetricBisection, index: int, placed: Placed) -> str:
+    """A probe's behaviour in its row: old, new, skip; an end's where no change was found
+    (no old or new without one)."""
+    if placed.placement and b.search.status != "found" and index in (0, len(b.candidates) - 1):
+        return "first end" if index == 0 else "last end"
+    return placed.placement.label.value if placed.placement else unplaced_label(placed)
+
+
+def without_empty_notes(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
+    """The table without its last column (the note) where no row has one."""
+    if any(row[-1] for row in rows):
+        return headers, rows
+    return headers[:-1], [row[:-1] for row in rows]
 
 
 def unplaced_reason(placed: Placed) -> str:
@@ -582,10 +596,7 @@ def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     for index, placed in sorted(b.search.placed.items()):
         release = b.candidates[index]
         series = series_of(b.full_run(index))
-        label = placed.placement.label.value if placed.placement else unplaced_label(placed)
-        if placed.placement and b.search.status != "found" \
-                and index in (0, len(b.candidates) - 1):
-            label = "first end" if index == 0 else "last end"
+        label = row_label(b, index, placed)
         note = ""
         if series and series["fallback"]:
             note = f"compiled statistics empty: {series['fallback']['reason']}"
@@ -611,10 +622,7 @@ def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
         rows.append([str(release.version), jaxlib_of(release, placed), label,
                      series_mode(b, series) if series else "–", *cells, *others,
                      series["shape"] if series else "–", order[index], note[:160]])
-    if not any(row[-1] for row in rows):
-        headers.pop()
-        rows = [row[:-1] for row in rows]
-    return headers, rows
+    return without_empty_notes(headers, rows)
 
 
 def shown_bare(unit: str, number) -> str:
@@ -636,10 +644,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
     for index, placed in sorted(b.search.placed.items()):
         release = b.candidates[index]
         fig = figure(q.metric, seen(q, placed))
-        label = placed.placement.label.value if placed.placement else unplaced_label(placed)
-        if placed.placement and b.search.status != "found" \
-                and index in (0, len(b.candidates) - 1):
-            label = "first end" if index == 0 else "last end"  # no old or new without a change
+        label = row_label(b, index, placed)
         if placed.placement and placed.placement.third:
             label = "third behaviour"
         confidence = placed.placement.confidence if placed.placement else None
@@ -655,10 +660,7 @@ def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
         rows.append([str(release.version), jaxlib_of(release, placed), label,
                      figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
                      runs_of(placed), order[index], note[:160]])
-    if not any(row[-1] for row in rows):
-        headers.pop()
-        rows = [row[:-1] for row in rows]
-    return headers, rows
+    return without_empty_notes(headers, rows)
 
 
 def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
@@ -739,20 +741,16 @@ def attribution_lines(a: dict) -> list[str]:
     if shown:
         lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
     if a.get("diff"):
-        lines += ["<details><summary>The lowered modules, where they differ</summary>", "",
-                  "```diff", *a["diff"], "```", "", "</details>", ""]
+        lines += details("The lowered modules, where they differ", a["diff"], "diff")
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
-        lines += ["<details><summary>XLA's optimized HLO (normalised: metadata, source "
-                  "locations and names set aside), its first real difference</summary>", "",
-                  "```diff", *a["first_difference"], "```", "", "</details>", ""]
+        lines += details("XLA's optimized HLO (normalised: metadata, source locations and names "
+                         "set aside), its first real difference", a["first_difference"], "diff")
     return lines
 
 
 def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
     """The buffers at the peak of a memory case (evidence/collect.py), and the command that
     remakes one release's dump."""
-    from .evidence.render import render_buffers_markdown
-
     q = b.searched
     params = dict(sorted(evidence["params"].items()))
     argv = ["python", "-m", "repro.dumps", "--case", display_path(q.case.path),
@@ -841,17 +839,15 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
         parts.append("")
     if q.case is not None:
         parts += ["## The program", "",
-                  f"<details><summary>{display_path(q.case.path)} (sha256 "
-                  f"{q.case.sha256[:12]})</summary>", "", "```python", q.case.source.rstrip(),
-                  "```", "", "</details>", ""]
+                  *details(f"{display_path(q.case.path)} (sha256 {q.case.sha256[:12]})",
+                           [q.case.source.rstrip()], "python")]
     saved = ([f"(Save the program above, in *The program*, as `{display_path(q.case.path)}` "
               f"in the toolkit's clone first: it is not part of the toolkit.)", ""]
              if q.case is not None and not inside_clone(q.case.path) else [])
     if "/" in q.target and not inside_clone(q.target):  # a spec file of the user's travels
-        saved += [f"<details><summary>{display_path(q.target)}: the target spec (save it "
-                  f"beside the program)</summary>", "", "```text",
-                  Path(q.target).read_text(encoding="utf-8").rstrip(), "```", "", "</details>",
-                  ""]
+        saved += details(f"{display_path(q.target)}: the target spec (save it beside the "
+                         f"program)", [Path(q.target).read_text(encoding="utf-8").rstrip()],
+                         "text")
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
               "README's Quick start installs it):", "", *saved, "```sh",
               shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
@@ -876,9 +872,13 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                   ""]
     if extra and extra.get("cluster"):  # where the runs ran, when not here (executors.py)
         parts += [cluster_markdown(extra["cluster"])]
-    parts += ["<details><summary>Environment of the probing machine</summary>", "",
-              "```text", machine_description(dated=True), "```", "", "</details>", ""]
+    parts += machine_lines()
     return "\n".join(parts)
+
+
+def machine_lines() -> list[str]:
+    return details("Environment of the probing machine", [machine_description(dated=True)],
+                   "text")
 
 
 def tried_lines(tried: list[dict], b: MetricBisection) -> list[str]:
@@ -903,11 +903,8 @@ def params_text(params: dict) -> str:
 
 
 def _figure_cell(metric: str, unit: str, value) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return shown(metric, unit, value)
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
-        return value[0]  # a shape: [status, rate]
-    return "–" if value is None else str(value)
+    """One measured value (a number, a shape's [word, rate], an error line) as a figure."""
+    return figure_text(metric, unit, figure(metric, () if value is None else (value,)))
 
 
 def workaround_lines(workarounds: list[dict], metric: str, unit: str) -> list[str]:
@@ -938,9 +935,9 @@ def test_table(tests: list[dict], metric: str, unit: str, summary: str) -> list[
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
              _figure_cell(metric, unit, t.get("figure")),
              (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
-    return [f"<details><summary>{summary}</summary>", "",
-            tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric, "note"],
-                     tablefmt="github", disable_numparse=True), "", "</details>", ""]
+    return details(summary, [tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric,
+                                                     "note"],
+                                      tablefmt="github", disable_numparse=True)])
 
 
 def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
@@ -986,9 +983,8 @@ def standalone_lines(b: MetricBisection) -> list[str]:
     lines += ["```", ""]
     script = standalone_script(b)
     if script:
-        lines += ["<details><summary>measure.py: the program and the lines that measure "
-                  f"{q.metric}</summary>", "", "```python", script.rstrip(), "```", "",
-                  "</details>", ""]
+        lines += details(f"measure.py: the program and the lines that measure {q.metric}",
+                         [script.rstrip()], "python")
     lines += ["(Old releases may need the packages of their day: the toolkit resolves each "
               "environment as of its release's date, e.g. `uv pip install --exclude-newer "
               "DATE`.)", ""]
@@ -1097,9 +1093,13 @@ def report_stem(b: MetricBisection) -> str:
     if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
             or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
             or req.include_yanked or "over" in shaping or "try_xla_flags" in shaping:
-        text = json.dumps(shaping, sort_keys=True)
-        stem += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        stem += "-" + digest(shaping)
     return stem
+
+
+def digest(shaping: dict) -> str:
+    """A report name's digest of the options that shape its answer."""
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
@@ -1142,15 +1142,13 @@ def explain_argv(release: Release, backend: str, question, *, threshold=None,
 def write_explain_report(folder: Path, release: Release, backend: str, question,
                          explanation: dict, *, threshold=None, runs=None) -> tuple[Path, dict]:
     """``explain-RELEASE-where-case-metric[-digest]``: the passes behind a case's figure."""
-    from repro.case import UNITS
-
     place = target_label(question.target) or backend
     stem = f"explain-{release.version}-{place}-{question.case.name}-{question.metric}"
     shaping = {"params": question.params, "xla_flags": question.xla_flags,
                "samples": question.samples, "kind": question.kind if question.kind != "auto"
                else None, "threshold": threshold, "runs": runs}
     if any(shaping.values()):
-        stem += "-" + hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:8]
+        stem += "-" + digest(shaping)
     path = folder / f"{stem}.md"
     unit = UNITS[question.metric]
     command = shlex.join(explain_argv(release, backend, question, threshold=threshold,
@@ -1171,15 +1169,13 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
         f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
         f"Baseline: {_figure_cell(question.metric, unit, base)}"
         + (f" ({params_text(question.params)})" if question.params else "") + ".",
-        "", "<details><summary>Every pass turned off</summary>", "",
-        tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
-                                "figure"], tablefmt="github", disable_numparse=True)
-        if rows else "_No pass was turned off._", "", "</details>", "",
-        "## The program", "", f"<details><summary>{display_path(question.case.path)}"
-        "</summary>", "", "```python", question.case.source.rstrip(), "```", "", "</details>",
-        "", "## Reproduce", "", "```sh", command, "```", "",
-        "<details><summary>Environment of the probing machine</summary>", "", "```text",
-        machine_description(dated=True), "```", "", "</details>", ""])
+        "", *details("Every pass turned off", [
+            tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
+                                    "figure"], tablefmt="github", disable_numparse=True)
+            if rows else "_No pass was turned off._"]),
+        "## The program", "", *details(display_path(question.case.path),
+                                       [question.case.source.rstrip()], "python"),
+        "## Reproduce", "", "```sh", command, "```", "", *machine_lines()])
     write_text_if_changed(path, text)
     write_json_if_changed(path.with_suffix(".json"), doc)
     return path, doc

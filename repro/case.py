@@ -32,6 +32,7 @@ UNITS = {"memory": "bytes", "compile_time": "s", "run_time": "s", "peak_memory":
 # What a compile-only target can answer: nothing runs there.
 COMPILE_ONLY_METRICS = ("memory", "compile_time", "error")
 PARAM_TYPES = (bool, int, float, str)
+SCAN_CASE = Path(__file__).resolve().parent / "cases" / "scan_growth.py"  # the report's program
 
 
 class CaseError(ValueError):

@@ -27,19 +27,25 @@ from .process import (
     configure_for_target,
     configure_this_process,
     dump_folder,
+    enable_x64,
+    join_flags,
     stdout_to_stderr,
     text_dump_flags,
 )
 
 MAX_FILE_CHARS = 600_000  # per dump file kept; far above what the shipped cases produce
-_METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
-_MODULE = re.compile(r"^module @([\w.\-]+)", re.M)
+METADATA = re.compile(r',? metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
+MODULE_NAME = re.compile(r"^module @([\w.\-]+)", re.M)
 
 
-def parse_args(argv: list[str] | None):
-    p = OneLineParser(prog="python -m repro.dumps", description=__doc__.splitlines()[0])
-    p.add_argument("--case", required=True, metavar="FILE",
-                   help="a Python file defining case(**params) -> (fn, args)")
+def parse_args(argv: list[str] | None, *, prog: str = "python -m repro.dumps",
+               description: str = __doc__.splitlines()[0], case: str | None = None):
+    """A case and where to compile it (``python -m repro.dumps``'s and ``repro.xla_passes``'s
+    options); ``case``: the default ``--case`` (None: required)."""
+    p = OneLineParser(prog=prog, description=description)
+    p.add_argument("--case", required=case is None, default=case, metavar="FILE",
+                   help="a Python file defining case(**params) -> (fn, args)"
+                        + (" (default: the scan case)" if case else ""))
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="override one of case()'s parameters (repeatable)")
     p.add_argument("--backend", choices=sorted(PLATFORMS), default="auto")
@@ -116,7 +122,7 @@ def trim_after_optimizations(text: str) -> str:
             entry.append(line)
             if line.startswith("}"):
                 break
-    return "\n".join(header + [""] + [_METADATA.sub("", line) for line in entry]) + "\n"
+    return "\n".join(header + [""] + [METADATA.sub("", line) for line in entry]) + "\n"
 
 
 TRIMMERS = {"memory_usage_report": lambda text: text,
@@ -139,7 +145,7 @@ def case_evidence_hook(case, params: dict) -> tuple[dict, list[int] | None]:
 
 def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict]:
     """Lower the case (its text), compile it (the dump lands in ``dump_dir``), read the dump."""
-    from .measure import Unmeasured, error_line, sizes_from_buffer_assignment
+    from .measure import NOT_MEASURED, Unmeasured, error_line, plan_bytes
     from .metrics import shape_structs
 
     lowered_doc = {"status": "ok", "error": None, "text": None}
@@ -154,7 +160,7 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
         compiled_doc.update(status="error", error=f"not lowered: {error}")
         return lowered_doc, compiled_doc, {"status": "unavailable", "error": "not lowered",
                                            "module": None, "files": {}, "missing": list(DUMP_FILES)}
-    found = _MODULE.search(lowered_doc["text"] or "")
+    found = MODULE_NAME.search(lowered_doc["text"] or "")
     module = found.group(1) if found else "jit_"
     compiled = None
     try:
@@ -171,18 +177,16 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
         dump = {"status": "error", "error": error_line(exc), "module": None, "files": {},
                 "missing": list(DUMP_FILES)}
     if compiled_doc["status"] == "ok":
-        try:  # memory_analysis() (measure.Compiler.sizes), else the dumped buffer assignment
-            fields, source = compiler.sizes(compiled, None)
-        except (Unmeasured, NotImplementedError) as exc:
-            assignment = dump["files"].get("buffer_assignment")
-            fields, source = (sizes_from_buffer_assignment(assignment), "XLA buffer-assignment "
-                              "dump") if assignment else ({}, None)
-            compiled_doc["error"] = None if source else error_line(exc)
-        total = (fields.get("output_bytes") or 0) + (fields.get("temp_bytes") or 0)
+        try:
+            fields, source = compiler.sizes(compiled, dump["files"].get("buffer_assignment"))
+        except Unmeasured as exc:
+            fields, source = {}, None
+            compiled_doc["error"] = error_line(exc)
+        total = plan_bytes(fields)
         compiled_doc.update(total_bytes=total or None, source=source,
                             status="ok" if total else "unavailable")
         if not total and not compiled_doc["error"]:  # jaxlib < 0.4.29 on the CPU
-            compiled_doc["error"] = "memory_analysis() reports 0 bytes (not measured by this release)"
+            compiled_doc["error"] = NOT_MEASURED
     return lowered_doc, compiled_doc, dump
 
 
@@ -209,17 +213,25 @@ def gather(args, dump_dir: Path) -> dict:
     return document
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    with dump_folder("repro-evidence-") as dump_dir:
+def run_with_dumps(args, prefix: str, dump_flags, gather) -> int:
+    """``gather(args, dump_dir)`` in this process, set up as ``args`` say with XLA dumping as
+    ``dump_flags(dump_dir)`` says, before the first ``import jax``; its document printed
+    (stdout: the JSON document only), exit 0 where it is ok, 2 otherwise."""
+    with dump_folder(prefix) as dump_dir:
         configure_this_process(args.backend if args.target is None else "auto",
-                               f"{args.xla_flags.strip()} {text_dump_flags(dump_dir)}")
+                               join_flags(args.xla_flags, dump_flags(dump_dir)))
         if args.target is not None:
-            configure_for_target(None)
-        with stdout_to_stderr():  # stdout: the JSON document only
+            configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
+        if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
+            enable_x64("float64")
+        with stdout_to_stderr():
             document = gather(args, dump_dir)
     print(json.dumps(document, indent=1))
     return 0 if document["status"] == "ok" else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_with_dumps(parse_args(argv), "repro-evidence-", text_dump_flags, gather)
 
 
 if __name__ == "__main__":

@@ -131,9 +131,15 @@ class Compiler:
         return compiled, text
 
     def sizes(self, compiled, assignment: str | None) -> tuple[dict, str]:
-        """The plan's ``*_bytes`` fields and where they came from; raises Unmeasured."""
+        """The plan's ``*_bytes`` fields and where they came from: ``memory_analysis()``, else
+        the dumped buffer ``assignment``; raises Unmeasured."""
         if not self.from_dump and compiled is not None:
-            stats = compiled.memory_analysis()
+            try:
+                stats = compiled.memory_analysis()
+            except NotImplementedError as exc:
+                if assignment is None:
+                    raise Unmeasured(f"memory_analysis() not implemented: {exc}") from exc
+                stats = None
             if isinstance(stats, (list, tuple)):  # some releases answer one entry per device
                 stats = stats[0] if stats else None
             if stats is not None:
@@ -142,6 +148,14 @@ class Compiler:
             raise Unmeasured("XLA dumped no buffer assignment for this module" if self.from_dump
                              else "memory_analysis() returned None")
         return sizes_from_buffer_assignment(assignment), "XLA buffer-assignment dump"
+
+
+def plan_bytes(fields: dict) -> int:
+    """The plan's bytes, output + temp: 0 where the release does not measure them."""
+    return (fields.get("output_bytes") or 0) + (fields.get("temp_bytes") or 0)
+
+
+NOT_MEASURED = "memory_analysis() reports 0 bytes (not measured by this release)"
 
 
 class Unmeasured(Exception):

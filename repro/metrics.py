@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
-from .measure import Compiler, Unmeasured, peak_of_run, run_child
+from .measure import NOT_MEASURED, Compiler, Unmeasured, peak_of_run, plan_bytes, run_child
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -127,14 +127,10 @@ def measure_memory(fn, args, compiler: Compiler) -> dict:
     except Unmeasured as exc:
         result.update(status="unavailable", error=str(exc))
         return result
-    except NotImplementedError as exc:
-        result.update(status="unavailable", error=f"memory_analysis() not implemented: {exc}")
-        return result
     result["fields"] = fields
-    total = (fields.get("output_bytes") or 0) + (fields.get("temp_bytes") or 0)
-    if total == 0:
-        result.update(status="unavailable",
-                      error="memory_analysis() reports 0 bytes (not measured by this release)")
+    total = plan_bytes(fields)
+    if total == 0:  # jaxlib < 0.4.29 on the CPU
+        result.update(status="unavailable", error=NOT_MEASURED)
         return result
     result["samples"] = [total]
     return _summarize(result)

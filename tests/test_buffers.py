@@ -229,9 +229,10 @@ def test_repro_dumps_for_a_target_reads_the_plan_from_the_dump(target_python):
     (["--case", "repro/cases/scan_growth.py", "--param", "nope=1"], "no parameter 'nope'"),
     (["--case", "repro/cases/scan_growth.py", "--param", "n_res=x"], "n_res is an int"),
     (["--case", "repro/cases/scan_growth.py", "--target", "nosuch"], "unknown target")])
-def test_repro_dumps_bad_input_is_one_line_before_jax(args, words):
+@pytest.mark.parametrize("module", ["repro.dumps", "repro.xla_passes"])
+def test_repro_dumps_bad_input_is_one_line_before_jax(module, args, words):
     """Refused in one line, exit 2, before jax is imported (the driver's Python has none)."""
-    done = subprocess.run([sys.executable, "-m", "repro.dumps", *args], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr

@@ -1,6 +1,5 @@
 """The XLA commit range: pins from a local jax clone (or the release tag, or GitHub's recorded
-answer), and the commits of a local XLA clone that touch the culprit. Real git repositories,
-built here."""
+answer). Real git repositories, built here."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ import pytest
 from jaxbisect.evidence.commits import (
     GitHubUnreachable,
     commit_range,
-    commits_touching,
-    most_likely,
     xla_commit_online,
 )
 
@@ -87,18 +84,6 @@ def test_a_commit_missing_from_the_clone_falls_back_to_the_release_tag(repos):
     unknown = commit_range(document("0.4.1", "f" * 40), document("0.5.1", None), repos["jax"])
     assert unknown["xla_commits"]["old"] is None and unknown["links"]["xla_compare"] is None
     assert str(repos["jax"]) in unknown["xla_note"]
-
-
-def test_commits_touching_the_culprit_and_the_most_likely_one(repos):
-    x = repos["x"]
-    found = commits_touching(repos["xla"], x[0], x[4], FLAG, "true")
-    assert [c.sha for c in found] == [x[3], x[2]]          # newest first; -G sees the flip
-    assert [c.sets_new_value for c in found] == [True, False]
-    assert most_likely(found, FLAG).sha == x[3]
-    assert most_likely(commits_touching(repos["xla"], x[0], x[2], FLAG), FLAG).sha == x[2]
-    assert commits_touching(repos["xla"], x[0], x[4], "xla_no_such_flag") == []
-    assert commits_touching(repos["xla"], "0" * 40, x[4], FLAG) == []   # not in the clone
-    assert most_likely([], FLAG) is None
 
 
 def recorded_github(url: str) -> bytes:

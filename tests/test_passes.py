@@ -18,7 +18,6 @@ from jaxbisect.evidence.passes import (
     normalize_hlo,
     parse_dump_name,
     passes_that_changed,
-    passes_that_ran,
 )
 
 DATA = Path(__file__).parent / "data" / "xla-passes"
@@ -40,10 +39,7 @@ def test_pass_names_from_real_dump_names():
         "dce", "call-inliner", "algsimp", "simplification", "while-loop-trip-count-annotator",
         "flatten-call-graph", "layout-assignment", "reshape-decomposer", "fusion",
         "copy-insertion"]
-    ran = passes_that_ran(got)
-    assert set(passes_that_changed(got)) <= set(ran)
-    assert {"sharding-remover", "batch-dot-simplification", "reduce-decomposer"} <= set(ran)
-    assert not {"pipeline-start", "pipeline-end"} & set(ran)
+    assert not {"pipeline-start", "pipeline-end"} & set(passes_that_changed(got))
     assert passes_that_changed(names("0.5.0")) == passes_that_changed(got)
     assert parse_dump_name("module_0001.jit_outer_loop.cpu_after_optimizations.txt") is None
     assert parse_dump_name("module_0001.jit_outer_loop.before_optimizations.txt") is None

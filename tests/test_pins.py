@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence.commits import commit_range, range_of
-from jaxbisect.evidence.handoff import check_command, render_xla_range, triage_handoff
-from jaxbisect.pins import PIN_TABLE, load_table, lookup, main, make_table
+from jaxbisect.evidence.commits import commit_range
+from jaxbisect.evidence.handoff import render_xla_range, triage_handoff
+from jaxbisect.pins import PIN_TABLE, Pin, PinTable, load_table, lookup, main, make_table
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -179,26 +179,21 @@ def test_a_release_newer_than_the_table_falls_back_and_says_so(table, tmp_path, 
     assert found["xla_pin_jax_commits"]["new"] == shas["after"]
 
 
-def test_the_xla_commits_between_the_pins_are_counted_in_an_xla_clone(table, tmp_path):
-    pins, _, shas = table
+def test_the_xla_commits_between_the_pins_are_counted_in_an_xla_clone(tmp_path):
     xla = tmp_path / "xla"
     xla.mkdir()
     git(xla, "init", "-q")
     made = [commit(xla, {"f": str(i)}, f"c{i}") for i in range(5)]
-    # Evidence stored with GitHub's answers for releases newer than the table: kept.
-    old = {"jax": "0.6.0", "jaxlib": "0.6.0", "commit": None, "ref": "jax-v0.6.0",
-           "source": "release tag (no hash in wheel)"}
-    stored = {"xla_commits": {"old": made[1], "new": made[4]}, "xla_pin_sources":
-              {"old": "GitHub at a", "new": "GitHub at b"}}
-    found = range_of({"old": old, "new": dict(old, jax="0.7.0", jaxlib="0.7.0")}, None, None,
-                     pins, xla, known=stored)
+    pins = PinTable({f"jax-v{v}": Pin(f"jax-v{v}", c * 40, x) for v, c, x in
+                     (("0.6.0", "a", made[1]), ("0.7.0", "b", made[4]), ("0.8.0", "c", "d" * 40))},
+                    "a clone", "jax-v0.8.0", "2026-01-01", "2026-01-02")
+    found = commit_range(release("0.6.0", None), release("0.7.0", None), table=pins,
+                         xla_repo=xla)
+    assert found["xla_commits"] == {"old": made[1], "new": made[4]}
     assert found["xla_commit_count"] == 3 and found["xla_note"] is None
-    assert found["xla_pin_sources"] == stored["xla_pin_sources"]   # kept, not asked again
-    # Where the table has a release, its answer replaces a stored one (a refreshed table).
-    found = range_of({"old": dict(old, jax="0.5.0", jaxlib="0.5.0"), "new": old}, None, None,
-                     pins, xla, known=stored)
-    assert found["xla_commits"] == {"old": xla_sha(2), "new": made[4]}
-    assert found["xla_commit_count"] is None        # the table's pin is not in this clone
+    found = commit_range(release("0.6.0", None), release("0.8.0", None), table=pins,
+                         xla_repo=xla)
+    assert found["xla_commit_count"] is None        # the new pin is not in this clone
 
 
 def test_the_shipped_table_loads_and_pins_the_scan_reports_releases():
@@ -265,8 +260,8 @@ def attribution() -> dict:
 
 
 def test_the_handoff_parses_under_the_triage_tools_rules():
-    test = check_command(["--backend", "cpu", "--n-outer", "2", "5", "--n-res", "200",
-                          "--xla-flags=--xla_foo=true"])
+    test = ["python", "-m", "repro", "--check", "--backend", "cpu", "--n-outer", "2", "5",
+            "--n-res", "200", "--xla-flags=--xla_foo=true"]
     handoff = triage_handoff(attribution(), test)
     assert handoff["argv"][0] == "jax-toolbox-triage"
     args = peer_parser(handoff["argv"][1:])
@@ -281,7 +276,7 @@ def test_the_handoff_parses_under_the_triage_tools_rules():
 
 
 def test_a_fix_turns_the_checks_exit_status_round_and_unknown_pins_give_no_handoff():
-    test = check_command(["--backend", "cpu"])
+    test = ["python", "-m", "repro", "--check", "--backend", "cpu"]
     handoff = triage_handoff(attribution(), test, inverted=True)
     args = peer_parser(handoff["argv"][1:])
     assert args.test_command[:2] == ["sh", "-c"] and args.test_command[2].endswith(
@@ -298,6 +293,6 @@ def test_a_fix_turns_the_checks_exit_status_round_and_unknown_pins_give_no_hando
 
 def test_the_report_names_the_pins_and_gives_the_command():
     a = attribution()
-    a["triage"] = triage_handoff(a, check_command(["--backend", "cpu"]))
+    a["triage"] = triage_handoff(a, ["python", "-m", "repro", "--check", "--backend", "cpu"])
     markdown = "\n".join(render_xla_range(a))
     assert a["triage"]["command"] in markdown and "`aaaaaaaaaa`" in markdown

@@ -200,7 +200,8 @@ def test_pass_dumps_for_a_target_say_what_they_were_compiled_for(target_python):
     in a document that says it is a compile-only plan and for which GPU (stdout: JSON only)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
     done = subprocess.run([str(target_python("0.10.2")), "-m", "repro.xla_passes", "--target",
-                           "a6000", "--n-res", "8", "--n-inner", "5", "--n-outer", "2"],
+                           "a6000", "--param", "n_res=8", "--param", "n_inner=5",
+                           "--param", "n_outer=2"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -15,28 +15,15 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import cache_dir, write_json
-from ..pins import PinFound, PinTable, lookup, xla_commit_from_pin
+from ..pins import PIN_FILES, PinFound, PinTable, lookup, pin_at, xla_commit_from_pin
 
 JAX_REPO_URL = "https://github.com/jax-ml/jax"
 XLA_REPO_URL = "https://github.com/openxla/xla"
 RAW_URL = "https://raw.githubusercontent.com/jax-ml/jax/{ref}/third_party/xla/{pin}"
-PIN_FILES = ("revision.bzl", "workspace.bzl")  # newer releases first
 Fetch = Callable[[str], bytes]  # a URL's body; raises OSError (urllib's errors included)
-
-
-def xla_commit_in_checkout(jax_repo: Path, jax_commit: str) -> str | None:
-    """The XLA commit pinned at ``jax_commit`` in a local clone of JAX, without the network."""
-    for pin in PIN_FILES:
-        done = subprocess.run(["git", "-C", str(jax_repo), "show",
-                               f"{jax_commit}:third_party/xla/{pin}"],
-                              capture_output=True, text=True, check=False)
-        if done.returncode == 0 and (commit := xla_commit_from_pin(done.stdout)):
-            return commit
-    return None
 
 
 def release_commit(document: dict | None) -> dict:
@@ -97,11 +84,11 @@ def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
     refs = [r for r in (commit.get("commit"), tag) if r]
     if jax_repo is not None:
         for ref in refs:
-            if found := xla_commit_in_checkout(jax_repo, ref):
+            if found := pin_at(jax_repo, ref):
                 resolved = subprocess.run(["git", "-C", str(jax_repo), "rev-parse",
                                            f"{ref}^{{commit}}"], capture_output=True,
                                           text=True, check=False).stdout.strip()
-                return PinFound(found, resolved or ref, f"{jax_repo} at {ref}")
+                return PinFound(found[0], resolved or ref, f"{jax_repo} at {ref}")
     note = None
     if table is not None:
         from_table = lookup(commit, table)
@@ -130,18 +117,7 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
     clone, the pins table or GitHub) and the links between them: ``commits``,
     ``xla_commits``, ``xla_pin_sources``, ``xla_pin_jax_commits``, ``xla_note``,
     ``xla_commit_count`` (with an XLA clone), ``xla_pins_table``, ``links``."""
-    return range_of({"old": release_commit(old), "new": release_commit(new)}, jax_repo, fetch,
-                    table, xla_repo)
-
-
-def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = None,
-             table: PinTable | None = None, xla_repo: Path | None = None,
-             known: dict | None = None) -> dict:
-    """``commit_range`` from the two ``release_commit`` dicts; ``known`` (a stored
-    attribution) keeps the pins it already has, so that stored evidence gains what the table
-    or a clone adds without asking GitHub again."""
-    known = known or {}
-    said = re.search(r"GitHub could not be reached \((.*)\)", known.get("xla_note") or "")
+    commits = {"old": release_commit(old), "new": release_commit(new)}
     links: dict[str, str | None] = {"jax_compare": None, "xla_compare": None,
                                     "xla_pin_old": None, "xla_pin_new": None}
     if commits["old"]["jax"] and commits["new"]["jax"]:
@@ -151,7 +127,7 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
     sources: dict[str, str | None] = {"old": None, "new": None}
     at: dict[str, str | None] = {"old": None, "new": None}
     notes: list[str] = []
-    unreachable = said.group(1) if said else None  # a stored answer's, said again
+    unreachable = None
     for side in ("old", "new"):
         ref = commits[side]["ref"]
         if not ref:
@@ -165,11 +141,7 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             found = pin_for(commits[side], jax_repo, None, table)
         xla[side], sources[side], at[side] = found.xla_commit, found.source or None, \
             found.jax_commit
-        if not found.xla_commit and (stored := (known.get("xla_commits") or {}).get(side)):
-            xla[side] = stored  # GitHub's answer when the evidence was gathered
-            sources[side] = (known.get("xla_pin_sources") or {}).get(side)
-            at[side] = (known.get("xla_pin_jax_commits") or {}).get(side) or ref
-        elif found.note and not found.xla_commit:
+        if found.note and not found.xla_commit:
             notes.append(found.note)
     count = None
     if xla["old"] and xla["new"]:
@@ -192,43 +164,3 @@ def range_of(commits: dict, jax_repo: Path | None = None, fetch: Fetch | None = 
             "xla_pin_jax_commits": at, "xla_note": xla_note, "xla_commit_count": count,
             "xla_pins_table": table.describe() if table is not None else None,
             "links": links}
-
-
-@dataclass(frozen=True)
-class XlaCommit:
-    sha: str
-    subject: str
-    sets_new_value: bool     # an added line names the culprit together with its new value
-
-
-def commits_touching(xla_repo: Path, old: str, new: str, name: str,
-                     new_value: str | None = None) -> list[XlaCommit]:
-    """The commits in ``old..new`` of a local openxla/xla clone whose diff adds or removes a
-    line naming ``name`` (``git log -G``; ``-S`` misses a default flipped in place), newest
-    first."""
-    done = subprocess.run(["git", "-C", str(xla_repo), "log", "--format=%H%x09%s",
-                           "-G", re.escape(name), f"{old}..{new}"],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return []
-    out = []
-    for line in done.stdout.splitlines():
-        sha, _, subject = line.partition("\t")
-        sets = False
-        if new_value is not None:
-            shown = subprocess.run(["git", "-C", str(xla_repo), "show", "--format=", "-U0",
-                                    sha], capture_output=True, text=True, check=False).stdout
-            sets = any(added.startswith("+") and name in added
-                       and re.search(rf"\b{re.escape(new_value)}\b", added)
-                       for added in shown.splitlines())
-        out.append(XlaCommit(sha, subject, sets))
-    return out
-
-
-def most_likely(commits: list[XlaCommit], name: str) -> XlaCommit | None:
-    """The commit that sets the new value, else one naming the culprit in its subject, else
-    the newest."""
-    for test in (lambda c: c.sets_new_value, lambda c: name in c.subject, lambda c: True):
-        if found := next((c for c in commits if test(c)), None):
-            return found
-    return None

@@ -7,13 +7,7 @@ from collections.abc import Sequence
 
 MB = 1024**2
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
-_HUMAN_SIZE = re.compile(r"^\s*([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\s*$")
 _ARRAY_SHAPE = re.compile(r"^([a-zA-Z]\w*)\[([^\]]*)\]")
-
-
-def pass_names(passes: Sequence) -> str:
-    """The pass names of ``(pipeline, pass)`` pairs, each in code quotes, comma-separated."""
-    return ", ".join(f"`{name}`" for _, name in passes)
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -35,15 +29,6 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     parts.append("".join(current))
     return parts
 
-
-
-def human_bytes(text: str) -> int | None:
-    """``2.1KiB`` -> 2150 (XLA's report rounds, so this is approximate); ``768`` -> 768."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    match = _HUMAN_SIZE.match(text)
-    return round(float(match.group(1)) * UNITS[match.group(2)]) if match else None
 
 
 def array_dims(shape: str) -> tuple[int, ...] | None:

@@ -45,7 +45,6 @@ class FlagSearch:
     culprit: tuple[FlagChange, ...]                 # () when no flag or pair is proven
     restoring: tuple[tuple[FlagChange, ...], ...]   # sets that bring the old verdict to new
     tests: tuple[FlagTest, ...]                     # in the order they were made
-    pairs_skipped: int = 0                          # pairs not tried (over MAX_PAIRS)
 
 
 def changed_defaults(old: Iterable[dict], new: Iterable[dict]) -> list[FlagChange]:
@@ -85,14 +84,11 @@ def search_flags(changes: Sequence[FlagChange], test: Callable[[str, tuple[FlagC
     restoring = [s for s in singles if run("new", s) == old_verdict]
     culprit = next((s for s in restoring if run("old", s) == new_verdict), ())
     pairs = list(combinations(changes, 2))
-    skipped = 0
-    if not culprit:
-        if len(pairs) > max_pairs:
-            skipped, pairs = len(pairs), []
+    if not culprit and len(pairs) <= max_pairs:
         for pair in pairs:
             if run("new", pair) == old_verdict:
                 restoring.append(pair)
                 if run("old", pair) == new_verdict:
                     culprit = pair
                     break
-    return FlagSearch(tuple(culprit), tuple(restoring), tuple(tests), skipped)
+    return FlagSearch(tuple(culprit), tuple(restoring), tuple(tests))

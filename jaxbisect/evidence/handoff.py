@@ -28,11 +28,6 @@ NEEDS = ("a JAX-Toolbox container (ghcr.io/nvidia/jax: git checkouts of jax and 
          "'git+https://github.com/NVIDIA/JAX-Toolbox.git#subdirectory=.github/triage'`")
 
 
-def check_command(harness_args: Sequence[str]) -> list[str]:
-    """The toolkit's check as a test: ``python -m repro --check`` with the probes' options."""
-    return ["python", "-m", "repro", "--check", *harness_args]
-
-
 def triage_handoff(attribution: dict, test: Sequence[str], *,
                    inverted: bool = False) -> dict | None:
     """The ``jax-toolbox-triage`` command for the two releases' JAX commits and XLA pins;

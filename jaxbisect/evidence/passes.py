@@ -57,16 +57,6 @@ def passes_that_changed(names: list[str]) -> list[str]:
     return out
 
 
-def passes_that_ran(names: list[str]) -> list[str]:
-    """Every pass a dump name mentions (before or after a change), in order."""
-    out: list[str] = []
-    for dump in filter(None, map(parse_dump_name, names)):
-        for name in (dump.after, dump.before):
-            if name and name not in _PSEUDO and name not in out:
-                out.append(name)
-    return out
-
-
 def is_safe(pass_name: str) -> bool:
     """Whether turning the pass off may be offered as a fix (never for DIAGNOSTIC_ONLY)."""
     return pass_name not in DIAGNOSTIC_ONLY

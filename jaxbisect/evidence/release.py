@@ -12,8 +12,8 @@ from .dumps import (
     BufferAllocation,
     BufferAssignment,
     BufferValue,
+    memory_report_total,
     parse_buffer_assignment,
-    parse_memory_usage_report,
     stacked_buffers_live,
 )
 from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
@@ -167,8 +167,7 @@ def case_reading(document: dict | None, followed: Sequence[int] | None,
         if followed:
             out["stacked"] = asdict(stacked_buffers_live(assignment, followed[0], followed[1:]))
     if files.get("memory_usage_report") and out["dump_total_bytes"] is None:
-        out["dump_total_bytes"] = parse_memory_usage_report(
-            files["memory_usage_report"]).total_bytes
+        out["dump_total_bytes"] = memory_report_total(files["memory_usage_report"])
     if followed:
         if files.get("after_optimizations"):
             out["schedule"] = schedule_summary(files["after_optimizations"], followed[0],

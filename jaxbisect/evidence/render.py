@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from .commits import JAX_REPO_URL
 from .common import MB, UNITS
 
 
@@ -23,14 +22,10 @@ def _bytes(nbytes: int | None) -> str:
     return f"{nbytes} B"
 
 
-def _commit_cell(commit: dict) -> str:
-    if commit.get("commit"):
-        return f"[`{commit['commit'][:10]}`]({JAX_REPO_URL}/commit/{commit['commit']})"
-    return f"`{commit['ref']}` ({commit['source']})" if commit.get("ref") else "unknown"
-
-
-def _details(summary: str, body: str) -> str:
-    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
+    """A collapsed block of ``lines``, in a code block of ``language`` where given."""
+    body = [f"```{language}", *lines, "```"] if language is not None else list(lines)
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
 def _code(lines: Sequence[str], language: str = "text") -> str:
@@ -98,8 +93,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                                            f"({_bytes(v['size_bytes'])} each)"
                                            for v in a["values"]), ""]
     if values:
-        out += [_details("The values of the largest allocation, by shape", _code(values[:-1])),
-                ""]
+        out += details("The values of the largest allocation, by shape", values[:-1], "text")
     if old["schedule"] or new["schedule"]:
         out += [f"The scheduled entry computation (XLA's *after_optimizations* HLO): where "
                 f"{shape} buffers ({named}) are made relative to the while loops.", ""]
@@ -114,7 +108,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
             if lines:
                 raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
     if raw:
-        out += [_details("Raw lines from XLA's dumps", "\n".join(raw).rstrip()), ""]
+        out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
     out += ["One release's dump, in its environment (the document holds the dump files):", "",
             _code([command], "sh"), ""]
     if plain:
