@@ -1,5 +1,9 @@
 """``python -m bisect --from A --to B``: the first jax release whose behaviour differs from A's.
 
+The one parser, and the one pipeline from the parsed arguments to the report and the exit
+status: a case (``--case FILE``, the scan case when none is given) or a command (``-- CMD``,
+by ``--metric NAME`` or its exit status), bisected, then explained.
+
 Also installed as ``jax-bisect`` and run by ``nox -s bisect -- …``: entry points that the
 standard library's ``bisect`` module can never shadow.
 """
@@ -7,8 +11,10 @@ standard library's ``bisect`` module can never shadow.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from repro.options import (
@@ -21,6 +27,7 @@ from repro.options import (
 from repro.target import built_in as built_in_targets
 from repro.verdict import size_problem
 
+from .bisection import MetricRequest, bisect_metric
 from .budgets import (
     EXPLAIN_BUDGET,
     FIRST_RUN_LIMIT,
@@ -30,13 +37,35 @@ from .budgets import (
     TEST_FACTOR,
     TEST_FLOOR,
 )
+from .catalogue import load_catalogue
+from .environments import resolve_backend
 from .errors import UserError
-from .executors import add_executor_options, executor_from
-from .harness import ignored_environment_note, target_option
+from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
+from .files import check_reports_folder
+from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
+from .lab import Lab, RealLab
 from .machine import default_jobs
-from .metric_cli import EXIT_CODE_METRIC, EXIT_CODES, SCAN_CASE
+from .question import question_from
+
+# The case asked when none is: the scan report's, by its default metric and shape.
+SCAN_CASE = Path(__file__).resolve().parent.parent / "repro" / "cases" / "scan_growth.py"
+EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
+
+# The exit status of each answer: "cannot tell" is never "no change".
+METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+EXIT_CODES = """exit status:
+  0    a change was found (--explain: a flag or pass explains the figure)
+  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  2    bad input or an unusable situation (one line on stderr), or a command that exited
+       128 or more (git bisect run's abort)
+  3    the ends differ but this machine's noise does not let it decide at 99 %
+       (undecided, not "no change": more --max-runs or a quieter machine decide it)
+  125  an end cannot be measured (the release gives no figure, or a command exits 125)
+  130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
+
 
 PROG = "python -m bisect"
+Say = Callable[[str], None]
 # The scan report's sizes (--n-outer …) as the scan case's own options: --n-outer is --over
 # n_outer=…, the others --param NAME=VALUE (repro/cases/scan_growth.py's parameters).
 SIZE_PARAMS = ("n_inner", "n_res", "dtype")
@@ -236,11 +265,247 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         say(note)
     executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
     with executor.interruptible():  # Ctrl-C cancels every job first
-        from .metric_cli import run_explain_case, run_metric
-
         if args.explain is not None:
             return run_explain_case(args, say)
         return run_metric(args, command, say, executor)
+
+
+def question_of(args: argparse.Namespace, command: tuple[str, ...]):
+    """The question the command line asks (a UserError for a bad case, parameter or metric)."""
+    return question_from(args.metric, args.case, args.param, command,
+                         target=target_option(args.target), xla_flags=args.xla_flags,
+                         samples=args.samples, kind=args.metric_kind, over=args.over)
+
+
+def request_from(args: argparse.Namespace, question, catalogue,
+                 executor: Executor = LOCAL) -> MetricRequest:
+    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+    return MetricRequest(start=start, end=end,
+                         backend=resolve_backend(args.backend, question.target,
+                                                 gpu_elsewhere=executor is not LOCAL),
+                         question=question, threshold=args.threshold, timeout=args.timeout,
+                         remeasure=args.remeasure, runs=args.runs,
+                         max_runs=args.max_runs, include_yanked=args.include_yanked,
+                         executor=executor, jobs=jobs_for(args.jobs, question),
+                         try_xla_flags=tuple(args.try_xla_flags))
+
+
+def jobs_for(asked: int | None, question) -> int:
+    """Releases probed at once: ``--jobs``; unasked, one for a timing (two runs at once on
+    one machine load each other) and as many as the machine holds for anything else."""
+    if asked:
+        return asked
+    return 1 if question.noisy else default_jobs()
+
+
+def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
+               executor: Executor = LOCAL) -> int:
+    """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
+    leaves it undecided, 125 when an end cannot be measured."""
+    from .report import (
+        answer_line,
+        crash_line,
+        raised_line,
+        thirds_line,
+        write_report,
+        yanked_line,
+    )
+
+    # Bad input (the case file, its parameters) is refused before anything is fetched.
+    question = question_of(args, command)
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    request = request_from(args, question, catalogue, executor)
+    lab = RealLab(say, remeasure=request.remeasure, executor=executor)
+    bisection = bisect_metric(catalogue, request, lab, say)
+    extra: dict = {}
+    if bisection.search.status == "alike":
+        extra.update(wider_range(catalogue, bisection))
+    # The report is written as soon as the answer is known, and again as the explanation
+    # lands: Ctrl-C or a spent budget leaves what was measured.
+    write_report(bisection, args.reports, extra)
+    try:
+        if bisection.search.status == "found" and not args.no_evidence:
+            explain(bisection, lab, args, extra, say,
+                    lambda: write_report(bisection, args.reports, extra))
+    except KeyboardInterrupt:
+        extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
+        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        raise
+    if request.try_xla_flags and bisection.search.status == "found":
+        extra["try_xla_flags"] = try_flags(bisection, lab, say)
+    if args.minimize and bisection.search.status == "found" \
+            and bisection.request.question.case is not None:
+        from .minimize import minimal_document, minimize
+        from .report import display_path, unit_of
+
+        q = bisection.request.question
+        old, new = bisection.pair
+        shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
+                                        threshold=request.threshold, timeout=bisection.timeout,
+                                        runs=request.runs, budget=args.minimize_budget)
+        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
+        extra["minimal"]["case_path"] = display_path(q.case.path)
+    cluster = cluster_document(executor)
+    if cluster:
+        extra["cluster"] = cluster
+    path, doc = write_report(bisection, args.reports, extra)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(answer_line(bisection).replace("**", ""))
+        for line in (thirds_line(bisection), raised_line(bisection), crash_line(bisection),
+                     yanked_line(bisection)):
+            if line:
+                print(line.replace("**", "").replace("`", ""))
+        if "sweep" in doc:
+            print(f"a change made and undone inside the range cannot be seen by bisection; "
+                  f"every release: {doc['sweep']}")
+        if "minimal" in doc:
+            print(minimal_line(doc["minimal"]))
+        for tried in doc.get("try_xla_flags", ()):
+            print(tried_line(tried))
+        for part in doc["needs_a_gpu"]:
+            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}")
+        if "next_step" in doc:
+            print(f"to look further: {doc['next_step']['command']}")
+        print(probes_line(bisection))
+    say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
+                             "found none" if doc.get("report_kept") else ""))
+    return METRIC_EXIT[bisection.search.status]
+
+
+def wider_range(catalogue, b) -> dict:
+    """Where to look next when the range holds no change: the same question up to the newest
+    release installable here ({} where the range already ends there)."""
+    import shlex
+
+    from .report import reproduce_argv
+
+    req = b.request
+    newest = max((r for r in catalogue.releases
+                  if catalogue.unusable_reason(r, req.backend) is None),
+                 key=lambda r: r.version, default=None)
+    if newest is None or newest.version <= catalogue.get(req.end).version:
+        return {}
+    return {"next_step": {"newest": str(newest.version),
+                          "command": shlex.join(reproduce_argv(b, req.end,
+                                                               str(newest.version)))}}
+
+
+def try_flags(b, lab: Lab, say: Say) -> list[dict]:
+    """``--try-xla-flags``: the first new release measured with each set of flags added (at
+    the search's size), placed by the bisection's classifier: ``restores`` where it gives the
+    old behaviour back."""
+    from .explain import behaviour_under
+
+    classify, first_new = b.classifier(), b.pair[1]
+    out = []
+    for flags in b.request.try_xla_flags:
+        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags")
+        out.append({**tried, "restores": tried["behaviour"] == "old"})
+    return out
+
+
+def tried_line(tried: dict) -> str:
+    said = {"old": "brings the old behaviour back", "new": "keeps the new behaviour"}.get(
+        tried["behaviour"], f"gives no answer ({tried['behaviour']}: {tried['error']})")
+    return f"--try-xla-flags {tried['xla_flags']} under jax {tried['release']}: {said}"
+
+
+def probes_line(bisection) -> str:
+    """How many releases were probed, and how many of their runs a rerun read back from the
+    store instead of measuring (each run once, however often the search asked for it)."""
+    s = bisection.search
+    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    stored = sum(r.cached for r in runs.values())
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
+            f"{stored} of them stored from an earlier run")
+
+
+def minimal_line(minimal: dict) -> str:
+    """``--minimize``'s answer on stdout: the minimal program's parameters."""
+    if not minimal.get("kept_at_start"):
+        return "minimal: nothing shrunk (the change does not show at the parameters asked for)"
+    params = " ".join(f"--param {k}={v}" for k, v in minimal["params"].items())
+    return (f"minimal: {params} ({minimal['metric']} {minimal['old_value']} at jax "
+            f"{minimal['old']}, {minimal['new_value']} at jax {minimal['new']}"
+            + ("" if minimal.get("complete") else "; the budget ran out: smaller may exist")
+            + ")")
+
+
+def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
+    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
+    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
+    from .budgets import Deadline
+    from .evidence.collect import buffers_at_peak
+
+    if searches is None:
+        from .explain import attribution, explain_flags, explain_passes
+    else:
+        attribution, explain_flags, explain_passes = searches
+
+    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
+                                      xla_repo=args.xla_repo)
+    rewrite()
+    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
+    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
+        return
+    deadline = Deadline(args.explain_budget)
+    budget = {"seconds": args.explain_budget}
+    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
+        f"(--explain-budget)")
+
+    def landed(culprit: dict) -> None:
+        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        rewrite()
+
+    culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
+    landed(culprit)
+    if culprit["kind"] in ("none", "workaround") \
+            and extra["attribution"]["culprit"] == "xla" \
+            and bisection.request.question.case is not None and not deadline.spent:
+        flags = culprit
+        culprit = {**explain_passes(bisection, lab, say, deadline=deadline,
+                                    progress=lambda doc: landed({**doc, "flags": flags})),
+                   "flags": flags}
+    budget.update(spent=round(args.explain_budget - deadline.left, 1),
+                  exhausted=deadline.spent)
+    landed(culprit)
+
+
+def run_explain_case(args: argparse.Namespace, say: Say) -> int:
+    """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
+    release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
+    from .bisection import smaller_size
+    from .explain import explain_release
+    from .question import with_params
+    from .report import write_explain_report
+
+    asked = question_of(args, ())
+    # A shape is scale-free: explained at the case's search size, as a bisection's is.
+    question = with_params(asked, smaller_size(asked))
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    release = catalogue.get(args.explain)
+    backend = resolve_backend(args.backend, question.target)
+    why = catalogue.unusable_reason(release, backend)
+    if why:
+        raise UserError(f"jax {release.version} cannot be installed here: {why}")
+    explanation = explain_release(RealLab(say, remeasure=args.remeasure), release, backend,
+                                  question, say, threshold=args.threshold,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
+    path, doc = write_explain_report(args.reports, release, backend, question, explanation,
+                                     threshold=args.threshold, runs=args.runs)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(explanation["culprit"]["text"] + ".")
+    say(f"report: {path}")
+    return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
 def prog_name() -> str:
