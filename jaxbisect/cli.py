@@ -17,14 +17,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from repro.options import (
-    FLAG_VALUED,
-    OneLineParser,
-    add_size_options,
-    glue_flag_values,
-    positive_int,
-)
-from repro.target import built_in as built_in_targets
+from repro.options import BISECT, FLAG_VALUED, OneLineParser, add_options, glue_flag_values
 from repro.verdict import size_problem
 
 from .bisection import MetricRequest, bisect_metric
@@ -71,23 +64,6 @@ Say = Callable[[str], None]
 SIZE_PARAMS = ("n_inner", "n_res", "dtype")
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _seconds(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
-    return value
-
-
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0],
                       formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -96,108 +72,20 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                              "each release's environment; without --metric,\nits exit status "
                              "is git bisect run's: 0 old behaviour, 1-127 new (125: skip\nthis "
                              "release), 128 or more: stop (exit 2).\n\n" + EXIT_CODES)
-    p.add_argument("--from", dest="start", metavar="RELEASE",
-                   help="a jax release with the old behaviour, e.g. 0.4.20")
-    p.add_argument("--to", dest="end", metavar="RELEASE",
-                   help="a later jax release, e.g. 0.5.0")
-    p.add_argument("--explain", metavar="RELEASE",
-                   help="no bisection: which HLO passes, turned off, change the case's metric "
-                        "under this one release (default: v0's growth), instead of --from/--to")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
-                   help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
-    p.add_argument("--target", metavar="NAME|FILE",
-                   help="bisect XLA's plan for this NVIDIA GPU, compiled without one: "
-                        f"{', '.join(built_in_targets())} or a spec file (releases from jax "
-                        "0.4.34 on, less 0.4.36 and 0.4.37)")
-    add_size_options(p, n_outer=None, n_inner=None, n_res=None, dtype=None, many=True, helps={
-        "n_outer": "the scan case's --over n_outer=…: outer loop counts the verdict is fitted "
-                   "over, two distinct values of 2 or more at least (default: 1 2 5 10 15)",
-        "n_inner": "--param n_inner=N: the inner scan's length (default 100, the report's)",
-        "n_res": "--param n_res=N: the array is n_res³ values (default 200, the report's)",
-        "dtype": "--param dtype=NAME: the array's element type (default float32)"})
-    p.add_argument("--xla-flags", default="", metavar="FLAGS",
-                   help="XLA_FLAGS for every probe; the report says which were in force")
-    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
-                   help="per run (default: from the ends' own times, see --explain-budget's "
-                        "group)")
-    p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
-                   help="where the markdown report and its JSON go (default: reports/)")
-    p.add_argument("--try-xla-flags", action="append", default=[], metavar="FLAGS",
-                   help="after a change is found, measure the first new release with these "
-                        "XLA_FLAGS too and report whether they bring the old behaviour back "
-                        "(repeatable)")
-    p.add_argument("--jax-repo", type=Path, metavar="PATH",
-                   help="a local clone of jax: its pinned XLA commits give an XLA compare link")
-    p.add_argument("--xla-repo", type=Path, metavar="PATH",
-                   help="a local clone of openxla/xla: list the commits between the two "
-                        "releases' XLA pins that touch the culprit flag or pass")
-    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                   help="probe up to N releases at once, splitting the window into N+1 parts "
-                        f"(default here: {default_jobs()}, from the cores and memory; 1 for a "
-                        "timing metric, whose runs would load each other)")
+    add_options(p, BISECT, groups={
+        "case": ("your own program (docs/cases.md)",
+                 "bisect by a metric of a case file, or of a command that prints a JSON object "
+                 "as its last line (--metric NAME -- CMD)"),
+        # The time limits of a bisection (jaxbisect/budgets.py).
+        "limits": ("time limits (docs/cases.md)", textwrap.fill(
+            f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every "
+            f"later run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. "
+            f"A run past its limit hangs: a behaviour, not retried (the error metric's value "
+            f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own "
+            f"run, {TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much "
+            f"slower'.", 88))}, jobs=default_jobs(), budget=EXPLAIN_BUDGET)
+    p.set_defaults(explain_budget=EXPLAIN_BUDGET)
     add_executor_options(p)
-    p.add_argument("--remeasure", action="store_true",
-                   help="measure every probe again instead of reusing stored results")
-    p.add_argument("--no-evidence", action="store_true",
-                   help="skip the JAX-or-XLA attribution and the buffer evidence")
-    p.add_argument("--refresh-catalogue", action="store_true",
-                   help="fetch the release catalogue from PyPI now, however fresh the cached one")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    case = p.add_argument_group(
-        "your own program (docs/cases.md)",
-        "bisect by a metric of a case file, or of a command that prints a JSON object as its "
-        "last line (--metric NAME -- CMD)")
-    case.add_argument("--case", metavar="FILE",
-                      help="a Python file defining case(**params) -> (fn, args)")
-    case.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                      help="override a parameter of case() (repeatable)")
-    case.add_argument("--over", metavar="NAME=V1,V2,...",
-                      help="bisect by the shape of the metric over these values of a parameter "
-                           "(constant, grows, ...; default: the case's OVER; none: one figure)")
-    case.add_argument("--metric", metavar="NAME",
-                      help="for a case: memory, compile_time, run_time, peak_memory, output or "
-                           "error (default: the case's METRIC, else memory); for a command: "
-                           "the numeric field of its JSON to compare, or error (default: its "
-                           f"exit status, {EXIT_CODE_METRIC})")
-    case.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
-                      help="ends closer than this share of their value mean no change "
-                           "(default 0.01 for deterministic metrics, 0.10 for noisy ones; "
-                           "output: the relative tolerance, default 1e-5)")
-    case.add_argument("--samples", type=positive_int, default=None, metavar="N",
-                      help="samples a harness run takes of a noisy metric (default 5)")
-    case.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
-                      default="auto",
-                      help="auto: times and peaks are noisy, a command's field too")
-    case.add_argument("--minimize", action="store_true",
-                      help="once the change is found, shrink the case's integer parameters "
-                           "(the scan case's n_outer, n_inner and n_res) while the two "
-                           "releases still behave apart: the minimal reproducer")
-    case.add_argument("--minimize-budget", type=_seconds, default=600.0, metavar="SECONDS",
-                      help="the most --minimize may spend measuring (default 600)")
-    case.add_argument("--runs", type=positive_int, default=None, metavar="N",
-                      help="a noisy metric: pairs of the ends (rounds of a release) before "
-                           "the sequential test first looks (default 4 pairs, 3 rounds); each "
-                           "run is one figure")
-    case.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
-                      help="a noisy metric: pairs of the ends, and rounds of each release "
-                           "beside both ends, at most before the answer is undecided or the "
-                           "release a skip (default 10)")
-    p.add_argument("--include-yanked", action="store_true",
-                   help="measure the yanked releases inside the range as candidates too "
-                        "(every report names them either way)")
-    # The time limits of a metric bisection (jaxbisect/budgets.py).
-    limits = p.add_argument_group(
-        "time limits (docs/cases.md)", textwrap.fill(
-        f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
-        f"run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
-        f"past its limit hangs: a behaviour, not retried (the error metric's value "
-        f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
-        f"{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.", 88))
-    limits.add_argument("--explain-budget", type=_seconds, default=EXPLAIN_BUDGET,
-                        metavar="SECONDS",
-                        help=f"the most the explanation (XLA flags, then HLO passes) may spend "
-                             f"measuring; what is left is reported as not tested (default "
-                             f"{EXPLAIN_BUDGET:.0f})")
     return p
 
 
@@ -215,6 +103,7 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
             parser(prog).error("nothing after `--`: give a command to bisect with")
     p = parser(prog)
     args = p.parse_args(argv)
+    args.n_outer = sorted({n for values in args.n_outer or () for n in values})
     if args.explain is None and (args.start is None or args.end is None):
         p.error("give --from and --to (or --explain RELEASE)")
     if args.explain is not None and (args.start or args.end or command):
@@ -241,7 +130,7 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         if len({n for n in args.n_outer if n >= 2}) < 2:
             p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
                     "constant (at n_outer 1 every plan holds one stacked buffer)")
-        args.over = "n_outer=" + ",".join(map(str, sorted(set(args.n_outer))))
+        args.over = "n_outer=" + ",".join(map(str, args.n_outer))
     args.param = [*(f"{name}={value}" for name, value in sizes.items()), *args.param]
     if Path(args.case or "").resolve() == SCAN_CASE:  # refused here, not after a compile
         too_big = size_problem(max(args.n_outer or [15]), args.n_inner or 100,

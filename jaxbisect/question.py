@@ -30,6 +30,7 @@ from repro.case import (
     parse_params,
     read_case,
 )
+from repro.options import REPRO, command_line
 
 from .catalogue import Release
 from .crashes import crash_of
@@ -79,20 +80,14 @@ class Question:
         return self.case.name if self.case else " ".join(self.command)
 
     def harness_argv(self) -> list[str]:
-        argv = ["--json", "--case", self.case.path, "--metric", self.metric]
-        for name, value in self.params.items():
-            argv += ["--param", f"{name}={value}"]
-        if self.over or self.case.over:
-            argv += ["--over", over_text(self.over)]
-        if self.samples is not None:
-            argv += ["--samples", str(self.samples)]
-        elif self.metric == "peak_memory":  # one fresh process a run: the run is the sample
-            argv += ["--samples", "1"]
-        if self.target:
-            argv += ["--target", self.target]
-        if self.xla_flags:
-            argv.append(f"--xla-flags={self.xla_flags}")
-        return argv
+        """``python -m repro``'s arguments for one run: the options the harness takes."""
+        values = {"case": self.case.path, "metric": self.metric, "target": self.target,
+                  "param": [f"{name}={value}" for name, value in self.params.items()],
+                  "over": over_text(self.over) if self.over or self.case.over else None,
+                  # peak_memory: one fresh process a run, the run is the sample
+                  "samples": 1 if self.samples is None and self.metric == "peak_memory"
+                  else self.samples, "xla_flags": self.xla_flags}
+        return ["--json", *command_line(REPRO, values, lambda option: option.harness)]
 
     def key_fields(self) -> dict:
         """Everything a run's answer depends on but the harness: the program (its content),
