@@ -295,13 +295,12 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
     made: dict = {}
     fill = {"targets": _targets(), **fill}
     for option in options_of(entry):
-        where = parser
-        if option.group in exclusive:
-            where = made.setdefault(option.group, parser.add_mutually_exclusive_group())
-        elif option.group in groups:
-            title, description = groups[option.group]
-            where = made.setdefault(option.group,
-                                    parser.add_argument_group(title, description))
+        if option.group not in made:
+            made[option.group] = (
+                parser.add_mutually_exclusive_group() if option.group in exclusive else
+                parser.add_argument_group(*groups[option.group]) if option.group in groups
+                else parser)
+        where = made[option.group]
         help_text = option.help_for(entry)
         where.add_argument(*((option.short,) if option.short else ()), option.flag,
                            help=help_text.format(**fill) if help_text else None,
