@@ -17,8 +17,16 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from repro.options import BISECT, FLAG_VALUED, OneLineParser, add_options, glue_flag_values
-from repro.verdict import size_problem
+from repro.options import (
+    BISECT,
+    FLAG_VALUED,
+    SCAN_CASE,
+    SIZES,
+    OneLineParser,
+    add_options,
+    glue_flag_values,
+    read_sizes,
+)
 
 from .bisection import MetricRequest, bisect_metric
 from .budgets import (
@@ -40,8 +48,6 @@ from .lab import Lab, RealLab
 from .machine import default_jobs
 from .question import question_from
 
-# The case asked when none is: the scan report's, by its default metric and shape.
-SCAN_CASE = Path(__file__).resolve().parent.parent / "repro" / "cases" / "scan_growth.py"
 EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
 
 # The exit status of each answer: "cannot tell" is never "no change".
@@ -59,9 +65,6 @@ EXIT_CODES = """exit status:
 
 PROG = "python -m bisect"
 Say = Callable[[str], None]
-# The scan report's sizes (--n-outer …) as the scan case's own options: --n-outer is --over
-# n_outer=…, the others --param NAME=VALUE (repro/cases/scan_growth.py's parameters).
-SIZE_PARAMS = ("n_inner", "n_res", "dtype")
 
 
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -103,16 +106,14 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
             parser(prog).error("nothing after `--`: give a command to bisect with")
     p = parser(prog)
     args = p.parse_args(argv)
-    args.n_outer = sorted({n for values in args.n_outer or () for n in values})
     if args.explain is None and (args.start is None or args.end is None):
         p.error("give --from and --to (or --explain RELEASE)")
     if args.explain is not None and (args.start or args.end or command):
         p.error("--explain takes one release: leave out --from, --to and `--`")
     if args.case is not None and command:
         p.error("give --case FILE or a command after `--`, not both")
-    sizes = {name: getattr(args, name) for name in SIZE_PARAMS if getattr(args, name)}
     if command:
-        if args.n_outer or sizes:
+        if args.n_outer or any(getattr(args, name) for name in SIZES):
             p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a command "
                     "after `--` has no sizes")
         if args.target is not None:
@@ -124,19 +125,10 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     if args.metric == EXIT_CODE_METRIC and not command:
         p.error(f"--metric {EXIT_CODE_METRIC}: a command's exit status; give the command "
                 f"after `--`")
-    if args.n_outer:
-        if args.over is not None:
-            p.error("--n-outer is --over n_outer=…: give one of them")
-        if len({n for n in args.n_outer if n >= 2}) < 2:
-            p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
-                    "constant (at n_outer 1 every plan holds one stacked buffer)")
-        args.over = "n_outer=" + ",".join(map(str, args.n_outer))
-    args.param = [*(f"{name}={value}" for name, value in sizes.items()), *args.param]
-    if Path(args.case or "").resolve() == SCAN_CASE:  # refused here, not after a compile
-        too_big = size_problem(max(args.n_outer or [15]), args.n_inner or 100,
-                               args.n_res or 200, args.dtype or "float32")
-        if too_big:
-            p.error(too_big)
+    n_outer = read_sizes(p, args)
+    if n_outer and len([n for n in n_outer if n >= 2]) < 2:
+        p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
+                "constant (at n_outer 1 every plan holds one stacked buffer)")
     if args.target is not None:  # checked before the catalogue is loaded (or fetched)
         try:
             args.target = target_option(args.target)

@@ -44,6 +44,7 @@ from .harness import (
     RunTimedOut,
     command_environ,
     harness_id,
+    platform_args,
     run_repro,
     target_key,
 )
@@ -263,11 +264,8 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
 def _harness_run(env, release: Release, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
-    # A CUDA environment runs on its GPU, a CPU one on the CPU (JAX_PLATFORMS), as the
-    # built-in harness always did; a target's compiles for the GPU it names.
-    platform = {"cpu": ["--backend", "cpu"], "cuda12": ["--backend", "gpu"]}.get(env.backend, [])
-    document = run_repro(env, question.harness_argv() + platform, timeout, answers=(0, 125),
-                         executor=executor)
+    document = run_repro(env, question.harness_argv() + platform_args(env.backend), timeout,
+                         answers=(0, 125), executor=executor)
     return run_of_document(document, str(release.version), number)
 
 

@@ -23,7 +23,14 @@ from pathlib import Path
 from . import SCHEMA
 from . import target as targets
 from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case
-from .options import REPRO, OneLineParser, add_options, target_argument
+from .options import (
+    REPRO,
+    SCAN_CASE,
+    OneLineParser,
+    add_options,
+    read_sizes,
+    target_argument,
+)
 from .process import (
     DUMP_FOLDERS,
     add_flags,
@@ -36,11 +43,10 @@ from .process import (
     pass_dump_flags,
     stdout_to_stderr,
 )
-from .verdict import EXIT_STATUS, ITEMSIZES, size_problem
+from .verdict import EXIT_STATUS, ITEMSIZES
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
 INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
-SCAN_CASE = Path(__file__).resolve().parent / "cases" / "scan_growth.py"
 SCAN_N_OUTER = [1, 2, 5, 10, 15]  # the scan case's OVER, for the checks made before reading it
 
 EXIT_HELP = """exit status:
@@ -119,22 +125,11 @@ def scan_words(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     ``--v2-up-to``: 1 with ``--target``)."""
     scan = args.case is None
     args.case = args.case or str(SCAN_CASE)
-    n_outer = sorted({n for values in args.n_outer or () for n in values})
-    if n_outer:
-        if args.over is not None:
-            p.error("--n-outer is --over n_outer=…: give one of them")
-        if len(n_outer) < 2:
-            p.error("--n-outer: v0's shape needs two or more values; one figure is "
-                    "python -m repro --case repro/cases/scan_growth.py --param n_outer=N "
-                    "--over none")
-        args.over = "n_outer=" + ",".join(map(str, n_outer))
-    args.param = [*(f"{name}={getattr(args, name)}" for name in ("n_inner", "n_res", "dtype")
-                    if getattr(args, name) is not None), *args.param]
-    if scan:
-        too_big = size_problem(max(n_outer or SCAN_N_OUTER), args.n_inner or 100,
-                               args.n_res or 200, args.dtype or "float32")
-        if too_big:
-            p.error(too_big)
+    n_outer = read_sizes(p, args)
+    if len(n_outer) == 1:
+        p.error("--n-outer: v0's shape needs two or more values; one figure is "
+                "python -m repro --case repro/cases/scan_growth.py --param n_outer=N "
+                "--over none")
     if args.mode == "runtime":  # a real run's peak, one fresh process a value
         if args.target is not None:
             p.error("--target compiles without the GPU: it has no --mode runtime")

@@ -324,6 +324,32 @@ def command_line(entry: str, values: Mapping[str, object],
     return argv
 
 
+SCAN_CASE = Path(__file__).resolve().parent / "cases" / "scan_growth.py"  # the default case
+SIZES = ("n_inner", "n_res", "dtype")  # the scan case's parameters that have their own option
+
+
+def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """The scan case's words as the case's own options: ``--n-outer`` as ``--over
+    n_outer=…``, ``--n-inner/--n-res/--dtype`` as ``--param``s (before the user's own); for
+    the scan case, a size too big to compile anywhere is the parser's one-line error, not a
+    failure after a compile. The n_outer values asked, sorted (none: [])."""
+    from .verdict import size_problem
+
+    n_outer = sorted({n for values in args.n_outer or () for n in values})
+    if n_outer:
+        if args.over is not None:
+            p.error("--n-outer is --over n_outer=…: give one of them")
+        args.over = "n_outer=" + ",".join(map(str, n_outer))
+    args.param = [*(f"{name}={getattr(args, name)}" for name in SIZES
+                    if getattr(args, name) is not None), *args.param]
+    if args.case is not None and Path(args.case).resolve() == SCAN_CASE:
+        too_big = size_problem(max(n_outer or [15]), args.n_inner or 100, args.n_res or 200,
+                               args.dtype or "float32")
+        if too_big:
+            p.error(too_big)
+    return n_outer
+
+
 def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_int,
                      many: bool = False, n_inner: int = 100, n_res: int = 200,
                      dtype: str = "float32", helps: Mapping[str, str] | None = None) -> None:
