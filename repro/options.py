@@ -166,6 +166,13 @@ OPTIONS: tuple[Option, ...] = (
         REPRO: "a Python file defining case(**params) -> (fn, args) (default: the report's, "
                "repro/cases/scan_growth.py)"}, metavar="FILE", group="case", shapes=True,
             harness=True),
+    _option("--metric", {
+        BISECT: "for a case: memory, compile_time, run_time, peak_memory, output or error "
+                "(default: the case's METRIC, else memory); for a command: the numeric field "
+                "of its JSON to compare, or error (default: its exit status, exit_code)"},
+            metavar="NAME", entries=(BISECT,), group="case", shapes=True),
+    _option("--metric", "what to measure (default: the case's METRIC, else memory)",
+            choices=_METRICS, entries=(REPRO,), group="case", harness=True),
     _option("--param", "override a parameter of case() (repeatable)", action="append",
             default=[], metavar="NAME=VALUE", group="case", shapes=True, harness=True),
     _option("--over", {
@@ -174,13 +181,6 @@ OPTIONS: tuple[Option, ...] = (
         REPRO: "measure the metric at each of these values of a parameter and classify the "
                "series' shape (default: the case's OVER; none: one figure)"},
             metavar="NAME=V1,V2,...", group="case", shapes=True, harness=True),
-    _option("--metric", {
-        BISECT: "for a case: memory, compile_time, run_time, peak_memory, output or error "
-                "(default: the case's METRIC, else memory); for a command: the numeric field "
-                "of its JSON to compare, or error (default: its exit status, exit_code)"},
-            metavar="NAME", entries=(BISECT,), group="case", shapes=True),
-    _option("--metric", "what to measure (default: the case's METRIC, else memory)",
-            choices=_METRICS, entries=(REPRO,), group="case", harness=True),
     _option("--xla-flags", {
         BISECT: "XLA_FLAGS for every probe; the report says which were in force",
         REPRO: "extra XLA_FLAGS, e.g. '--xla_cpu_enable_fast_math=false'"},
