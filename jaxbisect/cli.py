@@ -116,9 +116,6 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         if args.n_outer or any(getattr(args, name) for name in SIZES):
             p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a command "
                     "after `--` has no sizes")
-        if args.target is not None:
-            p.error("--target compiles a case for a GPU without one; a command after `--` "
-                    "cannot run there: drop one of them")
         args.metric = args.metric or EXIT_CODE_METRIC
     elif args.case is None:
         args.case = str(SCAN_CASE)
