@@ -30,7 +30,7 @@ from repro.case import (
     parse_params,
     read_case,
 )
-from repro.options import REPRO, command_line
+from repro.options import OPTIONS, REPRO, command_line
 
 from .catalogue import Release
 from .crashes import crash_of
@@ -93,12 +93,11 @@ class Question:
     def key_fields(self) -> dict:
         """Everything a run's answer depends on but the harness: the program (its content),
         the metric and every option."""
-        what = {"metric": self.metric, "params": self.params, "command": list(self.command),
-                "target": target_key(self.target) if self.target else "",
-                "xla_flags": self.xla_flags, "samples": self.samples,
-                "case": self.case.sha256 if self.case else None}
-        if self.over:
-            what["over"] = [self.over[0], list(self.over[1])]
+        what = {field: value(self) for field, value in
+                (KEYED[option.dest] for option in OPTIONS if option.harness)}
+        what["command"] = list(self.command)
+        if not self.over:  # as keys were before --over: runs stored then are still found
+            del what["over"]
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
@@ -118,6 +117,20 @@ class Question:
         """The store's key for a result of ``kind`` about this question under ``release``."""
         return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
                    self.harness())
+
+
+# A stored run's key holds every option the harness takes (repro.options.OPTIONS, harness=True),
+# each under its field here: an option added there and not here fails every key (KeyError)
+# instead of letting two questions share a stored result.
+KEYED: dict[str, tuple[str, Callable[[Question], object]]] = {
+    "case": ("case", lambda q: q.case.sha256 if q.case else None),  # its content, not its name
+    "metric": ("metric", lambda q: q.metric),
+    "param": ("params", lambda q: q.params),
+    "over": ("over", lambda q: [q.over[0], list(q.over[1])] if q.over else None),
+    "samples": ("samples", lambda q: q.samples),
+    "target": ("target", lambda q: target_key(q.target) if q.target else ""),  # the spec's
+    "xla_flags": ("xla_flags", lambda q: q.xla_flags),
+}
 
 
 def over_text(over: tuple) -> str:

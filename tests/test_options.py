@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from jaxbisect import cli as bisect_cli
 from jaxbisect.bisection import MetricRequest
-from jaxbisect.question import question_from
+from jaxbisect.question import KEYED, question_from
 from jaxbisect.report import explain_argv, reproduce_argv
 from repro import cli as repro_cli
 from repro.options import (
@@ -125,13 +125,8 @@ def test_the_harness_reads_the_question_it_is_given(asked):
     assert args.json and args.label == "case" and args.compare == {}
 
 
-# How a question holds each option the harness takes (the store's key is made of these).
-QUESTION_FIELD = {"case": "case", "param": "params", "over": "over", "metric": "metric",
-                  "samples": "samples", "target": "target", "xla_flags": "xla_flags"}
-
-
 def test_every_option_the_harness_takes_is_in_the_stored_runs_key(tmp_path):
-    assert {o.dest for o in OPTIONS if o.harness} == set(QUESTION_FIELD)
+    assert {o.dest for o in OPTIONS if o.harness} == set(KEYED)
     other = tmp_path / "other.py"
     other.write_text(Path(SCAN).read_text() + "\n# edited\n")
     base = question_from("memory", SCAN, [], ())
@@ -144,9 +139,10 @@ def test_every_option_the_harness_takes_is_in_the_stored_runs_key(tmp_path):
         "target": question_from("memory", SCAN, [], (), target="a6000"),
         "xla_flags": question_from("memory", SCAN, [], (), xla_flags="--xla_a=1"),
     }
-    assert set(changed) == set(QUESTION_FIELD)
+    assert set(changed) == set(KEYED)
     for dest, q in changed.items():
-        assert getattr(q, QUESTION_FIELD[dest]) != getattr(base, QUESTION_FIELD[dest]), dest
+        field = KEYED[dest][0]
+        assert q.key_fields().get(field) != base.key_fields().get(field), dest
         assert q.key() != base.key(), dest
 
 
