@@ -1,5 +1,9 @@
 """``python -m bisect --from A --to B``: the first jax release whose behaviour differs from A's.
 
+The one parser, and the one pipeline from the parsed arguments to the report and the exit
+status: a case (``--case FILE``, the scan case when none is given) or a command (``-- CMD``,
+by ``--metric NAME`` or its exit status), bisected, then explained.
+
 Also installed as ``jax-bisect`` and run by ``nox -s bisect -- …``: entry points that the
 standard library's ``bisect`` module can never shadow.
 """
@@ -7,20 +11,24 @@ standard library's ``bisect`` module can never shadow.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from repro.options import (
+    BISECT,
     FLAG_VALUED,
+    SCAN_CASE,
+    SIZES,
     OneLineParser,
-    add_size_options,
+    add_options,
     glue_flag_values,
-    positive_int,
+    read_sizes,
 )
-from repro.target import built_in as built_in_targets
-from repro.verdict import size_problem
 
+from .bisection import MetricRequest, bisect_metric
 from .budgets import (
     EXPLAIN_BUDGET,
     FIRST_RUN_LIMIT,
@@ -30,33 +38,33 @@ from .budgets import (
     TEST_FACTOR,
     TEST_FLOOR,
 )
+from .catalogue import load_catalogue
+from .environments import resolve_backend
 from .errors import UserError
-from .executors import add_executor_options, executor_from
-from .harness import ignored_environment_note, target_option
+from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
+from .files import check_reports_folder
+from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
+from .lab import Lab, RealLab
 from .machine import default_jobs
-from .metric_cli import EXIT_CODE_METRIC, EXIT_CODES, SCAN_CASE
+from .question import question_from
+
+EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
+
+# The exit status of each answer: "cannot tell" is never "no change".
+METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+EXIT_CODES = """exit status:
+  0    a change was found (--explain: a flag or pass explains the figure)
+  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  2    bad input or an unusable situation (one line on stderr), or a command that exited
+       128 or more (git bisect run's abort)
+  3    the ends differ but this machine's noise does not let it decide at 99 %
+       (undecided, not "no change": more --max-runs or a quieter machine decide it)
+  125  an end cannot be measured (the release gives no figure, or a command exits 125)
+  130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
+
 
 PROG = "python -m bisect"
-# The scan report's sizes (--n-outer …) as the scan case's own options: --n-outer is --over
-# n_outer=…, the others --param NAME=VALUE (repro/cases/scan_growth.py's parameters).
-SIZE_PARAMS = ("n_inner", "n_res", "dtype")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _seconds(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
-    return value
+Say = Callable[[str], None]
 
 
 def parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -67,108 +75,20 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                              "each release's environment; without --metric,\nits exit status "
                              "is git bisect run's: 0 old behaviour, 1-127 new (125: skip\nthis "
                              "release), 128 or more: stop (exit 2).\n\n" + EXIT_CODES)
-    p.add_argument("--from", dest="start", metavar="RELEASE",
-                   help="a jax release with the old behaviour, e.g. 0.4.20")
-    p.add_argument("--to", dest="end", metavar="RELEASE",
-                   help="a later jax release, e.g. 0.5.0")
-    p.add_argument("--explain", metavar="RELEASE",
-                   help="no bisection: which HLO passes, turned off, change the case's metric "
-                        "under this one release (default: v0's growth), instead of --from/--to")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
-                   help="auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise")
-    p.add_argument("--target", metavar="NAME|FILE",
-                   help="bisect XLA's plan for this NVIDIA GPU, compiled without one: "
-                        f"{', '.join(built_in_targets())} or a spec file (releases from jax "
-                        "0.4.34 on, less 0.4.36 and 0.4.37)")
-    add_size_options(p, n_outer=None, n_inner=None, n_res=None, dtype=None, many=True, helps={
-        "n_outer": "the scan case's --over n_outer=…: outer loop counts the verdict is fitted "
-                   "over, two distinct values of 2 or more at least (default: 1 2 5 10 15)",
-        "n_inner": "--param n_inner=N: the inner scan's length (default 100, the report's)",
-        "n_res": "--param n_res=N: the array is n_res³ values (default 200, the report's)",
-        "dtype": "--param dtype=NAME: the array's element type (default float32)"})
-    p.add_argument("--xla-flags", default="", metavar="FLAGS",
-                   help="XLA_FLAGS for every probe; the report says which were in force")
-    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
-                   help="per run (default: from the ends' own times, see --explain-budget's "
-                        "group)")
-    p.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
-                   help="where the markdown report and its JSON go (default: reports/)")
-    p.add_argument("--try-xla-flags", action="append", default=[], metavar="FLAGS",
-                   help="after a change is found, measure the first new release with these "
-                        "XLA_FLAGS too and report whether they bring the old behaviour back "
-                        "(repeatable)")
-    p.add_argument("--jax-repo", type=Path, metavar="PATH",
-                   help="a local clone of jax: its pinned XLA commits give an XLA compare link")
-    p.add_argument("--xla-repo", type=Path, metavar="PATH",
-                   help="a local clone of openxla/xla: list the commits between the two "
-                        "releases' XLA pins that touch the culprit flag or pass")
-    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                   help="probe up to N releases at once, splitting the window into N+1 parts "
-                        f"(default here: {default_jobs()}, from the cores and memory; 1 for a "
-                        "timing metric, whose runs would load each other)")
+    add_options(p, BISECT, groups={
+        "case": ("your own program (docs/cases.md)",
+                 "bisect by a metric of a case file, or of a command that prints a JSON object "
+                 "as its last line (--metric NAME -- CMD)"),
+        # The time limits of a bisection (jaxbisect/budgets.py).
+        "limits": ("time limits (docs/cases.md)", textwrap.fill(
+            f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every "
+            f"later run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. "
+            f"A run past its limit hangs: a behaviour, not retried (the error metric's value "
+            f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own "
+            f"run, {TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much "
+            f"slower'.", 88))}, jobs=default_jobs(), budget=EXPLAIN_BUDGET)
+    p.set_defaults(explain_budget=EXPLAIN_BUDGET)
     add_executor_options(p)
-    p.add_argument("--remeasure", action="store_true",
-                   help="measure every probe again instead of reusing stored results")
-    p.add_argument("--no-evidence", action="store_true",
-                   help="skip the JAX-or-XLA attribution and the buffer evidence")
-    p.add_argument("--refresh-catalogue", action="store_true",
-                   help="fetch the release catalogue from PyPI now, however fresh the cached one")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
-    case = p.add_argument_group(
-        "your own program (docs/cases.md)",
-        "bisect by a metric of a case file, or of a command that prints a JSON object as its "
-        "last line (--metric NAME -- CMD)")
-    case.add_argument("--case", metavar="FILE",
-                      help="a Python file defining case(**params) -> (fn, args)")
-    case.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                      help="override a parameter of case() (repeatable)")
-    case.add_argument("--over", metavar="NAME=V1,V2,...",
-                      help="bisect by the shape of the metric over these values of a parameter "
-                           "(constant, grows, ...; default: the case's OVER; none: one figure)")
-    case.add_argument("--metric", metavar="NAME",
-                      help="for a case: memory, compile_time, run_time, peak_memory, output or "
-                           "error (default: the case's METRIC, else memory); for a command: "
-                           "the numeric field of its JSON to compare, or error (default: its "
-                           f"exit status, {EXIT_CODE_METRIC})")
-    case.add_argument("--threshold", type=_fraction, default=None, metavar="FRACTION",
-                      help="ends closer than this share of their value mean no change "
-                           "(default 0.01 for deterministic metrics, 0.10 for noisy ones; "
-                           "output: the relative tolerance, default 1e-5)")
-    case.add_argument("--samples", type=positive_int, default=None, metavar="N",
-                      help="samples a harness run takes of a noisy metric (default 5)")
-    case.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
-                      default="auto",
-                      help="auto: times and peaks are noisy, a command's field too")
-    case.add_argument("--minimize", action="store_true",
-                      help="once the change is found, shrink the case's integer parameters "
-                           "(the scan case's n_outer, n_inner and n_res) while the two "
-                           "releases still behave apart: the minimal reproducer")
-    case.add_argument("--minimize-budget", type=_seconds, default=600.0, metavar="SECONDS",
-                      help="the most --minimize may spend measuring (default 600)")
-    case.add_argument("--runs", type=positive_int, default=None, metavar="N",
-                      help="a noisy metric: pairs of the ends (rounds of a release) before "
-                           "the sequential test first looks (default 4 pairs, 3 rounds); each "
-                           "run is one figure")
-    case.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
-                      help="a noisy metric: pairs of the ends, and rounds of each release "
-                           "beside both ends, at most before the answer is undecided or the "
-                           "release a skip (default 10)")
-    p.add_argument("--include-yanked", action="store_true",
-                   help="measure the yanked releases inside the range as candidates too "
-                        "(every report names them either way)")
-    # The time limits of a metric bisection (jaxbisect/budgets.py).
-    limits = p.add_argument_group(
-        "time limits (docs/cases.md)", textwrap.fill(
-        f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
-        f"run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
-        f"past its limit hangs: a behaviour, not retried (the error metric's value "
-        f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
-        f"{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.", 88))
-    limits.add_argument("--explain-budget", type=_seconds, default=EXPLAIN_BUDGET,
-                        metavar="SECONDS",
-                        help=f"the most the explanation (XLA flags, then HLO passes) may spend "
-                             f"measuring; what is left is reported as not tested (default "
-                             f"{EXPLAIN_BUDGET:.0f})")
     return p
 
 
@@ -192,33 +112,20 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         p.error("--explain takes one release: leave out --from, --to and `--`")
     if args.case is not None and command:
         p.error("give --case FILE or a command after `--`, not both")
-    sizes = {name: getattr(args, name) for name in SIZE_PARAMS if getattr(args, name)}
     if command:
-        if args.n_outer or sizes:
+        if args.n_outer or any(getattr(args, name) for name in SIZES):
             p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a command "
                     "after `--` has no sizes")
-        if args.target is not None:
-            p.error("--target compiles a case for a GPU without one; a command after `--` "
-                    "cannot run there: drop one of them")
         args.metric = args.metric or EXIT_CODE_METRIC
     elif args.case is None:
         args.case = str(SCAN_CASE)
     if args.metric == EXIT_CODE_METRIC and not command:
         p.error(f"--metric {EXIT_CODE_METRIC}: a command's exit status; give the command "
                 f"after `--`")
-    if args.n_outer:
-        if args.over is not None:
-            p.error("--n-outer is --over n_outer=…: give one of them")
-        if len({n for n in args.n_outer if n >= 2}) < 2:
-            p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
-                    "constant (at n_outer 1 every plan holds one stacked buffer)")
-        args.over = "n_outer=" + ",".join(map(str, sorted(set(args.n_outer))))
-    args.param = [*(f"{name}={value}" for name, value in sizes.items()), *args.param]
-    if Path(args.case or "").resolve() == SCAN_CASE:  # refused here, not after a compile
-        too_big = size_problem(max(args.n_outer or [15]), args.n_inner or 100,
-                               args.n_res or 200, args.dtype or "float32")
-        if too_big:
-            p.error(too_big)
+    n_outer = read_sizes(p, args)
+    if n_outer and len([n for n in n_outer if n >= 2]) < 2:
+        p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
+                "constant (at n_outer 1 every plan holds one stacked buffer)")
     if args.target is not None:  # checked before the catalogue is loaded (or fetched)
         try:
             args.target = target_option(args.target)
@@ -236,11 +143,247 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         say(note)
     executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
     with executor.interruptible():  # Ctrl-C cancels every job first
-        from .metric_cli import run_explain_case, run_metric
-
         if args.explain is not None:
             return run_explain_case(args, say)
         return run_metric(args, command, say, executor)
+
+
+def question_of(args: argparse.Namespace, command: tuple[str, ...]):
+    """The question the command line asks (a UserError for a bad case, parameter or metric)."""
+    return question_from(args.metric, args.case, args.param, command,
+                         target=target_option(args.target), xla_flags=args.xla_flags,
+                         samples=args.samples, kind=args.metric_kind, over=args.over)
+
+
+def request_from(args: argparse.Namespace, question, catalogue,
+                 executor: Executor = LOCAL) -> MetricRequest:
+    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+    return MetricRequest(start=start, end=end,
+                         backend=resolve_backend(args.backend, question.target,
+                                                 gpu_elsewhere=executor is not LOCAL),
+                         question=question, threshold=args.threshold, timeout=args.timeout,
+                         remeasure=args.remeasure, runs=args.runs,
+                         max_runs=args.max_runs, include_yanked=args.include_yanked,
+                         executor=executor, jobs=jobs_for(args.jobs, question),
+                         try_xla_flags=tuple(args.try_xla_flags))
+
+
+def jobs_for(asked: int | None, question) -> int:
+    """Releases probed at once: ``--jobs``; unasked, one for a timing (two runs at once on
+    one machine load each other) and as many as the machine holds for anything else."""
+    if asked:
+        return asked
+    return 1 if question.noisy else default_jobs()
+
+
+def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
+               executor: Executor = LOCAL) -> int:
+    """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
+    leaves it undecided, 125 when an end cannot be measured."""
+    from .report import (
+        answer_line,
+        crash_line,
+        raised_line,
+        thirds_line,
+        write_report,
+        yanked_line,
+    )
+
+    # Bad input (the case file, its parameters) is refused before anything is fetched.
+    question = question_of(args, command)
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    request = request_from(args, question, catalogue, executor)
+    lab = RealLab(say, remeasure=request.remeasure, executor=executor)
+    bisection = bisect_metric(catalogue, request, lab, say)
+    extra: dict = {}
+    if bisection.search.status == "alike":
+        extra.update(wider_range(catalogue, bisection))
+    # The report is written as soon as the answer is known, and again as the explanation
+    # lands: Ctrl-C or a spent budget leaves what was measured.
+    write_report(bisection, args.reports, extra)
+    try:
+        if bisection.search.status == "found" and not args.no_evidence:
+            explain(bisection, lab, args, extra, say,
+                    lambda: write_report(bisection, args.reports, extra))
+    except KeyboardInterrupt:
+        extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
+        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        raise
+    if request.try_xla_flags and bisection.search.status == "found":
+        extra["try_xla_flags"] = try_flags(bisection, lab, say)
+    if args.minimize and bisection.search.status == "found" \
+            and bisection.request.question.case is not None:
+        from .minimize import minimal_document, minimize
+        from .report import display_path, unit_of
+
+        q = bisection.request.question
+        old, new = bisection.pair
+        shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
+                                        threshold=request.threshold, timeout=bisection.timeout,
+                                        runs=request.runs, budget=args.minimize_budget)
+        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
+        extra["minimal"]["case_path"] = display_path(q.case.path)
+    cluster = cluster_document(executor)
+    if cluster:
+        extra["cluster"] = cluster
+    path, doc = write_report(bisection, args.reports, extra)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(answer_line(bisection).replace("**", ""))
+        for line in (thirds_line(bisection), raised_line(bisection), crash_line(bisection),
+                     yanked_line(bisection)):
+            if line:
+                print(line.replace("**", "").replace("`", ""))
+        if "sweep" in doc:
+            print(f"a change made and undone inside the range cannot be seen by bisection; "
+                  f"every release: {doc['sweep']}")
+        if "minimal" in doc:
+            print(minimal_line(doc["minimal"]))
+        for tried in doc.get("try_xla_flags", ()):
+            print(tried_line(tried))
+        for part in doc["needs_a_gpu"]:
+            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}")
+        if "next_step" in doc:
+            print(f"to look further: {doc['next_step']['command']}")
+        print(probes_line(bisection))
+    say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
+                             "found none" if doc.get("report_kept") else ""))
+    return METRIC_EXIT[bisection.search.status]
+
+
+def wider_range(catalogue, b) -> dict:
+    """Where to look next when the range holds no change: the same question up to the newest
+    release installable here ({} where the range already ends there)."""
+    import shlex
+
+    from .report import reproduce_argv
+
+    req = b.request
+    newest = max((r for r in catalogue.releases
+                  if catalogue.unusable_reason(r, req.backend) is None),
+                 key=lambda r: r.version, default=None)
+    if newest is None or newest.version <= catalogue.get(req.end).version:
+        return {}
+    return {"next_step": {"newest": str(newest.version),
+                          "command": shlex.join(reproduce_argv(b, req.end,
+                                                               str(newest.version)))}}
+
+
+def try_flags(b, lab: Lab, say: Say) -> list[dict]:
+    """``--try-xla-flags``: the first new release measured with each set of flags added (at
+    the search's size), placed by the bisection's classifier: ``restores`` where it gives the
+    old behaviour back."""
+    from .explain import behaviour_under
+
+    classify, first_new = b.classifier(), b.pair[1]
+    out = []
+    for flags in b.request.try_xla_flags:
+        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags")
+        out.append({**tried, "restores": tried["behaviour"] == "old"})
+    return out
+
+
+def tried_line(tried: dict) -> str:
+    said = {"old": "brings the old behaviour back", "new": "keeps the new behaviour"}.get(
+        tried["behaviour"], f"gives no answer ({tried['behaviour']}: {tried['error']})")
+    return f"--try-xla-flags {tried['xla_flags']} under jax {tried['release']}: {said}"
+
+
+def probes_line(bisection) -> str:
+    """How many releases were probed, and how many of their runs a rerun read back from the
+    store instead of measuring (each run once, however often the search asked for it)."""
+    s = bisection.search
+    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    stored = sum(r.cached for r in runs.values())
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
+            f"{stored} of them stored from an earlier run")
+
+
+def minimal_line(minimal: dict) -> str:
+    """``--minimize``'s answer on stdout: the minimal program's parameters."""
+    if not minimal.get("kept_at_start"):
+        return "minimal: nothing shrunk (the change does not show at the parameters asked for)"
+    params = " ".join(f"--param {k}={v}" for k, v in minimal["params"].items())
+    return (f"minimal: {params} ({minimal['metric']} {minimal['old_value']} at jax "
+            f"{minimal['old']}, {minimal['new_value']} at jax {minimal['new']}"
+            + ("" if minimal.get("complete") else "; the budget ran out: smaller may exist")
+            + ")")
+
+
+def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
+    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
+    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
+    from .budgets import Deadline
+    from .evidence.collect import buffers_at_peak
+
+    if searches is None:
+        from .explain import attribution, explain_flags, explain_passes
+    else:
+        attribution, explain_flags, explain_passes = searches
+
+    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
+                                      xla_repo=args.xla_repo)
+    rewrite()
+    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
+    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
+        return
+    deadline = Deadline(args.explain_budget)
+    budget = {"seconds": args.explain_budget}
+    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
+        f"(--explain-budget)")
+
+    def landed(culprit: dict) -> None:
+        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        rewrite()
+
+    culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
+    landed(culprit)
+    if culprit["kind"] in ("none", "workaround") \
+            and extra["attribution"]["culprit"] == "xla" \
+            and bisection.request.question.case is not None and not deadline.spent:
+        flags = culprit
+        culprit = {**explain_passes(bisection, lab, say, deadline=deadline,
+                                    progress=lambda doc: landed({**doc, "flags": flags})),
+                   "flags": flags}
+    budget.update(spent=round(args.explain_budget - deadline.left, 1),
+                  exhausted=deadline.spent)
+    landed(culprit)
+
+
+def run_explain_case(args: argparse.Namespace, say: Say) -> int:
+    """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
+    release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
+    from .bisection import smaller_size
+    from .explain import explain_release
+    from .question import with_params
+    from .report import write_explain_report
+
+    asked = question_of(args, ())
+    # A shape is scale-free: explained at the case's search size, as a bisection's is.
+    question = with_params(asked, smaller_size(asked))
+    check_reports_folder(args.reports)
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    release = catalogue.get(args.explain)
+    backend = resolve_backend(args.backend, question.target)
+    why = catalogue.unusable_reason(release, backend)
+    if why:
+        raise UserError(f"jax {release.version} cannot be installed here: {why}")
+    explanation = explain_release(RealLab(say, remeasure=args.remeasure), release, backend,
+                                  question, say, threshold=args.threshold,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
+    path, doc = write_explain_report(args.reports, release, backend, question, explanation,
+                                     threshold=args.threshold, runs=args.runs)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(explanation["culprit"]["text"] + ".")
+    say(f"report: {path}")
+    return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
 def prog_name() -> str:

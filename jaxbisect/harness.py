@@ -27,7 +27,6 @@ from repro import SCHEMA
 from repro.target import TargetError
 from repro.target import load as load_target
 
-from .catalogue import DEVICELESS
 from .crashes import crash_of
 from .environments import Environment, import_error
 from .errors import UserError
@@ -138,13 +137,16 @@ def staged_harness() -> Path:
     return stage
 
 
+def platform_args(backend: str) -> list[str]:
+    """The harness's ``--backend`` for an environment of ``backend``: a CUDA environment must
+    run on the GPU (JAX falling back to the CPU is a failure), a CPU one on the CPU; a
+    target's compiles for the GPU it names (none)."""
+    return {"cpu": ["--backend", "cpu"], "cuda12": ["--backend", "gpu"]}.get(backend, [])
+
+
 def harness_args(backend: str, options: HarnessOptions) -> list[str]:
     """``python -m repro``'s arguments for one release's run on ``backend``."""
-    if backend == DEVICELESS:  # --target in the options says what to compile for
-        return ["--json", *options.argv()]
-    # A cuda12 environment must run on the GPU: JAX falling back to the CPU is a failure.
-    platform = "gpu" if backend == "cuda12" else "cpu"
-    return ["--json", "--backend", platform, *options.argv()]
+    return ["--json", *platform_args(backend), *options.argv()]
 
 
 def ignored_environment_note() -> str | None:

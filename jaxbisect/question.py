@@ -30,6 +30,7 @@ from repro.case import (
     parse_params,
     read_case,
 )
+from repro.options import OPTIONS, REPRO, command_line
 
 from .catalogue import Release
 from .crashes import crash_of
@@ -43,6 +44,7 @@ from .harness import (
     RunTimedOut,
     command_environ,
     harness_id,
+    platform_args,
     run_repro,
     target_key,
 )
@@ -79,30 +81,23 @@ class Question:
         return self.case.name if self.case else " ".join(self.command)
 
     def harness_argv(self) -> list[str]:
-        argv = ["--json", "--case", self.case.path, "--metric", self.metric]
-        for name, value in self.params.items():
-            argv += ["--param", f"{name}={value}"]
-        if self.over or self.case.over:
-            argv += ["--over", over_text(self.over)]
-        if self.samples is not None:
-            argv += ["--samples", str(self.samples)]
-        elif self.metric == "peak_memory":  # one fresh process a run: the run is the sample
-            argv += ["--samples", "1"]
-        if self.target:
-            argv += ["--target", self.target]
-        if self.xla_flags:
-            argv.append(f"--xla-flags={self.xla_flags}")
-        return argv
+        """``python -m repro``'s arguments for one run: the options the harness takes."""
+        values = {"case": self.case.path, "metric": self.metric, "target": self.target,
+                  "param": [f"{name}={value}" for name, value in self.params.items()],
+                  "over": over_text(self.over) if self.over or self.case.over else None,
+                  # peak_memory: one fresh process a run, the run is the sample
+                  "samples": 1 if self.samples is None and self.metric == "peak_memory"
+                  else self.samples, "xla_flags": self.xla_flags}
+        return ["--json", *command_line(REPRO, values, lambda option: option.harness)]
 
     def key_fields(self) -> dict:
         """Everything a run's answer depends on but the harness: the program (its content),
         the metric and every option."""
-        what = {"metric": self.metric, "params": self.params, "command": list(self.command),
-                "target": target_key(self.target) if self.target else "",
-                "xla_flags": self.xla_flags, "samples": self.samples,
-                "case": self.case.sha256 if self.case else None}
-        if self.over:
-            what["over"] = [self.over[0], list(self.over[1])]
+        what = {field: value(self) for field, value in
+                (KEYED[option.dest] for option in OPTIONS if option.harness)}
+        what["command"] = list(self.command)
+        if not self.over:  # as keys were before --over: runs stored then are still found
+            del what["over"]
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
@@ -122,6 +117,20 @@ class Question:
         """The store's key for a result of ``kind`` about this question under ``release``."""
         return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
                    self.harness())
+
+
+# A stored run's key holds every option the harness takes (repro.options.OPTIONS, harness=True),
+# each under its field here: an option added there and not here fails every key (KeyError)
+# instead of letting two questions share a stored result.
+KEYED: dict[str, tuple[str, Callable[[Question], object]]] = {
+    "case": ("case", lambda q: q.case.sha256 if q.case else None),  # its content, not its name
+    "metric": ("metric", lambda q: q.metric),
+    "param": ("params", lambda q: q.params),
+    "over": ("over", lambda q: [q.over[0], list(q.over[1])] if q.over else None),
+    "samples": ("samples", lambda q: q.samples),
+    "target": ("target", lambda q: target_key(q.target) if q.target else ""),  # the spec's
+    "xla_flags": ("xla_flags", lambda q: q.xla_flags),
+}
 
 
 def over_text(over: tuple) -> str:
@@ -268,11 +277,8 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
 def _harness_run(env, release: Release, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
-    # A CUDA environment runs on its GPU, a CPU one on the CPU (JAX_PLATFORMS), as the
-    # built-in harness always did; a target's compiles for the GPU it names.
-    platform = {"cpu": ["--backend", "cpu"], "cuda12": ["--backend", "gpu"]}.get(env.backend, [])
-    document = run_repro(env, question.harness_argv() + platform, timeout, answers=(0, 125),
-                         executor=executor)
+    document = run_repro(env, question.harness_argv() + platform_args(env.backend), timeout,
+                         answers=(0, 125), executor=executor)
     return run_of_document(document, str(release.version), number)
 
 

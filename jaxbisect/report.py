@@ -18,6 +18,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from repro.case import UNITS
+from repro.options import BISECT, command_line
 
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
@@ -407,50 +408,38 @@ def yanked_line(b: MetricBisection) -> str | None:
                            shlex.join(reproduce_argv(asked)))
 
 
-def question_argv(q, backend: str) -> list[str]:
-    """The options that say what is measured and where: the target or backend, the case and
-    its parameters (or nothing for a command, which goes after ``--``), the metric, the XLA
-    flags, the samples and the metric's kind where not the defaults."""
+def question_values(q, backend: str) -> dict:
+    """The options that say what is measured and where (by dest): the target or backend, the
+    case and its parameters (nothing for a command, which goes after ``--``), the metric, the
+    XLA flags, the samples and the metric's kind."""
     # A spec file as a maintainer types it: from the clone, or (elsewhere) its name, the
     # report carrying the spec itself (render).
-    argv = (["--target", display_path(q.target) if "/" in q.target else q.target] if q.target
-            else ["--backend", backend])
+    values = {"target": display_path(q.target) if "/" in q.target else q.target or None,
+              "backend": None if q.target else backend, "metric": q.metric,
+              "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind}
     if q.case is not None:
-        argv += ["--case", display_path(q.case.path)]
-        for name, value in q.params.items():
-            argv += ["--param", f"{name}={value}"]
-        if q.over != q.case.over:
-            argv += ["--over", over_text(q.over)]
-    argv += ["--metric", q.metric]
-    if q.xla_flags:
-        argv.append(f"--xla-flags={q.xla_flags}")
-    if q.samples is not None:
-        argv += ["--samples", str(q.samples)]
-    if q.kind != "auto":
-        argv += ["--metric-kind", q.kind]
-    return argv
+        values.update(case=display_path(q.case.path),
+                      param=[f"{name}={value}" for name, value in q.params.items()],
+                      over=over_text(q.over) if q.over != q.case.over else None)
+    return values
+
+
+def bisect_argv(values: dict, command: tuple[str, ...] = ()) -> list[str]:
+    """``python -m bisect`` with every option of ``values`` that shapes the answer."""
+    return ["python", "-m", "bisect", *command_line(BISECT, values, lambda o: o.shapes),
+            *(["--", *command] if command else [])]
 
 
 def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
                    minimize: bool = False) -> list[str]:
     """The command that asks the same question: every option that shaped the answer."""
     req, q = b.request, b.request.question
-    argv = ["python", "-m", "bisect", "--from", start or req.start, "--to", end or req.end,
-            *question_argv(q, req.backend)]
-    if req.threshold is not None:
-        argv += ["--threshold", str(req.threshold)]
-    if req.runs is not None:
-        argv += ["--runs", str(req.runs)]
-    if req.max_runs is not None:
-        argv += ["--max-runs", str(req.max_runs)]
-    if req.include_yanked:
-        argv.append("--include-yanked")
-    argv += [f"--try-xla-flags={flags}" for flags in req.try_xla_flags]
-    if minimize:
-        argv.append("--minimize")
-    if q.command:
-        argv += ["--", *q.command]
-    return argv
+    return bisect_argv({"start": start or req.start, "end": end or req.end,
+                        **question_values(q, req.backend), "threshold": req.threshold,
+                        "runs": req.runs, "max_runs": req.max_runs,
+                        "include_yanked": req.include_yanked,
+                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize},
+                       q.command)
 
 
 CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
@@ -1130,13 +1119,8 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
 def explain_argv(release: Release, backend: str, question, *, threshold=None,
                  runs=None) -> list[str]:
     """The command that asks ``--explain`` the same question."""
-    argv = ["python", "-m", "bisect", "--explain", str(release.version),
-            *question_argv(question, backend)]
-    if threshold is not None:
-        argv += ["--threshold", str(threshold)]
-    if runs is not None:
-        argv += ["--runs", str(runs)]
-    return argv
+    return bisect_argv({"explain": str(release.version), **question_values(question, backend),
+                        "threshold": threshold, "runs": runs})
 
 
 def write_explain_report(folder: Path, release: Release, backend: str, question,

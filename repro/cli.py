@@ -1,162 +1,387 @@
-"""``python -m repro``: measure the report's three variants and say whether v0 grows.
+"""``python -m repro``: measure one metric of a program in this JAX environment.
 
-The report's program is the shipped case repro/cases/scan_growth.py: these options are
-spellings of the case harness's (repro/case_cli.py) --over, --param and --metric. Needs only
-jax and the standard library (tabulate is used when present), so it runs unchanged in any
-JAX environment from 0.4.20 on, without the driver.
+Without ``--case``, the report's program, repro/cases/scan_growth.py: its three variants, and
+whether v0's memory grows with n_outer; ``--n-outer/--n-inner/--n-res/--dtype/--variants/--mode``
+are spellings of ``--over``, ``--param`` and ``--metric`` in the report's words. The case
+protocol and the metrics: docs/cases.md. Needs only jax and the standard library (tabulate is
+used when present), so it runs unchanged in any JAX environment from 0.4.20 on; the bisect
+driver runs it in each release's environment and reads the JSON document it prints with
+``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import shutil
 import signal
 import sys
 from pathlib import Path
 
+from . import SCHEMA
 from . import target as targets
-from .options import OneLineParser, add_size_options, n_outer_list, positive_int, variant_number
-from .process import DUMP_FOLDERS, PLATFORMS
-from .verdict import EXIT_STATUS, ITEMSIZES, size_problem
+from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case
+from .options import (
+    REPRO,
+    SCAN_CASE,
+    OneLineParser,
+    add_options,
+    read_sizes,
+    target_argument,
+)
+from .process import (
+    DUMP_FOLDERS,
+    add_flags,
+    configure_for_target,
+    configure_this_process,
+    dump_flags,
+    dump_folder,
+    enable_x64,
+    join_flags,
+    pass_dump_flags,
+    stdout_to_stderr,
+)
+from .verdict import EXIT_STATUS, ITEMSIZES
 
-EXIT_HELP = """exit status: (the case harness's, docs/cases.md)
+EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
+INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
+SCAN_N_OUTER = [1, 2, 5, 10, 15]  # the scan case's OVER, for the checks made before reading it
+
+EXIT_HELP = """exit status:
   0    measured: the table (or --json's document) was printed
-  125  v0's shape cannot be measured here ("unavailable": the document, still printed
-       with --json, says why), or JAX fails to start; with --check every failure gives
-       125 (git bisect run's "skip"), so that a release is never blamed for it
-  0/1  with --check: v0 constant / v0 grows
+  125  the metric cannot be measured here (for the scan case: v0's shape "unavailable"; the
+       document, still printed with --json, says why), or JAX fails to start; with --check
+       every failure gives 125 (git bisect run's "skip"), so that a release is never blamed
+  0/1  with --check: the old behaviour / the new (the scan case: v0 constant / v0 grows)
   2    bad input, or no JAX in this Python (one line on stderr)
   130  interrupted (Ctrl-C)"""
 
 
-def no_jax_line(exc: ImportError, how: str = "-m repro") -> str:
-    """The one line for a process without JAX: where a JAX environment's python is."""
-    example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
-    home = os.path.expanduser("~")
-    if example.startswith(home + os.sep):  # never the user's home in full
-        example = "~" + example[len(home):]
-    return (f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
-            f"of a JAX environment, e.g. {example} {how} (made by nox -s repro)")
-
-
-CASE_HELP = """your own program (docs/cases.md):
-  python -m repro --case FILE [--metric NAME] [--param NAME=VALUE] [--json | --check OLD NEW]
-  measures one metric of case(**params) -> (fn, args) in FILE; its options:
-  python -m repro --case FILE --help"""
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m repro", description=__doc__.splitlines()[0],
-                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                      epilog=f"{CASE_HELP}\n\n{EXIT_HELP}")
-    add_size_options(p, n_outer_type=n_outer_list, many=True, helps={
-        "n_outer": "outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the report's)",
-        "n_inner": "scan length (default 100)",
-        "n_res": "the array is n_res^3 (default 200, the report's)"})
-    p.add_argument("--variants", type=variant_number, nargs="+", default=[0, 1, 2], metavar="V",
-                   help="v0 v1 v2 (default: all three)")
-    p.add_argument("--mode", choices=("compiled", "runtime"), default="compiled",
-                   help="compiled: memory_analysis() of the plan (default); "
-                        "runtime: real peak of each case in a fresh process")
-    p.add_argument("--backend", choices=sorted(PLATFORMS), default="auto",
-                   help="JAX platform to use (default: whatever JAX picks)")
-    p.add_argument("--xla-flags", default="", metavar="FLAGS",
-                   help="extra XLA_FLAGS for every case, e.g. '--xla_cpu_enable_fast_math=false'")
-    p.add_argument("--target", metavar="NAME|FILE",
-                   help="compile for this NVIDIA GPU without one: "
-                        f"{', '.join(targets.built_in())} or a GpuTargetConfigProto spec file "
-                        "(needs jax >= 0.4.34 with the CUDA 12 plugin; compiled mode)")
-    p.add_argument("--v2-up-to", type=positive_int, default=None, metavar="N",
-                   help="measure v2 only at n_outer <= N (v2 unrolls 100 x n_outer ops: minutes "
-                        "a case for a GPU target; default 1 with --target, all otherwise)")
-    p.add_argument("--sizes-from", choices=("auto", "dump"), default="auto",
-                   help="auto: memory_analysis(), XLA's buffer-assignment dump where it answers "
-                        "None; dump: always the dump (to check that both agree)")
-    p.add_argument("--write-target-spec", metavar="FILE", type=Path,
-                   help="on a machine with a GPU: write its target spec to FILE (for --target) "
-                        "and exit")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print one JSON document")
-    out.add_argument("--check", action="store_true",
-                     help="exit 0 if v0 is constant, 1 if it grows, 125 if unmeasurable "
-                          "(git bisect run's codes)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_HELP)
+    add_options(p, REPRO, groups={
+        "case": ("your own program (docs/cases.md)",
+                 "measure one metric of case(**params) -> (fn, args) in FILE"),
+        "scan": ("the report's program in its words (without --case)",
+                 "spellings of the scan case's --over n_outer=..., --param and --metric")},
+                exclusive=("output",))
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The question ``argv`` asks, the scan case's words read as ``--over``, ``--param`` and
+    ``--metric``; ``args.compare``: the programs measured beside the case (label ->
+    parameters), ``args.label``: the case's own row."""
+    p = parser()
     args = p.parse_args(argv)
-    args.n_outer = sorted({n for group in args.n_outer for n in group}) if args.n_outer \
-        else [1, 2, 5, 10, 15]
-    if len(args.n_outer) < 2:
-        p.error("--n-outer: v0's shape needs two or more values; one figure is "
-                "python -m repro --case repro/cases/scan_growth.py --param n_outer=N --over none")
-    args.variants = sorted(set(args.variants))
-    too_big = size_problem(max(args.n_outer), args.n_inner, args.n_res, args.dtype)
-    if too_big:
-        p.error(too_big)
+    scan_words(p, args)
+    try:
+        args.case = read_case(args.case)
+        args.compare = args.case.compare if args.compare is True else args.compare or {}
+        args.params = parse_params(args.case, args.param)
+        args.over = args.case.over if args.over is None else parse_over(args.case, args.over)
+    except CaseError as exc:
+        p.error(str(exc))
+    args.metric = args.metric or args.case.metric or "memory"
+    if args.over and args.metric in ("output", "error"):
+        p.error(f"--over: the shape of a series of numbers; --metric {args.metric} is not one "
+                f"(use --over none)")
+    if args.compare and not args.over:
+        p.error("--compare measures the case's COMPARE programs over --over's values: "
+                "give --over (or the case's OVER)")
+    if args.sizes_from == "dump" and args.metric != "memory":
+        p.error("--sizes-from dump reads the compiled plan: --metric memory only")
+    if args.pass_dumps is not None and args.target is not None:
+        p.error("--pass-dumps: a compile-only target keeps its own dump; leave out one")
+    if args.check == []:  # a shape's old and new behaviour
+        if not args.over:
+            p.error("--check OLD NEW: give the old and the new figure (alone, --check is a "
+                    "shape's 'constant grows')")
+        args.check = ["constant", "grows"]
+    if args.check is not None and len(args.check) != 2:
+        p.error(f"--check {' '.join(args.check)}: give two values, OLD and NEW")
+    if args.check is not None and args.metric != "error" and not args.over:
+        try:
+            args.check = [float(v) for v in args.check]
+        except ValueError:
+            p.error(f"--check {' '.join(args.check)}: two numbers for --metric {args.metric}")
+        if args.metric == "output":
+            p.error("--check compares numbers or error messages, not outputs")
     if args.target is not None:
-        if args.mode != "compiled":
-            p.error("--target compiles without the GPU: it has no --mode runtime")
-    elif args.sizes_from == "dump" and args.mode != "compiled":
-        p.error("--sizes-from dump reads the compiled plan: compiled mode only")
-    if args.v2_up_to is None and args.target is not None:
-        args.v2_up_to = 1
-    if (args.json or args.check) and 0 not in args.variants:
-        p.error("--json and --check need variant v0 (the verdict is about v0)")
+        if args.metric not in COMPILE_ONLY_METRICS:
+            p.error(f"--target compiles without the GPU: it measures "
+                    f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")
+        args.target = target_argument(p, args.target, args.backend)
     return args
 
 
-def toolkit_cache() -> str:
-    """Where the toolkit keeps its environments (as jaxbisect.files.cache_dir, stdlib only)."""
-    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jax-scan-repro")
-
-
-INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
-
-
-SCAN_CASE = Path(__file__).resolve().parent / "cases" / "scan_growth.py"
-
-
-def case_argv(args: argparse.Namespace) -> tuple[list[str], dict]:
-    """The scan case's harness command line for these options, and the programs measured
-    beside the first variant (the others, labelled v1, v2): ``--n-outer`` is ``--over``,
-    the sizes are ``--param``s, ``--mode runtime`` is ``--metric peak_memory``."""
-    first, *others = args.variants
-    argv = ["--case", str(SCAN_CASE), "--over", f"n_outer={','.join(map(str, args.n_outer))}",
-            *(f"--param={name}={getattr(args, name)}" for name in ("n_inner", "n_res", "dtype")),
-            f"--param=variant={first}", "--backend", args.backend,
-            f"--xla-flags={args.xla_flags}", "--sizes-from", args.sizes_from]
+def scan_words(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--n-outer`` as ``--over n_outer=…``, the sizes as ``--param``s, ``--mode runtime``
+    as ``--metric peak_memory --samples 1``; the variants (all three without ``--case``):
+    the first the case's ``--param variant``, the others measured beside it (v2 only up to
+    ``--v2-up-to``: 1 with ``--target``)."""
+    scan = args.case is None
+    args.case = args.case or str(SCAN_CASE)
+    n_outer = read_sizes(p, args)
+    if len(n_outer) == 1:
+        p.error("--n-outer: v0's shape needs two or more values; one figure is "
+                "python -m repro --case repro/cases/scan_growth.py --param n_outer=N "
+                "--over none")
     if args.mode == "runtime":  # a real run's peak, one fresh process a value
-        argv += ["--metric", "peak_memory", "--samples", "1"]
+        if args.target is not None:
+            p.error("--target compiles without the GPU: it has no --mode runtime")
+        if args.metric not in (None, "peak_memory"):
+            p.error(f"--mode runtime is --metric peak_memory, not {args.metric}")
+        args.metric, args.samples = "peak_memory", args.samples or 1
+    elif args.mode == "compiled":
+        args.metric = args.metric or "memory"
+    args.variants = sorted(set(args.variants or ([0, 1, 2] if scan else [])))
+    args.label = "case"
+    if not args.variants:
+        return
+    first, *others = args.variants
+    if (args.json or args.check is not None) and first != 0:
+        p.error("--json and --check need variant v0 (the verdict is about v0)")
+    args.param.append(f"variant={first}")
+    args.label = f"v{first}"
+    up_to = args.v2_up_to or (1 if args.target is not None else None)
+    args.compare = {f"v{v}": {"variant": v, **({"n_outer": tuple(
+        n for n in n_outer or SCAN_N_OUTER if n <= up_to)} if v == 2 and up_to else {})}
+        for v in others}
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGINT, _on_interrupt)
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.write_target_spec is not None:
+        return write_target_spec(args.write_target_spec)
+    if args.mode == "runtime" and args.case.name == "scan_growth" and runtime_refusal(args):
+        print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
+        return EXIT_STATUS["unavailable"] if args.check is not None else 2
+    flags = args.xla_flags
+    if args.pass_dumps is not None:
+        args.pass_dumps.mkdir(parents=True, exist_ok=True)
+        flags = join_flags(flags, pass_dump_flags(args.pass_dumps))
+    configure_this_process(args.backend if args.target is None else "auto", flags)
+    asked = args.xla_flags.strip()
+    # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.
+    if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
+        enable_x64("float64")
+    with dump_folder("repro-case-dump-", args.target is not None or args.sizes_from == "dump"
+                     ) as dump_dir:
+        if args.target is not None:
+            configure_for_target(dump_dir, module=".*")
+        elif dump_dir is not None:
+            add_flags(dump_flags(dump_dir, module=".*"))
+        return _run(args, asked, dump_dir)
+
+
+def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
+    from .measure import Compiler
+    from .metrics import Sampling, measure, measure_series
+
+    sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
+    try:
+        with stdout_to_stderr():
+            compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
+            document = {"schema": SCHEMA, **describe_environment(compiler, asked),
+                        "xla_flags": asked, "mode": "case",
+                        "case": args.case.as_json(args.params)}
+            document["metric"] = (
+                measure_series(args.case, args.params, args.over, args.metric, compiler,
+                               sampling, hlo_out=args.hlo_out) if args.over else
+                measure(args.case, args.params, args.metric, compiler, sampling,
+                        hlo_out=args.hlo_out))
+            if args.compare:
+                document["compare"] = {
+                    other: measure_series(args.case, *series_beside(args, params), args.metric,
+                                          compiler, sampling)
+                    for other, params in args.compare.items()}
+    except CaseError as exc:
+        print(f"python -m repro: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ImportError as exc:  # not a JAX environment: the user's to fix; under --check
+        print(no_jax_line(exc, "-m repro"), file=sys.stderr)  # git bisect's skip
+        return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
+    except Exception as exc:  # JAX failing to start (no such backend, a target it rejects)
+        line = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"python -m repro: error: {type(exc).__name__}: {line}", file=sys.stderr)
+        return EXIT_UNMEASURABLE
+    if args.check is not None:
+        status = check_status(document["metric"], *args.check)
+        if not args.quiet:
+            print(f"{summary(document, args.label)}\ncheck: {CHECK_WORDS[status]}", file=sys.stderr)
+        return status
+    if args.json:
+        print(json.dumps(document, indent=2))
     else:
-        argv += ["--metric", "memory"]
-    if args.target is not None:
-        argv += ["--target", args.target]
-    argv += ["--json"] if args.json else ["--check", "constant", "grows"] if args.check else []
-    argv += ["-q"] if args.quiet else []
-    compare = {}
-    for variant in others:
-        beside: dict = {"variant": variant}
-        if variant == 2 and args.v2_up_to is not None:
-            beside["n_outer"] = tuple(n for n in args.n_outer if n <= args.v2_up_to)
-        compare[f"v{variant}"] = beside
-    return argv, compare
+        print(summary(document, args.label))
+    return EXIT_MEASURED if document["metric"]["status"] == "ok" else EXIT_UNMEASURABLE
+
+
+def series_beside(args: argparse.Namespace, params: dict) -> tuple[dict, tuple]:
+    """A COMPARE program's parameters and over values: the case's, with its own values of
+    the over parameter (where it gives them) among those asked."""
+    name, values = args.over
+    rest = {**args.params, **params}
+    own = params.get(name)
+    if isinstance(own, tuple):
+        rest.pop(name)
+        values = tuple(v for v in values if v in own)
+    return rest, (name, values)
+
+
+CHECK_WORDS = {0: "old behaviour", 1: "new behaviour", EXIT_UNMEASURABLE: "cannot tell"}
+
+
+def check_status(metric: dict, old, new) -> int:
+    """0 when the figure is nearer ``old``, 1 when nearer ``new``, 125 otherwise."""
+    import math
+
+    if metric["status"] != "ok":
+        return EXIT_UNMEASURABLE
+    value = metric["samples"][0][0] if "over" in metric else metric["value"]
+    if isinstance(value, str):
+        return 0 if value == old else 1 if value == new else EXIT_UNMEASURABLE
+    if min(value, old, new) > 0:
+        value, old, new = math.log(value), math.log(old), math.log(new)
+    near_old, near_new = abs(value - old), abs(value - new)
+    return EXIT_UNMEASURABLE if near_old == near_new else 0 if near_old < near_new else 1
+
+
+def describe_environment(compiler=None,
+                         xla_flags_asked: str | None = None) -> dict:
+    import jax
+    import jaxlib
+    import numpy
+
+    info = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
+            "numpy": numpy.__version__, "python": platform.python_version(),
+            "backend": None, "device": None, "device_count": None, "environment": None,
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS", "")}
+    if info["jaxlib"] is None:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib"] = jaxlib_version.__version__
+    try:
+        from jaxlib import version as jaxlib_version
+        info["jaxlib_git_hash"] = getattr(jaxlib_version, "_git_hash", None)
+    except ImportError:
+        info["jaxlib_git_hash"] = None
+    info["backend"] = jax.default_backend()
+    devices = jax.devices()
+    info["device"] = devices[0].device_kind
+    info["device_count"] = len(devices)
+    # A target's plan is compiled for a GPU that is not here: say so in every document, and
+    # never let it pass for a measurement on that GPU (or a real one pass for this).
+    info["target"] = compiler.describe() if compiler is not None else None
+    info["deviceless"] = info["target"] is not None
+    if info["deviceless"]:
+        info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
+        info["device"] = targets.device_label(info["target"]["description"])
+        info["device_count"] = 1
+    # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
+    # additions (a temporary dump folder, this machine's paths), so that a result reads the
+    # same wherever and whenever it was measured. XLA parsed its flags when the backend
+    # started, above, so this changes nothing it does.
+    ours = os.environ.get("XLA_FLAGS")
+    if xla_flags_asked is not None:
+        os.environ["XLA_FLAGS"] = xla_flags_asked
+        if not xla_flags_asked:
+            del os.environ["XLA_FLAGS"]
+    try:
+        info["environment"] = jax.print_environment_info(return_string=True)
+    except Exception as exc:  # missing in a release, or a tool it shells out to fails
+        info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
+    finally:
+        if ours is not None:
+            os.environ["XLA_FLAGS"] = ours
+    return info
+
+
+def device_line(document: dict) -> str:
+    """Where the figures come from, in the words every report uses."""
+    target = document.get("target")
+    if target:
+        return (f"compiled for {target['description']}, without the GPU (target "
+                f"{target['name']}, {target['source']})")
+    return f"{document['backend']} ({document['device']})"
+
+
+def summary(document: dict, label: str = "case") -> str:
+    m, case = document["metric"], document["case"]
+    over = m["over"]["name"] if "over" in m else None
+    params = ", ".join(f"{k}={v!r}" for k, v in case["params"].items()
+                       if k != over) or "no parameters"
+    head = (f"jax {document['jax']}, jaxlib {document['jaxlib']}, {device_line(document)}; "
+            f"case {case['name']} ({params})")
+    if "over" in m:
+        source = next((p["source"] for p in m["points"] if p.get("source")), None)
+        what = (f"output + temp, {source}" if m["name"] == "memory" else source) if source \
+            else ""
+        mode = f"a real run's peak: {m['fallback']['reason']}" if m.get("fallback") else what
+        shape = m["value"] if m["status"] == "ok" else m["error"]
+        return (f"{head}\n{m['name']}{f' ({mode})' if mode else ''}\n\n"
+                f"{series_table(document, label)}\n\n"
+                f"shape: {shape}")
+    if m["status"] != "ok":
+        return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
+    if m["name"] in ("run_time", "compile_time"):
+        shown = (f"median {m['value']:.6g} s (min {m['min']:.6g}, max {m['max']:.6g}; "
+                 f"{len(m['samples'])} samples)")
+    elif m["name"] == "peak_memory":
+        shown = (f"median {m['value'] / 1024**2:.2f} MB (min {m['min'] / 1024**2:.2f}, "
+                 f"max {m['max'] / 1024**2:.2f}; {len(m['samples'])} processes)")
+    elif m["name"] == "memory":
+        shown = f"{m['value'] / 1024**2:.2f} MB (output + temp, {m['source']})"
+    elif m["name"] == "output":
+        shown = f"sha256 {m['value']['sha256'][:16]}, shapes {m['value']['shapes']}"
+    else:
+        shown = m["value"]
+    return f"{head}\n{m['name']}: {shown}"
+
+
+def series_table(document: dict, label: str = "case") -> str:
+    """A row a program (the case, labelled ``label``, then its COMPARE programs), a column
+    a value of the over parameter; "–" where a program is not measured at that value."""
+    m = document["metric"]
+    name, values = m["over"]["name"], m["over"]["values"]
+    unit = 1024**2 if m["unit"] == "bytes" else 1
+
+    def cells(metric: dict) -> list[str]:
+        by = {p["at"]: p for p in metric.get("points", [])}
+        return [f"{by[v]['value'] / unit:.2f}" if v in by and by[v]["status"] == "ok"
+                else "–" if v not in by else "n/a" for v in values]
+
+    rows = [[label, *cells(m)]] + [[other, *cells(got)]
+                                   for other, got in document.get("compare", {}).items()]
+    scale = " (MB)" if unit > 1 else f" ({m['unit']})" if m["unit"] else ""
+    headers = ["program", *(f"{name}={v}{scale}" for v in values)]
+    try:
+        from tabulate import tabulate
+    except ImportError:  # a JAX environment holds only jax: the same columns, plain
+        widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+        return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths))
+                         for line in [headers, *rows])
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def runtime_refusal(args: argparse.Namespace) -> str | None:
-    """Runtime mode that cannot fit in this machine's free memory: every stacked buffer of
-    v0 alive at once, plus the arrays (the worst case)."""
+    """The scan case's runtime mode that cannot fit in this machine's free memory: every
+    stacked buffer of v0 alive at once, plus the arrays (the worst case)."""
     try:
         with open("/proc/meminfo") as handle:
             available = next(int(line.split()[1]) * 1024 for line in handle
                              if line.startswith("MemAvailable:"))
     except (OSError, StopIteration):
         return None
-    array = args.n_res**3 * ITEMSIZES[args.dtype]
-    need = ((max(args.n_outer) + 1) * args.n_inner + 4) * array if 0 in args.variants \
-        else 4 * array
+    size = {**args.case.defaults, **args.params}
+    array = size["n_res"]**3 * ITEMSIZES[size["dtype"]]
+    n_outer = max(args.over[1]) if args.over else size["n_outer"]
+    need = ((n_outer + 1) * size["n_inner"] + 4) * array if 0 in args.variants else 4 * array
     if need <= RUNTIME_HEADROOM * available:
         return None
     return (f"runtime mode could need {need / 1024**3:.1f} GiB but only "
@@ -165,23 +390,6 @@ def runtime_refusal(args: argparse.Namespace) -> str | None:
 
 
 RUNTIME_HEADROOM = 0.8  # refuse runtime runs expected to need more than this share
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .case_cli import main as case_main
-
-    argv = sys.argv[1:] if argv is None else list(argv)
-    signal.signal(signal.SIGINT, _on_interrupt)
-    if any(a == "--case" or a.startswith("--case=") for a in argv):  # a user's own program
-        return case_main(argv)
-    args = parse_args(argv)
-    if args.write_target_spec is not None:
-        return write_target_spec(args.write_target_spec)
-    if args.mode == "runtime" and runtime_refusal(args):
-        print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
-        return EXIT_STATUS["unavailable"] if args.check else 2
-    scan, compare = case_argv(args)
-    return case_main(scan, compare=compare, label=f"v{args.variants[0]}")
 
 
 def _on_interrupt(signum, frame):
@@ -214,3 +422,22 @@ def write_target_spec(path: Path) -> int:
     print(f"wrote {path}: use it with --target {path} (a jaxlib older than this one may need "
           f"it trimmed: see repro/targets/README.md)", file=sys.stderr)
     return 0
+
+
+def no_jax_line(exc: ImportError, how: str = "-m repro") -> str:
+    """The one line for a process without JAX: where a JAX environment's python is."""
+    example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
+    home = os.path.expanduser("~")
+    if example.startswith(home + os.sep):  # never the user's home in full
+        example = "~" + example[len(home):]
+    return (f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
+            f"of a JAX environment, e.g. {example} {how} (made by nox -s repro)")
+
+
+def toolkit_cache() -> str:
+    """Where the toolkit keeps its environments (as jaxbisect.files.cache_dir, stdlib only)."""
+    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jax-scan-repro")

@@ -191,7 +191,7 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
 
 
 def gather(args, dump_dir: Path) -> dict:
-    from .case_cli import describe_environment
+    from .cli import describe_environment
     from .measure import Compiler, error_line
 
     document: dict = {"schema": SCHEMA, "kind": "evidence", "status": "ok", "error": None,

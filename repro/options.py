@@ -1,8 +1,14 @@
-"""Command-line pieces every parser of the toolkit shares: argument types, the one-line
-parser, and the one group of size options (``--n-outer/--n-inner/--n-res/--dtype``).
+"""The toolkit's command-line options, declared once.
 
-Standard library only (no jax): the harness's command lines and the driver's
-(``jaxbisect``) both build on it.
+``OPTIONS`` is the one table of them: each option's flag, how argparse reads it, its help, the
+entry points that take it (``bisect``: ``python -m bisect``; ``repro``: ``python -m repro``),
+whether it shapes the answer (every command a report suggests carries it) and whether the
+harness takes it (a run depends on it: it is part of the stored run's key). The parsers
+(:func:`add_options`) and every command line the toolkit writes (:func:`command_line`: the
+harness's argv, the report's Reproduce and Next-step lines) are derived from it, so that a
+suggested command carries every option that shaped the answer by construction.
+
+Standard library only (no jax): the harness and the driver (``jaxbisect``) both build on it.
 """
 
 from __future__ import annotations
@@ -10,6 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .case import SCAN_CASE  # noqa: F401  (the default case: python -m repro and python -m bisect take it from here)
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -68,23 +78,297 @@ def variant_number(text: str) -> int:
     return int(key)
 
 
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = seconds(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
+    return value
+
+
+BISECT, REPRO = "bisect", "repro"  # the entry points: python -m bisect, python -m repro
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of the command line, as argparse reads it (``settings``: its keywords)."""
+
+    flag: str
+    help: str | Mapping[str, str]  # one text, or a text an entry point
+    entries: tuple[str, ...] = (BISECT, REPRO)
+    shapes: bool = False   # the answer depends on it: every command a report suggests has it
+    harness: bool = False  # the harness takes it: a stored run depends on it (its key)
+    group: str = ""        # the help's group, as the entry point names its groups
+    settings: Mapping = field(default_factory=dict)
+    short: str = ""
+
+    @property
+    def dest(self) -> str:
+        return self.settings.get("dest") or self.flag[2:].replace("-", "_")
+
+    def help_for(self, entry: str) -> str | None:
+        return self.help.get(entry) if isinstance(self.help, Mapping) else self.help
+
+    def words(self, value) -> list[str]:
+        """The arguments that give this option ``value`` (one of an append's values)."""
+        if isinstance(value, (list, tuple)):  # nargs: each value, a list one comma-joined
+            return [self.flag, *(",".join(map(str, v)) if isinstance(v, list) else str(v)
+                                 for v in value)]
+        if value is True:
+            return [self.flag]
+        # A flag list ("--xla_foo=true") glued, so that no parser reads it as an option.
+        return [f"{self.flag}={value}"] if self.flag in FLAG_VALUED else [self.flag, str(value)]
+
+
+def _option(flag: str, help, **settings) -> Option:
+    fields = {k: settings.pop(k) for k in ("entries", "shapes", "harness", "group", "short")
+              if k in settings}
+    return Option(flag, help, settings=settings, **fields)
+
+
+def _targets() -> str:
+    from .target import built_in
+
+    return ", ".join(built_in())
+
+
+_METRICS = ("memory", "compile_time", "run_time", "peak_memory", "output", "error")
+
+# The table, in the order every command line is written: what is measured and where (the
+# harness's part first), then how the answer is decided, then what only this run uses.
+OPTIONS: tuple[Option, ...] = (
+    _option("--from", "a jax release with the old behaviour, e.g. 0.4.20", dest="start",
+            metavar="RELEASE", entries=(BISECT,), shapes=True),
+    _option("--to", "a later jax release, e.g. 0.5.0", dest="end", metavar="RELEASE",
+            entries=(BISECT,), shapes=True),
+    _option("--explain", "no bisection: which HLO passes, turned off, change the case's metric "
+            "under this one release (default: v0's growth), instead of --from/--to",
+            metavar="RELEASE", entries=(BISECT,), shapes=True),
+    _option("--backend", "auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise",
+            choices=("auto", "cpu", "cuda12"), default="auto", entries=(BISECT,), shapes=True),
+    _option("--backend", "JAX platform to use (default: whatever JAX picks)",
+            choices=("auto", "cpu", "cuda", "cuda12", "gpu"), default="auto", entries=(REPRO,)),
+    _option("--target", {
+        BISECT: "bisect XLA's plan for this NVIDIA GPU, compiled without one: {targets} or a "
+                "spec file (releases from jax 0.4.34 on, less 0.4.36 and 0.4.37)",
+        REPRO: "compile for this NVIDIA GPU without one: {targets} or a GpuTargetConfigProto "
+               "spec file (needs jax >= 0.4.34 with the CUDA 12 plugin; memory, compile_time "
+               "or error)"}, metavar="NAME|FILE", shapes=True, harness=True),
+    _option("--case", {
+        BISECT: "a Python file defining case(**params) -> (fn, args)",
+        REPRO: "a Python file defining case(**params) -> (fn, args) (default: the report's, "
+               "repro/cases/scan_growth.py)"}, metavar="FILE", group="case", shapes=True,
+            harness=True),
+    _option("--metric", {
+        BISECT: "for a case: memory, compile_time, run_time, peak_memory, output or error "
+                "(default: the case's METRIC, else memory); for a command: the numeric field "
+                "of its JSON to compare, or error (default: its exit status, exit_code)"},
+            metavar="NAME", entries=(BISECT,), group="case", shapes=True),
+    _option("--metric", "what to measure (default: the case's METRIC, else memory)",
+            choices=_METRICS, entries=(REPRO,), group="case", harness=True),
+    _option("--param", "override a parameter of case() (repeatable)", action="append",
+            default=[], metavar="NAME=VALUE", group="case", shapes=True, harness=True),
+    _option("--over", {
+        BISECT: "bisect by the shape of the metric over these values of a parameter "
+                "(constant, grows, ...; default: the case's OVER; none: one figure)",
+        REPRO: "measure the metric at each of these values of a parameter and classify the "
+               "series' shape (default: the case's OVER; none: one figure)"},
+            metavar="NAME=V1,V2,...", group="case", shapes=True, harness=True),
+    _option("--xla-flags", {
+        BISECT: "XLA_FLAGS for every probe; the report says which were in force",
+        REPRO: "extra XLA_FLAGS, e.g. '--xla_cpu_enable_fast_math=false'"},
+            default="", metavar="FLAGS", shapes=True, harness=True),
+    _option("--samples", {
+        BISECT: "samples a harness run takes of a noisy metric (default 5)",
+        REPRO: "samples of a noisy metric (run_time: calls, at least; compile_time: "
+               "compiles; peak_memory: fresh processes)"},
+            type=positive_int, metavar="N", group="case", shapes=True, harness=True),
+    _option("--metric-kind", "auto: times and peaks are noisy, a command's field too",
+            choices=("auto", "deterministic", "noisy"), default="auto", entries=(BISECT,),
+            group="case", shapes=True),
+    _option("--threshold", "ends closer than this share of their value mean no change "
+            "(default 0.01 for deterministic metrics, 0.10 for noisy ones; output: the "
+            "relative tolerance, default 1e-5)", type=fraction, metavar="FRACTION",
+            entries=(BISECT,), group="case", shapes=True),
+    _option("--runs", "a noisy metric: pairs of the ends (rounds of a release) before the "
+            "sequential test first looks (default 4 pairs, 3 rounds); each run is one figure",
+            type=positive_int, metavar="N", entries=(BISECT,), group="case", shapes=True),
+    _option("--max-runs", "a noisy metric: pairs of the ends, and rounds of each release "
+            "beside both ends, at most before the answer is undecided or the release a skip "
+            "(default 10)", type=positive_int, metavar="N", entries=(BISECT,), group="case",
+            shapes=True),
+    _option("--include-yanked", "measure the yanked releases inside the range as candidates "
+            "too (every report names them either way)", action="store_true",
+            entries=(BISECT,), shapes=True),
+    _option("--try-xla-flags", "after a change is found, measure the first new release with "
+            "these XLA_FLAGS too and report whether they bring the old behaviour back "
+            "(repeatable)", action="append", default=[], metavar="FLAGS", entries=(BISECT,),
+            shapes=True),
+    _option("--minimize", "once the change is found, shrink the case's integer parameters "
+            "(the scan case's n_outer, n_inner and n_res) while the two releases still behave "
+            "apart: the minimal reproducer", action="store_true", entries=(BISECT,),
+            group="case", shapes=True),
+    _option("--minimize-budget", "the most --minimize may spend measuring (default 600)",
+            type=seconds, default=600.0, metavar="SECONDS", entries=(BISECT,), group="case"),
+    # The scan case's own words: spellings of its --over n_outer=… and --param NAME=VALUE.
+    _option("--n-outer", {
+        BISECT: "the scan case's --over n_outer=…: outer loop counts the verdict is fitted "
+                "over, two distinct values of 2 or more at least (default: 1 2 5 10 15)",
+        REPRO: "--over n_outer=…: outer loop counts, e.g. 1 2 5 10 15 or 1,2,5 (default: the "
+               "report's)"}, type=n_outer_list, nargs="+", metavar="N", group="scan"),
+    _option("--n-inner", "--param n_inner=N: the inner scan's length (default 100, the "
+            "report's)", type=positive_int, metavar="N", group="scan"),
+    _option("--n-res", "--param n_res=N: the array is n_res³ values (default 200, the "
+            "report's)", type=positive_int, metavar="N", group="scan"),
+    _option("--dtype", "--param dtype=NAME: the array's element type (default float32)",
+            choices=DTYPES, group="scan"),
+    _option("--variants", "--param variant=V, the others measured beside it: v0 v1 v2 "
+            "(default: all three)", type=variant_number, nargs="+", metavar="V",
+            entries=(REPRO,), group="scan"),
+    _option("--mode", "compiled: memory_analysis() of the plan (default); runtime: real peak "
+            "of each program in a fresh process (--metric peak_memory --samples 1)",
+            choices=("compiled", "runtime"), entries=(REPRO,), group="scan"),
+    _option("--v2-up-to", "measure v2 only at n_outer <= N (v2 unrolls 100 x n_outer ops: "
+            "minutes a case for a GPU target; default 1 with --target, all otherwise)",
+            type=positive_int, metavar="N", entries=(REPRO,), group="scan"),
+    _option("--write-target-spec", "on a machine with a GPU: write its target spec to FILE "
+            "(for --target) and exit", type=Path, metavar="FILE", entries=(REPRO,), group="scan"),
+    _option("--hlo-out", "also write the lowered module and XLA's optimized HLO there",
+            type=Path, metavar="DIR", entries=(REPRO,), group="case"),
+    _option("--compare", "also measure the case's COMPARE programs beside it, over the same "
+            "values (a table: a row a program)", action="store_true", entries=(REPRO,),
+            group="case"),
+    _option("--sizes-from", "memory: auto: memory_analysis(), XLA's buffer-assignment dump "
+            "where it answers None; dump: always the dump (to check that both agree)",
+            choices=("auto", "dump"), default="auto", entries=(REPRO,)),
+    _option("--pass-dumps", "also have XLA dump the module after every HLO pass that changes "
+            "it there (not with --target)", type=Path, metavar="DIR", entries=(REPRO,), group="case"),
+    _option("--timeout", "per run (default: from the ends' own times, see --explain-budget's "
+            "group)", type=seconds, metavar="SECONDS", entries=(BISECT,)),
+    _option("--reports", "where the markdown report and its JSON go (default: reports/)",
+            type=Path, default=Path("reports"), metavar="DIR", entries=(BISECT,)),
+    _option("--jax-repo", "a local clone of jax: its pinned XLA commits give an XLA compare "
+            "link", type=Path, metavar="PATH", entries=(BISECT,)),
+    _option("--xla-repo", "a local clone of openxla/xla: list the commits between the two "
+            "releases' XLA pins that touch the culprit flag or pass", type=Path, metavar="PATH",
+            entries=(BISECT,)),
+    _option("--jobs", "probe up to N releases at once, splitting the window into N+1 parts "
+            "(default here: {jobs}, from the cores and memory; 1 for a timing metric, whose "
+            "runs would load each other)", type=positive_int, metavar="N", entries=(BISECT,)),
+    _option("--remeasure", "measure every probe again instead of reusing stored results",
+            action="store_true", entries=(BISECT,)),
+    _option("--no-evidence", "skip the JAX-or-XLA attribution and the buffer evidence",
+            action="store_true", entries=(BISECT,)),
+    _option("--refresh-catalogue", "fetch the release catalogue from PyPI now, however fresh "
+            "the cached one", action="store_true", entries=(BISECT,)),
+    _option("--explain-budget", "the most the explanation (XLA flags, then HLO passes) may "
+            "spend measuring; what is left is reported as not tested (default {budget:.0f})",
+            type=seconds, metavar="SECONDS", entries=(BISECT,), group="limits"),
+    _option("--json", "print one JSON document", action="store_true", group="output"),
+    _option("--check", "git bisect run's codes: exit 0 when the figure (or the shape) is "
+            "nearer OLD, 1 when nearer NEW (a ratio for positive figures), 125 when it cannot "
+            "be measured; for --metric error, OLD and NEW are messages; alone, a shape's "
+            "'constant grows' (v0 constant / v0 grows)", nargs="*", metavar="OLD NEW",
+            entries=(REPRO,), group="output"),
+    _option("--quiet", "no progress lines on stderr", action="store_true", entries=(REPRO,),
+            short="-q"),
+)
+
+
+def options_of(entry: str) -> tuple[Option, ...]:
+    return tuple(o for o in OPTIONS if entry in o.entries)
+
+
+def add_options(parser: argparse.ArgumentParser, entry: str,
+                groups: Mapping[str, tuple[str, str | None]] = {}, exclusive: tuple = (),
+                **fill) -> None:
+    """``entry``'s options of the table on ``parser``; an option of a group named in
+    ``groups`` (name -> title, description) goes under it, one of a group in ``exclusive``
+    into a mutually exclusive group; ``fill``: the values help texts name ({targets}…)."""
+    made: dict = {}
+    fill = {"targets": _targets(), **fill}
+    for option in options_of(entry):
+        if option.group not in made:
+            made[option.group] = (
+                parser.add_mutually_exclusive_group() if option.group in exclusive else
+                parser.add_argument_group(*groups[option.group]) if option.group in groups
+                else parser)
+        where = made[option.group]
+        help_text = option.help_for(entry)
+        where.add_argument(*((option.short,) if option.short else ()), option.flag,
+                           help=help_text.format(**fill) if help_text else None,
+                           **option.settings)
+
+
+def command_line(entry: str, values: Mapping[str, object],
+                 keep: Callable[[Option], bool] = lambda option: True) -> list[str]:
+    """The arguments that give ``entry``'s parser ``values`` (by dest), in the table's order;
+    an option absent, None, "" or at its default is left out, as is one ``keep`` refuses."""
+    argv: list[str] = []
+    for option in options_of(entry):
+        value = values.get(option.dest)
+        if value is None or value == "" or not keep(option) or (
+                value == option.settings.get("default") and option.settings.get("nargs") != "*"):
+            continue
+        if option.settings.get("action") == "append":
+            argv += [word for one in value for word in option.words(one)]
+        elif value is not False and (value != [] or option.settings.get("nargs") == "*"):
+            argv += option.words(value)
+    return argv
+
+
+SIZES = ("n_inner", "n_res", "dtype")  # the scan case's parameters that have their own option
+
+
+def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """The scan case's words as the case's own options: ``--n-outer`` as ``--over
+    n_outer=…``, ``--n-inner/--n-res/--dtype`` as ``--param``s (before the user's own); for
+    the scan case, a size too big to compile anywhere is the parser's one-line error, not a
+    failure after a compile. The n_outer values asked, sorted (none: [])."""
+    from .verdict import size_problem
+
+    n_outer = sorted({n for values in args.n_outer or () for n in values})
+    if n_outer:
+        if args.over is not None:
+            p.error("--n-outer is --over n_outer=…: give one of them")
+        args.over = "n_outer=" + ",".join(map(str, n_outer))
+    args.param = [*(f"{name}={getattr(args, name)}" for name in SIZES
+                    if getattr(args, name) is not None), *args.param]
+    if args.case is not None and Path(args.case).resolve() == SCAN_CASE:
+        too_big = size_problem(max(n_outer or [15]), args.n_inner or 100, args.n_res or 200,
+                               args.dtype or "float32")
+        if too_big:
+            p.error(too_big)
+    return n_outer
+
+
 def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_int,
                      many: bool = False, n_inner: int = 100, n_res: int = 200,
                      dtype: str = "float32", helps: Mapping[str, str] | None = None) -> None:
-    """``--n-outer``, ``--n-inner``, ``--n-res`` and ``--dtype`` on ``group`` (a parser or an
-    argument group): the size of the report's program, declared once for every parser.
+    """The table's ``--n-outer``, ``--n-inner``, ``--n-res`` and ``--dtype`` on ``group`` (a
+    parser or an argument group) with these defaults, for the parsers that are not an entry
+    point's (repro.xla_passes, the range sweep).
 
     ``many``: ``--n-outer`` takes several values (``nargs="+"``); ``n_outer_type``
     :func:`n_outer_list` also reads ``1,2,5`` (each value then parses to a list); ``helps``:
     each option's help by its dest (``n_outer``, ``n_inner``, ``n_res``, ``dtype``)."""
-    helps = dict(helps or {})
-    many_args = {"nargs": "+", "metavar": "N"} if many else {}
-    group.add_argument("--n-outer", type=n_outer_type, default=n_outer,
-                       help=helps.get("n_outer"), **many_args)
-    group.add_argument("--n-inner", type=positive_int, default=n_inner,
-                       help=helps.get("n_inner"))
-    group.add_argument("--n-res", type=positive_int, default=n_res, help=helps.get("n_res"))
-    group.add_argument("--dtype", choices=DTYPES, default=dtype, help=helps.get("dtype"))
+    defaults = {"n_outer": n_outer, "n_inner": n_inner, "n_res": n_res, "dtype": dtype}
+    for option in options_of(REPRO):
+        if option.dest in defaults:
+            settings = {**option.settings, "default": defaults[option.dest]}
+            if option.dest == "n_outer":
+                settings.update(type=n_outer_type, nargs="+" if many else None,
+                                metavar="N" if many else None)
+            group.add_argument(option.flag, help=(helps or {}).get(option.dest), **settings)
 
 
 def target_argument(p: argparse.ArgumentParser, text: str, backend: str):

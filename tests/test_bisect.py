@@ -286,7 +286,7 @@ def test_flag_values_reach_the_request():
 def test_no_case_is_the_scan_case_and_the_sizes_are_its_options():
     """The scan report is a case like any other: --n-outer is its --over, the other sizes
     its --param; a command without --metric is bisected by its exit status."""
-    from jaxbisect.metric_cli import EXIT_CODE_METRIC, SCAN_CASE
+    from jaxbisect.cli import EXIT_CODE_METRIC, SCAN_CASE
 
     plain, _ = cli_module.parse(["--from", "0.5.0", "--to", "0.5.1"])
     assert (plain.case, plain.over, plain.param, plain.metric) == (str(SCAN_CASE), None, [],

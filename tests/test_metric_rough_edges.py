@@ -73,7 +73,7 @@ def test_an_end_that_measured_is_not_a_skip(recorded_catalogue):
 def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catalogue):
     from dataclasses import replace
 
-    from jaxbisect.metric_cli import probes_line
+    from jaxbisect.cli import probes_line
 
     names = ["0.4.30", "0.4.31", "0.4.33", "0.4.34", "0.4.35"]
     b, _ = bisected(recorded_catalogue, SHIPPED, dict(zip(names, [1.0, 1.0, 5.0, 5.0, 5.0])))
@@ -85,7 +85,7 @@ def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catal
 
 
 def test_minimize_prints_the_minimal_parameters():
-    from jaxbisect.metric_cli import minimal_line
+    from jaxbisect.cli import minimal_line
 
     line = minimal_line({"kept_at_start": True, "params": {"steps": 2048, "n": 3},
                          "metric": "run_time", "old_value": 0.01, "new_value": 0.0004,

@@ -10,7 +10,7 @@ import random
 from fake_lab import FakeLab, scripted
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.metric_cli import METRIC_EXIT
+from jaxbisect.cli import METRIC_EXIT
 from jaxbisect.question import question_from
 from jaxbisect.report import answer_line, document, probe_rows, write_report
 

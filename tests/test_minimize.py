@@ -91,7 +91,7 @@ def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
     stops at n_res 8."""
     from fake_lab import FakeLab
 
-    from jaxbisect.metric_cli import SCAN_CASE
+    from jaxbisect.cli import SCAN_CASE
     from jaxbisect.minimize import minimize
     from jaxbisect.question import Run, question_from
 

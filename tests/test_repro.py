@@ -250,17 +250,14 @@ SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
        runtime=st.booleans(), up_to=st.one_of(st.none(), st.integers(1, 30)))
 def test_the_size_options_spell_the_case_harness(n_outer, variants, n_res, n_inner, dtype,
                                                  runtime, up_to):
-    """Whatever the built-in options, the case harness reads the same question from their
-    translation: n_outer the series, the sizes the parameters, the first variant the
-    program and the others beside it (v2 only to --v2-up-to)."""
-    from repro import case_cli
-
+    """Whatever the report's words, the harness reads them as the case's question: n_outer
+    the series, the sizes the parameters, the first variant the program and the others
+    beside it (v2 only to --v2-up-to)."""
     argv = ["--n-outer", *map(str, n_outer), "--n-res", str(n_res), "--n-inner", str(n_inner),
             "--dtype", dtype, "--variants", *(f"v{v}" for v in variants),
             "--mode", "runtime" if runtime else "compiled",
             *(["--v2-up-to", str(up_to)] if up_to else [])]
-    scan, compare = cli.case_argv(cli.parse_args(argv))
-    args = case_cli.parse_args(scan, compare)
+    args = cli.parse_args(argv)
     first, *others = sorted(variants)
     assert args.over == ("n_outer", tuple(sorted(n_outer)))
     assert args.params == {"n_inner": n_inner, "n_res": n_res, "dtype": dtype,
@@ -274,15 +271,13 @@ def test_the_size_options_spell_the_case_harness(n_outer, variants, n_res, n_inn
 
 
 def test_the_compare_programs_need_a_series(capsys):
-    from repro import case_cli
-
     with pytest.raises(SystemExit) as exit_:
-        case_cli.parse_args(["--case", SCAN, "--compare", "--over", "none"])
+        cli.parse_args(["--case", SCAN, "--compare", "--over", "none"])
     assert exit_.value.code == 2 and "--compare" in capsys.readouterr().err
-    args = case_cli.parse_args(["--case", SCAN, "--compare"])
+    args = cli.parse_args(["--case", SCAN, "--compare"])
     assert args.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
-    assert case_cli.parse_args(["--case", SCAN]).compare == {}
-    beside = case_cli.series_beside(args, args.compare["v2"])
+    assert cli.parse_args(["--case", SCAN]).compare == {}
+    beside = cli.series_beside(args, args.compare["v2"])
     assert beside == ({"variant": 2}, ("n_outer", (1, 2)))
     with pytest.raises(SystemExit):
-        case_cli.parse_args(["--case", SCAN, "--metric", "compile_time", "--sizes-from", "dump"])
+        cli.parse_args(["--case", SCAN, "--metric", "compile_time", "--sizes-from", "dump"])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from jaxbisect import cli
 from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
-from jaxbisect.metric_cli import SCAN_CASE, question_of, request_from, wider_range
+from jaxbisect.cli import SCAN_CASE, question_of, request_from, wider_range
 from jaxbisect.question import Run
 from jaxbisect.report import (
     answer_line,

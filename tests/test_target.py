@@ -278,7 +278,7 @@ def test_users_range_on_the_a6000_measures_what_it_can(target_python, tmp_path):
 
 
 def test_a_real_gpu_is_never_labelled_deviceless():
-    from repro.case_cli import device_line
+    from repro.cli import device_line
 
     real = {"backend": "gpu", "device": "NVIDIA RTX A6000", "target": None, "deviceless": False}
     assert device_line(real) == "gpu (NVIDIA RTX A6000)"

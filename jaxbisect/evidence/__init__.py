@@ -9,7 +9,7 @@ One module per kind of evidence, pure logic on what the harness wrote, the rende
 - ``dumps``, ``schedule``, ``release``, ``collect``: XLA's own account of a memory case's
   compiled plan (``python -m repro.dumps``: buffer assignment, memory-usage report, the
   scheduled entry computation), one side and both; ``collect.buffers_at_peak`` is the entry
-  point (run by ``jaxbisect.metric_cli``).
+  point (run by ``jaxbisect.cli``).
 - ``commits``, ``handoff``: the JAX commit of each wheel, the XLA commit it pins, and the
   hand-off to JAX-Toolbox's triage below the release.
 - ``render``, ``chart``: the markdown and the picture.
