@@ -34,9 +34,6 @@ from .executors import LOCAL, Executor, ProbeLost
 from .files import cache_dir, shown_path
 
 DEFAULT_TIMEOUT = 1800.0
-ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
-RUNTIME_STACKED_BYTES = 12 * 1024**2
-BISECT_V2_UP_TO = 2  # a bisection's tables: v2 (the unrolled control) at n_outer 1 and 2 only
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
 
 
