@@ -62,6 +62,7 @@ class Question:
     samples: int | None = None           # the harness's samples per run (noisy metrics)
     kind: str = "auto"                   # deterministic | noisy | auto (from the metric)
     over: tuple = ()                     # (parameter, values): the metric's shape over them
+    compare: bool = False                # the case's COMPARE programs beside it, one process
 
     @property
     def noisy(self) -> bool:
@@ -84,6 +85,8 @@ class Question:
             argv += ["--param", f"{name}={value}"]
         if self.over or self.case.over:
             argv += ["--over", over_text(self.over)]
+        if self.compare:
+            argv.append("--compare")
         if self.samples is not None:
             argv += ["--samples", str(self.samples)]
         elif self.metric == "peak_memory":  # one fresh process a run: the run is the sample
@@ -103,6 +106,8 @@ class Question:
                 "case": self.case.sha256 if self.case else None}
         if self.over:
             what["over"] = [self.over[0], list(self.over[1])]
+        if self.compare:
+            what["compare"] = True
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
