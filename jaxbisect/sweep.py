@@ -456,8 +456,10 @@ def write_result(reports: Path, document: dict, where: str, say: Say) -> Path | 
         say(f"jax {document['release']} ({where}): kept the earlier result in {path}")
         return None
     # Measured again with the same outcome (other timings, another machine's kernel or code
-    # sizes only): the file stays as it was, so that a clone's rerun leaves it clean.
-    write_json_if_changed(path, document, also_ignore=RUN_DEPENDENT_KEYS)
+    # sizes only; one release swept alone, with nothing to label it against): the file stays
+    # as it was, so that a clone's rerun (or nox -s repro_release) leaves it clean.
+    alone = frozenset({"label", "reason"}) if document.get("label") == "measured" else frozenset()
+    write_json_if_changed(path, document, also_ignore=RUN_DEPENDENT_KEYS | alone)
     return path
 
 

@@ -196,6 +196,23 @@ def test_no_case_is_the_scan_case_with_its_shape_and_compare_programs(recorded_c
     assert by_release["0.4.20"]["n_outer=15 (MB)"] == "–"
 
 
+def test_one_release_swept_alone_keeps_the_label_a_whole_sweep_gave_it(recorded_catalogue,
+                                                                       tmp_path):
+    """nox -s repro_release after nox -s repro: the same figures, nothing to label the
+    release against: its file stays as the whole sweep wrote it."""
+    reports = tmp_path / "repro"
+    as_nox = ["--backend", "cpu", "--reports", str(reports), "--command", "nox -s repro", "-q"]
+    assert sweep.main(["--release", *SCAN_VERSIONS, *as_nox], lab=scan_lab()) == 0
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert sweep.main(["--release", "0.5.0", *as_nox], lab=scan_lab()) == 0
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
+    assert json.loads(before["jax-0.5.0-cpu.json"])["label"] == "old"
+    alone = tmp_path / "alone"
+    assert sweep.main(["--release", "0.5.0", "--backend", "cpu", "--reports", str(alone),
+                       "-q"], lab=scan_lab()) == 0
+    assert json.loads((alone / "jax-0.5.0-cpu.json").read_text())["label"] == "measured"
+
+
 def test_a_target_beside_the_backend_is_one_pool_and_one_summary(recorded_catalogue, tmp_path):
     """--also-target a6000 (nox -s repro): the releases only a real GPU compiles for are
     listed as such, beside the backend's rows, never measured."""
