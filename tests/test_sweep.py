@@ -520,3 +520,15 @@ def test_without_network_what_is_stored_still_answers(swept, tmp_path):
                      *SMALL, env=DEAD_PROXY)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "jax-0.10.2-cpu.json").exists()
+
+
+def test_a_case_sweep_goes_to_the_cluster_as_the_scan_case_does(recorded_catalogue, tmp_path):
+    """One sweep: --executor slurm is the lab's for any question (checked before anything
+    runs: here no scheduler is on PATH), never refused for a --case."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for case in ([], ["--case", REMAT]):
+        done = run_sweep("--release", "0.5.0", "--backend", "cpu", *case, "--executor",
+                         "slurm", "--reports", str(tmp_path / "r"), env={"PATH": str(bare)})
+        assert "sbatch, srun, squeue, scancel, scontrol not found on PATH" in \
+            one_line_error(done)
