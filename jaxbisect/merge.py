@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from tabulate import tabulate
 
 from .errors import UserError
 from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, write_atomic
-from .sweep import asked_line, read_result, result_order, results_table, version_key
+from .sweep import read_result, result_order, results_table, version_key
 
 PROG = "python -m jaxbisect.merge"
 DEFAULT_OUT = Path("reports") / "merged.md"
@@ -46,6 +47,11 @@ class Result:
         """Equal for the same result uploaded twice (however long each run took, whatever
         the kernel of the machine), different for any other."""
         return json.dumps(_steady(self.document), sort_keys=True, default=str)
+
+
+def question(document: dict) -> str:
+    """What a result asked, wherever it ran (its options less ``--backend``/``--target``)."""
+    return shlex.join(document["asked"][2:])
 
 
 def _steady(value):
@@ -89,7 +95,7 @@ def disagreements(results: list[Result]) -> list[str]:
     """Releases that one group measured differently on two machines (the same question)."""
     by_key: dict[tuple, list[Result]] = {}
     for r in results:
-        by_key.setdefault((*r.group, r.document["release"], asked_line(r.document)),
+        by_key.setdefault((*r.group, r.document["release"], question(r.document)),
                           []).append(r)
     return [f"jax {key[2]} on {key[0]} / {key[1]}: {len(rs)} different results "
             f"({', '.join(str(r.source) for r in rs)})"
@@ -99,10 +105,10 @@ def disagreements(results: list[Result]) -> list[str]:
 def verdict_grid(results: list[Result]) -> str:
     """Release by release, each group's answer side by side (and each question, if they
     differ): a shape's word and rate, else the label."""
-    asked = {asked_line(r.document) for r in results}
+    asked = {question(r.document) for r in results}
 
     def column(r: Result) -> tuple[str, ...]:
-        return (*r.group, asked_line(r.document)) if len(asked) > 1 else r.group
+        return (*r.group, question(r.document)) if len(asked) > 1 else r.group
 
     columns = sorted({column(r) for r in results})
     releases = sorted({r.document["release"] for r in results}, key=version_key)
@@ -140,7 +146,7 @@ def merged_text(results: list[Result], skipped: list[str], inputs: list[Path],
         results_table([r.document for r in results]),
         "",
     ]
-    asked = sorted({asked_line(r.document) for r in results if not r.document.get("skipped")})
+    asked = sorted({question(r.document) for r in results if not r.document.get("skipped")})
     if len(asked) > 1:
         lines += ["Questions differ between results (compare figures only within one): "
                   + "; ".join(f"`{a}`" for a in asked), ""]
