@@ -12,13 +12,10 @@ import pytest
 from jaxbisect import harness
 from jaxbisect.catalogue import load_catalogue
 from jaxbisect.environments import ensure_environment
-from jaxbisect.harness import HarnessOptions
 from jaxbisect.lab import RealLab
 from jaxbisect.question import question_from
 from jaxbisect.store import STORE
 from repro.cli import SCAN_CASE
-
-TINY = HarnessOptions(n_outer=(1, 2, 3), n_inner=10, n_res=8, variants=(0,))
 
 
 def tiny_scan(xla_flags: str = ""):
@@ -136,4 +133,4 @@ def test_an_interrupted_harness_is_an_interruption_not_a_result(recorded_catalog
     env = Environment(release=recorded_catalogue.get("0.5.0"), backend="cpu", path=tmp_path,
                       python=fake, installed={}, reused=True, seconds=0.0)
     with pytest.raises(KeyboardInterrupt):
-        harness.run_harness(env, TINY, timeout=60)
+        harness.run_repro(env, tiny_scan().harness_argv(), 60)
