@@ -77,9 +77,9 @@ def repro(session: nox.Session) -> None:
     """Measure the default set, several releases at once, on this machine's backend and for the
     report's GPU (an RTX A6000, compiled without one); writes reports/repro/ (JSON + README).
 
-    Arguments after ``--`` go to ``python -m jaxbisect.sweep``: ``--backend cpu``, harness
-    options (``--n-outer 1 2 5``, ``--n-res 64``, ``--mode runtime`` …), ``--remeasure``,
-    ``--jobs N`` (releases at once; default from the cores and memory).
+    Arguments after ``--`` go to ``python -m jaxbisect.sweep``: ``--backend cpu``, the scan
+    case's sizes (``--n-outer 1 2 5``, ``--n-res 64``, ``--metric peak_memory`` …),
+    ``--remeasure``, ``--jobs N`` (releases at once; default from the cores and memory).
     """
     if RELEASE_FLAGS.intersection(session.posargs):
         session.error("nox -s repro measures its default set; for one of it use "
@@ -107,9 +107,9 @@ def repro_release(session: nox.Session, release: str) -> None:
 
 def _report_target(posargs: list[str]) -> list[str]:
     """The report's GPU beside the backend, unless the run names its own target or runs
-    for real (a compile-only target has no runtime mode)."""
-    runtime = "--mode=runtime" in posargs or any(
-        a == "--mode" and b == "runtime" for a, b in zip(posargs, posargs[1:]))
+    for real (a compile-only target has no real peak)."""
+    runtime = "--metric=peak_memory" in posargs or any(
+        a == "--metric" and b == "peak_memory" for a, b in zip(posargs, posargs[1:]))
     if not REPORT_TARGET or runtime or any(
             arg.startswith(("--target", "--also-target")) for arg in posargs):
         return []

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import repro
@@ -35,42 +34,6 @@ from .files import cache_dir, shown_path
 
 DEFAULT_TIMEOUT = 1800.0
 REPRO_SOURCE = Path(repro.__file__).resolve().parent
-
-
-@dataclass(frozen=True)
-class HarnessOptions:
-    """The harness parameters, as ``python -m repro`` takes them."""
-
-    n_outer: tuple[int, ...] = (1, 2, 5, 10, 15)
-    n_inner: int = 100
-    n_res: int = 200
-    dtype: str = "float32"
-    variants: tuple[int, ...] = (0, 1, 2)
-    mode: str = "compiled"
-    xla_flags: str = ""
-    target: str = ""              # a built-in target's name or a spec file's absolute path
-    v2_up_to: int | None = None   # v2 only at n_outer <= this (the harness: 1 for a target)
-
-    def argv(self) -> list[str]:
-        args = ["--n-outer", *map(str, self.n_outer), "--n-inner", str(self.n_inner),
-                "--n-res", str(self.n_res), "--dtype", self.dtype,
-                "--variants", *(f"v{v}" for v in self.variants), "--mode", self.mode]
-        if self.xla_flags:
-            args += [f"--xla-flags={self.xla_flags}"]
-        if self.target:
-            args += ["--target", self.target]
-        if self.v2_up_to is not None:
-            args += ["--v2-up-to", str(self.v2_up_to)]
-        return args
-
-
-    def key_fields(self) -> dict:
-        """What a stored result depends on of these options: every field, and a spec file's
-        content (edited in place, it is another target)."""
-        fields = asdict(self)
-        if self.target:
-            fields["target_sha256"] = target_key(self.target)
-        return fields
 
 
 def target_option(text: str | None) -> str:
@@ -139,11 +102,6 @@ def platform_args(backend: str) -> list[str]:
     run on the GPU (JAX falling back to the CPU is a failure), a CPU one on the CPU; a
     target's compiles for the GPU it names (none)."""
     return {"cpu": ["--backend", "cpu"], "cuda12": ["--backend", "gpu"]}.get(backend, [])
-
-
-def harness_args(backend: str, options: HarnessOptions) -> list[str]:
-    """``python -m repro``'s arguments for one release's run on ``backend``."""
-    return ["--json", *platform_args(backend), *options.argv()]
 
 
 def ignored_environment_note() -> str | None:
@@ -283,13 +241,6 @@ def run_repro(env: Environment, argv: list[str], timeout: float,
     """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed."""
     return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers,
                       executor=executor)
-
-
-def run_harness(env: Environment, options: HarnessOptions, timeout: float,
-                executor: Executor = LOCAL) -> dict:
-    """Run ``python -m repro --json`` in ``env``; the document, or HarnessFailed with one line."""
-    return run_repro(env, harness_args(env.backend, options), timeout, executor=executor)
-
 
 
 def command_environ(env: Environment, xla_flags: str = "") -> dict[str, str]:

@@ -1,8 +1,8 @@
 """``python -m jaxbisect.merge``: results from many machines in one table, ``reports/merged.md``.
 
 Takes folders (searched recursively, such as a CI run's downloaded artifacts) and result files.
-Every JSON that is a sweep result (a Measurement) is read; exact duplicates (the same result
-uploaded twice) are dropped; rows are grouped by backend and device, releases in order.
+Every JSON that is a sweep result (jaxbisect/sweep.py) is read; exact duplicates (the same
+result uploaded twice) are dropped; rows are grouped by backend and device, releases in order.
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
 from tabulate import tabulate
 
 from .errors import UserError
-from .files import write_atomic
-from .measurements import Measurement
-from .tables import results_table
+from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, write_atomic
+from .sweep import read_result, result_order, results_table, version_key
 
 PROG = "python -m jaxbisect.merge"
 DEFAULT_OUT = Path("reports") / "merged.md"
@@ -32,27 +30,37 @@ NOT_MEASURED = "(not measured)"
 @dataclass(frozen=True)
 class Result:
     source: Path
-    measurement: Measurement
+    document: dict
 
     @property
     def device(self) -> str:
-        d = self.measurement.document
-        return str(d.get("device") or "?") if d else NOT_MEASURED
+        d = self.document
+        return NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?")
 
     @property
     def group(self) -> tuple[str, str]:
-        """Where a row belongs: the environment's backend (cpu, cuda12) and the device."""
-        return self.measurement.backend, self.device
+        """Where a row belongs: the environment's backend (cpu, cuda12, or the GPU target
+        compiled for) and the device."""
+        return self.document.get("target") or self.document["backend"], self.device
 
     def identity(self) -> str:
-        """Equal for the same result uploaded twice, different for any other."""
-        m = self.measurement
-        d = m.document and {k: m.document.get(k) for k in ("jax", "jaxlib", "backend", "device")}
-        if d:  # how long a compile took is the machine's, not the result's
-            d["cases"] = [{k: v for k, v in c.items() if k != "compile_seconds"}
-                          for c in m.document.get("cases") or []]
-        return json.dumps([m.release, m.backend, m.options.argv(), m.error, d],
-                          sort_keys=True, default=str)
+        """Equal for the same result uploaded twice (however long each run took, whatever
+        the kernel of the machine), different for any other."""
+        return json.dumps(_steady(self.document), sort_keys=True, default=str)
+
+
+def question(document: dict) -> str:
+    """What a result asked, wherever it ran (its options less ``--backend``/``--target``)."""
+    return shlex.join(document["asked"][2:])
+
+
+def _steady(value):
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items()
+                if k not in VOLATILE_KEYS | RUN_DEPENDENT_KEYS}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
 
 
 def find_results(paths: Iterable[Path]) -> tuple[list[Result], list[str]]:
@@ -70,64 +78,46 @@ def find_results(paths: Iterable[Path]) -> tuple[list[Result], list[str]]:
             raise UserError(f"no such file or folder: {path}")
     results, skipped, seen = [], [], set()
     for file in files:
-        try:
-            measurement = Measurement.from_json(json.loads(file.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            skipped.append(f"{file}: not a sweep result ({type(exc).__name__})")
+        document = read_result(file)
+        if document is None:
+            skipped.append(f"{file}: not a sweep result")
             continue
-        result = Result(file, measurement)
+        result = Result(file, document)
         if result.identity() in seen:
             continue
         seen.add(result.identity())
         results.append(result)
-    return sorted(results, key=_order), skipped
-
-
-def _order(result: Result):
-    return (*result.group, _version_key(result.measurement.release), str(result.source))
-
-
-def _version_key(text: str):
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
+    return sorted(results, key=lambda r: (*r.group, *result_order(r.document),
+                                          str(r.source))), skipped
 
 
 def disagreements(results: list[Result]) -> list[str]:
-    """Releases that one group measured differently on two machines (same options)."""
+    """Releases that one group measured differently on two machines (the same question)."""
     by_key: dict[tuple, list[Result]] = {}
     for r in results:
-        m = r.measurement
-        by_key.setdefault((*r.group, m.release, m.options), []).append(r)
+        by_key.setdefault((*r.group, r.document["release"], question(r.document)),
+                          []).append(r)
     return [f"jax {key[2]} on {key[0]} / {key[1]}: {len(rs)} different results "
             f"({', '.join(str(r.source) for r in rs)})"
             for key, rs in by_key.items() if len(rs) > 1]
 
 
-def _sizes(options) -> str:
-    return (f"n_res {options.n_res}, n_inner {options.n_inner}, {options.dtype}, {options.mode}"
-            + (f", {options.xla_flags}" if options.xla_flags else ""))
-
-
 def verdict_grid(results: list[Result]) -> str:
-    """Release by release, each group's verdict side by side (and each size, if they differ)."""
-    sizes = {_sizes(r.measurement.options) for r in results}
+    """Release by release, each group's answer side by side (and each question, if they
+    differ): a shape's word and rate, else the label."""
+    asked = {question(r.document) for r in results}
 
     def column(r: Result) -> tuple[str, ...]:
-        return (*r.group, _sizes(r.measurement.options)) if len(sizes) > 1 else r.group
+        return (*r.group, question(r.document)) if len(asked) > 1 else r.group
 
     columns = sorted({column(r) for r in results})
-    releases = sorted({r.measurement.release for r in results}, key=_version_key)
+    releases = sorted({r.document["release"] for r in results}, key=version_key)
     cells: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for r in results:
-        m = r.measurement
-        shown = m.verdict
-        if m.document and m.document["verdict"].get("growth_per_outer") is not None:
-            shown += f" ({m.document['verdict']['growth_per_outer']:+.2f})"
-        elif m.document is None:
-            shown = "skipped"
-        cells.setdefault((m.release, column(r)), []).append(shown)
+        d = r.document
+        shown = "skipped" if d.get("skipped") else \
+            (d.get("series") or {}).get("shape") or d["label"]
+        cells.setdefault((d["release"], column(r)), []).append(shown)
     headers = ["jax"] + [" · ".join(c) for c in columns]
     rows = [[release] + [" / ".join(cells.get((release, c), ["–"])) for c in columns]
             for release in releases]
@@ -138,7 +128,7 @@ def merged_text(results: list[Result], skipped: list[str], inputs: list[Path],
                 now: datetime) -> str:
     groups = sorted({r.group for r in results})
     lines = [
-        "# jax.lax.scan memory growth on every machine measured",
+        "# Sweep results on every machine measured",
         "",
         ("Written by `nox -s merge` (`jaxbisect.merge`) from the sweep results of each "
          "machine; do not edit by hand."),
@@ -153,19 +143,19 @@ def merged_text(results: list[Result], skipped: list[str], inputs: list[Path],
         "",
         "## All results, grouped by backend and device",
         "",
-        results_table([r.measurement for r in results]),
+        results_table([r.document for r in results]),
         "",
     ]
-    option_sets = sorted({shlex.join(r.measurement.options.argv()) for r in results})
-    if len(option_sets) > 1:
-        lines += ["Harness options differ between results (compare MB only within one set): "
-                  + "; ".join(f"`{o}`" for o in option_sets), ""]
+    asked = sorted({question(r.document) for r in results if not r.document.get("skipped")})
+    if len(asked) > 1:
+        lines += ["Questions differ between results (compare figures only within one): "
+                  + "; ".join(f"`{a}`" for a in asked), ""]
     conflicts = disagreements(results)
     if conflicts:
         lines += ["Measured differently on two machines of one group:", ""]
         lines += [f"- {c}" for c in conflicts] + [""]
     lines += ["<details><summary>Sources</summary>", ""]
-    lines += [f"- `{r.source}`: jax {r.measurement.release}, {r.group[0]} · {r.group[1]}"
+    lines += [f"- `{r.source}`: jax {r.document['release']}, {r.group[0]} · {r.group[1]}"
               for r in results]
     lines += [f"- skipped `{s}`" for s in skipped]
     lines += ["", "</details>", ""]

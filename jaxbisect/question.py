@@ -64,6 +64,7 @@ class Question:
     samples: int | None = None           # the harness's samples per run (noisy metrics)
     kind: str = "auto"                   # deterministic | noisy | auto (from the metric)
     over: tuple = ()                     # (parameter, values): the metric's shape over them
+    compare: bool = False                # the case's COMPARE programs beside it, one process
 
     @property
     def noisy(self) -> bool:
@@ -85,6 +86,7 @@ class Question:
         values = {"case": self.case.path, "metric": self.metric, "target": self.target,
                   "param": [f"{name}={value}" for name, value in self.params.items()],
                   "over": over_text(self.over) if self.over or self.case.over else None,
+                  "compare": self.compare,
                   # peak_memory: one fresh process a run, the run is the sample
                   "samples": 1 if self.samples is None and self.metric == "peak_memory"
                   else self.samples, "xla_flags": self.xla_flags}
@@ -98,6 +100,8 @@ class Question:
         what["command"] = list(self.command)
         if not self.over:  # as keys were before --over: runs stored then are still found
             del what["over"]
+        if not self.compare:  # as keys were before COMPARE beside it
+            del what["compare"]
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
@@ -130,6 +134,7 @@ KEYED: dict[str, tuple[str, Callable[[Question], object]]] = {
     "samples": ("samples", lambda q: q.samples),
     "target": ("target", lambda q: target_key(q.target) if q.target else ""),  # the spec's
     "xla_flags": ("xla_flags", lambda q: q.xla_flags),
+    "compare": ("compare", lambda q: True),
 }
 
 

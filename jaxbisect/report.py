@@ -424,6 +424,11 @@ def question_values(q, backend: str) -> dict:
     return values
 
 
+def question_argv(q, backend: str) -> list[str]:
+    """The options that say what is measured and where, as ``python -m bisect`` takes them."""
+    return command_line(BISECT, question_values(q, backend), lambda o: o.shapes)
+
+
 def bisect_argv(values: dict, command: tuple[str, ...] = ()) -> list[str]:
     """``python -m bisect`` with every option of ``values`` that shapes the answer."""
     return ["python", "-m", "bisect", *command_line(BISECT, values, lambda o: o.shapes),

@@ -1,13 +1,19 @@
-"""``python -m jaxbisect.sweep``: run the repro harness in JAX releases and write ``reports/``.
+"""``python -m jaxbisect.sweep``: a case's metric in every release asked, one result each.
 
-One release, a list, or a range. Each release is measured as the scan case
-(repro/cases/scan_growth.py) through the lab, as a case bisection measures a probe: the same
-environments, harness runs (v0's series over n_outer, v1's and v2's beside it) and store, so a
-rerun, or a bisection after it, measures nothing twice. Each result is written whole to ``REPORTS/jax-<release>-<backend>.json`` (the Measurement's JSON) as
-soon as it lands, and ``REPORTS/README.md`` is rebuilt from every JSON in that folder.
+``nox -s repro``, ``repro_release`` and ``repro_range`` run it. With no ``--case`` the question
+is the scan report's case (repro/cases/scan_growth.py: v0's memory over n_outer, v1 and v2
+beside it), as ``python -m bisect`` takes no case. What bisection cannot see (a change made and
+undone inside a range) a sweep shows. Every release is measured as a bisection measures a
+probe, in the same lab and store (a sweep after a bisection reuses every run it made): the
+same runs (a noisy metric: five at a time, more while the classifier cannot place it, up to
+the cap), the same time limits, the case's COMPARE programs beside it, and the label of the
+classifier learned from the ends (old, new, ambiguous, third behaviour; ends alike: "like the
+ends"). A deterministic metric's releases are measured ``--jobs`` at a time.
 
-A release that cannot be installed, a harness that fails, Ctrl-C: each gets one line, and a
-result already written is never replaced by a failure.
+Each release is written whole to ``REPORTS/jax-<release>-<where>.json`` and
+``REPORTS/README.md`` is rebuilt from every result in that folder. A release that cannot be
+installed, a run that fails, Ctrl-C: one line each; a result already written is never
+replaced by a failure (measured runs are in the store: a rerun reads them back).
 """
 
 from __future__ import annotations
@@ -16,27 +22,33 @@ import argparse
 import json
 import shlex
 import sys
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
+from tabulate import tabulate
 
+from repro.case import UNITS
 from repro.cli import SCAN_CASE
-from repro.options import (
-    FLAG_VALUED,
-    OneLineParser,
-    add_size_options,
-    glue_flag_values,
-    n_outer_list,
-    positive_int,
-    variant_number,
-)
+from repro.options import OneLineParser, add_size_options, positive_int
 
+from .bisection import (
+    MAX_RUNS_NOISY,
+    MakeClassifier,
+    Placed,
+    Reduce,
+    batch_size,
+    classifier_for,
+    paired_test,
+    reduce_for,
+    search_metric,
+    values_of,
+    visit_every,
+)
+from .budgets import EndsTimer
 from .catalogue import (
     DEVICELESS,
     Catalogue,
@@ -46,8 +58,9 @@ from .catalogue import (
     needs_a_gpu,
     needs_another_python,
 )
+from .classify import Label, Paired, Placement
 from .environments import resolve_backend
-from .errors import InstallFailed, UnknownRelease, UserError
+from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .files import (
     RUN_DEPENDENT_KEYS,
@@ -56,25 +69,20 @@ from .files import (
     write_atomic,
     write_json_if_changed,
 )
-from .harness import (
-    DEFAULT_TIMEOUT,
-    HarnessOptions,
-    harness_args,
-    ignored_environment_note,
-    target_label,
-    target_option,
-)
+from .harness import ignored_environment_note, target_label, target_option
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
-from .measurements import Measurement, report_document
-from .question import Question, question_from, with_params
-from .tables import results_table
+from .question import Question, Run, question_from, with_params
+from .report import figure, figure_text, question_argv, seen, series_of, shown_bare
 
-DEFAULT_REPORTS = Path("reports") / "repro"
-SUMMARY = "README.md"
 PROG = "python -m jaxbisect.sweep"
+SCHEMA = 2
+SUMMARY = "README.md"
 UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
+ALIKE = "like the ends"
+SIZE_PARAMS = ("n_inner", "n_res", "dtype")  # the scan case's sizes, as python -m bisect's
+Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -83,16 +91,6 @@ class Planned:
 
     release: Release
     skip: str | None = None
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """What sweeping one release produced."""
-
-    release: str
-    measurement: Measurement | None  # None when nothing could be measured (install failed)
-    problem: str | None  # one line, for the end-of-run summary; None when all went well
-    written: Path | None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -112,18 +110,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--also-target", metavar="NAME|FILE",
                    help="measure the same releases for this GPU target too (compiled without "
                         "it), in the same pool of --jobs (nox -s repro: a6000)")
-    p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, metavar="DIR",
-                   help=f"where the JSON results and {SUMMARY} go (default: {DEFAULT_REPORTS})")
+    p.add_argument("--reports", type=Path, default=None, metavar="DIR",
+                   help=f"where the JSON results and {SUMMARY} go (default: reports/repro for "
+                        "the scan case, else reports/<case>-<metric>)")
     p.add_argument("--remeasure", action="store_true",
-                   help="run the harness again even where a stored result exists")
+                   help="run again even where a stored run exists")
     p.add_argument("--allow-yanked", action="store_true", help="measure a yanked release named")
     p.add_argument("--if-installable", action="store_true",
                    help="a named release that needs a Python this machine lacks is listed as "
                         "skipped, with the reason, instead of an error (nox -s repro's default "
                         "set)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help=f"harness time limit per run (default {DEFAULT_TIMEOUT:.0f}; with "
-                        f"--case: from the ends' own times, as a bisection's)")
+                   help="a run's time limit (default: from the ends' own times, as a "
+                        "bisection's)")
     p.add_argument("--refresh-catalogue", action="store_true",
                    help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
@@ -132,53 +131,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     add_executor_options(p)
-    h = p.add_argument_group("harness options (as python -m repro takes them)")
-    add_size_options(h, n_outer_type=n_outer_list, many=True, n_inner=HarnessOptions.n_inner,
-                     n_res=HarnessOptions.n_res, dtype=HarnessOptions.dtype)
-    h.add_argument("--variants", type=variant_number, nargs="+", default=None, metavar="V")
-    h.add_argument("--mode", choices=("compiled", "runtime"), default=HarnessOptions.mode)
-    h.add_argument("--xla-flags", default="", metavar="FLAGS")
-    c = p.add_argument_group("your own program (docs/cases.md): one figure per release")
-    c.add_argument("--case", metavar="FILE", help="a case file: case(**params) -> (fn, args)")
+    c = p.add_argument_group("the question (as python -m bisect takes it; docs/cases.md)")
+    c.add_argument("--case", metavar="FILE",
+                   help="a case file: case(**params) -> (fn, args) (default: the scan case)")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    c.add_argument("--over", metavar="NAME=V1,V2,...",
-                   help="as python -m bisect takes it: the metric's shape over a parameter")
+    c.add_argument("--over", metavar="NAME=V1,V2,...", help="the metric's shape over a parameter")
     c.add_argument("--metric", metavar="NAME", help="memory, compile_time, run_time, "
                    "peak_memory, output or error (default: the case's METRIC, else memory)")
+    c.add_argument("--xla-flags", default="", metavar="FLAGS")
     c.add_argument("--samples", type=positive_int, default=None, metavar="N")
-    c.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"),
-                   default="auto", help="as python -m bisect takes it")
-    c.add_argument("--threshold", type=float, default=None, metavar="FRACTION",
-                   help="as python -m bisect takes it: the classifier's")
+    c.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"), default="auto")
+    c.add_argument("--threshold", type=float, default=None, metavar="FRACTION")
     c.add_argument("--runs", type=positive_int, default=None, metavar="N",
                    help="runs a release is measured with at a time (default: a bisection's)")
     c.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                    help="runs of one release at most (default: a bisection's)")
-    args = p.parse_args(glue_flag_values(list(argv or []), (*FLAG_VALUED, "--slurm-args"))
-                        if argv is not None else None)
-    if args.case is None and (args.param or args.metric or args.samples or args.runs
-                              or args.max_runs or args.threshold is not None
-                              or args.metric_kind != "auto"):
-        p.error("--param, --metric, --samples, --runs, --max-runs, --threshold and "
-                "--metric-kind measure a --case FILE: give one")
+    add_size_options(c, n_inner=None, n_res=None, dtype=None, many=True, helps={
+        "n_outer": "the scan case's --over n_outer=…", "n_inner": "--param n_inner=N",
+        "n_res": "--param n_res=N", "dtype": "--param dtype=NAME"})
+    args = p.parse_args(argv)
     if not args.releases and args.first is None and args.last is None:
         p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
     if args.releases and (args.first or args.last):
         p.error("use either --release or --from/--to, not both")
     if args.timeout is not None and args.timeout <= 0:
         p.error("--timeout must be positive")
-    variants = sorted(set(args.variants)) if args.variants else list(HarnessOptions.variants)
-    if 0 not in variants:
-        p.error("--variants must include v0 (the verdict is about v0)")
-    args.options = HarnessOptions(
-        n_outer=tuple(sorted({n for group in args.n_outer for n in group}))
-        if args.n_outer else HarnessOptions.n_outer,
-        n_inner=args.n_inner, n_res=args.n_res, dtype=args.dtype, variants=tuple(variants),
-        mode=args.mode, xla_flags=args.xla_flags.strip())
-    if (args.target or args.also_target) and args.mode != "compiled":
-        p.error("--target compiles without the GPU: it has no --mode runtime")
     if args.target and args.also_target:
         p.error("--also-target adds a target to the backend's run: not with --target")
+    sizes = [f"{name}={getattr(args, name)}" for name in SIZE_PARAMS if getattr(args, name)]
+    if (args.n_outer or sizes) and args.case is not None:
+        p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a --case "
+                "takes --param and --over")
+    if args.n_outer:
+        if args.over is not None:
+            p.error("--n-outer is --over n_outer=…: give one of them")
+        args.over = "n_outer=" + ",".join(map(str, sorted(set(args.n_outer))))
+    args.param = [*sizes, *args.param]
     return args
 
 
@@ -192,22 +180,21 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
     unless ``--if-installable``; inside a range it is listed as skipped, with the reason.
     """
     if args.releases:
-        planned, seen = [], set()
+        planned, seen_ = [], set()
         for text in args.releases:
             try:
                 release = catalogue.get(text, allow_yanked=args.allow_yanked)
             except UnknownRelease as exc:
                 hint = " (--allow-yanked measures it anyway)" if "yanked" in str(exc) else ""
                 raise UnknownRelease(f"{exc}{hint}") from None
-            if release.version in seen:
+            if release.version in seen_:
                 continue
-            seen.add(release.version)
+            seen_.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
             if why and not (args.if_installable
                             and (needs_another_python(why) or needs_a_gpu(why))):
                 raise UserError(f"jax {release.version} cannot be installed here "
-                                f"({backend_words(backend, args.target or '')}): "
-                                f"{why}")
+                                f"({backend_words(backend, args.target or '')}): {why}")
             planned.append(Planned(release, why))
         return planned
     installable = [r for r in catalogue.releases
@@ -221,231 +208,434 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
     return sorted(planned, key=lambda p: p.release.version)
 
 
-# -- one release ----------------------------------------------------------------------------
+# -- placing every release as a bisection places a probe ------------------------------------
 
 
-def result_file(reports: Path, release: str, backend: str, mode: str = "compiled",
-                target: str = "") -> Path:
-    suffix = "" if mode == "compiled" else f"-{mode}"
-    where = target_label(target) if target else backend
-    return reports / f"jax-{release}-{where}{suffix}.json"
+def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: MakeClassifier, *,
+                noisy_metric: bool, batch: int | None, max_runs: int, reduce: Reduce,
+                measured: Sequence[int] | None = None,
+                paired: Paired | None = None) -> tuple[list[Placed | None], object]:
+    """Every one of ``n`` releases (those in ``measured``, default all) measured and placed as
+    a bisection places a probe. A noisy metric: the bisection's own paired search
+    (search_metric), visiting every release instead of searching; ends alike or undecided
+    leave nothing to place against, so each release between is measured and not labelled. A
+    deterministic metric: the ends, then each release ``batch`` runs at a time while the
+    classifier cannot place it, up to ``max_runs``. The placements, and the ends (None where
+    an end gave no figure)."""
+    measured = list(range(n)) if measured is None else list(measured)
+    placed: list[Placed | None] = [None] * n
+    if noisy_metric and len(measured) > 1:
+        return _place_paired(n, run_at, measured, batch=batch, max_runs=max_runs,
+                             reduce=reduce, paired=paired)
+    batch = batch or 1
+    runs: dict[int, list[Run]] = {}
+
+    def measure(indices, count: int) -> None:
+        for _ in range(count):  # interleaved, as the bisection's ends are
+            for i in indices:
+                made = runs.setdefault(i, [])
+                made.append(run_at(i, len(made) + 1))
+
+    def values(i: int) -> tuple:
+        return values_of(runs.get(i, []), reduce)
+
+    first, last = measured[0], measured[-1]
+    if first == last:  # one release: its figure, nothing to place it against
+        measure((first,), batch)
+        placed[first] = Placed(first, tuple(runs[first]), None, values(first))
+        return placed, None
+    measure((first, last), batch)
+    if not values(first) or not values(last):
+        for i in (first, last):
+            placed[i] = Placed(i, tuple(runs[i]), None, values(i))
+        return placed, None
+    classifier = make_classifier(values(first), values(last))
+    ends = classifier.ends()
+    if not ends.distinct and noisy_metric and len(runs[first]) + batch <= max_runs:
+        measure((first, last), batch)
+        classifier = make_classifier(values(first), values(last))
+        ends = classifier.ends()
+    for i, label in ((first, Label.OLD), (last, Label.NEW)):
+        placed[i] = Placed(i, tuple(runs[i]), Placement(label, None, reason="an end"),
+                           values(i))
+    for i in measured[1:-1]:
+        measure((i,), batch)
+        while True:
+            placement = classifier(values(i)) if values(i) else None
+            if placement is None or placement.label is not Label.AMBIGUOUS \
+                    or len(runs[i]) + batch > max_runs:
+                break
+            measure((i,), batch)
+        placed[i] = Placed(i, tuple(runs[i]), placement, values(i))
+    return placed, ends
 
 
-def scan_questions(options: HarnessOptions) -> tuple[Question, dict[str, Question]]:
-    """The built-in report's question as the scan case's (repro/cases/scan_growth.py): the
-    first variant's memory (compiled) or real peak (runtime) over n_outer, and each other
-    variant's series beside it (v2 only to ``v2_up_to``; 1 for a target, as the harness)."""
-    first, *others = options.variants
-    question = question_from(
-        "memory" if options.mode == "compiled" else "peak_memory", str(SCAN_CASE),
-        [f"n_inner={options.n_inner}", f"n_res={options.n_res}", f"dtype={options.dtype}",
-         f"variant={first}"], (), target=options.target, xla_flags=options.xla_flags,
-        over=f"n_outer={','.join(map(str, options.n_outer))}")
-    up_to = options.v2_up_to if options.v2_up_to is not None else 1 if options.target else None
-    beside = {}
-    for variant in others:
-        n_outer = tuple(n for n in options.n_outer
-                        if variant != 2 or up_to is None or n <= up_to)
-        if len(n_outer) == 1:  # one figure, no shape: the harness measures it on its own
-            beside[f"v{variant}"] = replace(question, over=(), params={
-                **question.params, "variant": variant, "n_outer": n_outer[0]})
-        elif n_outer:
-            beside[f"v{variant}"] = with_params(question, {"variant": variant,
-                                                           "n_outer": n_outer})
-    return question, beside
+def _place_paired(n: int, run_at: Callable[[int, int], Run], measured: list[int], *,
+                  batch: int | None, max_runs: int, reduce: Reduce,
+                  paired: Paired | None) -> tuple[list[Placed | None], object]:
+    m = len(measured)
+    s = search_metric(m, lambda j, number: run_at(measured[j], number), None,
+                      noisy_metric=True, batch=batch, max_runs=max_runs, reduce=reduce,
+                      paired=paired, visit=visit_every)
+    placed: list[Placed | None] = [None] * n
+    for j, p in s.placed.items():
+        placed[measured[j]] = replace(p, index=measured[j])
+    if s.status == "unmeasurable":  # nothing to measure the others against
+        return [replace(p, placement=None) if p else None for p in placed], None
+    if s.status in ("alike", "undecided"):  # each release measured as often as an end
+        for j in range(1, m - 1):
+            got = tuple(run_at(measured[j], number)
+                        for number in range(1, len(s.placed[0].runs) + 1))
+            placed[measured[j]] = Placed(measured[j], got, None, values_of(got, reduce))
+    if s.status == "undecided":  # no change told apart: neither end is "old" nor "new"
+        for j in (0, m - 1):
+            p = placed[measured[j]]
+            placed[measured[j]] = replace(p, placement=Placement(
+                Label.AMBIGUOUS, None, reason="the ends are undecided at this machine's noise"))
+    return placed, s.ends
 
 
-def stored_result(lab: Lab, release: Release, backend: str, options: HarnessOptions) -> bool:
-    """Every run of the scan question under ``release`` is in the lab's store."""
-    question, beside = scan_questions(options)
-    return not lab.remeasure and all(
-        lab.store.path(q.store_key(release, backend, "metric", run=1)).is_file()
-        for q in (question, *beside.values()))
+def label_of(placed: Placed, ends) -> str:
+    """old | new | ambiguous | third behaviour | like the ends | measured | no figure."""
+    p = placed.placement
+    if p is None:
+        return "measured" if placed.values else "no figure"
+    if p.third:
+        return "third behaviour"
+    if p.label is Label.SKIP:  # measured, but not placed within the cap
+        return "ambiguous" if placed.values else "no figure"
+    if ends is not None and not ends.distinct and p.label in (Label.OLD, Label.NEW):
+        return ALIKE
+    return p.label.value
 
 
-def measure_scan(lab: Lab, release: Release, backend: str, options: HarnessOptions,
-                 timeout: float) -> list[Measurement]:
-    """The release's Measurement for ``options``, from the scan case's runs in the lab (the
-    runs a case bisection makes, kept in the same store); where the compiled statistics are
-    empty, the real run's peaks the harness measured instead follow it, as their own."""
-    question, beside = scan_questions(options)
-    main = lab.run(release, backend, question, 1, timeout=timeout)
-    runs = [main] + ([lab.run(release, backend, q, 1, timeout=timeout)
-                      for q in beside.values()] if main.document else [])
-    version = str(release.version)
-
-    def made(options: HarnessOptions, document: dict | None, error: str | None) -> Measurement:
-        return Measurement(release=version, backend=backend, options=options,
-                           document=document, error=error,
-                           seconds=round(sum(r.seconds for r in runs), 2),
-                           cached=all(r.cached for r in runs), installed=main.installed)
-
-    if main.document is None:
-        return [made(options, None, main.error)]
-    doc = {**main.document, "compare": {label: as_series(r.document, q) for (label, q), r in
-                                        zip(beside.items(), runs[1:]) if r.document}}
-    up_to = options.v2_up_to if options.v2_up_to is not None else 1 if options.target else None
-    found = [made(options, report_document(doc, v2_up_to=up_to), None)]
-    fallback = main.document["metric"].get("fallback")
-    if fallback:
-        real = replace(options, mode="runtime", variants=options.variants[:1],
-                       n_res=fallback["params"]["n_res"],
-                       n_outer=tuple(fallback["values"]))
-        found.append(made(real, report_document(doc, fallback=True), None))
-    return found
+# -- one question over its releases ---------------------------------------------------------
 
 
-def as_series(document: dict, question: Question) -> dict:
-    """A run's metric as a series over n_outer; a one-figure run as its one point."""
-    metric = document["metric"]
-    if "over" in metric:
-        return metric
-    n = question.params["n_outer"]
-    return {**metric, "over": {"name": "n_outer", "values": [n]},
-            "points": [{"at": n, **metric}]}
+@dataclass
+class Sweep:
+    """One question asked of its releases (the backend's, or ``--also-target``'s), with the
+    runs made so far (``made``: (COMPARE label or "", index, run number) -> run).
+
+    The case's COMPARE programs are measured in the same process as the case (the harness's
+    ``--compare``: one jax start a release). For a compile-only target, a program that
+    limits the parameter's values (the scan case's v2: an unrolled loop, whose GPU compile
+    takes minutes from n_outer 2 on) is compiled on its own, at the first of them only."""
+
+    question: Question
+    backend: str
+    planned: list[Planned]
+    timeout: float | None
+    lab: Lab
+    made: dict = field(default_factory=dict)
+    results: list[dict] = field(default_factory=list)  # each release's, once placed
+
+    def __post_init__(self) -> None:
+        q = self.question
+        programs = q.case.compare if q.case else {}
+        limited = bool(q.target and q.over) and any(q.over[0] in p for p in programs.values())
+        together = bool(programs and q.over) and not limited
+        self.measured = replace(q, compare=True) if together else q
+        self.beside: dict[str, Question] = {}  # COMPARE programs measured on their own
+        self.point: dict[str, tuple] = {}      # … of them, those measured at one value
+        for label, params in ({} if together else programs).items():
+            if limited and q.over[0] in params:
+                self.point[label] = (q.over[0], tuple(params[q.over[0]])[0])
+                self.beside[label] = replace(q, over=(), params={
+                    **q.params, **params, q.over[0]: self.point[label][1]})
+            else:
+                self.beside[label] = with_params(q, params)
+        usable = self.usable
+        self.timer = EndsTimer(self._measure, (usable[0], usable[-1]) if usable else (0, 0),
+                               self.timeout, hang_is_value=q.metric == "error")
+
+    @property
+    def usable(self) -> list[int]:
+        return [k for k, p in enumerate(self.planned) if not p.skip]
+
+    @property
+    def where(self) -> str:
+        return target_label(self.question.target) or self.backend
+
+    def _measure(self, k: int, number: int, seconds: float) -> Run:
+        return self.lab.run(self.planned[k].release, self.backend, self.measured, number,
+                            timeout=seconds)
+
+    def run_at(self, k: int, number: int, label: str = "") -> Run:
+        """Run ``number`` of release ``k`` (of a COMPARE program: ``label``), made once."""
+        key = (label, k, number)
+        if key not in self.made:
+            self.made[key] = self.timer(k, number) if not label else self.lab.run(
+                self.planned[k].release, self.backend, self.beside[label], number,
+                timeout=self.timer.limit.seconds)
+        return self.made[key]
+
+    def compared(self, placed: Placed) -> dict:
+        """Each COMPARE program's series at the release ``placed``."""
+        if not self.beside:
+            run = next((r for r in placed.runs if r.document), None)
+            return {label: series_of(replace(run, document={"metric": metric}))
+                    for label, metric in ((run.document if run else {}).get("compare")
+                                          or {}).items()}
+        found = {}
+        for label in self.beside:
+            run = self.run_at(placed.index, 1, label)
+            found[label] = series_of(run)
+            if label in self.point and run.status == "ok":  # one figure: its one point
+                name, value = self.point[label]
+                metric = run.document["metric"]
+                found[label] = {"over": name, "params": metric.get("params"),
+                                "figures": {str(value): metric["value"]}, "errors": {},
+                                "metric": metric["name"], "fallback": metric.get("fallback")}
+        return found
+
+    def ahead(self) -> list[tuple[int, int, str]]:
+        """The runs a deterministic metric will make of every release, measurable side by
+        side ((index, run number, COMPARE label)); none for a noisy one, whose runs pair with
+        the ends' in the order they are made."""
+        if self.question.noisy:
+            return []
+        batch = batch_size(self.question)
+        return ([(k, n, "") for k in self.usable for n in range(1, batch + 1)]
+                + [(k, 1, label) for k in self.usable for label in self.beside])
+
+    def stored(self, k: int) -> bool:
+        release = self.planned[k].release
+        return not self.lab.remeasure and all(
+            self.lab.store.path(q.store_key(release, self.backend, "metric", run=1)).is_file()
+            for q in (self.measured, *self.beside.values()))
+
+    def place(self, runs: int | None, max_runs: int | None, threshold: float | None):
+        q = self.question
+        batch = batch_size(q, runs)
+        most = max(batch, max_runs or (MAX_RUNS_NOISY if q.noisy else 1))
+        return place_every(len(self.planned), self.run_at, classifier_for(q, threshold),
+                           noisy_metric=q.noisy, batch=runs if q.noisy else batch,
+                           max_runs=most, reduce=reduce_for(q), measured=self.usable,
+                           paired=paired_test(threshold))
 
 
-def sweep_one(planned: Planned, backend: str, options: HarnessOptions, reports: Path, *,
-              timeout: float, say: Callable[[str], None], lab: Lab) -> SweepResult:
-    release = planned.release
-    name = f"jax {release.version} ({backend_words(backend, options.target)})"
-    if planned.skip:
-        say(f"{name}: skipped, {planned.skip}")
-        skipped = Measurement(release=str(release.version), backend=backend, options=options,
-                              document=None, error=(planned.skip if needs_a_gpu(planned.skip)
-                                                    else f"not installable here: {planned.skip}"),
-                              seconds=0.0)
-        return SweepResult(str(release.version), skipped, None,
-                           _write_result(reports, skipped, say))
-    started = time.perf_counter()
-    try:  # an install that fails may be transient (network, disk): no result of the release
-        env = lab.environment(release, backend)
-    except InstallFailed as exc:
-        say(f"{name}: {exc}")
-        return SweepResult(str(release.version), None, str(exc), None)
-    if env.reused:
-        say(f"{name}: environment ready in {env.seconds:.2f} s (reused)")
-    measurement, *real = measure_scan(lab, release, backend, options, timeout)
-    if measurement.cached:
-        say(f"{name}: stored result from an earlier run (measured in "
-            f"{measurement.seconds:.1f} s; --remeasure runs it again)")
-    written = _write_result(reports, measurement, say)
-    problem = None
-    if measurement.document is None:
-        problem = f"{name}: {measurement.error}"
-    else:
-        ran_on = measurement.document.get("backend")
-        if backend == "cuda12" and ran_on != "gpu":
-            say(f"{name}: warning: a CUDA environment, but JAX ran on {ran_on!r} "
-                f"(is the GPU usable? see the JSON's environment)")
-    for more in real:  # as the bisect driver does: a real run answers instead
-        say(f"{name}: compiled statistics are empty; a real run at n_res "
-            f"{more.options.n_res} answers too")
-        _write_result(reports, more, say)
-    say(f"{name}: {measurement.verdict}"
-        + (f" ({measurement.reason})" if measurement.reason else "")
-        + ("" if measurement.cached else
-           f"; done in {time.perf_counter() - started:.1f} s (harness "
-           f"{measurement.seconds:.1f} s)"))
-    return SweepResult(str(release.version), measurement, problem, written)
+def result_document(s: Sweep, planned: Planned, placed: Placed | None, ends) -> dict:
+    """A release's result as its file holds it (docs/schema.md, "A sweep's result")."""
+    q = s.question
+    version = str(planned.release.version)
+    case = {k: v for k, v in q.case.as_json(q.params).items()
+            if k != "path"}  # a clone's own path: the same result from any clone
+    doc = {"schema": SCHEMA, "kind": "sweep-result", "release": version, "backend": s.backend,
+           "target": q.target or None, "metric": q.metric, "unit": UNITS.get(q.metric, ""),
+           "case": case, "over": list(q.over) if q.over else None,
+           "asked": question_argv(q, s.backend)}
+    if placed is None:
+        return {**doc, "label": "skipped", "skipped": planned.skip, "seconds": 0.0}
+    first = next((r for r in placed.runs if r.document), None)
+    made = (first.document if first else {}) or {}
+    label = label_of(placed, ends)
+    failure = placed.failure if not placed.values else None
+    return {**doc, "jaxlib": made.get("jaxlib") or next(
+                (r.installed["jaxlib"] for r in placed.runs if r.installed.get("jaxlib")), None),
+            "device": made.get("device"), "deviceless": bool(made.get("deviceless")),
+            "label": label, "reason": placed.placement.reason if placed.placement else None,
+            "error": failure.error if failure else None,
+            "figure": figure(q.metric, seen(q, placed)), "series": series_of(first),
+            "compare": s.compared(placed), "environment": made.get("environment"),
+            "seconds": round(sum(r.seconds for r in placed.runs) + sum(
+                s.run_at(placed.index, 1, label).seconds for label in s.beside), 2),
+            "runs": [{k: v for k, v in r.as_json().items() if k != "document"}
+                     for r in placed.runs]}
 
 
-def _write_result(reports: Path, measurement: Measurement, say) -> Path | None:
-    """Write the result whole; a failure never replaces a result that has a document."""
-    path = result_file(reports, measurement.release, measurement.backend,
-                       measurement.options.mode, measurement.options.target)
-    if measurement.document is None:
-        previous = _read_measurement(path)
-        if previous is not None and previous.document is not None:
-            say(f"jax {measurement.release} ({measurement.backend}): kept the earlier result "
-                f"in {path}")
-            return None
-    # ``cached`` says whether this call measured anything: not part of the result itself.
+def result_file(reports: Path, version: str, where: str) -> Path:
+    return reports / f"jax-{version}-{where.replace('/', '_')}.json"
+
+
+def write_result(reports: Path, document: dict, where: str, say: Say) -> Path | None:
+    """Write a release's result whole; one without a figure (a failure, a release skipped
+    here) never replaces one with a figure."""
+    path = result_file(reports, document["release"], where)
+    if not has_figure(document) and has_figure(read_result(path) or {}):
+        say(f"jax {document['release']} ({where}): kept the earlier result in {path}")
+        return None
     # Measured again with the same outcome (other timings, another machine's kernel or code
-    # sizes only): the file stays as it was, so that a clone's rerun leaves it clean.
-    write_json_if_changed(path, replace(measurement, cached=False).as_json(),
-                          also_ignore=RUN_DEPENDENT_KEYS)
+    # sizes only; one release swept alone, with nothing to label it against): the file stays
+    # as it was, so that a clone's rerun (or nox -s repro_release) leaves it clean.
+    alone = frozenset({"label", "reason"}) if document.get("label") == "measured" else frozenset()
+    write_json_if_changed(path, document, also_ignore=RUN_DEPENDENT_KEYS | alone)
     return path
 
 
-def _read_measurement(path: Path) -> Measurement | None:
+def has_figure(document: dict) -> bool:
+    return bool((document.get("figure") or {}).get("n"))
+
+
+def read_result(path: Path) -> dict | None:
     try:
-        return Measurement.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
+    ok = isinstance(document, dict) and document.get("kind") == "sweep-result"
+    return document if ok else None
 
 
 # -- the summary ----------------------------------------------------------------------------
 
 
-def load_results(folder: Path) -> tuple[list[Measurement], list[str]]:
-    """Every result JSON directly in ``folder``, by backend then release; and unreadable ones."""
+def load_results(folder: Path) -> tuple[list[dict], list[str]]:
+    """Every result directly in ``folder``, by where (the backend first) then release; and
+    the JSON files that are not one."""
     found, unreadable = [], []
     for path in sorted(folder.glob("*.json")):
-        m = _read_measurement(path)
-        if m is None:
+        document = read_result(path)
+        if document is None:
             unreadable.append(path.name)
         else:
-            found.append(m)
-    return sorted(found, key=lambda m: (m.backend, _version_key(m.release))), unreadable
+            found.append(document)
+    return sorted(found, key=result_order), unreadable
 
 
-def _version_key(text: str):
+def result_order(d: dict):
+    return (d.get("target") or "", d["backend"], version_key(d["release"]))
+
+
+def version_key(text: str):
     try:
         return (0, Version(text))
     except InvalidVersion:
         return (1, text)
 
 
-def harness_command(backend: str, options: HarnessOptions) -> str:
-    return shlex.join(["python", "-m", "repro", *harness_args(backend, options)])
+def where_words(d: dict) -> str:
+    return backend_words(d["backend"], d.get("target") or "")
 
 
-def summary_text(measurements: list[Measurement], unreadable: list[str], command: str,
-                 now: datetime, machine: Callable[[], str] = machine_description) -> str:
-    by_options: dict[tuple[str, HarnessOptions], list[str]] = {}
-    for m in measurements:
-        if m.document is not None or len(measurements) == 1:  # what ran, not what was skipped
-            by_options.setdefault((m.backend, m.options), []).append(
-                f"{m.release} ({backend_words(m.backend, m.options.target)})")
-    lines = [
-        "# jax.lax.scan memory growth, one row per JAX release",
-        "",
-        ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
-         "by hand, rerun the command instead."),
-        "",
-        f"- Command: `{command}`",
-        f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC",
-    ]
-    for (backend, options), releases in by_options.items():
-        which = "" if len(by_options) == 1 else f" (for {', '.join(releases)})"
-        lines.append(f"- Harness{which}: `{harness_command(backend, options)}`")
-    lines += [
-        ("- Memory: `output_size_in_bytes + temp_size_in_bytes` of `memory_analysis()` in "
-         "compiled mode (the report's figure), or of XLA's buffer-assignment dump where a "
-         "release's `memory_analysis()` gives none (a GPU target before jax 0.6.1); the real "
-         "peak in runtime mode. A GPU target's rows are XLA's plan for that GPU, compiled "
-         "on this machine without it."),
-        ("- Verdict: v0 *grows* when it gains at least 0.5 stacked buffers (n_inner × n_res³ "
-         "values) per extra outer iteration (the report's bug: +1.00), *constant* when it "
-         "does not; *unavailable* when the release reports no sizes (0 bytes: not measured, "
-         "never constant)."),
-        "",
-        results_table(measurements) if measurements else "_No results yet._",
-        "",
-    ]
+def asked_line(d: dict) -> str:
+    return shlex.join(["python", "-m", "repro", *d["asked"]])
+
+
+def mode_of(d: dict) -> str:
+    """How a series was measured: compiled (or the metric), or a real run's peak where the
+    compiled statistics were empty, with any size that is not the one asked."""
+    series = d.get("series") or {}
+    asked = (d.get("case") or {}).get("params") or {}
+    smaller = ", ".join(f"{k} {v}" for k, v in (series.get("params") or {}).items()
+                        if asked.get(k) != v)
+    mode = "runtime" if series.get("fallback") else \
+        "compiled" if d["metric"] == "memory" else d["metric"]
+    return mode + (f", {smaller}" if smaller else "")
+
+
+def note_of(d: dict) -> str:
+    if d.get("skipped"):
+        return d["skipped"] if needs_a_gpu(d["skipped"]) \
+            else f"not installable here: {d['skipped']}"
+    if (d.get("series") or {}).get("fallback"):
+        return f"compiled statistics empty: {d['series']['fallback']['reason']}"
+    if d.get("error"):
+        return d["error"]
+    if d.get("label") not in ("old", "new", ALIKE, "measured"):
+        return d.get("reason") or ""
+    return ""
+
+
+def series_cell(unit: str, got: dict | None, values: list) -> str:
+    """A COMPARE program's series in one cell: its figure, or the range it spans, and the
+    values it was measured at where not every one."""
+    figures = [f for f in ((got or {}).get("figures") or {}).values() if f is not None]
+    if not figures:
+        return "–"
+    ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
+    text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+    measured = [str(v) for v in values if str(v) in got["figures"]]
+    if got.get("fallback"):
+        text += " (runtime)"
+    if len(measured) < len(values):
+        text += f" ({got['over']} {', '.join(measured)} only)"
+    return text
+
+
+def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """A row a result: the release, where it ran, its label; a shape's figure at each value
+    of its parameter and its COMPARE programs beside it, or a figure with its spread."""
+    unit = next((d["unit"] for d in results), "")
+    scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    over = next((d["over"] for d in results if d.get("over")), None)
+    headers = ["jax", "jaxlib", "backend", "device", "label"]
+    if over:
+        values = sorted({v for d in results if d.get("over") for v in d["over"][1]})
+        compare = sorted({label for d in results for label in d.get("compare") or {}})
+        headers += ["mode", *(f"{over[0]}={v}{scale}" for v in values),
+                    *(f"{label}{scale}" for label in compare), "shape"]
+    else:
+        metric = results[0]["metric"] if results else ""
+        headers += [metric, "spread", "runs"]
+    rows = []
+    for d in results:
+        where = where_words(d)
+        device = d.get("device") or ""
+        row = [d["release"], d.get("jaxlib") or "?",
+               where if d.get("target") or d.get("skipped") else d["backend"],
+               device,
+               d["label"]]
+        fig = d.get("figure") or {"n": 0}
+        if over:
+            series = d.get("series") or {}
+            row += [mode_of(d) if not d.get("skipped") else "",
+                    *(shown_bare(unit, series.get("figures", {}).get(str(v)))
+                      if series else "" for v in values),
+                    *(series_cell(unit, (d.get("compare") or {}).get(label), values)
+                      if series else "" for label in compare),
+                    series.get("shape") or ""]
+        else:
+            spread = (f"{figure_text(d['metric'], unit, {'median': fig['min']})} … "
+                      f"{figure_text(d['metric'], unit, {'median': fig['max']})}"
+                      if "median" in fig and fig["n"] > 1 else "")
+            row += [figure_text(d["metric"], unit, fig) if fig["n"] else "", spread,
+                    str(len(d.get("runs") or []))]
+        rows.append([*row, note_of(d)[:160]])
+    headers.append("note")
+    if rows and all(row[2] == "cpu" and row[3] in ("cpu", "") for row in rows):
+        headers = headers[:2] + headers[4:]
+        rows = [row[:2] + row[4:] for row in rows]
+    if not any(row[-1] for row in rows):
+        headers.pop()
+        rows = [row[:-1] for row in rows]
+    return headers, rows
+
+
+def results_table(results: list[dict]) -> str:
+    headers, rows = results_rows(results)
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def summary_text(results: list[dict], unreadable: list[str], command: str, now: datetime,
+                 machine: Callable[[], str] = machine_description) -> str:
+    measured = [d for d in results if not d.get("skipped")]
+    first = (measured or results or [{}])[0]
+    name = (first.get("case") or {}).get("name", "?")
+    lines = [f"# {name}: {first.get('metric', '?')} by jax release", "",
+             ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
+              "by hand, rerun the command instead."), "",
+             f"- Command: `{command}`", f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC"]
+    by_asked: dict[str, list[str]] = {}
+    for d in measured:
+        by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
+    for asked, releases in by_asked.items():
+        which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
+        lines.append(f"- Asked{which}: `{asked}`")
+    lines += [("- Label: each release as a bisection places a probe, by the classifier "
+               "learned from the ends of the releases swept together (old, new, ambiguous, "
+               "third behaviour; the ends alike: like the ends; one release: measured). A GPU "
+               "target's rows are XLA's plan for that GPU, compiled on this machine without "
+               "it."), "", results_table(results) if results else "_No results yet._", ""]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
-    lines += [MACHINE_SUMMARY, "", "```text", machine(),
-              "```", "", "</details>", ""]
-    infos = [(m, m.document.get("environment")) for m in measurements if m.document]
+    lines += [MACHINE_SUMMARY, "", "```text", machine(), "```", "", "</details>", ""]
+    infos = [d for d in measured if d.get("environment")]
     if infos:
-        lines += [("<details><summary><code>jax.print_environment_info()</code> of each "
-                   "release</summary>"), ""]
-        for m, info in infos:
-            lines += [f"jax {m.release} ({backend_words(m.backend, m.options.target)}):", "",
-                      "```text",
-                      str(info or "").rstrip(), "```", ""]
+        lines += ["<details><summary><code>jax.print_environment_info()</code> of each "
+                  "release</summary>", ""]
+        for d in infos:
+            lines += [f"jax {d['release']} ({where_words(d)}):", "", "```text",
+                      d["environment"].rstrip(), "```", ""]
         lines += ["</details>", ""]
     return "\n".join(lines)
 
@@ -454,19 +644,19 @@ def write_summary(reports: Path, command: str,
                   machine: Callable[[], str] = machine_description) -> Path:
     """Rebuild ``REPORTS/README.md``; left untouched when only its date or the machine that
     reran it would change (the results it tabulates were kept as they were)."""
-    measurements, unreadable = load_results(reports)
+    results, unreadable = load_results(reports)
     path = reports / SUMMARY
-    text = summary_text(measurements, unreadable, command, datetime.now(UTC), machine)
+    text = summary_text(results, unreadable, command, datetime.now(UTC), machine)
     try:
         old = path.read_text(encoding="utf-8")
     except OSError:
         old = None
-    if old is None or _undated(old) != _undated(text):
+    if old is None or undated(old) != undated(text):
         write_atomic(path, text)
     return path
 
 
-def _undated(text: str) -> list[str]:
+def undated(text: str) -> list[str]:
     """The summary less its date and its Machine block (that block describes the machine of
     the last run that changed a result)."""
     lines, in_machine = [], False
@@ -487,13 +677,12 @@ def _releases(n: int) -> str:
     return f"{n} release{'' if n == 1 else 's'}"
 
 
-def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
-              lab: Lab) -> str:
+def plan_line(s: Sweep) -> str:
     """What this run will do: how many releases it measures, and how many it need not."""
-    skipped = [p for p in planned if p.skip]
-    stored = [p for p in planned if not p.skip and stored_result(lab, p.release, backend, options)]
-    to_measure = len(planned) - len(skipped) - len(stored)
-    on = backend_words(backend, options.target)
+    skipped = [p for p in s.planned if p.skip]
+    stored = [k for k in s.usable if s.stored(k)]
+    to_measure = len(s.usable) - len(stored)
+    on = backend_words(s.backend, s.question.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
              else f"nothing to measure on {on}"]
     if stored:
@@ -507,117 +696,104 @@ def plan_line(planned: list[Planned], backend: str, options: HarnessOptions,
     return ", ".join(parts)
 
 
-def run(args: argparse.Namespace, say: Callable[[str], None], lab: Lab | None = None) -> int:
+def run(args: argparse.Namespace, say: Say, lab: Lab | None = None) -> int:
     note = ignored_environment_note()
     if note:
         say(note)
-    if args.case is not None:
-        from .case_sweep import sweep_case
-
-        if args.executor != "local":
-            raise UserError("--executor slurm sweeps the built-in harness; a --case sweep "
-                            "runs here (python -m bisect --case … --executor slurm bisects one)")
-        return sweep_case(args, say, select)
     executor = executor_from(args.executor, args.slurm_args, say)  # checked before anything
     with executor.interruptible():  # Ctrl-C cancels every job first
         return _run(args, say, executor, lab)
 
 
-def _run(args: argparse.Namespace, say: Callable[[str], None], executor: Executor,
-         lab: Lab | None = None) -> int:
-    """``lab``: where releases are measured (default: real ones, each job's progress lines
-    marked with its place in the run)."""
-    args.options = replace(args.options, target=target_option(args.target))
-    backend = resolve_backend(args.backend, args.options.target,
-                              gpu_elsewhere=executor is not LOCAL)
-    check_reports_folder(args.reports)
+def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None) -> int:
+    target = target_option(args.target)
+    question = question_from(args.metric, args.case or str(SCAN_CASE), args.param, (),
+                             target=target, xla_flags=args.xla_flags.strip(),
+                             samples=args.samples, kind=args.metric_kind, over=args.over)
+    backend = resolve_backend(args.backend, target, gpu_elsewhere=executor is not LOCAL)
+    reports: Path = args.reports or (Path("reports") / (
+        "repro" if args.case is None else f"{question.case.name}-{question.metric}"))
+    check_reports_folder(reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    work = [(planned, backend, args.options) for planned in select(catalogue, args, backend)]
-    command = args.command or shlex.join([*PROG.split(), *args.argv])
-    reports: Path = args.reports
-    planning = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
-    say(plan_line([p for p, _, _ in work], backend, args.options, planning)
-        + f"; results in {reports}/")
+    lab = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
+    sweeps = [Sweep(question, backend, select(catalogue, args, backend), args.timeout, lab)]
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
-        also = replace(args.options, target=target_option(args.also_target))
-        also_planned = select(catalogue, args, DEVICELESS)
-        say(plan_line(also_planned, DEVICELESS, also, planning))
-        work += [(planned, DEVICELESS, also) for planned in also_planned]
-    releases = [planned.release for planned, _, _ in work]
-    jobs = min(args.jobs or parallel_runs(), max(1, len(work)))
-    done: dict[int, SweepResult] = {}
-    running: set[int] = set()
-    lock = threading.Lock()
-
-    def measure(i: int, planned: Planned) -> None:
-        with lock:
-            running.add(i)
-        step = say if len(work) == 1 else (lambda m: say(f"[{i + 1}/{len(work)}] {m}"))
-        _, on, options = work[i]
-        result = sweep_one(planned, on, options, reports,
-                           timeout=args.timeout or DEFAULT_TIMEOUT, say=step,
-                           lab=lab or RealLab(step, remeasure=args.remeasure, executor=executor))
-        with lock:  # one summary at a time, rebuilt from every result written so far
-            done[i] = result
-            running.discard(i)
-            if result.written:
-                write_summary(reports, command)
-
-    # Releases measured at once, each on its own core: a compile keeps one core busy.
-    pool = ThreadPoolExecutor(jobs, thread_name_prefix="release")
-    # Longest first, by what each took when its result in REPORTS was measured (a clone
-    # carries them): no release that takes long starts last, with the other cores idle.
-    order = sorted(range(len(work)), key=lambda i: -_expected_seconds(reports, *work[i]))
-    submitted = {i: pool.submit(measure, i, work[i][0]) for i in order}
-    futures = [submitted[i] for i in range(len(work))]
-    failed = None
+        also = replace(question, target=target_option(args.also_target))
+        sweeps.append(Sweep(also, DEVICELESS, select(catalogue, args, DEVICELESS),
+                            args.timeout, lab))
+    say(f"{question.metric} of {question.label}; results in {reports}/")
+    for s in sweeps:
+        say(plan_line(s))
+    command = args.command or shlex.join([*PROG.split(), *args.argv])
+    written = 0
     try:
-        for i, future in enumerate(futures):
-            failed = i
-            future.result()
+        measure_ahead(sweeps, reports, args.jobs or parallel_runs())
+        for s in sweeps:
+            written += write_sweep(s, reports, args, say)
     except KeyboardInterrupt:
-        pool.shutdown(wait=True, cancel_futures=True)
-        during = sorted(running)
-        where = (f" during jax {', '.join(str(releases[i].version) for i in during)}"
-                 if during else "")
-        print(f"{PROG}: interrupted{where}; {_releases(len(done))} done and kept in "
-              f"{reports}/ (an environment interrupted while installing is removed)",
-              file=sys.stderr, flush=True)
+        print(f"{PROG}: interrupted; the runs made are stored (a rerun reads them back), "
+              f"and {reports}/ holds no half-written result", file=sys.stderr, flush=True)
         return 130
     except OSError as exc:  # a full or read-only disk under reports/ or the cache
-        pool.shutdown(wait=True, cancel_futures=True)
-        where = f"jax {releases[failed].version}: " if failed is not None else ""
-        print(f"{PROG}: error: {where}cannot write ({exc.strerror or exc}"
+        print(f"{PROG}: error: cannot write ({exc.strerror or exc}"
               f"{': ' + str(exc.filename) if exc.filename else ''}); "
-              f"{_releases(len(done))} done are kept in {reports}/", file=sys.stderr,
+              f"{_releases(written)} written are kept in {reports}/", file=sys.stderr,
               flush=True)
         return 2
+    summary = write_summary(reports, command)
+    results, _ = load_results(reports)
+    if not args.quiet:
+        print(results_table(results))
+    say(f"summary: {summary}")
+    problems = [f"jax {d['release']} ({where_words(d)}): {d['error']}" for s in sweeps
+                for d in s.results if d.get("error")]
+    for problem in problems:
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+    return 2 if problems else 0
+
+
+def measure_ahead(sweeps: list[Sweep], reports: Path, jobs: int) -> None:
+    """Every run a deterministic metric will make, ``jobs`` at a time (a compile keeps one
+    core busy), the longest first by what each release took when its result in REPORTS was
+    measured (a clone carries them): no long release starts last with the other cores idle."""
+    work = [(s, *a) for s in sweeps for a in s.ahead()]
+
+    def expected(item) -> float:
+        s, k, _, _ = item
+        previous = read_result(result_file(reports, str(s.planned[k].release.version),
+                                           s.where))
+        return float("inf") if previous is None else previous.get("seconds", 0.0)
+
+    work.sort(key=lambda item: -expected(item))
+    pool = ThreadPoolExecutor(max(1, min(jobs, len(work))), thread_name_prefix="release")
+    try:
+        for future in [pool.submit(s.run_at, k, n, label) for s, k, n, label in work]:
+            future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    results = [done[i] for i in sorted(done)]
-    summary = write_summary(reports, command)
-    measured = [r.measurement for r in results if r.measurement is not None]
-    if measured and not args.quiet:
-        print(results_table(measured))
-    say(f"summary: {summary}")
-    problems = [r.problem for r in results if r.problem]
-    if problems:
-        for problem in problems:
-            print(f"{PROG}: error: {problem}", file=sys.stderr)
-        return 2
-    return 0
 
 
-def _expected_seconds(reports: Path, planned: Planned, backend: str,
-                      options: HarnessOptions) -> float:
-    """Seconds the last measurement of this release in REPORTS took; unknown ones first."""
-    if planned.skip:
-        return 0.0
-    previous = _read_measurement(result_file(reports, str(planned.release.version), backend,
-                                             options.mode, options.target))
-    if previous is None or previous.document is None:
-        return float("inf")
-    return previous.seconds
+def write_sweep(s: Sweep, reports: Path, args: argparse.Namespace, say: Say) -> int:
+    """Place every release of ``s`` and write each one's result; how many were written."""
+    placed, ends = s.place(args.runs, args.max_runs, args.threshold) if s.usable \
+        else ([None] * len(s.planned), None)
+    batch, reduce = batch_size(s.question, args.runs), reduce_for(s.question)
+    written = 0
+    for k, (planned, p) in enumerate(zip(s.planned, placed)):
+        if p is None and not planned.skip:  # an end gave no figure: measured, not labelled
+            runs = tuple(s.run_at(k, n) for n in range(1, batch + 1))
+            p = Placed(k, runs, None, values_of(runs, reduce))
+        document = result_document(s, planned, p, ends)
+        s.results.append(document)
+        where = f"jax {document['release']} ({backend_words(s.backend, s.question.target)})"
+        if p is None:
+            say(f"{where}: skipped, {planned.skip}")
+        else:
+            say(f"{where}: {document['label']}, "
+                + ((document["series"] or {}).get("shape") or document["error"]
+                   or figure_text(s.question.metric, document["unit"], document["figure"])))
+        written += write_result(reports, document, s.where, say) is not None
+    return written
 
 
 def main(argv: list[str] | None = None, lab: Lab | None = None) -> int:

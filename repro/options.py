@@ -246,7 +246,7 @@ OPTIONS: tuple[Option, ...] = (
             type=Path, metavar="DIR", entries=(REPRO,), group="case"),
     _option("--compare", "also measure the case's COMPARE programs beside it, over the same "
             "values (a table: a row a program)", action="store_true", entries=(REPRO,),
-            group="case"),
+            harness=True, group="case"),
     _option("--sizes-from", "memory: auto: memory_analysis(), XLA's buffer-assignment dump "
             "where it answers None; dump: always the dump (to check that both agree)",
             choices=("auto", "dump"), default="auto", entries=(REPRO,)),

@@ -212,7 +212,7 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
                            "--reports", str(tmp_path)], cwd=REPO, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr
-    folder = tmp_path / "scan_growth-memory"
+    folder = tmp_path  # --reports: where the results go
     results = {p.name: json.loads(p.read_text()) for p in folder.glob("jax-*.json")}
     assert set(results) == {"jax-0.5.0-cpu.json", "jax-0.5.1-cpu.json"}
     old, new = (results[f"jax-{v}-cpu.json"] for v in ("0.5.0", "0.5.1"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -138,6 +139,7 @@ def test_every_option_the_harness_takes_is_in_the_stored_runs_key(tmp_path):
         "samples": question_from("memory", SCAN, [], (), samples=3),
         "target": question_from("memory", SCAN, [], (), target="a6000"),
         "xla_flags": question_from("memory", SCAN, [], (), xla_flags="--xla_a=1"),
+        "compare": replace(base, compare=True),
     }
     assert set(changed) == set(KEYED)
     for dest, q in changed.items():

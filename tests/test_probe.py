@@ -12,16 +12,16 @@ import pytest
 from jaxbisect import harness
 from jaxbisect.catalogue import load_catalogue
 from jaxbisect.environments import ensure_environment
-from jaxbisect.harness import HarnessOptions
-from jaxbisect.measurements import (
-    Measurement,
-    measure_release,
-    measurement_key,
-    stored_measurement,
-)
+from jaxbisect.lab import RealLab
+from jaxbisect.question import question_from
 from jaxbisect.store import STORE
+from repro.cli import SCAN_CASE
 
-TINY = HarnessOptions(n_outer=(1, 2, 3), n_inner=10, n_res=8, variants=(0,))
+
+def tiny_scan(xla_flags: str = ""):
+    """The scan case at a tiny size, as a sweep or a bisection asks it of the lab."""
+    return question_from(None, str(SCAN_CASE), ["n_inner=10", "n_res=8"], (),
+                         xla_flags=xla_flags, over="n_outer=1,2,3")
 
 
 def quiet(message: str) -> None:
@@ -51,11 +51,11 @@ def private_cache(tmp_path, monkeypatch):
 @pytest.mark.jax
 def test_a_bad_xla_flag_shows_xlas_own_line():
     release = load_catalogue().get("0.5.0")
-    bad = HarnessOptions(**{**TINY.__dict__, "xla_flags": "--bogus_flag=1"})
-    measured = measure_release(release, "cpu", bad, progress=quiet, use_cache=False)
-    assert measured.document is None
-    assert "Unknown flags in XLA_FLAGS: --bogus_flag=1" in measured.error
-    assert "signal" not in measured.error
+    run = RealLab(quiet, remeasure=True).run(release, "cpu", tiny_scan("--bogus_flag=1"), 1,
+                                             timeout=300)
+    assert run.status == "crashed"  # XLA aborts the process: no figure, said in its words
+    assert "Unknown flags in XLA_FLAGS: --bogus_flag=1" in run.error
+    assert "signal" not in run.error
 
 
 def break_jaxlib(path) -> None:
@@ -67,29 +67,19 @@ def break_jaxlib(path) -> None:
 
 @pytest.mark.jax
 def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(private_cache):
+    """The lab (a sweep's, a bisection's) repairs an environment that lost jaxlib's shared
+    library and answers; what it stores is the answer, never the import failure."""
     release = load_catalogue().get("0.5.0")
     env = ensure_environment(release, "cpu", progress=quiet)
     break_jaxlib(env.path)
     said = []
-    measured = measure_release(release, "cpu", TINY, progress=said.append)
-    assert measured.verdict == "constant", measured.error
+    question = tiny_scan()
+    run = RealLab(said.append).run(release, "cpu", question, 1, timeout=300)
+    assert run.status == "ok" and run.samples[0][0] == "constant", run.error
     assert any("rebuilding it" in line for line in said), said
-    stored = json.loads(STORE.path(measurement_key(release, "cpu", TINY)).read_text())
-    assert stored["error"] is None and stored["document"]["verdict"]["status"] == "constant"
-
-
-@pytest.mark.jax
-def test_a_stored_import_failure_is_not_a_verdict(private_cache):
-    release = load_catalogue().get("0.5.0")
-    failure = Measurement(release="0.5.0", backend="cpu", options=TINY, document=None,
-                          error="the harness failed: python -m repro: error: cannot import JAX "
-                                "here (No module named 'jaxlib.xla_extension'); run it …",
-                          seconds=1.0)
-    path = STORE.path(measurement_key(release, "cpu", TINY))
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(failure.as_json()))
-    assert stored_measurement(release, "cpu", TINY) is None
-    assert measure_release(release, "cpu", TINY, progress=quiet).verdict == "constant"
+    stored = json.loads(STORE.path(question.store_key(release, "cpu", "metric",
+                                                      run=1)).read_text())
+    assert stored["error"] is None and stored["status"] == "ok"
 
 
 @pytest.mark.jax
@@ -143,4 +133,4 @@ def test_an_interrupted_harness_is_an_interruption_not_a_result(recorded_catalog
     env = Environment(release=recorded_catalogue.get("0.5.0"), backend="cpu", path=tmp_path,
                       python=fake, installed={}, reused=True, seconds=0.0)
     with pytest.raises(KeyboardInterrupt):
-        harness.run_harness(env, TINY, timeout=60)
+        harness.run_repro(env, tiny_scan().harness_argv(), 60)

@@ -1,26 +1,33 @@
-"""The per-release sweep behind ``nox -s repro``: real runs at small sizes into a temporary
-reports folder (environments and stored results from the real cache, so warm runs are quick),
-and every kind of bad input or fault as one line with nothing measured lost."""
+"""The one sweep (``nox -s repro``, ``repro_release``, ``repro_range``): every release measured
+and labelled as a bisection measures and places its probes. Pure logic with injected runs;
+the command line in a fake lab of recorded documents (tests/fake_lab.py); real runs at small
+sizes into a temporary reports folder; every kind of bad input or fault as one line with
+nothing measured lost."""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from fake_lab import FakeLab, recorded, recorded_documents
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxbisect import sweep
-from jaxbisect.errors import InstallFailed
-from jaxbisect.lab import RealLab
-from jaxbisect.measurements import Measurement
+from jaxbisect.bisection import every_sample, search_metric
+from jaxbisect.classify import noisy
+from jaxbisect.question import Run
+from jaxbisect.sweep import ALIKE, label_of, place_every
 
 REPO = Path(__file__).resolve().parent.parent
+REMAT = str(REPO / "repro" / "cases" / "remat_scan_memory.py")
 SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
 DEAD_PROXY = {"HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
               "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
@@ -41,59 +48,335 @@ def one_line_error(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def swept(tmp_path_factory) -> Path:
-    """Two real releases swept one after the other into one reports folder."""
-    reports = tmp_path_factory.mktemp("reports")
-    for release in ("0.10.2", "0.5.0"):
-        done = run_sweep("--release", release, "--backend", "cpu", "--reports", str(reports),
-                         *SMALL)
-        assert done.returncode == 0, done.stderr
-        assert f"jax {release} (cpu): " in done.stderr  # progress names the release
-    return reports
+def results(folder: Path) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("jax-*.json"))}
 
 
-@pytest.mark.jax
-def test_each_release_is_written_whole_as_its_measurement(swept):
-    for release, verdict in (("0.10.2", "grows"), ("0.5.0", "constant")):
-        document = json.loads((swept / f"jax-{release}-cpu.json").read_text())
-        measurement = Measurement.from_json(document)
-        assert measurement.release == release and measurement.backend == "cpu"
-        assert measurement.options.n_res == 16 and measurement.options.n_outer == (1, 3, 6)
-        assert measurement.document["jax"] == release
-        assert measurement.installed["jax"] == release
-        assert document["cached"] is False  # stable content, whether stored or measured now
-        assert measurement.verdict == verdict
-    assert not list(swept.glob(".*.tmp"))  # no half-written file left behind
+# --- placing every release as a bisection places a probe -------------------------------------
+
+CENTRES = {"old": 10.0, "new": 30.0, "third": 3000.0}
 
 
-@pytest.mark.jax
-def test_the_summary_is_regenerated_from_every_result(swept):
-    summary = (swept / "README.md").read_text()
-    table_rows = [line for line in summary.splitlines() if line.startswith("| 0.")]
-    assert [row.split("|")[1].strip() for row in table_rows] == ["0.5.0", "0.10.2"]
-    assert "- Command: `python -m jaxbisect.sweep --release 0.5.0" in summary
-    assert "--n-res 16" in summary and "<details><summary>Machine</summary>" in summary
-    assert "jax.print_environment_info()" in summary and "jaxlib: 0.10.2" in summary
+def noisy_runner(history: list[str], seed: int, calls: list):
+    """Run k of release i: the same figure every time it is asked (as the store gives)."""
+    def run_at(i: int, number: int) -> Run:
+        calls.append((i, number))
+        rng = random.Random(f"{seed}-{i}-{number}")
+        value = CENTRES[history[i]] * (1 + rng.uniform(-0.08, 0.08))
+        return Run(release=str(i), number=number, status="ok", samples=(value,))
+    return run_at
 
 
-@pytest.mark.jax
-def test_a_rerun_measures_nothing_and_leaves_the_files_alone(swept):
-    before = {p.name: p.read_text() for p in swept.iterdir()}
-    done = run_sweep("--release", "0.5.0", "--backend", "cpu", "--reports", str(swept), *SMALL)
-    assert done.returncode == 0, done.stderr
-    assert "stored result from an earlier run" in done.stderr
-    after = {p.name: p.read_text() for p in swept.iterdir()}
-    assert after["jax-0.5.0-cpu.json"] == before["jax-0.5.0-cpu.json"]
-    assert sweep._undated(after["README.md"]) == sweep._undated(before["README.md"])
+@st.composite
+def histories(draw):
+    n = draw(st.integers(2, 9))
+    change = draw(st.integers(1, n - 1))
+    history = ["old" if i < change else "new" for i in range(n)]
+    for i in range(1, n - 1):
+        history[i] = draw(st.sampled_from([history[i]] * 3 + ["third"]))
+    if draw(st.booleans()):
+        history = ["old"] * n  # ends alike
+    return history, draw(st.integers(0, 10_000))
 
 
-@pytest.mark.jax
-def test_without_network_what_is_stored_still_answers(swept, tmp_path):
-    done = run_sweep("--release", "0.10.2", "--backend", "cpu", "--reports", str(tmp_path),
-                     *SMALL, env=DEAD_PROXY)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "jax-0.10.2-cpu.json").exists()
+@settings(max_examples=60, deadline=None)
+@given(histories())
+def test_the_ends_are_measured_as_the_bisection_measured_them(drawn):
+    history, seed = drawn
+    bisected, swept = [], []
+    s = search_metric(len(history), noisy_runner(history, seed, bisected), noisy,
+                      noisy_metric=True, batch=5, max_runs=10)
+    placed, ends = place_every(len(history), noisy_runner(history, seed, swept), noisy,
+                               noisy_metric=True, batch=5, max_runs=10, reduce=every_sample)
+    for i in (0, len(history) - 1):
+        # The same pairs of the ends, then fresh runs beside each release it visits: the
+        # runs both made are the same runs (the store's), so the same figures.
+        a, b = placed[i].runs, s.placed[i].runs
+        assert a[:min(len(a), len(b))] == b[:min(len(a), len(b))]
+        assert [r.number for r in a] == list(range(1, len(a) + 1))
+    assert ends.distinct == s.ends.distinct and s.status in ("found", "alike", "undecided")
+    labels = [label_of(p, ends) for p in placed]
+    assert all(label in ("old", "new", "ambiguous", "third behaviour", ALIKE, "measured")
+               for label in labels)
+    for i, truth in enumerate(history):
+        assert 5 <= len(placed[i].runs)
+        if 0 < i < len(history) - 1:
+            assert len(placed[i].runs) <= 10            # rounds of a release: the cap
+        if labels[i] in ("old", "new"):
+            assert truth == labels[i]                      # a confident label is the truth
+        if truth == "third" and ends.distinct:
+            assert labels[i] in ("third behaviour", "ambiguous")
+
+
+def test_an_end_without_a_figure_leaves_every_release_unlabelled():
+    def run_at(i, number):
+        if i == 0:
+            return Run(release="0", number=number, status="hung", error="hangs past 120 s")
+        return Run(release=str(i), number=number, status="ok", samples=(1.0,))
+
+    placed, ends = place_every(3, run_at, noisy, noisy_metric=True, batch=5, max_runs=10,
+                               reduce=every_sample)
+    assert ends is None and placed[1] is None
+    assert label_of(placed[0], ends) == "no figure"
+    assert label_of(placed[2], ends) == "measured"  # the end that measured
+
+
+def test_one_release_is_measured_once_a_run_and_not_placed():
+    calls: list = []
+    placed, ends = place_every(1, noisy_runner(["old"], 1, calls), noisy, noisy_metric=True,
+                               batch=5, max_runs=10, reduce=every_sample)
+    assert calls == [(0, k) for k in range(1, 6)] and ends is None
+    assert label_of(placed[0], ends) == "measured"
+
+
+# --- the command line in a lab of recorded documents ----------------------------------------
+
+REMAT_VERSIONS = ["0.4.35", "0.4.36", "0.4.37", "0.4.38", "0.5.0", "0.5.1"]
+SCAN_VERSIONS = ["0.4.20", "0.5.0", "0.5.1"]
+
+
+def remat_lab(**more) -> FakeLab:
+    return FakeLab(recorded(recorded_documents("remat_scan_memory-jax-*.json")), **more)
+
+
+def scan_lab(**more) -> FakeLab:
+    """The scan case at its defaults, v0 and its COMPARE programs v1 and v2, as jax 0.4.20
+    (no compiled statistics: a real run's peaks), 0.5.0 and 0.5.1 answered on the CPU."""
+    return FakeLab(recorded(recorded_documents("scan_growth-*.json")), **more)
+
+
+def test_a_case_sweep_labels_every_release_in_a_lab(recorded_catalogue, tmp_path, capsys):
+    lab = remat_lab()
+    reports = tmp_path / "reports"
+    assert sweep.main(["--release", *REMAT_VERSIONS, "--backend", "cpu", "--case", REMAT,
+                       "--reports", str(reports), "--jobs", "3"], lab=lab) == 0
+    docs = {d["release"]: d for d in results(reports).values()}
+    assert {v: d["label"] for v, d in docs.items()} == {
+        **{v: "old" for v in REMAT_VERSIONS[:-1]}, "0.5.1": "new"}
+    assert docs["0.5.0"]["runs"][0]["samples"] == [84802880]
+    assert docs["0.5.1"]["figure"]["median"] == 441208256
+    assert docs["0.5.1"]["schema"] == sweep.SCHEMA and docs["0.5.1"]["case"]["name"] == \
+        "remat_scan_memory"
+    assert sorted(lab.versions_asked) == sorted(REMAT_VERSIONS)
+    summary = (reports / "README.md").read_text()
+    assert summary.count("| old ") == 5 and summary.count("| new ") == 1
+    assert "remat_scan_memory: memory by jax release" in summary
+
+
+def test_no_case_is_the_scan_case_with_its_shape_and_compare_programs(recorded_catalogue,
+                                                                      tmp_path, capsys):
+    """nox -s repro's question: v0's memory over n_outer with v1 and v2 beside it; 0.4.20's
+    compiled statistics are empty, so its figures are a real run's peaks (at n_res 32)."""
+    reports = tmp_path / "repro"
+    assert sweep.main(["--release", *SCAN_VERSIONS, "--backend", "cpu", "--reports",
+                       str(reports)], lab=scan_lab()) == 0
+    docs = {d["release"]: d for d in results(reports).values()}
+    assert [docs[v]["series"]["status"] for v in SCAN_VERSIONS] == \
+        ["constant", "constant", "grows"]
+    assert [docs[v]["label"] for v in SCAN_VERSIONS] == ["old", "old", "new"]
+    assert docs["0.5.1"]["series"]["figures"] == {
+        "1": 3264000132, "2": 6464000260, "5": 16064000644, "10": 32064001284,
+        "15": 48064001924}
+    assert docs["0.5.1"]["series"]["growth"] == 1.0
+    assert {round(f / 1024**2, 2) for f in docs["0.5.1"]["compare"]["v1"]["figures"].values()} \
+        == {30.52}
+    assert sorted(docs["0.5.1"]["compare"]["v2"]["figures"]) == ["1", "2"]
+    fallback = docs["0.4.20"]["series"]["fallback"]
+    assert fallback["metric"] == "peak_memory" and "0 bytes" in fallback["reason"]
+    assert docs["0.4.20"]["series"]["params"]["n_res"] == 32
+    headers, rows = sweep.results_rows(list(docs.values()))
+    assert headers[:4] == ["jax", "jaxlib", "label", "mode"] and headers[-4:-2] == \
+        ["v1 (MB)", "v2 (MB)"]
+    by_release = {row[0]: dict(zip(headers, row)) for row in rows}
+    assert by_release["0.5.1"]["n_outer=10 (MB)"] == "30578.61"
+    assert by_release["0.5.0"]["n_outer=10 (MB)"] == "6164.55"
+    assert by_release["0.5.1"]["v1 (MB)"] == "30.52"
+    assert by_release["0.5.1"]["v2 (MB)"] == "30.52 (n_outer 1, 2 only)"
+    assert by_release["0.4.20"]["mode"] == "runtime, n_res 32"
+    assert by_release["0.4.20"]["n_outer=15 (MB)"] == "–"
+
+
+def test_one_release_swept_alone_keeps_the_label_a_whole_sweep_gave_it(recorded_catalogue,
+                                                                       tmp_path):
+    """nox -s repro_release after nox -s repro: the same figures, nothing to label the
+    release against: its file stays as the whole sweep wrote it."""
+    reports = tmp_path / "repro"
+    as_nox = ["--backend", "cpu", "--reports", str(reports), "--command", "nox -s repro", "-q"]
+    assert sweep.main(["--release", *SCAN_VERSIONS, *as_nox], lab=scan_lab()) == 0
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert sweep.main(["--release", "0.5.0", *as_nox], lab=scan_lab()) == 0
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
+    assert json.loads(before["jax-0.5.0-cpu.json"])["label"] == "old"
+    alone = tmp_path / "alone"
+    assert sweep.main(["--release", "0.5.0", "--backend", "cpu", "--reports", str(alone),
+                       "-q"], lab=scan_lab()) == 0
+    assert json.loads((alone / "jax-0.5.0-cpu.json").read_text())["label"] == "measured"
+
+
+def test_a_target_beside_the_backend_is_one_pool_and_one_summary(recorded_catalogue, tmp_path):
+    """--also-target a6000 (nox -s repro): the releases only a real GPU compiles for are
+    listed as such, beside the backend's rows, never measured."""
+    cpu = recorded(recorded_documents("scan_growth-*.json"))
+    documents = {d["jax"]: d for d in recorded_documents("scan_growth-*.json")}
+
+    def answer(version, question, number):
+        """The CPU's figures, as if compiled for the A6000: v0 and v1 each their own
+        process, v2 one figure at n_outer 1 (its GPU compile takes minutes from 2 on)."""
+        if not question.target:
+            return cpu(version, question, number)
+        assert not question.compare
+        doc = documents[version]
+        variant = question.params.get("variant", 0)
+        metric = doc["metric"] if variant == 0 else doc["compare"][f"v{variant}"]
+        if not question.over:
+            assert question.params["n_outer"] == 1
+            metric = metric["points"][0]
+        return {**doc, "metric": metric, "device": "NVIDIA RTX A6000", "deviceless": True}
+
+    lab = FakeLab(answer)
+    reports = tmp_path / "repro"
+    assert sweep.main(["--release", "0.4.20", "0.5.0", "0.5.1", "--if-installable",
+                       "--backend", "cpu", "--also-target", "a6000", "--reports", str(reports),
+                       "-q"], lab=lab) == 0
+    docs = results(reports)
+    assert docs["jax-0.4.20-a6000.json"]["label"] == "skipped"
+    assert docs["jax-0.4.20-a6000.json"]["skipped"].startswith("needs a real GPU")
+    assert docs["jax-0.5.1-a6000.json"]["series"]["status"] == "grows"
+    assert docs["jax-0.5.1-a6000.json"]["target"] == "a6000"
+    assert docs["jax-0.5.1-a6000.json"]["compare"]["v2"]["figures"] == {"1": 32000000}
+    assert docs["jax-0.5.1-cpu.json"]["compare"]["v2"]["figures"] == {"1": 32000000,
+                                                                    "2": 32000000}
+    summary = (reports / "README.md").read_text()
+    assert "skipped" in summary and "needs a real GPU" in summary
+    assert "A6000, compiled without the GPU" in summary
+
+
+def test_releases_are_measured_side_by_side(recorded_catalogue, tmp_path):
+    """--jobs 2: a deterministic metric's runs of two releases overlap."""
+    import threading
+    import time
+
+    inner = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
+    live, most = [0], [0]
+    lock = threading.Lock()
+
+    def answer(version, question, number):
+        with lock:
+            live[0] += 1
+            most[0] = max(most[0], live[0])
+        time.sleep(0.05)
+        with lock:
+            live[0] -= 1
+        return inner(version, question, number)
+
+    args = ["--release", *REMAT_VERSIONS, "--backend", "cpu", "--case", REMAT, "-q"]
+    assert sweep.main([*args, "--jobs", "2", "--reports", str(tmp_path / "a")],
+                      lab=FakeLab(answer)) == 0
+    assert most[0] == 2
+    most[0] = 0
+    assert sweep.main([*args, "--jobs", "1", "--reports", str(tmp_path / "b")],
+                      lab=FakeLab(answer)) == 0
+    assert most[0] == 1
+    assert results(tmp_path / "a") == results(tmp_path / "b")
+
+
+# --- faults: nothing already measured is lost ------------------------------------------------
+
+
+def _lab_sweep(reports: Path, lab, *more: str) -> int:
+    return sweep.main(["--release", "0.5.0", "0.5.1", "--backend", "cpu", "--case", REMAT,
+                       "--reports", str(reports), "-q", *more], lab=lab)
+
+
+@pytest.mark.parametrize("fault, status", [
+    (Run(release="0.5.1", number=1, status="failed",
+         error="installing jax 0.5.1 (cpu) failed: Failed to fetch: `https://pypi.org/…`"), 2),
+    (KeyboardInterrupt(), 130),
+])
+def test_a_failed_or_interrupted_release_keeps_the_earlier_result(recorded_catalogue, tmp_path,
+                                                                  capsys, fault, status):
+    reports = tmp_path / "reports"
+    assert _lab_sweep(reports, remat_lab()) == 0
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    good = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
+
+    def answer(version, question, number):
+        if version != "0.5.1":
+            return good(version, question, number)
+        if isinstance(fault, BaseException):
+            raise fault
+        return fault
+
+    capsys.readouterr()
+    assert _lab_sweep(reports, FakeLab(answer)) == status
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert ("Failed to fetch" if status == 2 else "interrupted") in err
+    after = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert after["jax-0.5.1-cpu.json"] == before["jax-0.5.1-cpu.json"]
+
+
+def test_a_full_disk_while_writing_is_one_line(recorded_catalogue, tmp_path, monkeypatch,
+                                               capsys):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.json"))
+
+    monkeypatch.setattr(sweep, "write_json_if_changed", full)
+    assert _lab_sweep(tmp_path, remat_lab()) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [(f"python -m jaxbisect.sweep: error: cannot write (No space left on "
+                    f"device: {tmp_path / 'x.json'}); 0 releases written are kept in "
+                    f"{tmp_path}/")]
+
+
+def test_a_result_without_a_figure_never_replaces_one_with_it(tmp_path):
+    good = {"kind": "sweep-result", "release": "0.5.0", "figure": {"median": 1, "n": 1}}
+    failed = {**good, "figure": {"n": 0}, "error": "the harness failed: boom"}
+    assert sweep.write_result(tmp_path, good, "cpu", print) == tmp_path / "jax-0.5.0-cpu.json"
+    assert sweep.write_result(tmp_path, failed, "cpu", lambda m: None) is None
+    assert sweep.read_result(tmp_path / "jax-0.5.0-cpu.json") == good
+    fresh = tmp_path / "elsewhere"
+    assert sweep.write_result(fresh, failed, "cpu", print) == fresh / "jax-0.5.0-cpu.json"
+
+
+def _another_machines_run(document: dict) -> dict:
+    """The same figures as another machine writes them: other timings, kernel, host and
+    interpreter build."""
+    doc = json.loads(json.dumps(document))
+    doc["environment"] = (doc["environment"] or "").replace("node=", "node=laptop") + "\nelse"
+    doc["seconds"] += 5
+    for run in doc["runs"]:
+        run["seconds"] = 99.0
+    return doc
+
+
+def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_path):
+    """Issue 17, item 4: a clone's Quick start on another machine changes no result file and,
+    in the summary, nothing (the date line is not compared either)."""
+    reports = tmp_path / "repro"
+    reports.mkdir()
+    for path in (REPO / "reports" / "repro").iterdir():
+        (reports / path.name).write_bytes(path.read_bytes())
+    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
+    assert "deviceless" not in (reports / "README.md").read_text()  # issue 17, item 10
+    assert not sweep.load_results(reports)[1]  # every file there is a result
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    for name, where in (("jax-0.5.0-cpu.json", "cpu"), ("jax-0.5.1-a6000.json", "a6000")):
+        again = _another_machines_run(json.loads((reports / name).read_text()))
+        assert sweep.write_result(reports, again, where, print) == reports / name
+    sweep.write_summary(reports, "nox -s repro",
+                        machine=lambda: "platform: Other\ncores: 64\ntoolkit commit: 0000000")
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
+    # A figure that changed is written, and the summary with it.
+    doc = _another_machines_run(json.loads((reports / "jax-0.5.0-cpu.json").read_text()))
+    doc["series"]["figures"]["1"] += 1
+    sweep.write_result(reports, doc, "cpu", print)
+    assert json.loads((reports / "jax-0.5.0-cpu.json").read_text())["series"] == doc["series"]
+    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
+    assert "platform: Other" in (reports / "README.md").read_text()
+
+
+# --- bad input: one line, exit 2, nothing written -------------------------------------------
 
 
 @pytest.mark.parametrize("release, needle", [
@@ -117,8 +400,12 @@ def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(recorded_catal
     ([], "name the releases"),
     (["--release", "0.5.0", "--from", "0.4.30"], "either --release or --from/--to"),
     (["--release", "0.5.0", "--n-outer", "0"], "must be at least 1"),
-    (["--release", "0.5.0", "--variants", "v1"], "must include v0"),
+    (["--release", "0.5.0", "--n-res", "16", "--case", REMAT], "size the scan case"),
+    (["--release", "0.5.0", "--n-outer", "2", "--over", "n_outer=2,3"], "give one of them"),
     (["--release", "0.5.0", "--backend", "tpu"], "invalid choice: 'tpu'"),
+    (["--release", "0.5.0", "--param", "colour=red"], "scan_growth has no parameter"),
+    (["--release", "0.5.0", "--metric", "run_time", "--target", "a6000"], "without the GPU"),
+    (["--release", "0.5.0", "--target", "a6000", "--also-target", "h100"], "not with --target"),
     (["--from", "0.5.0", "--to", "0.4.30"], "empty range"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(recorded_catalogue, args, needle, tmp_path):
@@ -144,78 +431,6 @@ def test_a_range_lists_what_cannot_be_installed_with_the_reason(recorded_catalog
     assert [str(t.release.version) for t in yanked_inside] == ["0.4.31", "0.4.33"]
 
 
-# --- faults: nothing already measured is lost ------------------------------------------------
-
-
-@pytest.fixture
-def measured(swept, tmp_path) -> Path:
-    """A reports folder holding one real result (a copy), and the stored result store bypassed."""
-    reports = tmp_path / "reports"
-    reports.mkdir()
-    (reports / "jax-0.10.2-cpu.json").write_text((swept / "jax-0.10.2-cpu.json").read_text())
-    return reports
-
-
-@dataclass(frozen=True)
-class LabWhoseInstallsFail(RealLab):
-    """Real releases, but installing (or reusing) any environment raises ``fault``."""
-
-    fault: BaseException = InstallFailed("no install")
-
-    def environment(self, release, backend):
-        raise self.fault
-
-
-def _sweep_main(reports: Path, *releases: str, lab=None) -> int:
-    return sweep.main(["--release", *releases, "--backend", "cpu", "--reports", str(reports),
-                       *SMALL, "-q"], lab=lab)
-
-
-@pytest.mark.jax
-@pytest.mark.parametrize("fault, status, needle", [
-    (InstallFailed("installing jax 0.10.2 (cpu) failed: Failed to fetch: `https://pypi.org/…`"),
-     2, "Failed to fetch"),
-    (InstallFailed("installing jax 0.10.2 (cpu): no space left on the disk holding /x"),
-     2, "no space left"),
-    (KeyboardInterrupt(), 130, "interrupted during jax 0.10.2"),
-])
-def test_an_install_that_fails_keeps_the_earlier_result(fault, status, needle, measured,
-                                                        capsys):
-    before = (measured / "jax-0.10.2-cpu.json").read_text()
-    lab = LabWhoseInstallsFail(lambda line: None, remeasure=True, fault=fault)
-    assert _sweep_main(measured, "0.10.2", lab=lab) == status
-    err = capsys.readouterr().err
-    assert needle in err and "Traceback" not in err
-    assert (measured / "jax-0.10.2-cpu.json").read_text() == before
-
-
-@pytest.mark.jax
-def test_a_full_disk_while_writing_is_one_line(measured, monkeypatch, capsys):
-    before = (measured / "jax-0.10.2-cpu.json").read_text()
-
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device", str(measured / "x.json"))
-
-    monkeypatch.setattr(sweep, "write_json_if_changed", full)
-    assert _sweep_main(measured, "0.10.2") == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == [(f"python -m jaxbisect.sweep: error: jax 0.10.2: cannot write (No space "
-                    f"left on device: {measured / 'x.json'}); 0 releases done are kept in "
-                    f"{measured}/")]
-    assert (measured / "jax-0.10.2-cpu.json").read_text() == before
-
-
-@pytest.mark.jax
-def test_a_failed_harness_never_replaces_a_result(measured):
-    good = Measurement.from_json(json.loads((measured / "jax-0.10.2-cpu.json").read_text()))
-    failed = replace(good, document=None, error="the harness failed: boom")
-    assert sweep._write_result(measured, failed, lambda m: None) is None
-    assert Measurement.from_json(
-        json.loads((measured / "jax-0.10.2-cpu.json").read_text())).document is not None
-    fresh = measured / "elsewhere"
-    assert sweep._write_result(fresh, failed, lambda m: None) == fresh / "jax-0.10.2-cpu.json"
-
-
 def test_the_default_set_skips_what_cannot_be_installed_here(recorded_catalogue, tmp_path):
     """nox -s repro names releases that may need a Python this machine lacks (0.12.0.1 needs
     3.12): with --if-installable they are listed with the reason, and the run succeeds."""
@@ -223,42 +438,9 @@ def test_the_default_set_skips_what_cannot_be_installed_here(recorded_catalogue,
                      "--reports", str(tmp_path))
     assert done.returncode == 0, done.stderr
     document = json.loads((tmp_path / "jax-0.12.0.1-cpu.json").read_text())
-    assert document["document"] is None
-    assert document["error"].startswith("not installable here: requires Python >=3.12")
-    assert "skipped: not installable here" in (tmp_path / "README.md").read_text()
-
-
-@pytest.mark.jax
-def test_releases_measured_side_by_side_give_the_same_results(swept, tmp_path):
-    done = run_sweep("--release", "0.10.2", "0.5.0", "--jobs", "2", "--remeasure",
-                     "--backend", "cpu", "--reports", str(tmp_path), *SMALL)
-    assert done.returncode == 0, done.stderr
-    assert "[1/2] jax 0.10.2 (cpu): " in done.stderr and "[2/2] jax 0.5.0 (cpu): " in done.stderr
-    for name in ("jax-0.10.2-cpu.json", "jax-0.5.0-cpu.json"):
-        one, both = (json.loads((folder / name).read_text()) for folder in (swept, tmp_path))
-        assert [(c["variant"], c["n_outer"], c["total_bytes"]) for c in both["document"]["cases"]] \
-            == [(c["variant"], c["n_outer"], c["total_bytes"]) for c in one["document"]["cases"]]
-        assert both["document"]["verdict"] == one["document"]["verdict"]
-    summary = (tmp_path / "README.md").read_text()
-    assert "| 0.10.2 " in summary and "| 0.5.0 " in summary
-
-
-@pytest.mark.jax
-def test_a_rerun_says_there_is_nothing_to_measure_and_changes_no_byte(swept):
-    """Stored: nothing measured and no file touched. Measured again (--remeasure): the same
-    figures with other timings, and still no file touched."""
-    args = ["--release", "0.5.0", "--backend", "cpu", "--reports", str(swept), *SMALL]
-    command = shlex.join(["python", "-m", "jaxbisect.sweep", *args])  # as the fixture ran it
-    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()}
-    done = run_sweep(*args, "--command", command)
-    assert done.returncode == 0, done.stderr
-    assert "nothing to measure on cpu, 1 release stored from earlier runs" in done.stderr
-    assert "release(s)" not in done.stderr and "1 release to measure" not in done.stderr
-    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
-    again = run_sweep(*args, "--remeasure", "--command", command)
-    assert again.returncode == 0, again.stderr
-    assert "1 release to measure on cpu" in again.stderr
-    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
+    assert document["label"] == "skipped" and "figure" not in document
+    assert document["skipped"].startswith("requires Python >=3.12")
+    assert "not installable here: requires Python" in (tmp_path / "README.md").read_text()
 
 
 def test_the_callers_xla_flags_are_named_as_ignored(recorded_catalogue, tmp_path):
@@ -276,131 +458,77 @@ def test_an_unwritable_reports_folder_is_refused_first(recorded_catalogue, tmp_p
     assert "--reports" in line and "cannot write there" in line
 
 
-def _another_machines_run(document: dict) -> dict:
-    """The same figures as another machine writes them: other timings, kernel, host,
-    interpreter build and generated-code sizes."""
-    doc = json.loads(json.dumps(document))
-    doc["environment"] = doc["environment"].replace("node='vm'", "node='laptop'") + "\nelse"
-    doc["python"] = "3.11.99"
-    for case in doc["cases"]:
-        case["compile_seconds"] = 99.0
-        for key in ("generated_code_bytes", "host_generated_code_bytes"):
-            if key in case:
-                case[key] += 4096
-    return doc
+# --- real releases at small sizes -----------------------------------------------------------
 
 
-def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_path):
-    """Issue 17, item 4: a clone's Quick start on another machine changes no result file and,
-    in the summary, nothing (the date line is not compared either)."""
-    reports = tmp_path / "repro"
-    reports.mkdir()
-    for path in (REPO / "reports" / "repro").iterdir():
-        (reports / path.name).write_bytes(path.read_bytes())
-    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
-    assert "deviceless" not in (reports / "README.md").read_text()  # issue 17, item 10
-    before = {p.name: p.read_bytes() for p in reports.iterdir()}
-    for name in ("jax-0.5.0-cpu.json", "jax-0.5.1-a6000.json"):
-        m = Measurement.from_json(json.loads((reports / name).read_text()))
-        again = replace(m, seconds=m.seconds + 5, document=_another_machines_run(m.document))
-        assert sweep._write_result(reports, again, lambda line: None) == reports / name
-    sweep.write_summary(reports, "nox -s repro",
-                        machine=lambda: "platform: Other\ncores: 64\ntoolkit commit: 0000000")
-    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
-    # A figure that changed is written, and the summary with it.
-    m = Measurement.from_json(json.loads((reports / "jax-0.5.0-cpu.json").read_text()))
-    doc = _another_machines_run(m.document)
-    doc["cases"][0]["temp_bytes"] += 1
-    sweep._write_result(reports, replace(m, document=doc), lambda line: None)
-    assert json.loads((reports / "jax-0.5.0-cpu.json").read_text())["document"] == doc
-    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
-    assert "platform: Other" in (reports / "README.md").read_text()
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    """Two real releases swept one after the other into one reports folder."""
+    reports = tmp_path_factory.mktemp("reports")
+    for release in ("0.10.2", "0.5.0"):
+        done = run_sweep("--release", release, "--backend", "cpu", "--reports", str(reports),
+                         *SMALL)
+        assert done.returncode == 0, done.stderr
+        assert f"jax {release} (cpu): measured, " in done.stderr  # progress names the release
+    return reports
 
 
-# --- the built-in report's results, read from the scan case's documents ---------------------
-
-SHAPES = REPO / "tests" / "data" / "shape"
-
-
-def _recorded(name: str) -> dict:
-    return json.loads((SHAPES / f"{name}.json").read_text())
-
-
-def test_the_scan_cases_document_reads_as_the_stored_result():
-    """A case document (recorded under jax 0.5.1, full size) read by report_document gives
-    v0's figures and verdict as reports/repro/jax-0.5.1-cpu.json holds them, the old
-    harness's own document."""
-    from jaxbisect.measurements import report_document
-
-    stored = json.loads((REPO / "reports" / "repro" / "jax-0.5.1-cpu.json").read_text())
-    doc = _recorded("scan_growth-0.5.1")
-    read = report_document({**doc, "compare": {"v1": doc["metric"]}})
-    v0 = [(c["n_outer"], c["total_bytes"], c["output_bytes"], c["temp_bytes"])
-          for c in read["cases"] if c["variant"] == "v0"]
-    assert v0 == [(c["n_outer"], c["total_bytes"], c["output_bytes"], c["temp_bytes"])
-                  for c in stored["document"]["cases"] if c["variant"] == "v0"]
-    assert read["verdict"] == stored["document"]["verdict"]
-    assert read["params"] == {**stored["document"]["params"], "variants": [0, 1]}
-    assert [c["variant"] for c in read["cases"]] == ["v0"] * 5 + ["v1"] * 5
-    assert report_document(read) is read  # a built-in document is read as it is
+@pytest.mark.jax
+def test_each_release_is_written_whole_with_its_shape(swept):
+    for release, shape in (("0.10.2", "grows"), ("0.5.0", "constant")):
+        document = json.loads((swept / f"jax-{release}-cpu.json").read_text())
+        assert document["release"] == release and document["backend"] == "cpu"
+        assert document["case"]["params"]["n_res"] == 16
+        assert document["over"] == ["n_outer", [1, 3, 6]]
+        assert document["jaxlib"] == release and document["runs"][0]["installed"]["jax"] == release
+        assert document["series"]["status"] == shape
+        assert set(document["compare"]) == {"v1", "v2"}
+    assert not list(swept.glob(".*.tmp"))  # no half-written file left behind
 
 
-def test_a_release_without_compiled_sizes_reads_as_unavailable_and_its_real_run():
-    from jaxbisect.measurements import report_document
-
-    doc = _recorded("scan_growth-0.4.20")
-    compiled = report_document(doc)
-    assert compiled["mode"] == "compiled" and compiled["verdict"]["status"] == "unavailable"
-    assert "0 bytes" in compiled["verdict"]["reason"]
-    assert compiled["verdict"]["unit_bytes"] == 100 * 200**3 * 4  # the sizes asked
-    real = report_document(doc, fallback=True)
-    assert real["mode"] == "runtime" and real["verdict"]["status"] == "constant"
-    assert real["params"]["n_res"] == 32 and real["params"]["n_outer"] == [1, 2, 5, 10]
-    assert [c["total_bytes"] for c in real["cases"]] == \
-        [p["value"] for p in doc["metric"]["points"]]
+@pytest.mark.jax
+def test_the_summary_is_regenerated_from_every_result(swept):
+    summary = (swept / "README.md").read_text()
+    table_rows = [line for line in summary.splitlines() if line.startswith("| 0.")]
+    assert [row.split("|")[1].strip() for row in table_rows] == ["0.5.0", "0.10.2"]
+    assert "- Command: `python -m jaxbisect.sweep --release 0.5.0" in summary
+    assert "n_res=16" in summary and "<details><summary>Machine</summary>" in summary
+    assert "jax.print_environment_info()" in summary and "jaxlib: 0.10.2" in summary
 
 
-def test_the_built_in_options_are_the_scan_cases_questions():
-    from jaxbisect.harness import HarnessOptions
-
-    question, beside = sweep.scan_questions(HarnessOptions())
-    assert question.case.name == "scan_growth" and question.metric == "memory"
-    assert question.over == ("n_outer", (1, 2, 5, 10, 15))
-    assert question.params == {"n_inner": 100, "n_res": 200, "dtype": "float32", "variant": 0}
-    assert {label: (q.params["variant"], q.over) for label, q in beside.items()} == {
-        "v1": (1, ("n_outer", (1, 2, 5, 10, 15))), "v2": (2, ("n_outer", (1, 2, 5, 10, 15)))}
-    runtime, _ = sweep.scan_questions(HarnessOptions(mode="runtime", n_res=32))
-    assert runtime.metric == "peak_memory"
-    # For a GPU target v2 is compiled at n_outer 1 only (its unrolled loop takes minutes):
-    # one figure, no shape.
-    _, target = sweep.scan_questions(HarnessOptions(target="a6000", variants=(0, 2)))
-    assert target["v2"].over == () and target["v2"].params["n_outer"] == 1
-
-
-@dataclass(frozen=True)
-class RecordedLab:
-    """Every run answers with one recorded harness document."""
-
-    document: dict
-    remeasure: bool = False
-
-    def run(self, release, backend, question, number, *, timeout):
-        from jaxbisect.question import run_of_document
-
-        return run_of_document(self.document, str(release.version), number)
+@pytest.mark.jax
+def test_a_rerun_says_there_is_nothing_to_measure_and_changes_no_byte(swept):
+    """Stored: nothing measured and no file touched. Measured again (--remeasure): the same
+    figures with other timings, and still no file touched."""
+    args = ["--release", "0.5.0", "--backend", "cpu", "--reports", str(swept), *SMALL]
+    command = shlex.join(["python", "-m", "jaxbisect.sweep", *args])  # as the fixture ran it
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()}
+    done = run_sweep(*args, "--command", command)
+    assert done.returncode == 0, done.stderr
+    assert "nothing to measure on cpu, 1 release stored from earlier runs" in done.stderr
+    assert "1 release to measure" not in done.stderr
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
+    again = run_sweep(*args, "--remeasure", "--command", command)
+    assert again.returncode == 0, again.stderr
+    assert "1 release to measure on cpu" in again.stderr
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in swept.iterdir()} == before
 
 
-def test_a_release_is_measured_as_the_scan_case_through_the_lab(recorded_catalogue):
-    from jaxbisect.harness import HarnessOptions
+@pytest.mark.jax
+def test_without_network_what_is_stored_still_answers(swept, tmp_path):
+    done = run_sweep("--release", "0.10.2", "--backend", "cpu", "--reports", str(tmp_path),
+                     *SMALL, env=DEAD_PROXY)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "jax-0.10.2-cpu.json").exists()
 
-    release = recorded_catalogue.get("0.4.20")
-    found = sweep.measure_scan(RecordedLab(_recorded("scan_growth-0.4.20")), release, "cpu",
-                               HarnessOptions(), timeout=60)
-    compiled, real = found
-    assert compiled.options == HarnessOptions() and compiled.verdict == "unavailable"
-    values = len(_recorded("scan_growth-0.4.20")["metric"]["over"]["values"])
-    assert [c["variant"] for c in compiled.document["cases"]] == \
-        ["v0"] * values + ["v1"] * values + ["v2"] * values
-    assert real.options == HarnessOptions(mode="runtime", n_res=32, n_outer=(1, 2, 5, 10),
-                                          variants=(0,))
-    assert real.verdict == "constant" and real.document["mode"] == "runtime"
+
+def test_a_case_sweep_goes_to_the_cluster_as_the_scan_case_does(recorded_catalogue, tmp_path):
+    """One sweep: --executor slurm is the lab's for any question (checked before anything
+    runs: here no scheduler is on PATH), never refused for a --case."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for case in ([], ["--case", REMAT]):
+        done = run_sweep("--release", "0.5.0", "--backend", "cpu", *case, "--executor",
+                         "slurm", "--reports", str(tmp_path / "r"), env={"PATH": str(bare)})
+        assert "sbatch, srun, squeue, scancel, scontrol not found on PATH" in \
+            one_line_error(done)

@@ -19,7 +19,6 @@ from packaging.version import Version
 
 from jaxbisect.catalogue import DEVICELESS, deviceless_reason, needs_a_gpu
 from jaxbisect.environments import install_plan
-from jaxbisect.measurements import report_document
 from repro import target as targets
 from repro.measure import sizes_from_buffer_assignment
 
@@ -27,13 +26,18 @@ MB = 1024**2
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3", "5", "--variants", "v0", "v1")
 
 
-def repro_json(python, *args):
-    """The harness's document as the built-in report reads it (a case a variant and n_outer)."""
-    return report_document(conftest.repro_json(python, *args))
+repro_json = conftest.repro_json
 
 
 def cases(document):
-    return {(c["variant"], c["n_outer"]): c for c in document["cases"]}
+    """The scan case's figures: (variant, n_outer) -> the point's fields, total, status,
+    source and error (v0's series, the other --variants beside it)."""
+    m = document["metric"]
+    programs = {f"v{document['case']['params']['variant']}": m, **document.get("compare", {})}
+    return {(label, p["at"]): {**p.get("fields", {}), "total_bytes": p["value"],
+                               "status": p["status"], "source": p.get("source"),
+                               "error": p["error"]}
+            for label, got in programs.items() for p in got.get("points", [])}
 
 
 # -- the specs ----------------------------------------------------------------------------
@@ -116,7 +120,7 @@ def test_report_figures_for_the_a6000_under_0_5_0(target_python):
     assert [round(found["v0", n]["total_bytes"] / MB, 2) for n in (5, 10, 15)] == \
         [15289.31, 30548.10, 45806.89]
     assert {round(found["v1", n]["total_bytes"] / MB, 2) for n in (5, 10, 15)} == {30.52}
-    assert {c["source"] for c in doc["cases"]} == {"XLA buffer-assignment dump"}
+    assert {c["source"] for c in cases(doc).values()} == {"XLA buffer-assignment dump"}
     # Nothing a tool reads (backend, device) says "gpu" or the GPU's bare name: a real run on
     # an A6000 says that, and this is not one.
     assert doc["deviceless"] is True and doc["backend"] == "gpu (compile-only)"
@@ -139,11 +143,11 @@ def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(ta
     done = run_repro(target_python("0.10.2"), "--json", "--quiet", "--target", str(spec),
                      "--n-res", "16", "--n-inner", "10", "--n-outer", "2", "3",
                      "--variants", "v0")
-    doc = report_document(json.loads(done.stdout))
-    errors = {c["error"] for c in doc["cases"]}
+    doc = json.loads(done.stdout)
+    errors = {c["error"] for c in cases(doc).values()}
     assert len(errors) == 1 and "ptxas too old" not in errors.pop()
-    assert "compute capability 99.6" in doc["verdict"]["reason"]
-    assert "cc99.txtpb" in doc["verdict"]["reason"]
+    assert "compute capability 99.6" in doc["metric"]["error"]
+    assert "cc99.txtpb" in doc["metric"]["error"]
     # Issue 17, item 10: the document travels in reports: the spec by its name, not its path.
     assert doc["target"]["source"] == "spec file cc99.txtpb"
     assert str(tmp_path) not in json.dumps(doc)
@@ -159,18 +163,18 @@ def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
         python, extra = target_python("0.10.2"), ("--target", "a6000")
     analysis = repro_json(python, *SMALL, *extra)
     dump = repro_json(python, *SMALL, *extra, "--sizes-from", "dump")
-    assert {c["source"] for c in analysis["cases"]} == {"memory_analysis()"}
+    assert {c["source"] for c in cases(analysis).values()} == {"memory_analysis()"}
     # The harness's own flags (a temporary dump folder, this machine's paths) stay out of
     # what is recorded: a result reads the same wherever it was measured.
     assert "repro-xla-dump" not in analysis["environment"] + analysis["xla_flags"]
     if where == "target":
         assert analysis["target"]["ptxas"]["path"].startswith("$ENV/")
-    assert {c["source"] for c in dump["cases"]} == {"XLA buffer-assignment dump"}
+    assert {c["source"] for c in cases(dump).values()} == {"XLA buffer-assignment dump"}
     for key, case in cases(analysis).items():
         other = cases(dump)[key]
         for field in ("output_bytes", "temp_bytes", "argument_bytes", "total_bytes"):
             assert case[field] == other[field] > 0, (key, field)
-    assert analysis["verdict"] == dump["verdict"]
+    assert analysis["metric"]["shape"] == dump["metric"]["shape"]
 
 
 def test_ptxas_optimizations_change_no_size(target_python):
@@ -187,7 +191,7 @@ def test_ptxas_optimizations_change_no_size(target_python):
     assert default["target"]["ptxas"]["optimizations"] == "on (ptxas's default)"
     assert default["xla_flags"] == "--xla_gpu_disable_gpuasm_optimizations=false"
     assert fast["xla_flags"] == ""  # the harness's own flag is not one the user asked for
-    assert len(fast["cases"]) == 6
+    assert len(cases(fast)) == 6
     for key, case in cases(fast).items():
         other = cases(default)[key]
         assert case["total_bytes"] > 0
@@ -219,7 +223,7 @@ def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_p
             doc = repro_json(target_python(version), "--target", name, "--n-res", "8",
                              "--n-inner", "4", "--n-outer", "2", "3", "--variants", "v0")
             assert doc["device"] == targets.device_label(targets.load(name).description)
-            assert all(c["status"] == "ok" for c in doc["cases"]), (version, name, doc["cases"])
+            assert all(c["status"] == "ok" for c in cases(doc).values()), (version, name, doc)
 
 
 def test_summary_says_compiled_without_the_gpu(target_python):
@@ -310,5 +314,6 @@ def test_releases_that_cannot_describe_a_compile_only_output_are_read_from_the_d
     """jax 0.8.2 compiles for the target, then fails describing the outputs of a device that
     lists no memory kinds: the plan was made, and XLA's dump of it gives the sizes."""
     doc = repro_json(target_python("0.8.2"), "--target", "a6000", *SMALL)
-    assert {c["source"] for c in doc["cases"]} == {"XLA buffer-assignment dump"}
-    assert all(c["status"] == "ok" for c in doc["cases"]) and doc["verdict"]["status"] == "grows"
+    assert {c["source"] for c in cases(doc).values()} == {"XLA buffer-assignment dump"}
+    assert all(c["status"] == "ok" for c in cases(doc).values())
+    assert doc["metric"]["shape"]["status"] == "grows"
