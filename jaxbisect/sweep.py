@@ -318,9 +318,7 @@ class Sweep:
     runs made so far (``made``: (COMPARE label or "", index, run number) -> run).
 
     The case's COMPARE programs are measured in the same process as the case (the harness's
-    ``--compare``: one jax start a release). For a compile-only target, a program that
-    limits the parameter's values (the scan case's v2: an unrolled loop, whose GPU compile
-    takes minutes from n_outer 2 on) is compiled on its own, at the first of them only."""
+    ``--compare``: one jax start a release); a case with no series, each in its own."""
 
     question: Question
     backend: str
@@ -333,18 +331,10 @@ class Sweep:
     def __post_init__(self) -> None:
         q = self.question
         programs = q.case.compare if q.case else {}
-        limited = bool(q.target and q.over) and any(q.over[0] in p for p in programs.values())
-        together = bool(programs and q.over) and not limited
+        together = bool(programs and q.over)  # the harness's --compare needs a series
         self.measured = replace(q, compare=True) if together else q
-        self.beside: dict[str, Question] = {}  # COMPARE programs measured on their own
-        self.point: dict[str, tuple] = {}      # … of them, those measured at one value
-        for label, params in ({} if together else programs).items():
-            if limited and q.over[0] in params:
-                self.point[label] = (q.over[0], tuple(params[q.over[0]])[0])
-                self.beside[label] = replace(q, over=(), params={
-                    **q.params, **params, q.over[0]: self.point[label][1]})
-            else:
-                self.beside[label] = with_params(q, params)
+        self.beside: dict[str, Question] = {  # COMPARE programs measured on their own
+            label: with_params(q, params) for label, params in programs.items() if not together}
         usable = self.usable
         self.timer = EndsTimer(self._measure, (usable[0], usable[-1]) if usable else (0, 0),
                                self.timeout, hang_is_value=q.metric == "error")
@@ -377,17 +367,7 @@ class Sweep:
             return {label: series_of(replace(run, document={"metric": metric}))
                     for label, metric in ((run.document if run else {}).get("compare")
                                           or {}).items()}
-        found = {}
-        for label in self.beside:
-            run = self.run_at(placed.index, 1, label)
-            found[label] = series_of(run)
-            if label in self.point and run.status == "ok":  # one figure: its one point
-                name, value = self.point[label]
-                metric = run.document["metric"]
-                found[label] = {"over": name, "params": metric.get("params"),
-                                "figures": {str(value): metric["value"]}, "errors": {},
-                                "metric": metric["name"], "fallback": metric.get("fallback")}
-        return found
+        return {label: series_of(self.run_at(placed.index, 1, label)) for label in self.beside}
 
     def ahead(self) -> list[tuple[int, int, str]]:
         """The runs a deterministic metric will make of every release, measurable side by

@@ -224,13 +224,15 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
 
 def series_beside(args: argparse.Namespace, params: dict) -> tuple[dict, tuple]:
     """A COMPARE program's parameters and over values: the case's, with its own values of
-    the over parameter (where it gives them) among those asked."""
+    the over parameter (where it gives them) among those asked; for a compile-only target,
+    the first of them only (the scan case's v2, an unrolled loop: minutes a compile for a GPU
+    from n_outer 2 on)."""
     name, values = args.over
     rest = {**args.params, **params}
     own = params.get(name)
     if isinstance(own, tuple):
         rest.pop(name)
-        values = tuple(v for v in values if v in own)
+        values = tuple(v for v in values if v in own)[:1 if args.target is not None else None]
     return rest, (name, values)
 
 

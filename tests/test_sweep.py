@@ -220,18 +220,17 @@ def test_a_target_beside_the_backend_is_one_pool_and_one_summary(recorded_catalo
     documents = {d["jax"]: d for d in recorded_documents("scan_growth-*.json")}
 
     def answer(version, question, number):
-        """The CPU's figures, as if compiled for the A6000: v0 and v1 each their own
-        process, v2 one figure at n_outer 1 (its GPU compile takes minutes from 2 on)."""
+        """The CPU's figures, as if compiled for the A6000, the COMPARE programs in the same
+        process: v2 at n_outer 1 only, as the harness compiles it for a target (its GPU
+        compile takes minutes from 2 on)."""
         if not question.target:
             return cpu(version, question, number)
-        assert not question.compare
+        assert question.compare and question.over
         doc = documents[version]
-        variant = question.params.get("variant", 0)
-        metric = doc["metric"] if variant == 0 else doc["compare"][f"v{variant}"]
-        if not question.over:
-            assert question.params["n_outer"] == 1
-            metric = metric["points"][0]
-        return {**doc, "metric": metric, "device": "NVIDIA RTX A6000", "deviceless": True}
+        v2 = doc["compare"]["v2"]
+        v2 = {**v2, "over": {"name": "n_outer", "values": [1]}, "points": v2["points"][:1]}
+        return {**doc, "compare": {**doc["compare"], "v2": v2},
+                "device": "NVIDIA RTX A6000", "deviceless": True}
 
     lab = FakeLab(answer)
     reports = tmp_path / "repro"

@@ -317,3 +317,17 @@ def test_releases_that_cannot_describe_a_compile_only_output_are_read_from_the_d
     assert {c["source"] for c in cases(doc).values()} == {"XLA buffer-assignment dump"}
     assert all(c["status"] == "ok" for c in cases(doc).values())
     assert doc["metric"]["shape"]["status"] == "grows"
+
+
+@pytest.mark.parametrize("target, values", [(["--target", "a6000"], (1,)), ([], (1, 2))])
+def test_a_compare_program_limited_in_the_series_is_compiled_for_a_target_at_its_first_value(
+        target, values):
+    """The scan case's v2 (an unrolled loop, COMPARE n_outer 1 and 2) beside v0 in one
+    process: for a compile-only GPU target at n_outer 1 only (minutes a compile from 2 on)."""
+    from repro import cli as repro_cli
+
+    args = repro_cli.parse_args(["--case", str(REPO / "repro/cases/scan_growth.py"), "--compare",
+                                 *target])
+    assert repro_cli.series_beside(args, args.compare["v2"]) == ({"variant": 2},
+                                                                  ("n_outer", values))
+    assert repro_cli.series_beside(args, args.compare["v1"])[1] == ("n_outer", (1, 2, 5, 10, 15))
