@@ -883,21 +883,24 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     run: RunAt = timer
     if q.metric == "error":
         run = crash_rated(run, n)
+    classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
+
+    def named(message: str) -> None:
+        say(_named(message, names))
+
     with ahead:
         search = search_metric(
-            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
-            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
-            reduce=reduce_for(q),
+            n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
+            batch=request.runs, max_runs=request.max_runs, reduce=reduce,
             cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
             offset=everything.index(candidates[0].version), on_step=narrowed,
-            jobs=request.jobs, ahead=ahead, say=lambda m: say(_named(m, names)))
+            jobs=request.jobs, ahead=ahead, say=named)
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
         # for is the one people reported from: measured anyway, against both ends.
-        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
-                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
-                               say=lambda m: say(_named(m, names)))
+        search = probe_between(search, yanked, run, classify,
+                               batch=batch_size(q, request.runs), reduce=reduce, say=named)
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):

@@ -292,17 +292,15 @@ def skip_reason(probe: dict) -> str:
     return failure["error"] if failure and failure["error"] else "no answer"
 
 
-def raised_releases(b: MetricBisection) -> list[tuple[str, str]]:
-    """(jax release, its error) for each probed release where the program raised, under a
-    metric other than ``error``."""
+def raised_releases(b: MetricBisection) -> list[dict]:
+    """Each probed release where the program raised, with its error, under a metric other
+    than ``error``."""
     if b.request.question.metric == "error":
         return []
-    out = []
-    for index, placed in sorted(b.search.placed.items()):
-        run = next((r for r in placed.runs if r.status == "raised"), None)
-        if run is not None:
-            out.append((str(b.candidates[index].version), run.error or "an error"))
-    return out
+    raised = ((i, next((r for r in p.runs if r.status == "raised"), None))
+              for i, p in sorted(b.search.placed.items()))
+    return [{"jax": str(b.candidates[i].version), "error": run.error or "an error"}
+            for i, run in raised if run is not None]
 
 
 def raised_line(b: MetricBisection, doc: dict | None = None) -> str | None:
@@ -1034,7 +1032,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "yanked": yanked_entries(b.yanked, b.candidates,
                                  {str(b.candidates[i].version) for i in s.placed}),
         "crash_hint": crash_hint(b),
-        "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
+        "raised": raised_releases(b),
         "probes": probes,
         "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
         "needs_a_gpu": needs_a_gpu(b),
