@@ -160,6 +160,21 @@ def probing(probe: Callable[[int], Outcome], jobs: int, n: int = 0,
     return {"probe_round": probe_round, "jobs": jobs}
 
 
+def no_figure(i: int, runs: Sequence[Run]) -> str:
+    """Why release ``i`` gave nothing to place: its failed run's error."""
+    failure = Placed(i, tuple(runs)).failure
+    return failure.error if failure else "no samples"
+
+
+def unmeasurable(placed: dict, i: int, runs: Sequence[Run], **more) -> MetricSearch:
+    """The search without an answer: end ``i`` (0 or the last) gives no figure. An end that
+    measured keeps its figures ("measured", not a skip); with no figure at the other end
+    there is nothing to call it old or new against."""
+    what = "the first" if i == 0 else "the last"
+    return MetricSearch("unmeasurable", None, placed, None,
+                        reason=f"{what} release gives no figure: {no_figure(i, runs)}", **more)
+
+
 def skip_if_unplaced(placement: Placement, spent: str) -> Placement:
     """A release still unplaced when its runs are spent: a skip with its figures."""
     if placement.label is not Label.AMBIGUOUS:
@@ -190,8 +205,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
                              reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
                              say=say, visit=visit, jobs=jobs, ahead=ahead)
-    batch = batch or (RUNS_NOISY if noisy_metric else 1)
-    max_runs = max(batch, max_runs or (MAX_RUNS_NOISY if noisy_metric else 1))
+    batch = batch or 1
+    max_runs = max(batch, max_runs or 1)
     runs: dict[int, list[Run]] = {}
 
     def measure(indices: tuple[int, ...], count: int) -> None:
@@ -201,28 +216,16 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                 made.append(run_at(i, len(made) + 1))
 
     def values(i: int) -> tuple:
-        return tuple(v for r in runs.get(i, []) if r.status == "ok" for v in reduce(r))
+        return values_of(runs.get(i, []), reduce)
 
     ends_at = (0, n - 1)
     measure(ends_at, batch)
     for i in ends_at:
-        if not values(i):
-            failure = Placed(i, tuple(runs[i])).failure
-            # The end that measured is one (a crash at the other is named in the answer).
-            # An end that measured keeps its figures ("measured", not a skip); with no figure
-            # at the other end there is nothing to call it old or new against.
-            placed = {j: Placed(j, tuple(runs[j]), values=values(j)) for j in ends_at}
-            what = "the first" if i == 0 else "the last"
-            return MetricSearch("unmeasurable", None, placed, None,
-                                reason=f"{what} release gives no figure: "
-                                       f"{failure.error if failure else 'no samples'}")
+        if not values(i):  # (a crash at the other end is named in the answer)
+            return unmeasurable({j: Placed(j, tuple(runs[j]), values=values(j))
+                                 for j in ends_at}, i, runs[i])
     classifier = make_classifier(values(0), values(n - 1))
     ends = classifier.ends()
-    if not ends.distinct and noisy_metric and len(runs[0]) + batch <= max_runs:
-        say(f"the ends are not told apart yet ({ends.reason}); measuring both again")
-        measure(ends_at, batch)
-        classifier = make_classifier(values(0), values(n - 1))
-        ends = classifier.ends()
     placed = {0: Placed(0, tuple(runs[0]), Placement(Label.OLD, None, reason="the old end"),
                         values(0)),
               n - 1: Placed(n - 1, tuple(runs[n - 1]),
@@ -240,9 +243,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         while True:
             seen = values(i)
             if not seen:  # nothing to place: failed or the program raised
-                failure = Placed(i, tuple(runs[i])).failure
-                placement = Placement(Label.SKIP, None,
-                                      reason=failure.error if failure else "no samples")
+                placement = Placement(Label.SKIP, None, reason=no_figure(i, runs[i]))
                 break
             placement = state["classifier"](seen)
             if placement.label is not Label.AMBIGUOUS or len(runs[i]) + batch > max_runs:
@@ -399,15 +400,9 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
         if len(runs[0]) == test.first_look:  # an end with no figure in a first look's runs
             for i in ends_at:
                 if all(v is None for v in figures[i]):
-                    failure = Placed(i, tuple(runs[i])).failure
-                    # An end that measured keeps its figures ("measured", not a skip).
-                    placed = {j: Placed(j, tuple(runs[j]), values=tuple(
-                        v for v in figures[j] if v is not None)) for j in ends_at}
-                    what = "the first" if i == 0 else "the last"
-                    return MetricSearch("unmeasurable", None, placed, None,
-                                        reason=f"{what} release gives no figure: "
-                                               f"{failure.error if failure else 'no samples'}",
-                                        max_runs=max_runs)
+                    return unmeasurable({j: Placed(j, tuple(runs[j]), values=tuple(
+                        v for v in figures[j] if v is not None)) for j in ends_at}, i, runs[i],
+                        max_runs=max_runs)
         pairs = end_pairs()
         if calibration is None and len(pairs) >= test.first_look:
             calibration = paired_calibration(test, pairs, max_runs)
@@ -436,9 +431,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
         while True:
             o, r, w = one_round((0, i, n - 1))
             if r is None and len(runs[i]) == 1:  # nothing to place: failed or the program raised
-                failure = Placed(i, tuple(runs[i])).failure
-                placement = Placement(Label.SKIP, None,
-                                      reason=failure.error if failure else "no samples")
+                placement = Placement(Label.SKIP, None, reason=no_figure(i, runs[i]))
                 break
             if None not in (o, r, w):
                 rounds.append((o, r, w))
@@ -890,21 +883,24 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     run: RunAt = timer
     if q.metric == "error":
         run = crash_rated(run, n)
+    classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
+
+    def named(message: str) -> None:
+        say(_named(message, names))
+
     with ahead:
         search = search_metric(
-            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
-            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
-            reduce=reduce_for(q),
+            n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
+            batch=request.runs, max_runs=request.max_runs, reduce=reduce,
             cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
             offset=everything.index(candidates[0].version), on_step=narrowed,
-            jobs=request.jobs, ahead=ahead, say=lambda m: say(_named(m, names)))
+            jobs=request.jobs, ahead=ahead, say=named)
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
         # for is the one people reported from: measured anyway, against both ends.
-        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
-                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
-                               say=lambda m: say(_named(m, names)))
+        search = probe_between(search, yanked, run, classify,
+                               batch=batch_size(q, request.runs), reduce=reduce, say=named)
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
@@ -932,9 +928,7 @@ def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
         runs = tuple(run_at(i, number) for number in range(1, batch + 1))
         seen = values_of(runs, reduce)
         if not seen:
-            failure = Placed(i, runs).failure
-            placement = Placement(Label.SKIP, None,
-                                  reason=failure.error if failure else "no samples")
+            placement = Placement(Label.SKIP, None, reason=no_figure(i, runs))
         else:  # the ends pooled as one behaviour, this release as the other
             apart = make_classifier(both_ends, seen).ends()
             placement = (Placement(Label.SKIP, None, third=True,

@@ -62,27 +62,6 @@ def yanked_entries(yanked, candidates, probed) -> list[dict]:
              "probed": str(r.version) in probed} for r in yanked]
 
 
-def yanked_markdown(yanked: tuple[Release, ...], candidates, probed: dict[str, str],
-                    include_command: str) -> str | None:
-    """The line beside the answer that names the yanked releases inside the range: the
-    people who installed one before the yank are the ones filing reports about it.
-    ``probed``: what each probed release gave, in words, by version."""
-    if not yanked:
-        return None
-    listed = {r.version for r in candidates}
-    named = "; ".join(yanked_words(r) for r in yanked)
-    if all(r.version in listed for r in yanked):
-        shown = [f"jax {r.version}: {probed[str(r.version)]}" for r in yanked
-                 if str(r.version) in probed]
-        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
-                f"(`--include-yanked`)"
-                + (f"; probed: {'; '.join(shown)}." if shown else
-                   ", though the search did not need to probe it."))
-    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
-            f"answer says nothing of it; to measure it as a candidate too: "
-            f"`{include_command}`")
-
-
 def has_answer(json_path: Path) -> bool:
     """The report at ``json_path`` holds an answer (a change found, or the ends alike): a
     rerun that finds none (an end unmeasurable, the noise undecided) keeps it."""
@@ -189,62 +168,81 @@ def unit_of(b: MetricBisection) -> str:
     return "" if q.command else UNITS[q.metric]
 
 
-def behaviour_line(b: MetricBisection) -> str:
+def probe_at(doc: dict, jax: str) -> dict:
+    return next(p for p in doc["probes"] if p["jax"] == jax)
+
+
+def by_release(doc: dict) -> list[dict]:
+    """The probes in release order (the document lists them in the order probed)."""
+    return sorted(doc["probes"], key=lambda p: Version(p["jax"]))
+
+
+def said(doc: dict, fig: dict) -> str:
+    """A probe's figure in the metric's units."""
+    return figure_text(doc["metric"]["name"], doc["metric"]["unit"] or "", fig)
+
+
+def failure_of(probe: dict) -> dict | None:
+    """The run of a probe that gave no samples, where none gave any (Placed.failure)."""
+    failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
+    if failure and not any(r["samples"] for r in probe["runs"] if r["status"] == "ok"):
+        return failure
+    return None
+
+
+def behaviour_line(doc: dict) -> str:
     """The metric either side of the change (of the ends where none was found)."""
-    s, q = b.search, b.request.question
-    unit = unit_of(b)
-    if s.status == "found":
-        first, last = s.result.last_old, s.result.first_new
+    metric = doc["metric"]["name"]
+    if doc["status"] == "found":
+        first, last = doc["last_old"]["jax"], doc["first_new"]["jax"]
     else:
-        first, last = 0, len(b.candidates) - 1
-    if q.over:
-        shapes = [series_of(b.full_run(i)) for i in (first, last)]
-        said = [f"{x['shape']} at jax {b.candidates[i].version}" if x else
-                f"no shape at jax {b.candidates[i].version}" for x, i in zip(shapes, (first, last))]
-        return f"{q.metric} over {q.over[0]}: {said[0]}, {said[1]}"
-    old = figure(q.metric, seen(q, s.placed[first]))
-    new = figure(q.metric, seen(q, s.placed[last]))
-    line = (f"{q.metric} {figure_text(q.metric, unit, old)} at jax "
-            f"{b.candidates[first].version}, {figure_text(q.metric, unit, new)} at jax "
-            f"{b.candidates[last].version}")
-    if s.ends and s.ends.ratio:
-        line += f" ({s.ends.ratio:.2f}×)"
+        first, last = doc["measured_part"]
+    ends = [probe_at(doc, v) for v in (first, last)]
+    if doc["over"]:
+        shapes = [f"{p['series']['shape']} at jax {p['jax']}" if p["series"] else
+                  f"no shape at jax {p['jax']}" for p in ends]
+        return f"{metric} over {doc['over']['name']}: {shapes[0]}, {shapes[1]}"
+    line = (f"{metric} {said(doc, ends[0]['figure'])} at jax {first}, "
+            f"{said(doc, ends[1]['figure'])} at jax {last}")
+    if doc["ends"] and doc["ends"]["ratio"]:
+        line += f" ({doc['ends']['ratio']:.2f}×)"
     return line
 
 
-def answer_line(b: MetricBisection) -> str:
-    s, req, q = b.search, b.request, b.request.question
-    subject = f"{q.metric} of {q.label}"
-    if s.status == "unmeasurable":
-        return f"**No answer ({where(b)}):** {s.reason}."
-    if s.status == "alike":
-        if q.over:
+def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
+    doc = doc or document(b, None)
+    subject = f"{doc['metric']['name']} of {b.request.question.label}"
+    where_, start, end = doc["measured"], doc["from"], doc["to"]
+    if doc["status"] == "unmeasurable":
+        return f"**No answer ({where_}):** {doc['reason']}."
+    if doc["status"] == "alike":
+        if doc["over"]:
             how = "the same shape"
-        elif q.noisy:
-            how = f"an equivalence test on interleaved pairs: {s.ends.reason}"
+        elif doc["metric"]["kind"] == "noisy":
+            how = f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
         else:
-            how = f"within {(req.threshold or DETERMINISTIC_THRESHOLD):.0%} of each other"
-        return (f"**No change ({where(b)}) in jax {req.start} … {req.end}:** {subject} is "
-                f"{ends_figures(b)}: alike ({how}).")
-    if s.status == "undecided":
-        return (f"**Undecided ({where(b)}) in jax {req.start} … {req.end}:** {subject} is "
-                f"{ends_figures(b)}, but this machine's noise does not let the tool decide at "
-                f"{CONFIDENCE:.0%} after {len(s.placed[0].runs)} runs of each end "
-                f"({s.ends.reason}). {undecided_advice(b)}")
-    old, new = b.pair
-    r = s.result
-    text = (f"**{VERBS.get(b.direction, 'Change')} ({where(b)}) between jax {old.version} "
-            f"(jaxlib {jaxlib_of(old, s.placed[r.last_old])}), the last release with the old "
-            f"behaviour, and jax {new.version} (jaxlib {jaxlib_of(new, s.placed[r.first_new])}), "
-            f"the first with the new:** {behaviour_line(b)}.")
+            how = f"within {(doc['metric']['threshold'] or DETERMINISTIC_THRESHOLD):.0%} of each other"
+        return (f"**No change ({where_}) in jax {start} … {end}:** {subject} is "
+                f"{ends_figures(doc)}: alike ({how}).")
+    if doc["status"] == "undecided":
+        return (f"**Undecided ({where_}) in jax {start} … {end}:** {subject} is "
+                f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
+                f"{CONFIDENCE:.0%} after {len(probe_at(doc, doc['measured_part'][0])['runs'])} "
+                f"runs of each end ({doc['ends']['reason']}). {undecided_advice(doc)}")
+    old, new = doc["last_old"], doc["first_new"]
+    text = (f"**{VERBS.get(doc['direction'], 'Change')} ({where_}) between jax {old['jax']} "
+            f"(jaxlib {old['jaxlib']}), the last release with the old behaviour, and jax "
+            f"{new['jax']} (jaxlib {new['jaxlib']}), the first with the new:** "
+            f"{behaviour_line(doc)}.")
+    r = b.search.result
     if not r.exact:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
         text += (f" jax {', '.join(between)} in between could not be placed, so the change is "
-                 f"in one of them or in jax {new.version}.")
+                 f"in one of them or in jax {new['jax']}.")
     left_out = left_out_between(b)
     if left_out:
         text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
-                 f"installable), so the change is in one of them or in jax {new.version}.")
+                 f"installable), so the change is in one of them or in jax {new['jax']}.")
     return text
 
 
@@ -270,12 +268,13 @@ def unplaced_label(placed: Placed) -> str:
     return "measured" if placed.values else "no figure"
 
 
-def row_label(b: MetricBisection, index: int, placed: Placed) -> str:
+def row_label(doc: dict, probe: dict) -> str:
     """A probe's behaviour in its row: old, new, skip; an end's where no change was found
     (no old or new without one)."""
-    if placed.placement and b.search.status != "found" and index in (0, len(b.candidates) - 1):
-        return "first end" if index == 0 else "last end"
-    return placed.placement.label.value if placed.placement else unplaced_label(placed)
+    placed = probe["label"] not in ("measured", "no figure")
+    if placed and doc["status"] != "found" and probe["jax"] in doc["measured_part"]:
+        return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
+    return probe["label"]
 
 
 def without_empty_notes(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
@@ -285,55 +284,57 @@ def without_empty_notes(headers: list[str], rows: list[list]) -> tuple[list[str]
     return headers[:-1], [row[:-1] for row in rows]
 
 
-def unplaced_reason(placed: Placed) -> str:
-    return placed.failure.error if placed.failure and placed.failure.error else "no answer"
+def skip_reason(probe: dict) -> str:
+    """Why a probe was skipped: its placement's reason, or its failed run's error."""
+    if probe["label"] not in ("measured", "no figure"):
+        return str(probe["reason"])
+    failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
+    return failure["error"] if failure and failure["error"] else "no answer"
 
 
-def raised_releases(b: MetricBisection) -> list[tuple[str, str]]:
-    """(jax release, its error) for each probed release where the program raised, under a
-    metric other than ``error``."""
+def raised_releases(b: MetricBisection) -> list[dict]:
+    """Each probed release where the program raised, with its error, under a metric other
+    than ``error``."""
     if b.request.question.metric == "error":
         return []
-    out = []
-    for index, placed in sorted(b.search.placed.items()):
-        run = next((r for r in placed.runs if r.status == "raised"), None)
-        if run is not None:
-            out.append((str(b.candidates[index].version), run.error or "an error"))
-    return out
+    raised = ((i, next((r for r in p.runs if r.status == "raised"), None))
+              for i, p in sorted(b.search.placed.items()))
+    return [{"jax": str(b.candidates[i].version), "error": run.error or "an error"}
+            for i, run in raised if run is not None]
 
 
-def raised_line(b: MetricBisection) -> str | None:
+def raised_line(b: MetricBisection, doc: dict | None = None) -> str | None:
     """Which releases raised, and the command that bisects by whether it raises."""
-    raised = raised_releases(b)
+    raised = (doc or document(b, None))["raised"]
     if not raised:
         return None
     argv = reproduce_argv(b)
     argv[argv.index("--metric") + 1] = "error"
-    return ("**The program raised** under " + "; ".join(f"jax {v} ({e[:120]})"
-                                                      for v, e in raised)
+    return ("**The program raised** under " + "; ".join(f"jax {r['jax']} ({r['error'][:120]})"
+                                                      for r in raised)
             + f": those releases give no {b.request.question.metric}. To find where it "
               f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
-def ends_figures(b: MetricBisection) -> str:
+
+
+def ends_figures(doc: dict) -> str:
     """The two ends' figures in the metric's units, without calling either old or new."""
-    s, q, unit = b.search, b.request.question, unit_of(b)
-    if q.over:
-        shapes = [(series_of(b.full_run(i)) or {}).get("shape") or "no shape"
-                  for i in (0, len(b.candidates) - 1)]
-        return (f"{shapes[0]} over {q.over[0]} at jax {b.candidates[0].version} and "
-                f"{shapes[1]} at jax {b.candidates[-1].version}")
-    first, last = (figure(q.metric, seen(q, s.placed[i])) for i in (0, len(b.candidates) - 1))
-    line = (f"{figure_text(q.metric, unit, first)} at jax {b.candidates[0].version} and "
-            f"{figure_text(q.metric, unit, last)} at jax {b.candidates[-1].version}")
-    if s.ends and s.ends.ratio:
-        line += f" ({s.ends.ratio:.2f}× {'within interleaved pairs' if q.noisy else ''})".replace(
-            " )", ")")
+    first, last = (probe_at(doc, v) for v in doc["measured_part"])
+    if doc["over"]:
+        shapes = [(p["series"] or {}).get("shape") or "no shape" for p in (first, last)]
+        return (f"{shapes[0]} over {doc['over']['name']} at jax {first['jax']} and "
+                f"{shapes[1]} at jax {last['jax']}")
+    line = (f"{said(doc, first['figure'])} at jax {first['jax']} and "
+            f"{said(doc, last['figure'])} at jax {last['jax']}")
+    if doc["ends"] and doc["ends"]["ratio"]:
+        pairs = "within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
+        line += f" ({doc['ends']['ratio']:.2f}× {pairs})".replace(" )", ")")
     return line
 
 
-def undecided_advice(b: MetricBisection) -> str:
+def undecided_advice(doc: dict) -> str:
     """What would decide an undecided bisection: more runs, a quieter machine."""
-    s, c = b.search, b.search.calibration or {}
-    more = max(2 * (s.max_runs or 0), (s.max_runs or 0) + 10)
+    c, max_runs = doc["calibration"] or {}, doc["search"]["max_runs"] or 0
+    more = max(2 * max_runs, max_runs + 10)
     text = (f"Not a \"no change\": more runs decide it (rerun with `--max-runs {more}`; the "
             f"runs made so far are stored), or a quieter machine (nothing else running)")
     if c:
@@ -342,13 +343,12 @@ def undecided_advice(b: MetricBisection) -> str:
     return text + "."
 
 
-def thirds_line(b: MetricBisection) -> str | None:
-    if not b.search.thirds:
+def thirds_line(b: MetricBisection, doc: dict | None = None) -> str | None:
+    doc = doc or document(b, None)
+    if not doc["third_behaviour"]:
         return None
-    q, unit = b.request.question, unit_of(b)
-    parts = [f"jax {b.candidates[i].version} "
-             f"({figure_text(q.metric, unit, figure(q.metric, seen(q, b.search.placed[i])))}: "
-             f"{b.search.placed[i].placement.reason})" for i in b.search.thirds]
+    parts = [f"jax {v} ({said(doc, probe_at(doc, v)['figure'])}: {probe_at(doc, v)['reason']})"
+             for v in doc["third_behaviour"]]
     return ("**A third behaviour**, like neither end: " + "; ".join(parts)
             + ". It is left out of the search (a skip), not filed under old or new.")
 
@@ -375,37 +375,38 @@ def crash_hint(b: MetricBisection) -> str | None:
     return shlex.join(reproduce_argv(asked))
 
 
-def crash_line(b: MetricBisection) -> str | None:
+def crash_line(b: MetricBisection, doc: dict | None = None) -> str | None:
     """Where another metric than ``error`` met a crash: the releases, how often, and the
     ``--metric error`` bisection that finds the release it came with."""
-    hint = crash_hint(b)
-    if hint is None:
+    doc = doc or document(b, None)
+    if doc["crash_hint"] is None:
         return None
     parts = [f"jax {c['jax']} ({c['crash']}, {c['crashed']} of {c['runs']} runs)"
-             for c in crashed_releases(b)]
-    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {b.request.question.metric} "
+             for c in doc["crashes"]]
+    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {doc['metric']['name']} "
             f"figure; bisect with `--metric error` to find the release it came with: "
-            f"`{hint}`")
+            f"`{doc['crash_hint']}`")
 
 
-def probed_versions(b: MetricBisection) -> dict[str, str]:
-    """What each probed release gave, in words: its figure and where it was placed."""
-    q, unit = b.request.question, unit_of(b)
-    out = {}
-    for i, placed in b.search.placed.items():
-        fig = figure(q.metric, seen(q, placed))
-        said = figure_text(q.metric, unit, fig) if fig["n"] else "no figure"
-        reason = placed.placement.reason if placed.placement else None
-        out[str(b.candidates[i].version)] = said + (f", {reason}" if reason else "")
-    return out
-
-
-def yanked_line(b: MetricBisection) -> str | None:
-    """The yanked releases inside the range, with PyPI's reason and whether they were
-    measured (report.yanked_markdown)."""
+def yanked_line(b: MetricBisection, doc: dict | None = None) -> str | None:
+    """The line beside the answer that names the yanked releases inside the range: the
+    people who installed one before the yank are the ones filing reports about it."""
+    doc = doc or document(b, None)
+    if not doc["yanked"]:
+        return None
+    named = "; ".join(yanked_words(r) for r in b.yanked)
+    if all(y["candidate"] for y in doc["yanked"]):
+        shown = [f"jax {p['jax']}: {said(doc, p['figure']) if p['figure']['n'] else 'no figure'}"
+                 + (f", {p['reason']}" if p["reason"] else "")
+                 for p in (probe_at(doc, y["jax"]) for y in doc["yanked"] if y["probed"])]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)"
+                + (f"; probed: {'; '.join(shown)}." if shown else
+                   ", though the search did not need to probe it."))
     asked = replace(b, request=replace(b.request, include_yanked=True))
-    return yanked_markdown(b.yanked, b.candidates, probed_versions(b),
-                           shlex.join(reproduce_argv(asked)))
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: "
+            f"`{shlex.join(reproduce_argv(asked))}`")
 
 
 def question_values(q, backend: str) -> dict:
@@ -541,11 +542,6 @@ def standalone_script(b: MetricBisection) -> str | None:
             f"{measuring}\n")
 
 
-def runs_of(placed: Placed) -> int:
-    """Processes a release was measured in (the error metric's crash rate: its runs each)."""
-    return sum((r.crash_rate or {}).get("runs", 1) for r in distinct_runs(placed))
-
-
 def series_of(run) -> dict | None:
     """A run's series (the metric over a parameter) as the report and the JSON give it:
     the figure at each value, the shape, the size it was measured at, the fallback if any."""
@@ -575,32 +571,29 @@ def series_mode(b: MetricBisection, series: dict, beside: dict | None = None) ->
     return mode + (f", {smaller}" if smaller else "")
 
 
-def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
+def series_rows(b: MetricBisection, doc: dict) -> tuple[list[str], list[list]]:
     """The shape's table: a column a value of the parameter (the size asked where measured,
     else the search's), the case's COMPARE programs, the shape."""
-    q, unit = b.request.question, unit_of(b)
+    q, unit = b.request.question, doc["metric"]["unit"] or ""
     name, values = q.over
     scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
     compare = list(q.case.compare)
     headers = ["jax", "jaxlib", "behaviour", "mode",
                *(f"{name}={v}{scale}" for v in values),
                *(f"{label}{scale}" for label in compare), "shape", "probe #", "note"]
-    order = {i: k + 1 for k, i in enumerate(b.search.placed)}
     rows = []
-    for index, placed in sorted(b.search.placed.items()):
-        release = b.candidates[index]
-        series = series_of(b.full_run(index))
-        label = row_label(b, index, placed)
+    for probe in by_release(doc):
+        series, failure = probe["series"], failure_of(probe)
         note = ""
         if series and series["fallback"]:
             note = f"compiled statistics empty: {series['fallback']['reason']}"
-        elif placed.failure and not placed.samples:
-            note = placed.failure.error or ""
+        elif failure:
+            note = failure["error"] or ""
         cells = [shown_bare(unit, (series or {}).get("figures", {}).get(str(v)))
                  for v in values]
         others = []
         for other in compare:
-            got = series_of((b.sized.compare.get(index) or {}).get(other)) if b.sized else None
+            got = probe["compare"].get(other)
             figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
             if not figures:
                 others.append("–")
@@ -613,9 +606,10 @@ def series_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
             if len(measured) < len(values):
                 text += f" ({name} {', '.join(measured)} only)"
             others.append(text)
-        rows.append([str(release.version), jaxlib_of(release, placed), label,
+        rows.append([probe["jax"], probe["jaxlib"], row_label(doc, probe),
                      series_mode(b, series) if series else "–", *cells, *others,
-                     series["shape"] if series else "–", order[index], note[:160]])
+                     series["shape"] if series else "–", probe_number(doc, probe),
+                     note[:160]])
     return without_empty_notes(headers, rows)
 
 
@@ -626,34 +620,33 @@ def shown_bare(unit: str, number) -> str:
     return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
 
 
-def probe_rows(b: MetricBisection) -> tuple[list[str], list[list]]:
-    q, unit = b.request.question, unit_of(b)
-    if q.over:
-        return series_rows(b)
-    order = {i: k + 1 for k, i in enumerate(b.search.placed)}
-    headers = ["jax", "jaxlib", "behaviour", q.metric, "spread (min … max)",
-               "figures" if q.noisy and q.case is not None else "samples", "runs",
-               "probe #", "note"]
+def probe_number(doc: dict, probe: dict) -> int:
+    """A probe's place in the search's order (1 for the first probed)."""
+    return doc["search"]["order"].index(probe["jax"]) + 1
+
+
+def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
+    doc = doc or document(b, None)
+    if doc["over"]:
+        return series_rows(b, doc)
+    metric, unit = doc["metric"]["name"], doc["metric"]["unit"] or ""
+    headers = ["jax", "jaxlib", "behaviour", metric, "spread (min … max)",
+               "figures" if doc["metric"]["kind"] == "noisy" and doc["case"] else "samples",
+               "runs", "probe #", "note"]
     rows = []
-    for index, placed in sorted(b.search.placed.items()):
-        release = b.candidates[index]
-        fig = figure(q.metric, seen(q, placed))
-        label = row_label(b, index, placed)
-        if placed.placement and placed.placement.third:
-            label = "third behaviour"
-        confidence = placed.placement.confidence if placed.placement else None
-        if confidence is not None and label in ("old", "new"):
-            label += f" ({confidence:.3f})"
-        spread = (f"{shown(q.metric, unit, fig['min'])} … {shown(q.metric, unit, fig['max'])}"
+    for probe in by_release(doc):
+        fig, failure = probe["figure"], failure_of(probe)
+        label = "third behaviour" if probe["third"] else row_label(doc, probe)
+        if probe["confidence"] is not None and label in ("old", "new"):
+            label += f" ({probe['confidence']:.3f})"
+        spread = (f"{shown(metric, unit, fig['min'])} … {shown(metric, unit, fig['max'])}"
                   if "median" in fig and fig["n"] > 1 else "")
-        note = ""
-        if placed.placement and placed.placement.reason and label != "old" and label != "new":
-            note = placed.placement.reason
-        if placed.failure and not placed.samples:
-            note = placed.failure.error or ""
-        rows.append([str(release.version), jaxlib_of(release, placed), label,
-                     figure_text(q.metric, unit, fig) if fig["n"] else "–", spread, fig["n"],
-                     runs_of(placed), order[index], note[:160]])
+        note = probe["reason"] if probe["reason"] and label not in ("old", "new") else ""
+        if failure:
+            note = failure["error"] or ""
+        runs = sum((r["crash_rate"] or {}).get("runs", 1) for r in probe["runs"])
+        rows.append([probe["jax"], probe["jaxlib"], label, said(doc, fig) if fig["n"] else "–",
+                     spread, fig["n"], runs, probe_number(doc, probe), note[:160]])
     return without_empty_notes(headers, rows)
 
 
@@ -687,7 +680,7 @@ def _number(text: str):
             return text
 
 
-def chart(b: MetricBisection) -> str | None:
+def chart(b: MetricBisection, doc: dict) -> str | None:
     """A mermaid chart of the metric's median per probed release (GitHub renders it); a
     shape's: its series at the ends and the pair, a line each, and the PNG beside it."""
     q = b.request.question
@@ -699,15 +692,12 @@ def chart(b: MetricBisection) -> str | None:
             return None
         title, lines, words = drawn
         return chart_markdown(lines, title=title, y_label=words["y_label"],
-                                    x_label=words["x_label"])
-    points = []
-    for index, placed in sorted(b.search.placed.items()):
-        fig = figure(q.metric, seen(q, placed))
-        if "median" in fig:
-            points.append((str(b.candidates[index].version), fig["median"]))
+                              x_label=words["x_label"])
+    points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
+              if "median" in p["figure"]]
     if len(points) < 2:
         return None
-    unit = unit_of(b)
+    unit = doc["metric"]["unit"] or ""
     scale, label = (1024**2, "MB") if unit == "bytes" else (1, unit or q.metric)
     values = [v / scale for _, v in points]
     top = max(values) * 1.1 or 1.0
@@ -764,26 +754,30 @@ def evidence_lines(b: MetricBisection, evidence: dict) -> list[str]:
     return [render_buffers_markdown(evidence, shlex.join(argv), plain)]
 
 
-def render(b: MetricBisection, extra: dict | None = None) -> str:
-    req, q, s = b.request, b.request.question, b.search
-    title = (f"# {q.label}: {q.metric} across jax {req.start} … {req.end} ({where(b)})")
-    parts = [title, "", answer_line(b), ""]
-    for part in needs_a_gpu(b):
-        parts += [f"**Measured part: jax {b.candidates[0].version} … "
-                  f"{b.candidates[-1].version}.** jax {part['from']} … {part['to']} needs a "
-                  f"real GPU: `{part['command']}`", ""]
-    for line in (thirds_line(b), raised_line(b), crash_line(b), yanked_line(b)):
+def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = None) -> str:
+    """The markdown report, read from its document (``b``'s, with ``extra``, where not
+    given); ``b`` gives the question as asked (the case, its label and program) and the
+    commands that ask it again."""
+    doc = doc or document(b, None, extra)
+    q, search = b.request.question, doc["search"]
+    title = (f"# {q.label}: {q.metric} across jax {doc['from']} … {doc['to']} "
+             f"({doc['measured']})")
+    parts = [title, "", answer_line(b, doc), ""]
+    first, last = doc["measured_part"]
+    for part in doc["needs_a_gpu"]:
+        parts += [f"**Measured part: jax {first} … {last}.** jax {part['from']} … "
+                  f"{part['to']} needs a real GPU: `{part['command']}`", ""]
+    for line in (thirds_line(b, doc), raised_line(b, doc), crash_line(b, doc),
+                 yanked_line(b, doc)):
         if line:
             parts += [line, ""]
-    if s.status == "found":
-        old, new = b.pair
-        parts += [f"Compare: {JAX_COMPARE.format(old=old.version, new=new.version)}", ""]
-    if s.status == "alike":
+    if doc["status"] == "found":
+        parts += [f"Compare: {doc['compare']}", ""]
+    if doc["status"] == "alike":
         parts += ["A change made and undone inside the range cannot be seen by bisection: "
-                  "to measure every release in it:", "", "```sh",
-                  shlex.join(sweep_argv(b)), "```", ""]
-    if extra and extra.get("next_step"):
-        step = extra["next_step"]
+                  "to measure every release in it:", "", "```sh", doc["sweep"], "```", ""]
+    if doc.get("next_step"):
+        step = doc["next_step"]
         parts += ["## Next step", "", f"The newest release installable here is jax "
                   f"{step['newest']}; to look further:", "", "```sh", step["command"], "```",
                   ""]
@@ -796,38 +790,36 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
            + (f"; beside it, at the ends and the pair, {', '.join(f'{label} ({params_text(p)})' for label, p in q.case.compare.items())}" if q.case and q.case.compare else "")
            + (", the median of one figure a run (a run: one process; its figure: the 25th percentile of its calls), with their spread" if q.noisy else "")
            + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
-    if s.ends:
-        how += f" The ends: {s.ends.reason}."
-    if s.calibration:
-        how += f" Calibration: {calibration_text(s.calibration)}."
-    if q.noisy and s.status == "found":
+    if doc["ends"]:
+        how += f" The ends: {doc['ends']['reason']}."
+    if doc["calibration"]:
+        how += f" Calibration: {calibration_text(doc['calibration'])}."
+    if q.noisy and doc["status"] == "found":
         how += (" Each release between the ends was measured in rounds beside a fresh run of "
                 "each end (old, it, new, one after the other) and placed from the ratios within "
                 "its rounds.")
-    headers, rows = probe_rows(b)
-    parts += [f"## Releases probed ({len(s.placed)} of {len(b.candidates)} candidates)", "",
+    headers, rows = probe_rows(b, doc)
+    candidates = search["candidates"]
+    parts += [f"## Releases probed ({search['probes']} of {candidates} candidates)", "",
               how, "", tabulate(rows, headers=headers, tablefmt="github",
                                 disable_numparse=True), "",
-              f"Search: {len(s.placed)} probes ({s.remeasures} re-measured), at most "
-              f"{b.limit[0]} for {len(b.candidates)} candidates when none is skipped; "
-              f"{s.runs} runs in all."
-              + (f" Up to {b.request.jobs} releases probed at once (--jobs), in rounds: "
-                 + "; ".join(", ".join(str(b.candidates[i].version) for i in r)
-                             for r in s.result.rounds) + "."
-                 if b.request.jobs > 1 and s.result else "")
-              + (f" The {b.sized.note}." if b.sized and b.sized.note else ""), ""]
-    if extra and extra.get("chart"):  # the PNG beside the report (write_report)
-        parts += [f"![{q.metric} of {q.label} by jax release]({extra['chart']})", ""]
-    drawn = chart(b)
+              f"Search: {search['probes']} probes ({search['remeasures']} re-measured), at "
+              f"most {search['limit']['probes']} for {candidates} candidates when none is "
+              f"skipped; {search['runs']} runs in all."
+              + (f" Up to {search['jobs']} releases probed at once (--jobs), in rounds: "
+                 + "; ".join(", ".join(r) for r in search["rounds"]) + "."
+                 if search["jobs"] > 1 and b.search.result else "")
+              + (f" The {doc['search_size']['note']}." if doc["search_size"] else ""), ""]
+    if doc.get("chart"):  # the PNG beside the report (write_report)
+        parts += [f"![{q.metric} of {q.label} by jax release]({doc['chart']})", ""]
+    drawn = chart(b, doc)
     if drawn:
         parts += [drawn, ""]
-    skipped = [(i, p) for i, p in s.placed.items() if p.outcome.value == "skip"
-               and i not in s.thirds]
+    skipped = [p for p in by_release(doc) if p["label"] not in ("old", "new")
+               and p["jax"] not in doc["third_behaviour"]]
     if skipped or b.unusable:
         parts += ["Skipped or left out:", ""]
-        parts += [f"- jax {b.candidates[i].version}: "
-                  f"{p.placement.reason if p.placement else unplaced_reason(p)}"
-                  for i, p in skipped]
+        parts += [f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped]
         parts += [f"- {which}: not installable here ({why})"
                   for which, why in grouped_reasons(b.unusable)]
         parts.append("")
@@ -843,29 +835,28 @@ def render(b: MetricBisection, extra: dict | None = None) -> str:
                          f"program)", [Path(q.target).read_text(encoding="utf-8").rstrip()],
                          "text")
     parts += ["## Reproduce", "", "With this toolkit (a JAX release-bisection toolkit; its "
-              "README's Quick start installs it):", "", *saved, "```sh",
-              shlex.join(reproduce_argv(b, minimize=bool(extra and extra.get("minimal")))),
+              "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
-    if extra and extra.get("attribution"):
-        parts += attribution_lines(extra["attribution"])
-    if extra and extra.get("evidence"):
-        parts += evidence_lines(b, extra["evidence"])
-    if extra and extra.get("minimal"):
+    if doc.get("attribution"):
+        parts += attribution_lines(doc["attribution"])
+    if doc.get("evidence"):
+        parts += evidence_lines(b, doc["evidence"])
+    if doc.get("minimal"):
         from .minimize import minimal_markdown
 
-        parts += [minimal_markdown(extra["minimal"], extra["minimal"].get("case_path", ""))]
-    if extra and extra.get("explanation"):
-        parts += why_lines(extra["explanation"], q.metric, unit_of(b))
-    if extra and extra.get("try_xla_flags"):
-        parts += tried_lines(extra["try_xla_flags"], b)
-    if extra and extra.get("interrupted"):
-        parts += [f"_{extra['interrupted'][0].upper()}{extra['interrupted'][1:]}._", ""]
+        parts += [minimal_markdown(doc["minimal"], doc["minimal"].get("case_path", ""))]
+    if doc.get("explanation"):
+        parts += why_lines(doc["explanation"], q.metric, doc["metric"]["unit"] or "")
+    if doc.get("try_xla_flags"):
+        parts += tried_lines(doc["try_xla_flags"], b)
+    if doc.get("interrupted"):
+        parts += [f"_{doc['interrupted'][0].upper()}{doc['interrupted'][1:]}._", ""]
     if b.time_limit is not None:
         parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
                   ""]
-    if extra and extra.get("cluster"):  # where the runs ran, when not here (executors.py)
-        parts += [cluster_markdown(extra["cluster"])]
+    if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
+        parts += [cluster_markdown(doc["cluster"])]
     parts += machine_lines()
     return "\n".join(parts)
 
@@ -1038,9 +1029,10 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                       if pair else None),
         "third_behaviour": [str(b.candidates[i].version) for i in s.thirds],
         "crashes": crashed_releases(b),
-        "yanked": yanked_entries(b.yanked, b.candidates, probed_versions(b)),
+        "yanked": yanked_entries(b.yanked, b.candidates,
+                                 {str(b.candidates[i].version) for i in s.placed}),
         "crash_hint": crash_hint(b),
-        "raised": [{"jax": v, "error": e} for v, e in raised_releases(b)],
+        "raised": raised_releases(b),
         "probes": probes,
         "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
         "needs_a_gpu": needs_a_gpu(b),
@@ -1051,7 +1043,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                    # The releases of each round, probed at once where a round has several.
                    "rounds": [[str(b.candidates[i].version) for i in r]
                               for r in (s.result.rounds if s.result else ())],
-                   "jobs": b.request.jobs},
+                   "jobs": b.request.jobs, "candidates": len(b.candidates)},
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),
@@ -1112,11 +1104,10 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         title, lines, words = drawn
         png = write_png(lines, md_path.with_suffix(".png"), title=title, **words)
         if png is not None:
-            extra = {**(extra or {}), "chart": png.name}
-            doc = document(b, md_path, extra)
+            doc["chart"] = png.name
     elif md_path.with_suffix(".png").exists():  # an earlier run's picture this one does not show
         md_path.with_suffix(".png").unlink()
-    write_text_if_changed(md_path, render(b, extra))
+    write_text_if_changed(md_path, render(b, doc=doc))
     write_json_if_changed(md_path.with_suffix(".json"), doc)
     return md_path, doc
 

@@ -4,6 +4,7 @@ document."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -12,7 +13,7 @@ from fake_lab import FakeLab, scripted
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
 from jaxbisect.question import question_from
-from jaxbisect.report import answer_line, document, probe_rows, write_report
+from jaxbisect.report import answer_line, document, probe_rows, render, write_report
 
 COMMAND = ("python", "measure.py")
 
@@ -101,6 +102,13 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     line = answer_line(b)
     assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line
+    stored = json.loads(json.dumps(doc))  # the report reads its figures from the document
+    assert render(b, doc=stored) == render(b)
+    stored["probes"][0]["figure"]["median"] = 2 * 1024**2
+    shown = render(b, doc=stored)
+    assert "2.00 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in shown
+    assert any(line.startswith("| 0.4.38 ") and "| 2.00 MB " in line
+               for line in shown.splitlines())
 
 
 def test_a_rerun_that_cannot_tell_keeps_the_earlier_answered_report(recorded_catalogue,

@@ -19,6 +19,7 @@ from jaxbisect.question import Run, question_from, with_params
 from jaxbisect.report import (
     document,
     probe_rows,
+    render,
     reproduce_argv,
     standalone_script,
     write_report,
@@ -134,6 +135,22 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
     assert rows[0][headers.index("v1 (MB)")] == "30.52"
     assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
     assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(b)
+
+
+def test_the_report_is_read_from_its_json_document(recorded_catalogue):
+    """The markdown is rendered from the document, as a maintainer could from the JSON: the
+    document read back gives the same report, and what it says is what the report shows."""
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, FakeLab(fake_measure), lambda m: None)
+    stored = json.loads(json.dumps(document(b, None)))
+    assert render(b, doc=stored) == render(b)
+    new = stored["probes"][1]
+    new["series"]["shape"], new["series"]["figures"]["15"] = "grows (+9.99/outer)", 7 * MB
+    shown = render(b, doc=stored)
+    assert "grows (+9.99/outer) at jax 0.5.1" in shown  # the answer's line
+    row = next(line for line in shown.splitlines() if line.startswith("| 0.5.1"))
+    assert "grows (+9.99/outer)" in row and "| 7.00 " in row  # the table's
 
 
 def test_the_small_size_is_used_only_where_both_ends_agree():
