@@ -37,7 +37,7 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
-from .crashes import CRASH_RUNS, is_crash, mask, rate_of
+from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
@@ -733,31 +733,6 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
                             f"--backend cuda12")
         raise UserError(f"no installable releases between {start.version} and {end.version}")
     return usable, unusable
-
-
-class CommandAborted(UserError):
-    """A command exited 128 or more: git bisect run's "stop the bisection" (one line, exit 2)."""
-
-
-SKIP_STATUS = 125  # git bisect run's "this release cannot be tested"
-
-
-def exit_status_run(code: int, stderr: str, version: str, number: int,
-                    where: dict | None = None) -> Run:
-    """A command's run under the exit-code classifier (git bisect run's codes): 0 and
-    1-127 are its two behaviours, 125 skips the release, 128 or more (or a signal) stops the
-    bisection with one line."""
-    if code == SKIP_STATUS:
-        return Run(release=version, number=number, status="failed", ran_on=where or {},
-                   error=f"the command exited {SKIP_STATUS} (this release cannot be tested)")
-    if not 0 <= code < 128:
-        lines = [line for line in stderr.splitlines() if line.strip()]
-        raise CommandAborted(
-            f"jax {version}: the command exited {code if code >= 0 else 128 - code}, 128 or "
-            f"more, which stops the bisection (git bisect run's abort)"
-            + (f": {mask(lines[-1])}" if lines else ""))
-    return Run(release=version, number=number, status="ok", samples=(code,),
-               ran_on=where or {})
 
 
 class InstallsAhead:

@@ -33,7 +33,7 @@ from repro.case import (
 from repro.options import OPTIONS, REPRO, command_line
 
 from .catalogue import Release
-from .crashes import crash_of
+from .crashes import crash_of, mask
 from .environments import ensure_environment
 from .errors import InstallFailed, UserError
 from .executors import LOCAL, Executor, ProbeLost
@@ -317,9 +317,7 @@ def _command_run(env, release: Release, question: Question, number: int,
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
     sys.stderr.write(done.stderr)
-    if question.metric == "exit_code":  # git bisect run's codes (bisection.exit_status)
-        from .bisection import exit_status_run
-
+    if question.metric == "exit_code":  # git bisect run's codes
         return exit_status_run(done.returncode, done.stderr, version, number, done.where)
     crash = crash_of(done.returncode, done.stderr, shell=True)
     if crash:
@@ -370,3 +368,28 @@ def command_value(stdout: str, name: str) -> float:
     if not math.isfinite(value):
         raise UserError(f"--metric {name}: the field is {value!r}, not a finite number")
     return float(value)
+
+
+class CommandAborted(UserError):
+    """A command exited 128 or more: git bisect run's "stop the bisection" (one line, exit 2)."""
+
+
+SKIP_STATUS = 125  # git bisect run's "this release cannot be tested"
+
+
+def exit_status_run(code: int, stderr: str, version: str, number: int,
+                    where: dict | None = None) -> Run:
+    """A command's run under the exit-code classifier (git bisect run's codes): 0 and
+    1-127 are its two behaviours, 125 skips the release, 128 or more (or a signal) stops the
+    bisection with one line."""
+    if code == SKIP_STATUS:
+        return Run(release=version, number=number, status="failed", ran_on=where or {},
+                   error=f"the command exited {SKIP_STATUS} (this release cannot be tested)")
+    if not 0 <= code < 128:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        raise CommandAborted(
+            f"jax {version}: the command exited {code if code >= 0 else 128 - code}, 128 or "
+            f"more, which stops the bisection (git bisect run's abort)"
+            + (f": {mask(lines[-1])}" if lines else ""))
+    return Run(release=version, number=number, status="ok", samples=(code,),
+               ran_on=where or {})

@@ -10,14 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect.bisection import (
-    CommandAborted,
     MetricRequest,
     bisect_metric,
     classifier_for,
-    exit_status_run,
     search_metric,
 )
-from jaxbisect.question import Question
+from jaxbisect.question import CommandAborted, Question, exit_status_run
 from jaxbisect.report import document
 from jaxbisect.store import Store
 
