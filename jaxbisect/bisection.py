@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -108,6 +109,15 @@ class MetricSearch:
     # the runs allowed resolve (see paired_calibration).
     calibration: dict | None = None
     max_runs: int | None = None      # the cap the search ran under (a noisy metric: rounds)
+    # index -> (began, ended): seconds since the search began, so that probes made at once
+    # (--jobs) are seen to overlap
+    spans: dict = field(default_factory=dict)
+
+    def overlapped(self) -> list[tuple[int, int]]:
+        """The pairs of probes (indices, in order) that were being measured at the same time."""
+        ordered = sorted(self.spans.items())
+        return [(i, j) for k, (i, (a, b)) in enumerate(ordered) for j, (c, d) in ordered[k + 1:]
+                if a < d and c < b]
 
     @property
     def runs(self) -> int:
@@ -134,14 +144,24 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
-def probing(probe: Callable[[int], Outcome], jobs: int, n: int = 0,
+def probing(measure: Callable[[int], Outcome], jobs: int, n: int = 0,
             ahead: Ahead | None = None, cheap: Callable[[int], bool] = lambda i: False,
-            offset: int = 0) -> dict:
+            offset: int = 0, spans: dict | None = None) -> dict:
     """find_change's way of probing: one release at a time, or (``jobs`` > 1) each round's
     releases at once, in threads (the runs themselves are processes). With ``ahead``, each
     round first hands it the candidates the next round could ask for (search.prefetch_order)
-    that are not cheap already: their environments are built while the round runs."""
+    that are not cheap already: their environments are built while the round runs. Each
+    probe's time span goes into ``spans`` (MetricSearch.spans)."""
     seen: dict[int, Outcome] = {}
+    spans = {} if spans is None else spans
+    began = time.monotonic()
+
+    def probe(i: int) -> Outcome:
+        start = time.monotonic() - began
+        try:
+            return measure(i)
+        finally:
+            spans[i] = (round(start, 3), round(time.monotonic() - began, 3))
 
     def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
         if ahead is not None:
@@ -261,12 +281,12 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    result = find_change(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
-                         on_step=on_step,
-                         offset=offset)
+    spans: dict = {}
+    result = find_change(n, **probing(probe, jobs, n, ahead, cheap, offset, spans),
+                         cheap=cheap, on_step=on_step, offset=offset)
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
-                        thirds=tuple(sorted(thirds)))
+                        thirds=tuple(sorted(thirds)), spans=spans)
 
 
 def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
@@ -457,13 +477,14 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                            tuple(v for v in figures[i] if v is not None), tuple(rounds))
         return placed[i].outcome
 
-    result = visit(n, **probing(probe, jobs, n, ahead, cheap, offset), cheap=cheap,
+    spans: dict = {}
+    result = visit(n, **probing(probe, jobs, n, ahead, cheap, offset, spans), cheap=cheap,
                    on_step=on_step, offset=offset)
     placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
     ordered = {i: placed[i] for i in result.probes}
     return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
                         thirds=tuple(sorted(thirds)), calibration=calibration,
-                        max_runs=max_runs)
+                        max_runs=max_runs, spans=spans)
 
 
 def reduce_for(question: Question) -> Reduce:

@@ -78,7 +78,8 @@ def write_json(path: Path, document: object) -> None:
 
 # What differs between two runs that measured the same thing: timings, whether a result came
 # from the store, when and from which commit. A rerun that changes only these writes nothing.
-VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at"})
+VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at", "spans",
+                           "overlapped"})
 VOLATILE_LINES = ("date: ", "toolkit commit: ")
 
 

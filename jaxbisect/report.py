@@ -1043,7 +1043,13 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                    # The releases of each round, probed at once where a round has several.
                    "rounds": [[str(b.candidates[i].version) for i in r]
                               for r in (s.result.rounds if s.result else ())],
-                   "jobs": b.request.jobs, "candidates": len(b.candidates)},
+                   "jobs": b.request.jobs, "candidates": len(b.candidates),
+                   # Each probe's time span (seconds since the search began) and the probes
+                   # that were measured at the same time.
+                   "spans": {str(b.candidates[i].version): list(span)
+                             for i, span in sorted(s.spans.items())},
+                   "overlapped": [[str(b.candidates[i].version), str(b.candidates[j].version)]
+                                  for i, j in s.overlapped()]},
         "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),

@@ -78,6 +78,11 @@ def test_jobs_find_the_same_pair_with_probes_in_flight_at_once(drawn, jobs):
         assert any(len(r) > 1 for r in middle_rounds)   # n >= 6: the window split in jobs+1
         assert many.most >= 2                  # probes of one round were in flight at once
         assert one.most == 1
+        # The search says which probes overlapped in time: only releases of one round.
+        assert set(at_once.spans) == set(at_once.placed) and alone.overlapped() == []
+        rounds = [set(r) for r in at_once.result.rounds]
+        assert at_once.overlapped() and all(any({i, j} <= r for r in rounds)
+                                            for i, j in at_once.overlapped())
 
 
 @settings(max_examples=100, deadline=None)
