@@ -1,4 +1,4 @@
-"""A metric bisection's answer: markdown for a GitHub issue and one JSON document (schema 1).
+"""A metric bisection's answer: markdown for a GitHub issue and one JSON document (docs/schema.md).
 
 The report stands alone: the program's source, the figures of every probed release, and the
 plain ``pip install`` and ``python`` lines that show them without this toolkit.

@@ -1,4 +1,5 @@
-"""The picture: v0's memory against n_outer, as a mermaid chart GitHub renders and a PNG."""
+"""The picture: a metric's series over a parameter in each release, as a mermaid chart GitHub
+renders and a PNG (the defaults name the scan case's: v0's memory against n_outer)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where: the lowered v0 modules of two releases, compared once what always differs is gone.
+"""Where: the lowered modules of two releases, compared once what always differs is gone.
 
 Identical modules put a change in the XLA compiler inside jaxlib; different ones in JAX's
 lowering.
