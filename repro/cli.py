@@ -80,7 +80,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     scan_words(p, args)
     try:
         args.case = read_case(args.case)
-        args.compare = args.case.compare if args.compare is True else args.compare or {}
+        args.compare = (first_values_for_a_target(args.case.compare, args.target)
+                        if args.compare is True else args.compare or {})
         args.params = parse_params(args.case, args.param)
         args.over = args.case.over if args.over is None else parse_over(args.case, args.over)
     except CaseError as exc:
@@ -222,17 +223,25 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
     return EXIT_MEASURED if document["metric"]["status"] == "ok" else EXIT_UNMEASURABLE
 
 
+def first_values_for_a_target(programs: dict, target: str | None) -> dict:
+    """The case's COMPARE programs; for a compile-only GPU target, one that gives its own
+    values of a parameter at the first of them only (the scan case's v2, an unrolled loop:
+    minutes a compile for a GPU from n_outer 2 on)."""
+    if target is None:
+        return programs
+    return {label: {name: value[:1] if isinstance(value, tuple) else value
+                    for name, value in params.items()} for label, params in programs.items()}
+
+
 def series_beside(args: argparse.Namespace, params: dict) -> tuple[dict, tuple]:
     """A COMPARE program's parameters and over values: the case's, with its own values of
-    the over parameter (where it gives them) among those asked; for a compile-only target,
-    the first of them only (the scan case's v2, an unrolled loop: minutes a compile for a GPU
-    from n_outer 2 on)."""
+    the over parameter (where it gives them) among those asked."""
     name, values = args.over
     rest = {**args.params, **params}
     own = params.get(name)
     if isinstance(own, tuple):
         rest.pop(name)
-        values = tuple(v for v in values if v in own)[:1 if args.target is not None else None]
+        values = tuple(v for v in values if v in own)
     return rest, (name, values)
 
 

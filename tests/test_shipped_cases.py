@@ -68,7 +68,10 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
         ratio = answer["new"] / answer["old"] if answer.get("old") else 10
         assert new["median"] / old["median"] > min(10, max(1.3, ratio / 1.5))
     elif isinstance(answer["old"], float) and answer["old"] == answer["old"]:
-        assert (old["values"], new["values"]) == ([answer["old"]], [answer["new"]])
+        # The right value is the right value anywhere; a wrong one may depend on the machine
+        # (vmap_matvec_wrong_result: 266342400.0 here in 2026-09, the report's 267911424.0
+        # on another CPU): it differs from the right one, by what, is the machine's.
+        assert old["values"] == [answer["old"]] and new["values"] != old["values"]
 
 
 @pytest.mark.jax
