@@ -305,12 +305,12 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
 
     def search(doc: dict) -> str:
         s = doc["search"]
-        return (f"{s['probes']} probes in {s['rounds']} rounds (limit {s['limit']['probes']} "
+        return (f"{s['probes']} probes in {len(s['rounds'])} rounds (limit {s['limit']['probes']} "
                 f"in {s['limit']['rounds']}, --jobs {s['jobs']})")
 
     cold, doc = bisection("cold", "--jobs", "1")
     answer = _answer(doc)
-    full = [p["jax"] for p in doc["probes"] if p["full_table"]]
+    full = [p["jax"] for p in doc["probes"] if p.get("compare")]  # measured at full size
     rows.append(Row(what, "uv", cold, f"cold: no environments, no stored results; "
                                       f"{search(doc)}; answer {answer}; full table for "
                                       f"{', '.join(full)}", cold / unit))
@@ -330,15 +330,21 @@ def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
                         stored <= BISECT_STORED_RUNS * unit))
     s = doc["search"]
     checks.append(Check("probes and rounds within ⌈log2 n⌉ + 2",
-                        f"{s['probes']} probes, {s['rounds']} rounds; limit "
+                        f"{s['probes']} probes, {len(s['rounds'])} rounds; limit "
                         f"{s['limit']['probes']}",
-                        max(s["probes"], s["rounds"]) <= s["limit"]["probes"]))
+                        max(s["probes"], len(s["rounds"])) <= s["limit"]["probes"]))
     checks.append(Check(f"--jobs 2 against 1 on {os.cpu_count()} cores (default here: "
                         f"{default_jobs()})",
                         f"{two:.1f} s against {warm:.1f} s warm: "
                         + ("helps" if two < warm * 0.95 else "does not help"),
                         (default_jobs() == 1) == (two >= warm * 0.95)))
     return Results(rows, checks)
+
+
+def _search_size(doc: dict) -> str:
+    """The size the search probed at, where smaller than asked (the ends at the full size)."""
+    params = (doc.get("search_size") or {}).get("params") or {}
+    return ", ".join(f"{k} {v}" for k, v in params.items()) or "the size asked"
 
 
 def _answer(doc: dict) -> str:
@@ -380,7 +386,7 @@ def bench_long_bisection(args: argparse.Namespace, scratch: Path, say: Say) -> R
     answer = _answer(doc)
     s = doc["search"]
     rows = [Row(what, "uv", cold, f"cold: {s['probes']} probes (limit {s['limit']['probes']}), "
-                                  f"search probes at n_res {s.get('n_res')}; answer {answer}",
+                                  f"search probes at {_search_size(doc)}; answer {answer}",
                 cold / unit)]
     stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
     rows.append(Row(what, "uv", stored, _stored_note(again), stored / unit))
