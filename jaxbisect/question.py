@@ -134,7 +134,7 @@ KEYED: dict[str, tuple[str, Callable[[Question], object]]] = {
     "samples": ("samples", lambda q: q.samples),
     "target": ("target", lambda q: target_key(q.target) if q.target else ""),  # the spec's
     "xla_flags": ("xla_flags", lambda q: q.xla_flags),
-    "compare": ("compare", lambda q: True),
+    "compare": ("compare", lambda q: q.compare),
 }
 
 
