@@ -42,7 +42,7 @@ from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
-from .question import Question, Run, with_params
+from .question import Question, Run, compared_runs, with_compare, with_params
 from .search import (
     Outcome,
     SearchResult,
@@ -700,21 +700,26 @@ def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
 def beside(question: Question, indices: Sequence[int], run: Callable[[Question, int], Run],
            sized: SearchSize | None, jobs: int) -> SearchSize | None:
     """``sized`` with the full size and the case's COMPARE programs measured at ``indices``
-    (the ends, the pair beside the change), for the report's columns."""
+    (the ends, the pair beside the change), for the report's columns: one process a release
+    where the harness measures COMPARE beside the case (a series), else one a program."""
     compare = question.case.compare if question.case else {}
     if sized is None and not compare:
         return None
     sized = sized or SearchSize(question, True, "")
-    asked = [(i, None) for i in indices if sized.question != question] \
-        + [(i, label) for i in indices for label in compare]
+    full_size = with_compare(question)
+    alone = {} if full_size.compare else compare
+    asked = [(i, None) for i in indices if full_size.compare or sized.question != question] \
+        + [(i, label) for i in indices for label in alone]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        runs = list(pool.map(lambda a: run(question if a[1] is None
-                                           else with_params(question, compare[a[1]]), a[0]),
+        runs = list(pool.map(lambda a: run(full_size if a[1] is None
+                                           else with_params(question, alone[a[1]]), a[0]),
                              asked))
     full, others = dict(sized.full), {}
     for (i, label), made in zip(asked, runs):
         if label is None:
             full[i] = made
+            if full_size.compare:
+                others[i] = compared_runs(made)
         else:
             others.setdefault(i, {})[label] = made
     return replace(sized, full=full, compare=others)
@@ -853,8 +858,10 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         seconds = request.timeout or run_limit(None, [None, None]).seconds
         return real_run(i % n, 1, seconds, question)
 
-    sized = search_size(
-        q, lambda question: [run_of(question, i) for i in (0, n - 1)])
+    # The ends at the full size are asked with COMPARE beside them, as the runs beside the
+    # search ask them afterwards: one process an end, found again in the store.
+    sized = search_size(q, lambda question: [
+        run_of(with_compare(q) if question == q else question, i) for i in (0, n - 1)])
     searched = sized.question if sized else q
     if sized:
         say(sized.note)

@@ -56,11 +56,18 @@ class RealLab:
     def environment(self, release: Release, backend: str) -> Environment:
         return ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
 
+    made: dict = field(default_factory=dict, compare=False)  # this invocation's runs
+
     def run(self, release: Release, backend: str, question: Question, number: int, *,
             timeout: float) -> Run:
-        return measure_run(release, backend, question, number, timeout=timeout,
-                           remeasure=self.remeasure, say=self.say, store=self.store,
-                           executor=self.executor)
+        # Asked twice (the ends, then beside the search), a run is made once: under
+        # --remeasure too, which measures again what earlier invocations stored.
+        key = (str(release.version), backend, question.key(), number)
+        if key not in self.made:
+            self.made[key] = measure_run(release, backend, question, number, timeout=timeout,
+                                         remeasure=self.remeasure, say=self.say,
+                                         store=self.store, executor=self.executor)
+        return self.made[key]
 
     def cheap(self, release: Release, backend: str, question: Question) -> bool:
         if self.remeasure:

@@ -143,6 +143,20 @@ def over_text(over: tuple) -> str:
     return f"{over[0]}={','.join(map(str, over[1]))}" if over else "none"
 
 
+def with_compare(question: Question) -> Question:
+    """``question`` with the case's COMPARE programs measured in the same process (the
+    harness's ``--compare``: one jax start a release, which needs a series); else as asked."""
+    together = question.over and question.case and question.case.compare
+    return replace(question, compare=True) if together else question
+
+
+def compared_runs(run: Run | None) -> dict[str, Run]:
+    """Each COMPARE program's run out of a run of ``with_compare``'s question."""
+    document = (run.document if run else None) or {}
+    return {label: replace(run, document={"metric": metric})
+            for label, metric in (document.get("compare") or {}).items()}
+
+
 def with_params(question: Question, params: dict) -> Question:
     """``question`` at other parameters; one that names the over parameter with a tuple of
     its values measures the series there (the case's SEARCH_PARAMS, COMPARE)."""

@@ -105,10 +105,16 @@ def fake_measure(release, question, number):
     programs flat at 30.52 MB."""
     small = question.params.get("n_res") == 32
     doc = copy.deepcopy(recorded(release + ("-n_res32" if small else "")))
+
+    def flat(metric: dict, values) -> dict:
+        return {**metric, "points": [{**metric["points"][0], "at": v, "value": 32000000}
+                                     for v in values]}
+
     if question.params.get("variant"):
-        values = question.over[1]
-        doc["metric"]["points"] = [{**doc["metric"]["points"][0], "at": v,
-                                    "value": 32000000} for v in values]
+        doc["metric"] = flat(doc["metric"], question.over[1])
+    if question.compare:  # the harness's --compare: each program's metric beside the case's
+        doc["compare"] = {label: flat(doc["metric"], with_params(question, params).over[1])
+                          for label, params in question.case.compare.items()}
     return Run(release, number, "ok", tuple(doc["metric"]["samples"]), document=doc)
 
 
@@ -135,6 +141,24 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
     assert rows[0][headers.index("v1 (MB)")] == "30.52"
     assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
     assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(b)
+
+
+def test_a_release_beside_the_search_is_one_process(recorded_catalogue):
+    """The full size and the COMPARE programs of a release are one question (the harness's
+    --compare), asked at the ends first and found again beside the pair: a release costs
+    its search-size run and one full-size run, not one a program."""
+    asked = set()
+
+    def measure(release, question, number):
+        asked.add((release, question.key()))
+        return fake_measure(release, question, number)
+
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    doc = document(bisect_metric(recorded_catalogue, request, FakeLab(measure),
+                                 lambda m: None), None)
+    assert sorted(release for release, _ in asked) == ["0.5.0", "0.5.0", "0.5.1", "0.5.1"]
+    assert [sorted(p["compare"]) for p in doc["probes"]] == [["v1", "v2"], ["v1", "v2"]]
 
 
 def test_the_report_is_read_from_its_json_document(recorded_catalogue):
