@@ -267,11 +267,11 @@ def load_catalogue(
 ) -> Catalogue:
     """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
     now = datetime.now(UTC)
-    cached, damaged = _read_cache()
-    if cached and not refresh and now - _oldest(cached) <= max_age and _current_format():
+    cached, damaged, current = _read_cache()
+    if cached and not refresh and now - _oldest(cached) <= max_age and current:
         return _build(cached, from_cache=True, stale=False)
     try:
-        documents = {name: trim(json.loads(_fetcher(fetch)(PYPI_JSON.format(name))))
+        documents = {name: trim(json.loads((fetch or _urlopen)(PYPI_JSON.format(name))))
                      for name in PACKAGES}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         # URLError is an OSError; the others: PyPI answered something of another shape
@@ -311,16 +311,10 @@ def trim(document: dict) -> dict:
     }
 
 
-def _fetcher(fetch: Fetch | None) -> Fetch:
-    if fetch is not None:
-        return fetch
-
-    def urlopen(url: str) -> bytes:
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.read()
-
-    return urlopen
+def _urlopen(url: str) -> bytes:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return response.read()
 
 
 def _describe(error: BaseException) -> str:
@@ -331,33 +325,26 @@ def _cache_path() -> Path:
     return cache_dir() / "catalogue"
 
 
-def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None]:
-    """Every package's cached document with its fetch time (None unless all are usable), and
-    the first file that is there but damaged: not JSON, or JSON of another shape."""
-    cached = {}
+def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None, bool]:
+    """Every package's cached document with its fetch time (None unless all are usable), the
+    first file that is there but damaged (not JSON, or JSON of another shape), and whether
+    every file is of this CACHE_FORMAT."""
+    cached, current = {}, True
     for name in PACKAGES:
         path = _cache_path() / f"{name}.json"
         try:
             text = path.read_text(encoding="utf-8")
         except OSError:
-            return None, None
+            return None, None, False
         try:
             entry = json.loads(text)
             document = entry["pypi"]
             _check_shape(document, name)
             cached[name] = (_parse_time(entry["fetched_at"]), document)
         except (ValueError, KeyError, TypeError, AttributeError):
-            return None, path
-    return cached, None
-
-
-def _current_format() -> bool:
-    """Whether every cached file is of this CACHE_FORMAT."""
-    try:
-        return all(json.loads((_cache_path() / f"{name}.json").read_text(encoding="utf-8"))
-                   .get("format") == CACHE_FORMAT for name in PACKAGES)
-    except (OSError, ValueError, AttributeError):
-        return False
+            return None, path, False
+        current = current and entry.get("format") == CACHE_FORMAT
+    return cached, None, current
 
 
 def _check_shape(document: dict, name: str) -> None:
@@ -386,7 +373,7 @@ def _iso(moment: datetime) -> str:
 
 
 def _parse_time(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 

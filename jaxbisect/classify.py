@@ -511,43 +511,23 @@ def noisy(old: Sequence[float], new: Sequence[float], **settings: float) -> Clas
 # Paired noisy scalars: the ends measured in pairs, a release in triplets beside both ends
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1, a - 1
-    c, d = 1.0, 1 - qab * x / qap
-    d = 1 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1 + aa * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return front * _betacf(a, b, x) / a
-    return 1 - front * _betacf(b, a, 1 - x) / b
-
-
 def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom."""
-    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1 - tail
+    """P(T > t) for Student's t with ``df`` (a whole number of) degrees of freedom: the finite
+    series in θ = atan(|t| / √df) for P(|T| < |t|) (Abramowitz & Stegun 26.7.3 and 26.7.4)."""
+    if df < 1 or df != int(df):
+        raise ValueError(f"degrees of freedom must be a whole number >= 1, not {df}")
+    theta = math.atan(abs(t) / math.sqrt(df))
+    cos2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+    odd = int(df) % 2
+    for j in range(1, (int(df) - 1) // 2 if odd else int(df) // 2):
+        term *= cos2 * (2 * j if odd else 2 * j - 1) / (2 * j + 1 if odd else 2 * j)
+        total += term
+    if odd:  # 1 degree of freedom: the Cauchy's 2θ/π alone
+        inside = 2 / math.pi * (theta + (math.sin(theta) * math.cos(theta) * total
+                                         if df > 1 else 0.0))
+    else:
+        inside = math.sin(theta) * total
+    return (1 - inside) / 2 if t >= 0 else (1 + inside) / 2
 
 
 @functools.lru_cache(maxsize=1024)
