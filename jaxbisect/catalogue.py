@@ -292,11 +292,11 @@ def load_catalogue(
             file=sys.stderr,
         )
         return _build(cached, from_cache=True, stale=True)
-    fresh = {name: (now, doc) for name, doc in documents.items()}
     for name, doc in documents.items():
         write_json(_cache_path() / f"{name}.json",
                    {"format": CACHE_FORMAT, "fetched_at": _iso(now), "pypi": doc})
-    return _build(fresh, from_cache=False, stale=False)
+    return _build({name: (now, _versions(doc)) for name, doc in documents.items()},
+                  from_cache=False, stale=False)
 
 
 def trim(document: dict) -> dict:
@@ -325,8 +325,8 @@ def _cache_path() -> Path:
     return cache_dir() / "catalogue"
 
 
-def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None, bool]:
-    """Every package's cached document with its fetch time (None unless all are usable), the
+def _read_cache() -> tuple[dict[str, tuple[datetime, Versions]] | None, Path | None, bool]:
+    """Every package's cached versions with their fetch time (None unless all are usable), the
     first file that is there but damaged (not JSON, or JSON of another shape), and whether
     every file is of this CACHE_FORMAT."""
     cached, current = {}, True
@@ -338,33 +338,17 @@ def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None,
             return None, None, False
         try:
             entry = json.loads(text)
-            document = entry["pypi"]
-            _check_shape(document, name)
-            cached[name] = (_parse_time(entry["fetched_at"]), document)
+            versions = _versions(entry["pypi"])  # raises on a document of another shape
+            if name == "jax" and not versions:
+                raise ValueError("jax lists no releases")
+            cached[name] = (_parse_time(entry["fetched_at"]), versions)
         except (ValueError, KeyError, TypeError, AttributeError):
             return None, path, False
         current = current and entry.get("format") == CACHE_FORMAT
     return cached, None, current
 
 
-def _check_shape(document: dict, name: str) -> None:
-    """Raise ValueError unless ``document`` is a trimmed PyPI answer the catalogue can read."""
-    releases = document["releases"]
-    if document["info"]["name"] is None or not isinstance(releases, dict):
-        raise ValueError(f"no releases mapping for {name}")
-    if name == "jax" and not releases:
-        raise ValueError("jax lists no releases")
-    for version, files in releases.items():
-        if not isinstance(version, str) or not isinstance(files, list):
-            raise ValueError(f"{name} {version!r}: not a list of files")
-        for f in files:
-            if not (isinstance(f["filename"], str) and isinstance(f["upload_time_iso_8601"], str)
-                    and isinstance(f["yanked"], bool)):
-                raise ValueError(f"{name} {version}: a file of another shape")
-            _parse_time(f["upload_time_iso_8601"])
-
-
-def _oldest(cached: dict[str, tuple[datetime, dict]]) -> datetime:
+def _oldest(cached: dict[str, tuple[datetime, Versions]]) -> datetime:
     return min(fetched for fetched, _ in cached.values())
 
 
@@ -422,7 +406,10 @@ def _summarise(files: list[dict]) -> _Files:
     )
 
 
-def _versions(document: dict) -> dict[Version, _Files]:
+Versions = dict[Version, _Files]  # a package's versions, as the catalogue reads them
+
+
+def _versions(document: dict) -> Versions:
     parsed = {}
     for text, files in document["releases"].items():
         if not files:
@@ -434,10 +421,11 @@ def _versions(document: dict) -> dict[Version, _Files]:
     return dict(sorted(parsed.items()))
 
 
-def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale: bool) -> Catalogue:
-    jax = _versions(cached["jax"][1])
-    jaxlibs = {v: f for v, f in _versions(cached["jaxlib"][1]).items() if f.has_wheels}
-    plugins = _versions(cached["jax-cuda12-plugin"][1])
+def _build(cached: dict[str, tuple[datetime, Versions]], *, from_cache: bool,
+           stale: bool) -> Catalogue:
+    jax = cached["jax"][1]
+    jaxlibs = {v: f for v, f in cached["jaxlib"][1].items() if f.has_wheels}
+    plugins = cached["jax-cuda12-plugin"][1]
     releases = []
     for version, files in jax.items():
         # A yanked jax (asked for by name) keeps its own yanked jaxlib: 0.4.32 needs 0.4.32.
