@@ -118,24 +118,19 @@ def vectors_close(rtol: float = 1e-5, atol: float = 1e-8) -> Callable[[object, o
     ``isclose``), NaN equals NaN at the same position, infinities equal only themselves.
     """
 
+    def close(x: float, y: float) -> bool:
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= atol + rtol * max(abs(x), abs(y))
+
     def same(a: object, b: object) -> bool:
         try:
             xs, ys = list(a), list(b)  # type: ignore[call-overload]
         except TypeError:
             return False
-        if len(xs) != len(ys):
-            return False
-        for x, y in zip(xs, ys):
-            x, y = float(x), float(y)
-            if math.isnan(x) or math.isnan(y):
-                if not (math.isnan(x) and math.isnan(y)):
-                    return False
-            elif math.isinf(x) or math.isinf(y):
-                if x != y:
-                    return False
-            elif abs(x - y) > atol + rtol * max(abs(x), abs(y)):
-                return False
-        return True
+        return len(xs) == len(ys) and all(close(float(x), float(y)) for x, y in zip(xs, ys))
 
     return same
 
@@ -427,17 +422,12 @@ class _Noisy:
         lo, ln = self._loc(self.end_old), self._loc(self.end_new)
         ratio = math.exp(ln - lo)
         p = rank_sum_p(self._trimmed(self.end_old), self._trimmed(self.end_new))
-        shown = (
-            f"p{round(self.quantile * 100)} {_g(math.exp(lo))} vs {_g(math.exp(ln))}, "
-            f"{ratio:.3g}x; rank test p={p:.2g} (n={len(self.end_old)}+{len(self.end_new)})"
-        )
+        shown = (f"p{round(self.quantile * 100)} {_g(math.exp(lo))} vs {_g(math.exp(ln))}, "
+                 f"{ratio:.3g}x; rank test p={p:.2g} (n={len(self.end_old)}+{len(self.end_new)})")
         if abs(ln - lo) < math.log1p(self.threshold):
             return Ends(False, None, ratio, f"{shown}: closer than {self.threshold:.0%}")
-        se = (
-            self._efficiency
-            * self._sigma(self.end_old, self.end_new)
-            * math.sqrt(1 / len(self.end_old) + 1 / len(self.end_new))
-        )
+        se = (self._efficiency * self._sigma(self.end_old, self.end_new)
+              * math.sqrt(1 / len(self.end_old) + 1 / len(self.end_new)))
         t = abs(ln - lo) / se
         need = t_critical((1 - self.confidence) / 2, self.df)
         shown += f"; {t:.3g} standard errors apart"
@@ -484,10 +474,8 @@ class _Noisy:
             return Placement(Label.OLD, p_old, reason=f"{where}; P(old)={p_old:.4g}")
         if p_new >= self.confidence:
             return Placement(Label.NEW, p_new, reason=f"{where}; P(new)={p_new:.4g}")
-        best = max(p_old, p_new)
-        return Placement(
-            Label.AMBIGUOUS, best, reason=f"{where}; P(old)={p_old:.3g} < {self.confidence}"
-        )
+        return Placement(Label.AMBIGUOUS, max(p_old, p_new),
+                         reason=f"{where}; P(old)={p_old:.3g} < {self.confidence}")
 
     def learn(self, samples: Sequence, label: Label) -> _Noisy:
         label = _check_label(label)
@@ -638,24 +626,25 @@ class Paired:
         above = sum(x > 0 for x in d)
         shown = (f"last/first end {ratio:.3g}x over {m.n} interleaved pairs ({above} of "
                  f"{m.n} higher at the last end), pair spread ±{math.expm1(m.sd):.1%}")
+
+        def verdict(decided: bool, reason: str, direction: str | None = None) -> EndsVerdict:
+            return EndsVerdict(Ends(direction is not None, direction, ratio, reason), decided,
+                               m.n, m.sd)
+
         look = self.look(m.n)
         if look == 0:
-            return EndsVerdict(Ends(False, None, ratio, f"{shown}: {self.first_look} pairs "
-                                    "needed before a look"), False, m.n, m.sd)
+            return verdict(False, f"{shown}: {self.first_look} pairs needed before a look")
         a = look_alpha(self.alpha, look)
         lo2, hi2 = m.bound(a / 2)
         lo, hi = m.bound(a)
-        interval = (f"{math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at "
-                    f"{1 - a:.4g} (look {look})")
-        shown += f"; change {interval}"
+        shown += f"; change {math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at {1 - a:.4g} (look {look})"
         if (lo2 > 0 or hi2 < 0) and abs(m.mean) >= band:
-            direction = "regression" if m.mean > 0 else "fix"
-            return EndsVerdict(Ends(True, direction, ratio, shown), True, m.n, m.sd)
+            return verdict(True, shown, "regression" if m.mean > 0 else "fix")
         if lo > -band and hi < band:
-            return EndsVerdict(Ends(False, None, ratio, f"{shown}: confidently within "
-                                    f"{self.threshold:.0%} (equivalence test)"), True, m.n, m.sd)
-        return EndsVerdict(Ends(False, None, ratio, f"{shown}: neither a change of at least "
-                                f"{self.threshold:.0%} nor within it yet"), False, m.n, m.sd)
+            return verdict(True, f"{shown}: confidently within {self.threshold:.0%} "
+                                 "(equivalence test)")
+        return verdict(False, f"{shown}: neither a change of at least {self.threshold:.0%} "
+                              "nor within it yet")
 
     def resolvable(self, spread: float, rounds: int) -> float:
         """The smallest new/old ratio (> 1) that ``rounds`` pairs with this pair spread tell
@@ -685,7 +674,8 @@ class Paired:
         s = 1 if direction == "regression" else -1
         to_old = [math.log(r / o) for o, r, n in good]
         to_new = [math.log(r / n) for o, r, n in good]
-        u = mean_of([s * (a + b) for a, b in zip(to_old, to_new)], self._floor(6))
+        us = [s * (a + b) for a, b in zip(to_old, to_new)]
+        u = mean_of(us, self._floor(6))
         if machine is not None and machine[1] >= 1:
             ss, dof = machine[0] + u.sd**2 * (u.n - 1), machine[1] + u.n - 1
             sd = max(math.sqrt(ss / dof), u.sd, self._floor(6))
@@ -705,11 +695,9 @@ class Paired:
         a = self.alpha / looks if looks >= 1 else look_alpha(self.alpha, look)
         margin = math.log(self.third_factor)
         # Beyond the outer end (slower than the slower end x3 for a regression) or the inner.
-        beyond_outer = mean_of([s * x for x in to_new], self._floor(2))
-        beyond_inner = mean_of([-s * x for x in to_old], self._floor(2))
-        for m, words in ((beyond_outer, "beyond the new end"),
-                         (beyond_inner, "beyond the old end")):
-            if m.bound(a / 2)[0] > margin:
+        for beyond, words in (([s * x for x in to_new], "beyond the new end"),
+                              ([-s * x for x in to_old], "beyond the old end")):
+            if mean_of(beyond, self._floor(2)).bound(a / 2)[0] > margin:
                 return Placement(Label.SKIP, None, third=True,
                                  reason=f"{here}: more than {self.third_factor:g}x {words}")
         # One-sided on each side: a release of the old behaviour is misplaced only when u
@@ -718,7 +706,6 @@ class Paired:
         lo, hi = u.mean - half, u.mean + half
         # A burst can put one round on the wrong side: up to one round in five may disagree
         # (none in the first four), never more.
-        us = [s * (p + q) for p, q in zip(to_old, to_new)]
         against = min(sum(x > 0 for x in us), sum(x < 0 for x in us))
         if against > len(us) // 5 and (hi < 0 or lo > 0):
             return Placement(Label.AMBIGUOUS, None, reason=f"{here}: its rounds disagree on "
