@@ -117,26 +117,19 @@ class Catalogue:
         return (f"no releases are known: the release catalogue (cached in {_cache_path()}) "
                 f"lists none; --refresh-catalogue fetches it from PyPI again")
 
-    def unusable_reason(
-        self,
-        release: Release,
-        backend: str,
-        python: tuple[int, int] | None = None,
-        *,
-        allow_yanked: bool = False,
-    ) -> str | None:
+    def unusable_reason(self, release: Release, backend: str,
+                        python: tuple[int, int] | None = None, *,
+                        allow_yanked: bool = False) -> str | None:
         """None when ``release`` can be installed here for ``backend``; otherwise why not.
-
         With ``python`` given, for that Python only; otherwise for any interpreter found here.
         """
         if python is not None:
             return _unusable(release, backend, python, allow_yanked)
         return interpreter_for(release, backend, allow_yanked=allow_yanked)[1]
 
-    def between(
-        self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None, *,
-        include_yanked: bool = False,
-    ) -> tuple[list[Release], list[tuple[Release, str]]]:
+    def between(self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None,
+                *, include_yanked: bool = False
+                ) -> tuple[list[Release], list[tuple[Release, str]]]:
         """Releases from ``lo`` to ``hi`` inclusive, by version: (usable, [(unusable, why)]).
 
         Yanked releases inside the range are left out (``yanked_between`` names them) unless
@@ -193,18 +186,14 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
     if release.requires_python:
         try:
             if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
-                return (
-                    f"requires Python {release.requires_python} (this is {major}.{minor})"
-                )
+                return f"requires Python {release.requires_python} (this is {major}.{minor})"
         except InvalidSpecifier:
             pass
     if release.jaxlib is None:
         return "no jaxlib on PyPI pairs with it (PyPI has dropped old jaxlib wheels)"
     if release.jaxlib_uploaded and release.jaxlib_uploaded > release.uploaded + LATE_JAXLIB:
-        return (
-            f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
-            f"long after the release: its dependencies cannot be dated"
-        )
+        return (f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
+                f"long after the release: its dependencies cannot be dated")
     if not sys.platform.startswith("linux"):
         return "only linux is supported"
     if tag not in release.jaxlib_pythons:
@@ -285,12 +274,8 @@ def load_catalogue(
                 f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
                 f"in {_cache_path()}; connect once to fill it"
             ) from None
-        fetched = _oldest(cached)
-        print(
-            f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
-            f"cached {fetched:%Y-%m-%d %H:%M} UTC",
-            file=sys.stderr,
-        )
+        print(f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
+              f"cached {_oldest(cached):%Y-%m-%d %H:%M} UTC", file=sys.stderr)
         return _build(cached, from_cache=True, stale=True)
     for name, doc in documents.items():
         write_json(_cache_path() / f"{name}.json",
@@ -448,12 +433,7 @@ def _build(cached: dict[str, tuple[datetime, Versions]], *, from_cache: bool,
             cuda_plugin_pythons=plugin.pythons if plugin else frozenset(),
             yanked_reason=files.yanked_reason,
         ))
-    return Catalogue(
-        releases=tuple(releases),
-        fetched_at=_oldest(cached),
-        from_cache=from_cache,
-        stale=stale,
-    )
+    return Catalogue(tuple(releases), _oldest(cached), from_cache=from_cache, stale=stale)
 
 
 def backend_words(backend: str, target: str = "") -> str:
