@@ -108,8 +108,8 @@ def relative_shape(name: str, points: list[tuple[object, float | None]]) -> dict
     change across the values, relative to the first figure (scale-free, as the scan verdict
     is): "constant" within RELATIVE_AT, else "grows" or "shrinks"; "unavailable" where a
     figure is missing or zero. A value that is not a number counts as its position."""
-    if any(y is None or y == 0 for _, y in points):
-        gone = [str(x) for x, y in points if y is None or y == 0]
+    gone = [str(x) for x, y in points if y is None or y == 0]
+    if gone:
         return {"status": "unavailable", "change": None, "points": len(points),
                 "reason": f"no figure at {name} {', '.join(gone)}", "label": "unavailable"}
     xs = [x if isinstance(x, (int, float)) and not isinstance(x, bool) else i
