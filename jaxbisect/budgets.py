@@ -68,10 +68,6 @@ def explain_limit(explicit: float | None, baseline: Sequence[float]) -> TimeLimi
                      f"{TEST_FLOOR:g} s at least")
 
 
-def hung_error(limit: TimeLimit) -> str:
-    return f"hangs past {limit.seconds:.0f} s ({limit.why})"
-
-
 class EndsTimer:
     """A bisection's ``run_at`` with its time limits: each run bounded by ``run_limit`` of
     the ends' first runs; a release that hung once is not run again (its hung run is
@@ -97,7 +93,7 @@ class EndsTimer:
         run = self.measure(index, number, limit.seconds)
         hung = run.status == "hung"
         if hung:
-            run = replace(run, error=hung_error(limit))
+            run = replace(run, error=f"hangs past {limit.seconds:.0f} s ({limit.why})")
             self.say(f"jax {run.release}: {run.error}; not run again")
             if self.hang_is_value:
                 run = replace(run, status="ok", samples=(HANGS,))

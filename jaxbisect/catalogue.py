@@ -117,26 +117,19 @@ class Catalogue:
         return (f"no releases are known: the release catalogue (cached in {_cache_path()}) "
                 f"lists none; --refresh-catalogue fetches it from PyPI again")
 
-    def unusable_reason(
-        self,
-        release: Release,
-        backend: str,
-        python: tuple[int, int] | None = None,
-        *,
-        allow_yanked: bool = False,
-    ) -> str | None:
+    def unusable_reason(self, release: Release, backend: str,
+                        python: tuple[int, int] | None = None, *,
+                        allow_yanked: bool = False) -> str | None:
         """None when ``release`` can be installed here for ``backend``; otherwise why not.
-
         With ``python`` given, for that Python only; otherwise for any interpreter found here.
         """
         if python is not None:
             return _unusable(release, backend, python, allow_yanked)
         return interpreter_for(release, backend, allow_yanked=allow_yanked)[1]
 
-    def between(
-        self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None, *,
-        include_yanked: bool = False,
-    ) -> tuple[list[Release], list[tuple[Release, str]]]:
+    def between(self, lo: str, hi: str, backend: str, python: tuple[int, int] | None = None,
+                *, include_yanked: bool = False
+                ) -> tuple[list[Release], list[tuple[Release, str]]]:
         """Releases from ``lo`` to ``hi`` inclusive, by version: (usable, [(unusable, why)]).
 
         Yanked releases inside the range are left out (``yanked_between`` names them) unless
@@ -193,18 +186,14 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
     if release.requires_python:
         try:
             if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
-                return (
-                    f"requires Python {release.requires_python} (this is {major}.{minor})"
-                )
+                return f"requires Python {release.requires_python} (this is {major}.{minor})"
         except InvalidSpecifier:
             pass
     if release.jaxlib is None:
         return "no jaxlib on PyPI pairs with it (PyPI has dropped old jaxlib wheels)"
     if release.jaxlib_uploaded and release.jaxlib_uploaded > release.uploaded + LATE_JAXLIB:
-        return (
-            f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
-            f"long after the release: its dependencies cannot be dated"
-        )
+        return (f"its jaxlib {release.jaxlib} was uploaded {release.jaxlib_uploaded:%Y-%m-%d}, "
+                f"long after the release: its dependencies cannot be dated")
     if not sys.platform.startswith("linux"):
         return "only linux is supported"
     if tag not in release.jaxlib_pythons:
@@ -267,11 +256,11 @@ def load_catalogue(
 ) -> Catalogue:
     """The catalogue from cache when fresh, else from PyPI; an old cache when PyPI is down."""
     now = datetime.now(UTC)
-    cached, damaged = _read_cache()
-    if cached and not refresh and now - _oldest(cached) <= max_age and _current_format():
+    cached, damaged, current = _read_cache()
+    if cached and not refresh and now - _oldest(cached) <= max_age and current:
         return _build(cached, from_cache=True, stale=False)
     try:
-        documents = {name: trim(json.loads(_fetcher(fetch)(PYPI_JSON.format(name))))
+        documents = {name: trim(json.loads((fetch or _urlopen)(PYPI_JSON.format(name))))
                      for name in PACKAGES}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         # URLError is an OSError; the others: PyPI answered something of another shape
@@ -285,18 +274,14 @@ def load_catalogue(
                 f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
                 f"in {_cache_path()}; connect once to fill it"
             ) from None
-        fetched = _oldest(cached)
-        print(
-            f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
-            f"cached {fetched:%Y-%m-%d %H:%M} UTC",
-            file=sys.stderr,
-        )
+        print(f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
+              f"cached {_oldest(cached):%Y-%m-%d %H:%M} UTC", file=sys.stderr)
         return _build(cached, from_cache=True, stale=True)
-    fresh = {name: (now, doc) for name, doc in documents.items()}
     for name, doc in documents.items():
         write_json(_cache_path() / f"{name}.json",
                    {"format": CACHE_FORMAT, "fetched_at": _iso(now), "pypi": doc})
-    return _build(fresh, from_cache=False, stale=False)
+    return _build({name: (now, _versions(doc)) for name, doc in documents.items()},
+                  from_cache=False, stale=False)
 
 
 def trim(document: dict) -> dict:
@@ -311,16 +296,10 @@ def trim(document: dict) -> dict:
     }
 
 
-def _fetcher(fetch: Fetch | None) -> Fetch:
-    if fetch is not None:
-        return fetch
-
-    def urlopen(url: str) -> bytes:
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.read()
-
-    return urlopen
+def _urlopen(url: str) -> bytes:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return response.read()
 
 
 def _describe(error: BaseException) -> str:
@@ -331,53 +310,30 @@ def _cache_path() -> Path:
     return cache_dir() / "catalogue"
 
 
-def _read_cache() -> tuple[dict[str, tuple[datetime, dict]] | None, Path | None]:
-    """Every package's cached document with its fetch time (None unless all are usable), and
-    the first file that is there but damaged: not JSON, or JSON of another shape."""
-    cached = {}
+def _read_cache() -> tuple[dict[str, tuple[datetime, Versions]] | None, Path | None, bool]:
+    """Every package's cached versions with their fetch time (None unless all are usable), the
+    first file that is there but damaged (not JSON, or JSON of another shape), and whether
+    every file is of this CACHE_FORMAT."""
+    cached, current = {}, True
     for name in PACKAGES:
         path = _cache_path() / f"{name}.json"
         try:
             text = path.read_text(encoding="utf-8")
         except OSError:
-            return None, None
+            return None, None, False
         try:
             entry = json.loads(text)
-            document = entry["pypi"]
-            _check_shape(document, name)
-            cached[name] = (_parse_time(entry["fetched_at"]), document)
+            versions = _versions(entry["pypi"])  # raises on a document of another shape
+            if name == "jax" and not versions:
+                raise ValueError("jax lists no releases")
+            cached[name] = (_parse_time(entry["fetched_at"]), versions)
         except (ValueError, KeyError, TypeError, AttributeError):
-            return None, path
-    return cached, None
+            return None, path, False
+        current = current and entry.get("format") == CACHE_FORMAT
+    return cached, None, current
 
 
-def _current_format() -> bool:
-    """Whether every cached file is of this CACHE_FORMAT."""
-    try:
-        return all(json.loads((_cache_path() / f"{name}.json").read_text(encoding="utf-8"))
-                   .get("format") == CACHE_FORMAT for name in PACKAGES)
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _check_shape(document: dict, name: str) -> None:
-    """Raise ValueError unless ``document`` is a trimmed PyPI answer the catalogue can read."""
-    releases = document["releases"]
-    if document["info"]["name"] is None or not isinstance(releases, dict):
-        raise ValueError(f"no releases mapping for {name}")
-    if name == "jax" and not releases:
-        raise ValueError("jax lists no releases")
-    for version, files in releases.items():
-        if not isinstance(version, str) or not isinstance(files, list):
-            raise ValueError(f"{name} {version!r}: not a list of files")
-        for f in files:
-            if not (isinstance(f["filename"], str) and isinstance(f["upload_time_iso_8601"], str)
-                    and isinstance(f["yanked"], bool)):
-                raise ValueError(f"{name} {version}: a file of another shape")
-            _parse_time(f["upload_time_iso_8601"])
-
-
-def _oldest(cached: dict[str, tuple[datetime, dict]]) -> datetime:
+def _oldest(cached: dict[str, tuple[datetime, Versions]]) -> datetime:
     return min(fetched for fetched, _ in cached.values())
 
 
@@ -386,7 +342,7 @@ def _iso(moment: datetime) -> str:
 
 
 def _parse_time(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -435,7 +391,10 @@ def _summarise(files: list[dict]) -> _Files:
     )
 
 
-def _versions(document: dict) -> dict[Version, _Files]:
+Versions = dict[Version, _Files]  # a package's versions, as the catalogue reads them
+
+
+def _versions(document: dict) -> Versions:
     parsed = {}
     for text, files in document["releases"].items():
         if not files:
@@ -447,10 +406,11 @@ def _versions(document: dict) -> dict[Version, _Files]:
     return dict(sorted(parsed.items()))
 
 
-def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale: bool) -> Catalogue:
-    jax = _versions(cached["jax"][1])
-    jaxlibs = {v: f for v, f in _versions(cached["jaxlib"][1]).items() if f.has_wheels}
-    plugins = _versions(cached["jax-cuda12-plugin"][1])
+def _build(cached: dict[str, tuple[datetime, Versions]], *, from_cache: bool,
+           stale: bool) -> Catalogue:
+    jax = cached["jax"][1]
+    jaxlibs = {v: f for v, f in cached["jaxlib"][1].items() if f.has_wheels}
+    plugins = cached["jax-cuda12-plugin"][1]
     releases = []
     for version, files in jax.items():
         # A yanked jax (asked for by name) keeps its own yanked jaxlib: 0.4.32 needs 0.4.32.
@@ -473,12 +433,7 @@ def _build(cached: dict[str, tuple[datetime, dict]], *, from_cache: bool, stale:
             cuda_plugin_pythons=plugin.pythons if plugin else frozenset(),
             yanked_reason=files.yanked_reason,
         ))
-    return Catalogue(
-        releases=tuple(releases),
-        fetched_at=_oldest(cached),
-        from_cache=from_cache,
-        stale=stale,
-    )
+    return Catalogue(tuple(releases), _oldest(cached), from_cache=from_cache, stale=stale)
 
 
 def backend_words(backend: str, target: str = "") -> str:

@@ -21,13 +21,15 @@ one, so a placement can be recomputed and a re-measured release asked again.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import functools
 import math
 import operator
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 # Deterministic scalars: ends closer than 1 % are the same behaviour, and a release matches an
@@ -106,86 +108,7 @@ def _check_label(label: Label) -> Label:
 
 
 # --------------------------------------------------------------------------------------------
-# Deterministic scalars
-
-
-def _close(a: float, b: float, threshold: float) -> bool:
-    """Within ``threshold`` of each other, relative to the larger magnitude (symmetric)."""
-    return abs(a - b) <= threshold * max(abs(a), abs(b))
-
-
-def _one_value(values: Sequence[float], threshold: float) -> tuple[float | None, str | None]:
-    """The value a deterministic sample set stands for, or None and why not."""
-    vals = [float(v) for v in values]
-    if not vals:
-        return None, "no value"
-    if any(math.isnan(v) for v in vals):
-        return None, "value is NaN"
-    if not _close(min(vals), max(vals), threshold):
-        return None, f"its values disagree ({_g(min(vals))} .. {_g(max(vals))})"
-    return statistics.median(vals), None
-
-
-@dataclass(frozen=True)
-class _Deterministic:
-    old: tuple[float, ...]
-    new: tuple[float, ...]
-    threshold: float
-
-    def ends(self) -> Ends:
-        o, why_o = _one_value(self.old, self.threshold)
-        n, why_n = _one_value(self.new, self.threshold)
-        if o is None or n is None:
-            which = "old" if o is None else "new"
-            return Ends(False, None, None, f"{which} end: {why_o if o is None else why_n}")
-        ratio = n / o if o != 0 else None
-        shown = f"{_g(o)} vs {_g(n)}" + (f", {ratio:.3g}x" if ratio is not None else "")
-        if _close(o, n, self.threshold):
-            return Ends(False, None, ratio, f"{shown}: within {self.threshold:.0%}")
-        direction = "regression" if n > o else "fix"
-        return Ends(True, direction, ratio, f"{shown}: differ by more than {self.threshold:.0%}")
-
-    def __call__(self, samples: Sequence) -> Placement:
-        v, why = _one_value(samples, self.threshold)
-        if v is None:
-            return Placement(Label.SKIP, None, reason=why)
-        o, _ = _one_value(self.old, self.threshold)
-        n, _ = _one_value(self.new, self.threshold)
-        like_old = o is not None and _close(v, o, self.threshold)
-        like_new = n is not None and _close(v, n, self.threshold)
-        if like_old and like_new:
-            return Placement(Label.AMBIGUOUS, None, reason=f"{_g(v)} matches both ends")
-        if like_old:
-            return Placement(Label.OLD, None, reason=f"{_g(v)} matches the old end")
-        if like_new:
-            return Placement(Label.NEW, None, reason=f"{_g(v)} matches the new end")
-        if o is None or n is None:
-            return Placement(Label.SKIP, None, reason=f"{_g(v)}: an end has no value")
-        return Placement(
-            Label.SKIP,
-            None,
-            third=True,
-            reason=f"{_g(v)} matches neither end ({_g(o)}, {_g(n)}) within {self.threshold:.0%}",
-        )
-
-    def learn(self, samples: Sequence, label: Label) -> _Deterministic:
-        # A deterministic metric has nothing to learn: the ends define the two behaviours.
-        # (Widening an end by each matched value would let a chain of 1 % steps drift.)
-        _check_label(label)
-        return self
-
-
-def deterministic(
-    old: Sequence[float], new: Sequence[float], threshold: float = DEFAULT_THRESHOLD
-) -> Classifier:
-    """A classifier for an exact scalar (memory bytes); ``threshold`` is relative."""
-    if not 0 <= threshold < 1:
-        raise ValueError(f"threshold must be in [0, 1), not {threshold}")
-    return _Deterministic(tuple(map(float, old)), tuple(map(float, new)), threshold)
-
-
-# --------------------------------------------------------------------------------------------
-# Non-ordered deterministic values
+# Deterministic values: non-ordered ones (matching) and exact scalars (deterministic)
 
 
 def vectors_close(rtol: float = 1e-5, atol: float = 1e-8) -> Callable[[object, object], bool]:
@@ -195,62 +118,77 @@ def vectors_close(rtol: float = 1e-5, atol: float = 1e-8) -> Callable[[object, o
     ``isclose``), NaN equals NaN at the same position, infinities equal only themselves.
     """
 
+    def close(x: float, y: float) -> bool:
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= atol + rtol * max(abs(x), abs(y))
+
     def same(a: object, b: object) -> bool:
         try:
             xs, ys = list(a), list(b)  # type: ignore[call-overload]
         except TypeError:
             return False
-        if len(xs) != len(ys):
-            return False
-        for x, y in zip(xs, ys):
-            x, y = float(x), float(y)
-            if math.isnan(x) or math.isnan(y):
-                if not (math.isnan(x) and math.isnan(y)):
-                    return False
-            elif math.isinf(x) or math.isinf(y):
-                if x != y:
-                    return False
-            elif abs(x - y) > atol + rtol * max(abs(x), abs(y)):
-                return False
-        return True
+        return len(xs) == len(ys) and all(close(float(x), float(y)) for x, y in zip(xs, ys))
 
     return same
 
 
 @dataclass(frozen=True)
 class _Matching:
+    """A release is the behaviour of the end whose value it is ``same`` as; both ends: it
+    cannot tell; neither: a third behaviour. Nothing to learn: the ends' values define the
+    behaviours. :class:`_Deterministic` changes only the hooks (a value, an end's, words)."""
+
     old: tuple
     new: tuple
     same: Callable[[object, object], bool]
 
+    def value(self, samples: Sequence) -> tuple[object, str | None]:
+        """The value a sample set stands for, or None and why not."""
+        if not samples:
+            return None, "no value"
+        if not all(self.same(samples[0], s) for s in samples[1:]):
+            return None, "its values disagree"
+        return samples[0], None
+
+    def end(self, values: tuple) -> object:
+        return values[0] if values else None
+
+    def said(self, value: object) -> str:
+        return "same as"
+
+    def neither(self, old: object, new: object) -> str:
+        return ""
+
     def ends(self) -> Ends:
         if not self.old or not self.new:
-            which = "old" if not self.old else "new"
-            return Ends(False, None, None, f"{which} end: no value")
+            return Ends(False, None, None, f"{'old' if not self.old else 'new'} end: no value")
         if self.same(self.old[0], self.new[0]):
             return Ends(False, None, None, "the ends give the same value")
         return Ends(True, "changed", None, "the ends give different values")
 
     def __call__(self, samples: Sequence) -> Placement:
-        if not samples:
-            return Placement(Label.SKIP, None, reason="no value")
-        v = samples[0]
-        if not all(self.same(v, s) for s in samples[1:]):
-            return Placement(Label.SKIP, None, reason="its values disagree")
-        like_old = bool(self.old) and self.same(v, self.old[0])
-        like_new = bool(self.new) and self.same(v, self.new[0])
-        if like_old and like_new:
-            return Placement(Label.AMBIGUOUS, None, reason="same as both ends")
-        if like_old:
-            return Placement(Label.OLD, None, reason="same as the old end")
-        if like_new:
-            return Placement(Label.NEW, None, reason="same as the new end")
-        if not self.old or not self.new:
+        v, why = self.value(samples)
+        if why is not None:
+            return Placement(Label.SKIP, None, reason=why)
+        o, n = self.end(self.old), self.end(self.new)
+        like_old = o is not None and self.same(v, o)
+        like_new = n is not None and self.same(v, n)
+        label = {(True, True): Label.AMBIGUOUS, (True, False): Label.OLD,
+                 (False, True): Label.NEW}.get((like_old, like_new))
+        if label is not None:
+            which = "both ends" if label is Label.AMBIGUOUS else f"the {label.value} end"
+            return Placement(label, None, reason=f"{self.said(v)} {which}")
+        if o is None or n is None:
             return Placement(Label.SKIP, None, reason="an end has no value")
-        return Placement(Label.SKIP, None, third=True, reason="same as neither end")
+        return Placement(Label.SKIP, None, third=True,
+                         reason=f"{self.said(v)} neither end{self.neither(o, n)}")
 
     def learn(self, samples: Sequence, label: Label) -> _Matching:
-        _check_label(label)  # nothing to learn: the ends' values define the behaviours
+        # (Widening an end by each matched value would let a chain of 1 % steps drift.)
+        _check_label(label)
         return self
 
 
@@ -260,6 +198,59 @@ def matching(
     """A classifier for non-ordered values; ``same`` defaults to ``==`` (error strings)."""
     return _Matching(tuple(old), tuple(new), same)
 
+
+def _close(a: float, b: float, threshold: float) -> bool:
+    """Within ``threshold`` of each other, relative to the larger magnitude (symmetric)."""
+    return abs(a - b) <= threshold * max(abs(a), abs(b))
+
+
+@dataclass(frozen=True)
+class _Deterministic(_Matching):
+    """An exact scalar: a sample set stands for its median when its values agree, and
+    ``same`` is within ``threshold``; the ends are ordered (regression or fix)."""
+
+    threshold: float = DEFAULT_THRESHOLD
+
+    def value(self, samples: Sequence) -> tuple[float | None, str | None]:
+        vals = [float(v) for v in samples]
+        if not vals:
+            return None, "no value"
+        if any(math.isnan(v) for v in vals):
+            return None, "value is NaN"
+        if not _close(min(vals), max(vals), self.threshold):
+            return None, f"its values disagree ({_g(min(vals))} .. {_g(max(vals))})"
+        return statistics.median(vals), None
+
+    def end(self, values: tuple) -> float | None:
+        return self.value(values)[0]
+
+    def said(self, value: float) -> str:
+        return f"{_g(value)} matches"
+
+    def neither(self, old: float, new: float) -> str:
+        return f" ({_g(old)}, {_g(new)}) within {self.threshold:.0%}"
+
+    def ends(self) -> Ends:
+        (o, why_o), (n, why_n) = self.value(self.old), self.value(self.new)
+        if o is None or n is None:
+            return Ends(False, None, None,
+                        f"old end: {why_o}" if o is None else f"new end: {why_n}")
+        ratio = n / o if o != 0 else None
+        shown = f"{_g(o)} vs {_g(n)}" + (f", {ratio:.3g}x" if ratio is not None else "")
+        if self.same(o, n):
+            return Ends(False, None, ratio, f"{shown}: within {self.threshold:.0%}")
+        direction = "regression" if n > o else "fix"
+        return Ends(True, direction, ratio, f"{shown}: differ by more than {self.threshold:.0%}")
+
+
+def deterministic(
+    old: Sequence[float], new: Sequence[float], threshold: float = DEFAULT_THRESHOLD
+) -> Classifier:
+    """A classifier for an exact scalar (memory bytes); ``threshold`` is relative."""
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold must be in [0, 1), not {threshold}")
+    return _Deterministic(tuple(map(float, old)), tuple(map(float, new)),
+                          functools.partial(_close, threshold=threshold), threshold)
 
 # --------------------------------------------------------------------------------------------
 # Noisy positive scalars
@@ -302,28 +293,6 @@ def _t_logpdf(z: float, df: float) -> float:
     return -(df + 1) / 2 * math.log1p(z * z / df)
 
 
-@functools.lru_cache(maxsize=64)
-def _t_quantile(p: float, df: float) -> float:
-    """The p-quantile (p > 0.5) of Student's t with ``df`` degrees of freedom (numerically)."""
-    const = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-
-    def pdf(x: float) -> float:
-        return math.exp(const + _t_logpdf(x, df))
-
-    def cdf(x: float, steps: int = 400) -> float:  # Simpson's rule from 0 to x
-        h = x / steps
-        total = pdf(0) + pdf(x) + sum((4 if k % 2 else 2) * pdf(k * h) for k in range(1, steps))
-        return 0.5 + total * h / 3
-
-    lo, hi = 0.0, 1.0
-    while cdf(hi) < p:
-        lo, hi = hi, hi * 2
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return (lo + hi) / 2
-
-
 def rank_sum_p(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Two-sided p-value of the Mann-Whitney / Wilcoxon rank-sum test.
 
@@ -334,19 +303,12 @@ def rank_sum_p(xs: Sequence[float], ys: Sequence[float]) -> float:
     if n1 == 0 or n2 == 0:
         return 1.0
     pooled = sorted([(x, 0) for x in xs] + [(y, 1) for y in ys])
+    values = [v for v, _ in pooled]
     n = n1 + n2
-    # Doubled mid-ranks (integers): tied values share the mean of their ranks.
-    ranks2 = [0] * n
-    i = 0
-    ties = []
-    while i < n:
-        j = i
-        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks2[k] = i + j + 2  # 2 * mean of ranks i+1 .. j+1
-        ties.append(j - i + 1)
-        i = j + 1
+    # Doubled mid-ranks (integers): tied values share the mean of their ranks (the first
+    # tied one's index + the last's + 2).
+    ranks2 = [bisect.bisect_left(values, v) + bisect.bisect_right(values, v) + 1 for v in values]
+    ties = Counter(values).values()
     w2 = sum(r for r, (_, g) in zip(ranks2, pooled) if g == 0)
     mean2 = n1 * (n + 1)  # E[2W]
     dev = abs(w2 - mean2)
@@ -400,22 +362,28 @@ class _Noisy:
     end_new: tuple[float, ...]
     pop_old: tuple[float, ...]
     pop_new: tuple[float, ...]
-    confidence: float
-    threshold: float
-    third_factor: float
-    quantile: float
-    min_spread: float
-    df: float
-    # How much wider than sigma/sqrt(n) the spread of the location estimator is (normal
-    # theory for the chosen quantile: 1.25 for the median, 1.36 for the 25th percentile).
-    _efficiency: float = field(init=False, repr=False, compare=False)
-    _ends: Ends = field(init=False, repr=False, compare=False)
+    # The posterior a label needs (and 1 - confidence the rank test's level for the ends).
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: float = DEFAULT_NOISY_THRESHOLD  # the ends closer than this are not told apart
+    third_factor: float = DEFAULT_THIRD_FACTOR  # how far beyond the outer end is a third one
+    quantile: float = DEFAULT_QUANTILE  # the location estimator
+    min_spread: float = DEFAULT_MIN_SPREAD  # the relative spread assumed at least
+    df: float = DEFAULT_DF  # the t likelihood's tails
 
     def __post_init__(self) -> None:
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0.5, 1), not {self.confidence}")
+        if not 0 < self.quantile < 1:
+            raise ValueError(f"quantile must be in (0, 1), not {self.quantile}")
+        if self.third_factor <= 1:
+            raise ValueError(f"third_factor must be > 1, not {self.third_factor}")
+
+    @functools.cached_property
+    def _efficiency(self) -> float:
+        """How much wider than sigma/sqrt(n) the spread of the location estimator is (normal
+        theory for the chosen quantile: 1.25 for the median, 1.36 for the 25th percentile)."""
         q = self.quantile
-        eff = math.sqrt(q * (1 - q)) / _NORMAL.pdf(_NORMAL.inv_cdf(q))
-        object.__setattr__(self, "_efficiency", eff)
-        object.__setattr__(self, "_ends", self._compute_ends())
+        return math.sqrt(q * (1 - q)) / _NORMAL.pdf(_NORMAL.inv_cdf(q))
 
     # -- model pieces
     def _loc(self, ys: Sequence[float]) -> float:
@@ -441,36 +409,27 @@ class _Noisy:
         cut = 3 * max(_mad_sigma(ys), math.log1p(self.min_spread))
         return [y for y in ys if abs(y - m) <= cut]
 
-    def _usable_ends(self) -> str | None:
-        for name, ys in (("old", self.end_old), ("new", self.end_new)):
-            if len(ys) < 2:
-                return f"{name} end: {len(ys)} usable sample(s), at least 2 needed"
-        return None
-
     def ends(self) -> Ends:
         """From the ends' own samples (learned releases do not change it)."""
         return self._ends
 
-    def _compute_ends(self) -> Ends:
-        why = self._usable_ends()
-        if why is not None:
-            return Ends(False, None, None, why)
+    @functools.cached_property
+    def _ends(self) -> Ends:
+        for name, ys in (("old", self.end_old), ("new", self.end_new)):
+            if len(ys) < 2:
+                return Ends(False, None, None,
+                            f"{name} end: {len(ys)} usable sample(s), at least 2 needed")
         lo, ln = self._loc(self.end_old), self._loc(self.end_new)
         ratio = math.exp(ln - lo)
         p = rank_sum_p(self._trimmed(self.end_old), self._trimmed(self.end_new))
-        shown = (
-            f"p{round(self.quantile * 100)} {_g(math.exp(lo))} vs {_g(math.exp(ln))}, "
-            f"{ratio:.3g}x; rank test p={p:.2g} (n={len(self.end_old)}+{len(self.end_new)})"
-        )
+        shown = (f"p{round(self.quantile * 100)} {_g(math.exp(lo))} vs {_g(math.exp(ln))}, "
+                 f"{ratio:.3g}x; rank test p={p:.2g} (n={len(self.end_old)}+{len(self.end_new)})")
         if abs(ln - lo) < math.log1p(self.threshold):
             return Ends(False, None, ratio, f"{shown}: closer than {self.threshold:.0%}")
-        se = (
-            self._efficiency
-            * self._sigma(self.end_old, self.end_new)
-            * math.sqrt(1 / len(self.end_old) + 1 / len(self.end_new))
-        )
+        se = (self._efficiency * self._sigma(self.end_old, self.end_new)
+              * math.sqrt(1 / len(self.end_old) + 1 / len(self.end_new)))
         t = abs(ln - lo) / se
-        need = _t_quantile(1 - (1 - self.confidence) / 2, self.df)
+        need = t_critical((1 - self.confidence) / 2, self.df)
         shown += f"; {t:.3g} standard errors apart"
         if t < need:
             return Ends(False, None, ratio, f"{shown}: overlap (fewer than {need:.3g})")
@@ -515,10 +474,8 @@ class _Noisy:
             return Placement(Label.OLD, p_old, reason=f"{where}; P(old)={p_old:.4g}")
         if p_new >= self.confidence:
             return Placement(Label.NEW, p_new, reason=f"{where}; P(new)={p_new:.4g}")
-        best = max(p_old, p_new)
-        return Placement(
-            Label.AMBIGUOUS, best, reason=f"{where}; P(old)={p_old:.3g} < {self.confidence}"
-        )
+        return Placement(Label.AMBIGUOUS, max(p_old, p_new),
+                         reason=f"{where}; P(old)={p_old:.3g} < {self.confidence}")
 
     def learn(self, samples: Sequence, label: Label) -> _Noisy:
         label = _check_label(label)
@@ -530,76 +487,35 @@ class _Noisy:
         return replace(self, pop_new=self.pop_new + ys)
 
 
-def noisy(
-    old: Sequence[float],
-    new: Sequence[float],
-    *,
-    confidence: float = DEFAULT_CONFIDENCE,
-    threshold: float = DEFAULT_NOISY_THRESHOLD,
-    third_factor: float = DEFAULT_THIRD_FACTOR,
-    quantile: float = DEFAULT_QUANTILE,
-    min_spread: float = DEFAULT_MIN_SPREAD,
-    df: float = DEFAULT_DF,
-) -> Classifier:
+def noisy(old: Sequence[float], new: Sequence[float], **settings: float) -> Classifier:
     """A classifier for positive noisy scalars (seconds, peak bytes); see the module doc.
-
-    Non-positive and non-finite samples are dropped. ``confidence`` is the posterior a label
-    needs (and ``1 - confidence`` the rank test's level for the ends); ``threshold`` the
-    relative difference below which the ends are not told apart; ``third_factor`` how far
-    beyond the outer end a release is a third behaviour; ``quantile`` the location estimator;
-    ``min_spread`` the relative spread assumed at least; ``df`` the t likelihood's tails.
-    """
-    if not 0.5 < confidence < 1:
-        raise ValueError(f"confidence must be in (0.5, 1), not {confidence}")
-    if not 0 < quantile < 1:
-        raise ValueError(f"quantile must be in (0, 1), not {quantile}")
-    if third_factor <= 1:
-        raise ValueError(f"third_factor must be > 1, not {third_factor}")
+    Non-positive and non-finite samples are dropped; ``settings``: the model's, by name
+    (``threshold``, ``confidence``, ``third_factor``, ``quantile``, ``min_spread``, ``df``)."""
     lo, ln = _logs(old), _logs(new)
-    return _Noisy(lo, ln, lo, ln, confidence, threshold, third_factor, quantile, min_spread, df)
+    return _Noisy(lo, ln, lo, ln, **settings)
 
 
 # --------------------------------------------------------------------------------------------
 # Paired noisy scalars: the ends measured in pairs, a release in triplets beside both ends
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1, a - 1
-    c, d = 1.0, 1 - qab * x / qap
-    d = 1 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1 + aa * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return front * _betacf(a, b, x) / a
-    return 1 - front * _betacf(b, a, 1 - x) / b
-
-
 def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom."""
-    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1 - tail
+    """P(T > t) for Student's t with ``df`` (a whole number of) degrees of freedom: the finite
+    series in θ = atan(|t| / √df) for P(|T| < |t|) (Abramowitz & Stegun 26.7.3 and 26.7.4)."""
+    if df < 1 or df != int(df):
+        raise ValueError(f"degrees of freedom must be a whole number >= 1, not {df}")
+    theta = math.atan(abs(t) / math.sqrt(df))
+    cos2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+    odd = int(df) % 2
+    for j in range(1, (int(df) - 1) // 2 if odd else int(df) // 2):
+        term *= cos2 * (2 * j if odd else 2 * j - 1) / (2 * j + 1 if odd else 2 * j)
+        total += term
+    if odd:  # 1 degree of freedom: the Cauchy's 2θ/π alone
+        inside = 2 / math.pi * (theta + (math.sin(theta) * math.cos(theta) * total
+                                         if df > 1 else 0.0))
+    else:
+        inside = math.sin(theta) * total
+    return (1 - inside) / 2 if t >= 0 else (1 + inside) / 2
 
 
 @functools.lru_cache(maxsize=1024)
@@ -710,24 +626,25 @@ class Paired:
         above = sum(x > 0 for x in d)
         shown = (f"last/first end {ratio:.3g}x over {m.n} interleaved pairs ({above} of "
                  f"{m.n} higher at the last end), pair spread ±{math.expm1(m.sd):.1%}")
+
+        def verdict(decided: bool, reason: str, direction: str | None = None) -> EndsVerdict:
+            return EndsVerdict(Ends(direction is not None, direction, ratio, reason), decided,
+                               m.n, m.sd)
+
         look = self.look(m.n)
         if look == 0:
-            return EndsVerdict(Ends(False, None, ratio, f"{shown}: {self.first_look} pairs "
-                                    "needed before a look"), False, m.n, m.sd)
+            return verdict(False, f"{shown}: {self.first_look} pairs needed before a look")
         a = look_alpha(self.alpha, look)
         lo2, hi2 = m.bound(a / 2)
         lo, hi = m.bound(a)
-        interval = (f"{math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at "
-                    f"{1 - a:.4g} (look {look})")
-        shown += f"; change {interval}"
+        shown += f"; change {math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at {1 - a:.4g} (look {look})"
         if (lo2 > 0 or hi2 < 0) and abs(m.mean) >= band:
-            direction = "regression" if m.mean > 0 else "fix"
-            return EndsVerdict(Ends(True, direction, ratio, shown), True, m.n, m.sd)
+            return verdict(True, shown, "regression" if m.mean > 0 else "fix")
         if lo > -band and hi < band:
-            return EndsVerdict(Ends(False, None, ratio, f"{shown}: confidently within "
-                                    f"{self.threshold:.0%} (equivalence test)"), True, m.n, m.sd)
-        return EndsVerdict(Ends(False, None, ratio, f"{shown}: neither a change of at least "
-                                f"{self.threshold:.0%} nor within it yet"), False, m.n, m.sd)
+            return verdict(True, f"{shown}: confidently within {self.threshold:.0%} "
+                                 "(equivalence test)")
+        return verdict(False, f"{shown}: neither a change of at least {self.threshold:.0%} "
+                              "nor within it yet")
 
     def resolvable(self, spread: float, rounds: int) -> float:
         """The smallest new/old ratio (> 1) that ``rounds`` pairs with this pair spread tell
@@ -751,15 +668,14 @@ class Paired:
         say of the machine (var u = 3 var d for independent run noise), with the ends' degrees
         of freedom: two rounds can then place a release where the machine is steady, and a
         release whose rounds disagree more than the machine's pairs waits for more."""
-        good = [(o, r, n) for o, r, n in rounds
-                if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0
-                       for v in (o, r, n))]
+        good = _positive(rounds)
         if not good:
             return Placement(Label.SKIP, None, reason="no usable round")
         s = 1 if direction == "regression" else -1
         to_old = [math.log(r / o) for o, r, n in good]
         to_new = [math.log(r / n) for o, r, n in good]
-        u = mean_of([s * (a + b) for a, b in zip(to_old, to_new)], self._floor(6))
+        us = [s * (a + b) for a, b in zip(to_old, to_new)]
+        u = mean_of(us, self._floor(6))
         if machine is not None and machine[1] >= 1:
             ss, dof = machine[0] + u.sd**2 * (u.n - 1), machine[1] + u.n - 1
             sd = max(math.sqrt(ss / dof), u.sd, self._floor(6))
@@ -779,11 +695,9 @@ class Paired:
         a = self.alpha / looks if looks >= 1 else look_alpha(self.alpha, look)
         margin = math.log(self.third_factor)
         # Beyond the outer end (slower than the slower end x3 for a regression) or the inner.
-        beyond_outer = mean_of([s * x for x in to_new], self._floor(2))
-        beyond_inner = mean_of([-s * x for x in to_old], self._floor(2))
-        for m, words in ((beyond_outer, "beyond the new end"),
-                         (beyond_inner, "beyond the old end")):
-            if m.bound(a / 2)[0] > margin:
+        for beyond, words in (([s * x for x in to_new], "beyond the new end"),
+                              ([-s * x for x in to_old], "beyond the old end")):
+            if mean_of(beyond, self._floor(2)).bound(a / 2)[0] > margin:
                 return Placement(Label.SKIP, None, third=True,
                                  reason=f"{here}: more than {self.third_factor:g}x {words}")
         # One-sided on each side: a release of the old behaviour is misplaced only when u
@@ -792,7 +706,6 @@ class Paired:
         lo, hi = u.mean - half, u.mean + half
         # A burst can put one round on the wrong side: up to one round in five may disagree
         # (none in the first four), never more.
-        us = [s * (p + q) for p, q in zip(to_old, to_new)]
         against = min(sum(x > 0 for x in us), sum(x < 0 for x in us))
         if against > len(us) // 5 and (hi < 0 or lo > 0):
             return Placement(Label.AMBIGUOUS, None, reason=f"{here}: its rounds disagree on "
@@ -814,6 +727,7 @@ class Paired:
                                                       f"{1 - a:.4g} (look {look})")
 
 
-def _positive(pairs: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    return [(o, n) for o, n in pairs
-            if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in (o, n))]
+def _positive(rows: Sequence[tuple]) -> list[tuple]:
+    """The rows (pairs, rounds) whose figures are all positive finite numbers."""
+    return [row for row in rows
+            if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in row)]

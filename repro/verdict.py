@@ -8,6 +8,8 @@ array size, so the verdict does not depend on n_res.
 
 from __future__ import annotations
 
+import statistics
+
 GROWS_AT = 0.5  # stacked buffers per extra outer iteration; the bug gives ~1.0, a fixed plan ~0.0
 
 def stacked_buffer_bytes(n_inner: int, n_res: int, itemsize: int) -> int:
@@ -25,17 +27,12 @@ def size_problem(n_outer: int, n_inner: int, n_res: int, dtype: str) -> str | No
     need = n_outer * stacked_buffer_bytes(n_inner, n_res, itemsize)
     if need <= XLA_MAX_BYTES:
         return None
-    if n_outer * stacked_buffer_bytes(n_inner, 1, itemsize) > XLA_MAX_BYTES:
+    cubes = XLA_MAX_BYTES // (n_outer * stacked_buffer_bytes(n_inner, 1, itemsize))
+    if not cubes:
         return (f"--n-inner {n_inner} at n_outer {n_outer} needs more bytes than XLA counts "
                 f"({XLA_MAX_BYTES:.2e}) at any n_res")
-    largest = 1
-    while n_outer * stacked_buffer_bytes(n_inner, largest * 2, itemsize) <= XLA_MAX_BYTES:
-        largest *= 2
-    step = largest // 2
-    while step:  # the largest n_res that fits, by halving steps
-        if n_outer * stacked_buffer_bytes(n_inner, largest + step, itemsize) <= XLA_MAX_BYTES:
-            largest += step
-        step //= 2
+    largest = round(cubes ** (1 / 3))  # the largest n_res that fits: cubes' integer cube root
+    largest -= largest**3 > cubes  # (the float root is within a half of it)
     return (f"--n-res {n_res} needs {need:.2e} bytes for v0 at n_outer {n_outer} "
             f"({n_outer} × n_inner {n_inner} × n_res³ × {itemsize} bytes); XLA counts sizes "
             f"up to {XLA_MAX_BYTES:.2e} bytes: use --n-res {largest} or less")
@@ -43,12 +40,7 @@ def size_problem(n_outer: int, n_inner: int, n_res: int, dtype: str) -> str | No
 
 def slope(points: list[tuple[int, float]]) -> float:
     """Least-squares slope of y against x."""
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    sxx = sum((x - mean_x) ** 2 for x, _ in points)
-    sxy = sum((x - mean_x) * (y - mean_y) for x, y in points)
-    return sxy / sxx
+    return statistics.linear_regression(*zip(*points)).slope
 
 
 def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
@@ -116,8 +108,8 @@ def relative_shape(name: str, points: list[tuple[object, float | None]]) -> dict
     change across the values, relative to the first figure (scale-free, as the scan verdict
     is): "constant" within RELATIVE_AT, else "grows" or "shrinks"; "unavailable" where a
     figure is missing or zero. A value that is not a number counts as its position."""
-    if any(y is None or y == 0 for _, y in points):
-        gone = [str(x) for x, y in points if y is None or y == 0]
+    gone = [str(x) for x, y in points if y is None or y == 0]
+    if gone:
         return {"status": "unavailable", "change": None, "points": len(points),
                 "reason": f"no figure at {name} {', '.join(gone)}", "label": "unavailable"}
     xs = [x if isinstance(x, (int, float)) and not isinstance(x, bool) else i
