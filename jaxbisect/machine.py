@@ -81,11 +81,8 @@ def machine_description(*, dated: bool = False) -> str:
     except OSError:
         pass
     lines.append(f"cores: {os.cpu_count()}")
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        lines.append(f"memory: {pages * size / 1024**3:.1f} GiB")
-    except (ValueError, OSError):
-        pass
+    if memory_gib() is not None:
+        lines.append(f"memory: {memory_gib():.1f} GiB")
     if shutil.which("nvidia-smi"):
         gpus = _first_line(["nvidia-smi", "-L"])
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
