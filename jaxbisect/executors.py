@@ -480,10 +480,8 @@ def cluster_document(executor: Executor) -> dict | None:
 
     runs = []
     for w in placed:
-        run = {"what": w["what"], "node": w.get("node"), "gpu": w.get("gpu"),
-               "job": w.get("job"), "step": w.get("step"), "submitted": at(w["submitted"]),
-               "started": at(w.get("started")), "finished": at(w.get("finished")),
-               "ended": at(w.get("ended")), "lost": w.get("lost")}
+        run = {key: w.get(key) for key in ("what", "node", "gpu", "job", "step", "lost")}
+        run.update({key: at(w.get(key)) for key in ("submitted", "started", "finished", "ended")})
         if run["started"] is not None and run["finished"] is not None:
             run["overhead"] = round((run["started"] - run["submitted"])
                                     + (run["ended"] - run["finished"]), 2)
