@@ -79,7 +79,6 @@ class LocalExecutor:
     """The probe as a child process of this one, exactly as ``subprocess.run`` runs it."""
 
     name = "local"
-    mode = "here"
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
@@ -250,12 +249,8 @@ class SlurmExecutor:
                     _quiet(["scancel", job])
                     raise subprocess.TimeoutExpired(argv, timeout)
                 time.sleep(self.poll)
-            ended = time.time()
-            if self.stopping:
-                raise KeyboardInterrupt
-            where = {**_where(folder), "job": job, "step": None, "submitted": round(submitted, 3),
-                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
-            where.setdefault("node", info.get("NodeList"))
+            where = {"node": info.get("NodeList"),
+                     **self._ended(folder, submitted), "job": job, "step": None}
             if rc is None:
                 info = job_info(job) or info
                 state = info.get("JobState", state)
@@ -265,8 +260,7 @@ class SlurmExecutor:
                             + (f" ({reason})" if reason != "None" else ""))
                     return Finished(argv, -1, "", "", where), lost
                 rc = _exit_code(info.get("ExitCode", "1:0"))
-            return Finished(argv, rc, _read_text(folder / "stdout"),
-                            _read_text(folder / "stderr"), where), None
+            return _output(argv, rc, folder, where), None
         finally:
             with self.lock:
                 self.jobs.discard(job)
@@ -300,20 +294,15 @@ class SlurmExecutor:
                     raise subprocess.TimeoutExpired(argv, timeout)
                 time.sleep(self.poll / 5)
             said = client.stderr.read()
-            ended = time.time()
-            if self.stopping:
-                raise KeyboardInterrupt
             rc = _wait_for(folder / "rc", 1.0)
-            where = {**_where(folder), "job": self.allocation, "submitted": round(submitted, 3),
-                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
+            where = {**self._ended(folder, submitted), "job": self.allocation}
             if rc is None:
                 why = next((line for line in said.splitlines()
                             if any(s in line for s in LOST_STATES)), _last_line(said))
                 lost = (f"SLURM step {step_id or self.allocation} ended without an exit status "
                         f"({why or f'srun exit {client.returncode}'})")
                 return Finished(argv, -1, "", "", where), lost
-            return Finished(argv, rc, _read_text(folder / "stdout"),
-                            _read_text(folder / "stderr"), where), None
+            return _output(argv, rc, folder, where), None
         finally:
             with self.lock:
                 self.steps.pop(client.pid, None)
@@ -322,6 +311,14 @@ class SlurmExecutor:
             if client.poll() is None:
                 client.kill()
                 client.wait()
+
+    def _ended(self, folder: Path, submitted: float) -> dict:
+        """Where and when a probe's process ran, once it ended (the wrapper's where.json)."""
+        ended = time.time()
+        if self.stopping:
+            raise KeyboardInterrupt
+        return {**_where(folder), "submitted": round(submitted, 3),
+                "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
 
     # --- faults ---------------------------------------------------------------------------
 
@@ -407,11 +404,15 @@ def _wait_for(path: Path, seconds: float) -> int | None:
         time.sleep(0.1)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+def _output(argv: list[str], returncode: int, folder: Path, where: dict) -> Finished:
+    """The probe's end as ``subprocess.run`` gives it, its output read from ``folder``."""
+    def text(name: str) -> str:
+        try:
+            return (folder / name).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    return Finished(argv, returncode, text("stdout"), text("stderr"), where)
 
 
 def _where(folder: Path) -> dict:
