@@ -176,6 +176,7 @@ def ensure_environment(
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
     what = f"jax {release.version} ({backend_words(backend)})"
+
     def waiting(who: dict | None) -> None:
         by = f" ({who['host']}, pid {who['pid']})" if who else ""
         say(f"waiting for another run{by} to finish installing {what} …")
