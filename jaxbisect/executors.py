@@ -1,4 +1,4 @@
-"""Where a probe's process runs: here (``LocalExecutor``, the default) or on a SLURM cluster.
+"""Where a probe's process runs: here (``Executor``, the default) or on a SLURM cluster.
 
 Every probe of a JAX environment is one process (the harness, a case's run, the user's
 command). An executor runs it and hands back what a finished ``subprocess.run`` would: the
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from .errors import UserError
 from .files import cache_dir
@@ -64,19 +64,9 @@ class Finished:
     where: dict = field(default_factory=dict)  # {} when it ran here
 
 
-class Executor(Protocol):
-    name: str
-
-    def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
-            timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished: ...
-
-    def cancel_all(self) -> None: ...
-
-    def interruptible(self): ...
-
-
-class LocalExecutor:
-    """The probe as a child process of this one, exactly as ``subprocess.run`` runs it."""
+class Executor:
+    """Where probes run; this base runs each as a child process of this one, exactly as
+    ``subprocess.run`` runs it (the default). Other executors override all three methods."""
 
     name = "local"
 
@@ -94,7 +84,7 @@ class LocalExecutor:
         yield
 
 
-LOCAL = LocalExecutor()
+LOCAL = Executor()
 
 # The probe's wrapper, run by the job or step: it says where it runs before it starts the
 # probe (so that a step can be cancelled by its id) and writes the probe's exit status last.
@@ -123,7 +113,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-class SlurmExecutor:
+class SlurmExecutor(Executor):
     """Each probe a SLURM job (``sbatch``, polled with ``scontrol``), or inside an allocation
     (``SLURM_JOB_ID`` set: ``salloc``, a batch job) a job step (``srun --exclusive``).
 
