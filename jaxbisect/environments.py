@@ -44,7 +44,7 @@ from .errors import InstallFailed, UserError
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
 from .locks import held
-from .machine import uv_binary
+from .machine import nvidia_gpus, uv_binary
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 FIRST_CUDA12_PJRT = Version("0.4.23")
@@ -77,18 +77,7 @@ def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False)
 
 
 def _nvidia_gpu_visible() -> bool:
-    if Path("/dev/nvidia0").exists():
-        return True
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return False
-    try:
-        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return listing.returncode == 0 and any(
-        line.startswith("GPU ") for line in listing.stdout.splitlines()
-    )
+    return Path("/dev/nvidia0").exists() or bool(nvidia_gpus())
 
 
 @dataclass(frozen=True)

@@ -138,9 +138,12 @@ class HarnessFailed(Exception):
     may go away and are measured again next time.
     """
 
-    def __init__(self, message: str, *, lasting: bool = True):
+    lasting = True
+
+    def __init__(self, message: str, *, lasting: bool | None = None):
         super().__init__(message)
-        self.lasting = lasting
+        if lasting is not None:
+            self.lasting = lasting
 
 
 class Crashed(HarnessFailed):
@@ -156,16 +159,14 @@ class Crashed(HarnessFailed):
 class RunTimedOut(HarnessFailed):
     """The process ran past its time limit: the program hangs (or is far slower) there."""
 
-    def __init__(self, message: str):
-        super().__init__(message, lasting=False)
+    lasting = False
 
 
 class EnvironmentBroken(HarnessFailed):
     """jax does not import in an environment that was complete (a library deleted, a disk
     error): the environment's fault, not the release's answer. Rebuilt once, never stored."""
 
-    def __init__(self, message: str):
-        super().__init__(message, lasting=False)
+    lasting = False
 
 
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,

@@ -22,7 +22,8 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -77,10 +78,10 @@ class PinTable:
     newest_tag: str = ""      # its newest release tag when the table was made
     newest_tag_date: str = ""
     made: str = ""            # the day the table was made
-    by_commit: Mapping[str, Pin] = field(default_factory=dict, compare=False, repr=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "by_commit", {p.jax_commit: p for p in self.pins.values()})
+    @cached_property
+    def by_commit(self) -> dict[str, Pin]:
+        return {p.jax_commit: p for p in self.pins.values()}
 
     def describe(self) -> dict:
         return {"source": self.source, "newest_tag": self.newest_tag,
