@@ -27,8 +27,12 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _IDS = re.compile(r"\b(pid|tid|thread|process|Thread)([ =:#]+)\d+")
 # A line that says why a process died, newest first: an abseil/TSL fatal line (F…] text),
 # an uncaught C++ exception, a fatal Python error, an allocator giving up.
+# An abseil/TSL log line of severity F (fatal), with or without the date in front:
+# "2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown flags …"
+# "F1130 13:35:40.341465    6172 parse_flags_from_env.cc:226] Unknown flags …"
+FATAL_LOG = re.compile(r"(?:^|\s)F(?:\d{4} [\d:.]+ +\d+)? *[\w./-]+:\d+\] (.+)$")
 _FATAL = [
-    re.compile(r"(?:^|\s)F(?:\d{4} [\d:.]+ +\d+)? *[\w./-]+:\d+\] (.+)$"),
+    FATAL_LOG,
     re.compile(r"(terminate called .+)$"),
     re.compile(r"^\s*(what\(\): .+)$"),
     re.compile(r"(Fatal Python error: .+)$"),

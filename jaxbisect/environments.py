@@ -23,9 +23,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -45,7 +44,7 @@ from .errors import InstallFailed, UserError
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
 from .locks import held
-from .machine import uv_binary
+from .machine import nvidia_gpus, uv_binary
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
 FIRST_CUDA12_PJRT = Version("0.4.23")
@@ -78,18 +77,7 @@ def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False)
 
 
 def _nvidia_gpu_visible() -> bool:
-    if Path("/dev/nvidia0").exists():
-        return True
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return False
-    try:
-        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return listing.returncode == 0 and any(
-        line.startswith("GPU ") for line in listing.stdout.splitlines()
-    )
+    return Path("/dev/nvidia0").exists() or bool(nvidia_gpus())
 
 
 @dataclass(frozen=True)
@@ -171,13 +159,19 @@ def ensure_environment(
     ``rebuild`` builds it afresh even when complete (jax was found not to import in it);
     ``verify`` imports jax in a complete one first and rebuilds it when that fails.
     """
-    say = progress or _to_stderr
+    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     started = time.monotonic()
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
     what = f"jax {release.version} ({backend_words(backend)})"
-    with _exclusive(path.with_name(path.name + ".lock-dir"), say, what):
+
+    def waiting(who: dict | None) -> None:
+        by = f" ({who['host']}, pid {who['pid']})" if who else ""
+        say(f"waiting for another run{by} to finish installing {what} …")
+
+    # locks.py's lock holds across a cluster's nodes on NFS, where flock may not.
+    with held(path.with_name(path.name + ".lock-dir"), on_wait=waiting):
         installed = None if rebuild else _complete(path, plan)
         if installed is not None and verify:
             broken = import_error(path / "bin" / "python")
@@ -213,30 +207,11 @@ def import_error(python: Path) -> str | None:
     return lines[-1][:300] if lines else f"exit status {done.returncode}"
 
 
-def _to_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _exclusive(lock_path: Path, say: Progress, what: str) -> Iterator[None]:
-    """Hold the lock ``lock_path`` (locks.py: it holds across a cluster's nodes on NFS, where
-    flock may not); say so when another run holds it first."""
-    def waiting(who: dict | None) -> None:
-        by = f" ({who['host']}, pid {who['pid']})" if who else ""
-        say(f"waiting for another run{by} to finish installing {what} …")
-
-    with held(lock_path, on_wait=waiting):
-        yield
-
-
 def _plan_record(plan: InstallPlan) -> dict:
     """The plan as the marker stores it: an environment built to another plan is rebuilt."""
-    return {
-        "requirements": list(plan.requirements),
-        "exclude_newer": _iso(plan.exclude_newer) if plan.exclude_newer else None,
-        "find_links": plan.find_links,
-        "date_exempt": list(plan.date_exempt),
-    }
+    return {**asdict(plan), "requirements": list(plan.requirements),
+            "exclude_newer": plan.exclude_newer and _iso(plan.exclude_newer),
+            "date_exempt": list(plan.date_exempt)}
 
 
 def _complete(path: Path, plan: InstallPlan) -> dict | None:
@@ -306,15 +281,11 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
     return installed
 
 
-def _uv_bin() -> str:
-    found = uv_binary()
-    if found:
-        return found
-    raise InstallFailed("uv is not installed; `pip install uv` (it builds every environment)")
-
-
 def _uv(what: str, *args: str) -> None:
-    command = [_uv_bin(), *args]
+    uv = uv_binary()
+    if not uv:
+        raise InstallFailed("uv is not installed; `pip install uv` (it builds every environment)")
+    command = [uv, *args]
     env = {**os.environ, "UV_NO_PROGRESS": "1"}
     env.pop("UV_EXCLUDE_NEWER", None)  # the plan's cut-off, not the caller's, decides
     try:

@@ -1,4 +1,4 @@
-"""Where a probe's process runs: here (``LocalExecutor``, the default) or on a SLURM cluster.
+"""Where a probe's process runs: here (``Executor``, the default) or on a SLURM cluster.
 
 Every probe of a JAX environment is one process (the harness, a case's run, the user's
 command). An executor runs it and hands back what a finished ``subprocess.run`` would: the
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from .errors import UserError
 from .files import cache_dir
@@ -64,22 +64,11 @@ class Finished:
     where: dict = field(default_factory=dict)  # {} when it ran here
 
 
-class Executor(Protocol):
-    name: str
-
-    def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
-            timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished: ...
-
-    def cancel_all(self) -> None: ...
-
-    def interruptible(self): ...
-
-
-class LocalExecutor:
-    """The probe as a child process of this one, exactly as ``subprocess.run`` runs it."""
+class Executor:
+    """Where probes run; this base runs each as a child process of this one, exactly as
+    ``subprocess.run`` runs it (the default). Other executors override all three methods."""
 
     name = "local"
-    mode = "here"
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
@@ -95,7 +84,7 @@ class LocalExecutor:
         yield
 
 
-LOCAL = LocalExecutor()
+LOCAL = Executor()
 
 # The probe's wrapper, run by the job or step: it says where it runs before it starts the
 # probe (so that a step can be cancelled by its id) and writes the probe's exit status last.
@@ -124,7 +113,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-class SlurmExecutor:
+class SlurmExecutor(Executor):
     """Each probe a SLURM job (``sbatch``, polled with ``scontrol``), or inside an allocation
     (``SLURM_JOB_ID`` set: ``salloc``, a batch job) a job step (``srun --exclusive``).
 
@@ -250,12 +239,8 @@ class SlurmExecutor:
                     _quiet(["scancel", job])
                     raise subprocess.TimeoutExpired(argv, timeout)
                 time.sleep(self.poll)
-            ended = time.time()
-            if self.stopping:
-                raise KeyboardInterrupt
-            where = {**_where(folder), "job": job, "step": None, "submitted": round(submitted, 3),
-                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
-            where.setdefault("node", info.get("NodeList"))
+            where = {"node": info.get("NodeList"),
+                     **self._ended(folder, submitted), "job": job, "step": None}
             if rc is None:
                 info = job_info(job) or info
                 state = info.get("JobState", state)
@@ -265,8 +250,7 @@ class SlurmExecutor:
                             + (f" ({reason})" if reason != "None" else ""))
                     return Finished(argv, -1, "", "", where), lost
                 rc = _exit_code(info.get("ExitCode", "1:0"))
-            return Finished(argv, rc, _read_text(folder / "stdout"),
-                            _read_text(folder / "stderr"), where), None
+            return _output(argv, rc, folder, where), None
         finally:
             with self.lock:
                 self.jobs.discard(job)
@@ -300,20 +284,15 @@ class SlurmExecutor:
                     raise subprocess.TimeoutExpired(argv, timeout)
                 time.sleep(self.poll / 5)
             said = client.stderr.read()
-            ended = time.time()
-            if self.stopping:
-                raise KeyboardInterrupt
             rc = _wait_for(folder / "rc", 1.0)
-            where = {**_where(folder), "job": self.allocation, "submitted": round(submitted, 3),
-                     "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
+            where = {**self._ended(folder, submitted), "job": self.allocation}
             if rc is None:
                 why = next((line for line in said.splitlines()
                             if any(s in line for s in LOST_STATES)), _last_line(said))
                 lost = (f"SLURM step {step_id or self.allocation} ended without an exit status "
                         f"({why or f'srun exit {client.returncode}'})")
                 return Finished(argv, -1, "", "", where), lost
-            return Finished(argv, rc, _read_text(folder / "stdout"),
-                            _read_text(folder / "stderr"), where), None
+            return _output(argv, rc, folder, where), None
         finally:
             with self.lock:
                 self.steps.pop(client.pid, None)
@@ -322,6 +301,14 @@ class SlurmExecutor:
             if client.poll() is None:
                 client.kill()
                 client.wait()
+
+    def _ended(self, folder: Path, submitted: float) -> dict:
+        """Where and when a probe's process ran, once it ended (the wrapper's where.json)."""
+        ended = time.time()
+        if self.stopping:
+            raise KeyboardInterrupt
+        return {**_where(folder), "submitted": round(submitted, 3),
+                "finished": _read(folder / "rc", 1, float), "ended": round(ended, 3)}
 
     # --- faults ---------------------------------------------------------------------------
 
@@ -407,11 +394,15 @@ def _wait_for(path: Path, seconds: float) -> int | None:
         time.sleep(0.1)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+def _output(argv: list[str], returncode: int, folder: Path, where: dict) -> Finished:
+    """The probe's end as ``subprocess.run`` gives it, its output read from ``folder``."""
+    def text(name: str) -> str:
+        try:
+            return (folder / name).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    return Finished(argv, returncode, text("stdout"), text("stderr"), where)
 
 
 def _where(folder: Path) -> dict:
@@ -480,10 +471,8 @@ def cluster_document(executor: Executor) -> dict | None:
 
     runs = []
     for w in placed:
-        run = {"what": w["what"], "node": w.get("node"), "gpu": w.get("gpu"),
-               "job": w.get("job"), "step": w.get("step"), "submitted": at(w["submitted"]),
-               "started": at(w.get("started")), "finished": at(w.get("finished")),
-               "ended": at(w.get("ended")), "lost": w.get("lost")}
+        run = {key: w.get(key) for key in ("what", "node", "gpu", "job", "step", "lost")}
+        run.update({key: at(w.get(key)) for key in ("submitted", "started", "finished", "ended")})
         if run["started"] is not None and run["finished"] is not None:
             run["overhead"] = round((run["started"] - run["submitted"])
                                     + (run["ended"] - run["finished"]), 2)

@@ -25,20 +25,15 @@ def cache_dir() -> Path:
 def shown_path(path: Path | str) -> str:
     """A path as error lines and reports show it: under HOME as ``~/…``, under a cache set
     outside HOME as ``$JAX_SCAN_REPRO_CACHE/…``; never the user's private folders in full."""
-    path = Path(path)
-    home = Path(os.path.expanduser("~"))
+    path, home = Path(path), Path(os.path.expanduser("~"))
     explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
     bases = [(home, "~")]
-    if explicit:
+    if explicit and home not in Path(explicit).parents:  # a cache inside HOME: ~ says more
         bases.insert(0, (Path(explicit), "$JAX_SCAN_REPRO_CACHE"))
     for base, label in bases:
-        try:
+        if path.is_relative_to(base):
             rest = path.relative_to(base)
-        except ValueError:
-            continue
-        if base != home and home in Path(explicit).parents:  # inside HOME: ~ says more
-            continue
-        return label if str(rest) == "." else f"{label}/{rest}"
+            return label if rest == Path() else f"{label}/{rest}"
     return str(path)
 
 
@@ -56,9 +51,8 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = _UMASK
     try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for secrets, not for reports
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 is for secrets, not for reports
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

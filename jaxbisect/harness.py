@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,7 +25,7 @@ from repro import SCHEMA
 from repro.target import TargetError
 from repro.target import load as load_target
 
-from .crashes import crash_of
+from .crashes import FATAL_LOG, crash_of
 from .environments import Environment, import_error
 from .errors import UserError
 from .executors import LOCAL, Executor, ProbeLost
@@ -66,18 +65,13 @@ def target_key(target: str) -> str:
     return load_target(target).sha256 if target else ""
 
 
-def source_digest(root: Path, *patterns: str) -> str:
-    """A digest of the files under ``root`` matching ``patterns``, names and contents."""
-    digest = hashlib.sha256()
-    for path in sorted(p for pattern in patterns for p in root.glob(pattern)):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def harness_id() -> str:
-    """A digest of the harness's source and its target specs: changing either invalidates
-    stored results."""
-    return source_digest(REPRO_SOURCE, "*.py", "targets/*.txtpb")
+    """A digest of the harness's source and its target specs (names and contents): changing
+    either invalidates stored results."""
+    digest = hashlib.sha256()
+    for path in sorted([*REPRO_SOURCE.glob("*.py"), *REPRO_SOURCE.glob("targets/*.txtpb")]):
+        digest.update(str(path.relative_to(REPRO_SOURCE)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def staged_harness() -> Path:
@@ -125,17 +119,12 @@ def harness_environ() -> dict[str, str]:
 
 
 HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
-CANNOT_IMPORT = "cannot import JAX here"   # what ``python -m repro`` says when jax won't import
-# An abseil/TSL log line of severity F (fatal), with or without the date in front:
-# "2026-11-30 13:35:40.341465: F external/xla/xla/parse_flags_from_env.cc:226] Unknown flags …"
-# "F1130 13:35:40.341465    6172 parse_flags_from_env.cc:226] Unknown flags …"
-_FATAL_LOG = re.compile(r"(?:^|\s)F(?:\d{4} [\d:.]+ +\d+)? *[\w./-]+:\d+\] (.+)$")
 
 
 def fatal_log_line(stderr: str) -> str | None:
     """XLA's own words when it aborted the process (a bad flag, a failed check), else None."""
     for line in reversed(stderr.splitlines()):
-        match = _FATAL_LOG.search(line.strip())
+        match = FATAL_LOG.search(line.strip())
         if match:
             return match.group(1).strip()[:300]
     return None
@@ -149,9 +138,12 @@ class HarnessFailed(Exception):
     may go away and are measured again next time.
     """
 
-    def __init__(self, message: str, *, lasting: bool = True):
+    lasting = True
+
+    def __init__(self, message: str, *, lasting: bool | None = None):
         super().__init__(message)
-        self.lasting = lasting
+        if lasting is not None:
+            self.lasting = lasting
 
 
 class Crashed(HarnessFailed):
@@ -162,19 +154,19 @@ class Crashed(HarnessFailed):
     def __init__(self, what: str, crash: str):
         super().__init__(f"{what} {crash}", lasting=not crash.startswith("crashed: SIGKILL"))
         self.crash = crash
+
+
 class RunTimedOut(HarnessFailed):
     """The process ran past its time limit: the program hangs (or is far slower) there."""
 
-    def __init__(self, message: str):
-        super().__init__(message, lasting=False)
+    lasting = False
 
 
 class EnvironmentBroken(HarnessFailed):
     """jax does not import in an environment that was complete (a library deleted, a disk
     error): the environment's fault, not the release's answer. Rebuilt once, never stored."""
 
-    def __init__(self, message: str):
-        super().__init__(message, lasting=False)
+    lasting = False
 
 
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,

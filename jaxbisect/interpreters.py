@@ -39,13 +39,7 @@ def _candidates() -> list[Path]:
     found = [Path(p) for minor in range(OLDEST[1], 16)
              if (p := shutil.which(f"python3.{minor}"))]
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    for python in sorted(pyenv.glob("3.*/bin/python3")):
-        try:  # the folder names the version: skip old ones without starting them
-            if tuple(map(int, python.parent.parent.name.split(".")[:2])) >= OLDEST:
-                found.append(python)
-        except ValueError:  # "3.13t" and friends: free-threaded, no wheels for them here
-            continue
-    return found
+    return found + sorted(pyenv.glob("3.*/bin/python3"))  # _version_of skips the old ones
 
 
 def _version_of(path: Path) -> tuple[int, int] | None:

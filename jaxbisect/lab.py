@@ -52,11 +52,10 @@ class RealLab:
     remeasure: bool = False
     executor: Executor = field(default=LOCAL, compare=False)
     store: Store = STORE
+    made: dict = field(default_factory=dict, compare=False)  # this invocation's runs
 
     def environment(self, release: Release, backend: str) -> Environment:
         return ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
-
-    made: dict = field(default_factory=dict, compare=False)  # this invocation's runs
 
     def run(self, release: Release, backend: str, question: Question, number: int, *,
             timeout: float) -> Run:

@@ -13,13 +13,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 
-def _first_line(argv: list[str]) -> str | None:
+def _output(argv: list[str]) -> str | None:
+    """What ``argv`` printed, where it ran and said something; else None."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=15,
                               cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def nvidia_gpus() -> list[str]:
+    """The GPUs ``nvidia-smi -L`` lists ([] where it is missing, or lists none)."""
+    listing = _output(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
+    return [line for line in (listing or "").splitlines() if line.startswith("GPU ")]
 
 
 HARNESS_GIB = 1.0  # a harness run at the report's sizes peaks near 0.5 GiB (jax 0.10.2, CPU)
@@ -81,19 +88,16 @@ def machine_description(*, dated: bool = False) -> str:
     except OSError:
         pass
     lines.append(f"cores: {os.cpu_count()}")
-    try:
-        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        lines.append(f"memory: {pages * size / 1024**3:.1f} GiB")
-    except (ValueError, OSError):
-        pass
+    if memory_gib() is not None:
+        lines.append(f"memory: {memory_gib():.1f} GiB")
     if shutil.which("nvidia-smi"):
-        gpus = _first_line(["nvidia-smi", "-L"])
+        gpus = _output(["nvidia-smi", "-L"])  # MIG devices too, each on a line of its own
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
     lines.append(f"python (driver): {sys.version.split()[0]}")
     uv = uv_binary() or "uv"
     for what, argv in (("uv", [uv, "--version"]),
                        ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):
-        found = _first_line(argv)
+        found = _output(argv)
         if found:
             lines.append(f"{what}: {found}")
     return "\n".join(lines)

@@ -22,7 +22,8 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -77,15 +78,10 @@ class PinTable:
     newest_tag: str = ""      # its newest release tag when the table was made
     newest_tag_date: str = ""
     made: str = ""            # the day the table was made
-    by_commit: Mapping[str, Pin] = field(default_factory=dict, compare=False, repr=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "by_commit", {p.jax_commit: p for p in self.pins.values()})
-
-    @property
-    def newest(self) -> Version | None:
-        m = TAG.match(self.newest_tag)
-        return Version(m.group(2)) if m else None
+    @cached_property
+    def by_commit(self) -> dict[str, Pin]:
+        return {p.jax_commit: p for p in self.pins.values()}
 
     def describe(self) -> dict:
         return {"source": self.source, "newest_tag": self.newest_tag,
@@ -99,8 +95,9 @@ class PinTable:
 
     def is_newer(self, jaxlib: str) -> bool:
         """Whether jaxlib ``jaxlib`` is newer than the table's newest tag (not yet in it)."""
+        newest = TAG.match(self.newest_tag)
         try:
-            return self.newest is not None and Version(jaxlib) > self.newest
+            return bool(newest) and Version(jaxlib) > Version(newest.group(2))
         except InvalidVersion:
             return False
 
@@ -182,7 +179,7 @@ def make_table(repo: Path, remote: str | None = None,
             "tags_without_pin": without, "pins": pins}
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jaxbisect.pins",
                                 description="Make the table of the XLA commit each jax release "
                                             "pins, from a clone of jax-ml/jax.")
@@ -193,11 +190,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "origin URL, else its path)")
     p.add_argument("--out", type=Path, default=PIN_TABLE,
                    help=f"where to write the table (default: {PIN_TABLE})")
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = p.parse_args(argv)
     try:
         if not args.jax_repo.is_dir():
             raise UserError(f"--jax-repo {args.jax_repo}: no such directory")

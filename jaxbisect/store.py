@@ -53,12 +53,12 @@ class Store:
     def root(self) -> Path:
         return self._root if self._root is not None else cache_dir() / "results"
 
-    def folder_of(self, key: Key) -> Path:
-        """The folder of ``key``'s release and backend."""
-        return self.root / key.backend / f"jax-{key.release}"
-
     def path(self, key: Key) -> Path:
-        return self.folder_of(key) / f"{key.name}.json"
+        return self.folder(key).with_suffix(".json")
+
+    def folder(self, key: Key) -> Path:
+        """Where a folder-valued result of ``key`` lives (beside its release's others)."""
+        return self.root / key.backend / f"jax-{key.release}" / key.name
 
     def read(self, key: Key) -> dict | None:
         """The stored document, or None where there is none (or it does not parse)."""
@@ -70,35 +70,24 @@ class Store:
     def put(self, key: Key, document: object) -> None:
         write_json(self.path(key), document)
 
-    def get(self, key: Key, decode: Callable[[dict], T | None] = lambda d: d) -> T | None:
-        """The stored result, decoded; None where there is none, or ``decode`` finds it
-        unusable (returns None or cannot read it)."""
-        document = self.read(key)
-        if document is None:
-            return None
-        try:
-            return decode(document)
-        except (ValueError, KeyError, TypeError):
-            return None
-
     def get_or_run(self, key: Key, run: Callable[[], T], *, remeasure: bool = False,
                    keep: Callable[[T], bool] = lambda value: True,
                    encode: Callable[[T], object] = lambda value: value,
                    decode: Callable[[dict], T | None] = lambda d: d) -> T:
         """The stored result of ``key``, else ``run()``'s, stored when ``keep`` says it is one
         the release will give again. ``remeasure``: run it whatever is stored."""
-        if not remeasure:
-            stored = self.get(key, decode)
+        document = None if remeasure else self.read(key)
+        if document is not None:
+            try:
+                stored = decode(document)
+            except (ValueError, KeyError, TypeError):  # unusable: measured again
+                stored = None
             if stored is not None:
                 return stored
         value = run()
         if keep(value):
             self.put(key, encode(value))
         return value
-
-    def folder(self, key: Key) -> Path:
-        """Where a folder-valued result of ``key`` lives."""
-        return self.folder_of(key) / key.name
 
     def get_or_make_folder(self, key: Key, make: Callable[[Path], object], *,
                            remeasure: bool = False) -> Path:

@@ -196,7 +196,7 @@ def fake_uv(tmp_path, monkeypatch, cache):
     log = tmp_path / "uv.log"
     log.touch()
     monkeypatch.setenv("FAKE_UV_LOG", str(log))
-    monkeypatch.setattr(environments, "_uv_bin", lambda: str(script))
+    monkeypatch.setattr(environments, "uv_binary", lambda: str(script))
 
     def calls() -> list[list[str]]:
         return [json.loads(line) for line in log.read_text().splitlines()]
@@ -222,7 +222,7 @@ def test_build_then_reuse_without_uv(cat, cache, fake_uv, monkeypatch):
     marker = json.loads((env.path / ".complete.json").read_text())
     assert marker["installed"] == env.installed and marker["release"] == "0.4.20"
 
-    monkeypatch.setattr(environments, "_uv_bin", lambda: "/nonexistent/uv")
+    monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")
     messages.clear()
     again = ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append)
     assert again.reused and again.installed == env.installed and again.seconds < 0.5
@@ -308,8 +308,11 @@ def test_an_interrupted_install_leaves_nothing_that_looks_done(cat, cache, fake_
 
 
 def test_missing_uv(cat, cache, monkeypatch):
-    monkeypatch.setattr(environments, "_uv_bin", lambda: "/nonexistent/uv")
+    monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")
     with pytest.raises(InstallFailed, match="cannot run uv"):
+        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    monkeypatch.setattr(environments, "uv_binary", lambda: None)
+    with pytest.raises(InstallFailed, match="uv is not installed"):
         ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
 
 
@@ -361,7 +364,7 @@ def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
     assert jax_version == "0.4.20" and Version(numpy_version) < Version("2") and total == "6"
     assert numpy_version == env.installed["numpy"]
 
-    monkeypatch.setattr(environments, "_uv_bin", lambda: "/nonexistent/uv")  # uv never runs
+    monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")  # uv never runs
     again = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
     assert again.reused
     assert again.installed == env.installed

@@ -201,7 +201,7 @@ def test_the_shipped_table_loads_and_pins_the_scan_reports_releases():
     assert shipped is not None and shipped.source and shipped.made
     assert shipped.tag_for("0.5.0").xla_commit == "a91d9c30c545eccdbc26075c2b2ff04a014e66e9"
     assert shipped.tag_for("0.5.1").xla_commit == "75916151739a1174f3ce02efe825fbd19bb61b86"
-    assert shipped.newest is not None and shipped.is_newer("99.0.0")
+    assert shipped.newest_tag and shipped.is_newer("99.0.0")
 
 
 # --- the hand-off -------------------------------------------------------------------------

@@ -25,8 +25,9 @@ def test_a_stored_result_is_read_back_and_measures_nothing(tmp_path):
     assert store.get_or_run(KEY, run) == {"verdict": "constant"}
     assert store.get_or_run(KEY, run) == {"verdict": "constant"}
     assert len(calls) == 1
-    path = store.path(KEY)
-    assert path.parent == tmp_path / "cpu" / "jax-0.5.0" and path.name.startswith("probe-")
+    path = store.path(KEY)  # the layout and the key's name as every earlier run stored them
+    assert path == tmp_path / "cpu" / "jax-0.5.0" / "probe-58692f213c000c23.json"
+    assert store.folder(KEY) == path.with_suffix("")
     assert json.loads(path.read_text()) == {"verdict": "constant"}
 
 
