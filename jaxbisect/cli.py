@@ -164,16 +164,10 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
-                         executor=executor, jobs=jobs_for(args.jobs, question),
-                         try_xla_flags=tuple(args.try_xla_flags))
-
-
-def jobs_for(asked: int | None, question) -> int:
-    """Releases probed at once: ``--jobs``; unasked, one for a timing (two runs at once on
-    one machine load each other) and as many as the machine holds for anything else."""
-    if asked:
-        return asked
-    return 1 if question.noisy else default_jobs()
+                         executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         # Unasked, one for a timing (two runs at once on one machine load
+                         # each other) and as many as the machine holds for anything else.
+                         jobs=args.jobs or (1 if question.noisy else default_jobs()))
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
@@ -231,24 +225,20 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(answer_line(bisection).replace("**", ""))
-        for line in (thirds_line(bisection), raised_line(bisection), crash_line(bisection),
-                     yanked_line(bisection)):
-            if line:
-                print(line.replace("**", "").replace("`", ""))
+        lines = [line.replace("**", "").replace("`", "") for line in (  # markdown's, plain
+            answer_line(bisection), thirds_line(bisection), raised_line(bisection),
+            crash_line(bisection), yanked_line(bisection)) if line]
         if "sweep" in doc:
-            print(f"a change made and undone inside the range cannot be seen by bisection; "
-                  f"every release: {doc['sweep']}")
+            lines.append(f"a change made and undone inside the range cannot be seen by "
+                         f"bisection; every release: {doc['sweep']}")
         if "minimal" in doc:
-            print(minimal_line(doc["minimal"]))
-        for tried in doc.get("try_xla_flags", ()):
-            print(tried_line(tried))
-        for part in doc["needs_a_gpu"]:
-            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
-                  f"the rest needs a real GPU: {part['command']}")
+            lines.append(minimal_line(doc["minimal"]))
+        lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
+        lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}" for part in doc["needs_a_gpu"]]
         if "next_step" in doc:
-            print(f"to look further: {doc['next_step']['command']}")
-        print(probes_line(bisection))
+            lines.append(f"to look further: {doc['next_step']['command']}")
+        print("\n".join([*lines, probes_line(bisection)]))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]

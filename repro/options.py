@@ -31,16 +31,12 @@ FLAG_VALUED = ("--xla-flags", "--try-xla-flags")
 def glue_flag_values(argv: list[str], options: tuple[str, ...] = FLAG_VALUED) -> list[str]:
     """``--xla-flags VALUE`` becomes ``--xla-flags=VALUE``, whatever VALUE starts with."""
     out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--":
-            return out + argv[i:]
-        if argv[i] in options and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return [*out, word, *words]
+        value = next(words, None) if word in options else None
+        out += [word] if value is None else [f"{word}={value}"]
     return out
 
 
@@ -290,13 +286,16 @@ def options_of(entry: str) -> tuple[Option, ...]:
 
 def add_options(parser: argparse.ArgumentParser, entry: str,
                 groups: Mapping[str, tuple[str, str | None]] = {}, exclusive: tuple = (),
-                **fill) -> None:
-    """``entry``'s options of the table on ``parser``; an option of a group named in
-    ``groups`` (name -> title, description) goes under it, one of a group in ``exclusive``
-    into a mutually exclusive group; ``fill``: the values help texts name ({targets}…)."""
+                only: tuple[str, ...] | None = None, **fill) -> None:
+    """``entry``'s options of the table (``only`` these flags, if given) on ``parser``; an
+    option of a group named in ``groups`` (name -> title, description) goes under it, one of
+    a group in ``exclusive`` into a mutually exclusive group; ``fill``: the values help texts
+    name ({targets}…)."""
     made: dict = {}
     fill = {"targets": _targets(), **fill}
     for option in options_of(entry):
+        if only is not None and option.flag not in only:
+            continue
         if option.group not in made:
             made[option.group] = (
                 parser.add_mutually_exclusive_group() if option.group in exclusive else
