@@ -99,29 +99,31 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     command: tuple[str, ...] = ()
     # A flag value of "--" is not the command's separator, and "--partition=…" is a value.
     argv = glue_flag_values(argv, (*FLAG_VALUED, "--slurm-args"))
+    p = parser(prog)
     if "--" in argv:
         cut = argv.index("--")
         argv, command = argv[:cut], tuple(argv[cut + 1:])
         if not command:
-            parser(prog).error("nothing after `--`: give a command to bisect with")
-    p = parser(prog)
+            p.error("nothing after `--`: give a command to bisect with")
     args = p.parse_args(argv)
-    if args.explain is None and (args.start is None or args.end is None):
-        p.error("give --from and --to (or --explain RELEASE)")
-    if args.explain is not None and (args.start or args.end or command):
-        p.error("--explain takes one release: leave out --from, --to and `--`")
-    if args.case is not None and command:
-        p.error("give --case FILE or a command after `--`, not both")
+    for refused, why in (
+            (args.explain is None and (args.start is None or args.end is None),
+             "give --from and --to (or --explain RELEASE)"),
+            (args.explain is not None and (args.start or args.end or command),
+             "--explain takes one release: leave out --from, --to and `--`"),
+            (args.case is not None and command,
+             "give --case FILE or a command after `--`, not both"),
+            (command and (args.n_outer or any(getattr(args, name) for name in SIZES)),
+             "--n-outer, --n-inner, --n-res and --dtype size the scan case; a command after "
+             "`--` has no sizes"),
+            (args.metric == EXIT_CODE_METRIC and not command, f"--metric {EXIT_CODE_METRIC}: "
+             f"a command's exit status; give the command after `--`")):
+        if refused:
+            p.error(why)
     if command:
-        if args.n_outer or any(getattr(args, name) for name in SIZES):
-            p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a command "
-                    "after `--` has no sizes")
         args.metric = args.metric or EXIT_CODE_METRIC
     elif args.case is None:
         args.case = str(SCAN_CASE)
-    if args.metric == EXIT_CODE_METRIC and not command:
-        p.error(f"--metric {EXIT_CODE_METRIC}: a command's exit status; give the command "
-                f"after `--`")
     n_outer = read_sizes(p, args)
     if n_outer and len([n for n in n_outer if n >= 2]) < 2:
         p.error("--n-outer needs two distinct values of 2 or more to tell growth from "

@@ -40,7 +40,7 @@ from .process import (
     join_flags,
     stdout_to_stderr,
 )
-from .verdict import EXIT_STATUS, ITEMSIZES
+from .verdict import ITEMSIZES
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
 INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
@@ -84,16 +84,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     except CaseError as exc:
         p.error(str(exc))
     args.metric = args.metric or args.case.metric or "memory"
-    if args.over and args.metric in ("output", "error"):
-        p.error(f"--over: the shape of a series of numbers; --metric {args.metric} is not one "
-                f"(use --over none)")
-    if args.compare and not args.over:
-        p.error("--compare measures the case's COMPARE programs over --over's values: "
-                "give --over (or the case's OVER)")
-    if args.sizes_from == "dump" and args.metric != "memory":
-        p.error("--sizes-from dump reads the compiled plan: --metric memory only")
-    if args.pass_dumps is not None and args.target is not None:
-        p.error("--pass-dumps: a compile-only target keeps its own dump; leave out one")
+    for refused, why in (
+            (args.over and args.metric in ("output", "error"), f"--over: the shape of a series "
+             f"of numbers; --metric {args.metric} is not one (use --over none)"),
+            (args.compare and not args.over, "--compare measures the case's COMPARE programs "
+             "over --over's values: give --over (or the case's OVER)"),
+            (args.sizes_from == "dump" and args.metric != "memory",
+             "--sizes-from dump reads the compiled plan: --metric memory only"),
+            (args.pass_dumps is not None and args.target is not None,
+             "--pass-dumps: a compile-only target keeps its own dump; leave out one"),
+            (args.target is not None and args.metric not in COMPILE_ONLY_METRICS,
+             f"--target compiles without the GPU: it measures "
+             f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")):
+        if refused:
+            p.error(why)
     if args.check == []:  # a shape's old and new behaviour
         if not args.over:
             p.error("--check OLD NEW: give the old and the new figure (alone, --check is a "
@@ -109,9 +113,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.metric == "output":
             p.error("--check compares numbers or error messages, not outputs")
     if args.target is not None:
-        if args.metric not in COMPILE_ONLY_METRICS:
-            p.error(f"--target compiles without the GPU: it measures "
-                    f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")
         args.target = target_argument(p, args.target, args.backend)
     return args
 
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return write_target_spec(args.write_target_spec)
     if args.mode == "runtime" and args.case.name == "scan_growth" and runtime_refusal(args):
         print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
-        return EXIT_STATUS["unavailable"] if args.check is not None else 2
+        return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
     passes = ""
     if args.pass_dumps is not None:
         args.pass_dumps.mkdir(parents=True, exist_ok=True)

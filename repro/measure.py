@@ -165,15 +165,10 @@ class Unmeasured(Exception):
 # -- runtime mode -------------------------------------------------------------------------
 
 
-def _proc_status_kib(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+def _proc_status_kib(field: str) -> int:
+    """VmRSS, VmHWM … of this process, in KiB (where /proc/self/clear_refs is, so is this)."""
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":"))
 
 
 def _reset_peak_rss() -> bool:

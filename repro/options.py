@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .case import SCAN_CASE  # noqa: F401  (the default case: python -m repro and python -m bisect take it from here)
+from .case import METRICS, SCAN_CASE  # noqa: F401  (python -m repro and bisect take SCAN_CASE here)
+from .process import PLATFORMS
+from .target import TargetError, built_in
+from .target import load as load_target
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -131,14 +134,6 @@ def _option(flag: str, help, **settings) -> Option:
     return Option(flag, help, settings=settings, **fields)
 
 
-def _targets() -> str:
-    from .target import built_in
-
-    return ", ".join(built_in())
-
-
-_METRICS = ("memory", "compile_time", "run_time", "peak_memory", "output", "error")
-
 # The table, in the order every command line is written: what is measured and where (the
 # harness's part first), then how the answer is decided, then what only this run uses.
 OPTIONS: tuple[Option, ...] = (
@@ -170,7 +165,7 @@ OPTIONS: tuple[Option, ...] = (
                 "of its JSON to compare, or error (default: its exit status, exit_code)"},
             metavar="NAME", entries=(BISECT,), group="case", shapes=True),
     _option("--metric", "what to measure (default: the case's METRIC, else memory)",
-            choices=_METRICS, entries=(REPRO,), group="case", harness=True),
+            choices=METRICS, entries=(REPRO,), group="case", harness=True),
     _option("--param", "override a parameter of case() (repeatable)", action="append",
             default=[], metavar="NAME=VALUE", group="case", shapes=True, harness=True),
     _option("--over", {
@@ -292,7 +287,7 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
     a group in ``exclusive`` into a mutually exclusive group; ``fill``: the values help texts
     name ({targets}…)."""
     made: dict = {}
-    fill = {"targets": _targets(), **fill}
+    fill = {"targets": ", ".join(built_in()), **fill}
     for option in options_of(entry):
         if only is not None and option.flag not in only:
             continue
@@ -353,13 +348,9 @@ def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int
 def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_int,
                      many: bool = False, n_inner: int = 100, n_res: int = 200,
                      dtype: str = "float32", helps: Mapping[str, str] | None = None) -> None:
-    """The table's ``--n-outer``, ``--n-inner``, ``--n-res`` and ``--dtype`` on ``group`` (a
-    parser or an argument group) with these defaults, for the parsers that are not an entry
-    point's (repro.xla_passes, the range sweep).
-
-    ``many``: ``--n-outer`` takes several values (``nargs="+"``); ``n_outer_type``
-    :func:`n_outer_list` also reads ``1,2,5`` (each value then parses to a list); ``helps``:
-    each option's help by its dest (``n_outer``, ``n_inner``, ``n_res``, ``dtype``)."""
+    """The table's scan sizes on ``group`` with these defaults, for a parser that is not an
+    entry point's (the range sweep): ``many`` n_outer values, each read by ``n_outer_type``;
+    ``helps``: each option's help by its dest."""
     defaults = {"n_outer": n_outer, "n_inner": n_inner, "n_res": n_res, "dtype": dtype}
     for option in options_of(REPRO):
         if option.dest in defaults:
@@ -373,12 +364,9 @@ def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_i
 def target_argument(p: argparse.ArgumentParser, text: str, backend: str):
     """``--target NAME|FILE`` loaded as a Target; a backend that is not CUDA, or a spec that
     cannot be used, is the parser's one-line error."""
-    from . import target as targets
-    from .process import PLATFORMS
-
     if PLATFORMS[backend] not in (None, "cuda"):
         p.error(f"--target compiles for a CUDA GPU; --backend {backend} contradicts it")
     try:
-        return targets.load(text)
-    except targets.TargetError as exc:
+        return load_target(text)
+    except TargetError as exc:
         p.error(str(exc))
