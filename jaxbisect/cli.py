@@ -176,14 +176,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                executor: Executor = LOCAL) -> int:
     """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
     leaves it undecided, 125 when an end cannot be measured."""
-    from .report import (
-        answer_line,
-        crash_line,
-        raised_line,
-        thirds_line,
-        write_report,
-        yanked_line,
-    )
+    from . import report
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
@@ -195,41 +188,44 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     extra: dict = {}
     if bisection.search.status == "alike":
         extra.update(wider_range(catalogue, bisection))
+
+    def write() -> tuple[Path, dict]:
+        return report.write_report(bisection, args.reports, extra)
+
     # The report is written as soon as the answer is known, and again as the explanation
     # lands: Ctrl-C or a spent budget leaves what was measured.
-    write_report(bisection, args.reports, extra)
+    write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
-            explain(bisection, lab, args, extra, say,
-                    lambda: write_report(bisection, args.reports, extra))
+            explain(bisection, lab, args, extra, say, write)
     except KeyboardInterrupt:
         extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
-        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        say(f"report: {write()[0]} (interrupted)")
         raise
     if request.try_xla_flags and bisection.search.status == "found":
         extra["try_xla_flags"] = try_flags(bisection, lab, say)
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .minimize import minimal_document, minimize
-        from .report import display_path, unit_of
 
         q = bisection.request.question
         old, new = bisection.pair
         shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
                                         threshold=request.threshold, timeout=bisection.timeout,
                                         runs=request.runs, budget=args.minimize_budget)
-        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
-        extra["minimal"]["case_path"] = display_path(q.case.path)
+        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
+                                            report.unit_of(bisection))
+        extra["minimal"]["case_path"] = report.display_path(q.case.path)
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster
-    path, doc = write_report(bisection, args.reports, extra)
+    path, doc = write()
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        lines = [line.replace("**", "").replace("`", "") for line in (  # markdown's, plain
-            answer_line(bisection), thirds_line(bisection), raised_line(bisection),
-            crash_line(bisection), yanked_line(bisection)) if line]
+        lines = [text.replace("**", "").replace("`", "")  # markdown's, in plain
+                 for line in (report.answer_line, report.thirds_line, report.raised_line,
+                              report.crash_line, report.yanked_line) if (text := line(bisection))]
         if "sweep" in doc:
             lines.append(f"a change made and undone inside the range cannot be seen by "
                          f"bisection; every release: {doc['sweep']}")
