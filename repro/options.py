@@ -56,14 +56,28 @@ class OneLineParser(argparse.ArgumentParser):
         return super().parse_known_args(glue_flag_values(args, known), namespace)
 
 
-def positive_int(text: str) -> int:
+def _number(kind: type, text: str, fits: Callable, must: str):
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+    if not fits(value):
+        raise argparse.ArgumentTypeError(f"must be {must}, got {text}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _number(int, text, lambda value: value >= 1, "at least 1")
+
+
+def seconds(text: str) -> float:
+    return _number(float, text, lambda value: value > 0, "more than 0")
+
+
+def fraction(text: str) -> float:
+    return _number(float, text, lambda value: 0 < value < 1,
+                   "more than 0 and below 1 (a share of the value)")
 
 
 def n_outer_list(text: str) -> list[int]:
@@ -75,23 +89,6 @@ def variant_number(text: str) -> int:
     if key not in {"0", "1", "2"}:
         raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
     return int(key)
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    value = seconds(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
-    return value
 
 
 BISECT, REPRO = "bisect", "repro"  # the entry points: python -m bisect, python -m repro
@@ -154,10 +151,8 @@ OPTIONS: tuple[Option, ...] = (
         REPRO: "compile for this NVIDIA GPU without one: {targets} or a GpuTargetConfigProto "
                "spec file (needs jax >= 0.4.34 with the CUDA 12 plugin; memory, compile_time "
                "or error)"}, metavar="NAME|FILE", shapes=True, harness=True),
-    _option("--case", {
-        BISECT: "a Python file defining case(**params) -> (fn, args)",
-        REPRO: "a Python file defining case(**params) -> (fn, args) (default: the report's, "
-               "repro/cases/scan_growth.py)"}, metavar="FILE", group="case", shapes=True,
+    _option("--case", "a Python file defining case(**params) -> (fn, args) (default: the "
+            "report's, repro/cases/scan_growth.py)", metavar="FILE", group="case", shapes=True,
             harness=True),
     _option("--metric", {
         BISECT: "for a case: memory, compile_time, run_time, peak_memory, output or error "
