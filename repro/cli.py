@@ -257,7 +257,7 @@ def check_status(metric: dict, old, new) -> int:
     return EXIT_UNMEASURABLE if near_old == near_new else 0 if near_old < near_new else 1
 
 
-def describe_environment(compiler=None, xla_flags_asked: str | None = None) -> dict:
+def describe_environment(compiler, xla_flags_asked: str) -> dict:
     import jax
     import numpy
     from jaxlib import version as jaxlib
@@ -271,7 +271,7 @@ def describe_environment(compiler=None, xla_flags_asked: str | None = None) -> d
             "jaxlib_git_hash": getattr(jaxlib, "_git_hash", None)}
     # A target's plan is compiled for a GPU that is not here: say so in every document, and
     # never let it pass for a measurement on that GPU (or a real one pass for this).
-    info["target"] = compiler.describe() if compiler is not None else None
+    info["target"] = compiler.describe()
     info["deviceless"] = info["target"] is not None
     if info["deviceless"]:
         info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
@@ -281,18 +281,17 @@ def describe_environment(compiler=None, xla_flags_asked: str | None = None) -> d
     # additions (a temporary dump folder, this machine's paths), so that a result reads the
     # same wherever and whenever it was measured. XLA parsed its flags when the backend
     # started, above, so this changes nothing it does.
-    ours = os.environ.get("XLA_FLAGS")
-    if xla_flags_asked is not None:
+    ours = dict(os.environ)
+    os.environ.pop("XLA_FLAGS", None)
+    if xla_flags_asked:
         os.environ["XLA_FLAGS"] = xla_flags_asked
-        if not xla_flags_asked:
-            del os.environ["XLA_FLAGS"]
     try:
         info["environment"] = jax.print_environment_info(return_string=True)
     except Exception as exc:  # missing in a release, or a tool it shells out to fails
         info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
     finally:
-        if ours is not None:
-            os.environ["XLA_FLAGS"] = ours
+        os.environ.clear()
+        os.environ.update(ours)
     return info
 
 
