@@ -28,16 +28,8 @@ from repro.options import (
     read_sizes,
 )
 
+from . import budgets
 from .bisection import MetricRequest, bisect_metric
-from .budgets import (
-    EXPLAIN_BUDGET,
-    FIRST_RUN_LIMIT,
-    HANGS,
-    RUN_FACTOR,
-    RUN_FLOOR,
-    TEST_FACTOR,
-    TEST_FLOOR,
-)
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
@@ -64,6 +56,11 @@ EXIT_CODES = """exit status:
 
 
 PROG = "python -m bisect"
+LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
+          "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
+          "past its limit hangs: a behaviour, not retried (the error metric's value "
+          "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
+          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.")
 Say = Callable[[str], None]
 
 
@@ -80,14 +77,9 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "bisect by a metric of a case file, or of a command that prints a JSON object "
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
-        "limits": ("time limits (docs/cases.md)", textwrap.fill(
-            f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every "
-            f"later run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. "
-            f"A run past its limit hangs: a behaviour, not retried (the error metric's value "
-            f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own "
-            f"run, {TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much "
-            f"slower'.", 88))}, jobs=default_jobs(), budget=EXPLAIN_BUDGET)
-    p.set_defaults(explain_budget=EXPLAIN_BUDGET)
+        "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
+            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET)
+    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET)
     add_executor_options(p)
     return p
 
@@ -306,7 +298,6 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
     within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
     part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
-    from .budgets import Deadline
     from .evidence.collect import buffers_at_peak
 
     if searches is None:
@@ -320,7 +311,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
     if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
         return
-    deadline = Deadline(args.explain_budget)
+    deadline = budgets.Deadline(args.explain_budget)
     budget = {"seconds": args.explain_budget}
     say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
         f"(--explain-budget)")
@@ -374,13 +365,9 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
-def prog_name() -> str:
-    """How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``."""
-    return "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
-
-
 def main(argv: list[str] | None = None) -> int:
-    prog = prog_name()
+    # How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``.
+    prog = "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
     args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
     try:
         return run(args, command)
