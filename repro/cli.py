@@ -322,12 +322,11 @@ def summary(document: dict, label: str = "case") -> str:
                 f"shape: {shape}")
     if m["status"] != "ok":
         return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
-    if m["name"] in ("run_time", "compile_time"):
-        shown = (f"median {m['value']:.6g} s (min {m['min']:.6g}, max {m['max']:.6g}; "
-                 f"{len(m['samples'])} samples)")
-    elif m["name"] == "peak_memory":
-        shown = (f"median {m['value'] / 1024**2:.2f} MB (min {m['min'] / 1024**2:.2f}, "
-                 f"max {m['max'] / 1024**2:.2f}; {len(m['samples'])} processes)")
+    if m["kind"] == "noisy":  # times in seconds, peaks in MB from fresh processes
+        unit, scale, form, each = (("MB", 1024**2, ".2f", "processes") if m["unit"] == "bytes"
+                                   else ("s", 1, ".6g", "samples"))
+        mid, low, high = (format(m[key] / scale, form) for key in ("value", "min", "max"))
+        shown = f"median {mid} {unit} (min {low}, max {high}; {len(m['samples'])} {each})"
     elif m["name"] == "memory":
         shown = f"{m['value'] / 1024**2:.2f} MB (output + temp, {m['source']})"
     elif m["name"] == "output":

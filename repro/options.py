@@ -111,9 +111,6 @@ class Option:
     def dest(self) -> str:
         return self.settings.get("dest") or self.flag[2:].replace("-", "_")
 
-    def help_for(self, entry: str) -> str | None:
-        return self.help.get(entry) if isinstance(self.help, Mapping) else self.help
-
     def words(self, value) -> list[str]:
         """The arguments that give this option ``value`` (one of an append's values)."""
         if isinstance(value, (list, tuple)):  # nargs: each value, a list one comma-joined
@@ -292,7 +289,7 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
                 parser.add_argument_group(*groups[option.group]) if option.group in groups
                 else parser)
         where = made[option.group]
-        help_text = option.help_for(entry)
+        help_text = option.help.get(entry) if isinstance(option.help, Mapping) else option.help
         where.add_argument(*((option.short,) if option.short else ()), option.flag,
                            help=help_text.format(**fill) if help_text else None,
                            **option.settings)
