@@ -28,16 +28,8 @@ from repro.options import (
     read_sizes,
 )
 
+from . import budgets
 from .bisection import MetricRequest, bisect_metric
-from .budgets import (
-    EXPLAIN_BUDGET,
-    FIRST_RUN_LIMIT,
-    HANGS,
-    RUN_FACTOR,
-    RUN_FLOOR,
-    TEST_FACTOR,
-    TEST_FLOOR,
-)
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
@@ -64,6 +56,11 @@ EXIT_CODES = """exit status:
 
 
 PROG = "python -m bisect"
+LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
+          "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
+          "past its limit hangs: a behaviour, not retried (the error metric's value "
+          "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
+          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.")
 Say = Callable[[str], None]
 
 
@@ -80,14 +77,9 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "bisect by a metric of a case file, or of a command that prints a JSON object "
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
-        "limits": ("time limits (docs/cases.md)", textwrap.fill(
-            f"Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every "
-            f"later run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. "
-            f"A run past its limit hangs: a behaviour, not retried (the error metric's value "
-            f"'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own "
-            f"run, {TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much "
-            f"slower'.", 88))}, jobs=default_jobs(), budget=EXPLAIN_BUDGET)
-    p.set_defaults(explain_budget=EXPLAIN_BUDGET)
+        "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
+            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET)
+    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET)
     add_executor_options(p)
     return p
 
@@ -99,29 +91,31 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
     command: tuple[str, ...] = ()
     # A flag value of "--" is not the command's separator, and "--partition=…" is a value.
     argv = glue_flag_values(argv, (*FLAG_VALUED, "--slurm-args"))
+    p = parser(prog)
     if "--" in argv:
         cut = argv.index("--")
         argv, command = argv[:cut], tuple(argv[cut + 1:])
         if not command:
-            parser(prog).error("nothing after `--`: give a command to bisect with")
-    p = parser(prog)
+            p.error("nothing after `--`: give a command to bisect with")
     args = p.parse_args(argv)
-    if args.explain is None and (args.start is None or args.end is None):
-        p.error("give --from and --to (or --explain RELEASE)")
-    if args.explain is not None and (args.start or args.end or command):
-        p.error("--explain takes one release: leave out --from, --to and `--`")
-    if args.case is not None and command:
-        p.error("give --case FILE or a command after `--`, not both")
+    for refused, why in (
+            (args.explain is None and (args.start is None or args.end is None),
+             "give --from and --to (or --explain RELEASE)"),
+            (args.explain is not None and (args.start or args.end or command),
+             "--explain takes one release: leave out --from, --to and `--`"),
+            (args.case is not None and command,
+             "give --case FILE or a command after `--`, not both"),
+            (command and (args.n_outer or any(getattr(args, name) for name in SIZES)),
+             "--n-outer, --n-inner, --n-res and --dtype size the scan case; a command after "
+             "`--` has no sizes"),
+            (args.metric == EXIT_CODE_METRIC and not command, f"--metric {EXIT_CODE_METRIC}: "
+             f"a command's exit status; give the command after `--`")):
+        if refused:
+            p.error(why)
     if command:
-        if args.n_outer or any(getattr(args, name) for name in SIZES):
-            p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a command "
-                    "after `--` has no sizes")
         args.metric = args.metric or EXIT_CODE_METRIC
     elif args.case is None:
         args.case = str(SCAN_CASE)
-    if args.metric == EXIT_CODE_METRIC and not command:
-        p.error(f"--metric {EXIT_CODE_METRIC}: a command's exit status; give the command "
-                f"after `--`")
     n_outer = read_sizes(p, args)
     if n_outer and len([n for n in n_outer if n >= 2]) < 2:
         p.error("--n-outer needs two distinct values of 2 or more to tell growth from "
@@ -164,30 +158,17 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          question=question, threshold=args.threshold, timeout=args.timeout,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
-                         executor=executor, jobs=jobs_for(args.jobs, question),
-                         try_xla_flags=tuple(args.try_xla_flags))
-
-
-def jobs_for(asked: int | None, question) -> int:
-    """Releases probed at once: ``--jobs``; unasked, one for a timing (two runs at once on
-    one machine load each other) and as many as the machine holds for anything else."""
-    if asked:
-        return asked
-    return 1 if question.noisy else default_jobs()
+                         executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         # Unasked, one for a timing (two runs at once on one machine load
+                         # each other) and as many as the machine holds for anything else.
+                         jobs=args.jobs or (1 if question.noisy else default_jobs()))
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                executor: Executor = LOCAL) -> int:
     """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
     leaves it undecided, 125 when an end cannot be measured."""
-    from .report import (
-        answer_line,
-        crash_line,
-        raised_line,
-        thirds_line,
-        write_report,
-        yanked_line,
-    )
+    from . import report
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
@@ -199,56 +180,55 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     extra: dict = {}
     if bisection.search.status == "alike":
         extra.update(wider_range(catalogue, bisection))
+
+    def write() -> tuple[Path, dict]:
+        return report.write_report(bisection, args.reports, extra)
+
     # The report is written as soon as the answer is known, and again as the explanation
     # lands: Ctrl-C or a spent budget leaves what was measured.
-    write_report(bisection, args.reports, extra)
+    write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
-            explain(bisection, lab, args, extra, say,
-                    lambda: write_report(bisection, args.reports, extra))
+            explain(bisection, lab, args, extra, say, write)
     except KeyboardInterrupt:
         extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
-        say(f"report: {write_report(bisection, args.reports, extra)[0]} (interrupted)")
+        say(f"report: {write()[0]} (interrupted)")
         raise
     if request.try_xla_flags and bisection.search.status == "found":
         extra["try_xla_flags"] = try_flags(bisection, lab, say)
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .minimize import minimal_document, minimize
-        from .report import display_path, unit_of
 
         q = bisection.request.question
         old, new = bisection.pair
         shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
                                         threshold=request.threshold, timeout=bisection.timeout,
                                         runs=request.runs, budget=args.minimize_budget)
-        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(bisection))
-        extra["minimal"]["case_path"] = display_path(q.case.path)
+        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
+                                            report.unit_of(bisection))
+        extra["minimal"]["case_path"] = report.display_path(q.case.path)
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster
-    path, doc = write_report(bisection, args.reports, extra)
+    path, doc = write()
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(answer_line(bisection).replace("**", ""))
-        for line in (thirds_line(bisection), raised_line(bisection), crash_line(bisection),
-                     yanked_line(bisection)):
-            if line:
-                print(line.replace("**", "").replace("`", ""))
+        lines = [text.replace("**", "").replace("`", "")  # markdown's, in plain
+                 for line in (report.answer_line, report.thirds_line, report.raised_line,
+                              report.crash_line, report.yanked_line) if (text := line(bisection))]
         if "sweep" in doc:
-            print(f"a change made and undone inside the range cannot be seen by bisection; "
-                  f"every release: {doc['sweep']}")
+            lines.append(f"a change made and undone inside the range cannot be seen by "
+                         f"bisection; every release: {doc['sweep']}")
         if "minimal" in doc:
-            print(minimal_line(doc["minimal"]))
-        for tried in doc.get("try_xla_flags", ()):
-            print(tried_line(tried))
-        for part in doc["needs_a_gpu"]:
-            print(f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
-                  f"the rest needs a real GPU: {part['command']}")
+            lines.append(minimal_line(doc["minimal"]))
+        lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
+        lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+                  f"the rest needs a real GPU: {part['command']}" for part in doc["needs_a_gpu"]]
         if "next_step" in doc:
-            print(f"to look further: {doc['next_step']['command']}")
-        print(probes_line(bisection))
+            lines.append(f"to look further: {doc['next_step']['command']}")
+        print("\n".join([*lines, probes_line(bisection)]))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
@@ -318,7 +298,6 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
     within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
     part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
-    from .budgets import Deadline
     from .evidence.collect import buffers_at_peak
 
     if searches is None:
@@ -332,7 +311,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
     if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
         return
-    deadline = Deadline(args.explain_budget)
+    deadline = budgets.Deadline(args.explain_budget)
     budget = {"seconds": args.explain_budget}
     say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
         f"(--explain-budget)")
@@ -386,13 +365,9 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
-def prog_name() -> str:
-    """How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``."""
-    return "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
-
-
 def main(argv: list[str] | None = None) -> int:
-    prog = prog_name()
+    # How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``.
+    prog = "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
     args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
     try:
         return run(args, command)

@@ -130,10 +130,8 @@ def read_case(path: str | Path) -> CaseFile:
                             f'{{"n": (1, 2, 4)}}')
         (name, values), = constants["OVER"].items()
         over = over_values(defaults, name, [str(v) for v in values], f"{path}: OVER")
-    sized = {}
-    for constant in ("SEARCH_PARAMS", "RUNTIME_PARAMS"):
-        sized[constant] = sizes_of(defaults, constants.get(constant, {}), over,
-                                   f"{path}: {constant}")
+    sized = {constant: sizes_of(defaults, constants.get(constant, {}), over, f"{path}: {constant}")
+             for constant in ("SEARCH_PARAMS", "RUNTIME_PARAMS")}
     compare = constants.get("COMPARE", {})
     if not isinstance(compare, dict):
         raise CaseError(f"{path}: COMPARE is a dict of label -> parameters")

@@ -3,10 +3,9 @@
 Without ``--case``, the report's program, repro/cases/scan_growth.py: its three variants, and
 whether v0's memory grows with n_outer; ``--n-outer/--n-inner/--n-res/--dtype/--variants/--mode``
 are spellings of ``--over``, ``--param`` and ``--metric`` in the report's words. The case
-protocol and the metrics: docs/cases.md. Needs only jax and the standard library (tabulate is
-used when present), so it runs unchanged in any JAX environment from 0.4.20 on; the bisect
-driver runs it in each release's environment and reads the JSON document it prints with
-``--json``.
+protocol and the metrics: docs/cases.md. Needs only jax and the standard library, so it runs
+unchanged in any JAX environment from 0.4.20 on; the bisect driver runs it in each release's
+environment and reads the JSON document it prints with ``--json``.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from pathlib import Path
 from . import SCHEMA
 from . import target as targets
 from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case
+from .measure import error_text
 from .options import (
     REPRO,
     SCAN_CASE,
@@ -33,17 +33,14 @@ from .options import (
 )
 from .process import (
     DUMP_FOLDERS,
-    add_flags,
-    configure_for_target,
+    PASSES,
     configure_this_process,
     dump_flags,
     dump_folder,
-    enable_x64,
     join_flags,
-    pass_dump_flags,
     stdout_to_stderr,
 )
-from .verdict import EXIT_STATUS, ITEMSIZES
+from .verdict import ITEMSIZES
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
 INTERRUPTED = 130  # the shell's status for a process ended by Ctrl-C (128 + SIGINT)
@@ -87,16 +84,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     except CaseError as exc:
         p.error(str(exc))
     args.metric = args.metric or args.case.metric or "memory"
-    if args.over and args.metric in ("output", "error"):
-        p.error(f"--over: the shape of a series of numbers; --metric {args.metric} is not one "
-                f"(use --over none)")
-    if args.compare and not args.over:
-        p.error("--compare measures the case's COMPARE programs over --over's values: "
-                "give --over (or the case's OVER)")
-    if args.sizes_from == "dump" and args.metric != "memory":
-        p.error("--sizes-from dump reads the compiled plan: --metric memory only")
-    if args.pass_dumps is not None and args.target is not None:
-        p.error("--pass-dumps: a compile-only target keeps its own dump; leave out one")
+    for refused, why in (
+            (args.over and args.metric in ("output", "error"), f"--over: the shape of a series "
+             f"of numbers; --metric {args.metric} is not one (use --over none)"),
+            (args.compare and not args.over, "--compare measures the case's COMPARE programs "
+             "over --over's values: give --over (or the case's OVER)"),
+            (args.sizes_from == "dump" and args.metric != "memory",
+             "--sizes-from dump reads the compiled plan: --metric memory only"),
+            (args.pass_dumps is not None and args.target is not None,
+             "--pass-dumps: a compile-only target keeps its own dump; leave out one"),
+            (args.target is not None and args.metric not in COMPILE_ONLY_METRICS,
+             f"--target compiles without the GPU: it measures "
+             f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")):
+        if refused:
+            p.error(why)
     if args.check == []:  # a shape's old and new behaviour
         if not args.over:
             p.error("--check OLD NEW: give the old and the new figure (alone, --check is a "
@@ -112,9 +113,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if args.metric == "output":
             p.error("--check compares numbers or error messages, not outputs")
     if args.target is not None:
-        if args.metric not in COMPILE_ONLY_METRICS:
-            p.error(f"--target compiles without the GPU: it measures "
-                    f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")
         args.target = target_argument(p, args.target, args.backend)
     return args
 
@@ -161,30 +159,27 @@ def main(argv: list[str] | None = None) -> int:
         return write_target_spec(args.write_target_spec)
     if args.mode == "runtime" and args.case.name == "scan_growth" and runtime_refusal(args):
         print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
-        return EXIT_STATUS["unavailable"] if args.check is not None else 2
-    flags = args.xla_flags
+        return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
+    passes = ""
     if args.pass_dumps is not None:
         args.pass_dumps.mkdir(parents=True, exist_ok=True)
-        flags = join_flags(flags, pass_dump_flags(args.pass_dumps))
-    configure_this_process(args.backend if args.target is None else "auto", flags)
-    asked = args.xla_flags.strip()
-    # Before jax 0.6.1 a compile-only device has no memory_analysis(): the dump answers.
-    if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
-        enable_x64("float64")
+        passes = dump_flags(args.pass_dumps, PASSES)
+    # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
+    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
     with dump_folder("repro-case-dump-", args.target is not None or args.sizes_from == "dump"
                      ) as dump_dir:
-        if args.target is not None:
-            configure_for_target(dump_dir, module=".*")
-        elif dump_dir is not None:
-            add_flags(dump_flags(dump_dir, module=".*"))
-        return _run(args, asked, dump_dir)
+        configure_this_process(args.backend, join_flags(
+            args.xla_flags, passes, dump_flags(dump_dir) if dump_dir else ""),
+            target=args.target is not None, params=args.params)
+        return _run(args, dump_dir)
 
 
-def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
+def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     from .measure import Compiler
     from .metrics import Sampling, measure, measure_series
 
     sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
+    asked = args.xla_flags.strip()
     try:
         with stdout_to_stderr():
             compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
@@ -205,11 +200,10 @@ def _run(args: argparse.Namespace, asked: str, dump_dir: Path | None) -> int:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ImportError as exc:  # not a JAX environment: the user's to fix; under --check
-        print(no_jax_line(exc, "-m repro"), file=sys.stderr)  # git bisect's skip
+        print(no_jax_line(exc), file=sys.stderr)  # git bisect's skip
         return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
     except Exception as exc:  # JAX failing to start (no such backend, a target it rejects)
-        line = (str(exc).strip().splitlines() or [""])[0][:300]
-        print(f"python -m repro: error: {type(exc).__name__}: {line}", file=sys.stderr)
+        print(f"python -m repro: error: {error_text(exc)}", file=sys.stderr)
         return EXIT_UNMEASURABLE
     if args.check is not None:
         status = check_status(document["metric"], *args.check)
@@ -263,32 +257,21 @@ def check_status(metric: dict, old, new) -> int:
     return EXIT_UNMEASURABLE if near_old == near_new else 0 if near_old < near_new else 1
 
 
-def describe_environment(compiler=None,
-                         xla_flags_asked: str | None = None) -> dict:
+def describe_environment(compiler, xla_flags_asked: str) -> dict:
     import jax
-    import jaxlib
     import numpy
+    from jaxlib import version as jaxlib
 
-    info = {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
-            "numpy": numpy.__version__, "python": platform.python_version(),
-            "backend": None, "device": None, "device_count": None, "environment": None,
-            "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "jax_platforms": os.environ.get("JAX_PLATFORMS", "")}
-    if info["jaxlib"] is None:
-        from jaxlib import version as jaxlib_version
-        info["jaxlib"] = jaxlib_version.__version__
-    try:
-        from jaxlib import version as jaxlib_version
-        info["jaxlib_git_hash"] = getattr(jaxlib_version, "_git_hash", None)
-    except ImportError:
-        info["jaxlib_git_hash"] = None
-    info["backend"] = jax.default_backend()
     devices = jax.devices()
-    info["device"] = devices[0].device_kind
-    info["device_count"] = len(devices)
+    info = {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": numpy.__version__,
+            "python": platform.python_version(), "backend": jax.default_backend(),
+            "device": devices[0].device_kind, "device_count": len(devices),
+            "environment": None, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS", ""),
+            "jaxlib_git_hash": getattr(jaxlib, "_git_hash", None)}
     # A target's plan is compiled for a GPU that is not here: say so in every document, and
     # never let it pass for a measurement on that GPU (or a real one pass for this).
-    info["target"] = compiler.describe() if compiler is not None else None
+    info["target"] = compiler.describe()
     info["deviceless"] = info["target"] is not None
     if info["deviceless"]:
         info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
@@ -298,18 +281,17 @@ def describe_environment(compiler=None,
     # additions (a temporary dump folder, this machine's paths), so that a result reads the
     # same wherever and whenever it was measured. XLA parsed its flags when the backend
     # started, above, so this changes nothing it does.
-    ours = os.environ.get("XLA_FLAGS")
-    if xla_flags_asked is not None:
+    ours = dict(os.environ)
+    os.environ.pop("XLA_FLAGS", None)
+    if xla_flags_asked:
         os.environ["XLA_FLAGS"] = xla_flags_asked
-        if not xla_flags_asked:
-            del os.environ["XLA_FLAGS"]
     try:
         info["environment"] = jax.print_environment_info(return_string=True)
     except Exception as exc:  # missing in a release, or a tool it shells out to fails
         info["environment"] = f"unavailable: {type(exc).__name__}: {exc}"
     finally:
-        if ours is not None:
-            os.environ["XLA_FLAGS"] = ours
+        os.environ.clear()
+        os.environ.update(ours)
     return info
 
 
@@ -340,12 +322,11 @@ def summary(document: dict, label: str = "case") -> str:
                 f"shape: {shape}")
     if m["status"] != "ok":
         return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
-    if m["name"] in ("run_time", "compile_time"):
-        shown = (f"median {m['value']:.6g} s (min {m['min']:.6g}, max {m['max']:.6g}; "
-                 f"{len(m['samples'])} samples)")
-    elif m["name"] == "peak_memory":
-        shown = (f"median {m['value'] / 1024**2:.2f} MB (min {m['min'] / 1024**2:.2f}, "
-                 f"max {m['max'] / 1024**2:.2f}; {len(m['samples'])} processes)")
+    if m["kind"] == "noisy":  # times in seconds, peaks in MB from fresh processes
+        unit, scale, form, each = (("MB", 1024**2, ".2f", "processes") if m["unit"] == "bytes"
+                                   else ("s", 1, ".6g", "samples"))
+        mid, low, high = (format(m[key] / scale, form) for key in ("value", "min", "max"))
+        shown = f"median {mid} {unit} (min {low}, max {high}; {len(m['samples'])} {each})"
     elif m["name"] == "memory":
         shown = f"{m['value'] / 1024**2:.2f} MB (output + temp, {m['source']})"
     elif m["name"] == "output":
@@ -370,14 +351,10 @@ def series_table(document: dict, label: str = "case") -> str:
     rows = [[label, *cells(m)]] + [[other, *cells(got)]
                                    for other, got in document.get("compare", {}).items()]
     scale = " (MB)" if unit > 1 else f" ({m['unit']})" if m["unit"] else ""
-    headers = ["program", *(f"{name}={v}{scale}" for v in values)]
-    try:
-        from tabulate import tabulate
-    except ImportError:  # a JAX environment holds only jax: the same columns, plain
-        widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-        return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(line, widths))
-                         for line in [headers, *rows])
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    lines = [["program", *(f"{name}={v}{scale}" for v in values)], *rows]
+    # Plain columns: a JAX environment holds jax and its needs only (no tabulate).
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
 
 
 def runtime_refusal(args: argparse.Namespace) -> str | None:
@@ -418,37 +395,27 @@ def write_target_spec(path: Path) -> int:
     """The GPU at hand's spec, written whole to ``path`` once it reads back as a target."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        text = targets.capture_spec()
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(targets.capture_spec(), encoding="utf-8")
         targets.load(str(tmp))  # what --target will need of it
         os.replace(tmp, path)
-    except OSError as exc:
-        print(f"python -m repro: error: cannot write {path}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # no JAX, no GPU, a release without the call: one line
+    except Exception as exc:  # no JAX, no GPU, a release without the call, an unwritable path
         tmp.unlink(missing_ok=True)
-        print(f"python -m repro: error: cannot write a target spec here: {type(exc).__name__}: "
-              f"{(str(exc).strip().splitlines() or [''])[0][:300]}", file=sys.stderr)
+        print(f"python -m repro: error: cannot write a target spec to {path}: "
+              f"{error_text(exc)}", file=sys.stderr)
         return 2
     print(f"wrote {path}: use it with --target {path} (a jaxlib older than this one may need "
           f"it trimmed: see repro/targets/README.md)", file=sys.stderr)
     return 0
 
 
-def no_jax_line(exc: ImportError, how: str = "-m repro") -> str:
-    """The one line for a process without JAX: where a JAX environment's python is."""
-    example = os.path.join(toolkit_cache(), "envs", "jax-0.10.2-cpu-py311", "bin", "python")
+def no_jax_line(exc: ImportError) -> str:
+    """The one line for a process without JAX: where a JAX environment's python is (the
+    toolkit's cache, as jaxbisect.files.cache_dir finds it; never the user's home in full)."""
+    cache = os.environ.get("JAX_SCAN_REPRO_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "jax-scan-repro")
+    example = os.path.join(cache, "envs", "jax-0.10.2-cpu-py311", "bin", "python")
     home = os.path.expanduser("~")
-    if example.startswith(home + os.sep):  # never the user's home in full
+    if example.startswith(home + os.sep):
         example = "~" + example[len(home):]
     return (f"python -m repro: error: cannot import JAX here ({exc}); run it with the python "
-            f"of a JAX environment, e.g. {example} {how} (made by nox -s repro)")
-
-
-def toolkit_cache() -> str:
-    """Where the toolkit keeps its environments (as jaxbisect.files.cache_dir, stdlib only)."""
-    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jax-scan-repro")
+            f"of a JAX environment, e.g. {example} -m repro (made by nox -s repro)")

@@ -1,4 +1,4 @@
-"""``python -m repro.dumps --case FILE --json``: XLA's own account of a case's compiled plan.
+"""``python -m repro.dumps [--case FILE]``: XLA's own account of a case's compiled plan.
 
 Runs inside one release's JAX environment (jax and the standard library only) and prints one
 JSON document: the case's lowered module, its optimized HLO, the plan's bytes, and the files
@@ -20,17 +20,16 @@ import sys
 from pathlib import Path
 
 from . import SCHEMA
-from .case import CaseError, build, load_module, parse_params, read_case
-from .options import OneLineParser, target_argument
+from .case import SCAN_CASE, CaseError, build, load_module, parse_params, read_case
+from .measure import NOT_MEASURED, Compiler, Unmeasured, error_text, plan_bytes
+from .options import REPRO, OneLineParser, add_options, target_argument
 from .process import (
-    PLATFORMS,
-    configure_for_target,
+    TEXT,
     configure_this_process,
+    dump_flags,
     dump_folder,
-    enable_x64,
     join_flags,
     stdout_to_stderr,
-    text_dump_flags,
 )
 
 MAX_FILE_CHARS = 600_000  # per dump file kept; far above what the shipped cases produce
@@ -39,25 +38,15 @@ MODULE_NAME = re.compile(r"^module @([\w.\-]+)", re.M)
 
 
 def parse_args(argv: list[str] | None, *, prog: str = "python -m repro.dumps",
-               description: str = __doc__.splitlines()[0], case: str | None = None):
-    """A case and where to compile it (``python -m repro.dumps``'s and ``repro.xla_passes``'s
-    options); ``case``: the default ``--case`` (None: required)."""
+               description: str = __doc__.splitlines()[0]):
+    """A case (the scan case without ``--case``) and where to compile it: ``python -m
+    repro.dumps``'s and ``repro.xla_passes``'s options, the table's."""
     p = OneLineParser(prog=prog, description=description)
-    p.add_argument("--case", required=case is None, default=case, metavar="FILE",
-                   help="a Python file defining case(**params) -> (fn, args)"
-                        + (" (default: the scan case)" if case else ""))
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one of case()'s parameters (repeatable)")
-    p.add_argument("--backend", choices=sorted(PLATFORMS), default="auto")
-    p.add_argument("--xla-flags", default="", metavar="FLAGS",
-                   help="extra XLA_FLAGS for everything this process compiles")
-    p.add_argument("--target", metavar="NAME|FILE",
-                   help="compile for this NVIDIA GPU without one (as python -m repro --target)")
-    p.add_argument("--json", action="store_true",
-                   help="print the JSON document (always printed; kept for the harness's CLI)")
+    add_options(p, REPRO, only=("--case", "--param", "--backend", "--xla-flags", "--target",
+                                "--json"))
     args = p.parse_args(argv)
     try:
-        args.case = read_case(args.case)
+        args.case = read_case(args.case or SCAN_CASE)
         args.params = parse_params(args.case, args.param)
     except CaseError as exc:
         p.error(str(exc))
@@ -145,17 +134,14 @@ def case_evidence_hook(case, params: dict) -> tuple[dict, list[int] | None]:
 
 def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict]:
     """Lower the case (its text), compile it (the dump lands in ``dump_dir``), read the dump."""
-    from .measure import NOT_MEASURED, Unmeasured, error_line, plan_bytes
-    from .metrics import shape_structs
-
     lowered_doc = {"status": "ok", "error": None, "text": None}
     compiled_doc = {"status": "ok", "error": None, "total_bytes": None, "source": None,
                     "hlo": None}
     try:
-        lowered = fn.lower(*shape_structs(args, compiler))
+        lowered = fn.lower(*compiler.structs(args))
         lowered_doc["text"] = lowered.as_text()
     except Exception as exc:
-        error = error_line(exc)
+        error = error_text(exc)
         lowered_doc.update(status="error", error=error)
         compiled_doc.update(status="error", error=f"not lowered: {error}")
         return lowered_doc, compiled_doc, {"status": "unavailable", "error": "not lowered",
@@ -170,18 +156,18 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
         except Exception:
             pass
     except Exception as exc:
-        compiled_doc.update(status="error", error=error_line(exc))
+        compiled_doc.update(status="error", error=error_text(exc))
     try:
         dump = find_dump(dump_dir, module)
     except Exception as exc:
-        dump = {"status": "error", "error": error_line(exc), "module": None, "files": {},
+        dump = {"status": "error", "error": error_text(exc), "module": None, "files": {},
                 "missing": list(DUMP_FILES)}
     if compiled_doc["status"] == "ok":
         try:
             fields, source = compiler.sizes(compiled, dump["files"].get("buffer_assignment"))
         except Unmeasured as exc:
             fields, source = {}, None
-            compiled_doc["error"] = error_line(exc)
+            compiled_doc["error"] = error_text(exc)
         total = plan_bytes(fields)
         compiled_doc.update(total_bytes=total or None, source=source,
                             status="ok" if total else "unavailable")
@@ -192,7 +178,6 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
 
 def gather(args, dump_dir: Path) -> dict:
     from .cli import describe_environment
-    from .measure import Compiler, error_line
 
     document: dict = {"schema": SCHEMA, "kind": "evidence", "status": "ok", "error": None,
                       "xla_flags": args.xla_flags.strip()}
@@ -206,24 +191,20 @@ def gather(args, dump_dir: Path) -> dict:
         document["stacked_shape"] = stacked
         fn, fn_args = build(args.case, params)
     except Exception as exc:  # no usable jax here, or a case that does not build
-        document.update(status="error", error=f"cannot build the case here: {error_line(exc)}")
+        document.update(status="error", error=f"cannot build the case here: {error_text(exc)}")
         return document
     document["lowered"], document["compiled"], document["dump"] = lower_and_dump(
         fn, fn_args, compiler, dump_dir)
     return document
 
 
-def run_with_dumps(args, prefix: str, dump_flags, gather) -> int:
-    """``gather(args, dump_dir)`` in this process, set up as ``args`` say with XLA dumping as
-    ``dump_flags(dump_dir)`` says, before the first ``import jax``; its document printed
+def run_with_dumps(args, prefix: str, what: str, gather) -> int:
+    """``gather(args, dump_dir)`` in this process, set up as ``args`` say with XLA dumping
+    ``what`` (process.TEXT, PASSES) before the first ``import jax``; its document printed
     (stdout: the JSON document only), exit 0 where it is ok, 2 otherwise."""
     with dump_folder(prefix) as dump_dir:
-        configure_this_process(args.backend if args.target is None else "auto",
-                               join_flags(args.xla_flags, dump_flags(dump_dir)))
-        if args.target is not None:
-            configure_for_target(None)  # the CUDA plugin must load: no JAX_PLATFORMS
-        if "float64" in args.params.values():  # a case's dtype parameter, as jax needs it
-            enable_x64("float64")
+        configure_this_process(args.backend, join_flags(args.xla_flags, dump_flags(dump_dir, what)),
+                               target=args.target is not None, params=args.params)
         with stdout_to_stderr():
             document = gather(args, dump_dir)
     print(json.dumps(document, indent=1))
@@ -231,7 +212,7 @@ def run_with_dumps(args, prefix: str, dump_flags, gather) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_with_dumps(parse_args(argv), "repro-evidence-", text_dump_flags, gather)
+    return run_with_dumps(parse_args(argv), "repro-evidence-", TEXT, gather)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,14 @@ from .target import CompileOnly
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 
 
-def error_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as one line: its type and first line, with the addresses that change from
+    run to run left out (what the ``error`` metric compares)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {first}".strip(": "))[:300]
 
 
 def _memory_fields(stats) -> dict:
@@ -77,24 +82,19 @@ class Compiler:
 
     def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False):
         self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
-        self._device = None
-        if target is not None:
-            self._device = CompileOnly(target)
+        self._device = None if target is None else CompileOnly(target)
 
     def describe(self) -> dict | None:
         return self._device.describe() if self._device is not None else None
 
-    def error_line(self, exc: BaseException) -> str:
-        """The error as one line; one the target spec's values cause, said in its words."""
-        line = error_line(exc)
-        return (self.target.explain_error(line) or line) if self.target is not None else line
-
-    def struct(self, shape, dtype):
+    def structs(self, args) -> tuple:
+        """The arguments as shape/dtype structs (nothing allocated), on a target's device if
+        any."""
         import jax
 
-        if self._device is not None:
-            return self._device.struct(shape, dtype)
-        return jax.ShapeDtypeStruct(shape, dtype)
+        struct = jax.ShapeDtypeStruct if self._device is None else self._device.struct
+        return tuple(struct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype")
+                     else a for a in args)
 
     def _dumped(self) -> set[Path]:
         if self.dump_dir is None or not self.dump_dir.is_dir():
@@ -165,15 +165,10 @@ class Unmeasured(Exception):
 # -- runtime mode -------------------------------------------------------------------------
 
 
-def _proc_status_kib(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+def _proc_status_kib(field: str) -> int:
+    """VmRSS, VmHWM … of this process, in KiB (where /proc/self/clear_refs is, so is this)."""
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":"))
 
 
 def _reset_peak_rss() -> bool:

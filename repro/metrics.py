@@ -1,16 +1,15 @@
 """Measure one metric of a case's ``(fn, args)`` in this JAX process (docs/cases.md).
 
-Every function answers with a plain dict (the document's ``metric`` object) and never raises
-for what the program or the release does: a case that raises is measured as such (its
-``status`` is "error" with the exception's type and first line; for the ``error`` metric that
-line *is* the value).
+``measure`` and ``measure_series`` answer with a plain dict (the document's ``metric`` object)
+and never raise for what the program or the release does: a case that raises is measured as
+such (its ``status`` is "error" with the exception's type and first line; for the ``error``
+metric that line *is* the value).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 import sys
 import time
@@ -18,10 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
-from .measure import NOT_MEASURED, Compiler, Unmeasured, peak_of_run, plan_bytes, run_child
+from .measure import (
+    NOT_MEASURED,
+    Compiler,
+    Unmeasured,
+    error_text,
+    peak_of_run,
+    plan_bytes,
+    run_child,
+)
 
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 OUTPUT_POINTS = 256   # values of each output kept for comparison (evenly spaced, plus sums)
 NO_ERROR = "no error"
 
@@ -36,33 +41,21 @@ class Sampling:
     max_samples: int = 100
 
 
-def error_text(exc: BaseException) -> str:
-    """An exception as the ``error`` metric compares it: its type and first line, with the
-    addresses that change from run to run left out."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {first}".strip(": "))[:300]
-
-
 def _result(name: str, **fields) -> dict:
-    return {"name": name, "unit": UNITS[name],
-            "kind": "noisy" if name in NOISY_METRICS else "deterministic",
-            "status": "ok", "error": None, "samples": [], "value": None, **fields}
-
-
-def _summarize(result: dict) -> dict:
+    """A metric's result: ``fields`` (its samples, what it says of them) over the defaults;
+    a noisy metric's value is the median of its samples, a deterministic one's the first."""
+    result = {"name": name, "unit": UNITS[name],
+              "kind": "noisy" if name in NOISY_METRICS else "deterministic",
+              "status": "ok", "error": None, "samples": [], "value": None, **fields}
     samples = result["samples"]
-    if result["kind"] == "noisy" and samples:
+    if result["status"] != "ok" or not samples:
+        return result
+    if result["kind"] == "noisy":
         result["value"] = statistics.median(samples)
         result["min"], result["max"] = min(samples), max(samples)
-    elif samples:
+    else:
         result["value"] = samples[0]
     return result
-
-
-def shape_structs(args, compiler: Compiler):
-    """The arguments as shape/dtype structs (nothing allocated), on a target's device if any."""
-    return tuple(compiler.struct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype")
-                 else a for a in args)
 
 
 def concrete(args):
@@ -119,48 +112,41 @@ def output_digest(out) -> dict:
             "sha256": digest.hexdigest()}
 
 
-def measure_memory(fn, args, compiler: Compiler) -> dict:
-    result = _result("memory")
-    try:
-        compiled, assignment = compiler.compile(fn, *shape_structs(args, compiler))
-        fields, result["source"] = compiler.sizes(compiled, assignment)
-    except Unmeasured as exc:
-        result.update(status="unavailable", error=str(exc))
-        return result
-    result["fields"] = fields
-    total = plan_bytes(fields)
-    if total == 0:  # jaxlib < 0.4.29 on the CPU
-        result.update(status="unavailable", error=NOT_MEASURED)
-        return result
-    result["samples"] = [total]
-    return _summarize(result)
+# Each metric's samples of a built program (and what else it says of them): the fields of
+# its result. One raising is the release's answer (see measure).
 
 
-def measure_compile_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
+def memory(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
+    compiled, assignment = compiler.compile(fn, *compiler.structs(args))
+    fields, source = compiler.sizes(compiled, assignment)
+    if plan_bytes(fields) == 0:  # jaxlib < 0.4.29 on the CPU
+        return {"source": source, "fields": fields, "status": "unavailable",
+                "error": NOT_MEASURED}
+    return {"source": source, "fields": fields, "samples": [plan_bytes(fields)]}
+
+
+def compile_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    result = _result("compile_time")
-    structs = shape_structs(args, compiler)
+    structs = compiler.structs(args)
 
     def once() -> float:
         jax.clear_caches()
         started = time.perf_counter()
         fn.lower(*structs).compile()
-        return time.perf_counter() - started
+        return round(time.perf_counter() - started, 6)
 
-    result["warmup"] = [round(once(), 6)]  # the backend's own start-up lands here
-    result["samples"] = [round(once(), 6) for _ in range(sampling.samples)]
-    return _summarize(result)
+    warmup = [once()]  # the backend's own start-up lands here
+    return {"warmup": warmup, "samples": [once() for _ in range(sampling.samples)]}
 
 
-def measure_run_time(fn, args, sampling: Sampling) -> dict:
+def run_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    result = _result("run_time")
     arrays = concrete(args)
     started = time.perf_counter()
     jax.block_until_ready(fn(*arrays))  # compiles, then runs once
-    result["warmup"] = [round(time.perf_counter() - started, 6)]
+    warmup = [round(time.perf_counter() - started, 6)]
     samples, spent = [], 0.0
     while len(samples) < sampling.max_samples and (
             len(samples) < sampling.samples or spent < sampling.min_seconds):
@@ -171,17 +157,36 @@ def measure_run_time(fn, args, sampling: Sampling) -> dict:
         spent += seconds
         if spent >= sampling.max_seconds and len(samples) >= sampling.samples:
             break
-    result["samples"] = samples
-    return _summarize(result)
+    return {"warmup": warmup, "samples": samples}
 
 
-def measure_output(fn, args) -> dict:
+def output(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    result = _result("output")
-    out = jax.block_until_ready(fn(*concrete(args)))
-    result["samples"] = [output_digest(out)]
-    return _summarize(result)
+    return {"samples": [output_digest(jax.block_until_ready(fn(*concrete(args))))]}
+
+
+def error(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
+    import jax
+
+    if compiler.target is not None:  # nothing runs on a compile-only device
+        compiler.compile(fn, *compiler.structs(args))
+    else:
+        jax.block_until_ready(fn(*concrete(args)))
+    return {"samples": [NO_ERROR]}
+
+
+def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float = 900) -> dict:
+    """Each sample from a fresh process, so that other samples' peaks do not mix in."""
+    fields: dict = {"samples": []}
+    request = json.dumps({"case": case.path, "params": params})
+    for _ in range(sampling.samples):
+        answer, error = run_child("repro.metrics", request, timeout)
+        if answer is None or "error" in answer:
+            return {**fields, "status": "error", "error": (error or answer["error"])[:300]}
+        fields["source"] = answer["source"]
+        fields["samples"].append(answer["bytes"])
+    return fields
 
 
 def peak_child(case: CaseFile, params: dict) -> dict:
@@ -197,61 +202,34 @@ def peak_child(case: CaseFile, params: dict) -> dict:
             "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"])}
 
 
-def measure_peak_memory(case: CaseFile, params: dict, sampling: Sampling,
-                        timeout: float = 900) -> dict:
-    """Each sample from a fresh process, so that other samples' peaks do not mix in."""
-    result = _result("peak_memory")
-    request = json.dumps({"case": case.path, "params": params})
-    for _ in range(sampling.samples):
-        answer, error = run_child("repro.metrics", request, timeout)
-        if answer is None or "error" in answer:
-            result.update(status="error", error=(error or answer["error"])[:300])
-            return result
-        result["source"] = answer["source"]
-        result["samples"].append(answer["bytes"])
-    return _summarize(result)
+SAMPLES = {"memory": memory, "compile_time": compile_time, "run_time": run_time,
+           "output": output, "error": error}
 
 
 def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
             sampling: Sampling = Sampling(), hlo_out: Path | None = None) -> dict:
     """The metric's result for ``case`` at ``params``; an exception from the program (its
-    build, lowering, compile or run) is this release's answer, never a harness failure."""
+    build, lowering, compile or run) is this release's answer, never a harness failure.
+    ``peak_memory`` builds the program in fresh processes only (``hlo_out`` aside)."""
     try:
-        if metric == "peak_memory":
-            result = measure_peak_memory(case, params, sampling)
+        if metric != "peak_memory" or hlo_out is not None:
+            fn, args = build(case, params)
             if hlo_out is not None:
-                fn, args = build(case, params)
                 write_hlo(fn, args, compiler, hlo_out)
-            return result
-        fn, args = build(case, params)
-        if hlo_out is not None:
-            write_hlo(fn, args, compiler, hlo_out)
-        if metric == "memory":
-            return measure_memory(fn, args, compiler)
-        if metric == "compile_time":
-            return measure_compile_time(fn, args, compiler, sampling)
-        if metric == "run_time":
-            return measure_run_time(fn, args, sampling)
-        if metric == "output":
-            return measure_output(fn, args)
-        if metric == "error":
-            import jax
-
-            if compiler.target is not None:  # nothing runs on a compile-only device
-                compiler.compile(fn, *shape_structs(args, compiler))
-            else:
-                jax.block_until_ready(fn(*concrete(args)))
-            return _summarize(_result("error", samples=[NO_ERROR]))
-        raise CaseError(f"unknown metric {metric!r}")
+        fields = (peak_memory(case, params, sampling) if metric == "peak_memory" else
+                  SAMPLES[metric](fn, args, compiler, sampling))
     except CaseError:
         raise
+    except Unmeasured as exc:
+        return _result(metric, status="unavailable", error=str(exc))
     except Exception as exc:
         text = error_text(exc)
         if compiler.target is not None:  # one the target spec's values cause, in its words
             text = compiler.target.explain_error(text) or text
         if metric == "error":
-            return _summarize(_result("error", samples=[text], raised=True))
+            return _result("error", samples=[text], raised=True)
         return _result(metric, status="error", error=text)
+    return _result(metric, **fields)
 
 
 def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compiler: Compiler,
@@ -291,11 +269,9 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
                     "values": list(values)}
         points = [{"at": v, **measure(case, {**rest, name: v}, "peak_memory", compiler,
                                       Sampling(samples=1))} for v in values]
-    result = {"name": metric, "unit": UNITS[metric], "kind": "deterministic", "status": "ok",
-              "error": None, "samples": [], "value": None,
-              "over": {"name": name, "values": list(asked)}, "points": points,
-              "fallback": fallback,
-              "params": {k: v for k, v in case.resolve(rest).items() if k != name}}
+    result = _result(metric, kind="deterministic", over={"name": name, "values": list(asked)},
+                     points=points, fallback=fallback,
+                     params={k: v for k, v in case.resolve(rest).items() if k != name})
     raised = next((p for p in points if p["status"] == "error"), None)
     if raised is not None:
         result.update(status="error", error=f"at {name} {raised['at']}: {raised['error']}")
@@ -317,8 +293,7 @@ def write_hlo(fn, args, compiler: Compiler, folder: Path) -> None:
     """The lowered module and XLA's optimized HLO of the case, for telling JAX from XLA from
     what lies below HLO. Written before measuring: a case whose run fails still has them."""
     folder.mkdir(parents=True, exist_ok=True)
-    structs = shape_structs(args, compiler)
-    lowered = fn.lower(*structs)
+    lowered = fn.lower(*compiler.structs(args))
     (folder / "lowered.txt").write_text(lowered.as_text(), encoding="utf-8")
     try:
         compiled = lowered.compile()

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .case import SCAN_CASE  # noqa: F401  (the default case: python -m repro and python -m bisect take it from here)
+from .case import METRICS, SCAN_CASE  # noqa: F401  (python -m repro and bisect take SCAN_CASE here)
+from .process import PLATFORMS
+from .target import TargetError, built_in
+from .target import load as load_target
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -31,16 +34,12 @@ FLAG_VALUED = ("--xla-flags", "--try-xla-flags")
 def glue_flag_values(argv: list[str], options: tuple[str, ...] = FLAG_VALUED) -> list[str]:
     """``--xla-flags VALUE`` becomes ``--xla-flags=VALUE``, whatever VALUE starts with."""
     out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--":
-            return out + argv[i:]
-        if argv[i] in options and i + 1 < len(argv):
-            out.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return [*out, word, *words]
+        value = next(words, None) if word in options else None
+        out += [word] if value is None else [f"{word}={value}"]
     return out
 
 
@@ -57,14 +56,28 @@ class OneLineParser(argparse.ArgumentParser):
         return super().parse_known_args(glue_flag_values(args, known), namespace)
 
 
-def positive_int(text: str) -> int:
+def _number(kind: type, text: str, fits: Callable, must: str):
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+    if not fits(value):
+        raise argparse.ArgumentTypeError(f"must be {must}, got {text}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _number(int, text, lambda value: value >= 1, "at least 1")
+
+
+def seconds(text: str) -> float:
+    return _number(float, text, lambda value: value > 0, "more than 0")
+
+
+def fraction(text: str) -> float:
+    return _number(float, text, lambda value: 0 < value < 1,
+                   "more than 0 and below 1 (a share of the value)")
 
 
 def n_outer_list(text: str) -> list[int]:
@@ -76,23 +89,6 @@ def variant_number(text: str) -> int:
     if key not in {"0", "1", "2"}:
         raise argparse.ArgumentTypeError(f"unknown variant {text!r} (choose v0, v1 or v2)")
     return int(key)
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    value = seconds(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the value), got {text}")
-    return value
 
 
 BISECT, REPRO = "bisect", "repro"  # the entry points: python -m bisect, python -m repro
@@ -115,9 +111,6 @@ class Option:
     def dest(self) -> str:
         return self.settings.get("dest") or self.flag[2:].replace("-", "_")
 
-    def help_for(self, entry: str) -> str | None:
-        return self.help.get(entry) if isinstance(self.help, Mapping) else self.help
-
     def words(self, value) -> list[str]:
         """The arguments that give this option ``value`` (one of an append's values)."""
         if isinstance(value, (list, tuple)):  # nargs: each value, a list one comma-joined
@@ -134,14 +127,6 @@ def _option(flag: str, help, **settings) -> Option:
               if k in settings}
     return Option(flag, help, settings=settings, **fields)
 
-
-def _targets() -> str:
-    from .target import built_in
-
-    return ", ".join(built_in())
-
-
-_METRICS = ("memory", "compile_time", "run_time", "peak_memory", "output", "error")
 
 # The table, in the order every command line is written: what is measured and where (the
 # harness's part first), then how the answer is decided, then what only this run uses.
@@ -163,10 +148,8 @@ OPTIONS: tuple[Option, ...] = (
         REPRO: "compile for this NVIDIA GPU without one: {targets} or a GpuTargetConfigProto "
                "spec file (needs jax >= 0.4.34 with the CUDA 12 plugin; memory, compile_time "
                "or error)"}, metavar="NAME|FILE", shapes=True, harness=True),
-    _option("--case", {
-        BISECT: "a Python file defining case(**params) -> (fn, args)",
-        REPRO: "a Python file defining case(**params) -> (fn, args) (default: the report's, "
-               "repro/cases/scan_growth.py)"}, metavar="FILE", group="case", shapes=True,
+    _option("--case", "a Python file defining case(**params) -> (fn, args) (default: the "
+            "report's, repro/cases/scan_growth.py)", metavar="FILE", group="case", shapes=True,
             harness=True),
     _option("--metric", {
         BISECT: "for a case: memory, compile_time, run_time, peak_memory, output or error "
@@ -174,7 +157,7 @@ OPTIONS: tuple[Option, ...] = (
                 "of its JSON to compare, or error (default: its exit status, exit_code)"},
             metavar="NAME", entries=(BISECT,), group="case", shapes=True),
     _option("--metric", "what to measure (default: the case's METRIC, else memory)",
-            choices=_METRICS, entries=(REPRO,), group="case", harness=True),
+            choices=METRICS, entries=(REPRO,), group="case", harness=True),
     _option("--param", "override a parameter of case() (repeatable)", action="append",
             default=[], metavar="NAME=VALUE", group="case", shapes=True, harness=True),
     _option("--over", {
@@ -290,20 +273,23 @@ def options_of(entry: str) -> tuple[Option, ...]:
 
 def add_options(parser: argparse.ArgumentParser, entry: str,
                 groups: Mapping[str, tuple[str, str | None]] = {}, exclusive: tuple = (),
-                **fill) -> None:
-    """``entry``'s options of the table on ``parser``; an option of a group named in
-    ``groups`` (name -> title, description) goes under it, one of a group in ``exclusive``
-    into a mutually exclusive group; ``fill``: the values help texts name ({targets}…)."""
+                only: tuple[str, ...] | None = None, **fill) -> None:
+    """``entry``'s options of the table (``only`` these flags, if given) on ``parser``; an
+    option of a group named in ``groups`` (name -> title, description) goes under it, one of
+    a group in ``exclusive`` into a mutually exclusive group; ``fill``: the values help texts
+    name ({targets}…)."""
     made: dict = {}
-    fill = {"targets": _targets(), **fill}
+    fill = {"targets": ", ".join(built_in()), **fill}
     for option in options_of(entry):
+        if only is not None and option.flag not in only:
+            continue
         if option.group not in made:
             made[option.group] = (
                 parser.add_mutually_exclusive_group() if option.group in exclusive else
                 parser.add_argument_group(*groups[option.group]) if option.group in groups
                 else parser)
         where = made[option.group]
-        help_text = option.help_for(entry)
+        help_text = option.help.get(entry) if isinstance(option.help, Mapping) else option.help
         where.add_argument(*((option.short,) if option.short else ()), option.flag,
                            help=help_text.format(**fill) if help_text else None,
                            **option.settings)
@@ -354,13 +340,9 @@ def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int
 def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_int,
                      many: bool = False, n_inner: int = 100, n_res: int = 200,
                      dtype: str = "float32", helps: Mapping[str, str] | None = None) -> None:
-    """The table's ``--n-outer``, ``--n-inner``, ``--n-res`` and ``--dtype`` on ``group`` (a
-    parser or an argument group) with these defaults, for the parsers that are not an entry
-    point's (repro.xla_passes, the range sweep).
-
-    ``many``: ``--n-outer`` takes several values (``nargs="+"``); ``n_outer_type``
-    :func:`n_outer_list` also reads ``1,2,5`` (each value then parses to a list); ``helps``:
-    each option's help by its dest (``n_outer``, ``n_inner``, ``n_res``, ``dtype``)."""
+    """The table's scan sizes on ``group`` with these defaults, for a parser that is not an
+    entry point's (the range sweep): ``many`` n_outer values, each read by ``n_outer_type``;
+    ``helps``: each option's help by its dest."""
     defaults = {"n_outer": n_outer, "n_inner": n_inner, "n_res": n_res, "dtype": dtype}
     for option in options_of(REPRO):
         if option.dest in defaults:
@@ -374,12 +356,9 @@ def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_i
 def target_argument(p: argparse.ArgumentParser, text: str, backend: str):
     """``--target NAME|FILE`` loaded as a Target; a backend that is not CUDA, or a spec that
     cannot be used, is the parser's one-line error."""
-    from . import target as targets
-    from .process import PLATFORMS
-
     if PLATFORMS[backend] not in (None, "cuda"):
         p.error(f"--target compiles for a CUDA GPU; --backend {backend} contradicts it")
     try:
-        return targets.load(text)
-    except targets.TargetError as exc:
+        return load_target(text)
+    except TargetError as exc:
         p.error(str(exc))

@@ -36,16 +36,18 @@ def child_environ(backend: str = "cpu", xla_flags: str = "",
     return env
 
 
-def start_backend_code() -> str:
-    """Python source that imports jax and starts its backend (which parses XLA_FLAGS)."""
-    return "import jax; jax.devices()"
-
-
-def configure_this_process(backend: str = "cpu", xla_flags: str = "") -> None:
-    """The same set-up for this process; must run before the first ``import jax``."""
-    wanted = child_environ(backend, xla_flags, base=dict(os.environ))
+def configure_this_process(backend: str = "cpu", xla_flags: str = "", *, target: bool = False,
+                           params: Mapping = {}) -> None:
+    """The same set-up for this process, before the first ``import jax``: for a compile-only
+    ``target``, every platform (its CUDA plugin must load) and configure_for_target's; JAX's
+    64-bit types where a case's parameter asks for float64."""
+    wanted = child_environ("auto" if target else backend, xla_flags, base=dict(os.environ))
+    if "float64" in params.values():
+        wanted["JAX_ENABLE_X64"] = "1"
     os.environ.clear()
     os.environ.update(wanted)
+    if target:
+        configure_for_target()
 
 
 def join_flags(*flags: str) -> str:
@@ -53,35 +55,19 @@ def join_flags(*flags: str) -> str:
     return " ".join(f.strip() for f in flags if f and f.strip())
 
 
-def add_flags(*flags: str) -> None:
-    """Append ``flags`` (empty ones left out) to this process's XLA_FLAGS."""
-    os.environ["XLA_FLAGS"] = join_flags(os.environ.get("XLA_FLAGS", ""), *flags)
-
-
-def enable_x64(dtype: str) -> None:
-    """JAX_ENABLE_X64 where the program's dtype needs it; before ``import jax``."""
-    if dtype == "float64":
-        os.environ["JAX_ENABLE_X64"] = "1"
-
-
 # -- XLA's dumps --------------------------------------------------------------------------
 # Every path is quoted: a temporary folder may hold spaces.
 
 
-def dump_flags(dump_dir: Path, module: str = "jit_outer_loop") -> str:
-    """XLA_FLAGS that dump the modules matching ``module`` (default: the report's, and only
-    it) where measure.Compiler reads them."""
-    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_module_re={module}'
+# What XLA dumps: every module (for measure.Compiler), as text (python -m repro.dumps), the
+# module after every HLO pass that changes it (python -m repro.xla_passes, --pass-dumps).
+MODULES, TEXT, PASSES = ("--xla_dump_hlo_module_re=.*", "--xla_dump_hlo_as_text",
+                         "--xla_dump_hlo_pass_re=.*")
 
 
-def text_dump_flags(dump_dir: Path) -> str:
-    """XLA_FLAGS that dump every module as text (what ``python -m repro.dumps`` reads)."""
-    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_text'
-
-
-def pass_dump_flags(dump_dir: Path) -> str:
-    """XLA_FLAGS that dump the module after every HLO pass that changes it."""
-    return f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_pass_re=.*'
+def dump_flags(dump_dir: Path, what: str = MODULES) -> str:
+    """XLA_FLAGS that dump ``what`` into ``dump_dir``."""
+    return f'--xla_dump_to="{dump_dir}" {what}'
 
 
 DUMP_FOLDERS: list[Path] = []  # open ones: what an interruption (repro/cli.py) removes
@@ -111,12 +97,9 @@ PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
 PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
 
 
-def configure_for_target(dump_dir: Path | None, module: str = "jit_outer_loop") -> None:
+def configure_for_target() -> None:
     """Environment variables JAX and XLA read at start-up to compile for a target's
-    compile-only GPU; call before ``import jax``.
-
-    ``dump_dir``: where XLA dumps the modules matching ``module`` (None: the caller configures
-    its own dump)."""
+    compile-only GPU; call before ``import jax``."""
     # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
     # driver that check fails (cuInit error 303), the plugin is not registered, and the
     # topology cannot be made ("topology not implemented for cuda").
@@ -130,10 +113,6 @@ def configure_for_target(dump_dir: Path | None, module: str = "jit_outer_loop") 
         # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
         # toolkit the machine happens to have, so that a result says which one it used.
         flags.append(f'--xla_gpu_cuda_data_dir="{nvcc}"')
-    # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
-    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
-    if dump_dir is not None:
-        flags.append(dump_flags(dump_dir, module))
     os.environ["XLA_FLAGS"] = join_flags(*flags)
 
 

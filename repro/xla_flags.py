@@ -13,7 +13,7 @@ from importlib import metadata
 
 from . import SCHEMA
 from .options import OneLineParser
-from .process import PLATFORMS, child_environ, start_backend_code
+from .process import PLATFORMS, child_environ
 
 
 def parse_flag_help(text: str) -> list[dict]:
@@ -51,10 +51,9 @@ def list_flags(backend: str = "cpu", timeout: float = 300) -> dict:
     document = {"schema": SCHEMA, "kind": "xla_flags", "status": "ok", "error": None,
                 "jax": _version("jax"), "jaxlib": _version("jaxlib"), "backend": backend,
                 "flags": []}
-    env = child_environ(backend, "--help", base={
-        k: v for k, v in child_environ(backend).items() if k != "XLA_FLAGS"})
-    try:
-        done = subprocess.run([sys.executable, "-c", start_backend_code()], env=env,
+    try:  # XLA lists its flags where XLA_FLAGS asks for help, as its backend starts
+        done = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"],
+                              env={**child_environ(backend), "XLA_FLAGS": "--help"},
                               capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         document.update(status="error", error=f"XLA_FLAGS=--help timed out after {timeout} s")

@@ -17,9 +17,10 @@ from importlib import metadata
 from pathlib import Path
 
 from . import SCHEMA
-from .case import SCAN_CASE, build
+from .case import build
 from .dumps import METADATA, MODULE_NAME, case_evidence_hook, parse_args, run_with_dumps
-from .process import pass_dump_flags
+from .measure import Compiler, error_text
+from .process import PASSES
 
 MAX_TEXT_CHARS = 200_000
 _PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
@@ -36,15 +37,11 @@ def pass_dumps(dump_dir: Path, module: str | None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv, prog="python -m repro.xla_passes",
-                      description=__doc__.splitlines()[0], case=str(SCAN_CASE))
-    return run_with_dumps(args, "repro-passes-", pass_dump_flags, gather)
+    args = parse_args(argv, prog="python -m repro.xla_passes", description=__doc__.splitlines()[0])
+    return run_with_dumps(args, "repro-passes-", PASSES, gather)
 
 
 def gather(args, dump_dir: Path) -> dict:
-    from .measure import Compiler, error_line
-    from .metrics import shape_structs
-
     document = {"schema": SCHEMA, "kind": "xla_passes", "status": "ok", "error": None,
                 "jax": None, "jaxlib": None, "xla_flags": args.xla_flags,
                 "deviceless": args.target is not None, "target": None, "case": None,
@@ -58,7 +55,7 @@ def gather(args, dump_dir: Path) -> dict:
         params = {**more, **args.params}
         document["case"] = args.case.as_json(params)
         fn, fn_args = build(args.case, params)
-        lowered = fn.lower(*shape_structs(fn_args, compiler))
+        lowered = fn.lower(*compiler.structs(fn_args))
         found = MODULE_NAME.search(lowered.as_text())
         document["module"] = found.group(1) if found else None
         lowered.compile()
@@ -66,7 +63,7 @@ def gather(args, dump_dir: Path) -> dict:
         if not document["dumps"]:
             document.update(status="unavailable", error="XLA wrote no per-pass dumps")
     except Exception as exc:
-        document.update(status="error", error=error_line(exc))
+        document.update(status="error", error=error_text(exc))
     return document
 
 
