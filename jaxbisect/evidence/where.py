@@ -115,12 +115,13 @@ def _clean_backend_config(line: str) -> str:
                                      separators=(",", ":")) + line[end:]
 
 
-def normalize_optimized(text: str) -> list[str]:
+def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
     """XLA's optimized HLO without what does not change the program: metadata (op names,
     source files and lines, stack frames) and the stack-frame tables, op names, the
-    backend-config keys that only name things, the module's name, instruction and
-    computation numbering (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs
-    and blank lines."""
+    backend-config keys that only name things (the whole backend config unless
+    ``backend_config``), the module's name, instruction and computation numbering
+    (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs and blank lines."""
+    dropped = _DROPPED_ATTRIBUTES if backend_config else (*_DROPPED_ATTRIBUTES, "backend_config")
     names: dict[str, str] = {}
 
     def rename(match: re.Match) -> str:
@@ -135,9 +136,9 @@ def normalize_optimized(text: str) -> list[str]:
         if in_table and _FRAME_ROW.match(line):
             continue
         in_table = False
-        for name in _DROPPED_ATTRIBUTES:
+        for name in dropped:
             line = _drop_attribute(line, name)
-        line = _clean_backend_config(line)
+        line = _clean_backend_config(line) if backend_config else line
         line = _MODULE.sub("HloModule m", line)
         line = re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", "").strip()
         if line:
