@@ -9,12 +9,10 @@ from __future__ import annotations
 import difflib
 import re
 
-from .common import split_top_level
+from .common import QUOTED, balanced_end, shortened, split_top_level
 
 MAX_DIFF_LINES = 60
-MAX_LINE_CHARS = 200
 
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _LOC_DEFINITION = re.compile(r"^\s*#loc\d*\s*=")
 _LOC_START = re.compile(r"(?<![\w.@#%$])loc\(")
 _ATTR_DICT = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
@@ -44,7 +42,7 @@ NOISE_ATTRIBUTES: dict[str, frozenset[str] | None] = {
 def _outside_quotes(line: str, edit) -> str:
     """Apply ``edit`` to the parts of ``line`` outside string literals."""
     out, last = [], 0
-    for match in _QUOTED.finditer(line):
+    for match in QUOTED.finditer(line):
         out.append(edit(line[last:match.start()]))
         out.append(match.group())
         last = match.end()
@@ -56,24 +54,7 @@ def _strip_locations(line: str) -> str:
     """Remove every ``loc(...)`` (balanced, quotes respected): source locations differ with
     the path the program was run from and with JAX's traceback filtering."""
     while (match := _LOC_START.search(line)) is not None:
-        depth, i, in_string = 0, match.end() - 1, False
-        while i < len(line):
-            char = line[i]
-            if in_string:
-                if char == "\\":
-                    i += 1
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char == "(":
-                depth += 1
-            elif char == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        line = line[:match.start()].rstrip() + line[i + 1:]
+        line = line[:match.start()].rstrip() + line[balanced_end(line, match.end() - 1):]
     return line
 
 
@@ -187,8 +168,6 @@ def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
     diff = meaningful_diff(old.splitlines(), new.splitlines())
     added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
     removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
-    shown = [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
-             for d in diff[:MAX_DIFF_LINES]]
-    return {"lowering": "changed", "diff": shown, "diff_truncated": len(diff) > MAX_DIFF_LINES,
+    return {"lowering": "changed", "diff": shortened(diff, MAX_DIFF_LINES), "diff_truncated": len(diff) > MAX_DIFF_LINES,
             "added": added, "removed": removed, "reason": None}
 

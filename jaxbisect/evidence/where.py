@@ -14,10 +14,10 @@ import difflib
 import json
 import re
 
+from .common import QUOTED, balanced_end, shortened
 from .lowering import compare_lowering
 
 MAX_DIFF_LINES = 40
-MAX_LINE_CHARS = 200
 
 WORDS = {
     "jax": "the lowered modules differ: the change is in JAX (its lowering to StableHLO)",
@@ -31,7 +31,6 @@ WORDS = {
     "unknown": "the modules could not be compared",
 }
 
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 # Attributes of an instruction whose value never changes the program: where it came from
 # (metadata={op_name=… source_file=… source_line=… stack_frame_id=…}) and what it is called.
 _DROPPED_ATTRIBUTES = ("metadata", "op_name")
@@ -48,26 +47,14 @@ _MODULE = re.compile(r"^HloModule [\w.\-]+")
 def _attribute_end(line: str, start: int) -> int:
     """The index just past the value of the attribute whose value begins at ``start``: a
     balanced ``{…}`` (quotes respected), a quoted string, or a bare token."""
-    if start < len(line) and line[start] == '"':
-        match = _QUOTED.match(line, start)
-        return match.end() if match else len(line)
-    if start >= len(line) or line[start] != "{":
-        end = start
-        while end < len(line) and line[end] not in ", )":
-            end += 1
-        return end
-    depth, i = 0, start
-    while i < len(line):
-        char = line[i]
-        if char == '"':
-            match = _QUOTED.match(line, i)
-            i = match.end() if match else len(line)
-            continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        i += 1
-        if depth == 0:
-            break
-    return i
+    if line.startswith("{", start):
+        return balanced_end(line, start)
+    if quoted := QUOTED.match(line, start):
+        return quoted.end()
+    end = start
+    while end < len(line) and line[end] not in ", )":
+        end += 1
+    return end
 
 
 def _drop_attribute(line: str, name: str) -> str:
@@ -85,7 +72,7 @@ def _drop_attribute(line: str, name: str) -> str:
 
 
 def _inside_quotes(line: str, index: int) -> bool:
-    return any(m.start() < index < m.end() for m in _QUOTED.finditer(line))
+    return any(m.start() < index < m.end() for m in QUOTED.finditer(line))
 
 
 def _clean_backend_config(line: str) -> str:
@@ -155,8 +142,7 @@ def first_difference(old: list[str], new: list[str], context: int = 2) -> list[s
         if line.startswith("@@") and any(h.startswith("@@") for h in hunk):
             break
         hunk.append(line)
-    return [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
-            for d in hunk[:MAX_DIFF_LINES]]
+    return shortened(hunk, MAX_DIFF_LINES)
 
 
 def compare_optimized(old_text: str | None, new_text: str | None) -> tuple[str, list[str]]:
