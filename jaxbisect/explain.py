@@ -43,31 +43,27 @@ from .lab import Lab
 from .pins import load_table
 from .question import Question
 from .report import display_path
-from .store import STORE, Key, Store
+from .store import Key
 
 Say = Callable[[str], None]
 
 
-def _platform(backend: str) -> str:
+def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -> list[dict]:
+    """XLA's flags in the release (``python -m repro.xla_flags``), stored like a probe."""
     # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
     # for every backend, and a compile-only process has no GPU client to start.
-    return "cuda" if backend == "cuda12" else "cpu"
-
-
-def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: float,
-                  remeasure: bool = False, store: Store = STORE) -> dict:
-    """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
-    platform = _platform(backend)
+    platform = "cuda" if backend == "cuda12" else "cpu"
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
 
     def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time
-        document = run_module(python, "repro.xla_flags", ["--json", "--backend", platform],
-                              timeout, answers=MODULE_ANSWERS, platform=platform)
+        document = run_module(lab.environment(release, backend).python, "repro.xla_flags",
+                              ["--json", "--backend", platform], timeout,
+                              answers=MODULE_ANSWERS, platform=platform)
         if document.get("status") != "ok":
             raise HarnessFailed(f"jax {release.version}: {document.get('error')}")
         return document
 
-    return store.get_or_run(key, listed, remeasure=remeasure)
+    return lab.store.get_or_run(key, listed, remeasure=lab.remeasure)["flags"]
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
@@ -136,20 +132,24 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
             for i in (s.result.last_old, s.result.first_new)]
     commits = commit_range(*[{**d, "status": "ok"} if d else None for d in docs],
                            jax_repo=jax_repo, table=load_table(), xla_repo=xla_repo)
-    commits["triage"] = triage_handoff(commits, check_argv(b),
-                                       inverted=False) if check_argv(b) else None
+    test = check_argv(b)
+    commits["triage"] = triage_handoff(commits, test) if test else None
+    unknown = {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown", **commits}
     if q.case is None:
-        return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
-                "text": "a command's program is not known to the toolkit: its modules were "
-                        "not compared", **commits}
+        return {**unknown, "text": "a command's program is not known to the toolkit: its "
+                                   "modules were not compared"}
     try:
         texts = [hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout, say=say)
                  for r in (old, new)]
     except (InstallFailed, HarnessFailed) as exc:
-        return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
-                "text": f"the modules could not be made: {exc}", **commits}
+        return {**unknown, "text": f"the modules could not be made: {exc}"}
     return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],
                                   texts[0]["optimized"], texts[1]["optimized"]), **commits}
+
+
+def nothing(text: str) -> dict:
+    """A search's answer where it names nothing, and why."""
+    return {"kind": "none", "name": None, "tests": [], "text": text}
 
 
 NOT_TESTED = "not tested"
@@ -227,29 +227,25 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     sides = {"old": old, "new": new}
     classify = b.classifier()
     try:
-        lists = {side: xla_flag_list(r, req.backend, lab.environment(r, req.backend).python,
-                                     timeout=b.timeout, remeasure=lab.remeasure,
-                                     store=lab.store)["flags"]
+        lists = {side: xla_flag_list(lab, r, req.backend, timeout=b.timeout)
                  for side, r in sides.items()}
     except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
-        return {"kind": "none", "name": None, "tests": [],
-                "text": f"the XLA flags could not be listed: {exc}"}
+        return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
         f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
         f"back")
     made: dict[tuple[str, str], dict] = {}
+    defaults = [{"name": c.name, "old": c.old, "new": c.new} for c in changes]
 
     def test(side: str, flags: tuple[FlagChange, ...]) -> str:
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
             b, lab, classify, sides[side], setting, say, deadline=deadline,
             test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
-        progress({"kind": "none", "name": None, "tests": list(made.values()),
-                  "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
-                                            for c in changes],
-                  "text": "The flag search is under way."})
+        progress({**nothing("The flag search is under way."), "tests": list(made.values()),
+                  "flag_defaults_changed": defaults})
         return made[(side, setting)]["behaviour"]
 
     search = search_flags(changes, test, "old", "new")
@@ -270,9 +266,8 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                         {"release": str(old.version), "tested": False, "behaviour": None,
                          "error": "not run"})})
     untested = sum(t.get("behaviour") == NOT_TESTED for t in tests)
-    base = {"flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
-                                      for c in changes], "tests": tests,
-            "workarounds": workarounds, "not_tested": untested}
+    base = {"flag_defaults_changed": defaults, "tests": tests, "workarounds": workarounds,
+            "not_tested": untested}
     spent = (f" ({untested} settings not tested: the explanation's budget was spent)"
              if untested else "")
     if not search.culprit:
@@ -296,6 +291,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     f"under jax {old.version} gives the new one."}
 
 
+ON_A_TARGET = "the pass search runs on the CPU or a GPU, not on a compile-only target"
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
 DISABLE = "--xla_disable_hlo_passes="
 
@@ -336,16 +332,13 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     req, q = b.request, b.searched
     old, new = b.pair
     if q.target:
-        return {"kind": "none", "name": None, "tests": [],
-                "text": "the pass search runs on the CPU or a GPU, not on a compile-only "
-                        "target"}
+        return nothing(ON_A_TARGET)
     classify = b.classifier()
     try:
         dumps = {r: pass_dumps(lab, r, req.backend, q, timeout=b.timeout, say=say)
                  for r in (old, new)}
     except (InstallFailed, HarnessFailed) as exc:
-        return {"kind": "none", "name": None, "tests": [],
-                "text": f"the per-pass dumps could not be made: {exc}"}
+        return nothing(f"the per-pass dumps could not be made: {exc}")
     candidates = passes_that_changed([d["file"] for d in dumps[new]])
     tried = candidates[:MAX_PASSES]
     say(f"jax {new.version}: {len(candidates)} HLO passes changed {q.label}'s module; turning "
@@ -430,9 +423,7 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                                   f"measured under jax {release.version}"}
         return doc
     if question.target:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": "the pass search runs on the CPU or a GPU, not on a "
-                                  "compile-only target"}
+        doc["culprit"] = {"kind": "none", "name": None, "text": ON_A_TARGET}
         return doc
     dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
