@@ -4,7 +4,7 @@ case's (``case_reading``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
 from .common import is_stacked, split_top_level
@@ -78,8 +78,6 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
     return out
 
 
-
-
 # -- any case: the plan's bytes and the buffers at its peak ---------------------------------
 
 _LAYOUT = re.compile(r"\{[^{}]*\}")
@@ -88,6 +86,14 @@ _LAYOUT = re.compile(r"\{[^{}]*\}")
 def bare_shape(shape: str) -> str:
     """``f32[100,32,32,32]{3,2,1,0}`` -> ``f32[100,32,32,32]`` (the layout set aside)."""
     return _LAYOUT.sub("", shape).strip()
+
+
+def _by_shape(values: Iterable[BufferValue]) -> dict[str, list[int]]:
+    """The sizes of ``values`` by their shape, the layout set aside."""
+    sizes: dict[str, list[int]] = {}
+    for value in values:
+        sizes.setdefault(bare_shape(value.shape), []).append(value.size_bytes)
+    return sizes
 
 
 def at_peak(assignment: BufferAssignment) -> list[dict]:
@@ -100,25 +106,17 @@ def at_peak(assignment: BufferAssignment) -> list[dict]:
     for value in largest.values if largest else ():
         if value.offset not in places or value.size_bytes > places[value.offset].size_bytes:
             places[value.offset] = value
-    by_shape: dict[str, dict] = {}
-    for value in places.values():
-        entry = by_shape.setdefault(bare_shape(value.shape), {"shape": bare_shape(value.shape),
-                                                             "places": 0, "bytes": 0})
-        entry["places"] += 1
-        entry["bytes"] += value.size_bytes
-    return sorted(by_shape.values(), key=lambda e: (-e["bytes"], e["shape"]))
+    return sorted(({"shape": shape, "places": len(sizes), "bytes": sum(sizes)}
+                   for shape, sizes in _by_shape(places.values()).items()),
+                  key=lambda e: (-e["bytes"], e["shape"]))
 
 
 def largest_values(allocation: BufferAllocation, limit: int = 12) -> list[dict]:
     """An allocation's values by shape: ``[{"shape", "size_bytes", "values"}]``, largest
     first (XLA lists them in no fixed order)."""
-    by_shape: dict[str, dict] = {}
-    for value in allocation.values:
-        entry = by_shape.setdefault(bare_shape(value.shape), {
-            "shape": bare_shape(value.shape), "size_bytes": value.size_bytes, "values": 0})
-        entry["values"] += 1
-        entry["size_bytes"] = max(entry["size_bytes"], value.size_bytes)
-    return sorted(by_shape.values(), key=lambda e: (-e["size_bytes"], e["shape"]))[:limit]
+    return sorted(({"shape": shape, "size_bytes": max(sizes), "values": len(sizes)}
+                   for shape, sizes in _by_shape(allocation.values).items()),
+                  key=lambda e: (-e["size_bytes"], e["shape"]))[:limit]
 
 
 def new_at_peak(old: list[dict], new: list[dict]) -> list[dict]:

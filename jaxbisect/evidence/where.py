@@ -145,16 +145,6 @@ def first_difference(old: list[str], new: list[str], context: int = 2) -> list[s
     return shortened(hunk, MAX_DIFF_LINES)
 
 
-def compare_optimized(old_text: str | None, new_text: str | None) -> tuple[str, list[str]]:
-    """identical / differs / unknown, and the first real difference."""
-    if not old_text or not new_text:
-        return "unknown", []
-    old, new = normalize_optimized(old_text), normalize_optimized(new_text)
-    if old == new:
-        return "identical", []
-    return "differs", first_difference(old, new)
-
-
 def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
                         old_optimized: str | None, new_optimized: str | None) -> dict:
     """The attribution of a change between two releases' modules: ``lowering``
@@ -165,7 +155,11 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
     lowering = compare_lowering(old_lowered, new_lowered)
     optimized, optimized_diff = None, []
     if lowering["lowering"] == "identical":
-        optimized, optimized_diff = compare_optimized(old_optimized, new_optimized)
+        optimized = "unknown"
+        if old_optimized and new_optimized:
+            old, new = normalize_optimized(old_optimized), normalize_optimized(new_optimized)
+            optimized = "identical" if old == new else "differs"
+            optimized_diff = first_difference(old, new) if old != new else []
     culprit = ("jax" if lowering["lowering"] == "changed" else
                {"differs": "xla", "identical": "below-hlo", "unknown": "jaxlib"}.get(
                    optimized or "", "unknown"))
