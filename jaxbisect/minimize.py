@@ -170,8 +170,6 @@ def with_defaults(source: str, params: dict) -> str:
     return "".join(lines)
 
 
-
-
 def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Question,
                      old: Release, new: Release, unit: str) -> dict:
     """``minimal`` in the JSON: the smallest parameters found and the figures there."""
