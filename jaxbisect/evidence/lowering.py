@@ -155,19 +155,18 @@ def meaningful_diff(old: list[str], new: list[str], context: int = 1) -> list[st
 
 def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
     """identical / changed / unknown, and the meaningful diff (normalised, trimmed)."""
+    same = {"lowering": "identical", "diff": [], "diff_truncated": False, "added": 0,
+            "removed": 0, "reason": None}
     if not old_text or not new_text:
-        return {"lowering": "unknown", "diff": [], "diff_truncated": False,
-                "added": 0, "removed": 0,
-                "reason": "no lowered module from " + " and ".join(
-                    side for side, t in (("the old release", old_text),
-                                         ("the new release", new_text)) if not t)}
+        return {**same, "lowering": "unknown", "reason": "no lowered module from " + " and ".join(
+            side for side, t in (("the old release", old_text), ("the new release", new_text))
+            if not t)}
     old, new = normalize_lowered(old_text), normalize_lowered(new_text)
     if old == new:
-        return {"lowering": "identical", "diff": [], "diff_truncated": False,
-                "added": 0, "removed": 0, "reason": None}
+        return same
     diff = meaningful_diff(old.splitlines(), new.splitlines())
-    added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
-    removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
-    return {"lowering": "changed", "diff": shortened(diff, MAX_DIFF_LINES), "diff_truncated": len(diff) > MAX_DIFF_LINES,
-            "added": added, "removed": removed, "reason": None}
+    return {**same, "lowering": "changed", "diff": shortened(diff, MAX_DIFF_LINES),
+            "diff_truncated": len(diff) > MAX_DIFF_LINES,
+            "added": sum(d.startswith("+") and not d.startswith("+++") for d in diff),
+            "removed": sum(d.startswith("-") and not d.startswith("---") for d in diff)}
 

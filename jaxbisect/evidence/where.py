@@ -165,6 +165,6 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
                    optimized or "", "unknown"))
     shown = lowering["diff"][:MAX_DIFF_LINES] if culprit == "jax" else optimized_diff
     return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
-            "text": WORDS[culprit], "reason": lowering["reason"], "diff": lowering["diff"],
-            "diff_truncated": lowering["diff_truncated"], "added": lowering["added"],
-            "removed": lowering["removed"], "first_difference": shown}
+            "text": WORDS[culprit], **{field: lowering[field] for field in (
+                "reason", "diff", "diff_truncated", "added", "removed")},
+            "first_difference": shown}
