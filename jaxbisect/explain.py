@@ -67,20 +67,21 @@ def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
-                   *, timeout: float, say: Say, doing: str) -> Path:
+                   *, timeout: float, say: Say) -> Path:
     """The stored folder of the case's modules under ``release`` (``kind`` "hlo": the lowered
     and optimized modules; "passes": with the module after every HLO pass), written once."""
     def make(folder: Path) -> None:
         env = lab.environment(release, backend)
-        say(f"jax {release.version}: {doing}")
-        argv = [a for a in question.harness_argv() if a != "--json"]
+        say(f"jax {release.version}: " + (
+            f"dumping {question.label}'s module after every HLO pass" if kind == "passes"
+            else f"lowering and compiling {question.label} for the modules"))
+        argv = question.harness_argv()
         # A shape's modules at one of its values, compiled only (a run at every value of
         # a memory case can need more memory than the machine has).
         argv[argv.index("--metric") + 1] = ("memory" if question.target or question.over
                                             else "error")
         passes = ["--pass-dumps", str(folder)] if kind == "passes" else []
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), *passes], timeout,
-                  answers=(0, 125))
+        run_repro(env, [*argv, "--hlo-out", str(folder), *passes], timeout, answers=(0, 125))
 
     return lab.store.get_or_make_folder(question.store_key(release, backend, kind), make,
                                         remeasure=lab.remeasure)
@@ -89,13 +90,10 @@ def modules_folder(lab: Lab, release: Release, backend: str, question: Question,
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
               timeout: float, say: Say) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
-    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say,
-                            doing=f"lowering and compiling {question.label} for the modules")
-    read = {}
-    for name in ("lowered", "optimized"):
-        path = folder / f"{name}.txt"
-        read[name] = path.read_text(encoding="utf-8") if path.exists() else None
-    return read
+    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say)
+    paths = {name: folder / f"{name}.txt" for name in ("lowered", "optimized")}
+    return {name: path.read_text(encoding="utf-8") if path.exists() else None
+            for name, path in paths.items()}
 
 
 def check_argv(b: MetricBisection) -> list[str] | None:
@@ -178,13 +176,16 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     reduce, runs = reduce_for(q), []
     baseline = _baseline_seconds(b, release)
     limit = explain_limit(req.timeout, baseline)
-    out = {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
-           "error": None, "runs": 0, "limit": limit.as_json()}
+
+    def answer(behaviour: str, error: str | None, **more) -> dict:
+        return {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
+                "error": error, "runs": len(runs), "limit": limit.as_json(),
+                "behaviour": behaviour, **more}
+
     while True:
         for _ in range(batch):
             if deadline is not None and deadline.spent:
-                return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
-                        "error": "the explanation's budget was spent"}
+                return answer(NOT_TESTED, "the explanation's budget was spent")
             seconds = limit.seconds if deadline is None else min(limit.seconds,
                                                                  max(deadline.left, 1.0))
             say(f"explain: {extra_flags} under jax {release.version}"
@@ -193,26 +194,22 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
             runs.append(run)
             if run.status == "hung":
                 if seconds < limit.seconds:  # cut short by the budget, not by the bound
-                    return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
-                            "error": "the explanation's budget ran out during it"}
+                    return answer(NOT_TESTED, "the explanation's budget ran out during it")
                 typical = statistics.median(baseline) if baseline else None
-                return {**out, "behaviour": MUCH_SLOWER, "runs": len(runs),
-                        "error": f"a run went past {limit.seconds:.0f} s"
-                                 + (f" (its runs without it: {typical:.1f} s)" if typical
-                                    else ""),
-                        "finding": "makes the case much slower: this setting matters"}
+                return answer(MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
+                    f" (its runs without it: {typical:.1f} s)" if typical else ""),
+                    finding="makes the case much slower: this setting matters")
         values = values_of(runs, reduce)
         if not values:
             failure = next((r for r in runs if r.status != "ok"), None)
-            return {**out, "behaviour": "skip", "runs": len(runs),
-                    "error": failure.error if failure else "no samples"}
+            return answer("skip", failure.error if failure else "no samples")
         placement = classify(values)
         label = placement.label.value
         if label != "ambiguous" or len(runs) + batch > most:
             behaviour = ("third" if placement.third else
                          label if label in ("old", "new") else "skip")
-            return {**out, "behaviour": behaviour, "runs": len(runs), "figure": middle(values),
-                    "error": None if behaviour in ("old", "new") else placement.reason}
+            return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
+                          figure=middle(values))
 
 
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
@@ -300,8 +297,7 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
                timeout: float, say: Say) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
-    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say,
-                            doing=f"dumping {question.label}'s module after every HLO pass")
+    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say)
     lowered = folder / "lowered.txt"
     found = MODULE_NAME.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
     return read_pass_dumps(folder, found.group(1) if found else None, max_chars=None)
