@@ -351,10 +351,9 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         tests.append(test)
         if test["behaviour"] == "old":
             restoring.append(name)
-        progress({"kind": "none", "name": None, "tests": list(tests),
-                  "passes_changed": candidates, "first_difference": first,
-                  "text": f"The pass search is under way ({k} of {len(tried)} passes "
-                          f"tried)."})
+        progress({**nothing(f"The pass search is under way ({k} of {len(tried)} passes "
+                            f"tried)."), "tests": list(tests), "passes_changed": candidates,
+                  "first_difference": first})
     at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
                      if first and first.get("status") == "differ" else [])
     chosen = next((n for n in at_difference if n in restoring),
@@ -413,14 +412,16 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     base = values(question)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
            "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None}
+
+    def named_none(text: str) -> dict:
+        doc["culprit"] = {"kind": "none", "name": None, "text": text}
+        return doc
+
     if not base:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": f"{question.metric} of {question.label} could not be "
-                                  f"measured under jax {release.version}"}
-        return doc
+        return named_none(f"{question.metric} of {question.label} could not be measured "
+                          f"under jax {release.version}")
     if question.target:
-        doc["culprit"] = {"kind": "none", "name": None, "text": ON_A_TARGET}
-        return doc
+        return named_none(ON_A_TARGET)
     dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
     doc["passes_changed"] = candidates
@@ -439,12 +440,9 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
         if test["changes"]:
             effects.append((name, test))
     if not effects:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": f"No single HLO pass, turned off under jax "
-                                  f"{release.version}, changes {question.metric} of "
-                                  f"{question.label} ({len(candidates)} passes changed its "
-                                  f"module)"}
-        return doc
+        return named_none(f"No single HLO pass, turned off under jax {release.version}, "
+                          f"changes {question.metric} of {question.label} ({len(candidates)} "
+                          f"passes changed its module)")
     effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
     def effect(t: dict) -> str:
         if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass
