@@ -85,19 +85,15 @@ def _renumber_values(lines: list[str]) -> list[str]:
     current: dict[str, str] = {}
     counter = 0
 
-    def rename(segment: str) -> str:
+    def rename(match: re.Match) -> str:
         nonlocal counter
-        out, last = [], 0
-        for match in _SSA.finditer(segment):
-            name = match.group()
-            if _SSA_DEFINED.match(segment, match.end()) or name not in current:
-                current[name] = f"%v{counter}"
-                counter += 1
-            out.append(segment[last:match.start()] + current[name])
-            last = match.end()
-        return "".join(out) + segment[last:]
+        name = match.group()
+        if _SSA_DEFINED.match(match.string, match.end()) or name not in current:
+            current[name] = f"%v{counter}"
+            counter += 1
+        return current[name]
 
-    return [_outside_quotes(line, rename) for line in lines]
+    return [_outside_quotes(line, lambda part: _SSA.sub(rename, part)) for line in lines]
 
 
 def _rename_private_functions(text: str) -> str:

@@ -73,12 +73,8 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
     "pipeline", "how", "diff", "old_passes", "new_passes", ...}``; ``old_passes`` and
     ``new_passes``: ``(pipeline, pass)`` pairs only one release ran in that stretch."""
     def keyed(dumps):
-        out = []
-        for d in dumps:
-            parsed = parse_dump_name(d["file"])
-            if parsed:
-                out.append(((parsed.pipeline, parsed.after), d))
-        return out
+        return [((parsed.pipeline, parsed.after), d) for d in dumps
+                if (parsed := parse_dump_name(d["file"]))]
 
     def differ(where, last_a, last_b, how, old_passes=(), new_passes=()):
         la, lb = (last_a[1] if last_a else []), (last_b[1] if last_b else [])
