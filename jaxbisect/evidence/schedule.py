@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 from .common import balanced_end, is_stacked, split_top_level
 
@@ -33,10 +34,7 @@ def _parse_instruction(line: str, position: int) -> HloInstruction | None:
     if not m:
         return None
     rest = m.group(3)
-    if rest.startswith("("):
-        end = balanced_end(rest, 0)
-    else:
-        end = rest.find(" ") if " " in rest else len(rest)
+    end = balanced_end(rest, 0) if rest.startswith("(") else len(rest.split(" ", 1)[0])
     shape, rest = rest[:end], rest[end:].lstrip()
     op = re.match(r"([\w\-]+)\(", rest)
     if not op:
@@ -53,18 +51,12 @@ def _parse_instruction(line: str, position: int) -> HloInstruction | None:
 
 def parse_entry_computation(hlo_text: str) -> list[HloInstruction]:
     """The instructions of the ENTRY computation of a scheduled HLO module, in order."""
+    lines = hlo_text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("ENTRY")), len(lines))
     instructions: list[HloInstruction] = []
-    inside = False
-    for line in hlo_text.splitlines():
-        if line.startswith("ENTRY"):
-            inside = True
-            continue
-        if inside:
-            if line.startswith("}"):
-                break
-            parsed = _parse_instruction(line, len(instructions))
-            if parsed:
-                instructions.append(parsed)
+    for line in takewhile(lambda line: not line.startswith("}"), lines[start + 1:]):
+        if parsed := _parse_instruction(line, len(instructions)):
+            instructions.append(parsed)
     return instructions
 
 
