@@ -33,7 +33,7 @@ from .budgets import Deadline, explain_limit
 from .catalogue import Release
 from .crashes import is_crash
 from .errors import InstallFailed
-from .evidence.commits import commit_range
+from .evidence.commits import commit_range, github
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
@@ -129,7 +129,8 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
     docs = [next((r.document for r in s.placed[i].runs if r.document), None)
             for i in (s.result.last_old, s.result.first_new)]
     commits = commit_range(*[{**d, "status": "ok"} if d else None for d in docs],
-                           jax_repo=jax_repo, table=load_table(), xla_repo=xla_repo)
+                           jax_repo=jax_repo, fetch=github, table=load_table(),
+                           xla_repo=xla_repo)
     test = check_argv(b)
     commits["triage"] = triage_handoff(commits, test) if test else None
     unknown = {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown", **commits}
