@@ -49,8 +49,8 @@ def _attribute_end(line: str, start: int) -> int:
     balanced ``{…}`` (quotes respected), a quoted string, or a bare token."""
     if line.startswith("{", start):
         return balanced_end(line, start)
-    if quoted := QUOTED.match(line, start):
-        return quoted.end()
+    if line.startswith('"', start):  # unterminated: to the line's end
+        return quoted.end() if (quoted := QUOTED.match(line, start)) else len(line)
     end = start
     while end < len(line) and line[end] not in ", )":
         end += 1
