@@ -39,13 +39,11 @@ from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
 from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
-from .lab import Lab
+from .lab import Lab, Say
 from .pins import load_table
 from .question import Question
 from .report import display_path
 from .store import Key
-
-Say = Callable[[str], None]
 
 
 def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -> list[dict]:

@@ -24,10 +24,9 @@ from .bisection import (
     values_of,
 )
 from .catalogue import Release
-from .lab import Lab
+from .lab import Lab, Say
 from .question import Question
 
-Say = Callable[[str], None]
 FLOOR = 1
 DEFAULT_BUDGET = 600.0   # seconds a minimization may spend measuring
 
