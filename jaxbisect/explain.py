@@ -33,58 +33,53 @@ from .budgets import Deadline, explain_limit
 from .catalogue import Release
 from .crashes import is_crash
 from .errors import InstallFailed
-from .evidence.commits import commit_range
+from .evidence.commits import commit_range, github
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
 from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
-from .lab import Lab
+from .lab import Lab, Say
 from .pins import load_table
 from .question import Question
 from .report import display_path
-from .store import STORE, Key, Store
-
-Say = Callable[[str], None]
+from .store import Key
 
 
-def _platform(backend: str) -> str:
+def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -> list[dict]:
+    """XLA's flags in the release (``python -m repro.xla_flags``), stored like a probe."""
     # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
     # for every backend, and a compile-only process has no GPU client to start.
-    return "cuda" if backend == "cuda12" else "cpu"
-
-
-def xla_flag_list(release: Release, backend: str, python: Path, *, timeout: float,
-                  remeasure: bool = False, store: Store = STORE) -> dict:
-    """``python -m repro.xla_flags`` in the release's environment, stored like a probe."""
-    platform = _platform(backend)
+    platform = "cuda" if backend == "cuda12" else "cpu"
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
 
     def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time
-        document = run_module(python, "repro.xla_flags", ["--json", "--backend", platform],
-                              timeout, answers=MODULE_ANSWERS, platform=platform)
+        document = run_module(lab.environment(release, backend).python, "repro.xla_flags",
+                              ["--json", "--backend", platform], timeout,
+                              answers=MODULE_ANSWERS, platform=platform)
         if document.get("status") != "ok":
             raise HarnessFailed(f"jax {release.version}: {document.get('error')}")
         return document
 
-    return store.get_or_run(key, listed, remeasure=remeasure)
+    return lab.store.get_or_run(key, listed, remeasure=lab.remeasure)["flags"]
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
-                   *, timeout: float, say: Say, doing: str) -> Path:
+                   *, timeout: float, say: Say) -> Path:
     """The stored folder of the case's modules under ``release`` (``kind`` "hlo": the lowered
     and optimized modules; "passes": with the module after every HLO pass), written once."""
     def make(folder: Path) -> None:
         env = lab.environment(release, backend)
-        say(f"jax {release.version}: {doing}")
-        argv = [a for a in question.harness_argv() if a != "--json"]
+        say(f"jax {release.version}: " + (
+            f"dumping {question.label}'s module after every HLO pass" if kind == "passes"
+            else f"lowering and compiling {question.label} for the modules"))
+        argv = question.harness_argv()
         # A shape's modules at one of its values, compiled only (a run at every value of
         # a memory case can need more memory than the machine has).
         argv[argv.index("--metric") + 1] = ("memory" if question.target or question.over
                                             else "error")
         passes = ["--pass-dumps", str(folder)] if kind == "passes" else []
-        run_repro(env, ["--json", *argv, "--hlo-out", str(folder), *passes], timeout,
-                  answers=(0, 125))
+        run_repro(env, [*argv, "--hlo-out", str(folder), *passes], timeout, answers=(0, 125))
 
     return lab.store.get_or_make_folder(question.store_key(release, backend, kind), make,
                                         remeasure=lab.remeasure)
@@ -93,13 +88,10 @@ def modules_folder(lab: Lab, release: Release, backend: str, question: Question,
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
               timeout: float, say: Say) -> dict:
     """The case's lowered and optimized modules under ``release`` (stored once written)."""
-    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say,
-                            doing=f"lowering and compiling {question.label} for the modules")
-    read = {}
-    for name in ("lowered", "optimized"):
-        path = folder / f"{name}.txt"
-        read[name] = path.read_text(encoding="utf-8") if path.exists() else None
-    return read
+    folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say)
+    paths = {name: folder / f"{name}.txt" for name in ("lowered", "optimized")}
+    return {name: path.read_text(encoding="utf-8") if path.exists() else None
+            for name, path in paths.items()}
 
 
 def check_argv(b: MetricBisection) -> list[str] | None:
@@ -135,21 +127,26 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
     docs = [next((r.document for r in s.placed[i].runs if r.document), None)
             for i in (s.result.last_old, s.result.first_new)]
     commits = commit_range(*[{**d, "status": "ok"} if d else None for d in docs],
-                           jax_repo=jax_repo, table=load_table(), xla_repo=xla_repo)
-    commits["triage"] = triage_handoff(commits, check_argv(b),
-                                       inverted=False) if check_argv(b) else None
+                           jax_repo=jax_repo, fetch=github, table=load_table(),
+                           xla_repo=xla_repo)
+    test = check_argv(b)
+    commits["triage"] = triage_handoff(commits, test) if test else None
+    unknown = {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown", **commits}
     if q.case is None:
-        return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
-                "text": "a command's program is not known to the toolkit: its modules were "
-                        "not compared", **commits}
+        return {**unknown, "text": "a command's program is not known to the toolkit: its "
+                                   "modules were not compared"}
     try:
         texts = [hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout, say=say)
                  for r in (old, new)]
     except (InstallFailed, HarnessFailed) as exc:
-        return {"lowering": "unknown", "optimized_hlo": None, "culprit": "unknown",
-                "text": f"the modules could not be made: {exc}", **commits}
+        return {**unknown, "text": f"the modules could not be made: {exc}"}
     return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],
                                   texts[0]["optimized"], texts[1]["optimized"]), **commits}
+
+
+def nothing(text: str) -> dict:
+    """A search's answer where it names nothing, and why."""
+    return {"kind": "none", "name": None, "tests": [], "text": text}
 
 
 NOT_TESTED = "not tested"
@@ -178,13 +175,16 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     reduce, runs = reduce_for(q), []
     baseline = _baseline_seconds(b, release)
     limit = explain_limit(req.timeout, baseline)
-    out = {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
-           "error": None, "runs": 0, "limit": limit.as_json()}
+
+    def answer(behaviour: str, error: str | None, **more) -> dict:
+        return {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
+                "error": error, "runs": len(runs), "limit": limit.as_json(),
+                "behaviour": behaviour, **more}
+
     while True:
         for _ in range(batch):
             if deadline is not None and deadline.spent:
-                return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
-                        "error": "the explanation's budget was spent"}
+                return answer(NOT_TESTED, "the explanation's budget was spent")
             seconds = limit.seconds if deadline is None else min(limit.seconds,
                                                                  max(deadline.left, 1.0))
             say(f"explain: {extra_flags} under jax {release.version}"
@@ -193,26 +193,22 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
             runs.append(run)
             if run.status == "hung":
                 if seconds < limit.seconds:  # cut short by the budget, not by the bound
-                    return {**out, "behaviour": NOT_TESTED, "runs": len(runs),
-                            "error": "the explanation's budget ran out during it"}
+                    return answer(NOT_TESTED, "the explanation's budget ran out during it")
                 typical = statistics.median(baseline) if baseline else None
-                return {**out, "behaviour": MUCH_SLOWER, "runs": len(runs),
-                        "error": f"a run went past {limit.seconds:.0f} s"
-                                 + (f" (its runs without it: {typical:.1f} s)" if typical
-                                    else ""),
-                        "finding": "makes the case much slower: this setting matters"}
+                return answer(MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
+                    f" (its runs without it: {typical:.1f} s)" if typical else ""),
+                    finding="makes the case much slower: this setting matters")
         values = values_of(runs, reduce)
         if not values:
             failure = next((r for r in runs if r.status != "ok"), None)
-            return {**out, "behaviour": "skip", "runs": len(runs),
-                    "error": failure.error if failure else "no samples"}
+            return answer("skip", failure.error if failure else "no samples")
         placement = classify(values)
         label = placement.label.value
         if label != "ambiguous" or len(runs) + batch > most:
             behaviour = ("third" if placement.third else
                          label if label in ("old", "new") else "skip")
-            return {**out, "behaviour": behaviour, "runs": len(runs), "figure": middle(values),
-                    "error": None if behaviour in ("old", "new") else placement.reason}
+            return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
+                          figure=middle(values))
 
 
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
@@ -227,29 +223,25 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     sides = {"old": old, "new": new}
     classify = b.classifier()
     try:
-        lists = {side: xla_flag_list(r, req.backend, lab.environment(r, req.backend).python,
-                                     timeout=b.timeout, remeasure=lab.remeasure,
-                                     store=lab.store)["flags"]
+        lists = {side: xla_flag_list(lab, r, req.backend, timeout=b.timeout)
                  for side, r in sides.items()}
     except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
-        return {"kind": "none", "name": None, "tests": [],
-                "text": f"the XLA flags could not be listed: {exc}"}
+        return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
         f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
         f"back")
     made: dict[tuple[str, str], dict] = {}
+    defaults = [{"name": c.name, "old": c.old, "new": c.new} for c in changes]
 
     def test(side: str, flags: tuple[FlagChange, ...]) -> str:
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
             b, lab, classify, sides[side], setting, say, deadline=deadline,
             test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
-        progress({"kind": "none", "name": None, "tests": list(made.values()),
-                  "flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
-                                            for c in changes],
-                  "text": "The flag search is under way."})
+        progress({**nothing("The flag search is under way."), "tests": list(made.values()),
+                  "flag_defaults_changed": defaults})
         return made[(side, setting)]["behaviour"]
 
     search = search_flags(changes, test, "old", "new")
@@ -270,9 +262,8 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                         {"release": str(old.version), "tested": False, "behaviour": None,
                          "error": "not run"})})
     untested = sum(t.get("behaviour") == NOT_TESTED for t in tests)
-    base = {"flag_defaults_changed": [{"name": c.name, "old": c.old, "new": c.new}
-                                      for c in changes], "tests": tests,
-            "workarounds": workarounds, "not_tested": untested}
+    base = {"flag_defaults_changed": defaults, "tests": tests, "workarounds": workarounds,
+            "not_tested": untested}
     spent = (f" ({untested} settings not tested: the explanation's budget was spent)"
              if untested else "")
     if not search.culprit:
@@ -296,6 +287,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     f"under jax {old.version} gives the new one."}
 
 
+ON_A_TARGET = "the pass search runs on the CPU or a GPU, not on a compile-only target"
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
 DISABLE = "--xla_disable_hlo_passes="
 
@@ -304,8 +296,7 @@ def pass_dumps(lab: Lab, release: Release, backend: str, question: Question, *,
                timeout: float, say: Say) -> list[dict]:
     """The case's module after every HLO pass that changed it under ``release`` (metadata
     left out), in the order XLA wrote them; stored once written."""
-    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say,
-                            doing=f"dumping {question.label}'s module after every HLO pass")
+    folder = modules_folder(lab, release, backend, question, "passes", timeout=timeout, say=say)
     lowered = folder / "lowered.txt"
     found = MODULE_NAME.search(lowered.read_text(encoding="utf-8")) if lowered.exists() else None
     return read_pass_dumps(folder, found.group(1) if found else None, max_chars=None)
@@ -336,16 +327,13 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     req, q = b.request, b.searched
     old, new = b.pair
     if q.target:
-        return {"kind": "none", "name": None, "tests": [],
-                "text": "the pass search runs on the CPU or a GPU, not on a compile-only "
-                        "target"}
+        return nothing(ON_A_TARGET)
     classify = b.classifier()
     try:
         dumps = {r: pass_dumps(lab, r, req.backend, q, timeout=b.timeout, say=say)
                  for r in (old, new)}
     except (InstallFailed, HarnessFailed) as exc:
-        return {"kind": "none", "name": None, "tests": [],
-                "text": f"the per-pass dumps could not be made: {exc}"}
+        return nothing(f"the per-pass dumps could not be made: {exc}")
     candidates = passes_that_changed([d["file"] for d in dumps[new]])
     tried = candidates[:MAX_PASSES]
     say(f"jax {new.version}: {len(candidates)} HLO passes changed {q.label}'s module; turning "
@@ -362,10 +350,9 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         tests.append(test)
         if test["behaviour"] == "old":
             restoring.append(name)
-        progress({"kind": "none", "name": None, "tests": list(tests),
-                  "passes_changed": candidates, "first_difference": first,
-                  "text": f"The pass search is under way ({k} of {len(tried)} passes "
-                          f"tried)."})
+        progress({**nothing(f"The pass search is under way ({k} of {len(tried)} passes "
+                            f"tried)."), "tests": list(tests), "passes_changed": candidates,
+                  "first_difference": first})
     at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
                      if first and first.get("status") == "differ" else [])
     chosen = next((n for n in at_difference if n in restoring),
@@ -424,16 +411,16 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     base = values(question)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
            "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None}
+
+    def named_none(text: str) -> dict:
+        doc["culprit"] = {"kind": "none", "name": None, "text": text}
+        return doc
+
     if not base:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": f"{question.metric} of {question.label} could not be "
-                                  f"measured under jax {release.version}"}
-        return doc
+        return named_none(f"{question.metric} of {question.label} could not be measured "
+                          f"under jax {release.version}")
     if question.target:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": "the pass search runs on the CPU or a GPU, not on a "
-                                  "compile-only target"}
-        return doc
+        return named_none(ON_A_TARGET)
     dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
     doc["passes_changed"] = candidates
@@ -452,12 +439,9 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
         if test["changes"]:
             effects.append((name, test))
     if not effects:
-        doc["culprit"] = {"kind": "none", "name": None,
-                          "text": f"No single HLO pass, turned off under jax "
-                                  f"{release.version}, changes {question.metric} of "
-                                  f"{question.label} ({len(candidates)} passes changed its "
-                                  f"module)"}
-        return doc
+        return named_none(f"No single HLO pass, turned off under jax {release.version}, "
+                          f"changes {question.metric} of {question.label} ({len(candidates)} "
+                          f"passes changed its module)")
     effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
     def effect(t: dict) -> str:
         if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass

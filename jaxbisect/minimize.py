@@ -24,10 +24,9 @@ from .bisection import (
     values_of,
 )
 from .catalogue import Release
-from .lab import Lab
+from .lab import Lab, Say
 from .question import Question
 
-Say = Callable[[str], None]
 FLOOR = 1
 DEFAULT_BUDGET = 600.0   # seconds a minimization may spend measuring
 
@@ -168,8 +167,6 @@ def with_defaults(source: str, params: dict) -> str:
         raw = row.encode()
         lines[line - 1] = (raw[:col] + text.encode() + raw[end_col:]).decode()
     return "".join(lines)
-
-
 
 
 def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Question,

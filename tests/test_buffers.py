@@ -16,8 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.evidence.collect import buffers_at_peak, dump_params, peak_evidence
-from jaxbisect.evidence.dumps import BufferAllocation, BufferAssignment, BufferValue
-from jaxbisect.evidence.release import at_peak, bare_shape, case_reading, new_at_peak
+from jaxbisect.evidence.release import (
+    BufferAllocation,
+    BufferAssignment,
+    BufferValue,
+    at_peak,
+    bare_shape,
+    case_reading,
+    new_at_peak,
+)
 from jaxbisect.evidence.render import render_buffers_markdown
 from jaxbisect.harness import MODULE_ANSWERS, run_module
 from jaxbisect.question import Question

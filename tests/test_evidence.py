@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence.chart import chart_markdown, write_png
-from jaxbisect.evidence.dumps import (
+from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
+from jaxbisect.evidence.release import (
     BufferAssignment,
     memory_report_total,
     parse_buffer_assignment,
     stacked_buffers_live,
 )
-from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
 from jaxbisect.pins import pin_at, xla_commit_from_pin
 from repro.dumps import trim_after_optimizations, trim_buffer_assignment
@@ -110,8 +110,8 @@ def test_stacked_buffers_in_the_buffer_assignment(version, slots):
     on each outer iteration has its own."""
     assignment = parse_buffer_assignment(dump(version, "buffer-assignment.txt"))
     stacked = stacked_buffers_live(assignment, N_INNER, SHAPE)
-    assert (stacked.slots, stacked.bytes) == (slots, slots * 3 * 64 * 4)
-    assert stacked.values == 15 and stacked.shape == "[3,4,4,4]"
+    assert (stacked["slots"], stacked["bytes"]) == (slots, slots * 3 * 64 * 4)
+    assert stacked["values"] == 15 and stacked["shape"] == "[3,4,4,4]"
     largest = assignment.largest()
     assert largest.kind == "preallocated-temp"
     assert any(v.name == "copy.5" for v in largest.values)
@@ -128,7 +128,7 @@ def test_exact_totals_and_empty_inputs():
         == 2948
     assert parse_buffer_assignment("") == BufferAssignment(None, ())
     assert memory_report_total("") is None
-    assert stacked_buffers_live(BufferAssignment(None, ()), 3, SHAPE).slots == 0
+    assert stacked_buffers_live(BufferAssignment(None, ()), 3, SHAPE)["slots"] == 0
 
 
 @pytest.mark.parametrize("version", [OLD, NEW])

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jaxbisect.evidence.passes import (
     first_difference,
     is_safe,
-    normalize_hlo,
+    normalized,
     parse_dump_name,
     passes_that_changed,
 )
@@ -73,14 +73,14 @@ def renumbered(text: str, offset: int) -> str:
 
 @given(st.integers(0, 500))
 def test_numbering_and_module_name_do_not_count(offset):
-    assert normalize_hlo(renumbered(MODULE, offset)) == normalize_hlo(MODULE)
+    assert normalized(renumbered(MODULE, offset)) == normalized(MODULE)
 
 
 def test_printer_comments_and_backend_config_do_not_count_but_ops_do():
     short = MODULE.replace("}\n\nENTRY", "} // region_0.8\n\nENTRY").replace(
         ', backend_config={"known_trip_count":{"n":"5"}}', "")
-    assert normalize_hlo(short) == normalize_hlo(MODULE)
-    assert normalize_hlo(MODULE.replace("cosine(", "sine(")) != normalize_hlo(MODULE)
+    assert normalized(short) == normalized(MODULE)
+    assert normalized(MODULE.replace("cosine(", "sine(")) != normalized(MODULE)
 
 
 def dumps(pipeline_passes: list[tuple[str, str, str]], text: str) -> list[dict]:

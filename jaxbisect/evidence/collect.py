@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from repro.options import REPRO, command_line
+
 from ..errors import InstallFailed
 from ..harness import MODULE_ANSWERS, HarnessFailed, run_module
 from .common import array_dims
@@ -35,15 +37,12 @@ def dump_params(b) -> dict:
 
 
 def dumps_argv(q, params: dict, backend: str) -> list[str]:
-    """``python -m repro.dumps``'s arguments for the case at ``params``."""
-    argv = ["--json", "--case", q.case.path, *(f"--param={k}={v}" for k, v in params.items())]
-    if q.target:
-        argv += ["--target", q.target]
-    elif backend == "cpu":
-        argv += ["--backend", "cpu"]
-    if q.xla_flags:
-        argv.append(f"--xla-flags={q.xla_flags}")
-    return argv
+    """``python -m repro.dumps``'s arguments for the case at ``params``: the options of the
+    harness's table it takes."""
+    values = {"case": q.case.path, "param": [f"{k}={v}" for k, v in params.items()],
+              "target": q.target, "xla_flags": q.xla_flags,
+              "backend": "cpu" if backend == "cpu" and not q.target else None}
+    return ["--json", *command_line(REPRO, values, lambda option: option.dest in values)]
 
 
 def case_dumps(lab, release, backend: str, q, params: dict, *, timeout: float, say) -> dict:

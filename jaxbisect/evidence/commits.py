@@ -37,7 +37,6 @@ def release_commit(document: dict | None) -> dict:
             "source": "jaxlib.version._git_hash" if commit else "release tag (no hash in wheel)"}
 
 
-
 class GitHubUnreachable(Exception):
     """GitHub did not answer (no network, a proxy, a timeout): stop asking it."""
 
@@ -123,26 +122,21 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
     if commits["old"]["jax"] and commits["new"]["jax"]:
         links["jax_compare"] = (f"{JAX_REPO_URL}/compare/jax-v{commits['old']['jax']}"
                                 f"...jax-v{commits['new']['jax']}")
-    xla: dict[str, str | None] = {"old": None, "new": None}
-    sources: dict[str, str | None] = {"old": None, "new": None}
-    at: dict[str, str | None] = {"old": None, "new": None}
-    notes: list[str] = []
+    pins = {side: PinFound(None, None, "") for side in ("old", "new")}
     unreachable = None
-    for side in ("old", "new"):
+    for side in pins:
         ref = commits[side]["ref"]
         if not ref:
             continue
         # the folder holds workspace.bzl (older) or revision.bzl (newer) with XLA_COMMIT
         links[f"xla_pin_{side}"] = f"{JAX_REPO_URL}/tree/{ref}/third_party/xla"
         try:
-            found = pin_for(commits[side], jax_repo, fetch, table)
+            pins[side] = pin_for(commits[side], jax_repo, fetch, table)
         except GitHubUnreachable as exc:
             unreachable, fetch = str(exc), None  # one failure is enough: ask no more
-            found = pin_for(commits[side], jax_repo, None, table)
-        xla[side], sources[side], at[side] = found.xla_commit, found.source or None, \
-            found.jax_commit
-        if found.note and not found.xla_commit:
-            notes.append(found.note)
+            pins[side] = pin_for(commits[side], jax_repo, None, table)
+    xla = {side: pin.xla_commit for side, pin in pins.items()}
+    notes = [pin.note for pin in pins.values() if pin.note and not pin.xla_commit]
     count = None
     if xla["old"] and xla["new"]:
         links["xla_compare"] = f"{XLA_REPO_URL}/compare/{xla['old']}...{xla['new']}"
@@ -160,7 +154,9 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
                     + (f"; {jax_repo} did not have them" if jax_repo is not None else "")
                     + (f"; GitHub could not be reached ({unreachable})" if unreachable else "")
                     + ("" if jax_repo is not None else "; --jax-repo PATH reads a local clone"))
-    return {"commits": commits, "xla_commits": xla, "xla_pin_sources": sources,
-            "xla_pin_jax_commits": at, "xla_note": xla_note, "xla_commit_count": count,
+    return {"commits": commits, "xla_commits": xla,
+            "xla_pin_sources": {side: pin.source or None for side, pin in pins.items()},
+            "xla_pin_jax_commits": {side: pin.jax_commit for side, pin in pins.items()},
+            "xla_note": xla_note, "xla_commit_count": count,
             "xla_pins_table": table.describe() if table is not None else None,
             "links": links}

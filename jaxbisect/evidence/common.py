@@ -8,6 +8,30 @@ from collections.abc import Sequence
 MB = 1024**2
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 _ARRAY_SHAPE = re.compile(r"^([a-zA-Z]\w*)\[([^\]]*)\]")
+QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+MAX_LINE_CHARS = 200
+
+
+def balanced_end(text: str, start: int) -> int:
+    """The index just past the bracket group that opens at ``text[start]`` (quoted strings
+    skipped); the text's end where it never closes."""
+    depth, i = 0, start
+    while i < len(text):
+        if text[i] == '"':
+            quoted = QUOTED.match(text, i)
+            i = quoted.end() if quoted else len(text)
+            continue
+        depth += (text[i] in "([{") - (text[i] in ")]}")
+        i += 1
+        if depth == 0:
+            return i
+    return len(text)
+
+
+def shortened(lines: Sequence[str], most: int) -> list[str]:
+    """At most ``most`` of ``lines``, each cut to ``MAX_LINE_CHARS``."""
+    return [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 1] + "…"
+            for line in lines[:most]]
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -28,7 +52,6 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
         current.append(char)
     parts.append("".join(current))
     return parts
-
 
 
 def array_dims(shape: str) -> tuple[int, ...] | None:

@@ -28,25 +28,21 @@ NEEDS = ("a JAX-Toolbox container (ghcr.io/nvidia/jax: git checkouts of jax and 
          "'git+https://github.com/NVIDIA/JAX-Toolbox.git#subdirectory=.github/triage'`")
 
 
-def triage_handoff(attribution: dict, test: Sequence[str], *,
-                   inverted: bool = False) -> dict | None:
-    """The ``jax-toolbox-triage`` command for the two releases' JAX commits and XLA pins;
-    None where a pin or the JAX commit it was read at is unknown. ``inverted``: the test
-    passes on the old behaviour only when its exit status 1 is wanted (a fix: the old
-    release is the one where v0 grows)."""
+def triage_handoff(attribution: dict, test: Sequence[str]) -> dict | None:
+    """The ``jax-toolbox-triage`` command for the two releases' JAX commits and XLA pins,
+    ``test`` exiting 0 on the old behaviour (the tool's "passing"); None where a pin or the
+    JAX commit it was read at is unknown."""
     xla = attribution.get("xla_commits") or {}
     jax = attribution.get("xla_pin_jax_commits") or {}
     if not all(xla.get(side) and jax.get(side) for side in ("old", "new")):
         return None
     test = list(test)
-    if inverted:  # "passing" must be the old release's behaviour: v0 growing (exit 1)
-        test = ["sh", "-c", f"{shlex.join(test)}; test $? -eq 1"]
     argv = [TRIAGE_TOOL, "--container-runtime", "local",
             "--passing-versions", f"jax:{jax['old']},xla:{xla['old']}",
             "--failing-versions", f"jax:{jax['new']},xla:{xla['new']}",
             "--", *test]
     return {"tool": TRIAGE_TOOL, "argv": argv, "command": shlex.join(argv), "test": test,
-            "inverted": inverted, "needs": NEEDS, "flags_checked_against": TRIAGE_ARGS}
+            "inverted": False, "needs": NEEDS, "flags_checked_against": TRIAGE_ARGS}
 
 
 def render_xla_range(attribution: dict) -> list[str]:
@@ -63,11 +59,9 @@ def render_xla_range(attribution: dict) -> list[str]:
         out.append("")
     triage = attribution.get("triage")
     if triage:
-        test = ("this toolkit's check as the test, its exit status turned round (a fix: the "
-                "old release is the one where v0 grows)" if triage["inverted"]
-                else "this toolkit's check as the test")
-        out += [f"**Below the release:** JAX-Toolbox's triage tool bisects the JAX and XLA "
-                f"commits between these pins, rebuilding both at each step, with {test}:", "",
+        out += ["**Below the release:** JAX-Toolbox's triage tool bisects the JAX and XLA "
+                "commits between these pins, rebuilding both at each step, with this "
+                "toolkit's check as the test:", "",
                 f"```sh\n{triage['command']}\n```", "",
                 f"It needs {triage['needs']}.", ""]
     return out

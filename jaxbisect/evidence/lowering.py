@@ -9,12 +9,10 @@ from __future__ import annotations
 import difflib
 import re
 
-from .common import split_top_level
+from .common import QUOTED, balanced_end, shortened, split_top_level
 
 MAX_DIFF_LINES = 60
-MAX_LINE_CHARS = 200
 
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _LOC_DEFINITION = re.compile(r"^\s*#loc\d*\s*=")
 _LOC_START = re.compile(r"(?<![\w.@#%$])loc\(")
 _ATTR_DICT = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
@@ -44,7 +42,7 @@ NOISE_ATTRIBUTES: dict[str, frozenset[str] | None] = {
 def _outside_quotes(line: str, edit) -> str:
     """Apply ``edit`` to the parts of ``line`` outside string literals."""
     out, last = [], 0
-    for match in _QUOTED.finditer(line):
+    for match in QUOTED.finditer(line):
         out.append(edit(line[last:match.start()]))
         out.append(match.group())
         last = match.end()
@@ -56,24 +54,7 @@ def _strip_locations(line: str) -> str:
     """Remove every ``loc(...)`` (balanced, quotes respected): source locations differ with
     the path the program was run from and with JAX's traceback filtering."""
     while (match := _LOC_START.search(line)) is not None:
-        depth, i, in_string = 0, match.end() - 1, False
-        while i < len(line):
-            char = line[i]
-            if in_string:
-                if char == "\\":
-                    i += 1
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char == "(":
-                depth += 1
-            elif char == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        line = line[:match.start()].rstrip() + line[i + 1:]
+        line = line[:match.start()].rstrip() + line[balanced_end(line, match.end() - 1):]
     return line
 
 
@@ -104,19 +85,15 @@ def _renumber_values(lines: list[str]) -> list[str]:
     current: dict[str, str] = {}
     counter = 0
 
-    def rename(segment: str) -> str:
+    def rename(match: re.Match) -> str:
         nonlocal counter
-        out, last = [], 0
-        for match in _SSA.finditer(segment):
-            name = match.group()
-            if _SSA_DEFINED.match(segment, match.end()) or name not in current:
-                current[name] = f"%v{counter}"
-                counter += 1
-            out.append(segment[last:match.start()] + current[name])
-            last = match.end()
-        return "".join(out) + segment[last:]
+        name = match.group()
+        if _SSA_DEFINED.match(match.string, match.end()) or name not in current:
+            current[name] = f"%v{counter}"
+            counter += 1
+        return current[name]
 
-    return [_outside_quotes(line, rename) for line in lines]
+    return [_outside_quotes(line, lambda part: _SSA.sub(rename, part)) for line in lines]
 
 
 def _rename_private_functions(text: str) -> str:
@@ -174,21 +151,18 @@ def meaningful_diff(old: list[str], new: list[str], context: int = 1) -> list[st
 
 def compare_lowering(old_text: str | None, new_text: str | None) -> dict:
     """identical / changed / unknown, and the meaningful diff (normalised, trimmed)."""
+    same = {"lowering": "identical", "diff": [], "diff_truncated": False, "added": 0,
+            "removed": 0, "reason": None}
     if not old_text or not new_text:
-        return {"lowering": "unknown", "diff": [], "diff_truncated": False,
-                "added": 0, "removed": 0,
-                "reason": "no lowered module from " + " and ".join(
-                    side for side, t in (("the old release", old_text),
-                                         ("the new release", new_text)) if not t)}
+        return {**same, "lowering": "unknown", "reason": "no lowered module from " + " and ".join(
+            side for side, t in (("the old release", old_text), ("the new release", new_text))
+            if not t)}
     old, new = normalize_lowered(old_text), normalize_lowered(new_text)
     if old == new:
-        return {"lowering": "identical", "diff": [], "diff_truncated": False,
-                "added": 0, "removed": 0, "reason": None}
+        return same
     diff = meaningful_diff(old.splitlines(), new.splitlines())
-    added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
-    removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
-    shown = [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
-             for d in diff[:MAX_DIFF_LINES]]
-    return {"lowering": "changed", "diff": shown, "diff_truncated": len(diff) > MAX_DIFF_LINES,
-            "added": added, "removed": removed, "reason": None}
+    return {**same, "lowering": "changed", "diff": shortened(diff, MAX_DIFF_LINES),
+            "diff_truncated": len(diff) > MAX_DIFF_LINES,
+            "added": sum(d.startswith("+") and not d.startswith("+++") for d in diff),
+            "removed": sum(d.startswith("-") and not d.startswith("---") for d in diff)}
 

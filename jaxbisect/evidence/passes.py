@@ -12,6 +12,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from .where import normalize_optimized
+
 # Passes a correct program depends on (buffers that must not alias, layouts the code generator
 # needs, calls it cannot emit): turning one off may hide the growth, but only as a diagnosis.
 DIAGNOSTIC_ONLY = frozenset({
@@ -22,7 +24,6 @@ DIAGNOSTIC_ONLY = frozenset({
 _PSEUDO = {"pipeline-start", "pipeline-end"}
 _DUMP_NAME = re.compile(r"^module_\d+\.(?P<module>[\w\-]+)\.(?P<order>\d{4})\."
                         r"(?P<rest>.+)\.txt$")
-_IDENTIFIER = re.compile(r"\b([A-Za-z_][\w\-]*?)\.\d+(?:\.\d+)*\b")
 
 
 @dataclass(frozen=True)
@@ -62,41 +63,6 @@ def is_safe(pass_name: str) -> bool:
     return pass_name not in DIAGNOSTIC_ONLY
 
 
-def _drop_backend_config(line: str) -> str:
-    """Printers differ on whether they show ``backend_config={...}`` (0.5.1's short form
-    leaves it out), so it is no part of the comparison."""
-    start = line.find(", backend_config=")
-    if start < 0:
-        return line
-    i, depth = start + len(", backend_config="), 0
-    while i < len(line):
-        depth += {"{": 1, "}": -1}.get(line[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    return line[:start] + line[i:]
-
-
-def normalize_hlo(text: str) -> list[str]:
-    """The module's lines without what differs between releases for the same program: the
-    module's name, instruction numbering (``%copy.5``), the printer's comments
-    (``/*index=5*/``, ``} // region_0.8``), ``%`` signs and blank lines. (Typed operands, the
-    long text form where one release prints it and the other not, are avoided at the source:
-    both sides dump with ``--xla_dump_hlo_as_long_text=true``.)"""
-    names: dict[str, str] = {}
-
-    def rename(m: re.Match) -> str:
-        return names.setdefault(m.group(), f"{m.group(1)}.#{len(names)}")
-
-    lines = []
-    for line in text.splitlines():
-        line = re.sub(r"^HloModule [\w.\-]+", "HloModule m", line.strip())
-        line = _drop_backend_config(re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", ""))
-        if line:
-            lines.append(_IDENTIFIER.sub(rename, line))
-    return lines
-
-
 def first_difference(old: list[dict], new: list[dict], context: int = 1,
                      max_lines: int = 40) -> dict:
     """Walk two releases' per-pass dumps (``{"file", "text"}``) in order, paired by pipeline
@@ -107,12 +73,8 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
     "pipeline", "how", "diff", "old_passes", "new_passes", ...}``; ``old_passes`` and
     ``new_passes``: ``(pipeline, pass)`` pairs only one release ran in that stretch."""
     def keyed(dumps):
-        out = []
-        for d in dumps:
-            parsed = parse_dump_name(d["file"])
-            if parsed:
-                out.append(((parsed.pipeline, parsed.after), d))
-        return out
+        return [((parsed.pipeline, parsed.after), d) for d in dumps
+                if (parsed := parse_dump_name(d["file"]))]
 
     def differ(where, last_a, last_b, how, old_passes=(), new_passes=()):
         la, lb = (last_a[1] if last_a else []), (last_b[1] if last_b else [])
@@ -133,15 +95,15 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for (key, da), (_, db) in zip(a[i1:i2], b[j1:j2]):
-                last_a, last_b = (da, normalize_hlo(da["text"])), (db, normalize_hlo(db["text"]))
+                last_a, last_b = (da, normalized(da["text"])), (db, normalized(db["text"]))
                 if last_a[1] != last_b[1]:
                     return differ(key, last_a, last_b, "the module differs")
                 old_run, new_run = [], []
             continue
         if i2 > i1:
-            last_a = (a[i2 - 1][1], normalize_hlo(a[i2 - 1][1]["text"]))
+            last_a = (a[i2 - 1][1], normalized(a[i2 - 1][1]["text"]))
         if j2 > j1:
-            last_b = (b[j2 - 1][1], normalize_hlo(b[j2 - 1][1]["text"]))
+            last_b = (b[j2 - 1][1], normalized(b[j2 - 1][1]["text"]))
         old_run += _changed_only_here(a[i1:i2], b[j1:j2])
         new_run += _changed_only_here(b[j1:j2], a[i1:i2])
         if last_a is None or last_b is None:
@@ -162,6 +124,12 @@ def first_difference(old: list[dict], new: list[dict], context: int = 1,
     return {"status": "same", "pipeline": None, "pass": None, "old_file": None,
             "new_file": None, "how": "the module is the same after every pass", "diff": [],
             "old_passes": [], "new_passes": [], "diff_truncated": False}
+
+
+def normalized(text: str) -> list[str]:
+    """A per-pass dump as the attribution compares modules, without ``backend_config``:
+    printers differ on whether they show it (0.5.1's short form leaves it out)."""
+    return normalize_optimized(text, backend_config=False)
 
 
 def _changed_only_here(stretch: list, other: list) -> list[tuple[str, str]]:

@@ -1,22 +1,96 @@
-"""One release's side of the evidence, reduced from its ``repro.dumps`` document: the scan
-case's (``case_reading``)."""
+"""One release's side of the evidence: XLA's dump files read (the buffer assignment, the
+memory-usage report) and reduced, from its ``repro.dumps`` document (``case_reading``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from .common import is_stacked, split_top_level
-from .dumps import (
-    BufferAllocation,
-    BufferAssignment,
-    BufferValue,
-    memory_report_total,
-    parse_buffer_assignment,
-    stacked_buffers_live,
-)
 from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
+
+_TOTAL = re.compile(r"^Total bytes used:\s*(\d+)")
+_REPORT_TOTAL = re.compile(r"^Total bytes(?: used)?:\s*(\d+)")
+_ALLOCATION = re.compile(r"^allocation (\d+): size ([^,]+), (.*?):?\s*$")
+_VALUE = re.compile(r"^\s*value: <(\d+) (.+?) @\d+> \(size=(\d+),offset=(\d+)\): (.+?)\s*$")
+
+
+def memory_report_total(text: str) -> int | None:
+    """XLA's ``*-memory-usage-report.txt``: its total bytes (one total per memory space,
+    summed); None where it gives none. Older jaxlibs (0.5 … 0.7) print ``Total bytes used:``,
+    newer ones (0.10.2) a ``Total bytes:`` under each ``Memory Space`` header."""
+    totals = [int(m.group(1)) for line in text.splitlines()
+              if (m := _REPORT_TOTAL.match(line.strip()))]
+    return sum(totals) if totals else None
+
+
+@dataclass(frozen=True)
+class BufferValue:
+    id: int
+    name: str          # the HLO value: ``copy.5``, ``while.39{2} (phi)``
+    size_bytes: int
+    offset: int
+    shape: str
+
+
+@dataclass(frozen=True)
+class BufferAllocation:
+    index: int
+    size_bytes: int
+    kind: str
+    values: tuple[BufferValue, ...]
+
+
+@dataclass(frozen=True)
+class BufferAssignment:
+    total_bytes: int | None
+    allocations: tuple[BufferAllocation, ...]  # in XLA's order (by index)
+
+    def largest(self) -> BufferAllocation | None:
+        return max(self.allocations, key=lambda a: a.size_bytes, default=None)
+
+
+def parse_buffer_assignment(text: str) -> BufferAssignment:
+    """The allocations section of XLA's ``*-buffer-assignment.txt`` (exact sizes)."""
+    allocations: list[tuple[int, int, str, list[BufferValue]]] = []
+    total = None
+    for line in text.splitlines():
+        if (m := _TOTAL.match(line)) is not None:
+            total = int(m.group(1))
+            break
+        if line.startswith("Used values:"):
+            break
+        if (m := _ALLOCATION.match(line)) is not None and m.group(2).strip().isdigit():
+            allocations.append((int(m.group(1)), int(m.group(2)), m.group(3), []))
+        elif (m := _VALUE.match(line)) is not None and allocations:
+            allocations[-1][3].append(BufferValue(id=int(m.group(1)), name=m.group(2),
+                                                  size_bytes=int(m.group(3)),
+                                                  offset=int(m.group(4)), shape=m.group(5)))
+    return BufferAssignment(total_bytes=total, allocations=tuple(
+        BufferAllocation(index=i, size_bytes=s, kind=k, values=tuple(v))
+        for i, s, k, v in allocations))
+
+
+def stacked_buffers_live(parsed: BufferAssignment, n_inner: int,
+                         array_shape: Sequence[int]) -> dict:
+    """The stacked ``[n_inner, *shape]`` buffers XLA planned for: ``slots``, the distinct
+    places (allocation, offset) that hold one, their ``bytes``, the ``values`` and the
+    ``shape`` (e.g. "[100,32,32,32]"). XLA's heap simulator gives values whose live ranges do
+    not overlap the same place, so ``slots`` is how many stacked buffers the plan holds at
+    once (3 per 3 outer iterations when they grow, 2 when they do not)."""
+    places: dict[tuple[int, int], int] = {}
+    values = 0
+    for allocation in parsed.allocations:
+        for value in allocation.values:
+            if is_stacked(value.shape, n_inner, array_shape):
+                values += 1
+                key = (allocation.index, value.offset)
+                places[key] = max(places.get(key, 0), value.size_bytes)
+    shape = "[" + ",".join(map(str, (n_inner, *array_shape))) + "]"
+    return {"slots": len(places), "bytes": sum(places.values()), "values": values,
+            "shape": shape}
+
 
 # XLA prints a region's rows, and the shapes in each, in an order that changes from run to run,
 # with a running total in front that follows that order: the rows are shown without the total,
@@ -78,8 +152,6 @@ def relevant_raw_lines(files: dict, n_inner: int, array_shape: Sequence[int],
     return out
 
 
-
-
 # -- any case: the plan's bytes and the buffers at its peak ---------------------------------
 
 _LAYOUT = re.compile(r"\{[^{}]*\}")
@@ -88,6 +160,14 @@ _LAYOUT = re.compile(r"\{[^{}]*\}")
 def bare_shape(shape: str) -> str:
     """``f32[100,32,32,32]{3,2,1,0}`` -> ``f32[100,32,32,32]`` (the layout set aside)."""
     return _LAYOUT.sub("", shape).strip()
+
+
+def _by_shape(values: Iterable[BufferValue]) -> dict[str, list[int]]:
+    """The sizes of ``values`` by their shape, the layout set aside."""
+    sizes: dict[str, list[int]] = {}
+    for value in values:
+        sizes.setdefault(bare_shape(value.shape), []).append(value.size_bytes)
+    return sizes
 
 
 def at_peak(assignment: BufferAssignment) -> list[dict]:
@@ -100,25 +180,17 @@ def at_peak(assignment: BufferAssignment) -> list[dict]:
     for value in largest.values if largest else ():
         if value.offset not in places or value.size_bytes > places[value.offset].size_bytes:
             places[value.offset] = value
-    by_shape: dict[str, dict] = {}
-    for value in places.values():
-        entry = by_shape.setdefault(bare_shape(value.shape), {"shape": bare_shape(value.shape),
-                                                             "places": 0, "bytes": 0})
-        entry["places"] += 1
-        entry["bytes"] += value.size_bytes
-    return sorted(by_shape.values(), key=lambda e: (-e["bytes"], e["shape"]))
+    return sorted(({"shape": shape, "places": len(sizes), "bytes": sum(sizes)}
+                   for shape, sizes in _by_shape(places.values()).items()),
+                  key=lambda e: (-e["bytes"], e["shape"]))
 
 
 def largest_values(allocation: BufferAllocation, limit: int = 12) -> list[dict]:
     """An allocation's values by shape: ``[{"shape", "size_bytes", "values"}]``, largest
     first (XLA lists them in no fixed order)."""
-    by_shape: dict[str, dict] = {}
-    for value in allocation.values:
-        entry = by_shape.setdefault(bare_shape(value.shape), {
-            "shape": bare_shape(value.shape), "size_bytes": value.size_bytes, "values": 0})
-        entry["values"] += 1
-        entry["size_bytes"] = max(entry["size_bytes"], value.size_bytes)
-    return sorted(by_shape.values(), key=lambda e: (-e["size_bytes"], e["shape"]))[:limit]
+    return sorted(({"shape": shape, "size_bytes": max(sizes), "values": len(sizes)}
+                   for shape, sizes in _by_shape(allocation.values).items()),
+                  key=lambda e: (-e["size_bytes"], e["shape"]))[:limit]
 
 
 def new_at_peak(old: list[dict], new: list[dict]) -> list[dict]:
@@ -165,7 +237,7 @@ def case_reading(document: dict | None, followed: Sequence[int] | None,
                                          "values": largest_values(largest)}
         out["at_peak"] = at_peak(assignment)
         if followed:
-            out["stacked"] = asdict(stacked_buffers_live(assignment, followed[0], followed[1:]))
+            out["stacked"] = stacked_buffers_live(assignment, followed[0], followed[1:])
     if files.get("memory_usage_report") and out["dump_total_bytes"] is None:
         out["dump_total_bytes"] = memory_report_total(files["memory_usage_report"])
     if followed:

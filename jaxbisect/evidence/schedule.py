@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
-from .common import is_stacked, split_top_level
+from .common import balanced_end, is_stacked, split_top_level
 
 
 @dataclass(frozen=True)
@@ -28,33 +29,17 @@ INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
-def _balanced(text: str, start: int) -> int:
-    """Index just past the bracket group that opens at ``text[start]``."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] in "([{":
-            depth += 1
-        elif text[i] in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
-
-
 def _parse_instruction(line: str, position: int) -> HloInstruction | None:
     m = INSTRUCTION.match(line)
     if not m:
         return None
     rest = m.group(3)
-    if rest.startswith("("):
-        end = _balanced(rest, 0)
-    else:
-        end = rest.find(" ") if " " in rest else len(rest)
+    end = balanced_end(rest, 0) if rest.startswith("(") else len(rest.split(" ", 1)[0])
     shape, rest = rest[:end], rest[end:].lstrip()
     op = re.match(r"([\w\-]+)\(", rest)
     if not op:
         return None
-    close = _balanced(rest, op.end() - 1)
+    close = balanced_end(rest, op.end() - 1)
     inside = _COMMENT.sub("", rest[op.end():close - 1])
     if "%" in inside:  # newer printers: `%name`, older typed ones: `f32[..] %name`
         operands = tuple(re.findall(r"%([\w.\-]+)", inside))
@@ -66,18 +51,12 @@ def _parse_instruction(line: str, position: int) -> HloInstruction | None:
 
 def parse_entry_computation(hlo_text: str) -> list[HloInstruction]:
     """The instructions of the ENTRY computation of a scheduled HLO module, in order."""
+    lines = hlo_text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("ENTRY")), len(lines))
     instructions: list[HloInstruction] = []
-    inside = False
-    for line in hlo_text.splitlines():
-        if line.startswith("ENTRY"):
-            inside = True
-            continue
-        if inside:
-            if line.startswith("}"):
-                break
-            parsed = _parse_instruction(line, len(instructions))
-            if parsed:
-                instructions.append(parsed)
+    for line in takewhile(lambda line: not line.startswith("}"), lines[start + 1:]):
+        if parsed := _parse_instruction(line, len(instructions)):
+            instructions.append(parsed)
     return instructions
 
 

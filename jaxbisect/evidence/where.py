@@ -14,10 +14,10 @@ import difflib
 import json
 import re
 
+from .common import QUOTED, balanced_end, shortened
 from .lowering import compare_lowering
 
 MAX_DIFF_LINES = 40
-MAX_LINE_CHARS = 200
 
 WORDS = {
     "jax": "the lowered modules differ: the change is in JAX (its lowering to StableHLO)",
@@ -31,7 +31,6 @@ WORDS = {
     "unknown": "the modules could not be compared",
 }
 
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 # Attributes of an instruction whose value never changes the program: where it came from
 # (metadata={op_name=… source_file=… source_line=… stack_frame_id=…}) and what it is called.
 _DROPPED_ATTRIBUTES = ("metadata", "op_name")
@@ -48,26 +47,14 @@ _MODULE = re.compile(r"^HloModule [\w.\-]+")
 def _attribute_end(line: str, start: int) -> int:
     """The index just past the value of the attribute whose value begins at ``start``: a
     balanced ``{…}`` (quotes respected), a quoted string, or a bare token."""
-    if start < len(line) and line[start] == '"':
-        match = _QUOTED.match(line, start)
-        return match.end() if match else len(line)
-    if start >= len(line) or line[start] != "{":
-        end = start
-        while end < len(line) and line[end] not in ", )":
-            end += 1
-        return end
-    depth, i = 0, start
-    while i < len(line):
-        char = line[i]
-        if char == '"':
-            match = _QUOTED.match(line, i)
-            i = match.end() if match else len(line)
-            continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        i += 1
-        if depth == 0:
-            break
-    return i
+    if line.startswith("{", start):
+        return balanced_end(line, start)
+    if line.startswith('"', start):  # unterminated: to the line's end
+        return quoted.end() if (quoted := QUOTED.match(line, start)) else len(line)
+    end = start
+    while end < len(line) and line[end] not in ", )":
+        end += 1
+    return end
 
 
 def _drop_attribute(line: str, name: str) -> str:
@@ -85,7 +72,7 @@ def _drop_attribute(line: str, name: str) -> str:
 
 
 def _inside_quotes(line: str, index: int) -> bool:
-    return any(m.start() < index < m.end() for m in _QUOTED.finditer(line))
+    return any(m.start() < index < m.end() for m in QUOTED.finditer(line))
 
 
 def _clean_backend_config(line: str) -> str:
@@ -115,12 +102,13 @@ def _clean_backend_config(line: str) -> str:
                                      separators=(",", ":")) + line[end:]
 
 
-def normalize_optimized(text: str) -> list[str]:
+def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
     """XLA's optimized HLO without what does not change the program: metadata (op names,
     source files and lines, stack frames) and the stack-frame tables, op names, the
-    backend-config keys that only name things, the module's name, instruction and
-    computation numbering (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs
-    and blank lines."""
+    backend-config keys that only name things (the whole backend config unless
+    ``backend_config``), the module's name, instruction and computation numbering
+    (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs and blank lines."""
+    dropped = _DROPPED_ATTRIBUTES if backend_config else (*_DROPPED_ATTRIBUTES, "backend_config")
     names: dict[str, str] = {}
 
     def rename(match: re.Match) -> str:
@@ -135,9 +123,9 @@ def normalize_optimized(text: str) -> list[str]:
         if in_table and _FRAME_ROW.match(line):
             continue
         in_table = False
-        for name in _DROPPED_ATTRIBUTES:
+        for name in dropped:
             line = _drop_attribute(line, name)
-        line = _clean_backend_config(line)
+        line = _clean_backend_config(line) if backend_config else line
         line = _MODULE.sub("HloModule m", line)
         line = re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", "").strip()
         if line:
@@ -154,18 +142,7 @@ def first_difference(old: list[str], new: list[str], context: int = 2) -> list[s
         if line.startswith("@@") and any(h.startswith("@@") for h in hunk):
             break
         hunk.append(line)
-    return [d if len(d) <= MAX_LINE_CHARS else d[:MAX_LINE_CHARS - 1] + "…"
-            for d in hunk[:MAX_DIFF_LINES]]
-
-
-def compare_optimized(old_text: str | None, new_text: str | None) -> tuple[str, list[str]]:
-    """identical / differs / unknown, and the first real difference."""
-    if not old_text or not new_text:
-        return "unknown", []
-    old, new = normalize_optimized(old_text), normalize_optimized(new_text)
-    if old == new:
-        return "identical", []
-    return "differs", first_difference(old, new)
+    return shortened(hunk, MAX_DIFF_LINES)
 
 
 def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
@@ -178,12 +155,16 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
     lowering = compare_lowering(old_lowered, new_lowered)
     optimized, optimized_diff = None, []
     if lowering["lowering"] == "identical":
-        optimized, optimized_diff = compare_optimized(old_optimized, new_optimized)
+        optimized = "unknown"
+        if old_optimized and new_optimized:
+            old, new = normalize_optimized(old_optimized), normalize_optimized(new_optimized)
+            optimized = "identical" if old == new else "differs"
+            optimized_diff = first_difference(old, new) if old != new else []
     culprit = ("jax" if lowering["lowering"] == "changed" else
                {"differs": "xla", "identical": "below-hlo", "unknown": "jaxlib"}.get(
                    optimized or "", "unknown"))
     shown = lowering["diff"][:MAX_DIFF_LINES] if culprit == "jax" else optimized_diff
     return {"lowering": lowering["lowering"], "optimized_hlo": optimized, "culprit": culprit,
-            "text": WORDS[culprit], "reason": lowering["reason"], "diff": lowering["diff"],
-            "diff_truncated": lowering["diff_truncated"], "added": lowering["added"],
-            "removed": lowering["removed"], "first_difference": shown}
+            "text": WORDS[culprit], **{field: lowering[field] for field in (
+                "reason", "diff", "diff_truncated", "added", "removed")},
+            "first_difference": shown}
