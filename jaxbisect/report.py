@@ -7,6 +7,7 @@ plain ``pip install`` and ``python`` lines that show them without this toolkit.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import shlex
 import statistics
@@ -18,6 +19,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from repro.case import UNITS
+from repro.metrics import concrete
 from repro.options import BISECT, command_line
 
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
@@ -108,11 +110,6 @@ def jaxlib_of(release: Release, placed: Placed) -> str:
     return str(release.jaxlib or "?")
 
 
-def _scalar(sample) -> float | None:
-    return float(sample) if isinstance(sample, (int, float)) and not isinstance(sample, bool) \
-        else None
-
-
 def seen(question, placed: Placed) -> tuple:
     """The figures a row shows: a noisy function case's one figure a run (its low quantile,
     what the classifier compared), every sample otherwise."""
@@ -124,8 +121,9 @@ def seen(question, placed: Placed) -> tuple:
 def figure(metric: str, samples: tuple) -> dict:
     """A release's figure: median, spread and count of a scalar metric; the value of the
     others (an error line, an output digest)."""
-    scalars = [_scalar(s) for s in samples]
-    if samples and all(v is not None for v in scalars):
+    scalars = [float(s) for s in samples
+               if isinstance(s, (int, float)) and not isinstance(s, bool)]
+    if samples and len(scalars) == len(samples):
         return {"median": statistics.median(scalars), "min": min(scalars), "max": max(scalars),
                 "n": len(scalars)}
     if not samples:
@@ -256,18 +254,6 @@ def left_out_between(b: MetricBisection) -> list[str]:
             if old.version < r.version < new.version and not r.yanked]
 
 
-def distinct_runs(placed: Placed) -> list:
-    """Each run once: a release that hung is asked again by the search, and answered with
-    its one hung run (budgets.EndsTimer)."""
-    return list({r.number: r for r in placed.runs}.values())
-
-
-def unplaced_label(placed: Placed) -> str:
-    """A release the search never placed (an end of a range without an answer): measured,
-    or without a figure, never a skip."""
-    return "measured" if placed.values else "no figure"
-
-
 def row_label(doc: dict, probe: dict) -> str:
     """A probe's behaviour in its row: old, new, skip; an end's where no change was found
     (no old or new without one)."""
@@ -275,13 +261,6 @@ def row_label(doc: dict, probe: dict) -> str:
     if placed and doc["status"] != "found" and probe["jax"] in doc["measured_part"]:
         return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
     return probe["label"]
-
-
-def without_empty_notes(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
-    """The table without its last column (the note) where no row has one."""
-    if any(row[-1] for row in rows):
-        return headers, rows
-    return headers[:-1], [row[:-1] for row in rows]
 
 
 def skip_reason(probe: dict) -> str:
@@ -510,18 +489,6 @@ MEASURE_SNIPPETS = {
         print("error:", type(exc).__name__, str(exc).splitlines()[0])""",
 }
 
-def _concrete_source() -> str:
-    """The harness's own ``concrete`` (structs to seeded data), for the stand-alone script:
-    the same numbers as the toolkit's runs."""
-    import inspect
-
-    from repro.metrics import concrete
-
-    return inspect.getsource(concrete)
-
-
-
-
 def standalone_script(b: MetricBisection) -> str | None:
     """The case's source and the lines that measure its metric, runnable with plain
     ``python`` in any environment with jax."""
@@ -537,7 +504,7 @@ def standalone_script(b: MetricBisection) -> str | None:
                      + textwrap.indent(MEASURE_SNIPPETS[q.metric], "    "))
     return (f"{q.case.source.rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
-            f"# noqa: E402\n\n\n{_concrete_source()}\n\nif __name__ == \"__main__\":\n"
+            f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
             f"{measuring}\n")
 
@@ -571,70 +538,52 @@ def series_mode(b: MetricBisection, series: dict, beside: dict | None = None) ->
     return mode + (f", {smaller}" if smaller else "")
 
 
-def series_rows(b: MetricBisection, doc: dict) -> tuple[list[str], list[list]]:
-    """The shape's table: a column a value of the parameter (the size asked where measured,
-    else the search's), the case's COMPARE programs, the shape."""
+def series_columns(b: MetricBisection, doc: dict):
+    """The shape's columns: one a value of the parameter (the size asked where measured, else
+    the search's), the case's COMPARE programs, the shape; and a probe's cells in them."""
     q, unit = b.request.question, doc["metric"]["unit"] or ""
     name, values = q.over
     scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
-    compare = list(q.case.compare)
-    headers = ["jax", "jaxlib", "behaviour", "mode",
-               *(f"{name}={v}{scale}" for v in values),
-               *(f"{label}{scale}" for label in compare), "shape", "probe #", "note"]
-    rows = []
-    for probe in by_release(doc):
+    headers = ["mode", *(f"{name}={v}{scale}" for v in values),
+               *(f"{label}{scale}" for label in q.case.compare), "shape"]
+
+    def compared(got: dict | None, beside: dict) -> str:
+        figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
+        if not figures:
+            return "–"
+        ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
+        text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+        if got["fallback"]:
+            text += f" ({series_mode(b, got, beside)})"
+        if len(got["figures"]) < len(values):
+            text += f" ({name} {', '.join(got['figures'])} only)"
+        return text
+
+    def cells(probe: dict) -> tuple[str, list, str]:
         series, failure = probe["series"], failure_of(probe)
         note = ""
         if series and series["fallback"]:
             note = f"compiled statistics empty: {series['fallback']['reason']}"
         elif failure:
             note = failure["error"] or ""
-        cells = [shown_bare(unit, (series or {}).get("figures", {}).get(str(v)))
-                 for v in values]
-        others = []
-        for other in compare:
-            got = probe["compare"].get(other)
-            figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
-            if not figures:
-                others.append("–")
-                continue
-            ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
-            text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
-            measured = list((got or {}).get("figures", {}))
-            if got["fallback"]:
-                text += f" ({series_mode(b, got, q.case.compare[other])})"
-            if len(measured) < len(values):
-                text += f" ({name} {', '.join(measured)} only)"
-            others.append(text)
-        rows.append([probe["jax"], probe["jaxlib"], row_label(doc, probe),
-                     series_mode(b, series) if series else "–", *cells, *others,
-                     series["shape"] if series else "–", probe_number(doc, probe),
-                     note[:160]])
-    return without_empty_notes(headers, rows)
+        figures = (series or {}).get("figures", {})
+        return row_label(doc, probe), [
+            series_mode(b, series) if series else "–",
+            *(shown_bare(unit, figures.get(str(v))) for v in values),
+            *(compared(probe["compare"].get(label), beside)
+              for label, beside in q.case.compare.items()),
+            series["shape"] if series else "–"], note
+    return headers, cells
 
 
-def shown_bare(unit: str, number) -> str:
-    """A figure in a column whose header carries the unit."""
-    if number is None:
-        return "–"
-    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
-
-
-def probe_number(doc: dict, probe: dict) -> int:
-    """A probe's place in the search's order (1 for the first probed)."""
-    return doc["search"]["order"].index(probe["jax"]) + 1
-
-
-def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
-    doc = doc or document(b, None)
-    if doc["over"]:
-        return series_rows(b, doc)
+def figure_columns(b: MetricBisection, doc: dict):
+    """One figure a release: its median, spread, samples and runs; and a probe's cells."""
     metric, unit = doc["metric"]["name"], doc["metric"]["unit"] or ""
-    headers = ["jax", "jaxlib", "behaviour", metric, "spread (min … max)",
+    headers = [metric, "spread (min … max)",
                "figures" if doc["metric"]["kind"] == "noisy" and doc["case"] else "samples",
-               "runs", "probe #", "note"]
-    rows = []
-    for probe in by_release(doc):
+               "runs"]
+
+    def cells(probe: dict) -> tuple[str, list, str]:
         fig, failure = probe["figure"], failure_of(probe)
         label = "third behaviour" if probe["third"] else row_label(doc, probe)
         if probe["confidence"] is not None and label in ("old", "new"):
@@ -645,9 +594,30 @@ def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], 
         if failure:
             note = failure["error"] or ""
         runs = sum((r["crash_rate"] or {}).get("runs", 1) for r in probe["runs"])
-        rows.append([probe["jax"], probe["jaxlib"], label, said(doc, fig) if fig["n"] else "–",
-                     spread, fig["n"], runs, probe_number(doc, probe), note[:160]])
-    return without_empty_notes(headers, rows)
+        return label, [said(doc, fig) if fig["n"] else "–", spread, fig["n"], runs], note
+    return headers, cells
+
+
+def shown_bare(unit: str, number) -> str:
+    """A figure in a column whose header carries the unit."""
+    if number is None:
+        return "–"
+    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
+
+
+def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
+    """The table of probes, a row a release in release order; its note column only where a
+    row has a note."""
+    doc = doc or document(b, None)
+    columns, cells = (series_columns if doc["over"] else figure_columns)(b, doc)
+    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "probe #", "note"], []
+    for probe in by_release(doc):
+        label, middle, note = cells(probe)
+        number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
+        rows.append([probe["jax"], probe["jaxlib"], label, *middle, number, note[:160]])
+    if any(row[-1] for row in rows):
+        return headers, rows
+    return headers[:-1], [row[:-1] for row in rows]
 
 
 def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
@@ -982,16 +952,21 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     for index, placed in s.placed.items():
         release = b.candidates[index]
         p = placed.placement
+        # A release the search never placed (an end of a range without an answer) is
+        # measured, or without a figure, never a skip.
+        unplaced = "measured" if placed.values else "no figure"
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "label": p.label.value if p else unplaced_label(placed),
+            "label": p.label.value if p else unplaced,
             "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,
                       **({"ran_on": r.ran_on} if r.ran_on else {})}
-                     for r in distinct_runs(placed)],
+                     # Each run once: a release that hung is asked again by the search,
+                     # and answered with its one hung run (budgets.EndsTimer).
+                     for r in {r.number: r for r in placed.runs}.values()],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
@@ -1082,9 +1057,7 @@ def report_stem(b: MetricBisection) -> str:
         shaping["over"] = over_text(q.over)
     if req.try_xla_flags:  # a report with the flags' section beside the plain one
         shaping["try_xla_flags"] = list(req.try_xla_flags)
-    if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
-            or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
-            or req.include_yanked or "over" in shaping or "try_xla_flags" in shaping:
+    if q.kind != "auto" or any(value for key, value in shaping.items() if key != "kind"):
         stem += "-" + digest(shaping)
     return stem
 
