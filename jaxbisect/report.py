@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
-from tabulate import tabulate
 
 from repro.case import UNITS
 from repro.metrics import concrete
@@ -27,11 +26,12 @@ from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.handoff import render_xla_range
-from .evidence.render import details, render_buffers_markdown
+from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
 from .machine import machine_description
+from .minimize import minimal_markdown
 from .question import over_text
 
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
@@ -771,8 +771,7 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
     headers, rows = probe_rows(b, doc)
     candidates = search["candidates"]
     parts += [f"## Releases probed ({search['probes']} of {candidates} candidates)", "",
-              how, "", tabulate(rows, headers=headers, tablefmt="github",
-                                disable_numparse=True), "",
+              how, "", table(headers, rows), "",
               f"Search: {search['probes']} probes ({search['remeasures']} re-measured), at "
               f"most {search['limit']['probes']} for {candidates} candidates when none is "
               f"skipped; {search['runs']} runs in all."
@@ -808,20 +807,15 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
-    if doc.get("attribution"):
-        parts += attribution_lines(doc["attribution"])
-    if doc.get("evidence"):
-        parts += evidence_lines(b, doc["evidence"])
-    if doc.get("minimal"):
-        from .minimize import minimal_markdown
-
-        parts += [minimal_markdown(doc["minimal"], doc["minimal"].get("case_path", ""))]
-    if doc.get("explanation"):
-        parts += why_lines(doc["explanation"], q.metric, doc["metric"]["unit"] or "")
-    if doc.get("try_xla_flags"):
-        parts += tried_lines(doc["try_xla_flags"], b)
-    if doc.get("interrupted"):
-        parts += [f"_{doc['interrupted'][0].upper()}{doc['interrupted'][1:]}._", ""]
+    sections = {  # the document's optional parts, in the report's order
+        "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
+        "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
+        "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
+        "try_xla_flags": lambda tried: tried_lines(tried, b),
+        "interrupted": lambda why: [f"_{why[0].upper()}{why[1:]}._", ""]}
+    for key, lines in sections.items():
+        if doc.get(key):
+            parts += lines(doc[key])
     if b.time_limit is not None:
         parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
                   ""]
@@ -847,9 +841,8 @@ def tried_lines(tried: list[dict], b: MetricBisection) -> list[str]:
     return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
             f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
             f"placed by the bisection's classifier:", "",
-            tabulate(rows, headers=["XLA_FLAGS", b.request.question.metric, "behaviour",
-                                    "old behaviour back"], tablefmt="github",
-                     disable_numparse=True), ""]
+            table(["XLA_FLAGS", b.request.question.metric, "behaviour", "old behaviour back"],
+                  rows), ""]
 
 
 def params_text(params: dict) -> str:
@@ -890,9 +883,7 @@ def test_table(tests: list[dict], metric: str, unit: str, summary: str) -> list[
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
              _figure_cell(metric, unit, t.get("figure")),
              (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
-    return details(summary, [tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric,
-                                                     "note"],
-                                      tablefmt="github", disable_numparse=True)])
+    return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
 def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
@@ -1129,8 +1120,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
         f"Baseline: {_figure_cell(question.metric, unit, base)}"
         + (f" ({params_text(question.params)})" if question.params else "") + ".",
         "", *details("Every pass turned off", [
-            tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
-                                    "figure"], tablefmt="github", disable_numparse=True)
+            table(["pass turned off", question.metric, "against the baseline", "figure"], rows)
             if rows else "_No pass was turned off._"]),
         "## The program", "", *details(display_path(question.case.path),
                                        [question.case.source.rstrip()], "python"),

@@ -22,6 +22,11 @@ def _megabytes(nbytes: int | None) -> str:
     return "n/a" if nbytes is None else f"{nbytes / MB:.2f} MB"
 
 
+def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
 def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
     """A collapsed block of ``lines``, in a code block of ``language`` where given."""
     body = [f"```{language}", *lines, "```"] if language is not None else list(lines)
@@ -65,7 +70,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
            f"values that are never live together share a place in it):", "",
-           tabulate(rows, headers=["", o, n], tablefmt="github", disable_numparse=True), ""]
+           table(["", o, n], rows), ""]
     moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
     for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
                                            ("old_at_peak", o, n, "bytes_removed", "−")):
