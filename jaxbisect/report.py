@@ -188,25 +188,6 @@ def failure_of(probe: dict) -> dict | None:
     return None
 
 
-def behaviour_line(doc: dict) -> str:
-    """The metric either side of the change (of the ends where none was found)."""
-    metric = doc["metric"]["name"]
-    if doc["status"] == "found":
-        first, last = doc["last_old"]["jax"], doc["first_new"]["jax"]
-    else:
-        first, last = doc["measured_part"]
-    ends = [probe_at(doc, v) for v in (first, last)]
-    if doc["over"]:
-        shapes = [f"{p['series']['shape']} at jax {p['jax']}" if p["series"] else
-                  f"no shape at jax {p['jax']}" for p in ends]
-        return f"{metric} over {doc['over']['name']}: {shapes[0]}, {shapes[1]}"
-    line = (f"{metric} {said(doc, ends[0]['figure'])} at jax {first}, "
-            f"{said(doc, ends[1]['figure'])} at jax {last}")
-    if doc["ends"] and doc["ends"]["ratio"]:
-        line += f" ({doc['ends']['ratio']:.2f}×)"
-    return line
-
-
 def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     doc = doc or document(b, None)
     subject = f"{doc['metric']['name']} of {b.request.question.label}"
@@ -231,7 +212,7 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     text = (f"**{VERBS.get(doc['direction'], 'Change')} ({where_}) between jax {old['jax']} "
             f"(jaxlib {old['jaxlib']}), the last release with the old behaviour, and jax "
             f"{new['jax']} (jaxlib {new['jaxlib']}), the first with the new:** "
-            f"{behaviour_line(doc)}.")
+            f"{ends_figures(doc, found=True)}.")
     r = b.search.result
     if not r.exact:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
@@ -295,19 +276,26 @@ def raised_line(b: MetricBisection, doc: dict | None = None) -> str | None:
               f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
 
 
-def ends_figures(doc: dict) -> str:
-    """The two ends' figures in the metric's units, without calling either old or new."""
-    first, last = (probe_at(doc, v) for v in doc["measured_part"])
+def ends_figures(doc: dict, found: bool = False) -> str:
+    """The figures (a shape's words) of the pair found, after the metric's name, or of the
+    ends, without calling either old or new."""
+    versions = ((doc["last_old"]["jax"], doc["first_new"]["jax"]) if found
+                else doc["measured_part"])
+    ends = [probe_at(doc, v) for v in versions]
+    metric, joined = doc["metric"]["name"], "," if found else " and"
     if doc["over"]:
-        shapes = [(p["series"] or {}).get("shape") or "no shape" for p in (first, last)]
-        return (f"{shapes[0]} over {doc['over']['name']} at jax {first['jax']} and "
-                f"{shapes[1]} at jax {last['jax']}")
-    line = (f"{said(doc, first['figure'])} at jax {first['jax']} and "
-            f"{said(doc, last['figure'])} at jax {last['jax']}")
+        shapes = [(p["series"] or {}).get("shape") or "no shape" for p in ends]
+        if found:
+            return (f"{metric} over {doc['over']['name']}: {shapes[0]} at jax {versions[0]}, "
+                    f"{shapes[1]} at jax {versions[1]}")
+        return (f"{shapes[0]} over {doc['over']['name']} at jax {versions[0]} and "
+                f"{shapes[1]} at jax {versions[1]}")
+    line = (f"{said(doc, ends[0]['figure'])} at jax {versions[0]}{joined} "
+            f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
     if doc["ends"] and doc["ends"]["ratio"]:
-        pairs = "within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
-        line += f" ({doc['ends']['ratio']:.2f}× {pairs})".replace(" )", ")")
-    return line
+        pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
+        line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
+    return f"{metric} {line}" if found else line
 
 
 def undecided_advice(doc: dict) -> str:
