@@ -6,6 +6,7 @@ plain ``pip install`` and ``python`` lines that show them without this toolkit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -25,6 +26,7 @@ from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
+from .evidence.chart import chart_markdown, write_png
 from .evidence.handoff import render_xla_range
 from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
@@ -608,9 +610,10 @@ def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], 
     return headers[:-1], [row[:-1] for row in rows]
 
 
-def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
+def shape_chart(b: MetricBisection) -> dict | None:
     """The series of the ends (and the pair) at the size asked, as lines: label ->
-    [(value, figure)], with the chart's words; None where fewer than two have numbers."""
+    [(value, figure)], with the chart's words (``chart_markdown``'s and ``write_png``'s
+    arguments); None where fewer than two have numbers."""
     q, unit = b.request.question, unit_of(b)
     scale, y = (1024**2, f"{q.metric} (MB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
     lines = {}
@@ -624,18 +627,15 @@ def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
             lines[f"jax {b.candidates[i].version}{mode}"] = points
     if len(lines) < 2:
         return None
-    return f"{q.metric} of {q.label} against {q.over[0]}", lines, {"x_label": q.over[0],
-                                                                   "y_label": y}
+    return {"series": lines, "title": f"{q.metric} of {q.label} against {q.over[0]}",
+            "x_label": q.over[0], "y_label": y}
 
 
 def _number(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
 
 
 def chart(b: MetricBisection, doc: dict) -> str | None:
@@ -643,14 +643,8 @@ def chart(b: MetricBisection, doc: dict) -> str | None:
     shape's: its series at the ends and the pair, a line each, and the PNG beside it."""
     q = b.request.question
     if q.over:
-        from .evidence.chart import chart_markdown
-
         drawn = shape_chart(b)
-        if drawn is None:
-            return None
-        title, lines, words = drawn
-        return chart_markdown(lines, title=title, y_label=words["y_label"],
-                              x_label=words["x_label"])
+        return chart_markdown(**drawn) if drawn else None
     points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
               if "median" in p["figure"]]
     if len(points) < 2:
@@ -1057,10 +1051,7 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         return md_path, doc
     drawn = shape_chart(b) if b.request.question.over else None
     if drawn is not None:  # matplotlib where present (an earlier picture kept otherwise)
-        from .evidence.chart import write_png
-
-        title, lines, words = drawn
-        png = write_png(lines, md_path.with_suffix(".png"), title=title, **words)
+        png = write_png(path=md_path.with_suffix(".png"), **drawn)
         if png is not None:
             doc["chart"] = png.name
     elif md_path.with_suffix(".png").exists():  # an earlier run's picture this one does not show
