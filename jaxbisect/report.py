@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import itertools
 import json
 import shlex
 import statistics
@@ -46,12 +47,9 @@ VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
 
 def grouped_reasons(unusable) -> list[tuple[str, str]]:
     """Neighbouring releases left out for the same reason, as one line each."""
-    groups: list[list] = []
-    for release, why in sorted(unusable, key=lambda item: item[0].version):
-        if groups and groups[-1][1] == why:
-            groups[-1][0].append(release)
-        else:
-            groups.append([[release], why])
+    runs = itertools.groupby(sorted(unusable, key=lambda item: item[0].version),
+                             key=lambda item: item[1])
+    groups = [([release for release, _ in group], why) for why, group in runs]
     return [(f"jax {rs[0].version}" if len(rs) == 1 else
              f"jax {rs[0].version} … {rs[-1].version} ({len(rs)} releases)", why)
             for rs, why in groups]
