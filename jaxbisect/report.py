@@ -22,6 +22,7 @@ from packaging.version import Version
 from repro.case import UNITS
 from repro.metrics import concrete
 from repro.options import BISECT, command_line
+from repro.target import load as load_target
 
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
@@ -94,8 +95,6 @@ def where(b: MetricBisection) -> str:
         doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
         described = (doc or {}).get("target") or {}
         if not described.get("description"):  # no run described it: the spec's own words
-            from repro.target import load as load_target
-
             described = {"description": load_target(q.target).description}
         return f"compiled for {described['description']}, without the GPU"
     return b.request.backend
