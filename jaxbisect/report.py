@@ -6,7 +6,10 @@ plain ``pip install`` and ``python`` lines that show them without this toolkit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import inspect
+import itertools
 import json
 import shlex
 import statistics
@@ -15,21 +18,24 @@ from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
-from tabulate import tabulate
 
 from repro.case import UNITS
+from repro.metrics import concrete
 from repro.options import BISECT, command_line
+from repro.target import load as load_target
 
 from .bisection import MetricBisection, Placed, calibration_text, crashes_of
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
+from .evidence.chart import chart_markdown, write_png
 from .evidence.handoff import render_xla_range
-from .evidence.render import details, render_buffers_markdown
+from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
 from .machine import machine_description
+from .minimize import minimal_markdown
 from .question import over_text
 
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
@@ -42,12 +48,9 @@ VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
 
 def grouped_reasons(unusable) -> list[tuple[str, str]]:
     """Neighbouring releases left out for the same reason, as one line each."""
-    groups: list[list] = []
-    for release, why in sorted(unusable, key=lambda item: item[0].version):
-        if groups and groups[-1][1] == why:
-            groups[-1][0].append(release)
-        else:
-            groups.append([[release], why])
+    runs = itertools.groupby(sorted(unusable, key=lambda item: item[0].version),
+                             key=lambda item: item[1])
+    groups = [([release for release, _ in group], why) for why, group in runs]
     return [(f"jax {rs[0].version}" if len(rs) == 1 else
              f"jax {rs[0].version} … {rs[-1].version} ({len(rs)} releases)", why)
             for rs, why in groups]
@@ -92,8 +95,6 @@ def where(b: MetricBisection) -> str:
         doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
         described = (doc or {}).get("target") or {}
         if not described.get("description"):  # no run described it: the spec's own words
-            from repro.target import load as load_target
-
             described = {"description": load_target(q.target).description}
         return f"compiled for {described['description']}, without the GPU"
     return b.request.backend
@@ -108,11 +109,6 @@ def jaxlib_of(release: Release, placed: Placed) -> str:
     return str(release.jaxlib or "?")
 
 
-def _scalar(sample) -> float | None:
-    return float(sample) if isinstance(sample, (int, float)) and not isinstance(sample, bool) \
-        else None
-
-
 def seen(question, placed: Placed) -> tuple:
     """The figures a row shows: a noisy function case's one figure a run (its low quantile,
     what the classifier compared), every sample otherwise."""
@@ -124,8 +120,9 @@ def seen(question, placed: Placed) -> tuple:
 def figure(metric: str, samples: tuple) -> dict:
     """A release's figure: median, spread and count of a scalar metric; the value of the
     others (an error line, an output digest)."""
-    scalars = [_scalar(s) for s in samples]
-    if samples and all(v is not None for v in scalars):
+    scalars = [float(s) for s in samples
+               if isinstance(s, (int, float)) and not isinstance(s, bool)]
+    if samples and len(scalars) == len(samples):
         return {"median": statistics.median(scalars), "min": min(scalars), "max": max(scalars),
                 "n": len(scalars)}
     if not samples:
@@ -190,25 +187,6 @@ def failure_of(probe: dict) -> dict | None:
     return None
 
 
-def behaviour_line(doc: dict) -> str:
-    """The metric either side of the change (of the ends where none was found)."""
-    metric = doc["metric"]["name"]
-    if doc["status"] == "found":
-        first, last = doc["last_old"]["jax"], doc["first_new"]["jax"]
-    else:
-        first, last = doc["measured_part"]
-    ends = [probe_at(doc, v) for v in (first, last)]
-    if doc["over"]:
-        shapes = [f"{p['series']['shape']} at jax {p['jax']}" if p["series"] else
-                  f"no shape at jax {p['jax']}" for p in ends]
-        return f"{metric} over {doc['over']['name']}: {shapes[0]}, {shapes[1]}"
-    line = (f"{metric} {said(doc, ends[0]['figure'])} at jax {first}, "
-            f"{said(doc, ends[1]['figure'])} at jax {last}")
-    if doc["ends"] and doc["ends"]["ratio"]:
-        line += f" ({doc['ends']['ratio']:.2f}×)"
-    return line
-
-
 def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     doc = doc or document(b, None)
     subject = f"{doc['metric']['name']} of {b.request.question.label}"
@@ -233,7 +211,7 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     text = (f"**{VERBS.get(doc['direction'], 'Change')} ({where_}) between jax {old['jax']} "
             f"(jaxlib {old['jaxlib']}), the last release with the old behaviour, and jax "
             f"{new['jax']} (jaxlib {new['jaxlib']}), the first with the new:** "
-            f"{behaviour_line(doc)}.")
+            f"{ends_figures(doc, found=True)}.")
     r = b.search.result
     if not r.exact:
         between = [str(c.version) for c in b.candidates[r.last_old + 1:r.first_new]]
@@ -256,18 +234,6 @@ def left_out_between(b: MetricBisection) -> list[str]:
             if old.version < r.version < new.version and not r.yanked]
 
 
-def distinct_runs(placed: Placed) -> list:
-    """Each run once: a release that hung is asked again by the search, and answered with
-    its one hung run (budgets.EndsTimer)."""
-    return list({r.number: r for r in placed.runs}.values())
-
-
-def unplaced_label(placed: Placed) -> str:
-    """A release the search never placed (an end of a range without an answer): measured,
-    or without a figure, never a skip."""
-    return "measured" if placed.values else "no figure"
-
-
 def row_label(doc: dict, probe: dict) -> str:
     """A probe's behaviour in its row: old, new, skip; an end's where no change was found
     (no old or new without one)."""
@@ -275,13 +241,6 @@ def row_label(doc: dict, probe: dict) -> str:
     if placed and doc["status"] != "found" and probe["jax"] in doc["measured_part"]:
         return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
     return probe["label"]
-
-
-def without_empty_notes(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
-    """The table without its last column (the note) where no row has one."""
-    if any(row[-1] for row in rows):
-        return headers, rows
-    return headers[:-1], [row[:-1] for row in rows]
 
 
 def skip_reason(probe: dict) -> str:
@@ -316,19 +275,26 @@ def raised_line(b: MetricBisection, doc: dict | None = None) -> str | None:
               f"starts (or stops) raising, bisect by the error itself: `{shlex.join(argv)}`")
 
 
-def ends_figures(doc: dict) -> str:
-    """The two ends' figures in the metric's units, without calling either old or new."""
-    first, last = (probe_at(doc, v) for v in doc["measured_part"])
+def ends_figures(doc: dict, found: bool = False) -> str:
+    """The figures (a shape's words) of the pair found, after the metric's name, or of the
+    ends, without calling either old or new."""
+    versions = ((doc["last_old"]["jax"], doc["first_new"]["jax"]) if found
+                else doc["measured_part"])
+    ends = [probe_at(doc, v) for v in versions]
+    metric, joined = doc["metric"]["name"], "," if found else " and"
     if doc["over"]:
-        shapes = [(p["series"] or {}).get("shape") or "no shape" for p in (first, last)]
-        return (f"{shapes[0]} over {doc['over']['name']} at jax {first['jax']} and "
-                f"{shapes[1]} at jax {last['jax']}")
-    line = (f"{said(doc, first['figure'])} at jax {first['jax']} and "
-            f"{said(doc, last['figure'])} at jax {last['jax']}")
+        shapes = [(p["series"] or {}).get("shape") or "no shape" for p in ends]
+        if found:
+            return (f"{metric} over {doc['over']['name']}: {shapes[0]} at jax {versions[0]}, "
+                    f"{shapes[1]} at jax {versions[1]}")
+        return (f"{shapes[0]} over {doc['over']['name']} at jax {versions[0]} and "
+                f"{shapes[1]} at jax {versions[1]}")
+    line = (f"{said(doc, ends[0]['figure'])} at jax {versions[0]}{joined} "
+            f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
     if doc["ends"] and doc["ends"]["ratio"]:
-        pairs = "within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
-        line += f" ({doc['ends']['ratio']:.2f}× {pairs})".replace(" )", ")")
-    return line
+        pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
+        line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
+    return f"{metric} {line}" if found else line
 
 
 def undecided_advice(doc: dict) -> str:
@@ -510,18 +476,6 @@ MEASURE_SNIPPETS = {
         print("error:", type(exc).__name__, str(exc).splitlines()[0])""",
 }
 
-def _concrete_source() -> str:
-    """The harness's own ``concrete`` (structs to seeded data), for the stand-alone script:
-    the same numbers as the toolkit's runs."""
-    import inspect
-
-    from repro.metrics import concrete
-
-    return inspect.getsource(concrete)
-
-
-
-
 def standalone_script(b: MetricBisection) -> str | None:
     """The case's source and the lines that measure its metric, runnable with plain
     ``python`` in any environment with jax."""
@@ -537,7 +491,7 @@ def standalone_script(b: MetricBisection) -> str | None:
                      + textwrap.indent(MEASURE_SNIPPETS[q.metric], "    "))
     return (f"{q.case.source.rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
-            f"# noqa: E402\n\n\n{_concrete_source()}\n\nif __name__ == \"__main__\":\n"
+            f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
             f"{measuring}\n")
 
@@ -571,70 +525,52 @@ def series_mode(b: MetricBisection, series: dict, beside: dict | None = None) ->
     return mode + (f", {smaller}" if smaller else "")
 
 
-def series_rows(b: MetricBisection, doc: dict) -> tuple[list[str], list[list]]:
-    """The shape's table: a column a value of the parameter (the size asked where measured,
-    else the search's), the case's COMPARE programs, the shape."""
+def series_columns(b: MetricBisection, doc: dict):
+    """The shape's columns: one a value of the parameter (the size asked where measured, else
+    the search's), the case's COMPARE programs, the shape; and a probe's cells in them."""
     q, unit = b.request.question, doc["metric"]["unit"] or ""
     name, values = q.over
     scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
-    compare = list(q.case.compare)
-    headers = ["jax", "jaxlib", "behaviour", "mode",
-               *(f"{name}={v}{scale}" for v in values),
-               *(f"{label}{scale}" for label in compare), "shape", "probe #", "note"]
-    rows = []
-    for probe in by_release(doc):
+    headers = ["mode", *(f"{name}={v}{scale}" for v in values),
+               *(f"{label}{scale}" for label in q.case.compare), "shape"]
+
+    def compared(got: dict | None, beside: dict) -> str:
+        figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
+        if not figures:
+            return "–"
+        ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
+        text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+        if got["fallback"]:
+            text += f" ({series_mode(b, got, beside)})"
+        if len(got["figures"]) < len(values):
+            text += f" ({name} {', '.join(got['figures'])} only)"
+        return text
+
+    def cells(probe: dict) -> tuple[str, list, str]:
         series, failure = probe["series"], failure_of(probe)
         note = ""
         if series and series["fallback"]:
             note = f"compiled statistics empty: {series['fallback']['reason']}"
         elif failure:
             note = failure["error"] or ""
-        cells = [shown_bare(unit, (series or {}).get("figures", {}).get(str(v)))
-                 for v in values]
-        others = []
-        for other in compare:
-            got = probe["compare"].get(other)
-            figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
-            if not figures:
-                others.append("–")
-                continue
-            ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
-            text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
-            measured = list((got or {}).get("figures", {}))
-            if got["fallback"]:
-                text += f" ({series_mode(b, got, q.case.compare[other])})"
-            if len(measured) < len(values):
-                text += f" ({name} {', '.join(measured)} only)"
-            others.append(text)
-        rows.append([probe["jax"], probe["jaxlib"], row_label(doc, probe),
-                     series_mode(b, series) if series else "–", *cells, *others,
-                     series["shape"] if series else "–", probe_number(doc, probe),
-                     note[:160]])
-    return without_empty_notes(headers, rows)
+        figures = (series or {}).get("figures", {})
+        return row_label(doc, probe), [
+            series_mode(b, series) if series else "–",
+            *(shown_bare(unit, figures.get(str(v))) for v in values),
+            *(compared(probe["compare"].get(label), beside)
+              for label, beside in q.case.compare.items()),
+            series["shape"] if series else "–"], note
+    return headers, cells
 
 
-def shown_bare(unit: str, number) -> str:
-    """A figure in a column whose header carries the unit."""
-    if number is None:
-        return "–"
-    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
-
-
-def probe_number(doc: dict, probe: dict) -> int:
-    """A probe's place in the search's order (1 for the first probed)."""
-    return doc["search"]["order"].index(probe["jax"]) + 1
-
-
-def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
-    doc = doc or document(b, None)
-    if doc["over"]:
-        return series_rows(b, doc)
+def figure_columns(b: MetricBisection, doc: dict):
+    """One figure a release: its median, spread, samples and runs; and a probe's cells."""
     metric, unit = doc["metric"]["name"], doc["metric"]["unit"] or ""
-    headers = ["jax", "jaxlib", "behaviour", metric, "spread (min … max)",
+    headers = [metric, "spread (min … max)",
                "figures" if doc["metric"]["kind"] == "noisy" and doc["case"] else "samples",
-               "runs", "probe #", "note"]
-    rows = []
-    for probe in by_release(doc):
+               "runs"]
+
+    def cells(probe: dict) -> tuple[str, list, str]:
         fig, failure = probe["figure"], failure_of(probe)
         label = "third behaviour" if probe["third"] else row_label(doc, probe)
         if probe["confidence"] is not None and label in ("old", "new"):
@@ -645,14 +581,36 @@ def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], 
         if failure:
             note = failure["error"] or ""
         runs = sum((r["crash_rate"] or {}).get("runs", 1) for r in probe["runs"])
-        rows.append([probe["jax"], probe["jaxlib"], label, said(doc, fig) if fig["n"] else "–",
-                     spread, fig["n"], runs, probe_number(doc, probe), note[:160]])
-    return without_empty_notes(headers, rows)
+        return label, [said(doc, fig) if fig["n"] else "–", spread, fig["n"], runs], note
+    return headers, cells
 
 
-def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
+def shown_bare(unit: str, number) -> str:
+    """A figure in a column whose header carries the unit."""
+    if number is None:
+        return "–"
+    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
+
+
+def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
+    """The table of probes, a row a release in release order; its note column only where a
+    row has a note."""
+    doc = doc or document(b, None)
+    columns, cells = (series_columns if doc["over"] else figure_columns)(b, doc)
+    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "probe #", "note"], []
+    for probe in by_release(doc):
+        label, middle, note = cells(probe)
+        number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
+        rows.append([probe["jax"], probe["jaxlib"], label, *middle, number, note[:160]])
+    if any(row[-1] for row in rows):
+        return headers, rows
+    return headers[:-1], [row[:-1] for row in rows]
+
+
+def shape_chart(b: MetricBisection) -> dict | None:
     """The series of the ends (and the pair) at the size asked, as lines: label ->
-    [(value, figure)], with the chart's words; None where fewer than two have numbers."""
+    [(value, figure)], with the chart's words (``chart_markdown``'s and ``write_png``'s
+    arguments); None where fewer than two have numbers."""
     q, unit = b.request.question, unit_of(b)
     scale, y = (1024**2, f"{q.metric} (MB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
     lines = {}
@@ -666,18 +624,15 @@ def shape_chart(b: MetricBisection) -> tuple[str, dict, dict] | None:
             lines[f"jax {b.candidates[i].version}{mode}"] = points
     if len(lines) < 2:
         return None
-    return f"{q.metric} of {q.label} against {q.over[0]}", lines, {"x_label": q.over[0],
-                                                                   "y_label": y}
+    return {"series": lines, "title": f"{q.metric} of {q.label} against {q.over[0]}",
+            "x_label": q.over[0], "y_label": y}
 
 
 def _number(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
 
 
 def chart(b: MetricBisection, doc: dict) -> str | None:
@@ -685,14 +640,8 @@ def chart(b: MetricBisection, doc: dict) -> str | None:
     shape's: its series at the ends and the pair, a line each, and the PNG beside it."""
     q = b.request.question
     if q.over:
-        from .evidence.chart import chart_markdown
-
         drawn = shape_chart(b)
-        if drawn is None:
-            return None
-        title, lines, words = drawn
-        return chart_markdown(lines, title=title, y_label=words["y_label"],
-                              x_label=words["x_label"])
+        return chart_markdown(**drawn) if drawn else None
     points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
               if "median" in p["figure"]]
     if len(points) < 2:
@@ -801,8 +750,7 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
     headers, rows = probe_rows(b, doc)
     candidates = search["candidates"]
     parts += [f"## Releases probed ({search['probes']} of {candidates} candidates)", "",
-              how, "", tabulate(rows, headers=headers, tablefmt="github",
-                                disable_numparse=True), "",
+              how, "", table(headers, rows), "",
               f"Search: {search['probes']} probes ({search['remeasures']} re-measured), at "
               f"most {search['limit']['probes']} for {candidates} candidates when none is "
               f"skipped; {search['runs']} runs in all."
@@ -838,20 +786,15 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
-    if doc.get("attribution"):
-        parts += attribution_lines(doc["attribution"])
-    if doc.get("evidence"):
-        parts += evidence_lines(b, doc["evidence"])
-    if doc.get("minimal"):
-        from .minimize import minimal_markdown
-
-        parts += [minimal_markdown(doc["minimal"], doc["minimal"].get("case_path", ""))]
-    if doc.get("explanation"):
-        parts += why_lines(doc["explanation"], q.metric, doc["metric"]["unit"] or "")
-    if doc.get("try_xla_flags"):
-        parts += tried_lines(doc["try_xla_flags"], b)
-    if doc.get("interrupted"):
-        parts += [f"_{doc['interrupted'][0].upper()}{doc['interrupted'][1:]}._", ""]
+    sections = {  # the document's optional parts, in the report's order
+        "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
+        "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
+        "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
+        "try_xla_flags": lambda tried: tried_lines(tried, b),
+        "interrupted": lambda why: [f"_{why[0].upper()}{why[1:]}._", ""]}
+    for key, lines in sections.items():
+        if doc.get(key):
+            parts += lines(doc[key])
     if b.time_limit is not None:
         parts += [f"Time limit of a run: {b.time_limit.seconds:.0f} s ({b.time_limit.why}).",
                   ""]
@@ -877,9 +820,8 @@ def tried_lines(tried: list[dict], b: MetricBisection) -> list[str]:
     return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
             f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
             f"placed by the bisection's classifier:", "",
-            tabulate(rows, headers=["XLA_FLAGS", b.request.question.metric, "behaviour",
-                                    "old behaviour back"], tablefmt="github",
-                     disable_numparse=True), ""]
+            table(["XLA_FLAGS", b.request.question.metric, "behaviour", "old behaviour back"],
+                  rows), ""]
 
 
 def params_text(params: dict) -> str:
@@ -920,9 +862,7 @@ def test_table(tests: list[dict], metric: str, unit: str, summary: str) -> list[
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
              _figure_cell(metric, unit, t.get("figure")),
              (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
-    return details(summary, [tabulate(rows, headers=["jax", "XLA_FLAGS", "behaviour", metric,
-                                                     "note"],
-                                      tablefmt="github", disable_numparse=True)])
+    return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
 def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
@@ -982,16 +922,21 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     for index, placed in s.placed.items():
         release = b.candidates[index]
         p = placed.placement
+        # A release the search never placed (an end of a range without an answer) is
+        # measured, or without a figure, never a skip.
+        unplaced = "measured" if placed.values else "no figure"
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "label": p.label.value if p else unplaced_label(placed),
+            "label": p.label.value if p else unplaced,
             "confidence": p.confidence if p else None,
             "third": bool(p and p.third), "reason": p.reason if p else None,
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,
                       **({"ran_on": r.ran_on} if r.ran_on else {})}
-                     for r in distinct_runs(placed)],
+                     # Each run once: a release that hung is asked again by the search,
+                     # and answered with its one hung run (budgets.EndsTimer).
+                     for r in {r.number: r for r in placed.runs}.values()],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
@@ -1082,9 +1027,7 @@ def report_stem(b: MetricBisection) -> str:
         shaping["over"] = over_text(q.over)
     if req.try_xla_flags:  # a report with the flags' section beside the plain one
         shaping["try_xla_flags"] = list(req.try_xla_flags)
-    if any(shaping[k] for k in ("params", "xla_flags", "samples", "threshold", "command")) \
-            or q.kind != "auto" or req.runs is not None or req.max_runs is not None \
-            or req.include_yanked or "over" in shaping or "try_xla_flags" in shaping:
+    if q.kind != "auto" or any(value for key, value in shaping.items() if key != "kind"):
         stem += "-" + digest(shaping)
     return stem
 
@@ -1105,10 +1048,7 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
         return md_path, doc
     drawn = shape_chart(b) if b.request.question.over else None
     if drawn is not None:  # matplotlib where present (an earlier picture kept otherwise)
-        from .evidence.chart import write_png
-
-        title, lines, words = drawn
-        png = write_png(lines, md_path.with_suffix(".png"), title=title, **words)
+        png = write_png(path=md_path.with_suffix(".png"), **drawn)
         if png is not None:
             doc["chart"] = png.name
     elif md_path.with_suffix(".png").exists():  # an earlier run's picture this one does not show
@@ -1156,8 +1096,7 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
         f"Baseline: {_figure_cell(question.metric, unit, base)}"
         + (f" ({params_text(question.params)})" if question.params else "") + ".",
         "", *details("Every pass turned off", [
-            tabulate(rows, headers=["pass turned off", question.metric, "against the baseline",
-                                    "figure"], tablefmt="github", disable_numparse=True)
+            table(["pass turned off", question.metric, "against the baseline", "figure"], rows)
             if rows else "_No pass was turned off._"]),
         "## The program", "", *details(display_path(question.case.path),
                                        [question.case.source.rstrip()], "python"),

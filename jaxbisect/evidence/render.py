@@ -9,10 +9,6 @@ from tabulate import tabulate
 from .common import MB, UNITS
 
 
-def _mb(nbytes: int | None) -> str:
-    return "n/a" if nbytes is None else f"{nbytes / MB:.2f} MB"
-
-
 def _bytes(nbytes: int | None) -> str:
     if nbytes is None:
         return "n/a"
@@ -20,6 +16,15 @@ def _bytes(nbytes: int | None) -> str:
         if nbytes >= UNITS[unit]:
             return f"{nbytes / UNITS[unit]:.2f} {unit}"
     return f"{nbytes} B"
+
+
+def _megabytes(nbytes: int | None) -> str:
+    return "n/a" if nbytes is None else f"{nbytes / MB:.2f} MB"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
@@ -30,7 +35,6 @@ def details(summary: str, lines: Sequence[str], language: str | None = None) -> 
 
 def _code(lines: Sequence[str], language: str = "text") -> str:
     return f"```{language}\n" + "\n".join(lines) + "\n```"
-
 
 
 def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
@@ -51,7 +55,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                          for e in arrays[:3]) or "n/a"
 
     rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
-            ["plan (output + temp)", _mb(old["plan_bytes"]), _mb(new["plan_bytes"])],
+            ["plan (output + temp)", *(_megabytes(r["plan_bytes"]) for r in (old, new))],
             ["XLA's total bytes used", _bytes(old["dump_total_bytes"]),
              _bytes(new["dump_total_bytes"])],
             ["largest allocation", *(f"{_bytes(r['largest_allocation']['size_bytes'])}, "
@@ -66,47 +70,39 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
            f"values that are never live together share a place in it):", "",
-           tabulate(rows, headers=["", o, n], tablefmt="github", disable_numparse=True), ""]
-    grown = evidence.get("new_at_peak") or []
-    grown = [e for e in grown if e["bytes_added"] * 100 >= grown[0]["bytes_added"]]  # ≥ 1 %
-    if grown:
-        out += [f"Held at the peak under {n} in more places than under {o}: "
-                + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
-                            f"(+{_bytes(e['bytes_added'])})" for e in grown[:5]) + ".", ""]
-    shrunk = evidence.get("old_at_peak") or []
-    shrunk = [e for e in shrunk if e["bytes_removed"] * 100 >= shrunk[0]["bytes_removed"]]
-    if shrunk:
-        out += [f"Held at the peak under {o} in more places than under {n}: "
-                + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
-                            f"(−{_bytes(e['bytes_removed'])})" for e in shrunk[:5]) + ".", ""]
-    if not grown and not shrunk and old["at_peak"] and new["at_peak"]:
+           table(["", o, n], rows), ""]
+    moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
+    for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
+                                           ("old_at_peak", o, n, "bytes_removed", "−")):
+        entries = evidence.get(key) or []
+        moved[key] = [e for e in entries if e[change] * 100 >= entries[0][change]]
+        if moved[key]:
+            out += [f"Held at the peak under {more} in more places than under {fewer}: "
+                    + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
+                                f"({sign}{_bytes(e[change])})" for e in moved[key][:5]) + ".", ""]
+    if not any(moved.values()) and old["at_peak"] and new["at_peak"]:
         out += ["Both plans hold the same shapes in as many places at the peak.", ""]
-    for side, release in ((o, old), (n, new)):
-        if release["error"]:
-            out += [f"_{side}: {release['error']}_", ""]
-    values = []
+    errors, values, schedule, raw = [], [], [], []
     for label, release in ((o, old), (n, new)):
+        errors += [f"_{label}: {release['error']}_", ""] if release["error"] else []
         a = release["largest_allocation"]
         if a:
             values += [f"{label}: allocation {a['index']} ({_bytes(a['size_bytes'])}, "
                        f"{a['kind']})", *(f"  {v['values']:3d} × {v['shape']} "
                                            f"({_bytes(v['size_bytes'])} each)"
                                            for v in a["values"]), ""]
+        schedule += [f"{label}:", *release["schedule"], ""]
+        for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
+            if release["raw"].get(key):
+                raw += [f"**{label}, {key.replace('_', ' ')}**", "",
+                        _code(release["raw"][key]), ""]
+    out += errors
     if values:
         out += details("The values of the largest allocation, by shape", values[:-1], "text")
     if old["schedule"] or new["schedule"]:
         out += [f"The scheduled entry computation (XLA's *after_optimizations* HLO): where "
-                f"{shape} buffers ({named}) are made relative to the while loops.", ""]
-        body = []
-        for label, release in ((o, old), (n, new)):
-            body += [f"{label}:", *release["schedule"], ""]
-        out += [_code(body[:-1]), ""]
-    raw = []
-    for label, release in ((o, old), (n, new)):
-        for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
-            lines = release["raw"].get(key)
-            if lines:
-                raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
+                f"{shape} buffers ({named}) are made relative to the while loops.", "",
+                _code(schedule[:-1]), ""]
     if raw:
         out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
     out += ["One release's dump, in its environment (the document holds the dump files):", "",
