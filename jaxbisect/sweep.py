@@ -238,10 +238,6 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
         return placed, None
     classifier = make_classifier(values(first), values(last))
     ends = classifier.ends()
-    if not ends.distinct and noisy_metric and len(runs[first]) + batch <= max_runs:
-        measure((first, last), batch)
-        classifier = make_classifier(values(first), values(last))
-        ends = classifier.ends()
     for i, label in ((first, Label.OLD), (last, Label.NEW)):
         placed[i] = Placed(i, tuple(runs[i]), Placement(label, None, reason="an end"),
                            values(i))
