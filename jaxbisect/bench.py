@@ -41,9 +41,11 @@ from .errors import UserError
 from .files import write_atomic
 from .machine import default_jobs, machine_description
 from .question import Run
+from .sweep import load_results
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent
+NOXFILE = REPO / "noxfile.py"
 DEFAULT_OUT = Path("reports") / "bench.md"
 READY_TARGET_S = 3.0  # a warm environment is ready in under 3 s
 OUTSIDE_TARGET = 0.10  # a warm `nox -s repro` spends under 10 % of its time outside the harness
@@ -188,10 +190,13 @@ class Scenario:
     harness seconds of the runs it made (``{"harness": s}``)."""
 
     what: str
-    argv: tuple[str, ...]  # {backend} is the bench's
+    argv: tuple[str, ...]  # python -m ARGV; {backend}, {reports}, {envdir} filled in
     steps: tuple[Step, ...]
     checks: Callable[[Timed, float, argparse.Namespace], list[Check]]
-    nox: bool = False
+
+    @property
+    def nox(self) -> bool:
+        return self.argv[0] == "nox"
 
 
 COLD = Step("cold", "cold: no environments, no stored results", ("--jobs", "1"))
@@ -199,6 +204,7 @@ WARM = Step("warm", "warm: environments ready, results dropped", ("--jobs", "1")
             drop_results=True)
 STORED = Step("stored", "fully stored rerun", ("--jobs", "1"))
 CASE = REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py"
+BISECTION = ("--reports", "{reports}", "--json")  # a bisection's own options in a scenario
 
 
 def _harness_seconds(cache: Path, since: float) -> float:
@@ -214,17 +220,6 @@ def _harness_seconds(cache: Path, since: float) -> float:
         except (ValueError, KeyError, TypeError):
             continue  # a command's or an explanation's record, not a run
     return total
-
-
-def _default_releases(noxfile: Path) -> list[str]:
-    """DEFAULT_RELEASES as the noxfile lists them (read, not imported: it imports nox)."""
-    listing = subprocess.run([sys.executable, "-m", "nox", "-f", str(noxfile), "-l", "--json",
-                              "-s", "repro_release"], check=False, capture_output=True, text=True,
-                             cwd=REPO)
-    try:
-        return [s["call_spec"]["release"] for s in json.loads(listing.stdout)]
-    except (ValueError, KeyError, TypeError):
-        return []
 
 
 def _answer(doc: dict) -> str:
@@ -256,35 +251,28 @@ def run_scenario(name: str, scenario: Scenario, args: argparse.Namespace, scratc
     env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
     if args.fresh_machine:
         env["UV_CACHE_DIR"] = str(scratch / f"{name}-uv-cache")
-    noxfile = REPO / "noxfile.py"
-    what = scenario.what.format(backend=args.backend, releases=len(
-        _default_releases(noxfile)) if scenario.nox else 0)
     if scenario.nox:
-        if not noxfile.is_file():
-            raise UserError(f"no noxfile at {noxfile}: run the bench from a clone of the project")
+        if not NOXFILE.is_file():
+            raise UserError(f"no noxfile at {NOXFILE}: run the bench from a clone of the project")
         # As in a fresh clone: reports/repro/ as committed (the sweep reads how long each
         # release took from it, to start the longest first), nothing measured in the cache.
         shutil.copytree(REPO / "reports" / "repro", reports)
-    argv = [arg.format(backend=args.backend) for arg in scenario.argv]
+    fill = {"backend": args.backend, "reports": reports, "envdir": scratch / "nox-envs",
+            "releases": len({d["release"] for d in load_results(REPO / "reports" / "repro")[0]})}
+    what, argv = scenario.what.format(**fill), [arg.format(**fill) for arg in scenario.argv]
     timed: Timed = {}
     rows = []
     for step in scenario.steps:
         if step.drop_results:
             shutil.rmtree(cache / "results", ignore_errors=True)
-        if scenario.nox:
-            command = [sys.executable, "-m", "nox", "-f", str(noxfile), "-s", "repro", "--envdir",
-                       str(scratch / "nox-envs"), "--", "--reports", str(reports), *argv,
-                       *step.extra]
-        else:
-            found = timed[scenario.steps[0].name][1] if step.on_pair else {}
-            ends = (["--from", found["last_old"]["jax"], "--to", found["first_new"]["jax"]]
-                    if found else [])
-            command = [sys.executable, "-m", "jaxbisect", *argv, *ends, *step.extra,
-                       "--reports", str(reports), "--json"]
+        found = timed[scenario.steps[0].name][1] if step.on_pair else {}
+        ends = ["--from", found["last_old"]["jax"], "--to", found["first_new"]["jax"]] \
+            if found else []
         say(f"bench: {what}, {step.name} …")
         began = time.time()
-        seconds, out = _timed(partial(_run, command, env=env, cwd=REPO, log=scratch / "bench.log",
-                                      ok=(0,) if scenario.nox else (0, 1)))
+        seconds, out = _timed(partial(
+            _run, [sys.executable, "-m", *argv, *ends, *step.extra], env=env, cwd=REPO,
+            log=scratch / "bench.log", ok=(0,) if scenario.nox else (0, 1)))
         say(f"bench: {what}, {step.name}: {seconds:.1f} s")
         got = {"harness": _harness_seconds(cache, began)} if scenario.nox else json.loads(out)
         timed[step.name] = seconds, got
@@ -352,26 +340,29 @@ SCENARIOS = {
     # The whole `nox -s repro`: cold (a fresh cache and nox envdir: catalogue, nox virtualenvs
     # and JAX environments made from scratch), warm (every result stored), warm with
     # --remeasure (environments ready, the harness run again), and that one release at a time.
-    "repro": Scenario("nox -s repro ({releases} releases)", ("--backend", "{backend}"), (
+    "repro": Scenario("nox -s repro ({releases} releases)", (
+        "nox", "-f", str(NOXFILE), "-s", "repro", "--envdir", "{envdir}", "--", "--reports",
+        "{reports}", "--backend", "{backend}"), (
         Step("cold", "cold: fresh JAX_SCAN_REPRO_CACHE and nox envdir, releases side by side"),
         Step("warm", "warm: environments and results stored, nothing to run"),
         Step("remeasured", "warm, --remeasure: environments ready", ("--remeasure",)),
         Step("one at a time", "warm, --remeasure --jobs 1 (one release at a time)",
-             ("--remeasure", "--jobs", "1"))), repro_checks, nox=True),
+             ("--remeasure", "--jobs", "1"))), repro_checks),
     # 21 CPU releases; the CPU change is 0.5.0 -> 0.5.1. Does probing two at once help here?
     "bisect": Scenario("bisect 0.5.0 … 0.10.2 ({backend})", (
-        "--from", "0.5.0", "--to", "0.10.2", "--backend", "{backend}", "--no-evidence"), (
+        "jaxbisect", "--from", "0.5.0", "--to", "0.10.2", "--backend", "{backend}",
+        "--no-evidence", *BISECTION), (
         COLD, WARM, STORED, Step("jobs 2", "warm, --jobs 2", ("--jobs", "2"), drop_results=True)),
         bisect_checks),
     # The 29 CPU releases installable for Python 3.11, default options, then --minimize.
     "long": Scenario("bisect 0.4.30 … 0.10.2 (cpu), evidence included", (
-        "--from", "0.4.30", "--to", "0.10.2", "--backend", "cpu"), (
+        "jaxbisect", "--from", "0.4.30", "--to", "0.10.2", "--backend", "cpu", *BISECTION), (
         COLD, STORED, Step("minimize", "--minimize on the pair found",
                            ("--no-evidence", "--minimize"), on_pair=True)), long_checks),
     # A timing case bisected by run_time over its recorded range.
     "case": Scenario(f"bisect 0.4.30 … 0.4.33 by run_time of {CASE.stem}", (
-        "--from", "0.4.30", "--to", "0.4.33", "--backend", "cpu", "--case", str(CASE),
-        "--no-evidence"), (COLD, WARM, STORED), case_checks),
+        "jaxbisect", "--from", "0.4.30", "--to", "0.4.33", "--backend", "cpu", "--case",
+        str(CASE), "--no-evidence", *BISECTION), (COLD, WARM, STORED), case_checks),
 }
 
 
