@@ -227,12 +227,9 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
         return values_of(runs.get(i, []), reduce)
 
     first, last = measured[0], measured[-1]
-    if first == last:  # one release: its figure, nothing to place it against
-        measure((first,), batch)
-        placed[first] = Placed(first, tuple(runs[first]), None, values(first))
-        return placed, None
-    measure((first, last), batch)
-    if not values(first) or not values(last):
+    measure(tuple(dict.fromkeys((first, last))), batch)
+    # One release, or an end without a figure: measured, with nothing to place against.
+    if first == last or not values(first) or not values(last):
         for i in (first, last):
             placed[i] = Placed(i, tuple(runs[i]), None, values(i))
         return placed, None
