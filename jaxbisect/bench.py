@@ -35,6 +35,8 @@ from unittest.mock import patch  # os.environ set for a while, as patch.dict doe
 from packaging.utils import canonicalize_name
 from tabulate import tabulate
 
+from repro.options import OneLineParser
+
 from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
@@ -456,7 +458,7 @@ def _sharing(busy: float | None, own: float, wall: float) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=sorted(BENCHMARKS), action="append",
                    help="run only this benchmark (repeatable; default: all)")
     p.add_argument("--release", default="0.5.0", help="the release whose environment is timed")

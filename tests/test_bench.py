@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from jaxbisect import bench
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,3 +69,11 @@ def test_the_report_is_a_table_of_rows_and_targets():
                              "nox -s bench", datetime(2026, 1, 1, tzinfo=UTC))
     assert "| what   | uv     | 1.50      | 0.25           | cold  |" in text
     assert "MISSED" in text and "- Command: `nox -s bench`" in text
+
+
+def test_bad_input_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        bench.main(["--only", "nope"])
+    assert exited.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("python -m jaxbisect.bench: error: argument --only")
