@@ -81,14 +81,8 @@ def repro(session: nox.Session) -> None:
     case's sizes (``--n-outer 1 2 5``, ``--n-res 64``, ``--metric peak_memory`` …),
     ``--remeasure``, ``--jobs N`` (releases at once; default from the cores and memory).
     """
-    if RELEASE_FLAGS.intersection(session.posargs):
-        session.error("nox -s repro measures its default set; for one of it use "
-                      "nox -s \"repro_release(release='0.5.0')\", for other releases "
-                      "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
-    _install_project(session)
-    session.run(*SWEEP, "--release", *DEFAULT_RELEASES, "--if-installable",
-                "--command", _invocation(session, "repro"), *_report_target(session.posargs),
-                *session.posargs)
+    _sweep_default_set(session, DEFAULT_RELEASES, "nox -s repro measures its default set; for "
+                       "one of it use nox -s \"repro_release(release='0.5.0')\"")
 
 
 @nox.session
@@ -96,24 +90,23 @@ def repro(session: nox.Session) -> None:
 def repro_release(session: nox.Session, release: str) -> None:
     """One release of the default set into reports/repro/ (the CI workflow runs each as a job
     of its own, on every runner named)."""
+    _sweep_default_set(session, [release], "repro_release measures the release it names")
+
+
+def _sweep_default_set(session: nox.Session, releases: list[str], refusal: str) -> None:
+    """``releases`` of the default set into reports/repro/, for the report's GPU too (unless
+    the run names its own target or runs for real: a compile-only target has no real peak)."""
     if RELEASE_FLAGS.intersection(session.posargs):
-        session.error("repro_release measures the release it names; for other releases use "
-                      "nox -s repro_range -- --release 0.4.25 0.6.0 (or --from A --to B)")
+        session.error(f"{refusal}; for other releases use nox -s repro_range -- --release "
+                      "0.4.25 0.6.0 (or --from A --to B)")
+    runtime = "--metric=peak_memory" in session.posargs or any(
+        a == "--metric" and b == "peak_memory"
+        for a, b in zip(session.posargs, session.posargs[1:]))
+    own = any(arg.startswith(("--target", "--also-target")) for arg in session.posargs)
+    target = ["--also-target", REPORT_TARGET] if REPORT_TARGET and not (runtime or own) else []
     _install_project(session)
-    session.run(*SWEEP, "--release", release, "--if-installable",
-                "--command", _invocation(session, "repro"), *_report_target(session.posargs),
-                *session.posargs)
-
-
-def _report_target(posargs: list[str]) -> list[str]:
-    """The report's GPU beside the backend, unless the run names its own target or runs
-    for real (a compile-only target has no real peak)."""
-    runtime = "--metric=peak_memory" in posargs or any(
-        a == "--metric" and b == "peak_memory" for a, b in zip(posargs, posargs[1:]))
-    if not REPORT_TARGET or runtime or any(
-            arg.startswith(("--target", "--also-target")) for arg in posargs):
-        return []
-    return ["--also-target", REPORT_TARGET]
+    session.run(*SWEEP, "--release", *releases, "--if-installable",
+                "--command", _invocation(session, "repro"), *target, *session.posargs)
 
 
 @nox.session

@@ -1,19 +1,9 @@
 """``python -m jaxbisect.bench``: how long environments and the main job take, cold and warm.
 
-Side by side, in one run (``nox -s bench``):
-
-- one release's environment (jax 0.5.0 unless ``--release``), made with uv (as
-  ``environments.ensure_environment`` does) and with pip (``python -m venv`` + ``pip install``
-  of the exact versions uv resolved, so both install the same set): cold, with an empty package
-  cache in a temporary folder; warm, a new environment from the cache the cold run filled; and
-  ready, asking again for the finished environment (what every later run does);
-- the whole ``nox -s repro``: cold (a fresh ``JAX_SCAN_REPRO_CACHE`` and nox envdir: catalogue,
-  nox virtualenvs and JAX environments made from scratch; uv's cache as it is, or empty too with
-  ``--fresh-machine``), warm (every result stored), and warm with ``--remeasure`` (environments
-  ready, the harness run again), with the share of its time spent outside the harness, and
-  the same with ``--jobs 1`` (one release at a time, as before releases ran side by side);
-- a bisection over 21 releases: cold, warm and fully stored, with its probes and rounds against
-  the limit of the search, and warm with ``--jobs 2`` (does probing two at once help here?).
+Side by side, in one run (``nox -s bench``): one release's environment (jax 0.5.0 unless
+``--release``) made with uv (as ``environments.ensure_environment`` does) and with pip (the
+exact versions uv resolved), cold, warm and ready; then each of SCENARIOS (the whole ``nox -s
+repro``, bisections), a command timed in steps from a fresh cache to every result stored.
 
 Every time is also given in *harness runs*: one ``python -m repro`` under jax 0.10.2 at the
 report's sizes, timed in the same run (the median of three), so that figures from a busy or a
@@ -34,15 +24,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
 from pathlib import Path
+from unittest.mock import patch  # os.environ set for a while, as patch.dict does it
 
 from packaging.utils import canonicalize_name
 from tabulate import tabulate
+
+from repro.options import OneLineParser
 
 from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
@@ -50,9 +43,11 @@ from .errors import UserError
 from .files import write_atomic
 from .machine import default_jobs, machine_description
 from .question import Run
+from .sweep import load_results
 
 PROG = "python -m jaxbisect.bench"
 REPO = Path(__file__).resolve().parent.parent
+NOXFILE = REPO / "noxfile.py"
 DEFAULT_OUT = Path("reports") / "bench.md"
 READY_TARGET_S = 3.0  # a warm environment is ready in under 3 s
 OUTSIDE_TARGET = 0.10  # a warm `nox -s repro` spends under 10 % of its time outside the harness
@@ -87,21 +82,6 @@ class Results:
 Say = Callable[[str], None]
 
 
-@contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    """Set environment variables for the duration (this process and what it starts)."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _timed(action: Callable[[], object]) -> tuple[float, object]:
     started = time.perf_counter()
     result = action()
@@ -118,15 +98,17 @@ def _distributions(env_dir: Path) -> dict[str, str]:
 
 
 def _run(command: list[str], *, env: dict | None = None, cwd: Path | None = None,
-         log: Path | None = None) -> None:
+         log: Path | None = None, ok: tuple[int, ...] = (0,)) -> str:
+    """``command``'s output; an exit status not in ``ok`` is a UserError with its last lines."""
     done = subprocess.run(command, env=env, cwd=cwd, check=False, capture_output=True, text=True)
     if log is not None:
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(f"$ {shlex.join(command)}\n{done.stdout}{done.stderr}\n")
-    if done.returncode != 0:
+    if done.returncode not in ok:
         tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-5:]
         raise UserError(f"{shlex.join(command[:4])} … failed (exit {done.returncode}): "
                         + " | ".join(tail))
+    return done.stdout
 
 
 # -- one release's environment: uv against pip ------------------------------------------------
@@ -139,18 +121,18 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
     uv_cache = scratch / "uv-cache"
 
     def uv_env(name: str):
-        with _environ(JAX_SCAN_REPRO_CACHE=str(scratch / name), UV_CACHE_DIR=str(uv_cache)):
+        with patch.dict(os.environ, JAX_SCAN_REPRO_CACHE=str(scratch / name),
+                        UV_CACHE_DIR=str(uv_cache)):
             return _timed(lambda: ensure_environment(release, "cpu", progress=lambda _: None))
 
-    say(f"bench: {what} with uv, cold …")
-    cold, env = uv_env("uv-cold")
-    rows.append(Row(what, "uv", cold, "cold: empty uv cache, new environment"))
-    say(f"bench: {what} with uv, warm …")
-    warm, env = uv_env("uv-warm")
-    rows.append(Row(what, "uv", warm, "warm: uv cache filled, new environment"))
-    ready, again = uv_env("uv-warm")
-    assert again.reused, "the finished environment was not reused"
-    rows.append(Row(what, "uv", ready, "ready: the finished environment, asked for again"))
+    for name, how in (("uv-cold", "cold: empty uv cache, new environment"),
+                      ("uv-warm", "warm: uv cache filled, new environment"),
+                      ("uv-warm", "ready: the finished environment, asked for again")):
+        say(f"bench: {what} with uv, {how.split(':')[0]} …")
+        seconds, env = uv_env(name)
+        rows.append(Row(what, "uv", seconds, how))
+    assert env.reused, "the finished environment was not reused"
+    warm, ready = rows[1].seconds, rows[2].seconds
     checks.append(Check(f"warm environment ready < {READY_TARGET_S:.0f} s",
                         f"{ready:.2f} s (ready), {warm:.1f} s (new, from uv's cache)",
                         max(ready, warm) < READY_TARGET_S))
@@ -169,14 +151,12 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
                  env=pip_env, log=log)
         return _timed(work)[0]
 
-    say(f"bench: {what} with pip, cold …")
-    pip_cold = pip_install(scratch / "pip-cold", create=True)
-    rows.append(Row(what, "pip", pip_cold, "cold: empty pip cache, python -m venv + pip install"))
-    say(f"bench: {what} with pip, warm …")
-    pip_warm = pip_install(scratch / "pip-warm", create=True)
-    rows.append(Row(what, "pip", pip_warm, "warm: pip cache filled, new environment"))
-    pip_ready = pip_install(scratch / "pip-warm", create=False)
-    rows.append(Row(what, "pip", pip_ready, "ready: pip install again, all already satisfied"))
+    for venv, create, how in (
+            ("pip-cold", True, "cold: empty pip cache, python -m venv + pip install"),
+            ("pip-warm", True, "warm: pip cache filled, new environment"),
+            ("pip-warm", False, "ready: pip install again, all already satisfied")):
+        say(f"bench: {what} with pip, {how.split(':')[0]} …")
+        rows.append(Row(what, "pip", pip_install(scratch / venv, create), how))
     same = _distributions(scratch / "pip-warm")
     same = {k: v for k, v in same.items() if k not in {"pip", "setuptools", "wheel"}}
     if same != _distributions(env.path):
@@ -185,7 +165,48 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
     return Results(rows, checks)
 
 
-# -- the whole main job -----------------------------------------------------------------------
+# -- the main job and bisections: scenarios, each a command timed in steps ---------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One timed run of a scenario's command: its name, its words in the table, what it adds
+    to the command, and whether the stored results are dropped first (environments kept)."""
+
+    name: str
+    how: str
+    extra: tuple[str, ...] = ()
+    drop_results: bool = False
+    on_pair: bool = False  # --from/--to: the pair the first step found
+
+
+Timed = dict[str, tuple[float, dict]]  # a step's name -> its seconds and what it gave
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A command timed in steps that share one fresh ``JAX_SCAN_REPRO_CACHE`` (with
+    ``--fresh-machine``, one empty uv cache too); ``checks`` holds its figures to targets.
+
+    A bisection (``python -m jaxbisect … --json``) gives its document; ``nox -s repro`` the
+    harness seconds of the runs it made (``{"harness": s}``)."""
+
+    what: str
+    argv: tuple[str, ...]  # python -m ARGV; {backend}, {reports}, {envdir} filled in
+    steps: tuple[Step, ...]
+    checks: Callable[[Timed, float, argparse.Namespace], list[Check]]
+
+    @property
+    def nox(self) -> bool:
+        return self.argv[0] == "nox"
+
+
+COLD = Step("cold", "cold: no environments, no stored results", ("--jobs", "1"))
+WARM = Step("warm", "warm: environments ready, results dropped", ("--jobs", "1"),
+            drop_results=True)
+STORED = Step("stored", "fully stored rerun", ("--jobs", "1"))
+CASE = REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py"
+BISECTION = ("--reports", "{reports}", "--json")  # a bisection's own options in a scenario
 
 
 def _harness_seconds(cache: Path, since: float) -> float:
@@ -203,245 +224,155 @@ def _harness_seconds(cache: Path, since: float) -> float:
     return total
 
 
-def bench_repro(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
-    noxfile = REPO / "noxfile.py"
-    if not noxfile.is_file():
-        raise UserError(f"no noxfile at {noxfile}: run the bench from a clone of the project")
-    reports, envdir = scratch / "repro-reports", scratch / "nox-envs"
-    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(scratch / "repro-cache")}
-    if args.fresh_machine:
-        env["UV_CACHE_DIR"] = str(scratch / "repro-uv-cache")
-    log = scratch / "nox.log"
-    base = [sys.executable, "-m", "nox", "-f", str(noxfile), "-s", "repro", "--envdir",
-            str(envdir), "--", "--reports", str(reports), "--backend", args.backend]
-    what = f"nox -s repro ({len(_default_releases(noxfile))} releases)"
-    unit = args.harness_seconds
-    rows, checks = [], []
-
-    cache = scratch / "repro-cache"
-    started: list[float] = []
-
-    def nox(extra: list[str], label: str) -> float:
-        say(f"bench: {what}, {label} …")
-        started.append(time.time())
-        seconds, _ = _timed(lambda: _run([*base, *extra], env=env, cwd=REPO, log=log))
-        say(f"bench: {what}, {label}: {seconds:.1f} s")
-        return seconds
-
-    def harness_seconds() -> float:  # of the last nox run
-        return _harness_seconds(cache, started[-1])
-
-    cold_label = ("cold: fresh cache, nox envdir and uv cache (a fresh machine)"
-                  if args.fresh_machine else "cold: fresh JAX_SCAN_REPRO_CACHE and nox envdir")
-    # As in a fresh clone: reports/repro/ as committed (the sweep reads how long each release
-    # took from it, to start the longest first), nothing measured in the cache.
-    shutil.rmtree(reports, ignore_errors=True)
-    shutil.copytree(REPO / "reports" / "repro", reports)
-    cold = nox([], "cold")
-    harness = harness_seconds()
-    rows.append(Row(what, "uv", cold, f"{cold_label}; harness {harness:.1f} s, releases "
-                                      f"side by side", cold / unit))
-    stored = nox([], "warm")
-    rows.append(Row(what, "uv", stored, "warm: environments and results stored, nothing to run",
-                    stored / unit))
-    remeasured = nox(["--remeasure"], "warm, remeasured")
-    harness = harness_seconds()
-    rows.append(Row(what, "uv", remeasured,
-                    f"warm, --remeasure: environments ready, harness {harness:.1f} s of work",
-                    remeasured / unit))
-    one_at_a_time = nox(["--remeasure", "--jobs", "1"], "warm, remeasured, one at a time")
-    harness_one = harness_seconds()
-    outside_one = (one_at_a_time - harness_one) / one_at_a_time
-    rows.append(Row(what, "uv", one_at_a_time,
-                    f"warm, --remeasure --jobs 1 (one release at a time): harness "
-                    f"{harness_one:.1f} s, {outside_one:.1%} outside it", one_at_a_time / unit))
-    checks.append(Check(f"warm nox -s repro --jobs 1: < {OUTSIDE_TARGET:.0%} of its time "
-                        f"outside the harness", f"{outside_one:.1%} "
-                        f"({one_at_a_time - harness_one:.1f} s of {one_at_a_time:.1f} s)",
-                        outside_one < OUTSIDE_TARGET))
-    checks.append(Check(f"nox -s repro cold ≤ half of {REPRO_BEFORE_S:.0f} s "
-                        + ("(fresh machine)" if args.fresh_machine else "(uv cache warm)"),
-                        f"{cold:.0f} s ({cold / unit:.1f} harness runs; releases side by side "
-                        f"{one_at_a_time / remeasured:.2f}× as fast as one at a time, warm)",
-                        cold <= REPRO_BEFORE_S / 2))
-    checks.append(Check("nox -s repro warm < 2 min", f"{remeasured:.0f} s remeasured, "
-                        f"{stored:.1f} s stored", remeasured < 120))
-    return Results(rows, checks)
-
-
-def _default_releases(noxfile: Path) -> list[str]:
-    """DEFAULT_RELEASES as the noxfile lists them (read, not imported: it imports nox)."""
-    listing = subprocess.run([sys.executable, "-m", "nox", "-f", str(noxfile), "-l", "--json",
-                              "-s", "repro_release"], check=False, capture_output=True, text=True,
-                             cwd=REPO)
-    try:
-        return [s["call_spec"]["release"] for s in json.loads(listing.stdout)]
-    except (ValueError, KeyError, TypeError):
-        return []
-
-
-# -- a bisection ------------------------------------------------------------------------------
-
-BISECT_RANGE = ("0.5.0", "0.10.2")  # 21 CPU releases here; the CPU change is 0.5.0 -> 0.5.1
-
-
-def bench_bisect(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
-    """One bisection over a fixed range: cold (no environments, no results), warm
-    (environments ready, results dropped), fully stored, and warm with two probes a round;
-    with the probes and rounds each took against the search's limit."""
-    cache = scratch / "bisect-cache"
-    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
-    if args.fresh_machine:
-        env["UV_CACHE_DIR"] = str(scratch / "bisect-uv-cache")
-    start, end = BISECT_RANGE
-    argv = ["--from", start, "--to", end, "--backend", args.backend, "--no-evidence",
-            "--reports", str(scratch / "bisect")]
-    what = f"bisect {start} … {end} ({args.backend})"
-    unit = args.harness_seconds
-    rows, checks = [], []
-
-    def bisection(label: str, *extra: str) -> tuple[float, dict]:
-        return _timed_bisection([*argv, *extra], env, f"{what}, {label}", say)
-
-    def search(doc: dict) -> str:
-        s = doc["search"]
-        return (f"{s['probes']} probes in {len(s['rounds'])} rounds (limit {s['limit']['probes']} "
-                f"in {s['limit']['rounds']}, --jobs {s['jobs']})")
-
-    cold, doc = bisection("cold", "--jobs", "1")
-    answer = _answer(doc)
-    full = [p["jax"] for p in doc["probes"] if p.get("compare")]  # measured at full size
-    rows.append(Row(what, "uv", cold, f"cold: no environments, no stored results; "
-                                      f"{search(doc)}; answer {answer}; full table for "
-                                      f"{', '.join(full)}", cold / unit))
-    shutil.rmtree(cache / "results", ignore_errors=True)
-    warm, _ = bisection("warm", "--jobs", "1")
-    rows.append(Row(what, "uv", warm, "warm: environments ready, results dropped", warm / unit))
-    stored, again = bisection("stored", "--jobs", "1")
-    rows.append(Row(what, "uv", stored, _stored_note(again), stored / unit))
-    shutil.rmtree(cache / "results", ignore_errors=True)
-    two, doc_two = bisection("warm, two probes a round", "--jobs", "2")
-    rows.append(Row(what, "uv", two, f"warm, --jobs 2: {search(doc_two)}", two / unit))
-    checks.append(Check(f"cold bisection ≤ {BISECT_COLD_RUNS:.0f} harness runs",
-                        f"{cold / unit:.2f} ({cold:.1f} s; one harness run {unit:.1f} s)",
-                        cold <= BISECT_COLD_RUNS * unit))
-    checks.append(Check(f"fully stored rerun ≤ {BISECT_STORED_RUNS} harness runs",
-                        f"{stored / unit:.3f} ({stored:.2f} s)",
-                        stored <= BISECT_STORED_RUNS * unit))
-    s = doc["search"]
-    checks.append(Check("probes and rounds within ⌈log2 n⌉ + 2",
-                        f"{s['probes']} probes, {len(s['rounds'])} rounds; limit "
-                        f"{s['limit']['probes']}",
-                        max(s["probes"], len(s["rounds"])) <= s["limit"]["probes"]))
-    checks.append(Check(f"--jobs 2 against 1 on {os.cpu_count()} cores (default here: "
-                        f"{default_jobs()})",
-                        f"{two:.1f} s against {warm:.1f} s warm: "
-                        + ("helps" if two < warm * 0.95 else "does not help"),
-                        (default_jobs() == 1) == (two >= warm * 0.95)))
-    return Results(rows, checks)
-
-
-def _search_size(doc: dict) -> str:
-    """The size the search probed at, where smaller than asked (the ends at the full size)."""
-    params = (doc.get("search_size") or {}).get("params") or {}
-    return ", ".join(f"{k} {v}" for k, v in params.items()) or "the size asked"
-
-
 def _answer(doc: dict) -> str:
     """A bisection document's answer in a bench row: the pair found, else its status."""
     return (f"{doc['last_old']['jax']} → {doc['first_new']['jax']}" if doc["first_new"]
             else doc["status"])
 
 
-def _stored_note(doc: dict) -> str:
-    return (f"fully stored rerun: {sum(p['cached'] for p in doc['probes'])} of "
-            f"{len(doc['probes'])} probes stored")
+def step_note(step: Step, got: dict) -> str:
+    """A step's row: its words, then what its bisection did (or the harness's seconds)."""
+    if "harness" in got:
+        return f"{step.how}; harness {got['harness']:.1f} s"
+    if got.get("minimal"):
+        return f"{step.how}: {got['minimal'].get('trials')} trials: {got['minimal'].get('params')}"
+    s, probes = got["search"], got["probes"]
+    size = ", ".join(f"{k} {v}" for k, v in
+                     ((got.get("search_size") or {}).get("params") or {}).items())
+    return "; ".join([
+        step.how, f"{s['probes']} probes in {len(s['rounds'])} rounds (limit "
+                  f"{s['limit']['probes']} in {s['limit']['rounds']}, --jobs {s['jobs']}), "
+                  f"{s['remeasures']} re-measured, {s['runs']} runs",
+        f"{sum(p['cached'] for p in probes)} of {len(probes)} probes stored",
+        *([f"search probes at {size}"] if size else []), f"answer {_answer(got)}"])
 
 
-def _timed_bisection(argv: list[str], env: dict, label: str, say: Say) -> tuple[float, dict]:
-    """``python -m jaxbisect ARGV --json`` in a subprocess: its seconds and its document."""
-    say(f"bench: {label} …")
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "jaxbisect", *argv, "--json"], env=env,
-                          cwd=REPO, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise UserError(f"{label} failed: {done.stderr.strip().splitlines()[-1:]}")
-    say(f"bench: {label}: {seconds:.1f} s")
-    return seconds, json.loads(done.stdout)
-
-
-def bench_long_bisection(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
-    """The 29 CPU releases 0.4.30 … 0.10.2 with default options, evidence included: cold
-    (no environments, no results; uv's cache as it is) and fully stored; then --minimize on
-    the pair it found."""
-    cache = scratch / "long-cache"
+def run_scenario(name: str, scenario: Scenario, args: argparse.Namespace, scratch: Path,
+                 say: Say) -> Results:
+    cache, reports = scratch / f"{name}-cache", scratch / name
     env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
-    start, end = LONG_RANGE
-    argv = ["--from", start, "--to", end, "--backend", "cpu", "--jobs", "1",
-            "--reports", str(scratch / "long")]
-    what = f"bisect {start} … {end} (cpu), evidence included"
-    unit = args.harness_seconds
-    cold, doc = _timed_bisection(argv, env, f"{what}, cold", say)
-    answer = _answer(doc)
+    if args.fresh_machine:
+        env["UV_CACHE_DIR"] = str(scratch / f"{name}-uv-cache")
+    if scenario.nox:
+        if not NOXFILE.is_file():
+            raise UserError(f"no noxfile at {NOXFILE}: run the bench from a clone of the project")
+        # As in a fresh clone: reports/repro/ as committed (the sweep reads how long each
+        # release took from it, to start the longest first), nothing measured in the cache.
+        shutil.copytree(REPO / "reports" / "repro", reports)
+    fill = {"backend": args.backend, "reports": reports, "envdir": scratch / "nox-envs",
+            "releases": len({d["release"] for d in load_results(REPO / "reports" / "repro")[0]})}
+    what, argv = scenario.what.format(**fill), [arg.format(**fill) for arg in scenario.argv]
+    timed: Timed = {}
+    rows = []
+    for step in scenario.steps:
+        if step.drop_results:
+            shutil.rmtree(cache / "results", ignore_errors=True)
+        found = timed[scenario.steps[0].name][1] if step.on_pair else {}
+        ends = ["--from", found["last_old"]["jax"], "--to", found["first_new"]["jax"]] \
+            if found else []
+        say(f"bench: {what}, {step.name} …")
+        began = time.time()
+        seconds, out = _timed(partial(
+            _run, [sys.executable, "-m", *argv, *ends, *step.extra], env=env, cwd=REPO,
+            log=scratch / "bench.log", ok=(0,) if scenario.nox else (0, 1)))
+        say(f"bench: {what}, {step.name}: {seconds:.1f} s")
+        got = {"harness": _harness_seconds(cache, began)} if scenario.nox else json.loads(out)
+        timed[step.name] = seconds, got
+        how = step.how + ("; empty uv cache too (a fresh machine)"
+                          if args.fresh_machine and step is scenario.steps[0] else "")
+        rows.append(Row(what, "uv", seconds, step_note(replace(step, how=how), got),
+                        seconds / args.harness_seconds))
+    return Results(rows, scenario.checks(timed, args.harness_seconds, args))
+
+
+def repro_checks(t: Timed, unit: float, args: argparse.Namespace) -> list[Check]:
+    cold, stored, remeasured = (t[name][0] for name in ("cold", "warm", "remeasured"))
+    one, harness_one = t["one at a time"][0], t["one at a time"][1]["harness"]
+    outside = (one - harness_one) / one
+    return [
+        Check(f"warm nox -s repro --jobs 1: < {OUTSIDE_TARGET:.0%} of its time outside the "
+              f"harness", f"{outside:.1%} ({one - harness_one:.1f} s of {one:.1f} s)",
+              outside < OUTSIDE_TARGET),
+        Check(f"nox -s repro cold ≤ half of {REPRO_BEFORE_S:.0f} s "
+              + ("(fresh machine)" if args.fresh_machine else "(uv cache warm)"),
+              f"{cold:.0f} s ({cold / unit:.1f} harness runs; releases side by side "
+              f"{one / remeasured:.2f}× as fast as one at a time, warm)",
+              cold <= REPRO_BEFORE_S / 2),
+        Check("nox -s repro warm < 2 min", f"{remeasured:.0f} s remeasured, {stored:.1f} s "
+              f"stored", remeasured < 120)]
+
+
+def bisect_checks(t: Timed, unit: float, args: argparse.Namespace) -> list[Check]:
+    (cold, doc), warm, stored, two = t["cold"], t["warm"][0], t["stored"][0], t["jobs 2"][0]
     s = doc["search"]
-    rows = [Row(what, "uv", cold, f"cold: {s['probes']} probes (limit {s['limit']['probes']}), "
-                                  f"search probes at {_search_size(doc)}; answer {answer}",
-                cold / unit)]
-    stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
-    rows.append(Row(what, "uv", stored, _stored_note(again), stored / unit))
-    minimize, small = _timed_bisection(
-        ["--from", doc["last_old"]["jax"], "--to", doc["first_new"]["jax"], "--backend", "cpu",
-         "--no-evidence", "--minimize", "--reports", str(scratch / "long")], env,
-        "--minimize on the pair", say)
-    m = small.get("minimal") or {}
-    rows.append(Row(f"--minimize {doc['last_old']['jax']} → {doc['first_new']['jax']}", "uv",
-                    minimize, f"{m.get('trials')} trials: {m.get('params')}",
-                    minimize / unit))
-    checks = [Check(f"29-release bisection, evidence included, cold ≤ {BISECT_COLD_RUNS:.0f} "
-                    f"harness runs", f"{cold / unit:.2f} ({cold:.1f} s); answer {answer}",
-                    cold <= BISECT_COLD_RUNS * unit and answer == "0.5.0 → 0.5.1")]
-    return Results(rows, checks)
+    return [
+        Check(f"cold bisection ≤ {BISECT_COLD_RUNS:.0f} harness runs",
+              f"{cold / unit:.2f} ({cold:.1f} s; one harness run {unit:.1f} s)",
+              cold <= BISECT_COLD_RUNS * unit),
+        Check(f"fully stored rerun ≤ {BISECT_STORED_RUNS} harness runs",
+              f"{stored / unit:.3f} ({stored:.2f} s)", stored <= BISECT_STORED_RUNS * unit),
+        Check("probes and rounds within ⌈log2 n⌉ + 2", f"{s['probes']} probes, "
+              f"{len(s['rounds'])} rounds; limit {s['limit']['probes']}",
+              max(s["probes"], len(s["rounds"])) <= s["limit"]["probes"]),
+        Check(f"--jobs 2 against 1 on {os.cpu_count()} cores (default here: {default_jobs()})",
+              f"{two:.1f} s against {warm:.1f} s warm: "
+              + ("helps" if two < warm * 0.95 else "does not help"),
+              (default_jobs() == 1) == (two >= warm * 0.95))]
 
 
-def bench_case(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
-    """A timing case bisected by run_time (repro/cases/while_loop_cpu_slowdown.py over its
-    recorded range): cold, warm (environments ready, results dropped) and fully stored."""
-    cache = scratch / "case-cache"
-    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
-    case = REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py"
-    start, end = CASE_RANGE
-    argv = ["--from", start, "--to", end, "--backend", "cpu", "--case", str(case),
-            "--no-evidence", "--reports", str(scratch / "case")]
-    what = f"bisect {start} … {end} by run_time of {case.stem}"
-    unit = args.harness_seconds
-    cold, doc = _timed_bisection(argv, env, f"{what}, cold", say)
-    shutil.rmtree(cache / "results", ignore_errors=True)
-    warm, warm_doc = _timed_bisection(argv, env, f"{what}, warm", say)
-    stored, again = _timed_bisection(argv, env, f"{what}, stored", say)
-    s = warm_doc["search"]
-    runs = sum(len(p["runs"]) for p in warm_doc["probes"])
-    answer = _answer(doc)
-    rows = [Row(what, "uv", cold, f"cold; answer {answer}", cold / unit),
-            Row(what, "uv", warm, f"warm: {s['probes']} probes, {s['remeasures']} "
-                                  f"re-measured, {runs} runs (processes) in all: "
-                                  f"{warm / runs:.2f} s a run", warm / unit),
-            Row(what, "uv", stored, "fully stored rerun", stored / unit)]
-    checks = [Check("timing bisection within ⌈log2 n⌉ + 2 probes and ≤ 2 re-measures",
-                    f"{s['probes']} probes (limit {s['limit']['probes']}), {s['remeasures']} "
-                    f"re-measured", s["probes"] <= s["limit"]["probes"]
-                    and s["remeasures"] <= 2),
-              Check("a timing probe (five runs of a call ≤ 0.2 s) ≤ 3 s beyond its "
-                    "environment", f"{5 * warm / runs:.2f} s a probe ({warm / runs:.2f} s a "
-                                   f"run, warm)", 5 * warm / runs <= 3.0)]
-    return Results(rows, checks)
+def long_checks(t: Timed, unit: float, args: argparse.Namespace) -> list[Check]:
+    cold, doc = t["cold"]
+    return [Check(f"29-release bisection, evidence included, cold ≤ {BISECT_COLD_RUNS:.0f} "
+                  f"harness runs", f"{cold / unit:.2f} ({cold:.1f} s); answer {_answer(doc)}",
+                  cold <= BISECT_COLD_RUNS * unit and _answer(doc) == "0.5.0 → 0.5.1")]
+
+
+def case_checks(t: Timed, unit: float, args: argparse.Namespace) -> list[Check]:
+    warm, doc = t["warm"]
+    s = doc["search"]
+    a_run = warm / s["runs"]
+    return [Check("timing bisection within ⌈log2 n⌉ + 2 probes and ≤ 2 re-measures",
+                  f"{s['probes']} probes (limit {s['limit']['probes']}), {s['remeasures']} "
+                  f"re-measured", s["probes"] <= s["limit"]["probes"] and s["remeasures"] <= 2),
+            Check("a timing probe (five runs of a call ≤ 0.2 s) ≤ 3 s beyond its environment",
+                  f"{5 * a_run:.2f} s a probe ({a_run:.2f} s a run, warm)", 5 * a_run <= 3.0)]
+
+
+SCENARIOS = {
+    # The whole `nox -s repro`: cold (a fresh cache and nox envdir: catalogue, nox virtualenvs
+    # and JAX environments made from scratch), warm (every result stored), warm with
+    # --remeasure (environments ready, the harness run again), and that one release at a time.
+    "repro": Scenario("nox -s repro ({releases} releases)", (
+        "nox", "-f", str(NOXFILE), "-s", "repro", "--envdir", "{envdir}", "--", "--reports",
+        "{reports}", "--backend", "{backend}"), (
+        Step("cold", "cold: fresh JAX_SCAN_REPRO_CACHE and nox envdir, releases side by side"),
+        Step("warm", "warm: environments and results stored, nothing to run"),
+        Step("remeasured", "warm, --remeasure: environments ready", ("--remeasure",)),
+        Step("one at a time", "warm, --remeasure --jobs 1 (one release at a time)",
+             ("--remeasure", "--jobs", "1"))), repro_checks),
+    # 21 CPU releases; the CPU change is 0.5.0 -> 0.5.1. Does probing two at once help here?
+    "bisect": Scenario("bisect 0.5.0 … 0.10.2 ({backend})", (
+        "jaxbisect", "--from", "0.5.0", "--to", "0.10.2", "--backend", "{backend}",
+        "--no-evidence", *BISECTION), (
+        COLD, WARM, STORED, Step("jobs 2", "warm, --jobs 2", ("--jobs", "2"), drop_results=True)),
+        bisect_checks),
+    # The 29 CPU releases installable for Python 3.11, default options, then --minimize.
+    "long": Scenario("bisect 0.4.30 … 0.10.2 (cpu), evidence included", (
+        "jaxbisect", "--from", "0.4.30", "--to", "0.10.2", "--backend", "cpu", *BISECTION), (
+        COLD, STORED, Step("minimize", "--minimize on the pair found",
+                           ("--no-evidence", "--minimize"), on_pair=True)), long_checks),
+    # A timing case bisected by run_time over its recorded range.
+    "case": Scenario(f"bisect 0.4.30 … 0.4.33 by run_time of {CASE.stem}", (
+        "jaxbisect", "--from", "0.4.30", "--to", "0.4.33", "--backend", "cpu", "--case",
+        str(CASE), "--no-evidence", *BISECTION), (COLD, WARM, STORED), case_checks),
+}
 
 
 def bench_harness(args: argparse.Namespace, scratch: Path, say: Say) -> float:
     """Seconds of one harness run (the bench's unit): ``python -m repro`` under jax 0.10.2 at
     the report's sizes, from the repo root as a maintainer runs it; the median of three."""
     release = load_catalogue().get(HARNESS_RELEASE)
-    with _environ(JAX_SCAN_REPRO_CACHE=str(scratch / "harness-cache")):
+    with patch.dict(os.environ, JAX_SCAN_REPRO_CACHE=str(scratch / "harness-cache")):
         python = ensure_environment(release, args.backend, progress=lambda _: None).python
     # As the toolkit runs its harness (harness_environ): no PYTHON* setting of the caller's, so
     # a run writes its bytecode as on any machine and the median is a warm run.
@@ -479,13 +410,8 @@ def _own_seconds() -> float:
 # returns rows for the table and target checks; --only picks some.
 BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path, Say], Results]] = {
     "env": bench_environments,
-    "repro": bench_repro,
-    "bisect": bench_bisect,
-    "long": bench_long_bisection,
-    "case": bench_case,
+    **{name: partial(run_scenario, name, scenario) for name, scenario in SCENARIOS.items()},
 }
-LONG_RANGE = ("0.4.30", "0.10.2")   # 29 CPU releases installable for Python 3.11
-CASE_RANGE = ("0.4.30", "0.4.33")
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -532,7 +458,7 @@ def _sharing(busy: float | None, own: float, wall: float) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=sorted(BENCHMARKS), action="append",
                    help="run only this benchmark (repeatable; default: all)")
     p.add_argument("--release", default="0.5.0", help="the release whose environment is timed")

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from repro.options import OneLineParser
+
 from .errors import UserError
 from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, write_atomic
 from .sweep import read_result, result_order, results_table, version_key
@@ -163,7 +165,7 @@ def merged_text(results: list[Result], skipped: list[str], inputs: list[Path],
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     p.add_argument("paths", nargs="*", type=Path, default=[Path("reports") / "repro"],
                    metavar="PATH", help="folders (searched recursively) or result JSON files "
                    "(default: reports/repro)")

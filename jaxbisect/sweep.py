@@ -33,7 +33,16 @@ from tabulate import tabulate
 
 from repro.case import UNITS
 from repro.cli import SCAN_CASE
-from repro.options import OneLineParser, add_size_options, positive_int
+from repro.options import (
+    BISECT,
+    REPRO,
+    SIZES,
+    OneLineParser,
+    options_of,
+    positive_int,
+    read_sizes,
+    seconds,
+)
 
 from .bisection import (
     MAX_RUNS_NOISY,
@@ -81,7 +90,10 @@ SUMMARY = "README.md"
 UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 ALIKE = "like the ends"
-SIZE_PARAMS = ("n_inner", "n_res", "dtype")  # the scan case's sizes, as python -m bisect's
+# The question's options, from python -m bisect's table (repro/options.py).
+QUESTION = {"case", "param", "over", "metric", "xla_flags", "samples", "metric_kind", "threshold",
+            "runs", "max_runs", "n_outer", "n_inner", "n_res", "dtype"}
+AS_BISECT = {"backend", "remeasure", "refresh_catalogue"}  # the table's other options it takes
 Say = Callable[[str], None]
 
 
@@ -102,8 +114,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                        help="first release of a range (default: the oldest installable here)")
     which.add_argument("--to", dest="last", metavar="VERSION",
                        help="last release of a range (default: the newest installable here)")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="auto",
-                   help="auto (default): cuda12 where an NVIDIA GPU is visible, else cpu")
     p.add_argument("--target", metavar="NAME|FILE",
                    help="XLA's plan for this NVIDIA GPU, compiled without one (a6000, a100, "
                         "h100, h200 or a spec file); releases that cannot are listed as such")
@@ -113,18 +123,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reports", type=Path, default=None, metavar="DIR",
                    help=f"where the JSON results and {SUMMARY} go (default: reports/repro for "
                         "the scan case, else reports/<case>-<metric>)")
-    p.add_argument("--remeasure", action="store_true",
-                   help="run again even where a stored run exists")
     p.add_argument("--allow-yanked", action="store_true", help="measure a yanked release named")
     p.add_argument("--if-installable", action="store_true",
                    help="a named release that needs a Python this machine lacks is listed as "
                         "skipped, with the reason, instead of an error (nox -s repro's default "
                         "set)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="a run's time limit (default: from the ends' own times, as a "
                         "bisection's)")
-    p.add_argument("--refresh-catalogue", action="store_true",
-                   help="fetch the release catalogue from PyPI now, however fresh the cached one")
     p.add_argument("--command", default=None, help=argparse.SUPPRESS)  # how nox invoked us
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="measure up to N releases at once (default here: "
@@ -132,41 +138,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     add_executor_options(p)
     c = p.add_argument_group("the question (as python -m bisect takes it; docs/cases.md)")
-    c.add_argument("--case", metavar="FILE",
-                   help="a case file: case(**params) -> (fn, args) (default: the scan case)")
-    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    c.add_argument("--over", metavar="NAME=V1,V2,...", help="the metric's shape over a parameter")
-    c.add_argument("--metric", metavar="NAME", help="memory, compile_time, run_time, "
-                   "peak_memory, output or error (default: the case's METRIC, else memory)")
-    c.add_argument("--xla-flags", default="", metavar="FLAGS")
-    c.add_argument("--samples", type=positive_int, default=None, metavar="N")
-    c.add_argument("--metric-kind", choices=("auto", "deterministic", "noisy"), default="auto")
-    c.add_argument("--threshold", type=float, default=None, metavar="FRACTION")
-    c.add_argument("--runs", type=positive_int, default=None, metavar="N",
-                   help="runs a release is measured with at a time (default: a bisection's)")
-    c.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
-                   help="runs of one release at most (default: a bisection's)")
-    add_size_options(c, n_inner=None, n_res=None, dtype=None, many=True, helps={
-        "n_outer": "the scan case's --over n_outer=…", "n_inner": "--param n_inner=N",
-        "n_res": "--param n_res=N", "dtype": "--param dtype=NAME"})
+    for option in options_of(BISECT):
+        if option.dest in QUESTION | AS_BISECT:
+            (c if option.dest in QUESTION else p).add_argument(
+                option.flag, help=option.help_for(REPRO) or option.help_for(BISECT),
+                **option.settings)
     args = p.parse_args(argv)
     if not args.releases and args.first is None and args.last is None:
         p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
     if args.releases and (args.first or args.last):
         p.error("use either --release or --from/--to, not both")
-    if args.timeout is not None and args.timeout <= 0:
-        p.error("--timeout must be positive")
     if args.target and args.also_target:
         p.error("--also-target adds a target to the backend's run: not with --target")
-    sizes = [f"{name}={getattr(args, name)}" for name in SIZE_PARAMS if getattr(args, name)]
-    if (args.n_outer or sizes) and args.case is not None:
+    if args.case is not None and (args.n_outer or any(getattr(args, n) for n in SIZES)):
         p.error("--n-outer, --n-inner, --n-res and --dtype size the scan case; a --case "
                 "takes --param and --over")
-    if args.n_outer:
-        if args.over is not None:
-            p.error("--n-outer is --over n_outer=…: give one of them")
-        args.over = "n_outer=" + ",".join(map(str, sorted(set(args.n_outer))))
-    args.param = [*sizes, *args.param]
+    read_sizes(p, args)
     return args
 
 
@@ -240,21 +227,14 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
         return values_of(runs.get(i, []), reduce)
 
     first, last = measured[0], measured[-1]
-    if first == last:  # one release: its figure, nothing to place it against
-        measure((first,), batch)
-        placed[first] = Placed(first, tuple(runs[first]), None, values(first))
-        return placed, None
-    measure((first, last), batch)
-    if not values(first) or not values(last):
+    measure(tuple(dict.fromkeys((first, last))), batch)
+    # One release, or an end without a figure: measured, with nothing to place against.
+    if first == last or not values(first) or not values(last):
         for i in (first, last):
             placed[i] = Placed(i, tuple(runs[i]), None, values(i))
         return placed, None
     classifier = make_classifier(values(first), values(last))
     ends = classifier.ends()
-    if not ends.distinct and noisy_metric and len(runs[first]) + batch <= max_runs:
-        measure((first, last), batch)
-        classifier = make_classifier(values(first), values(last))
-        ends = classifier.ends()
     for i, label in ((first, Label.OLD), (last, Label.NEW)):
         placed[i] = Placed(i, tuple(runs[i]), Placement(label, None, reason="an end"),
                            values(i))

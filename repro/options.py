@@ -337,22 +337,6 @@ def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int
     return n_outer
 
 
-def add_size_options(group, *, n_outer=None, n_outer_type: Callable = positive_int,
-                     many: bool = False, n_inner: int = 100, n_res: int = 200,
-                     dtype: str = "float32", helps: Mapping[str, str] | None = None) -> None:
-    """The table's scan sizes on ``group`` with these defaults, for a parser that is not an
-    entry point's (the range sweep): ``many`` n_outer values, each read by ``n_outer_type``;
-    ``helps``: each option's help by its dest."""
-    defaults = {"n_outer": n_outer, "n_inner": n_inner, "n_res": n_res, "dtype": dtype}
-    for option in options_of(REPRO):
-        if option.dest in defaults:
-            settings = {**option.settings, "default": defaults[option.dest]}
-            if option.dest == "n_outer":
-                settings.update(type=n_outer_type, nargs="+" if many else None,
-                                metavar="N" if many else None)
-            group.add_argument(option.flag, help=(helps or {}).get(option.dest), **settings)
-
-
 def target_argument(p: argparse.ArgumentParser, text: str, backend: str):
     """``--target NAME|FILE`` loaded as a Target; a backend that is not CUDA, or a spec that
     cannot be used, is the parser's one-line error."""

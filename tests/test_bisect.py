@@ -265,7 +265,7 @@ def test_json_stdout_is_only_json_whatever_the_command_prints(tmp_path):
                    "--try-xla-flags", "--xla_bar=1", "--try-xla-flags", "--xla_baz=2"],
      "same release"),
     ("jaxbisect.sweep", ["--release", "0.5.0", "--xla-flags", "--xla_foo=true", "--timeout",
-                         "0"], "--timeout must be positive"),
+                         "0"], "--timeout: must be more than 0"),
 ])
 def test_flag_values_starting_with_dashes_are_taken(recorded_catalogue, module, args, needle):
     """As docs/bisect.md shows them: `--xla-flags "--xla_foo=true"` is one option and its value."""

@@ -105,6 +105,11 @@ def test_nothing_to_merge_is_one_line(tmp_path, capsys):
     assert len(err) == 2 and all(line.startswith("python -m jaxbisect.merge: error:")
                                  for line in err)
     assert not (tmp_path / "m.md").exists()
+    with pytest.raises(SystemExit) as exited:
+        merge.main(["--bogus"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "python -m jaxbisect.merge: error: unrecognized arguments: --bogus"]
 
 
 @pytest.mark.jax

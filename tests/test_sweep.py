@@ -406,10 +406,21 @@ def test_a_release_that_cannot_be_measured_is_one_line_and_exit_2(recorded_catal
     (["--release", "0.5.0", "--metric", "run_time", "--target", "a6000"], "without the GPU"),
     (["--release", "0.5.0", "--target", "a6000", "--also-target", "h100"], "not with --target"),
     (["--from", "0.5.0", "--to", "0.4.30"], "empty range"),
+    (["--release", "0.5.0", "--timeout", "0"], "must be more than 0"),
+    (["--release", "0.5.0", "--threshold", "1.5"], "must be below 1"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(recorded_catalogue, args, needle, tmp_path):
     done = run_sweep(*args, "--reports", str(tmp_path))
     assert needle in one_line_error(done)
+
+
+def test_the_scan_case_sizes_are_its_over_and_params():
+    """The sweep reads the sizes as python -m bisect does (the option table's words)."""
+    args = sweep.parse_args(["--release", "0.5.0", "--n-outer", "5,1", "2", "--n-res", "16",
+                             "--param", "n_inner=10"])
+    assert args.over == "n_outer=1,2,5" and args.param == ["n_res=16", "n_inner=10"]
+    plain = sweep.parse_args(["--release", "0.5.0"])
+    assert plain.over is None and plain.param == [] and plain.backend == "auto"
 
 
 def test_no_network_and_no_catalogue_is_one_line(tmp_path):

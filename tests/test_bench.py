@@ -1,0 +1,79 @@
+"""The bench's logic on recorded documents: what a step's row says and how the targets are
+checked (running it is `nox -s bench`, minutes: not a test's)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from jaxbisect import bench
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "reports" / "bisect-0.5.0-0.10.2-cpu-scan_growth-memory.json"
+
+
+def recorded() -> dict:
+    return json.loads(RECORDED.read_text(encoding="utf-8"))
+
+
+def test_a_bisection_step_says_its_search_and_answer():
+    note = bench.step_note(bench.STORED, recorded())
+    assert note.startswith("fully stored rerun; 6 probes in 6 rounds (limit 7 in 7, --jobs 1)")
+    assert "6 of 6 probes stored" in note and "search probes at n_res 32" in note
+    assert note.endswith("answer 0.5.0 → 0.5.1")
+    assert bench.step_note(bench.COLD, {"harness": 12.34}).endswith("harness 12.3 s")
+
+
+def test_the_bisect_targets_follow_the_figures():
+    doc, unit = recorded(), 10.0
+    fast = {"cold": (30.0, doc), "warm": (20.0, doc), "stored": (0.5, doc), "jobs 2": (15.0, doc)}
+    met = [c.met for c in bench.bisect_checks(fast, unit, argparse.Namespace())]
+    assert met[:3] == [True, True, True]
+    slow = {**fast, "cold": (41.0, doc), "stored": (1.1, doc)}
+    assert [c.met for c in bench.bisect_checks(slow, unit, argparse.Namespace())][:2] == \
+        [False, False]
+    assert [c.met for c in bench.long_checks(fast, unit, argparse.Namespace())] == [True]
+    wrong = {**doc, "first_new": {**doc["first_new"], "jax": "0.5.2"}}
+    assert [c.met for c in bench.long_checks({"cold": (30.0, wrong)}, unit,
+                                             argparse.Namespace())] == [False]
+
+
+def test_the_repro_targets_use_the_harness_share():
+    timed = {"cold": (80.0, {}), "warm": (2.0, {}), "remeasured": (60.0, {}),
+             "one at a time": (100.0, {"harness": 95.0})}
+    checks = bench.repro_checks(timed, 18.0, argparse.Namespace(fresh_machine=False))
+    assert [c.met for c in checks] == [True, True, True]
+    assert checks[0].figure.startswith("5.0%")
+    timed["one at a time"] = (100.0, {"harness": 80.0})
+    assert not bench.repro_checks(timed, 18.0, argparse.Namespace(fresh_machine=False))[0].met
+
+
+def test_every_scenario_has_its_checks_steps():
+    """Each scenario's checks read only the steps it runs (a misnamed step is a KeyError at
+    the end of a 14-minute bench, found here instead)."""
+    doc = recorded()
+    for name, scenario in bench.SCENARIOS.items():
+        timed = {step.name: (1.0, {**doc, "harness": 0.5}) for step in scenario.steps}
+        assert scenario.checks(timed, 10.0, argparse.Namespace(fresh_machine=False)), name
+    assert set(bench.BENCHMARKS) == {"env", "repro", "bisect", "long", "case"}
+
+
+def test_the_report_is_a_table_of_rows_and_targets():
+    results = bench.Results([bench.Row("what", "uv", 1.5, "cold", 0.25)],
+                            [bench.Check("target", "figure", False)])
+    text = bench.report_text(results, argparse.Namespace(backend="cpu", harness_seconds=6.0),
+                             "nox -s bench", datetime(2026, 1, 1, tzinfo=UTC))
+    assert "| what   | uv     | 1.50      | 0.25           | cold  |" in text
+    assert "MISSED" in text and "- Command: `nox -s bench`" in text
+
+
+def test_bad_input_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        bench.main(["--only", "nope"])
+    assert exited.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("python -m jaxbisect.bench: error: argument --only")
