@@ -111,6 +111,11 @@ class Option:
     def dest(self) -> str:
         return self.settings.get("dest") or self.flag[2:].replace("-", "_")
 
+    def help_for(self, entry: str, **fill) -> str | None:
+        """The help ``entry`` shows, with the values it names ({targets}, …) filled in."""
+        text = self.help.get(entry) if isinstance(self.help, Mapping) else self.help
+        return text.format(**{"targets": ", ".join(built_in()), **fill}) if text else None
+
     def words(self, value) -> list[str]:
         """The arguments that give this option ``value`` (one of an append's values)."""
         if isinstance(value, (list, tuple)):  # nargs: each value, a list one comma-joined
@@ -279,7 +284,6 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
     a group in ``exclusive`` into a mutually exclusive group; ``fill``: the values help texts
     name ({targets}…)."""
     made: dict = {}
-    fill = {"targets": ", ".join(built_in()), **fill}
     for option in options_of(entry):
         if only is not None and option.flag not in only:
             continue
@@ -289,10 +293,8 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
                 parser.add_argument_group(*groups[option.group]) if option.group in groups
                 else parser)
         where = made[option.group]
-        help_text = option.help.get(entry) if isinstance(option.help, Mapping) else option.help
         where.add_argument(*((option.short,) if option.short else ()), option.flag,
-                           help=help_text.format(**fill) if help_text else None,
-                           **option.settings)
+                           help=option.help_for(entry, **fill), **option.settings)
 
 
 def command_line(entry: str, values: Mapping[str, object],
