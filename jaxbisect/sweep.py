@@ -81,7 +81,7 @@ from .files import (
 from .harness import ignored_environment_note, target_label, target_option
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
-from .question import Question, Run, question_from, with_params
+from .question import Question, Run, compared_runs, question_from, with_compare, with_params
 from .report import figure, figure_text, question_argv, seen, series_of, shown_bare
 
 PROG = "python -m jaxbisect.sweep"
@@ -311,10 +311,10 @@ class Sweep:
     def __post_init__(self) -> None:
         q = self.question
         programs = q.case.compare if q.case else {}
-        together = bool(programs and q.over)  # the harness's --compare needs a series
-        self.measured = replace(q, compare=True) if together else q
+        self.measured = with_compare(q)
         self.beside: dict[str, Question] = {  # COMPARE programs measured on their own
-            label: with_params(q, params) for label, params in programs.items() if not together}
+            label: with_params(q, params) for label, params in programs.items()
+            if not self.measured.compare}
         usable = self.usable
         self.timer = EndsTimer(self._measure, (usable[0], usable[-1]) if usable else (0, 0),
                                self.timeout, hang_is_value=q.metric == "error")
@@ -344,9 +344,7 @@ class Sweep:
         """Each COMPARE program's series at the release ``placed``."""
         if not self.beside:
             run = next((r for r in placed.runs if r.document), None)
-            return {label: series_of(replace(run, document={"metric": metric}))
-                    for label, metric in ((run.document if run else {}).get("compare")
-                                          or {}).items()}
+            return {label: series_of(made) for label, made in compared_runs(run).items()}
         return {label: series_of(self.run_at(placed.index, 1, label)) for label in self.beside}
 
     def ahead(self) -> list[tuple[int, int, str]]:
