@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -238,11 +237,12 @@ def _complete(path: Path, plan: InstallPlan) -> dict | None:
 def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
     """Versions of the distributions in ``path``'s site-packages, read from their dist-info."""
     found = {}
-    for site in sorted(path.glob("lib/python*/site-packages")):
-        for dist in metadata.distributions(path=[str(site)]):
-            name = canonicalize_name(dist.metadata["Name"] or "")
-            if names is None or name in names:
-                found[name] = dist.version
+    # A wheel's dist-info folder is named NAME-VERSION (neither holds a "-"): reading the
+    # names, not each distribution's metadata, keeps checking an environment cheap.
+    for info in sorted(path.glob("lib/python*/site-packages/*.dist-info")):
+        name, _, version = info.name.removesuffix(".dist-info").partition("-")
+        if names is None or canonicalize_name(name) in names:
+            found[canonicalize_name(name)] = version
     return found
 
 

@@ -10,6 +10,7 @@ the options types with their one argument builder each.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -65,6 +66,7 @@ def target_key(target: str) -> str:
     return load_target(target).sha256 if target else ""
 
 
+@functools.cache  # the toolkit's own source, read once a process (every store key asks)
 def harness_id() -> str:
     """A digest of the harness's source and its target specs (names and contents): changing
     either invalidates stored results."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from .bisection import (
@@ -25,7 +26,7 @@ from .bisection import (
 )
 from .catalogue import Release
 from .lab import Lab, Say
-from .question import Question
+from .question import Question, with_compare
 
 FLOOR = 1
 DEFAULT_BUDGET = 600.0   # seconds a minimization may spend measuring
@@ -123,9 +124,14 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
                                        timeout=timeout), reduce)
 
     def judge(params: dict, direction: tuple | None) -> tuple[Trial, tuple]:
-        asked = replace(question, params=params)
+        # At the start: the bisection's own full-size question, as the runs beside its
+        # search asked it (found in the store), not the same sizes under another key.
+        asked = with_compare(question) if params == start else replace(question, params=params)
         say("minimizing: " + ", ".join(f"{k}={v}" for k, v in params.items()))
-        old_values, new_values = values(old, asked), values(new, asked)
+        # Both releases at once where the figure does not depend on the machine's load.
+        with ThreadPoolExecutor(max_workers=1 if question.noisy else 2) as pool:
+            old_values, new_values = pool.map(lambda release: values(release, asked),
+                                              (old, new))
         if not old_values or not new_values:
             return Trial(params, False, reason="no figure at one end"), None
         ends = make(old_values, new_values).ends()
@@ -136,9 +142,9 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
         return (Trial(params, kept, middle(old_values), middle(new_values), ends.reason),
                 (ends.direction, words))
 
-    names = shrinkable(question)
     start = {k: v for k, v in question.case.resolve(question.params).items()
              if k not in question.over[:1]}
+    names = shrinkable(question)
     first, direction = judge(start, None)
     if not first.kept:
         return Shrunk(start, (first,), True), first, names

@@ -354,3 +354,27 @@ SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 
 
 
+
+
+def test_a_chart_drawn_before_from_the_same_figures_is_not_drawn_again(tmp_path, monkeypatch):
+    """A stored rerun draws nothing: matplotlib is not even imported where the picture these
+    figures drew is still in place; new figures, or a picture changed since, are drawn."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
+    series, path = {"jax 0.5.1": [(1, 12.75), (2, 25.25)]}, tmp_path / "chart.png"
+    first = write_png(series, path).read_bytes()
+    imported, real_import = [], builtins.__import__
+
+    def recording(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            imported.append(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", recording)
+    assert write_png(series, path) == path and not imported
+    assert path.read_bytes() == first
+    path.write_bytes(b"\x89PNG changed by hand")
+    assert write_png(series, path).read_bytes() == first and imported
+    imported.clear()
+    write_png({"jax 0.5.1": [(1, 12.75), (2, 50.5)]}, path)
+    assert imported and path.read_bytes() != first

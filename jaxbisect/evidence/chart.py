@@ -3,9 +3,13 @@ renders and a PNG (the defaults name the scan case's: v0's memory against n_oute
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 from pathlib import Path
+
+from ..files import cache_dir
 
 
 def _axis_top(value: float) -> float:
@@ -58,14 +62,27 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
               y_label: str = "MB (output + temp)") -> Path | None:
     """The same chart as a PNG (matplotlib is a default dependency). Where matplotlib cannot
     be imported, an earlier run's chart at ``path`` is kept and its path returned, so that the
-    report still shows it: None only where there is no chart at all."""
+    report still shows it: None only where there is no chart at all.
+
+    A chart drawn before from the same figures, whose picture is still at ``path``, is not
+    drawn again (importing matplotlib alone takes seconds: a stored rerun would spend most of
+    its time there)."""
+    path = Path(path)
+    drawn = hashlib.sha256(json.dumps([sorted(series.items()), title, x_label, y_label])
+                           .encode()).hexdigest()[:16]
+    memo = cache_dir() / "charts" / drawn  # the digest of the picture these figures drew
+
+    def picture() -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    if path.is_file() and memo.is_file() and memo.read_text() == picture():
+        return path
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        path = Path(path)
         return path if path.is_file() else None
     figure, axes = plt.subplots(figsize=(6, 4))
     for label, points in series.items():
@@ -75,7 +92,6 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
     axes.set(title=title, xlabel=x_label, ylabel=y_label)
     axes.legend()
     figure.tight_layout()
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     figure.savefig(tmp, dpi=100)
@@ -84,4 +100,6 @@ def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
         tmp.unlink()  # the same picture: leave the file (and its timestamp) alone
     else:
         os.replace(tmp, path)
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text(picture())
     return path
