@@ -42,6 +42,7 @@ from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .lab import Lab
+from .machine import parallel_runs
 from .question import Question, Run, compared_runs, with_compare, with_params
 from .search import (
     Outcome,
@@ -858,10 +859,15 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         seconds = request.timeout or run_limit(None, [None, None]).seconds
         return real_run(i % n, 1, seconds, question)
 
-    # The ends at the full size are asked with COMPARE beside them, as the runs beside the
-    # search ask them afterwards: one process an end, found again in the store.
-    sized = search_size(q, lambda question: [
-        run_of(with_compare(q) if question == q else question, i) for i in (0, n - 1)])
+    def ends_at(question: Question) -> list[Run]:
+        # The full size is asked with COMPARE beside it, as the runs beside the search ask it
+        # afterwards: one process an end, found again. A shape is a deterministic figure:
+        # both ends at once where the machine holds two runs (as the sweep's releases).
+        asked = with_compare(q) if question == q else question
+        with ThreadPoolExecutor(max_workers=min(2, parallel_runs())) as pool:
+            return list(pool.map(lambda i: run_of(asked, i), (0, n - 1)))
+
+    sized = search_size(q, ends_at)
     searched = sized.question if sized else q
     if sized:
         say(sized.note)
