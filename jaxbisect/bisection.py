@@ -711,7 +711,9 @@ def beside(question: Question, indices: Sequence[int], run: Callable[[Question, 
     alone = {} if full_size.compare else compare
     asked = [(i, None) for i in indices if full_size.compare or sized.question != question] \
         + [(i, label) for i in indices for label in alone]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    # A deterministic figure's runs side by side, as the ends' (a noisy one's: --jobs).
+    at_once = jobs if question.noisy else max(jobs, min(2, parallel_runs()))
+    with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
         runs = list(pool.map(lambda a: run(full_size if a[1] is None
                                            else with_params(question, alone[a[1]]), a[0]),
                              asked))

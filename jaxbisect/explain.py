@@ -12,6 +12,7 @@ import math
 import shlex
 import statistics
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
 from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
 from .lab import Lab, Say
+from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
 from .report import display_path
@@ -136,12 +138,19 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
         return {**unknown, "text": "a command's program is not known to the toolkit: its "
                                    "modules were not compared"}
     try:
-        texts = [hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout, say=say)
-                 for r in (old, new)]
+        texts = both(lambda r: hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout,
+                                         say=say), (old, new))
     except (InstallFailed, HarnessFailed) as exc:
         return {**unknown, "text": f"the modules could not be made: {exc}"}
     return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],
                                   texts[0]["optimized"], texts[1]["optimized"]), **commits}
+
+
+def both(make: Callable, releases) -> list:
+    """``make`` of each of the pair's releases, at once where the machine holds two runs
+    (modules and flag lists do not depend on its load)."""
+    with ThreadPoolExecutor(max_workers=min(2, parallel_runs())) as pool:
+        return list(pool.map(make, releases))
 
 
 def nothing(text: str) -> dict:
@@ -223,8 +232,9 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     sides = {"old": old, "new": new}
     classify = b.classifier()
     try:
-        lists = {side: xla_flag_list(lab, r, req.backend, timeout=b.timeout)
-                 for side, r in sides.items()}
+        lists = dict(zip(sides, both(lambda r: xla_flag_list(lab, r, req.backend,
+                                                             timeout=b.timeout),
+                                     sides.values())))
     except Exception as exc:  # an environment, a release without XLA_FLAGS=--help
         return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
