@@ -79,8 +79,9 @@ VOLATILE_LINES = ("date: ", "toolkit commit: ")
 
 # What another machine (or another run there) writes differently beside the same figures: the
 # interpreter's patch release and build, the kernel and host (jax.print_environment_info()),
-# the size of the generated machine code. A tracked result is not rewritten for these alone.
-RUN_DEPENDENT_KEYS = frozenset({"environment", "python", "generated_code_bytes",
+# the size of the generated machine code, the node and job a scheduler ran it in. A tracked
+# result is not rewritten for these alone.
+RUN_DEPENDENT_KEYS = frozenset({"environment", "python", "ran_on", "generated_code_bytes",
                                 "host_generated_code_bytes"})
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
-from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case
+from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case, series_at
 from .measure import error_text
 from .options import (
     REPRO,
@@ -191,11 +191,10 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
                                sampling, hlo_out=args.hlo_out) if args.over else
                 measure(args.case, args.params, args.metric, compiler, sampling,
                         hlo_out=args.hlo_out))
-            if args.compare:
-                document["compare"] = {
-                    other: measure_series(args.case, *series_beside(args, params), args.metric,
-                                          compiler, sampling)
-                    for other, params in args.compare.items()}
+            for other, params in args.compare.items():
+                rest, values = series_at(args.over, {**args.params, **params})
+                document.setdefault("compare", {})[other] = measure_series(
+                    args.case, rest, (args.over[0], values), args.metric, compiler, sampling)
     except CaseError as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -225,18 +224,6 @@ def first_values_for_a_target(programs: dict, target: str | None) -> dict:
         return programs
     return {label: {name: value[:1] if isinstance(value, tuple) else value
                     for name, value in params.items()} for label, params in programs.items()}
-
-
-def series_beside(args: argparse.Namespace, params: dict) -> tuple[dict, tuple]:
-    """A COMPARE program's parameters and over values: the case's, with its own values of
-    the over parameter (where it gives them) among those asked."""
-    name, values = args.over
-    rest = {**args.params, **params}
-    own = params.get(name)
-    if isinstance(own, tuple):
-        rest.pop(name)
-        values = tuple(v for v in values if v in own)
-    return rest, (name, values)
 
 
 CHECK_WORDS = {0: "old behaviour", 1: "new behaviour", EXIT_UNMEASURABLE: "cannot tell"}

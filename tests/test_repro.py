@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro import cli
+from repro.case import series_at
 
 MB = 1024**2
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
@@ -270,7 +271,7 @@ def test_the_compare_programs_need_a_series(capsys):
     args = cli.parse_args(["--case", SCAN, "--compare"])
     assert args.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
     assert cli.parse_args(["--case", SCAN]).compare == {}
-    beside = cli.series_beside(args, args.compare["v2"])
-    assert beside == ({"variant": 2}, ("n_outer", (1, 2)))
+    beside = series_at(args.over, {**args.params, **args.compare["v2"]})
+    assert beside == ({"variant": 2}, (1, 2))  # its own values, whichever are asked
     with pytest.raises(SystemExit):
         cli.parse_args(["--case", SCAN, "--metric", "compile_time", "--sizes-from", "dump"])

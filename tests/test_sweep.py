@@ -345,12 +345,13 @@ def test_a_result_without_a_figure_never_replaces_one_with_it(tmp_path):
 
 def _another_machines_run(document: dict) -> dict:
     """The same figures as another machine writes them: other timings, kernel, host and
-    interpreter build."""
+    interpreter build, run there by a cluster's scheduler."""
     doc = json.loads(json.dumps(document))
     doc["environment"] = (doc["environment"] or "").replace("node=", "node=laptop") + "\nelse"
     doc["seconds"] += 5
     for run in doc["runs"]:
         run["seconds"] = 99.0
+        run["ran_on"] = {"node": "gpu7", "job": "18", "step": None, "submitted": 1796255921.15}
     return doc
 
 
