@@ -325,9 +325,11 @@ def test_a_compare_program_limited_in_the_series_is_compiled_for_a_target_at_its
     """The scan case's v2 (an unrolled loop, COMPARE n_outer 1 and 2) beside v0 in one
     process: for a compile-only GPU target at n_outer 1 only (minutes a compile from 2 on)."""
     from repro import cli as repro_cli
+    from repro.case import series_at
 
     args = repro_cli.parse_args(["--case", str(REPO / "repro/cases/scan_growth.py"), "--compare",
                                  *target])
-    assert repro_cli.series_beside(args, args.compare["v2"]) == ({"variant": 2},
-                                                                  ("n_outer", values))
-    assert repro_cli.series_beside(args, args.compare["v1"])[1] == ("n_outer", (1, 2, 5, 10, 15))
+    beside = {label: series_at(args.over, {**args.params, **params})
+              for label, params in args.compare.items()}
+    assert beside["v2"] == ({"variant": 2}, values)
+    assert beside["v1"] == ({"variant": 1}, (1, 2, 5, 10, 15))
