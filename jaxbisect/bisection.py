@@ -432,12 +432,9 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce:
             break
     ends = verdict.ends
     placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
-    if not verdict.decided:
-        return MetricSearch("undecided", None, placed, ends, calibration=calibration,
-                            max_runs=max_runs)
-    if not ends.distinct:
-        return MetricSearch("alike", None, placed, ends, calibration=calibration,
-                            max_runs=max_runs)
+    if not (verdict.decided and ends.distinct):
+        return MetricSearch("alike" if verdict.decided else "undecided", None, placed, ends,
+                            calibration=calibration, max_runs=max_runs)
     thirds: list[int] = []
     # The machine's spread of u so far, as (sum of squares, degrees of freedom): the ends'
     # pairs (var u = 3 var d for independent run noise) and every release placed.
@@ -825,13 +822,11 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                                             include_yanked=request.include_yanked)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
-    n = len(candidates)
-    q = request.question
-    names = [str(r.version) for r in candidates]
+    n, q, names = len(candidates), request.question, [str(r.version) for r in candidates]
+    limit = probe_limit(n, request.jobs)
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
-        f"{q.metric} of {q.label}; at most {probe_limit(n, request.jobs)[0]} probes"
-        + (f" in {probe_limit(n, request.jobs)[1]} rounds of up to {request.jobs} at once"
-           if request.jobs > 1 else "")
+        f"{q.metric} of {q.label}; at most {limit[0]} probes"
+        + (f" in {limit[1]} rounds of up to {request.jobs} at once" if request.jobs > 1 else "")
         + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
            f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
            if q.noisy else "")
@@ -864,9 +859,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     timer = EndsTimer(real_run, (0, n - 1), request.timeout,
                       hang_is_value=q.metric == "error", say=say)
 
-    def narrowed(lo: int, hi: int, left: int) -> None:
-        say(narrowed_line(names[lo], names[hi], hi - lo - 1, left))
-
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
 
@@ -876,10 +868,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         except UserError:
             return None  # the probe, if it comes, says why
 
-    ahead = InstallsAhead(install, max(2, request.jobs))
-    run: RunAt = timer
-    if q.metric == "error":
-        run = crash_rated(run, n)
+    run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
     classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
 
     def named(message: str) -> None:  # "candidate 3: …" as "jax 0.4.30: …"
@@ -888,13 +877,14 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             message = f"jax {names[int(index)]}:{rest}"
         say(message)
 
-    with ahead:
+    with InstallsAhead(install, max(2, request.jobs)) as ahead:
         search = search_metric(
             n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
-            batch=request.runs, max_runs=request.max_runs, reduce=reduce,
+            batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
             cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-            offset=everything.index(candidates[0].version), on_step=narrowed,
-            jobs=request.jobs, ahead=ahead, say=named)
+            offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
+            on_step=lambda lo, hi, left: say(
+                narrowed_line(names[lo], names[hi], hi - lo - 1, left)))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
@@ -908,8 +898,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
-    return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n, request.jobs),
+    return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
                            timer.limit, sized=sized)
 
