@@ -15,6 +15,7 @@ its figures, never a guess.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import statistics
 import subprocess
@@ -87,10 +88,8 @@ class Placed:
 
     @property
     def outcome(self) -> Outcome:
-        if self.placement is None:
-            return Outcome.SKIP
-        return {Label.OLD: Outcome.OLD, Label.NEW: Outcome.NEW}.get(self.placement.label,
-                                                                     Outcome.SKIP)
+        label = self.placement and self.placement.label
+        return {Label.OLD: Outcome.OLD, Label.NEW: Outcome.NEW}.get(label, Outcome.SKIP)
 
     @property
     def cached(self) -> bool:
@@ -136,7 +135,11 @@ def every_sample(run: Run) -> tuple:
 def low_quantile(run: Run, q: float = 0.25) -> tuple:
     """A noisy run as one sample: its 25th percentile. Calls within one process share its
     load, so they are one observation, not many (docs/timing.md)."""
-    ordered = sorted(v for v in run.samples if isinstance(v, (int, float)))
+    return _quantile([v for v in run.samples if isinstance(v, (int, float))], q)
+
+
+def _quantile(values: list, q: float) -> tuple:
+    ordered = sorted(values)
     if not ordered:
         return ()
     position = q * (len(ordered) - 1)
@@ -145,16 +148,18 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
-def probing(measure: Callable[[int], Outcome], jobs: int, n: int = 0,
-            ahead: Ahead | None = None, cheap: Callable[[int], bool] = lambda i: False,
-            offset: int = 0, spans: dict | None = None) -> dict:
-    """find_change's way of probing: one release at a time, or (``jobs`` > 1) each round's
-    releases at once, in threads (the runs themselves are processes). With ``ahead``, each
-    round first hands it the candidates the next round could ask for (search.prefetch_order)
-    that are not cheap already: their environments are built while the round runs. Each
-    probe's time span goes into ``spans`` (MetricSearch.spans)."""
+def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int], Outcome], *,
+            jobs: int = 1, ahead: Ahead | None = None,
+            cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
+            on_step: Callable[[int, int, int], None] | None = None) -> tuple[SearchResult, dict]:
+    """``visit`` (find_change, or visit_every) over candidates 0 … n-1 with ``measure`` as its
+    probe: one release at a time, or (``jobs`` > 1) each round's releases at once, in threads
+    (the runs themselves are processes). With ``ahead``, each round first hands it the
+    candidates the next round could ask for (search.prefetch_order) that are not cheap
+    already: their environments are built while the round runs. The result, and each probe's
+    time span (MetricSearch.spans)."""
     seen: dict[int, Outcome] = {}
-    spans = {} if spans is None else spans
+    spans: dict = {}
     began = time.monotonic()
 
     def probe(i: int) -> Outcome:
@@ -176,24 +181,33 @@ def probing(measure: Callable[[int], Outcome], jobs: int, n: int = 0,
         seen.update(zip(indices, outcomes))
         return outcomes
 
-    if jobs <= 1 and ahead is None:
-        return {"probe": probe}
-    return {"probe_round": probe_round, "jobs": jobs}
+    how = ({"probe": probe} if jobs <= 1 and ahead is None
+           else {"probe_round": probe_round, "jobs": jobs})
+    return visit(n, **how, cheap=cheap, on_step=on_step, offset=offset), spans
 
 
-def no_figure(i: int, runs: Sequence[Run]) -> str:
-    """Why release ``i`` gave nothing to place: its failed run's error."""
-    failure = Placed(i, tuple(runs)).failure
-    return failure.error if failure else "no samples"
+def no_figure(runs: Sequence[Run]) -> Placement:
+    """A release that gave nothing to place (failed, or the program raised): a skip, with its
+    failed run's error."""
+    failure = Placed(0, tuple(runs)).failure
+    return Placement(Label.SKIP, None, reason=failure.error if failure else "no samples")
 
 
-def unmeasurable(placed: dict, i: int, runs: Sequence[Run], **more) -> MetricSearch:
-    """The search without an answer: end ``i`` (0 or the last) gives no figure. An end that
-    measured keeps its figures ("measured", not a skip); with no figure at the other end
-    there is nothing to call it old or new against."""
+def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], **more) -> MetricSearch:
+    """The search without an answer: end ``i`` (0 or the last) gives no figure (``runs``: the
+    ends'). An end that measured keeps its figures ("measured", not a skip); with no figure at
+    the other end there is nothing to call it old or new against."""
     what = "the first" if i == 0 else "the last"
-    return MetricSearch("unmeasurable", None, placed, None,
-                        reason=f"{what} release gives no figure: {no_figure(i, runs)}", **more)
+    return MetricSearch("unmeasurable", None,
+                        {j: Placed(j, tuple(made), values=values(j)) for j, made in runs.items()},
+                        None, reason=f"{what} release gives no figure: "
+                                     f"{no_figure(runs[i]).reason}", **more)
+
+
+def placed_end(i: int, runs: Sequence[Run], values: tuple) -> Placed:
+    """End ``i`` (0, else the last): old and new by definition."""
+    label, side = (Label.OLD, "old") if i == 0 else (Label.NEW, "new")
+    return Placed(i, tuple(runs), Placement(label, None, reason=f"the {side} end"), values)
 
 
 def skip_if_unplaced(placement: Placement, spent: str) -> Placement:
@@ -219,13 +233,13 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     ``make_classifier``'s classifier. A noisy metric: :func:`search_paired` with ``paired``
     (the ends in pairs, each release in rounds beside both ends; ``batch`` rounds before the
     first look, ``max_runs`` rounds at most). ``reduce`` makes a run into its samples."""
+    search = {"jobs": jobs, "ahead": ahead, "cheap": cheap, "offset": offset, "on_step": on_step}
     if noisy_metric:
         test = paired or Paired()
         if batch:
             test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
-                             reduce=reduce, cheap=cheap, offset=offset, on_step=on_step,
-                             say=say, visit=visit, jobs=jobs, ahead=ahead)
+                             reduce=reduce, say=say, visit=visit, **search)
     batch = batch or 1
     max_runs = max(batch, max_runs or 1)
     runs: dict[int, list[Run]] = {}
@@ -243,14 +257,10 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     measure(ends_at, batch)
     for i in ends_at:
         if not values(i):  # (a crash at the other end is named in the answer)
-            return unmeasurable({j: Placed(j, tuple(runs[j]), values=values(j))
-                                 for j in ends_at}, i, runs[i])
+            return unmeasurable(i, runs, values)
     classifier = make_classifier(values(0), values(n - 1))
     ends = classifier.ends()
-    placed = {0: Placed(0, tuple(runs[0]), Placement(Label.OLD, None, reason="the old end"),
-                        values(0)),
-              n - 1: Placed(n - 1, tuple(runs[n - 1]),
-                            Placement(Label.NEW, None, reason="the new end"), values(n - 1))}
+    placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
     if not ends.distinct:
         return MetricSearch("alike", None, placed, ends)
     state = {"classifier": classifier, "remeasures": 0}
@@ -263,8 +273,8 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         measure((i,), batch)
         while True:
             seen = values(i)
-            if not seen:  # nothing to place: failed or the program raised
-                placement = Placement(Label.SKIP, None, reason=no_figure(i, runs[i]))
+            if not seen:
+                placement = no_figure(runs[i])
                 break
             placement = state["classifier"](seen)
             if placement.label is not Label.AMBIGUOUS or len(runs[i]) + batch > max_runs:
@@ -282,12 +292,10 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         placed[i] = Placed(i, tuple(runs[i]), placement, seen)
         return placed[i].outcome
 
-    spans: dict = {}
-    result = find_change(n, **probing(probe, jobs, n, ahead, cheap, offset, spans),
-                         cheap=cheap, on_step=on_step, offset=offset)
-    ordered = {i: placed[i] for i in result.probes}
-    return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
-                        thirds=tuple(sorted(thirds)), spans=spans)
+    result, spans = probing(find_change, n, probe, **search)
+    return MetricSearch(result.status, result, {i: placed[i] for i in result.probes}, ends,
+                        remeasures=state["remeasures"], thirds=tuple(sorted(thirds)),
+                        spans=spans)
 
 
 def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
@@ -332,9 +340,7 @@ def run_figure(run: Run, reduce: Reduce) -> float | None:
     if run.status != "ok":
         return None
     numbers = [v for v in reduce(run) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if not numbers:
-        return None
-    return low_quantile(Run(run.release, run.number, "ok", tuple(numbers)))[0]
+    return next(iter(_quantile(numbers, 0.25)), None)
 
 
 def paired_calibration(test: Paired, pairs: Sequence[tuple[float, float]],
@@ -373,16 +379,13 @@ def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:
     return SearchResult("swept", None, None, False, (0, n - 1, *range(1, n - 1)), ())
 
 
-def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
-                  reduce: Reduce = every_sample, cheap: Callable[[int], bool] = lambda i: False,
-                  offset: int = 0, on_step: Callable[[int, int, int], None] | None = None,
-                  say: Say = lambda m: None,
-                  visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
+def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce: Reduce,
+                  say: Say, visit: Callable[..., SearchResult], **search) -> MetricSearch:
     """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
     ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
     one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
-    its figures). Rounds alternate their order so a steady drift falls on both sides alike."""
+    its figures). Rounds alternate their order so a steady drift falls on both sides alike.
+    ``search``: how to probe (:func:`probing`)."""
     max_runs = max(max_runs, test.first_look)
     runs: dict[int, list[Run]] = {}
     figures: dict[int, list[float | None]] = {}
@@ -405,10 +408,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
                 figures.setdefault(i, []).append(got[i])
         return [got[i] for i in indices]
 
-    def placed_end(i: int, why: str) -> Placed:
-        label = Label.OLD if i == 0 else Label.NEW
-        return Placed(i, tuple(runs[i]), Placement(label, None, reason=why),
-                      tuple(v for v in figures[i] if v is not None))
+    def values(i: int) -> tuple:
+        return tuple(v for v in figures[i] if v is not None)
 
     def end_pairs() -> list[tuple[float, float]]:
         return [(o, w) for o, w in zip(figures[0], figures[n - 1])
@@ -421,9 +422,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
         if len(runs[0]) == test.first_look:  # an end with no figure in a first look's runs
             for i in ends_at:
                 if all(v is None for v in figures[i]):
-                    return unmeasurable({j: Placed(j, tuple(runs[j]), values=tuple(
-                        v for v in figures[j] if v is not None)) for j in ends_at}, i, runs[i],
-                        max_runs=max_runs)
+                    return unmeasurable(i, runs, values, max_runs=max_runs)
         pairs = end_pairs()
         if calibration is None and len(pairs) >= test.first_look:
             calibration = paired_calibration(test, pairs, max_runs)
@@ -432,13 +431,10 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
         if verdict.decided or len(runs[0]) >= max_runs:
             break
     ends = verdict.ends
-    placed = {i: placed_end(i, f"the {'old' if i == 0 else 'new'} end") for i in ends_at}
-    if not verdict.decided:
-        return MetricSearch("undecided", None, placed, ends, calibration=calibration,
-                            max_runs=max_runs)
-    if not ends.distinct:
-        return MetricSearch("alike", None, placed, ends, calibration=calibration,
-                            max_runs=max_runs)
+    placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
+    if not (verdict.decided and ends.distinct):
+        return MetricSearch("alike" if verdict.decided else "undecided", None, placed, ends,
+                            calibration=calibration, max_runs=max_runs)
     thirds: list[int] = []
     # The machine's spread of u so far, as (sum of squares, degrees of freedom): the ends'
     # pairs (var u = 3 var d for independent run noise) and every release placed.
@@ -451,8 +447,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
         rounds: list[tuple[float, float, float]] = []
         while True:
             o, r, w = one_round((0, i, n - 1))
-            if r is None and len(runs[i]) == 1:  # nothing to place: failed or the program raised
-                placement = Placement(Label.SKIP, None, reason=no_figure(i, runs[i]))
+            if r is None and len(runs[i]) == 1:
+                placement = no_figure(runs[i])
                 break
             if None not in (o, r, w):
                 rounds.append((o, r, w))
@@ -474,18 +470,14 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int,
             with lock:
                 pool[0] += sum((x - statistics.fmean(us)) ** 2 for x in us)
                 pool[1] += len(us) - 1
-        placed[i] = Placed(i, tuple(runs[i]), placement,
-                           tuple(v for v in figures[i] if v is not None), tuple(rounds))
+        placed[i] = Placed(i, tuple(runs[i]), placement, values(i), tuple(rounds))
         return placed[i].outcome
 
-    spans: dict = {}
-    result = visit(n, **probing(probe, jobs, n, ahead, cheap, offset, spans), cheap=cheap,
-                   on_step=on_step, offset=offset)
-    placed.update({i: placed_end(i, placed[i].placement.reason) for i in ends_at})
-    ordered = {i: placed[i] for i in result.probes}
-    return MetricSearch(result.status, result, ordered, ends, remeasures=state["remeasures"],
-                        thirds=tuple(sorted(thirds)), calibration=calibration,
-                        max_runs=max_runs, spans=spans)
+    result, spans = probing(visit, n, probe, **search)
+    placed.update({i: placed_end(i, runs[i], values(i)) for i in ends_at})  # their rounds too
+    return MetricSearch(result.status, result, {i: placed[i] for i in result.probes}, ends,
+                        remeasures=state["remeasures"], thirds=tuple(sorted(thirds)),
+                        calibration=calibration, max_runs=max_runs, spans=spans)
 
 
 def reduce_for(question: Question) -> Reduce:
@@ -532,16 +524,12 @@ def comparable(metric: str, sample):
 
 def outputs_close(rtol: float) -> Callable[[object, object], bool]:
     close = vectors_close(rtol=rtol, atol=rtol * 1e-3)
-
-    def same(a, b) -> bool:
-        return a[0] == b[0] and close(list(a[1]), list(b[1]))
-
-    return same
+    return lambda a, b: a[0] == b[0] and close(list(a[1]), list(b[1]))
 
 
 def classifier_for(question: Question, threshold: float | None) -> MakeClassifier:
     """The classifier a question's metric calls for."""
-    metric = question.metric
+    metric, given = question.metric, {} if threshold is None else {"threshold": threshold}
 
     def make(old: Sequence, new: Sequence) -> Classifier:
         if metric == "exit_code":  # git bisect run's: 0 is one behaviour, 1-127 the other
@@ -551,15 +539,10 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
 
             return matching(list(old), list(new), shapes_alike)
         if metric == "output":
-            return matching(list(old), list(new),
-                            outputs_close(threshold if threshold is not None else 1e-5))
+            return matching(list(old), list(new), outputs_close(given.get("threshold", 1e-5)))
         if metric == "error":
-            return matching(list(old), list(new), lambda a, b: a == b)
-        if question.noisy:
-            return (noisy(old, new) if threshold is None
-                    else noisy(old, new, threshold=threshold))
-        return (deterministic_classifier(old, new) if threshold is None
-                else deterministic_classifier(old, new, threshold=threshold))
+            return matching(list(old), list(new), operator.eq)
+        return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
 
     return make
 
@@ -839,13 +822,11 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                                             include_yanked=request.include_yanked)
     for release, why in unusable:
         say(f"leaving out jax {release.version}: {why}")
-    n = len(candidates)
-    q = request.question
-    names = [str(r.version) for r in candidates]
+    n, q, names = len(candidates), request.question, [str(r.version) for r in candidates]
+    limit = probe_limit(n, request.jobs)
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
-        f"{q.metric} of {q.label}; at most {probe_limit(n, request.jobs)[0]} probes"
-        + (f" in {probe_limit(n, request.jobs)[1]} rounds of up to {request.jobs} at once"
-           if request.jobs > 1 else "")
+        f"{q.metric} of {q.label}; at most {limit[0]} probes"
+        + (f" in {limit[1]} rounds of up to {request.jobs} at once" if request.jobs > 1 else "")
         + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
            f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
            if q.noisy else "")
@@ -878,9 +859,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     timer = EndsTimer(real_run, (0, n - 1), request.timeout,
                       hang_is_value=q.metric == "error", say=say)
 
-    def narrowed(lo: int, hi: int, left: int) -> None:
-        say(narrowed_line(names[lo], names[hi], hi - lo - 1, left))
-
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
 
@@ -890,22 +868,23 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         except UserError:
             return None  # the probe, if it comes, says why
 
-    ahead = InstallsAhead(install, max(2, request.jobs))
-    run: RunAt = timer
-    if q.metric == "error":
-        run = crash_rated(run, n)
+    run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
     classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
 
-    def named(message: str) -> None:
-        say(_named(message, names))
+    def named(message: str) -> None:  # "candidate 3: …" as "jax 0.4.30: …"
+        if message.startswith("candidate "):
+            index, rest = message[len("candidate "):].split(":", 1)
+            message = f"jax {names[int(index)]}:{rest}"
+        say(message)
 
-    with ahead:
+    with InstallsAhead(install, max(2, request.jobs)) as ahead:
         search = search_metric(
             n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
-            batch=request.runs, max_runs=request.max_runs, reduce=reduce,
+            batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
             cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-            offset=everything.index(candidates[0].version), on_step=narrowed,
-            jobs=request.jobs, ahead=ahead, say=named)
+            offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
+            on_step=lambda lo, hi, left: say(
+                narrowed_line(names[lo], names[hi], hi - lo - 1, left)))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
@@ -919,8 +898,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
-    return MetricBisection(request, tuple(candidates), tuple(unusable), search,
-                           probe_limit(n, request.jobs),
+    return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
                            timer.limit, sized=sized)
 
@@ -939,7 +917,7 @@ def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
         runs = tuple(run_at(i, number) for number in range(1, batch + 1))
         seen = values_of(runs, reduce)
         if not seen:
-            placement = Placement(Label.SKIP, None, reason=no_figure(i, runs))
+            placement = no_figure(runs)
         else:  # the ends pooled as one behaviour, this release as the other
             apart = make_classifier(both_ends, seen).ends()
             placement = (Placement(Label.SKIP, None, third=True,
@@ -974,9 +952,3 @@ def narrowed_line(lo: str, hi: str, between: int, left: int) -> str:
     return (f"narrowed to jax {lo} … {hi} ({between} release{'' if between == 1 else 's'} "
             f"between, ~{left} step{'' if left == 1 else 's'} left)")
 
-
-def _named(message: str, names: list[str]) -> str:
-    if message.startswith("candidate "):
-        index, rest = message[len("candidate "):].split(":", 1)
-        return f"jax {names[int(index)]}:{rest}"
-    return message

@@ -63,10 +63,8 @@ def shrink(start: dict, names: Sequence[str], test: Callable[[dict], Trial], *,
             order.append(tried[key])
         return tried[key].kept
 
-    best = dict(start)
-    complete = True
-    moved = True
-    while moved:
+    best, complete, moved = dict(start), True, True
+    while moved and complete:
         moved = False
         for name in names:
             if spent():
@@ -95,8 +93,6 @@ def shrink(start: dict, names: Sequence[str], test: Callable[[dict], Trial], *,
             if value != best[name]:
                 best[name] = value
                 moved = True
-        if not complete:
-            break
     return Shrunk(best, tuple(order), complete)
 
 
@@ -119,10 +115,6 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
     reduce, batch = reduce_for(question), batch_size(question, runs)
     started = time.monotonic()
 
-    def values(release: Release, asked: Question) -> tuple:
-        return values_of(measure_batch(lab, release, backend, asked, 1, batch,
-                                       timeout=timeout), reduce)
-
     def judge(params: dict, direction: tuple | None) -> tuple[Trial, tuple]:
         # At the start: the bisection's own full-size question, as the runs beside its
         # search asked it (found in the store), not the same sizes under another key.
@@ -130,8 +122,8 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
         say("minimizing: " + ", ".join(f"{k}={v}" for k, v in params.items()))
         # Both releases at once where the figure does not depend on the machine's load.
         with ThreadPoolExecutor(max_workers=1 if question.noisy else 2) as pool:
-            old_values, new_values = pool.map(lambda release: values(release, asked),
-                                              (old, new))
+            old_values, new_values = pool.map(lambda release: values_of(measure_batch(
+                lab, release, backend, asked, 1, batch, timeout=timeout), reduce), (old, new))
         if not old_values or not new_values:
             return Trial(params, False, reason="no figure at one end"), None
         ends = make(old_values, new_values).ends()
@@ -159,8 +151,8 @@ def with_defaults(source: str, params: dict) -> str:
     tree = ast.parse(source)
     fn = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "case"][-1]
     a = fn.args
-    pairs = list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults))
-    pairs += list(zip(a.kwonlyargs, a.kw_defaults))
+    pairs = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults),
+             *zip(a.kwonlyargs, a.kw_defaults)]
     edits = sorted(((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
                      repr(params[arg.arg]))
                     for arg, node in pairs if arg.arg in params), reverse=True)
@@ -168,9 +160,7 @@ def with_defaults(source: str, params: dict) -> str:
     for line, col, end_line, end_col, text in edits:
         if line != end_line:
             continue  # a default spread over lines: left as it is
-        row = lines[line - 1]
-        # ast counts columns in UTF-8 bytes
-        raw = row.encode()
+        raw = lines[line - 1].encode()  # ast counts columns in UTF-8 bytes
         lines[line - 1] = (raw[:col] + text.encode() + raw[end_col:]).decode()
     return "".join(lines)
 

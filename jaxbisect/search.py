@@ -38,10 +38,6 @@ class SearchResult:
 Cheap = Callable[[int], bool]
 
 
-def _never(i: int) -> bool:
-    return False
-
-
 def steps_left(lo: int, hi: int) -> int:
     """Probes that still pin the change within (lo, hi] at worst, if none is skipped."""
     return (hi - lo - 1).bit_length()  # ceil(log2(hi - lo))
@@ -76,8 +72,8 @@ def window(n: int, seen: Mapping[int, Outcome]) -> tuple[int, int]:
     return lo, hi
 
 
-def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1, cheap: Cheap = _never,
-               offset: int = 0) -> tuple[int, ...] | str:
+def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1,
+               cheap: Cheap = lambda i: False, offset: int = 0) -> tuple[int, ...] | str:
     """The candidates to probe next, in ascending order, or the search's status once it is over
     ("found", "alike" or "unmeasurable").
 
@@ -145,8 +141,8 @@ def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cheap: Cheap, offset:
     return tuple(sorted(chosen))
 
 
-def prefetch_order(n: int, seen: Mapping[int, Outcome], round_: Sequence[int], *,
-                   jobs: int = 1, cheap: Cheap = _never, offset: int = 0) -> tuple[int, ...]:
+def prefetch_order(n: int, seen: Mapping[int, Outcome], round_: Sequence[int], *, jobs: int = 1,
+                   cheap: Cheap = lambda i: False, offset: int = 0) -> tuple[int, ...]:
     """Every candidate the round after ``round_`` could ask for, one level ahead: for each way
     the round can come out with one change and no skip (the change before its first candidate,
     then after each in turn), the round that would follow, in that order, each index once."""
@@ -178,7 +174,7 @@ def find_change(
     *,
     probe_round: Callable[[tuple[int, ...]], Sequence[Outcome]] | None = None,
     jobs: int = 1,
-    cheap: Cheap = _never,
+    cheap: Cheap = lambda i: False,
     on_step: Callable[[int, int, int], None] | None = None,
     offset: int = 0,
 ) -> SearchResult:
@@ -217,9 +213,6 @@ def find_change(
             if (lo, hi) != before:
                 on_step(lo, hi, steps_left(lo, hi))
 
-    probes = tuple(seen)
-    skipped = tuple(i for i in probes if seen[i] is Outcome.SKIP)
-    if step != "found":
-        return SearchResult(step, None, None, False, probes, skipped, tuple(rounds))
-    lo, hi = window(n, seen)
-    return SearchResult("found", lo, hi, hi == lo + 1, probes, skipped, tuple(rounds))
+    lo, hi = window(n, seen) if step == "found" else (None, None)
+    return SearchResult(step, lo, hi, step == "found" and hi == lo + 1, tuple(seen),
+                        tuple(i for i in seen if seen[i] is Outcome.SKIP), tuple(rounds))
