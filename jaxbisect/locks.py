@@ -10,6 +10,7 @@ Breaking renames the folder away first, so that of two waiters only one breaks i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,18 +73,14 @@ def held(lock: Path, *, on_wait: Callable[[dict | None], None] = lambda who: Non
           "thread": threading.get_ident(), "since": time.time()}
     waited = False
     while True:
-        try:
+        with contextlib.suppress(FileExistsError):
             lock.mkdir()
             break
-        except FileExistsError:
-            pass
         if is_stale(lock, stale=stale):
             away = lock.with_name(f"{lock.name}.stale-{uuid.uuid4().hex[:8]}")
-            try:
+            with contextlib.suppress(OSError):  # another waiter broke it first
                 os.rename(lock, away)
                 shutil.rmtree(away, ignore_errors=True)
-            except OSError:
-                pass  # another waiter broke it first
             continue
         if not waited:
             on_wait(holder(lock))
