@@ -101,11 +101,10 @@ def platform_args(backend: str) -> list[str]:
 def ignored_environment_note() -> str | None:
     """One line when the caller's XLA_FLAGS is set: the probes never see it (a measurement
     must not depend on the shell it was started from)."""
-    flags = os.environ.get("XLA_FLAGS", "").strip()
-    if not flags:
-        return None
-    return (f"note: XLA_FLAGS from your environment ({flags}) is not passed to the probes; "
-            f"use --xla-flags to set XLA flags for every probe")
+    if flags := os.environ.get("XLA_FLAGS", "").strip():
+        return (f"note: XLA_FLAGS from your environment ({flags}) is not passed to the probes; "
+                f"use --xla-flags to set XLA flags for every probe")
+    return None
 
 
 def harness_environ() -> dict[str, str]:

@@ -52,12 +52,11 @@ def is_stale(lock: Path, *, host: str | None = None, now: float | None = None,
     host = host or socket.gethostname()
     now = time.time() if now is None else now
     try:
-        beat = max((lock / HOLDER).stat().st_mtime, lock.stat().st_mtime)
+        beat = lock.stat().st_mtime
     except OSError:
-        try:
-            beat = lock.stat().st_mtime  # made, the holder file not written yet
-        except OSError:
-            return False  # gone meanwhile
+        return False  # gone meanwhile
+    with contextlib.suppress(OSError):  # made, the holder file not written yet
+        beat = max((lock / HOLDER).stat().st_mtime, beat)
     who = holder(lock)
     if who and who.get("host") == host and not alive(int(who.get("pid", 0))):
         return True
