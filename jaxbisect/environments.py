@@ -83,7 +83,7 @@ def _nvidia_gpu_visible() -> bool:
 class InstallPlan:
     requirements: tuple[str, ...]
     exclude_newer: datetime | None  # resolve everything as of this moment
-    find_links: str | None
+    find_links: str | None = None
     # Pinned exactly and served from find-links, which has no upload times to filter on.
     date_exempt: tuple[str, ...] = ()
 
@@ -96,26 +96,23 @@ def install_plan(release: Release, backend: str) -> InstallPlan:
                             "no jaxlib on PyPI pairs with it")
     jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff(backend)
     if backend == "cpu":
-        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
+        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff)
     if backend == DEVICELESS:
         # The small install (~350 MB): the plugin and PJRT wheels without the CUDA libraries
         # (nothing runs), and the nvcc wheel, whose ptxas XLA runs while compiling.
         plugin = release.cuda_plugin or jaxlib
         return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin=={plugin}",
-                            f"jax-cuda12-pjrt=={plugin}", "nvidia-cuda-nvcc-cu12"), cutoff, None)
+                            f"jax-cuda12-pjrt=={plugin}", "nvidia-cuda-nvcc-cu12"), cutoff)
     if jax <= LAST_CUDA12_FIND_LINKS:
-        return InstallPlan(
-            (f"jax[cuda12_pip]=={jax}", f"jaxlib=={jaxlib}+cuda12.cudnn89"),
-            cutoff,
-            os.environ.get("JAX_SCAN_REPRO_FIND_LINKS") or JAX_CUDA_FIND_LINKS,
-            date_exempt=("jaxlib",),
-        )
+        return InstallPlan((f"jax[cuda12_pip]=={jax}", f"jaxlib=={jaxlib}+cuda12.cudnn89"), cutoff,
+                           os.environ.get("JAX_SCAN_REPRO_FIND_LINKS") or JAX_CUDA_FIND_LINKS,
+                           date_exempt=("jaxlib",))
     if jax >= FIRST_CUDA12_EXTRA:
-        return InstallPlan((f"jax[cuda12]=={jax}", f"jaxlib=={jaxlib}"), cutoff, None)
+        return InstallPlan((f"jax[cuda12]=={jax}", f"jaxlib=={jaxlib}"), cutoff)
     pins = [f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin[with_cuda]=={jaxlib}"]
     if jaxlib >= FIRST_CUDA12_PJRT:  # before it, the plugin carried the PJRT library itself
         pins.append(f"jax-cuda12-pjrt=={jaxlib}")
-    return InstallPlan(tuple(pins), cutoff, None)
+    return InstallPlan(tuple(pins), cutoff)
 
 
 @dataclass(frozen=True)
@@ -154,10 +151,8 @@ def ensure_environment(
     rebuild: bool = False, verify: bool = False,
 ) -> Environment:
     """A ready environment for ``release``: reused when complete, otherwise built afresh.
-
     ``rebuild`` builds it afresh even when complete (jax was found not to import in it);
-    ``verify`` imports jax in a complete one first and rebuilds it when that fails.
-    """
+    ``verify`` imports jax in a complete one first and rebuilds it when that fails."""
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     started = time.monotonic()
     plan = install_plan(release, backend)
@@ -172,11 +167,9 @@ def ensure_environment(
     # locks.py's lock holds across a cluster's nodes on NFS, where flock may not.
     with held(path.with_name(path.name + ".lock-dir"), on_wait=waiting):
         installed = None if rebuild else _complete(path, plan)
-        if installed is not None and verify:
-            broken = import_error(path / "bin" / "python")
-            if broken:
-                say(f"{what}: its environment no longer imports jax ({broken}); rebuilding it")
-                installed = None
+        if installed is not None and verify and (broken := import_error(path / "bin" / "python")):
+            say(f"{what}: its environment no longer imports jax ({broken}); rebuilding it")
+            installed = None
         if installed is not None:
             return Environment(release, backend, path, path / "bin" / "python", installed,
                                reused=True, seconds=time.monotonic() - started)
@@ -215,10 +208,8 @@ def _plan_record(plan: InstallPlan) -> dict:
 
 def _complete(path: Path, plan: InstallPlan) -> dict | None:
     """The recorded versions when ``path`` is a finished environment for ``plan``, else None.
-
     Cheap on purpose (no jax import, no uv): the marker, the interpreter, and jax's and
-    jaxlib's dist-info must all agree.
-    """
+    jaxlib's dist-info must all agree."""
     try:
         marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
         if marker.get("schema") != MARKER_SCHEMA or marker.get("plan") != _plan_record(plan):
@@ -236,14 +227,12 @@ def _complete(path: Path, plan: InstallPlan) -> dict | None:
 
 def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
     """Versions of the distributions in ``path``'s site-packages, read from their dist-info."""
-    found = {}
     # A wheel's dist-info folder is named NAME-VERSION (neither holds a "-"): reading the
     # names, not each distribution's metadata, keeps checking an environment cheap.
-    for info in sorted(path.glob("lib/python*/site-packages/*.dist-info")):
-        name, _, version = info.name.removesuffix(".dist-info").partition("-")
-        if names is None or canonicalize_name(name) in names:
-            found[canonicalize_name(name)] = version
-    return found
+    found = {canonicalize_name(name): version for name, _, version in (
+        info.name.removesuffix(".dist-info").partition("-")
+        for info in sorted(path.glob("lib/python*/site-packages/*.dist-info")))}
+    return found if names is None else {k: v for k, v in found.items() if k in names}
 
 
 def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
@@ -258,8 +247,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
     if plan.find_links:
         args += ["--find-links", plan.find_links]
     _uv(what, *args, *plan.requirements)
-    everything = _installed(path)
-    installed = {name: version for name, version in sorted(everything.items())
+    installed = {name: version for name, version in sorted(_installed(path).items())
                  if name in RECORDED or name.startswith(("jax-cuda", "nvidia-"))}
     if installed.get("jax") != str(release.version) or "jaxlib" not in installed:
         raise InstallFailed(f"installing {what} left jax {installed.get('jax')} and "
@@ -285,11 +273,10 @@ def _uv(what: str, *args: str) -> None:
     uv = uv_binary()
     if not uv:
         raise InstallFailed("uv is not installed; `pip install uv` (it builds every environment)")
-    command = [uv, *args]
     env = {**os.environ, "UV_NO_PROGRESS": "1"}
     env.pop("UV_EXCLUDE_NEWER", None)  # the plan's cut-off, not the caller's, decides
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        done = subprocess.run([uv, *args], capture_output=True, text=True, env=env)
     except OSError as error:
         raise InstallFailed(f"installing {what}: cannot run uv ({error})") from None
     if done.returncode != 0:

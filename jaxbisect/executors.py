@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -172,11 +172,10 @@ class SlurmExecutor(Executor):
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
         tries: list[str] = []
-        what = _what(argv)
         while True:
             done, lost = self._attempt(list(argv), env, cwd, timeout)
             with self.lock:
-                self.journal.append({"what": what, **(done.where if done else {}),
+                self.journal.append({"what": _what(argv), **(done.where if done else {}),
                                      **({"lost": lost} if lost else {})})
             if lost is None:
                 break
@@ -345,10 +344,8 @@ class SlurmExecutor(Executor):
         finally:
             for s, handler in before.items():
                 signal.signal(s, handler)
-            try:
-                self.folder.rmdir()  # each probe's files went once read; a probe still
-            except OSError:          # cancelled keeps the folder until its thread is done
-                pass
+            with suppress(OSError):  # each probe's files went once read; a probe still
+                self.folder.rmdir()  # cancelled keeps the folder until its thread is done
 
 
 def _what(argv: Sequence[str]) -> str:
@@ -364,8 +361,7 @@ def job_info(job: str) -> dict[str, str]:
     if done.returncode != 0:
         return {}
     info = {}
-    for word in done.stdout.split():
-        name, _, value = word.partition("=")
+    for name, _, value in (word.partition("=") for word in done.stdout.split()):
         info.setdefault(name, value)
     return info
 
@@ -397,10 +393,9 @@ def _wait_for(path: Path, seconds: float) -> int | None:
 def _output(argv: list[str], returncode: int, folder: Path, where: dict) -> Finished:
     """The probe's end as ``subprocess.run`` gives it, its output read from ``folder``."""
     def text(name: str) -> str:
-        try:
+        with suppress(OSError):
             return (folder / name).read_text(errors="replace")
-        except OSError:
-            return ""
+        return ""
 
     return Finished(argv, returncode, text("stdout"), text("stderr"), where)
 

@@ -53,9 +53,7 @@ def target_option(text: str | None) -> str:
 def target_label(target: str) -> str:
     """How files name a target: a built-in's name; a spec file's stem and content digest
     (``mine-1a2b3c4d``), so that it never takes a built-in's (or another file's) place."""
-    if not target:
-        return ""
-    if "/" not in target:
+    if "/" not in target:  # a built-in's name, or none
         return target
     return f"{Path(target).stem}-{load_target(target).sha256[:8]}"
 
@@ -103,21 +101,19 @@ def platform_args(backend: str) -> list[str]:
 def ignored_environment_note() -> str | None:
     """One line when the caller's XLA_FLAGS is set: the probes never see it (a measurement
     must not depend on the shell it was started from)."""
-    flags = os.environ.get("XLA_FLAGS", "").strip()
-    if not flags:
-        return None
-    return (f"note: XLA_FLAGS from your environment ({flags}) is not passed to the probes; "
-            f"use --xla-flags to set XLA flags for every probe")
+    if flags := os.environ.get("XLA_FLAGS", "").strip():
+        return (f"note: XLA_FLAGS from your environment ({flags}) is not passed to the probes; "
+                f"use --xla-flags to set XLA flags for every probe")
+    return None
 
 
 def harness_environ() -> dict[str, str]:
     """The environment a harness process gets: ours, less what would change a measurement
     behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_*, PYTHON* settings:
     warnings as errors, another allocator …), with only the staged harness on its path."""
-    child_env = {k: v for k, v in os.environ.items()
-                 if k != "XLA_FLAGS" and not k.startswith(("JAX_", "XLA_PYTHON_", "PYTHON"))}
-    child_env["PYTHONPATH"] = str(staged_harness())
-    return child_env
+    return {**{k: v for k, v in os.environ.items()
+               if k != "XLA_FLAGS" and not k.startswith(("JAX_", "XLA_PYTHON_", "PYTHON"))},
+            "PYTHONPATH": str(staged_harness())}
 
 
 HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
@@ -125,20 +121,14 @@ HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C rea
 
 def fatal_log_line(stderr: str) -> str | None:
     """XLA's own words when it aborted the process (a bad flag, a failed check), else None."""
-    for line in reversed(stderr.splitlines()):
-        match = FATAL_LOG.search(line.strip())
-        if match:
-            return match.group(1).strip()[:300]
-    return None
+    return next((match.group(1).strip()[:300] for line in reversed(stderr.splitlines())
+                 if (match := FATAL_LOG.search(line.strip()))), None)
 
 
 class HarnessFailed(Exception):
     """A module of the harness ran but gave no usable document (a crash, a timeout, a
-    foreign schema).
-
-    ``lasting`` failures are the release's own and are stored; others (a timeout, a kill)
-    may go away and are measured again next time.
-    """
+    foreign schema). ``lasting`` failures are the release's own and are stored; others (a
+    timeout, a kill) may go away and are measured again next time."""
 
     lasting = True
 
@@ -197,11 +187,10 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         raise KeyboardInterrupt
     if done.returncode not in answers:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        crash = crash_of(done.returncode, done.stderr)
-        if crash:
+        if crash := crash_of(done.returncode, done.stderr):
             raise Crashed(what, crash)
-        fatal = fatal_log_line(done.stderr)
-        if fatal:  # XLA aborted it and said why (an unknown flag, say): the same every time
+        # XLA aborted it and said why (an unknown flag, say): the same every time
+        if fatal := fatal_log_line(done.stderr):
             raise HarnessFailed(f"XLA aborted {what}: {fatal}")
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"{what} was killed by signal {-done.returncode}",
@@ -219,8 +208,7 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
 
 
 def _raise_if_broken(python: Path) -> None:
-    broken = import_error(python)
-    if broken:
+    if broken := import_error(python):
         raise EnvironmentBroken(f"jax does not import in "
                                 f"{shown_path(Path(python).parent.parent)}: {broken}")
 
@@ -241,11 +229,10 @@ def command_environ(env: Environment, xla_flags: str = "") -> dict[str, str]:
     """The environment a user's command gets in ``env`` (``--command``, ``--metric … --``):
     ours, with the release's environment activated and JAX_BISECT_RELEASE naming it, and
     XLA_FLAGS as ``--xla-flags`` says: never the caller's (the report says which were set)."""
-    child_env = dict(os.environ, VIRTUAL_ENV=str(env.path),
+    child_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "XLA_FLAGS")}
+    child_env.update(VIRTUAL_ENV=str(env.path),
                      PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
                      JAX_BISECT_RELEASE=str(env.release.version))
-    child_env.pop("PYTHONHOME", None)
-    child_env.pop("XLA_FLAGS", None)
     if xla_flags.strip():
         child_env["XLA_FLAGS"] = xla_flags.strip()
     return child_env

@@ -61,9 +61,7 @@ def find_interpreters() -> tuple[Interpreter, ...]:
     mine = own()
     by_version = {mine.version: mine}
     for path in _candidates():
-        version = _version_of(path)
-        if version and version not in by_version:
+        if (version := _version_of(path)) and version not in by_version:
             by_version[version] = Interpreter(version, path)
-    others = sorted((i for v, i in by_version.items() if v != mine.version),
-                    key=lambda i: i.version)
-    return (mine, *others)
+    return (mine, *sorted((i for v, i in by_version.items() if v != mine.version),
+                          key=lambda i: i.version))

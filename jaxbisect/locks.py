@@ -10,6 +10,7 @@ Breaking renames the folder away first, so that of two waiters only one breaks i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -51,12 +52,11 @@ def is_stale(lock: Path, *, host: str | None = None, now: float | None = None,
     host = host or socket.gethostname()
     now = time.time() if now is None else now
     try:
-        beat = max((lock / HOLDER).stat().st_mtime, lock.stat().st_mtime)
+        beat = lock.stat().st_mtime
     except OSError:
-        try:
-            beat = lock.stat().st_mtime  # made, the holder file not written yet
-        except OSError:
-            return False  # gone meanwhile
+        return False  # gone meanwhile
+    with contextlib.suppress(OSError):  # made, the holder file not written yet
+        beat = max((lock / HOLDER).stat().st_mtime, beat)
     who = holder(lock)
     if who and who.get("host") == host and not alive(int(who.get("pid", 0))):
         return True
@@ -72,18 +72,14 @@ def held(lock: Path, *, on_wait: Callable[[dict | None], None] = lambda who: Non
           "thread": threading.get_ident(), "since": time.time()}
     waited = False
     while True:
-        try:
+        with contextlib.suppress(FileExistsError):
             lock.mkdir()
             break
-        except FileExistsError:
-            pass
         if is_stale(lock, stale=stale):
             away = lock.with_name(f"{lock.name}.stale-{uuid.uuid4().hex[:8]}")
-            try:
+            with contextlib.suppress(OSError):  # another waiter broke it first
                 os.rename(lock, away)
                 shutil.rmtree(away, ignore_errors=True)
-            except OSError:
-                pass  # another waiter broke it first
             continue
         if not waited:
             on_wait(holder(lock))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
@@ -42,10 +43,8 @@ def memory_gib() -> float | None:
 def parallel_runs() -> int:
     """How many harness runs this machine holds at once: one a core, as far as memory allows.
     (A compile keeps one core busy, so runs on different cores add up: docs/benchmarks.md.)"""
-    cores = os.cpu_count() or 1
-    memory = memory_gib()
-    fit = cores if memory is None else min(cores, int(memory // HARNESS_GIB))
-    return max(1, fit)
+    cores, memory = os.cpu_count() or 1, memory_gib()
+    return max(1, cores if memory is None else min(cores, int(memory // HARNESS_GIB)))
 
 
 def default_jobs() -> int:
@@ -79,25 +78,20 @@ def machine_description(*, dated: bool = False) -> str:
     """OS, CPU, cores, memory, GPUs, the driver's Python, uv, and this toolkit's commit."""
     lines = [f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"] if dated else []
     lines += [f"platform: {platform.platform()}", f"machine: {platform.machine()}"]
-    try:
-        with open("/proc/cpuinfo") as handle:
-            model = next((line.split(":", 1)[1].strip() for line in handle
-                          if line.startswith("model name")), None)
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as handle:
+        model = next((line.split(":", 1)[1].strip() for line in handle
+                      if line.startswith("model name")), None)
         if model:
             lines.append(f"cpu: {model}")
-    except OSError:
-        pass
     lines.append(f"cores: {os.cpu_count()}")
-    if memory_gib() is not None:
-        lines.append(f"memory: {memory_gib():.1f} GiB")
+    if (memory := memory_gib()) is not None:
+        lines.append(f"memory: {memory:.1f} GiB")
     if shutil.which("nvidia-smi"):
         gpus = _output(["nvidia-smi", "-L"])  # MIG devices too, each on a line of its own
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
     lines.append(f"python (driver): {sys.version.split()[0]}")
-    uv = uv_binary() or "uv"
-    for what, argv in (("uv", [uv, "--version"]),
+    for what, argv in (("uv", [uv_binary() or "uv", "--version"]),
                        ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):
-        found = _output(argv)
-        if found:
+        if found := _output(argv):
             lines.append(f"{what}: {found}")
     return "\n".join(lines)
