@@ -16,8 +16,6 @@ from pathlib import Path
 from .target import CompileOnly
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-
-
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -97,9 +95,8 @@ class Compiler:
                      else a for a in args)
 
     def _dumped(self) -> set[Path]:
-        if self.dump_dir is None or not self.dump_dir.is_dir():
-            return set()
-        return set(self.dump_dir.iterdir())
+        dumps = self.dump_dir is not None and self.dump_dir.is_dir()
+        return set(self.dump_dir.iterdir()) if dumps else set()
 
     def compile(self, fn, *args):
         """``fn.lower(*args).compile()`` (or ``fn().compile()`` for a function that lowers)

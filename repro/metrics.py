@@ -65,22 +65,19 @@ def concrete(args):
     import numpy
 
     rng = numpy.random.RandomState(0)
-    out = []
-    for a in args:
-        if isinstance(a, jax.ShapeDtypeStruct):
-            dtype = numpy.dtype(a.dtype)
-            if dtype == numpy.bool_:
-                data = rng.rand(*a.shape) < 0.5
-            elif numpy.issubdtype(dtype, numpy.integer):
-                data = rng.randint(0, 10, size=a.shape)
-            elif numpy.issubdtype(dtype, numpy.complexfloating):
-                data = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
-            else:
-                data = rng.standard_normal(a.shape)
-            out.append(jax.device_put(numpy.asarray(data).astype(dtype)))
-        else:
-            out.append(a)
-    return tuple(out)
+
+    def data(a):
+        dtype = numpy.dtype(a.dtype)
+        if dtype == numpy.bool_:
+            return rng.rand(*a.shape) < 0.5
+        if numpy.issubdtype(dtype, numpy.integer):
+            return rng.randint(0, 10, size=a.shape)
+        if numpy.issubdtype(dtype, numpy.complexfloating):
+            return rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+        return rng.standard_normal(a.shape)
+
+    return tuple(jax.device_put(numpy.asarray(data(a)).astype(numpy.dtype(a.dtype)))
+                 if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
 
 
 def output_digest(out) -> dict:
@@ -91,9 +88,8 @@ def output_digest(out) -> dict:
     import jax
     import numpy
 
-    leaves, values, digest = jax.tree_util.tree_leaves(out), [], hashlib.sha256()
-    shapes = []
-    for leaf in leaves:
+    shapes, values, digest = [], [], hashlib.sha256()
+    for leaf in jax.tree_util.tree_leaves(out):
         array = numpy.asarray(leaf)
         shapes.append([list(array.shape), str(array.dtype)])
         digest.update(array.tobytes())
@@ -101,11 +97,9 @@ def output_digest(out) -> dict:
         if numpy.iscomplexobj(flat):
             flat = numpy.concatenate([flat.real, flat.imag])
         flat = flat.astype(numpy.float64)
-        if flat.size > OUTPUT_POINTS:
-            picks = numpy.linspace(0, flat.size - 1, OUTPUT_POINTS).astype(numpy.int64)
-            values += flat[picks].tolist()
-        else:
-            values += flat.tolist()
+        kept = flat if flat.size <= OUTPUT_POINTS else \
+            flat[numpy.linspace(0, flat.size - 1, OUTPUT_POINTS).astype(numpy.int64)]
+        values += kept.tolist()
         with numpy.errstate(all="ignore"):
             values += [float(flat.sum()), float(numpy.abs(flat).sum())]
     return {"shapes": shapes, "values": [v if math.isfinite(v) else repr(v) for v in values],
