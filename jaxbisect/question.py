@@ -1,11 +1,10 @@
 """What a metric bisection measures, and one run of it in one release's environment.
 
-A *question* is a metric of a program: a function case (``--case FILE``, run by
-``python -m repro --case``) or a command that prints a JSON object as its last stdout line
-(``--metric NAME -- CMD``). A *run* is one process in one release's environment; a noisy
-metric's samples accumulate over runs. Runs are stored as they land, keyed by release,
-backend, question, harness source and run number, so a rerun reads them back in the same order
-and measures nothing.
+A *question* is a metric of a program: a function case (``--case FILE``, run by ``python -m
+repro --case``) or a command that prints a JSON object as its last stdout line (``--metric NAME
+-- CMD``). A *run* is one process in one release's environment; a noisy metric's samples
+accumulate over runs. Runs are stored as they land, keyed by release, backend, question, harness
+source and run number, so a rerun reads them back in the same order and measures nothing.
 """
 
 from __future__ import annotations

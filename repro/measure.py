@@ -70,13 +70,12 @@ def sizes_from_buffer_assignment(text: str) -> dict:
 
 
 class Compiler:
-    """Compiles the report's program for this process's device, or for a target's
-    compile-only GPU, and reads the plan's sizes.
+    """Compiles the report's program for this process's device, or for a target's compile-only
+    GPU, and reads the plan's sizes.
 
-    ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the
-    buffer assignment there answers where memory_analysis() cannot (``None`` for a
-    compile-only GPU before jax 0.6.1), and wherever ``from_dump`` asks for it.
-    """
+    ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the buffer
+    assignment there answers where memory_analysis() cannot (``None`` for a compile-only GPU
+    before jax 0.6.1), and wherever ``from_dump`` asks for it."""
 
     def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False):
         self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
@@ -86,8 +85,7 @@ class Compiler:
         return self._device.describe() if self._device is not None else None
 
     def structs(self, args) -> tuple:
-        """The arguments as shape/dtype structs (nothing allocated), on a target's device if
-        any."""
+        """The arguments as shape/dtype structs (nothing allocated), on a target's device if any."""
         import jax
 
         struct = jax.ShapeDtypeStruct if self._device is None else self._device.struct

@@ -254,8 +254,7 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
                                           hlo_out=hlo_out if v == at else None)})
         if points[-1]["status"] == "unavailable" and "0 bytes" in (points[-1]["error"] or ""):
             empty.append({k: x for k, x in points[-1].items() if k != "at"})
-    fallback = None
-    asked = values  # the columns of a table, whatever a fallback measures
+    fallback, asked = None, values  # asked: the columns of a table, whatever a fallback measures
     if metric == "memory" and empty and compiler.target is None:
         rest, fitting = series_at(over, {**rest, **case.runtime_params})
         values = tuple(v for v in values if v in fitting) or fitting
@@ -272,9 +271,8 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
         return result
     figures = [(p["at"], p["value"] if p["status"] == "ok" else None) for p in points]
     hook = getattr(load_module(case), "shape", None)
-    shape = (hook(name, figures, case.resolve(rest)) if hook is not None
-             else relative_shape(name, figures))
-    result["shape"] = shape
+    result["shape"] = shape = (hook(name, figures, case.resolve(rest)) if hook is not None
+                               else relative_shape(name, figures))
     if shape["status"] == "unavailable":
         result.update(status="unavailable", error=shape.get("reason") or "no shape")
         return result

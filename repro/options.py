@@ -292,9 +292,8 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
                 parser.add_mutually_exclusive_group() if option.group in exclusive else
                 parser.add_argument_group(*groups[option.group]) if option.group in groups
                 else parser)
-        where = made[option.group]
-        where.add_argument(*((option.short,) if option.short else ()), option.flag,
-                           help=option.help_for(entry, **fill), **option.settings)
+        made[option.group].add_argument(*((option.short,) if option.short else ()), option.flag,
+                                        help=option.help_for(entry, **fill), **option.settings)
 
 
 def command_line(entry: str, values: Mapping[str, object],

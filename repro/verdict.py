@@ -1,9 +1,8 @@
 """Is v0's memory constant in n_outer? Pure arithmetic, no jax.
 
-The growth is the least-squares slope of memory against n_outer, expressed in
-stacked buffers (n_inner copies of the array): the report's bug keeps one more
-stacked buffer alive per outer iteration, a growth of about 1.0 whatever the
-array size, so the verdict does not depend on n_res.
+The growth is the least-squares slope of memory against n_outer, expressed in stacked buffers
+(n_inner copies of the array): the report's bug keeps one more stacked buffer alive per outer
+iteration, a growth of about 1.0 whatever the array size, so the verdict does not depend on n_res.
 """
 
 from __future__ import annotations
@@ -46,10 +45,9 @@ def slope(points: list[tuple[int, float]]) -> float:
 def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
     """Verdict over (n_outer, bytes) points; bytes None or 0 means "not measured".
 
-    "unavailable" unless at least two distinct n_outer values were measured with
-    non-zero memory: zero is what old releases report when they measure nothing,
-    and it must never read as "constant".
-    """
+    "unavailable" unless at least two distinct n_outer values were measured with non-zero
+    memory: zero is what old releases report when they measure nothing, and it must never read
+    as "constant"."""
     def answer(reason: str | None, status: str = "unavailable", growth=None) -> dict:
         return {"status": status, "growth_per_outer": growth, "unit_bytes": unit_bytes,
                 "points": len(points), "reason": reason}
