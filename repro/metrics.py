@@ -8,6 +8,7 @@ metric that line *is* the value).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -16,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
+from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build, load_module, series_at
 from .measure import (
     NOT_MEASURED,
     Compiler,
@@ -26,6 +27,7 @@ from .measure import (
     plan_bytes,
     run_child,
 )
+from .verdict import relative_shape
 
 OUTPUT_POINTS = 256   # values of each output kept for comparison (evenly spaced, plus sums)
 NO_ERROR = "no error"
@@ -83,8 +85,6 @@ def concrete(args):
 def output_digest(out) -> dict:
     """What the ``output`` metric compares: each leaf's shape and dtype, and up to
     OUTPUT_POINTS evenly spaced values plus its sum and sum of magnitudes (as floats)."""
-    import hashlib
-
     import jax
     import numpy
 
@@ -237,9 +237,6 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
     The memory metric of a release whose compiled statistics are empty (0 bytes: jaxlib <
     0.4.29 on the CPU) falls back to a real run's peak (``peak_memory``, one fresh process a
     value) at the case's ``RUNTIME_PARAMS``: the shape is scale-free, the figures are not."""
-    from .case import load_module, series_at
-    from .verdict import relative_shape
-
     name, values = over
     rest, values = series_at(over, params)
     here = rest.get(name, case.defaults[name])
