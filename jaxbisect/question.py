@@ -1,11 +1,10 @@
 """What a metric bisection measures, and one run of it in one release's environment.
 
-A *question* is a metric of a program: a function case (``--case FILE``, run by
-``python -m repro --case``) or a command that prints a JSON object as its last stdout line
-(``--metric NAME -- CMD``). A *run* is one process in one release's environment; a noisy
-metric's samples accumulate over runs. Runs are stored as they land, keyed by release,
-backend, question, harness source and run number, so a rerun reads them back in the same order
-and measures nothing.
+A *question* is a metric of a program: a function case (``--case FILE``, run by ``python -m
+repro --case``) or a command that prints a JSON object as its last stdout line (``--metric NAME
+-- CMD``). A *run* is one process in one release's environment; a noisy metric's samples
+accumulate over runs. Runs are stored as they land, keyed by release, backend, question, harness
+source and run number, so a rerun reads them back in the same order and measures nothing.
 """
 
 from __future__ import annotations
@@ -19,9 +18,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from repro.case import (
+    COMPILE_ONLY_METRICS,
     METRICS,
     NOISY_METRICS,
     CaseError,
@@ -29,6 +30,7 @@ from repro.case import (
     parse_over,
     parse_params,
     read_case,
+    series_at,
 )
 from repro.options import OPTIONS, REPRO, command_line
 
@@ -162,8 +164,6 @@ def with_params(question: Question, params: dict) -> Question:
     its values measures the series there (the case's SEARCH_PARAMS, COMPARE)."""
     if not question.over:
         return replace(question, params={**question.params, **params})
-    from repro.case import series_at
-
     rest, values = series_at(question.over, {**question.params, **params})
     return replace(question, params=rest, over=(question.over[0], values))
 
@@ -190,7 +190,7 @@ def question_from(metric: str | None, case_path: str | None, params: list[str],
             raise UserError(f"--param {shape[0]}: the metric is measured over {shape[0]} "
                             f"(--over {over_text(shape)}); give its values with --over, or "
                             f"--over none for one figure")
-        if target and metric not in ("memory", "compile_time", "error"):
+        if target and metric not in COMPILE_ONLY_METRICS:
             raise UserError(f"--target compiles without the GPU: --metric {metric} needs a "
                             f"run (use memory, compile_time or error)")
         return Question(metric=metric, case=case, params=overrides, target=target,
@@ -251,7 +251,8 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
     What the release answers (samples, or the program raising) is stored; what may go away
     (an install that failed, a timeout, a kill) is not."""
-    kept: list[bool] = []
+    version, kept = str(release.version), []
+    failed = partial(Run, release=version, number=number, status="failed")
 
     def measure(rebuild: bool = False) -> Run:
         try:
@@ -259,70 +260,60 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
                                      rebuild=rebuild)
         except InstallFailed as exc:
             kept.append(False)
-            return Run(release=str(release.version), number=number, status="failed",
-                       error=str(exc))
+            return failed(error=str(exc))
         started = time.perf_counter()  # the run's own time, not the install's (its limit)
-        say(f"jax {release.version}: {question.metric} of {question.label}, run {number}")
+        say(f"jax {version}: {question.metric} of {question.label}, run {number}")
         keep = True
         try:
-            if question.case is not None:
-                run = _harness_run(env, release, question, number, timeout, executor)
-            else:
-                run = _command_run(env, release, question, number, timeout, executor)
+            run = (_harness_run if question.case is not None else _command_run)(
+                env, version, question, number, timeout, executor)
         except Crashed as exc:
-            run = crashed_run(question, str(release.version), number, exc.crash)
-            keep = exc.lasting
+            run, keep = crashed_run(question, version, number, exc.crash), exc.lasting
         except EnvironmentBroken as exc:
             if not rebuild:  # the environment's fault, not the release's answer: built afresh
-                say(f"jax {release.version}: its environment no longer imports jax ({exc}); "
+                say(f"jax {version}: its environment no longer imports jax ({exc}); "
                     f"rebuilding it")
                 return measure(rebuild=True)
-            run = Run(release=str(release.version), number=number, status="failed",
-                      error=str(exc))
-            keep = False
+            run, keep = failed(error=str(exc)), False
         except HarnessFailed as exc:  # a timeout: "hung" (docs/cases.md, time limits)
-            run = Run(release=str(release.version), number=number,
-                      status="hung" if isinstance(exc, RunTimedOut) else "failed",
-                      error=str(exc))
+            run = failed(status="hung" if isinstance(exc, RunTimedOut) else "failed",
+                         error=str(exc))
             keep = exc.lasting
         kept.append(keep)
-        return Run(**{**run.__dict__, "installed": dict(env.installed),
-                      "seconds": round(time.perf_counter() - started, 2)})
+        return replace(run, installed=dict(env.installed),
+                       seconds=round(time.perf_counter() - started, 2))
 
     return store.get_or_run(question.store_key(release, backend, "metric", run=number),
                             measure, remeasure=remeasure, keep=lambda _: kept[-1],
                             encode=Run.as_json, decode=Run.from_json)
 
 
-def _harness_run(env, release: Release, question: Question, number: int,
+def _harness_run(env, version: str, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
     document = run_repro(env, question.harness_argv() + platform_args(env.backend), timeout,
                          answers=(0, 125), executor=executor)
-    return run_of_document(document, str(release.version), number)
+    return run_of_document(document, version, number)
 
 
 def run_of_document(document: dict, version: str, number: int) -> Run:
     """Run ``number`` of a release as the harness's ``document`` answers it."""
     metric = document.get("metric") or {}
+    run = partial(Run, release=version, number=number, document=document,
+                  ran_on=document.get("ran_on", {}))
     if metric.get("status") == "ok":
-        return Run(release=version, number=number, status="ok",
-                   samples=tuple(metric["samples"]), document=document,
-                   ran_on=document.get("ran_on", {}))
-    status = "raised" if metric.get("status") == "error" else "failed"
-    return Run(release=version, number=number, status=status,
-               error=metric.get("error") or "no answer", document=document,
-               ran_on=document.get("ran_on", {}))
+        return run(status="ok", samples=tuple(metric["samples"]))
+    return run(status="raised" if metric.get("status") == "error" else "failed",
+               error=metric.get("error") or "no answer")
 
 
-def _command_run(env, release: Release, question: Question, number: int,
+def _command_run(env, version: str, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample (for ``--metric error``: ``no error``, how it
     exited, or how it crashed). Its output is copied to our stderr."""
-    child_env = command_environ(env, question.xla_flags)
-    version = str(release.version)
     try:
-        done = executor.run(list(question.command), env=child_env, timeout=timeout)
+        done = executor.run(list(question.command), env=command_environ(env, question.xla_flags),
+                            timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunTimedOut(f"timed out after {timeout:.0f} s") from None
     except ProbeLost as exc:
@@ -339,38 +330,42 @@ def _command_run(env, release: Release, question: Question, number: int,
     if done.returncode < 0:
         raise HarnessFailed(f"the command was killed by signal {-done.returncode}",
                             lasting=False)
+    run = partial(Run, release=version, number=number, ran_on=done.where)
     if question.metric == "error":
-        return Run(release=version, number=number, status="ok",
-                   samples=(command_error(done.returncode, done.stderr),), ran_on=done.where)
+        return run(status="ok", samples=(command_error(done.returncode, done.stderr),))
     if done.returncode != 0:
-        return Run(release=version, number=number, status="raised",
-                   error=f"the command exited {done.returncode}", ran_on=done.where)
-    return Run(release=version, number=number, status="ok",
-               samples=(command_value(done.stdout, question.metric),), ran_on=done.where)
+        return run(status="raised", error=f"the command exited {done.returncode}")
+    return run(status="ok", samples=(command_value(done.stdout, question.metric),))
 
 
 def command_error(returncode: int, stderr: str) -> str:
     """A command's ``error`` figure where it did not crash: ``no error`` for exit 0, else
     its exit status and the last line of its stderr (addresses and ids masked)."""
-    from .crashes import mask
+    return "no error" if returncode == 0 else f"exited {returncode}{_masked_tail(stderr)}"
 
-    if returncode == 0:
-        return "no error"
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return f"exited {returncode}" + (f": {mask(lines[-1])}" if lines else "")
+
+def _last_line(text: str) -> str:
+    """The last line of ``text`` that is not blank ("" if none)."""
+    return next((line for line in reversed(text.splitlines()) if line.strip()), "")
+
+
+def _masked_tail(stderr: str) -> str:
+    """``: LAST LINE`` of ``stderr``, addresses and ids masked ("" if it has none)."""
+    last = _last_line(stderr)
+    return f": {mask(last)}" if last else ""
 
 
 def command_value(stdout: str, name: str) -> float:
     """Field ``name`` of the JSON object on the last line of ``stdout``; a command that does
     not print one is bad input (UserError)."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
+    last = _last_line(stdout)
     try:
-        document = json.loads(lines[-1]) if lines else None
+        document = json.loads(last) if last else None
     except ValueError:
         document = None
     if not isinstance(document, dict):
         raise UserError(f"--metric {name}: the command must print a JSON object as its last "
-                        f"line of output (it printed {lines[-1][:80]!r})" if lines else
+                        f"line of output (it printed {last[:80]!r})" if last else
                         f"--metric {name}: the command printed nothing; it must print a JSON "
                         f"object as its last line")
     if name not in document:
@@ -400,10 +395,8 @@ def exit_status_run(code: int, stderr: str, version: str, number: int,
         return Run(release=version, number=number, status="failed", ran_on=where or {},
                    error=f"the command exited {SKIP_STATUS} (this release cannot be tested)")
     if not 0 <= code < 128:
-        lines = [line for line in stderr.splitlines() if line.strip()]
         raise CommandAborted(
             f"jax {version}: the command exited {code if code >= 0 else 128 - code}, 128 or "
-            f"more, which stops the bisection (git bisect run's abort)"
-            + (f": {mask(lines[-1])}" if lines else ""))
+            f"more, which stops the bisection (git bisect run's abort){_masked_tail(stderr)}")
     return Run(release=version, number=number, status="ok", samples=(code,),
                ran_on=where or {})

@@ -94,8 +94,7 @@ def read_case(path: str | Path) -> CaseFile:
     if not functions:
         raise CaseError(f"{path} defines no case() function (it must return (fn, args); "
                         f"see docs/cases.md)")
-    fn = functions[-1]
-    a = fn.args
+    a = functions[-1].args
     if a.vararg or a.kwarg or a.posonlyargs:
         raise CaseError(f"{path}: case() takes keyword parameters with defaults only "
                         f"(no *args, **kwargs or positional-only ones)")
@@ -110,12 +109,9 @@ def read_case(path: str | Path) -> CaseFile:
             raise CaseError(f"{path}: the default of {arg.arg!r} must be an int, float, bool or "
                             f"str, not {type(value).__name__}")
         defaults[arg.arg] = value
-    constants = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in CONSTANTS:
-            constants[node.targets[0].id] = _literal(node.value, node.targets[0].id, path)
+    constants = {node.targets[0].id: _literal(node.value, node.targets[0].id, path)
+                 for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in CONSTANTS}
     metric = constants.get("METRIC")
     if metric is not None and metric not in METRICS:
         raise CaseError(f"{path}: METRIC = {metric!r} is not one of {', '.join(METRICS)}")
@@ -226,9 +222,8 @@ def parse_params(case: CaseFile, items: list[str] | tuple[str, ...]) -> dict:
         if not sep or not name:
             raise CaseError(f"--param {item!r}: write NAME=VALUE")
         if name not in case.defaults:
-            known = ", ".join(case.defaults) or "none"
             raise CaseError(f"--param {name}: {case.name} has no parameter {name!r} "
-                            f"(its parameters: {known})")
+                            f"(its parameters: {', '.join(case.defaults) or 'none'})")
         overrides[name] = parse_value(text, case.defaults[name], name)
     return overrides
 

@@ -16,8 +16,6 @@ from pathlib import Path
 from .target import CompileOnly
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-
-
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -72,13 +70,12 @@ def sizes_from_buffer_assignment(text: str) -> dict:
 
 
 class Compiler:
-    """Compiles the report's program for this process's device, or for a target's
-    compile-only GPU, and reads the plan's sizes.
+    """Compiles the report's program for this process's device, or for a target's compile-only
+    GPU, and reads the plan's sizes.
 
-    ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the
-    buffer assignment there answers where memory_analysis() cannot (``None`` for a
-    compile-only GPU before jax 0.6.1), and wherever ``from_dump`` asks for it.
-    """
+    ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the buffer
+    assignment there answers where memory_analysis() cannot (``None`` for a compile-only GPU
+    before jax 0.6.1), and wherever ``from_dump`` asks for it."""
 
     def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False):
         self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
@@ -88,8 +85,7 @@ class Compiler:
         return self._device.describe() if self._device is not None else None
 
     def structs(self, args) -> tuple:
-        """The arguments as shape/dtype structs (nothing allocated), on a target's device if
-        any."""
+        """The arguments as shape/dtype structs (nothing allocated), on a target's device if any."""
         import jax
 
         struct = jax.ShapeDtypeStruct if self._device is None else self._device.struct
@@ -97,9 +93,8 @@ class Compiler:
                      else a for a in args)
 
     def _dumped(self) -> set[Path]:
-        if self.dump_dir is None or not self.dump_dir.is_dir():
-            return set()
-        return set(self.dump_dir.iterdir())
+        dumps = self.dump_dir is not None and self.dump_dir.is_dir()
+        return set(self.dump_dir.iterdir()) if dumps else set()
 
     def compile(self, fn, *args):
         """``fn.lower(*args).compile()`` (or ``fn().compile()`` for a function that lowers)

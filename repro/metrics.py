@@ -8,6 +8,7 @@ metric that line *is* the value).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -16,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build
+from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build, load_module, series_at
 from .measure import (
     NOT_MEASURED,
     Compiler,
@@ -26,6 +27,7 @@ from .measure import (
     plan_bytes,
     run_child,
 )
+from .verdict import relative_shape
 
 OUTPUT_POINTS = 256   # values of each output kept for comparison (evenly spaced, plus sums)
 NO_ERROR = "no error"
@@ -65,35 +67,29 @@ def concrete(args):
     import numpy
 
     rng = numpy.random.RandomState(0)
-    out = []
-    for a in args:
-        if isinstance(a, jax.ShapeDtypeStruct):
-            dtype = numpy.dtype(a.dtype)
-            if dtype == numpy.bool_:
-                data = rng.rand(*a.shape) < 0.5
-            elif numpy.issubdtype(dtype, numpy.integer):
-                data = rng.randint(0, 10, size=a.shape)
-            elif numpy.issubdtype(dtype, numpy.complexfloating):
-                data = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
-            else:
-                data = rng.standard_normal(a.shape)
-            out.append(jax.device_put(numpy.asarray(data).astype(dtype)))
-        else:
-            out.append(a)
-    return tuple(out)
+
+    def data(a):
+        dtype = numpy.dtype(a.dtype)
+        if dtype == numpy.bool_:
+            return rng.rand(*a.shape) < 0.5
+        if numpy.issubdtype(dtype, numpy.integer):
+            return rng.randint(0, 10, size=a.shape)
+        if numpy.issubdtype(dtype, numpy.complexfloating):
+            return rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+        return rng.standard_normal(a.shape)
+
+    return tuple(jax.device_put(numpy.asarray(data(a)).astype(numpy.dtype(a.dtype)))
+                 if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
 
 
 def output_digest(out) -> dict:
     """What the ``output`` metric compares: each leaf's shape and dtype, and up to
     OUTPUT_POINTS evenly spaced values plus its sum and sum of magnitudes (as floats)."""
-    import hashlib
-
     import jax
     import numpy
 
-    leaves, values, digest = jax.tree_util.tree_leaves(out), [], hashlib.sha256()
-    shapes = []
-    for leaf in leaves:
+    shapes, values, digest = [], [], hashlib.sha256()
+    for leaf in jax.tree_util.tree_leaves(out):
         array = numpy.asarray(leaf)
         shapes.append([list(array.shape), str(array.dtype)])
         digest.update(array.tobytes())
@@ -101,11 +97,9 @@ def output_digest(out) -> dict:
         if numpy.iscomplexobj(flat):
             flat = numpy.concatenate([flat.real, flat.imag])
         flat = flat.astype(numpy.float64)
-        if flat.size > OUTPUT_POINTS:
-            picks = numpy.linspace(0, flat.size - 1, OUTPUT_POINTS).astype(numpy.int64)
-            values += flat[picks].tolist()
-        else:
-            values += flat.tolist()
+        kept = flat if flat.size <= OUTPUT_POINTS else \
+            flat[numpy.linspace(0, flat.size - 1, OUTPUT_POINTS).astype(numpy.int64)]
+        values += kept.tolist()
         with numpy.errstate(all="ignore"):
             values += [float(flat.sum()), float(numpy.abs(flat).sum())]
     return {"shapes": shapes, "values": [v if math.isfinite(v) else repr(v) for v in values],
@@ -243,9 +237,6 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
     The memory metric of a release whose compiled statistics are empty (0 bytes: jaxlib <
     0.4.29 on the CPU) falls back to a real run's peak (``peak_memory``, one fresh process a
     value) at the case's ``RUNTIME_PARAMS``: the shape is scale-free, the figures are not."""
-    from .case import load_module, series_at
-    from .verdict import relative_shape
-
     name, values = over
     rest, values = series_at(over, params)
     here = rest.get(name, case.defaults[name])
@@ -260,8 +251,7 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
                                           hlo_out=hlo_out if v == at else None)})
         if points[-1]["status"] == "unavailable" and "0 bytes" in (points[-1]["error"] or ""):
             empty.append({k: x for k, x in points[-1].items() if k != "at"})
-    fallback = None
-    asked = values  # the columns of a table, whatever a fallback measures
+    fallback, asked = None, values  # asked: the columns of a table, whatever a fallback measures
     if metric == "memory" and empty and compiler.target is None:
         rest, fitting = series_at(over, {**rest, **case.runtime_params})
         values = tuple(v for v in values if v in fitting) or fitting
@@ -278,9 +268,8 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
         return result
     figures = [(p["at"], p["value"] if p["status"] == "ok" else None) for p in points]
     hook = getattr(load_module(case), "shape", None)
-    shape = (hook(name, figures, case.resolve(rest)) if hook is not None
-             else relative_shape(name, figures))
-    result["shape"] = shape
+    result["shape"] = shape = (hook(name, figures, case.resolve(rest)) if hook is not None
+                               else relative_shape(name, figures))
     if shape["status"] == "unavailable":
         result.update(status="unavailable", error=shape.get("reason") or "no shape")
         return result

@@ -23,6 +23,7 @@ from .case import METRICS, SCAN_CASE  # noqa: F401  (python -m repro and bisect 
 from .process import PLATFORMS
 from .target import TargetError, built_in
 from .target import load as load_target
+from .verdict import size_problem
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -292,9 +293,8 @@ def add_options(parser: argparse.ArgumentParser, entry: str,
                 parser.add_mutually_exclusive_group() if option.group in exclusive else
                 parser.add_argument_group(*groups[option.group]) if option.group in groups
                 else parser)
-        where = made[option.group]
-        where.add_argument(*((option.short,) if option.short else ()), option.flag,
-                           help=option.help_for(entry, **fill), **option.settings)
+        made[option.group].add_argument(*((option.short,) if option.short else ()), option.flag,
+                                        help=option.help_for(entry, **fill), **option.settings)
 
 
 def command_line(entry: str, values: Mapping[str, object],
@@ -322,8 +322,6 @@ def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int
     n_outer=…``, ``--n-inner/--n-res/--dtype`` as ``--param``s (before the user's own); for
     the scan case, a size too big to compile anywhere is the parser's one-line error, not a
     failure after a compile. The n_outer values asked, sorted (none: [])."""
-    from .verdict import size_problem
-
     n_outer = sorted({n for values in args.n_outer or () for n in values})
     if n_outer:
         if args.over is not None:

@@ -1,9 +1,8 @@
 """Is v0's memory constant in n_outer? Pure arithmetic, no jax.
 
-The growth is the least-squares slope of memory against n_outer, expressed in
-stacked buffers (n_inner copies of the array): the report's bug keeps one more
-stacked buffer alive per outer iteration, a growth of about 1.0 whatever the
-array size, so the verdict does not depend on n_res.
+The growth is the least-squares slope of memory against n_outer, expressed in stacked buffers
+(n_inner copies of the array): the report's bug keeps one more stacked buffer alive per outer
+iteration, a growth of about 1.0 whatever the array size, so the verdict does not depend on n_res.
 """
 
 from __future__ import annotations
@@ -46,37 +45,30 @@ def slope(points: list[tuple[int, float]]) -> float:
 def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
     """Verdict over (n_outer, bytes) points; bytes None or 0 means "not measured".
 
-    "unavailable" unless at least two distinct n_outer values were measured with
-    non-zero memory: zero is what old releases report when they measure nothing,
-    and it must never read as "constant".
-    """
-    def unavailable(reason: str) -> dict:
-        return {"status": "unavailable", "growth_per_outer": None, "unit_bytes": unit_bytes,
+    "unavailable" unless at least two distinct n_outer values were measured with non-zero
+    memory: zero is what old releases report when they measure nothing, and it must never read
+    as "constant"."""
+    def answer(reason: str | None, status: str = "unavailable", growth=None) -> dict:
+        return {"status": status, "growth_per_outer": growth, "unit_bytes": unit_bytes,
                 "points": len(points), "reason": reason}
 
     if unit_bytes <= 0:
-        return unavailable("the stacked buffer has no size")
+        return answer("the stacked buffer has no size")
     missing = [n for n, b in points if b is None]
     if missing:
-        return unavailable(f"no measurement at n_outer {', '.join(map(str, missing))}")
+        return answer(f"no measurement at n_outer {', '.join(map(str, missing))}")
     zeros = [n for n, b in points if b == 0]
     if zeros:
-        return unavailable(
-            f"memory reported as 0 bytes at n_outer {', '.join(map(str, zeros))} "
-            "(this release does not measure it)")
+        return answer(f"memory reported as 0 bytes at n_outer {', '.join(map(str, zeros))} "
+                      "(this release does not measure it)")
     # n_outer = 1 sits below even a constant plan: one stacked buffer and nothing to keep
     # across outer iterations (jax 0.5.0 on the CPU: 1 buffer at n_outer 1, 2 at every
     # n_outer after). So 1 vs 2 cannot tell the bug from a fixed plan: fit n_outer >= 2 only.
     fitted = [(n, b) for n, b in points if n >= 2]
     if len({n for n, _ in fitted}) < 2:
-        return unavailable("needs at least two n_outer values of 2 or more")
+        return answer("needs at least two n_outer values of 2 or more")
     growth = round(slope([(n, b / unit_bytes) for n, b in fitted]), 4)
-    status = "grows" if growth >= GROWS_AT else "constant"
-    return {"status": status, "growth_per_outer": growth, "unit_bytes": unit_bytes,
-            "points": len(points), "reason": None}
-
-
-EXIT_STATUS = {"constant": 0, "grows": 1, "unavailable": 125}  # git bisect run's codes
+    return answer(None, "grows" if growth >= GROWS_AT else "constant", growth)
 
 
 RATE_FACTOR = 2.0  # two growing (or shrinking) shapes are alike while their rates are this close
