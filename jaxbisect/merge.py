@@ -35,15 +35,12 @@ class Result:
     document: dict
 
     @property
-    def device(self) -> str:
-        d = self.document
-        return NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?")
-
-    @property
     def group(self) -> tuple[str, str]:
         """Where a row belongs: the environment's backend (cpu, cuda12, or the GPU target
         compiled for) and the device."""
-        return self.document.get("target") or self.document["backend"], self.device
+        d = self.document
+        return (d.get("target") or d["backend"],
+                NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?"))
 
     def identity(self) -> str:
         """Equal for the same result uploaded twice (however long each run took, whatever
