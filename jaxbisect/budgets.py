@@ -45,14 +45,16 @@ def run_limit(explicit: float | None, first_runs: Sequence[float | None]) -> Tim
     if not finished:
         return TimeLimit(FIRST_RUN_LIMIT, "an end's first run, before any time is known")
     slower = max(finished)
-    derived = RUN_FACTOR * slower
     if any(s is None for s in first_runs):  # the other end's first run is still ahead
-        return TimeLimit(max(FIRST_RUN_LIMIT, derived),
-                         f"an end's first run: {RUN_FACTOR:g}× the other end's "
-                         f"({slower:.1f} s), {FIRST_RUN_LIMIT:g} s at least")
-    return TimeLimit(max(RUN_FLOOR, derived),
-                     f"{RUN_FACTOR:g}× the slower end's first run ({slower:.1f} s), "
-                     f"{RUN_FLOOR:g} s at least")
+        return _scaled(RUN_FACTOR, "the other end's", slower, FIRST_RUN_LIMIT,
+                       "an end's first run: ")
+    return _scaled(RUN_FACTOR, "the slower end's first run", slower, RUN_FLOOR)
+
+
+def _scaled(factor: float, what: str, seconds: float, floor: float, head: str = "") -> TimeLimit:
+    """``factor`` times ``what`` took (``seconds``), ``floor`` at least."""
+    return TimeLimit(max(floor, factor * seconds),
+                     f"{head}{factor:g}× {what} ({seconds:.1f} s), {floor:g} s at least")
 
 
 def explain_limit(explicit: float | None, baseline: Sequence[float]) -> TimeLimit:
@@ -62,10 +64,7 @@ def explain_limit(explicit: float | None, baseline: Sequence[float]) -> TimeLimi
         return TimeLimit(explicit, "--timeout")
     if not baseline:
         return TimeLimit(RUN_FLOOR, "no run of the release to go by")
-    typical = statistics.median(baseline)
-    return TimeLimit(max(TEST_FLOOR, TEST_FACTOR * typical),
-                     f"{TEST_FACTOR:g}× the release's own run ({typical:.1f} s), "
-                     f"{TEST_FLOOR:g} s at least")
+    return _scaled(TEST_FACTOR, "the release's own run", statistics.median(baseline), TEST_FLOOR)
 
 
 class EndsTimer:

@@ -51,8 +51,7 @@ def fatal_line(stderr: str) -> str | None:
     """The last line of ``stderr`` that says why the process died, masked; else None."""
     for line in reversed(stderr.splitlines()):
         for pattern in _FATAL:
-            match = pattern.search(line.strip())
-            if match:
+            if match := pattern.search(line.strip()):
                 return mask(match.group(1))
     return None
 
@@ -62,13 +61,7 @@ def signal_of(returncode: int, *, shell: bool = False) -> int | None:
     shell (``shell``: the process may have been a shell's child); else None."""
     number = -returncode if returncode < 0 else (
         returncode - SHELL_SIGNALLED if shell and returncode > SHELL_SIGNALLED else None)
-    if number is None:
-        return None
-    try:
-        sig = signal.Signals(number)
-    except ValueError:
-        return None
-    return sig if sig in CRASH_SIGNALS else None
+    return signal.Signals(number) if number in CRASH_SIGNALS else None
 
 
 def crash_of(returncode: int, stderr: str, *, shell: bool = False) -> str | None:
@@ -77,11 +70,8 @@ def crash_of(returncode: int, stderr: str, *, shell: bool = False) -> str | None
     or None where it did not crash (it exited, or was interrupted)."""
     sig = signal_of(returncode, shell=shell)
     line = fatal_line(stderr)
-    if sig is None:
-        # An uncaught C++ error or a failed check that exited rather than aborting.
-        if returncode > 0 and line and _C_LEVEL(line):
-            return f"crashed: {line}"
-        return None
+    if sig is None:  # an uncaught C++ error or a failed check that exited rather than aborting
+        return f"crashed: {line}" if returncode > 0 and line and _C_LEVEL(line) else None
     head = f"crashed: {sig.name}"
     if line:
         return f"{head}: {line}"

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import UserError
 
 
 def cache_dir() -> Path:
-    """Root of everything cached between runs (catalogue, environments, probe results).
-
-    ``JAX_SCAN_REPRO_CACHE`` overrides it; otherwise ``$XDG_CACHE_HOME/jax-scan-repro``.
-    """
-    explicit = os.environ.get("JAX_SCAN_REPRO_CACHE")
-    if explicit:
+    """Root of everything cached between runs (catalogue, environments, probe results):
+    ``JAX_SCAN_REPRO_CACHE``, else ``$XDG_CACHE_HOME/jax-scan-repro``."""
+    if explicit := os.environ.get("JAX_SCAN_REPRO_CACHE"):
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "jax-scan-repro"
@@ -59,10 +57,7 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 
@@ -85,43 +80,43 @@ RUN_DEPENDENT_KEYS = frozenset({"environment", "python", "ran_on", "generated_co
                                 "host_generated_code_bytes"})
 
 
-def _steady(value: object, ignore: frozenset[str] = VOLATILE_KEYS) -> object:
+def steady(value: object, ignore: frozenset[str] = VOLATILE_KEYS) -> object:
+    """``value`` without the keys in ``ignore``, at every depth."""
     if isinstance(value, dict):
-        return {k: _steady(v, ignore) for k, v in value.items() if k not in ignore}
+        return {k: steady(v, ignore) for k, v in value.items() if k not in ignore}
     if isinstance(value, list):
-        return [_steady(v, ignore) for v in value]
+        return [steady(v, ignore) for v in value]
     return value
+
+
+def _write_if_changed(path: Path, same: Callable[[str], bool], write: Callable[[], None]) -> bool:
+    """``write()`` unless ``path`` holds a text that ``same`` finds alike."""
+    try:
+        if same(Path(path).read_text(encoding="utf-8")):
+            return False
+    except (OSError, ValueError):  # unreadable: written anew
+        pass
+    write()
+    return True
 
 
 def write_json_if_changed(path: Path, document: object,
                           also_ignore: frozenset[str] = frozenset()) -> bool:
     """``write_json`` unless ``path`` holds the same document up to its volatile fields (and
     the keys in ``also_ignore``)."""
-    try:
-        old = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        old = None
     ignore = VOLATILE_KEYS | also_ignore
-    if old is not None and (_steady(old, ignore)
-                            == _steady(json.loads(json.dumps(document)), ignore)):
-        return False
-    write_json(path, document)
-    return True
+    new = steady(json.loads(json.dumps(document)), ignore)
+    return _write_if_changed(path, lambda old: steady(json.loads(old), ignore) == new,
+                             lambda: write_json(path, document))
 
 
 def write_text_if_changed(path: Path, text: str) -> bool:
     """``write_atomic`` unless ``path`` holds the same text up to its volatile lines."""
-    def steady(lines: str) -> list[str]:
-        return [line for line in lines.splitlines() if not line.startswith(VOLATILE_LINES)]
+    def lines(t: str) -> list[str]:
+        return [line for line in t.splitlines() if not line.startswith(VOLATILE_LINES)]
 
-    try:
-        old = Path(path).read_text(encoding="utf-8")
-    except OSError:
-        old = None
-    if old is not None and steady(old) == steady(text):
-        return False
-    write_atomic(path, text)
-    return True
+    return _write_if_changed(path, lambda old: lines(old) == lines(text),
+                             lambda: write_atomic(path, text))
 
 
 def check_reports_folder(folder: Path) -> None:

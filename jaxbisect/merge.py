@@ -21,7 +21,7 @@ from tabulate import tabulate
 from repro.options import OneLineParser
 
 from .errors import UserError
-from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, write_atomic
+from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, steady, write_atomic
 from .sweep import read_result, result_order, results_table, version_key
 
 PROG = "python -m jaxbisect.merge"
@@ -35,20 +35,18 @@ class Result:
     document: dict
 
     @property
-    def device(self) -> str:
-        d = self.document
-        return NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?")
-
-    @property
     def group(self) -> tuple[str, str]:
         """Where a row belongs: the environment's backend (cpu, cuda12, or the GPU target
         compiled for) and the device."""
-        return self.document.get("target") or self.document["backend"], self.device
+        d = self.document
+        return (d.get("target") or d["backend"],
+                NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?"))
 
     def identity(self) -> str:
         """Equal for the same result uploaded twice (however long each run took, whatever
         the kernel of the machine), different for any other."""
-        return json.dumps(_steady(self.document), sort_keys=True, default=str)
+        return json.dumps(steady(self.document, VOLATILE_KEYS | RUN_DEPENDENT_KEYS),
+                          sort_keys=True, default=str)
 
 
 def question(document: dict) -> str:
@@ -56,20 +54,9 @@ def question(document: dict) -> str:
     return shlex.join(document["asked"][2:])
 
 
-def _steady(value):
-    if isinstance(value, dict):
-        return {k: _steady(v) for k, v in value.items()
-                if k not in VOLATILE_KEYS | RUN_DEPENDENT_KEYS}
-    if isinstance(value, list):
-        return [_steady(v) for v in value]
-    return value
-
-
 def find_results(paths: Iterable[Path]) -> tuple[list[Result], list[str]]:
-    """Every sweep result under ``paths`` (files, or folders searched recursively).
-
-    Returns the results (exact duplicates dropped) and one line per JSON file skipped.
-    """
+    """Every sweep result under ``paths`` (files, or folders searched recursively), exact
+    duplicates dropped, and one line per JSON file skipped."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -78,19 +65,16 @@ def find_results(paths: Iterable[Path]) -> tuple[list[Result], list[str]]:
             files.append(path)
         else:
             raise UserError(f"no such file or folder: {path}")
-    results, skipped, seen = [], [], set()
+    unique: dict[str, Result] = {}  # the first of each identity
+    skipped = []
     for file in files:
-        document = read_result(file)
-        if document is None:
+        if (document := read_result(file)) is None:
             skipped.append(f"{file}: not a sweep result")
-            continue
-        result = Result(file, document)
-        if result.identity() in seen:
-            continue
-        seen.add(result.identity())
-        results.append(result)
-    return sorted(results, key=lambda r: (*r.group, *result_order(r.document),
-                                          str(r.source))), skipped
+        else:
+            result = Result(file, document)
+            unique.setdefault(result.identity(), result)
+    return sorted(unique.values(), key=lambda r: (*r.group, *result_order(r.document),
+                                                  str(r.source))), skipped
 
 
 def disagreements(results: list[Result]) -> list[str]:

@@ -37,6 +37,7 @@ PIN_FILES = ("revision.bzl", "workspace.bzl")  # newer releases first
 WORKSPACE_PIN = re.compile(r'"https://github\.com/openxla/xla/archive/([0-9a-f]{40})\.tar\.gz"')
 TAG = re.compile(r"^(jax|jaxlib)-v(\d+(?:\.\d+)*)$")   # release tags; -rc tags are not releases
 SCHEMA = 1
+ABOUT = ("source", "newest_tag", "newest_tag_date", "made")  # where and when a table was made
 
 
 def xla_commit_from_pin(text: str) -> str | None:
@@ -84,9 +85,7 @@ class PinTable:
         return {p.jax_commit: p for p in self.pins.values()}
 
     def describe(self) -> dict:
-        return {"source": self.source, "newest_tag": self.newest_tag,
-                "newest_tag_date": self.newest_tag_date, "made": self.made,
-                "tags": len(self.pins)}
+        return {**{k: getattr(self, k) for k in ABOUT}, "tags": len(self.pins)}
 
     def tag_for(self, jaxlib: str) -> Pin | None:
         """The pin of the release tag of jaxlib ``jaxlib``: ``jaxlib-v`` (older jaxlib
@@ -137,8 +136,7 @@ def load_table(path: Path = PIN_TABLE) -> PinTable | None:
         doc = json.loads(Path(path).read_text())
         pins = {tag: Pin(tag, p["jax_commit"], p["xla_commit"])
                 for tag, p in doc["pins"].items()}
-        return PinTable(pins, doc["source"], doc["newest_tag"], doc["newest_tag_date"],
-                        doc["made"])
+        return PinTable(pins, *(doc[k] for k in ABOUT))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -78,12 +79,9 @@ class Store:
         the release will give again. ``remeasure``: run it whatever is stored."""
         document = None if remeasure else self.read(key)
         if document is not None:
-            try:
-                stored = decode(document)
-            except (ValueError, KeyError, TypeError):  # unusable: measured again
-                stored = None
-            if stored is not None:
-                return stored
+            with suppress(ValueError, KeyError, TypeError):  # unusable: measured again
+                if (stored := decode(document)) is not None:
+                    return stored
         value = run()
         if keep(value):
             self.put(key, encode(value))

@@ -64,24 +64,27 @@ DUMP_FILES = {  # key in the document -> how XLA names the file (CPU: cpu_…, G
 }
 
 
+def _no_dump(status: str, error: str) -> dict:
+    return {"status": status, "error": error, "module": None, "files": {},
+            "missing": list(DUMP_FILES)}
+
+
 def find_dump(dump_dir: Path, module: str) -> dict:
     """The files of the last dumped module whose name contains ``module``."""
     scheduled = sorted(p.name for p in dump_dir.glob(f"module_*{module}*")
                        if p.name.endswith(DUMP_FILES["after_optimizations"]))
     if not scheduled:
         listed = sorted(p.name for p in dump_dir.iterdir())[:20]
-        return {"status": "unavailable", "error": "XLA wrote no *after_optimizations.txt for "
-                f"{module} (files: {', '.join(listed) or 'none'})", "module": None,
-                "files": {}, "missing": list(DUMP_FILES)}
+        return _no_dump("unavailable", f"XLA wrote no *after_optimizations.txt for {module} "
+                        f"(files: {', '.join(listed) or 'none'})")
     prefix = scheduled[-1].split(".", 1)[0]  # module_0001: XLA numbers modules as it dumps
     files, missing = {}, []
     for key, suffix in DUMP_FILES.items():
         matches = sorted(p for p in dump_dir.glob(f"{prefix}.*") if p.name.endswith(suffix))
-        if not matches:
+        if matches:
+            files[key] = TRIMMERS[key](matches[0].read_text(errors="replace"))[:MAX_FILE_CHARS]
+        else:
             missing.append(key)
-            continue
-        text = matches[0].read_text(errors="replace")
-        files[key] = TRIMMERS[key](text)[:MAX_FILE_CHARS]
     return {"status": "ok", "error": None, "module": prefix, "files": files, "missing": missing}
 
 
@@ -144,11 +147,9 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
         error = error_text(exc)
         lowered_doc.update(status="error", error=error)
         compiled_doc.update(status="error", error=f"not lowered: {error}")
-        return lowered_doc, compiled_doc, {"status": "unavailable", "error": "not lowered",
-                                           "module": None, "files": {}, "missing": list(DUMP_FILES)}
+        return lowered_doc, compiled_doc, _no_dump("unavailable", "not lowered")
     found = MODULE_NAME.search(lowered_doc["text"] or "")
     module = found.group(1) if found else "jit_"
-    compiled = None
     try:
         compiled, _ = compiler.compile(lambda: lowered)
         try:  # the whole optimized module, for telling XLA's passes from what lies below
@@ -160,8 +161,7 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
     try:
         dump = find_dump(dump_dir, module)
     except Exception as exc:
-        dump = {"status": "error", "error": error_text(exc), "module": None, "files": {},
-                "missing": list(DUMP_FILES)}
+        dump = _no_dump("error", error_text(exc))
     if compiled_doc["status"] == "ok":
         try:
             fields, source = compiler.sizes(compiled, dump["files"].get("buffer_assignment"))

@@ -28,8 +28,7 @@ def child_environ(backend: str = "cpu", xla_flags: str = "",
     env = dict(os.environ if base is None else base)
     if PLATFORMS.get(backend):
         env["JAX_PLATFORMS"] = PLATFORMS[backend]
-    flags = join_flags(env.get("XLA_FLAGS", ""), xla_flags)
-    if flags:
+    if flags := join_flags(env.get("XLA_FLAGS", ""), xla_flags):
         env["XLA_FLAGS"] = flags
     else:
         env.pop("XLA_FLAGS", None)
@@ -105,15 +104,13 @@ def configure_for_target() -> None:
     # topology cannot be made ("topology not implemented for cuda").
     os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
     asked = os.environ.get("XLA_FLAGS", "")
-    # Unless the caller's own XLA_FLAGS say.
-    flags = [] if PTXAS_OPTIMIZATIONS_FLAG in asked else [PTXAS_UNOPTIMIZED]
-    flags.append(asked)
     nvcc = nvcc_wheel_dir()
-    if nvcc is not None:
+    os.environ["XLA_FLAGS"] = join_flags(
+        "" if PTXAS_OPTIMIZATIONS_FLAG in asked else PTXAS_UNOPTIMIZED,  # unless the caller says
+        asked,
         # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
         # toolkit the machine happens to have, so that a result says which one it used.
-        flags.append(f'--xla_gpu_cuda_data_dir="{nvcc}"')
-    os.environ["XLA_FLAGS"] = join_flags(*flags)
+        f'--xla_gpu_cuda_data_dir="{nvcc}"' if nvcc is not None else "")
 
 
 def nvcc_wheel_dir() -> Path | None:
@@ -136,8 +133,7 @@ def ptxas_optimizations() -> str:
         flags = shlex.split(flags)
     except ValueError:  # an unbalanced quote: XLA splits on spaces then
         flags = flags.split()
-    for flag in flags:
-        name, _, value = flag.partition("=")
+    for name, _, value in (flag.partition("=") for flag in flags):
         if name == PTXAS_OPTIMIZATIONS_FLAG:
             setting = value.lower() or "true"
     if setting in ("true", "1"):

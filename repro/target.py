@@ -59,10 +59,9 @@ class Target:
         return f"{found[1]}.{found[2]}" if found else None
 
     def explain_error(self, text: str) -> str | None:
-        """One line for an error XLA gives because of this spec's values (None otherwise).
-
-        A compute capability that the release's ptxas does not know ends in "ptxas too old"
-        (or "ptxas does not support CC"): never a release's fault but the spec's."""
+        """One line for an error XLA gives because of this spec's values (None otherwise): a
+        compute capability the release's ptxas does not know ("ptxas too old", "ptxas does not
+        support CC") is never a release's fault but the spec's."""
         if "ptxas too old" not in text and "does not support CC" not in text:
             return None
         return (f"this jaxlib's ptxas cannot compile for compute capability "
@@ -167,22 +166,19 @@ def ptxas() -> dict:
     wheel = nvcc_wheel_dir()
     candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
         Path(p) for p in filter(None, [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"])]
-    for path in candidates:
-        if path.exists():
-            try:
-                done = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                                      timeout=30)
-                lines = done.stdout.strip().splitlines()
-                version = lines[-1] if lines else None
-            except (OSError, subprocess.TimeoutExpired):
-                version = None
-            shown = str(path)
-            if path.is_relative_to(sys.prefix):  # the same wheel reads the same everywhere
-                shown = "$ENV/" + str(path.relative_to(sys.prefix))
-            return {"path": shown, "version": version, "optimizations": ptxas_optimizations(),
-                    "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
-                    else "the machine's CUDA toolkit"}
-    return {"path": None, "version": None, "from": None, "optimizations": None}
+    path = next((p for p in candidates if p.exists()), None)
+    if path is None:
+        return {"path": None, "version": None, "from": None, "optimizations": None}
+    try:
+        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
+        version = (done.stdout.strip().splitlines() or [None])[-1]
+    except (OSError, subprocess.TimeoutExpired):
+        version = None
+    # The same wheel reads the same everywhere.
+    shown = f"$ENV/{path.relative_to(sys.prefix)}" if path.is_relative_to(sys.prefix) else str(path)
+    return {"path": shown, "version": version, "optimizations": ptxas_optimizations(),
+            "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
+            else "the machine's CUDA toolkit"}
 
 
 def capture_spec() -> str:
