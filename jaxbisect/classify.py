@@ -637,7 +637,8 @@ class Paired:
         a = look_alpha(self.alpha, look)
         lo2, hi2 = m.bound(a / 2)
         lo, hi = m.bound(a)
-        shown += f"; change {math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at {1 - a:.4g} (look {look})"
+        shown += (f"; change {math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at {1 - a:.4g} "
+                  f"(look {look})")
         if (lo2 > 0 or hi2 < 0) and abs(m.mean) >= band:
             return verdict(True, shown, "regression" if m.mean > 0 else "fix")
         if lo > -band and hi < band:

@@ -199,7 +199,8 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
         elif doc["metric"]["kind"] == "noisy":
             how = f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
         else:
-            how = f"within {(doc['metric']['threshold'] or DETERMINISTIC_THRESHOLD):.0%} of each other"
+            share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
+            how = f"within {share:.0%} of each other"
         return (f"**No change ({where_}) in jax {start} … {end}:** {subject} is "
                 f"{ends_figures(doc)}: alike ({how}).")
     if doc["status"] == "undecided":
@@ -442,7 +443,7 @@ def sweep_argv(b: MetricBisection) -> list[str]:
 
 MEASURE_SNIPPETS = {
     "memory": """    stats = fn.lower(*args).compile().memory_analysis()
-    print("memory (output + temp bytes):", stats.output_size_in_bytes + stats.temp_size_in_bytes)""",
+    print("memory (output + temp bytes):", stats.output_size_in_bytes + stats.temp_size_in_bytes)""",  # noqa: E501
     "compile_time": """    samples = []
     for _ in range(6):
         jax.clear_caches()
@@ -736,8 +737,11 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
            + (f" at each {q.over[0]} and its shape over them (the case's own classifier where "
               f"it has one, repro/verdict.py's relative one otherwise)" if q.over else "")
            + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if q.case else "")
-           + (f"; beside it, at the ends and the pair, {', '.join(f'{label} ({params_text(p)})' for label, p in q.case.compare.items())}" if q.case and q.case.compare else "")
-           + (", the median of one figure a run (a run: one process; its figure: the 25th percentile of its calls), with their spread" if q.noisy else "")
+           + ("; beside it, at the ends and the pair, " + ", ".join(
+               f"{label} ({params_text(p)})" for label, p in q.case.compare.items())
+              if q.case and q.case.compare else "")
+           + (", the median of one figure a run (a run: one process; its figure: the 25th "
+              "percentile of its calls), with their spread" if q.noisy else "")
            + (f"; XLA_FLAGS `{q.xla_flags}`" if q.xla_flags else "") + ".")
     if doc["ends"]:
         how += f" The ends: {doc['ends']['reason']}."

@@ -118,7 +118,8 @@ class Compiler:
             jax.clear_caches()
             compiled = (fn.lower(*args) if args else fn()).compile()
             new = self._dumped() - before
-        assignment = [p for p in new if p.name.endswith("after_optimizations-buffer-assignment.txt")]
+        assignment = [p for p in new
+                      if p.name.endswith("after_optimizations-buffer-assignment.txt")]
         text = assignment[0].read_text(encoding="utf-8") if len(assignment) == 1 else None
         for path in new:  # dumps of v2 at large n_outer are big: keep none of them
             if path.is_file():

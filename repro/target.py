@@ -161,8 +161,9 @@ class CompileOnly:
 
 
 def ptxas() -> dict:
-    """The ptxas XLA compiles with: the nvcc wheel's (process.configure_for_target points XLA at it),
-    else the first one XLA would find on the machine. ``$ENV`` stands for the environment."""
+    """The ptxas XLA compiles with: the nvcc wheel's (process.configure_for_target points XLA
+    at it), else the first one XLA would find on the machine. ``$ENV`` stands for the
+    environment."""
     wheel = nvcc_wheel_dir()
     candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
         Path(p) for p in filter(None, [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"])]

@@ -73,8 +73,8 @@ def modes(rng: random.Random) -> Callable[[int], float]:
     return lambda t: (1.4 if rng.random() < 0.35 else 1.0) * math.exp(rng.gauss(0, 0.05))
 
 
-MODELS = {"iid": iid, "modes": modes, "drifting": drifting, "bursts": bursts, "core_stolen": core_stolen,
-          "heavy_tails": heavy_tails}
+MODELS = {"iid": iid, "modes": modes, "drifting": drifting, "bursts": bursts,
+          "core_stolen": core_stolen, "heavy_tails": heavy_tails}
 
 
 def machine(truth: list[float], model: Model, rng: random.Random):

@@ -59,7 +59,7 @@ SchedulerParameters=sched_interval=1
 MessageTimeout=10
 NodeName={host} CPUs={cpus} RealMemory=4000 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:{cpus * 4}
-"""
+"""  # noqa: E501
 
 
 def free_port_pair() -> int:

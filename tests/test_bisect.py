@@ -123,7 +123,8 @@ def test_a_command_sees_xla_flags_and_never_the_callers(tmp_path):
     caller's own XLA_FLAGS never: the report's "not passed to the probes" holds for both."""
     seen = tmp_path / "seen"
     check = ("import os, sys, jax; "
-             f"open({str(seen)!r} + '-' + jax.__version__, 'w').write(os.environ.get('XLA_FLAGS', '')); "
+             f"open({str(seen)!r} + '-' + jax.__version__, 'w')"
+             ".write(os.environ.get('XLA_FLAGS', '')); "
              "sys.exit(0)")
     caller = {"XLA_FLAGS": "--xla_dump_to=/nonexistent/callers"}
     done = bisect("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--reports",

@@ -97,7 +97,8 @@ def recorded_github(url: str) -> bytes:
 
 def test_pins_from_github_recorded_answers_and_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
-    old, new = "0045b03078dbcfc8bdaa2664ddbf90e5f2c4265b", "006b2904720bf029cb4298ab963f8f50438e79df"
+    old = "0045b03078dbcfc8bdaa2664ddbf90e5f2c4265b"
+    new = "006b2904720bf029cb4298ab963f8f50438e79df"
     asked = []
 
     def fetch(url):

@@ -61,7 +61,7 @@ ENTRY %main.12 (Arg_0.1: f32[4]) -> f32[4] {
   %Arg_0.1 = f32[4]{0} parameter(0)
   ROOT %while.11 = f32[4]{0} while(f32[4]{0} %Arg_0.1), condition=%c.3, body=%region_0.8, backend_config={"known_trip_count":{"n":"5"}}
 }
-"""
+"""  # noqa: E501
 
 
 def renumbered(text: str, offset: int) -> str:

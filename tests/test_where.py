@@ -54,7 +54,8 @@ def test_metadata_never_changes_the_normalized_text(data, version, tables, modul
     assert normalize_optimized(edited) == normalize_optimized(text)
 
 
-OP_CHANGES = [("cosine(", "sine("), ("constant(1)", "constant(2)"), ("direction=LT", "direction=GT"),
+OP_CHANGES = [("cosine(", "sine("), ("constant(1)", "constant(2)"),
+              ("direction=LT", "direction=GT"),
               ("f32[4,4,4]{2,1,0} multiply", "f32[4,4,4]{0,1,2} multiply")]
 
 

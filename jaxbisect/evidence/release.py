@@ -202,7 +202,8 @@ def new_at_peak(old: list[dict], new: list[dict]) -> list[dict]:
         was = before.get(entry["shape"], {"places": 0, "bytes": 0})
         if entry["places"] > was["places"]:
             out.append({"shape": entry["shape"], "old_places": was["places"],
-                        "new_places": entry["places"], "bytes_added": entry["bytes"] - was["bytes"]})
+                        "new_places": entry["places"],
+                        "bytes_added": entry["bytes"] - was["bytes"]})
     return sorted(out, key=lambda e: (-e["bytes_added"], e["shape"]))
 
 
