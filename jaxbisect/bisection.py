@@ -644,14 +644,17 @@ class SearchSize:
 
 def smaller_size(question: Question) -> dict:
     """The case's SEARCH_PARAMS a shape may be measured at, less those not below the size
-    asked ({} where there are none)."""
+    asked ({} where there are none). A tuple for the over parameter is fewer of its values:
+    those of them asked, where at least two (a shape's least) and not all are."""
     case = question.case
     if not (question.over and case and case.search_params):
         return {}
-    asked = case.resolve(question.params)
-    return {k: v for k, v in case.search_params.items()
-            if not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
-            or v < asked[k]}
+    asked, (name, values) = case.resolve(question.params), question.over
+    fewer = tuple(v for v in case.search_params.get(name, ()) if v in values)
+    return {k: fewer if k == name else v for k, v in case.search_params.items()
+            if (2 <= len(fewer) < len(values) if k == name else
+                not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
+                or v < asked[k])}
 
 
 def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
@@ -666,7 +669,8 @@ def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
                  for f, s in zip(full, at_small))
-    sizes = ", ".join(f"{k} {v}" for k, v in smaller.items())
+    sizes = ", ".join(f"{k} {','.join(map(str, v)) if isinstance(v, tuple) else v}"
+                      for k, v in smaller.items())
     failed = next((f for f in full if f.status != "ok"), None)
     if failed is not None and all(s.status == "ok" for s in at_small):
         # The full size gives no figure at an end (its memory, its time): the search still

@@ -968,6 +968,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "xla_flags": q.xla_flags,
         "over": {"name": q.over[0], "values": list(q.over[1])} if q.over else None,
         "search_size": ({"params": b.searched.params, "agreed": b.sized.agreed,
+                         "over": list(b.searched.over[1]) if b.searched.over else None,
                          "note": b.sized.note} if b.sized and b.sized.note else None),
         "ends": ({"distinct": s.ends.distinct, "direction": s.ends.direction,
                   "ratio": s.ends.ratio, "reason": s.ends.reason} if s.ends else None),

@@ -303,6 +303,7 @@ def test_the_scan_case_bisects_by_its_shape_with_the_builtin_figures(tmp_path, j
     doc = json.loads(done.stdout)
     assert (doc["status"], doc["direction"]) == ("found", "regression")
     assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
+    assert doc["search_size"]["over"] == [2, 5]
     old, new = (p["series"] for p in doc["probes"])
     assert (old["shape"], new["shape"]) == ("constant (+0.00/outer)", "grows (+1.00/outer)")
     assert [round(f / 1024**2, 2) for f in new["figures"].values()] == [

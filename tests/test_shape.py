@@ -13,7 +13,7 @@ from fake_lab import FakeLab
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric, search_size
+from jaxbisect.bisection import MetricRequest, bisect_metric, search_size, smaller_size
 from jaxbisect.errors import UserError
 from jaxbisect.question import Run, question_from, with_params
 from jaxbisect.report import (
@@ -40,7 +40,7 @@ def recorded(name: str) -> dict:
 def test_the_scan_case_declares_its_shape():
     case = read_case(SCAN)
     assert case.over == ("n_outer", (1, 2, 5, 10, 15))
-    assert case.search_params == {"n_res": 32}
+    assert case.search_params == {"n_res": 32, "n_outer": (2, 5)}
     assert case.runtime_params == {"n_res": 32, "n_outer": (1, 2, 5, 10)}
     assert case.compare == {"v1": {"variant": 1}, "v2": {"variant": 2, "n_outer": (1, 2)}}
 
@@ -130,6 +130,7 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
     assert (doc["status"], doc["direction"]) == ("found", "regression")
     assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.5.0", "0.5.1")
     assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
+    assert doc["search_size"]["over"] == [2, 5]
     old, new = (p["series"] for p in doc["probes"])
     assert old["status"] == "constant" and new["status"] == "grows"
     assert [round(f / MB, 2) for f in new["figures"].values()] == [
@@ -190,6 +191,21 @@ def test_the_small_size_is_used_only_where_both_ends_agree():
     agreed = search_size(q, lambda question: [shape_run("0.5.0", "constant", 0.0),
                                               shape_run("0.5.1", "grows", 0.98)])
     assert agreed.agreed and agreed.question.params == {"n_res": 32}
+
+
+@pytest.mark.parametrize(("asked", "searched"), [
+    ("1,2,5,10,15", (2, 5)),   # the case's default: its growth is a slope, two values fit it
+    ("1,2,3,5", (2, 5)),
+    ("1,2", None),             # one of SEARCH_PARAMS' values asked: no shape from it
+    ("2,5", None),             # every value asked is already the search's
+    ("2,3,4", None),
+])
+def test_the_search_measures_fewer_of_the_over_values_asked(asked, searched):
+    q = question_from(None, SCAN, [], (), over=f"n_outer={asked}")
+    smaller = smaller_size(q)
+    assert smaller.get("n_outer") == searched and smaller["n_res"] == 32
+    over = with_params(q, smaller).over
+    assert over == ("n_outer", searched or q.over[1])
 
 
 def test_the_runtime_fallback_is_in_the_document():

@@ -16,10 +16,11 @@ import jax.numpy as jnp
 METRIC = "memory"
 FIXED = ("variant",)  # which loop, not a size
 # The report's question: the shape of v0's memory over n_outer ("constant" / "grows"), searched
-# at n_res 32 where both ends agree with the full size (the verdict is scale-free), with v1 and
-# v2 (v2 only to n_outer 2: its compile grows with the unrolled length) measured beside it.
+# at n_res 32 and n_outer 2 and 5 (the two its growth needs) where both ends agree with the full
+# size (the verdict is scale-free), with v1 and v2 (v2 only to n_outer 2: its compile grows with
+# the unrolled length) measured beside it.
 OVER = {"n_outer": (1, 2, 5, 10, 15)}
-SEARCH_PARAMS = {"n_res": 32}
+SEARCH_PARAMS = {"n_res": 32, "n_outer": (2, 5)}
 # Where a release's compiled statistics are empty (jaxlib < 0.4.29 on the CPU), a real run's
 # peak: one stacked buffer (n_res 32: 12.5 MiB) stands out of the RSS, n_outer 10 at most fits.
 RUNTIME_PARAMS = {"n_res": 32, "n_outer": (1, 2, 5, 10)}
