@@ -237,8 +237,10 @@ def step_note(step: Step, got: dict) -> str:
     if got.get("minimal"):
         return f"{step.how}: {got['minimal'].get('trials')} trials: {got['minimal'].get('params')}"
     s, probes = got["search"], got["probes"]
-    size = ", ".join(f"{k} {v}" for k, v in
-                     ((got.get("search_size") or {}).get("params") or {}).items())
+    sized = got.get("search_size") or {}
+    size = ", ".join([*(f"{k} {v}" for k, v in (sized.get("params") or {}).items()),
+                      *([f"{got['over']['name']} {','.join(map(str, sized['over']))}"]
+                        if sized.get("over") else [])])
     return "; ".join([
         step.how, f"{s['probes']} probes in {len(s['rounds'])} rounds (limit "
                   f"{s['limit']['probes']} in {s['limit']['rounds']}, --jobs {s['jobs']}), "

@@ -657,14 +657,11 @@ def smaller_size(question: Question) -> dict:
                 or v < asked[k])}
 
 
-def search_size(question: Question, ends_at: RunsAt) -> SearchSize | None:
+def search_size(question: Question, full: list[Run], at_small: list[Run]) -> SearchSize:
     """The question a shape's search measures: the case's SEARCH_PARAMS where both ends give
-    the same shape there as at the full size (``ends_at(q)``: runs of ``q`` at both ends)."""
+    the same shape there (``at_small``: their runs) as at the full size (``full``)."""
     smaller = smaller_size(question)
     small = with_params(question, smaller)
-    if not smaller or small == question:
-        return None
-    full, at_small = ends_at(question), ends_at(small)
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
@@ -813,7 +810,6 @@ class InstallsAhead:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-RunsAt = Callable[[Question], list]
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
 
@@ -846,22 +842,13 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         seconds = request.timeout or run_limit(None, [None, None]).seconds
         return real_run(i % n, 1, seconds, question)
 
-    def ends_at(question: Question) -> list[Run]:
+    def ends_at(question: Question, at_once: int) -> list[Run]:
         # The full size is asked with COMPARE beside it, as the runs beside the search ask it
         # afterwards: one process an end, found again. A shape is a deterministic figure:
         # both ends at once where the machine holds two runs (as the sweep's releases).
         asked = with_compare(q) if question == q else question
-        with ThreadPoolExecutor(max_workers=min(2, parallel_runs())) as pool:
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
             return list(pool.map(lambda i: run_of(asked, i), (0, n - 1)))
-
-    sized = search_size(q, ends_at)
-    searched = sized.question if sized else q
-    if sized:
-        say(sized.note)
-
-    # A run's limit from the ends' own times; a release that hung once is not run again.
-    timer = EndsTimer(real_run, (0, n - 1), request.timeout,
-                      hang_is_value=q.metric == "error", say=say)
 
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
@@ -872,7 +859,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         except UserError:
             return None  # the probe, if it comes, says why
 
-    run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
     classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
 
     def named(message: str) -> None:  # "candidate 3: …" as "jax 0.4.30: …"
@@ -881,14 +867,39 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             message = f"jax {names[int(index)]}:{rest}"
         say(message)
 
-    with InstallsAhead(install, max(2, request.jobs)) as ahead:
-        search = search_metric(
-            n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
-            batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
-            cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-            offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
-            on_step=lambda lo, hi, left: say(
-                narrowed_line(names[lo], names[hi], hi - lo - 1, left)))
+    def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
+        nonlocal searched
+        searched = question
+        # A run's limit from the ends' own times; a release that hung once is not run again.
+        timer = EndsTimer(real_run, (0, n - 1), request.timeout,
+                          hang_is_value=q.metric == "error", say=say)
+        run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
+        with InstallsAhead(install, max(2, request.jobs)) as ahead:
+            return search_metric(
+                n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
+                batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
+                cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
+                offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
+                on_step=lambda lo, hi, left: say(
+                    narrowed_line(names[lo], names[hi], hi - lo - 1, left))), run, timer
+
+    searched, sized, small = q, None, with_params(q, smaller_size(q))
+    if small == q:
+        search, run, timer = searching(q)
+    else:
+        both = min(2, parallel_runs())
+        at_small = ends_at(small, both)
+        # Where the machine holds a run more than the search's, the full size's ends run one
+        # at a time beside a search at the small size: their shape confirms that search or
+        # sends it back to the full size.
+        early = parallel_runs() > request.jobs and all(r.status == "ok" for r in at_small)
+        with ThreadPoolExecutor(1) as behind:
+            full = behind.submit(ends_at, q, 1 if early else both)
+            attempt = searching(small) if early else None
+            sized = search_size(q, full.result(), at_small)
+        say(sized.note)
+        search, run, timer = (attempt if attempt and sized.question == small
+                              else searching(sized.question))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked

@@ -181,16 +181,32 @@ def test_the_report_is_read_from_its_json_document(recorded_catalogue):
 def test_the_small_size_is_used_only_where_both_ends_agree():
     q = question_from(None, SCAN, [], ())
 
-    def ends_at(question):
-        small = question.params.get("n_res") == 32
-        return [shape_run("0.5.0", "constant", 0.0),
-                shape_run("0.5.1", "constant" if small else "grows", 0.0 if small else 1.0)]
-
-    sized = search_size(q, ends_at)
+    full = [shape_run("0.5.0", "constant", 0.0), shape_run("0.5.1", "grows", 1.0)]
+    sized = search_size(q, full, [shape_run("0.5.0", "constant", 0.0),
+                                  shape_run("0.5.1", "constant", 0.0)])
     assert not sized.agreed and sized.question == q and "full size" in sized.note
-    agreed = search_size(q, lambda question: [shape_run("0.5.0", "constant", 0.0),
-                                              shape_run("0.5.1", "grows", 0.98)])
+    agreed = search_size(q, full, [shape_run("0.5.0", "constant", 0.0),
+                                   shape_run("0.5.1", "grows", 0.98)])
     assert agreed.agreed and agreed.question.params == {"n_res": 32}
+    assert agreed.question.over == ("n_outer", (2, 5))
+
+
+def test_ends_that_disagree_at_the_small_size_send_the_search_to_the_full_size(
+        recorded_catalogue):
+    """At n_res 32 jax 0.5.3 hides its growth (both ends constant there); at the full size
+    the change is 0.5.1 → 0.5.2. A search begun small beside the full-size ends is dropped."""
+    def answer(version, question, number):
+        small = question.params.get("n_res") == 32
+        grows = version in ("0.5.2", "0.5.3") and not (small and version == "0.5.3")
+        return Run(version, number, "ok", (["grows", 1.0] if grows else ["constant", 0.0],))
+
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.3", backend="cpu", question=q)
+    doc = document(bisect_metric(recorded_catalogue, request, FakeLab(answer), lambda m: None),
+                   None)
+    assert (doc["status"], doc["last_old"]["jax"], doc["first_new"]["jax"]) == (
+        "found", "0.5.1", "0.5.2")
+    assert not doc["search_size"]["agreed"] and "full size" in doc["search_size"]["note"]
 
 
 @pytest.mark.parametrize(("asked", "searched"), [
