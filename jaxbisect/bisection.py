@@ -650,11 +650,12 @@ def smaller_size(question: Question) -> dict:
     if not (question.over and case and case.search_params):
         return {}
     asked, (name, values) = case.resolve(question.params), question.over
-    fewer = tuple(v for v in case.search_params.get(name, ()) if v in values)
+    given = case.search_params.get(name)
+    fewer = tuple(v for v in values if v in given) if isinstance(given, tuple) else ()
     return {k: fewer if k == name else v for k, v in case.search_params.items()
-            if (2 <= len(fewer) < len(values) if k == name else
+            if (2 <= len(fewer) < len(values) if k == name else not isinstance(v, tuple) and (
                 not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
-                or v < asked[k])}
+                or v < asked[k]))}
 
 
 def search_size(question: Question, full: list[Run], at_small: list[Run]) -> SearchSize:
@@ -892,11 +893,20 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # Where the machine holds a run more than the search's, the full size's ends run one
         # at a time beside a search at the small size: their shape confirms that search or
         # sends it back to the full size.
-        early = parallel_runs() > request.jobs and all(r.status == "ok" for r in at_small)
-        with ThreadPoolExecutor(1) as behind:
-            full = behind.submit(ends_at, q, 1 if early else both)
-            attempt = searching(small) if early else None
-            sized = search_size(q, full.result(), at_small)
+        attempt = None
+        if parallel_runs() > request.jobs and all(r.status == "ok" for r in at_small):
+            with ThreadPoolExecutor(1) as behind:
+                ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
+                try:
+                    attempt = searching(small)
+                except BaseException:  # Ctrl-C, a refusal: the end not yet begun is not run
+                    for end in ends:
+                        end.cancel()
+                    raise
+                full = [end.result() for end in ends]
+        else:
+            full = ends_at(q, both)
+        sized = search_size(q, full, at_small)
         say(sized.note)
         search, run, timer = (attempt if attempt and sized.question == small
                               else searching(sized.question))

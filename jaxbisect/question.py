@@ -256,9 +256,10 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
     def measure(rebuild: bool = False) -> Run:
         try:
-            # No import check first, even under --remeasure (0.7 s an environment): a
-            # harness that cannot import jax says so, and the environment is rebuilt below.
-            env = ensure_environment(release, backend, progress=say, rebuild=rebuild)
+            # A case's harness that cannot import jax says so, and its environment is rebuilt
+            # below: checked first (0.7 s) only for a command, whose failure could be anything.
+            env = ensure_environment(release, backend, progress=say, rebuild=rebuild,
+                                     verify=remeasure and question.case is None)
         except InstallFailed as exc:
             kept.append(False)
             return failed(error=str(exc))

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 
 import pytest
-from fake_lab import FakeLab
+from fake_lab import FakeLab, MissingRun
 from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.bisection import MetricRequest, bisect_metric, search_size, smaller_size
 from jaxbisect.errors import UserError
+from jaxbisect.machine import parallel_runs
 from jaxbisect.question import Run, question_from, with_params
 from jaxbisect.report import (
     document,
@@ -209,6 +211,31 @@ def test_ends_that_disagree_at_the_small_size_send_the_search_to_the_full_size(
     assert not doc["search_size"]["agreed"] and "full size" in doc["search_size"]["note"]
 
 
+def test_a_search_that_stops_early_leaves_the_full_size_end_not_yet_begun(recorded_catalogue):
+    """The search begun small beside the full size's ends raises (here: a run the lab does
+    not hold); the full-size end still queued is not run, the one running finishes."""
+    if parallel_runs() < 2:
+        pytest.skip("this machine holds one run: no search begins beside the ends")
+
+    full_size = []
+
+    def answer(version, question, number):
+        if question.params.get("n_res") != 32:
+            full_size.append(version)
+            time.sleep(2.0)  # long beside the search: it stops before this end is over
+        elif version not in ("0.5.0", "0.5.3"):
+            return None
+        return Run(version, number, "ok", (["constant", 0.0],) if version == "0.5.0"
+                   else (["grows", 1.0],))
+
+    lab = FakeLab(answer)
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.3", backend="cpu", question=q)
+    with pytest.raises(MissingRun):
+        bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    assert full_size == ["0.5.0"]
+
+
 @pytest.mark.parametrize(("asked", "searched"), [
     ("1,2,5,10,15", (2, 5)),   # the case's default: its growth is a slope, two values fit it
     ("1,2,3,5", (2, 5)),
@@ -222,6 +249,15 @@ def test_the_search_measures_fewer_of_the_over_values_asked(asked, searched):
     assert smaller.get("n_outer") == searched and smaller["n_res"] == 32
     over = with_params(q, smaller).over
     assert over == ("n_outer", searched or q.over[1])
+
+
+@pytest.mark.parametrize(("over", "searched"), [
+    ("n_res=16,32,64", {}),            # a number in SEARCH_PARAMS for the over parameter: none
+    ("n_inner=50,100,200", {"n_res": 32}),  # n_outer's tuple is for a shape over n_outer only
+])
+def test_search_params_for_another_over_parameter(over, searched):
+    q = question_from(None, SCAN, [], (), over=over)
+    assert smaller_size(q) == searched
 
 
 def test_the_runtime_fallback_is_in_the_document():
