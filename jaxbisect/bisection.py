@@ -652,10 +652,15 @@ def smaller_size(question: Question) -> dict:
     asked, (name, values) = case.resolve(question.params), question.over
     given = case.search_params.get(name)
     fewer = tuple(v for v in values if v in given) if isinstance(given, tuple) else ()
-    return {k: fewer if k == name else v for k, v in case.search_params.items()
-            if (2 <= len(fewer) < len(values) if k == name else not isinstance(v, tuple) and (
-                not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
-                or v < asked[k]))}
+
+    def below(k, v) -> bool:  # a size below the one asked (a tuple is for the over parameter)
+        if isinstance(v, tuple):
+            return False
+        return (not isinstance(v, (int, float)) or not isinstance(asked.get(k), (int, float))
+                or v < asked[k])
+
+    smaller = {k: v for k, v in case.search_params.items() if k != name and below(k, v)}
+    return {**smaller, name: fewer} if 2 <= len(fewer) < len(values) else smaller
 
 
 def search_size(question: Question, full: list[Run], at_small: list[Run]) -> SearchSize:
@@ -888,13 +893,13 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     if small == q:
         search, run, timer = searching(q)
     else:
-        both = min(2, parallel_runs())
-        at_small = ends_at(small, both)
+        slots = parallel_runs()
+        at_small = ends_at(small, min(2, slots))
         # Where the machine holds a run more than the search's, the full size's ends run one
         # at a time beside a search at the small size: their shape confirms that search or
         # sends it back to the full size.
         attempt = None
-        if parallel_runs() > request.jobs and all(r.status == "ok" for r in at_small):
+        if slots > request.jobs and all(r.status == "ok" for r in at_small):
             with ThreadPoolExecutor(1) as behind:
                 ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
                 try:
@@ -905,7 +910,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                     raise
                 full = [end.result() for end in ends]
         else:
-            full = ends_at(q, both)
+            full = ends_at(q, min(2, slots))
         sized = search_size(q, full, at_small)
         say(sized.note)
         search, run, timer = (attempt if attempt and sized.question == small
