@@ -34,7 +34,7 @@ from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
-from .files import check_reports_folder
+from .files import check_reports_folder, keep_if_steady, texts_of
 from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
 from .lab import Lab, RealLab
 from .machine import default_jobs
@@ -186,6 +186,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 
     # The report is written as soon as the answer is known, and again as the explanation
     # lands: Ctrl-C or a spent budget leaves what was measured.
+    md = report.report_path(bisection, args.reports)
+    before = texts_of([md, md.with_suffix(".json")])
     write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
@@ -212,6 +214,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     if cluster:
         extra["cluster"] = cluster
     path, doc = write()
+    keep_if_steady(before)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

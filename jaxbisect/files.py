@@ -68,7 +68,7 @@ def write_json(path: Path, document: object) -> None:
 # What differs between two runs that measured the same thing: timings, whether a result came
 # from the store, when and from which commit. A rerun that changes only these writes nothing.
 VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at", "spans",
-                           "overlapped"})
+                           "overlapped", "spent"})
 VOLATILE_LINES = ("date: ", "toolkit commit: ")
 
 
@@ -110,13 +110,34 @@ def write_json_if_changed(path: Path, document: object,
                              lambda: write_json(path, document))
 
 
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith(VOLATILE_LINES)]
+
+
 def write_text_if_changed(path: Path, text: str) -> bool:
     """``write_atomic`` unless ``path`` holds the same text up to its volatile lines."""
-    def lines(t: str) -> list[str]:
-        return [line for line in t.splitlines() if not line.startswith(VOLATILE_LINES)]
-
-    return _write_if_changed(path, lambda old: lines(old) == lines(text),
+    return _write_if_changed(path, lambda old: _lines(old) == _lines(text),
                              lambda: write_atomic(path, text))
+
+
+def texts_of(paths: list[Path]) -> dict[Path, str]:
+    """The texts of those of ``paths`` that exist, to compare with what a run writes later."""
+    return {p: p.read_text(encoding="utf-8") for p in paths if p.is_file()}
+
+
+def keep_if_steady(before: dict[Path, str]) -> None:
+    """Each file of ``before`` (``texts_of``) put back as it was where it now differs only
+    in volatile parts: a report written in steps (its answer, then its explanation) rewrites
+    its file on the way, and a rerun with the same figures must leave it as it was."""
+    for path, old in before.items():
+        try:
+            new = path.read_text(encoding="utf-8")
+            alike = (steady(json.loads(old)) == steady(json.loads(new))
+                     if path.suffix == ".json" else _lines(old) == _lines(new))
+        except (OSError, ValueError):
+            continue
+        if alike and new != old:
+            write_atomic(path, old)
 
 
 def check_reports_folder(folder: Path) -> None:

@@ -1015,6 +1015,10 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     return doc
 
 
+def report_path(b: MetricBisection, folder: Path) -> Path:
+    return folder / f"{report_stem(b)}.md"
+
+
 def report_stem(b: MetricBisection) -> str:
     """``bisect-A-B-where-case-metric``, plus a digest of the other options that shape the
     answer where any are set."""
@@ -1044,7 +1048,7 @@ def digest(shaping: dict) -> str:
 
 def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
                  ) -> tuple[Path, dict]:
-    md_path = folder / f"{report_stem(b)}.md"
+    md_path = report_path(b, folder)
     doc = document(b, md_path, extra)
     if b.search.status in ("unmeasurable", "undecided") \
             and has_answer(md_path.with_suffix(".json")):

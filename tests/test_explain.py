@@ -69,8 +69,11 @@ def test_a_found_change_is_explained_by_the_flag_both_ways(tmp_path):
     assert f"--try-xla-flags={CPU_FLAG}=false" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "## XLA flags tried under jax 0.5.1 (--try-xla-flags)" in report
+    written = {p.name: p.read_bytes() for p in tmp_path.glob("bisect-*")}
     again = bisect(*args)
     redo = json.loads(again.stdout)
+    # The same figures: the report, written again in steps, is left as it was.
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("bisect-*")} == written
     assert redo["explanation"]["culprit"] == culprit  # its budget's seconds aside
     assert redo["try_xla_flags"] == doc["try_xla_flags"]
     assert all(p["cached"] for p in redo["probes"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from jaxbisect.files import keep_if_steady, texts_of
 from jaxbisect.store import Key, Store
 
 KEY = Key("0.5.0", "cpu", "probe", {"n_res": 8}, "abc123")
@@ -91,3 +92,20 @@ def test_a_folder_is_made_once_and_only_marked_whole_after(tmp_path):
     assert (folder / "lowered.txt").read_text() == "module @m"
     store.get_or_make_folder(KEY, make, remeasure=True)
     assert len(made) == 2
+
+
+def test_a_report_written_in_steps_is_left_as_it_was_when_only_volatile_parts_moved(tmp_path):
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    md.write_text("# answer\ndate: 2026-12-01 07:00 UTC\n")
+    js.write_text(json.dumps({"status": "found", "seconds": 1.0, "budget": {"spent": 3.0}}))
+    before = texts_of([md, js, tmp_path / "absent.md"])
+    md.write_text("# answer\n")  # the answer first, its explanation after
+    md.write_text("# answer\ndate: 2026-12-03 08:00 UTC\n")
+    js.write_text(json.dumps({"status": "found", "seconds": 2.0, "budget": {"spent": 0.1}}))
+    keep_if_steady(before)
+    assert (md.read_text(), json.loads(js.read_text())) == (
+        "# answer\ndate: 2026-12-01 07:00 UTC\n",
+        {"status": "found", "seconds": 1.0, "budget": {"spent": 3.0}})
+    js.write_text(json.dumps({"status": "alike", "seconds": 1.0, "budget": {"spent": 3.0}}))
+    keep_if_steady(before)  # another answer is kept
+    assert json.loads(js.read_text())["status"] == "alike"
