@@ -819,6 +819,50 @@ class InstallsAhead:
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
 
+def naming(candidates: Sequence[Release], say: Say) -> Say:
+    """``say`` with the search's "candidate 3: …" as "jax 0.4.30: …"."""
+    def named(message: str) -> None:
+        if message.startswith("candidate "):
+            index, rest = message[len("candidate "):].split(":", 1)
+            message = f"jax {candidates[int(index)].version}:{rest}"
+        say(message)
+
+    return named
+
+
+def search_over(candidates: Sequence[Release], request: MetricRequest, question: Question,
+                lab: Lab, say: Say, *, offset: int = 0, noun: str = "release"
+                ) -> tuple[MetricSearch, RunAt, EndsTimer]:
+    """The search for ``question``'s change over ``candidates`` (releases, or a release's
+    jax commits), run in ``lab`` as ``request`` asks (jobs, runs, threshold, time limits):
+    the search, its run (for runs after it) and its timer (the time limit it learned)."""
+    n, q = len(candidates), request.question
+    names = [str(r.version) for r in candidates]
+
+    def real_run(i: int, number: int, seconds: float) -> Run:
+        return lab.run(candidates[i], request.backend, question, number, timeout=seconds)
+
+    def install(i: int):
+        try:
+            return lab.environment(candidates[i], request.backend)
+        except UserError:
+            return None  # the probe, if it comes, says why
+
+    # A run's limit from the ends' own times; a release that hung once is not run again.
+    timer = EndsTimer(real_run, (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
+                      say=say)
+    run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
+    with InstallsAhead(install, max(2, request.jobs)) as ahead:
+        search = search_metric(
+            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
+            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            reduce=reduce_for(q), say=naming(candidates, say),
+            cheap=lambda i: lab.cheap(candidates[i], request.backend, question), offset=offset,
+            jobs=request.jobs, ahead=ahead, on_step=lambda lo, hi, left: say(
+                narrowed_line(names[lo], names[hi], hi - lo - 1, left, noun)))
+    return search, run, timer
+
+
 def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                   say: Say) -> MetricBisection:
     """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
@@ -840,13 +884,9 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def real_run(i: int, number: int, seconds: float, question: Question | None = None) -> Run:
-        return lab.run(candidates[i], request.backend, question or searched, number,
-                       timeout=seconds)
-
     def run_of(question: Question, i: int) -> Run:  # one run beside the search
         seconds = request.timeout or run_limit(None, [None, None]).seconds
-        return real_run(i % n, 1, seconds, question)
+        return lab.run(candidates[i % n], request.backend, question, 1, timeout=seconds)
 
     def ends_at(question: Question, at_once: int) -> list[Run]:
         # The full size is asked with COMPARE beside it, as the runs beside the search ask it
@@ -859,37 +899,11 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
 
-    def install(i: int):
-        try:
-            return lab.environment(candidates[i], request.backend)
-        except UserError:
-            return None  # the probe, if it comes, says why
-
-    classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
-
-    def named(message: str) -> None:  # "candidate 3: …" as "jax 0.4.30: …"
-        if message.startswith("candidate "):
-            index, rest = message[len("candidate "):].split(":", 1)
-            message = f"jax {names[int(index)]}:{rest}"
-        say(message)
-
     def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
-        nonlocal searched
-        searched = question
-        # A run's limit from the ends' own times; a release that hung once is not run again.
-        timer = EndsTimer(real_run, (0, n - 1), request.timeout,
-                          hang_is_value=q.metric == "error", say=say)
-        run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
-        with InstallsAhead(install, max(2, request.jobs)) as ahead:
-            return search_metric(
-                n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
-                batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
-                cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-                offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
-                on_step=lambda lo, hi, left: say(
-                    narrowed_line(names[lo], names[hi], hi - lo - 1, left))), run, timer
+        return search_over(candidates, request, question, lab, say,
+                           offset=everything.index(candidates[0].version))
 
-    searched, sized, small = q, None, with_params(q, smaller_size(q))
+    sized, small = None, with_params(q, smaller_size(q))
     if small == q:
         search, run, timer = searching(q)
     else:
@@ -919,8 +933,9 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
         # for is the one people reported from: measured anyway, against both ends.
-        search = probe_between(search, yanked, run, classify,
-                               batch=batch_size(q, request.runs), reduce=reduce, say=named)
+        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
+                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
+                               say=naming(candidates, say))
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
@@ -977,8 +992,8 @@ def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> Metri
     return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
 
 
-def narrowed_line(lo: str, hi: str, between: int, left: int) -> str:
+def narrowed_line(lo: str, hi: str, between: int, left: int, noun: str = "release") -> str:
     """The progress line after a round that narrowed the window."""
-    return (f"narrowed to jax {lo} … {hi} ({between} release{'' if between == 1 else 's'} "
+    return (f"narrowed to jax {lo} … {hi} ({between} {noun}{'' if between == 1 else 's'} "
             f"between, ~{left} step{'' if left == 1 else 's'} left)")
 
