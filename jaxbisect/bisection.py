@@ -24,6 +24,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from packaging.version import Version
 
 from .budgets import EndsTimer, TimeLimit, run_limit
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
@@ -42,6 +45,7 @@ from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
+from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .machine import parallel_runs
 from .question import Question, Run, compared_runs, with_compare, with_params
@@ -562,6 +566,7 @@ class MetricRequest:
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
     try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
+    commits: bool = False            # then the jax commits between the pair (--commits)
 
 
 @dataclass(frozen=True)
@@ -574,6 +579,7 @@ class MetricBisection:
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
+    commits: CommitBisection | None = None  # --commits: the jax commits between the pair
 
     @property
     def searched(self) -> Question:
@@ -946,6 +952,83 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
                            timer.limit, sized=sized)
+
+
+@dataclass(frozen=True)
+class CommitBisection:
+    """``--commits``: the release pair's jax commits searched on the older release's
+    environment. ``search`` is None where there was nothing to search (``reason``)."""
+
+    span: CommitRange | None
+    search: MetricBisection | None
+    reason: str | None = None
+    ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
+
+    @property
+    def status(self) -> str:
+        return self.search.search.status if self.search else "unmeasurable"
+
+    @property
+    def came_with(self) -> str | None:
+        """``jax`` (a commit of jax's Python), ``jaxlib`` (the newer release's jaxlib: jax's
+        Python up to its last commit that runs on the older one behaves as the older
+        release), or None: cannot tell."""
+        if self.status == "found":
+            return "jax"
+        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")):
+            return "jaxlib"
+        return None
+
+    def commit_at(self, index: int | None):
+        return None if index is None else self.search.candidates[index].commit
+
+    @property
+    def last_good(self):
+        r = self.search.search.result if self.search else None
+        return self.commit_at(r.last_old) if r and self.status == "found" else None
+
+    @property
+    def first_bad(self):
+        r = self.search.search.result if self.search else None
+        return self.commit_at(r.first_new) if r and self.status == "found" else None
+
+
+def commit_release(release: Release, commit) -> Release:
+    """``commit`` of jax as a candidate: its Python on ``release``'s environment."""
+    return replace(release, version=Version(commit.jax_version), commit=commit,
+                   runs_on=release.version, yanked=False, yanked_reason=None)
+
+
+def bisect_commits(b: MetricBisection, repo: Path, lab: Lab, say: Say) -> CommitBisection:
+    """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
+    Python run on the older release's environment (its jaxlib), at the size the release
+    search measured; or, where the last commit that runs there still behaves as the older
+    release, that the change came with the newer jaxlib."""
+    if b.pair is None:
+        return CommitBisection(None, None, reason="the release search named no pair of "
+                                                  "releases to search between")
+    old, new = b.pair
+    span = commit_range(repo, str(old.version), str(new.version), str(old.jaxlib), say)
+    candidates = [commit_release(old, c) for c in span.candidates]
+    if len(candidates) < 2:
+        return CommitBisection(span, None, reason=f"no commit after {span.old_tag} runs on "
+                                                  f"jaxlib {span.jaxlib}")
+    n = len(candidates)
+    last = span.candidates[-1]
+    say(f"bisecting {n} jax commits, {span.old_tag} … {last.short} (the last that runs on "
+        f"jaxlib {span.jaxlib}; {len(span.need_new)} after it need jaxlib {new.jaxlib}), each "
+        f"on jax {old.version}'s environment; at most {probe_limit(n, b.request.jobs)[0]} "
+        f"probes")
+    search, _, timer = search_over(candidates, b.request, b.searched, lab, say, noun="commit")
+    found = MetricBisection(b.request, tuple(candidates), (), search,
+                            probe_limit(n, b.request.jobs), time_limit=timer.limit)
+    labels: tuple = ()
+    if search.status == "alike" and not b.searched.noisy:
+        # Alike ends are the jaxlib's doing only where they behave as the older release.
+        release_classifier = b.classifier()
+        labels = tuple(release_classifier(search.placed[i].values).label.value
+                       for i in (0, n - 1))
+    return CommitBisection(span, found, ends_as_releases=labels)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

@@ -15,6 +15,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from repro.options import (
@@ -29,13 +30,14 @@ from repro.options import (
 )
 
 from . import budgets
-from .bisection import MetricRequest, bisect_metric
+from .bisection import MetricRequest, bisect_commits, bisect_metric
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
 from .files import check_reports_folder, keep_if_steady, texts_of
 from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
+from .jax_commits import locate_repo
 from .lab import Lab, RealLab
 from .machine import default_jobs
 from .question import question_from
@@ -103,6 +105,9 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
              "give --from and --to (or --explain RELEASE)"),
             (args.explain is not None and (args.start or args.end or command),
              "--explain takes one release: leave out --from, --to and `--`"),
+            (args.explain is not None and args.commits,
+             "--commits searches the commits between the pair a bisection finds; --explain "
+             "takes one release"),
             (args.case is not None and command,
              "give --case FILE or a command after `--`, not both"),
             (command and (args.n_outer or any(getattr(args, name) for name in SIZES)),
@@ -159,6 +164,7 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
                          executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         commits=args.commits,
                          # Unasked, one for a timing (two runs at once on one machine load
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
@@ -173,6 +179,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
     check_reports_folder(args.reports)
+    # --commits reads a clone of jax: found (or made) before any run, or one line, exit 2.
+    repo = locate_repo(args.jax_repo, say) if args.commits else None
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
     lab = RealLab(say, remeasure=request.remeasure, executor=executor)
@@ -189,6 +197,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     md = report.report_path(bisection, args.reports)
     before = texts_of([md, md.with_suffix(".json")])
     write()
+    if repo is not None:
+        bisection = replace(bisection, commits=bisect_commits(bisection, repo, lab, say))
+        write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
             explain(bisection, lab, args, extra, say, write)

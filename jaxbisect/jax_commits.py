@@ -292,6 +292,7 @@ class Checkouts:
             self._busy.add(slot)
         try:
             folder = self.root / f"slot-{slot}"
+            self.root.mkdir(parents=True, exist_ok=True)
             # Another process (a second bisection on this cache) may use the same slot.
             with held(folder.with_name(folder.name + ".lock-dir")):
                 self._switch(folder, sha)

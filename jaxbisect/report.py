@@ -222,6 +222,10 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     if left_out:
         text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
                  f"installable), so the change is in one of them or in jax {new['jax']}.")
+    if doc.get("commits"):
+        from .commit_report import commits_headline
+
+        text += " " + commits_headline(doc)
     return text
 
 
@@ -411,7 +415,8 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
                         **question_values(q, req.backend), "threshold": req.threshold,
                         "runs": req.runs, "max_runs": req.max_runs,
                         "include_yanked": req.include_yanked,
-                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize},
+                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
+                        "commits": req.commits},
                        q.command)
 
 
@@ -790,7 +795,10 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
+    from .commit_report import commits_lines
+
     sections = {  # the document's optional parts, in the report's order
+        "commits": lambda _: commits_lines(doc, b),
         "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
         "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
         "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
@@ -1011,6 +1019,10 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         doc["sweep"] = shlex.join(sweep_argv(b))
     if pair:
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
+    if b.commits is not None:
+        from .commit_report import commits_document
+
+        doc["commits"] = commits_document(b.commits, b)
     doc.update(extra or {})
     return doc
 
@@ -1036,6 +1048,8 @@ def report_stem(b: MetricBisection) -> str:
         shaping["over"] = over_text(q.over)
     if req.try_xla_flags:  # a report with the flags' section beside the plain one
         shaping["try_xla_flags"] = list(req.try_xla_flags)
+    if req.commits:  # a report with the commits' section beside the plain one
+        shaping["commits"] = True
     if q.kind != "auto" or any(value for key, value in shaping.items() if key != "kind"):
         stem += "-" + digest(shaping)
     return stem
