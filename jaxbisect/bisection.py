@@ -846,6 +846,10 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
     names = [str(r.version) for r in candidates]
 
     def real_run(i: int, number: int, seconds: float) -> Run:
+        commit = candidates[i].commit
+        if commit is not None and commit.refused:  # jax's own version check: not run
+            return Run(release=names[i], number=number, status="failed",
+                       error=f"cannot run on jaxlib {candidates[i].jaxlib}: {commit.refused}")
         return lab.run(candidates[i], request.backend, question, number, timeout=seconds)
 
     def install(i: int):
@@ -999,16 +1003,27 @@ def commit_release(release: Release, commit) -> Release:
                    runs_on=release.version, yanked=False, yanked_reason=None)
 
 
-def bisect_commits(b: MetricBisection, repo: Path, lab: Lab, say: Say) -> CommitBisection:
+SpanOf = Callable[[Release, Release], CommitRange]
+
+
+def commits_in(repo: Path, say: Say) -> SpanOf:
+    """The commits between two releases as ``repo`` holds them (jax_commits.commit_range)."""
+    return lambda old, new: commit_range(repo, str(old.version), str(new.version),
+                                         str(old.jaxlib), say)
+
+
+def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
+                   say: Say) -> CommitBisection:
     """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
     Python run on the older release's environment (its jaxlib), at the size the release
     search measured; or, where the last commit that runs there still behaves as the older
-    release, that the change came with the newer jaxlib."""
+    release, that the change came with the newer jaxlib. ``span_of(old, new)``: the commits
+    between two releases (commits_in: a clone's)."""
     if b.pair is None:
         return CommitBisection(None, None, reason="the release search named no pair of "
                                                   "releases to search between")
     old, new = b.pair
-    span = commit_range(repo, str(old.version), str(new.version), str(old.jaxlib), say)
+    span = span_of(old, new)
     candidates = [commit_release(old, c) for c in span.candidates]
     if len(candidates) < 2:
         return CommitBisection(span, None, reason=f"no commit after {span.old_tag} runs on "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from repro.options import (
 )
 
 from . import budgets
-from .bisection import MetricRequest, bisect_commits, bisect_metric
+from .bisection import MetricRequest, bisect_commits, bisect_metric, commits_in
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
@@ -198,7 +199,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     before = texts_of([md, md.with_suffix(".json")])
     write()
     if repo is not None:
-        bisection = replace(bisection, commits=bisect_commits(bisection, repo, lab, say))
+        bisection = replace(bisection, commits=bisect_commits(
+            bisection, commits_in(repo, say), lab, say))
         write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
@@ -229,7 +231,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        lines = [text.replace("**", "").replace("`", "")  # markdown's, in plain
+        lines = [plain(text)
                  for line in (report.answer_line, report.thirds_line, report.raised_line,
                               report.crash_line, report.yanked_line) if (text := line(bisection))]
         if "sweep" in doc:
@@ -242,10 +244,27 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                   f"the rest needs a real GPU: {part['command']}" for part in doc["needs_a_gpu"]]
         if "next_step" in doc:
             lines.append(f"to look further: {doc['next_step']['command']}")
-        print("\n".join([*lines, probes_line(bisection)]))
+        print("\n".join([*lines, probes_line(bisection),
+                         *filter(None, [commits_line(doc)])]))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
+
+
+def plain(markdown: str) -> str:
+    """A report's line for the terminal: no emphasis or code marks, a link as its text and
+    its address."""
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", markdown)
+    return text.replace("**", "").replace("`", "")
+
+
+def commits_line(doc: dict) -> str | None:
+    """How many commits were probed and run (the probes line is the releases')."""
+    search = (doc.get("commits") or {}).get("search")
+    if not search:
+        return None
+    return (f"commits: {search['probes']} probes of {doc['commits']['candidates']} "
+            f"candidates; runs: {search['runs']}")
 
 
 def wider_range(catalogue, b) -> dict:

@@ -96,8 +96,13 @@ def commits_headline(doc: dict) -> str | None:
         first = c["first_bad"]
         where = ("" if c["exact"] else
                  f" (or one of the {len(c['between'])} commits before it that could not run)")
-        return (f"**First bad commit: {linked(first)}**{where}, by {first['author']}, "
-                f"{first['date'][:10]}; its parent behaves as jax {c['old']} (both on jaxlib "
+        merged = first.get("side_commits") or []
+        what = ("merging " + ", ".join(f"{short(x)} “{x['subject']}” by {x['author']}"
+                                       for x in merged[:3])
+                + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
+                if merged else f"by {first['author']}")
+        return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}; "
+                f"its parent behaves as jax {c['old']} (both on jaxlib "
                 f"{c['runs_on']['jaxlib']}).")
     if c["came_with"] == "jaxlib":
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
@@ -140,7 +145,8 @@ def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
                              "text")
         if first["side_commits"]:
             lines += details(f"the {len(first['side_commits'])} commits the merge brought in",
-                             [f"{short(x)} {x['subject']}" for x in first["side_commits"]],
+                             [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
+                              for x in first["side_commits"]],
                              "text")
         if c["between"]:
             lines += [f"Not placed between them ({len(c['between'])}: they could not run):", "",

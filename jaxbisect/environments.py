@@ -189,10 +189,12 @@ def ensure_environment(
                        reused=False, seconds=seconds)
 
 
-def import_error(python: Path) -> str | None:
-    """None when jax and jaxlib import under ``python``; otherwise the error's last line."""
+def import_error(python: Path, jax_source: Path | None = None) -> str | None:
+    """None when jax and jaxlib import under ``python`` (``jax_source``: a jax commit's
+    checkout first on its path); otherwise the error's last line."""
+    first = f"import sys; sys.path.insert(0, {str(jax_source)!r}); " if jax_source else ""
     try:
-        done = subprocess.run([str(python), "-I", "-c", "import jaxlib, jax"],
+        done = subprocess.run([str(python), "-I", "-c", first + "import jaxlib, jax"],
                               capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)

@@ -198,12 +198,12 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"{what} was killed by signal {-done.returncode}",
                                 lasting=False)
-        _raise_if_broken(python)  # the environment's fault, or the release's?
+        raise_if_broken(python, jax_source)  # the environment's fault, or the release's?
         raise HarnessFailed(f"{what} failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
     except ValueError:
-        _raise_if_broken(python)  # a case's harness exits 125 when jax does not import
+        raise_if_broken(python, jax_source)  # a case's harness exits 125 without jax
         said = done.stderr.strip().splitlines()
         raise HarnessFailed(f"{what} printed no JSON document"
                             + (f": {said[-1][:300]}" if said else "")) from None
@@ -212,10 +212,16 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
     return {**document, "ran_on": done.where} if done.where else document
 
 
-def _raise_if_broken(python: Path) -> None:
+def raise_if_broken(python: Path, jax_source: Path | None = None) -> None:
+    """EnvironmentBroken where jax no longer imports in ``python``'s environment; where it
+    does but not with ``jax_source`` (a commit's), the commit cannot run there: a lasting
+    failure, the commit's skip."""
     if broken := import_error(python):
         raise EnvironmentBroken(f"jax does not import in "
                                 f"{shown_path(Path(python).parent.parent)}: {broken}")
+    if jax_source is not None and (broken := import_error(python, jax_source)):
+        raise HarnessFailed(f"jax's Python at this commit does not import on this jaxlib: "
+                            f"{broken}")
 
 
 # The modules other than the harness print a document with status "error" and exit 2 when

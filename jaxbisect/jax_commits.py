@@ -129,8 +129,9 @@ class CommitRange:
 
     def files(self, commit: Commit) -> list[str]:
         """The files ``commit`` touched (against its first parent)."""
-        return git(self.repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "-m",
-                   "--first-parent", commit.sha).split()
+        if not commit.parents:
+            return git(self.repo, "ls-tree", "-r", "--name-only", commit.sha).split()
+        return git(self.repo, "diff", "--name-only", commit.parents[0], commit.sha).split()
 
 
 def git(repo: Path, *args: str, timeout: float = 300) -> str:

@@ -45,6 +45,7 @@ from .harness import (
     EnvironmentBroken,
     HarnessFailed,
     RunTimedOut,
+    raise_if_broken,
     command_environ,
     harness_id,
     platform_args,
@@ -256,12 +257,9 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
     What the release answers (samples, or the program raising) is stored; what may go away
     (an install that failed, a timeout, a kill) is not. A jax commit (``release.commit``)
-    runs in its older release's environment with the commit checked out first on the path;
-    one that jax's own version check refuses there is a skip without a run."""
+    runs in its older release's environment with the commit checked out first on the path."""
     version, kept = str(release.version), []
     failed = partial(Run, release=version, number=number, status="failed")
-    if release.commit is not None and release.commit.refused:
-        return failed(error=f"cannot run on jaxlib {release.jaxlib}: {release.commit.refused}")
 
     def measure(rebuild: bool = False) -> Run:
         try:
@@ -350,6 +348,8 @@ def _command_run(env, version: str, question: Question, number: int,
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
     sys.stderr.write(done.stderr)
+    if source is not None and done.returncode != 0:  # the command's answer, or the commit's?
+        raise_if_broken(env.python, source)
     if question.metric == "exit_code":  # git bisect run's codes
         return exit_status_run(done.returncode, done.stderr, version, number, done.where)
     crash = crash_of(done.returncode, done.stderr, shell=True)
