@@ -94,8 +94,9 @@ class Commit:
 
     @property
     def jax_version(self) -> str:
-        """What ``jax.__version__`` says at this commit from a git checkout (jax/version.py's
-        ``_version_from_git_tree``): the version, the commit's day, its short hash."""
+        """The commit as a version, in the form ``jax.__version__`` takes in a git checkout
+        (jax/version.py's ``_version_from_git_tree``): the version, the commit's day, its
+        hash (ten characters here; git's abbreviation there)."""
         import datetime
 
         day = datetime.date.fromtimestamp(self.timestamp).strftime("%Y%m%d")

@@ -41,6 +41,9 @@ from .question import over_text
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
 # fields to these).
 SCHEMA = 2
+# 3: schema 2 with the parts it lacks (``commits``); a document without them stays schema 2,
+# so that every report written before them reads, and is rewritten, as it was.
+SCHEMA_WITH_COMMITS = 3
 JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -1022,7 +1025,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     if b.commits is not None:
         from .commit_report import commits_document
 
-        doc["commits"] = commits_document(b.commits, b)
+        doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
     doc.update(extra or {})
     return doc
 
