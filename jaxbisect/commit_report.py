@@ -48,7 +48,8 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
         commit = cb.search.candidates[index].commit
         failure = placed.failure
         p = placed.placement
-        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject, "date": commit.date,
+        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
+                      "date": commit.date,
                       "jax": str(cb.search.candidates[index].version),
                       "label": as_release.get(index) or (p.label.value if p else "measured"),
                       "reason": p.reason if p else None,
@@ -157,8 +158,8 @@ def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
                     for x in c["skipped"]], ""]
     need = len(c["need_new"])
     lines += [f"Not seen by this search: the {need} commit{'' if need == 1 else 's'} after "
-              f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib {c['new_jaxlib']} (jax {c['new']}'s release "
-              f"preparation raised the minimum; where {c['to_tag']} sits on a release branch, "
+              f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib {c['new_jaxlib']} "
+              f"(jax {c['new']}'s release preparation raised the minimum; where {c['to_tag']} sits on a release branch, "
               f"its commits there too), and jax code gated on the jaxlib version takes jaxlib "
               f"{c['runs_on']['jaxlib']}'s path throughout.", ""]
     if c["need_new"]:

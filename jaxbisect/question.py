@@ -45,10 +45,10 @@ from .harness import (
     EnvironmentBroken,
     HarnessFailed,
     RunTimedOut,
-    raise_if_broken,
     command_environ,
     harness_id,
     platform_args,
+    raise_if_broken,
     run_repro,
     target_key,
 )

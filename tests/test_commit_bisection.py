@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_lab import FakeLab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_lab import FakeLab
 from jaxbisect.bisection import MetricRequest, bisect_commits, bisect_metric
 from jaxbisect.jax_commits import Commit, CommitRange, checkouts, commit_range, pr_number, refusal
 from jaxbisect.question import Question, Run, exit_status_run
