@@ -160,8 +160,8 @@ def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
     lines += [f"Not seen by this search: the {need} commit{'' if need == 1 else 's'} after "
               f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib {c['new_jaxlib']} "
               f"(jax {c['new']}'s release preparation raised the minimum; where {c['to_tag']} "
-              f"sits on a release branch, its commits there too), and jax code gated on the jaxlib version takes jaxlib "
-              f"{c['runs_on']['jaxlib']}'s path throughout.", ""]
+              f"sits on a release branch, its commits there too), and jax code gated on the "
+              f"jaxlib version takes jaxlib {c['runs_on']['jaxlib']}'s path throughout.", ""]
     if c["need_new"]:
         lines += details("the commits that need the newer jaxlib",
                          [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
