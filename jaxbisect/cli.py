@@ -179,9 +179,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
-    check_reports_folder(args.reports)
     # --commits reads a clone of jax: found (or made) before any run, or one line, exit 2.
     repo = locate_repo(args.jax_repo, say) if args.commits else None
+    check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
     lab = RealLab(say, remeasure=request.remeasure, executor=executor)

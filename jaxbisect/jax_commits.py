@@ -11,6 +11,7 @@ running at once, switched in place so that unchanged files keep their bytecode.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -170,11 +171,13 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     repo = cached_clone()
     if (repo / "HEAD").is_file():
         return repo
-    say(f"cloning {JAX_GITHUB} into {shown_path(repo)} (once) …")
+    url = os.environ.get("JAX_SCAN_REPRO_JAX_URL") or JAX_GITHUB  # a mirror, where GitHub is not
+    say(f"cloning {url} into {shown_path(repo)} (once, about 300 MB) …")
     partial = repo.with_name(repo.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run(["git", "clone", "--bare", "--quiet", JAX_GITHUB, str(partial)],
+        done = subprocess.run(["git", "clone", "--bare", "--quiet", url, str(partial)],
                               capture_output=True, text=True, timeout=1800)
     except (OSError, subprocess.TimeoutExpired) as exc:
         done = None
@@ -182,9 +185,9 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     if done is None or done.returncode != 0:
         why = why if done is None else (done.stderr.strip().splitlines() or ["failed"])[-1]
         shutil.rmtree(partial, ignore_errors=True)
-        raise UserError(f"--commits needs a clone of jax and none could be made ({why}): "
-                        f"`git clone {JAX_GITHUB}` where you have the network, then pass "
-                        f"--jax-repo PATH")
+        raise UserError(f"--commits needs a clone of jax and none could be made from {url} "
+                        f"({why}): `git clone {JAX_GITHUB}` where you have the network, then "
+                        f"pass --jax-repo PATH")
     partial.rename(repo)
     return repo
 

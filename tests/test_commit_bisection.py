@@ -166,6 +166,26 @@ def test_no_pair_of_releases_no_commit_search(recorded_catalogue, tmp_path):
     assert cb.came_with is None and cb.status == "unmeasurable" and "no pair" in cb.reason
 
 
+def test_without_a_clone_and_without_the_network_one_line_and_no_run(tmp_path):
+    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(tmp_path / "cache"),
+           "JAX_SCAN_REPRO_JAX_URL": str(tmp_path / "unreachable")}
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", "0.5.0", "--to",
+                           "0.5.1", "--commits", "--reports", str(tmp_path / "reports")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    error = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(error) == 1 and "--jax-repo PATH" in error[0]
+    assert not (tmp_path / "cache" / "envs").exists() and not (tmp_path / "reports").exists()
+
+
+def test_a_folder_that_is_not_a_jax_clone_is_refused(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", "0.5.0", "--to",
+                           "0.5.1", "--commits", "--jax-repo", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "not a git clone of jax-ml/jax" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 # --- real: a jax repository made of the 0.5.0 and 0.5.1 wheels' sources ---
 QUESTION = "import sys, jax.lax; sys.exit(1 if hasattr(jax.lax, 'reduce_and') else 0)"
 BROKEN = ("\nfrom jax._src.lib import xla_client as _xc\n"
