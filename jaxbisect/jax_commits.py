@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -281,30 +282,67 @@ def _judged(commit: Commit, jaxlib: str) -> Commit:
 
 class Checkouts:
     """Sparse clones of one repository (``jax/`` and ``jax_plugins/`` only, objects shared
-    with it), one a run at once: a run takes a free one and switches it to its commit."""
+    with it), one a run at once: a run takes a free one, the one already at its commit where
+    there is one (``prepare``: made ahead, while another probe runs), else the one used least
+    recently, and switches it to its commit."""
 
     def __init__(self, repo: Path, root: Path):
         self.repo, self.root = Path(repo).resolve(), root
         self._busy: set[int] = set()
+        self._at: dict[int, str] = {}       # slot -> the commit it was last switched to
+        self._used: dict[int, float] = {}   # slot -> when it was last taken
+        self._preparing: dict[str, threading.Event] = {}  # commit -> set once it is ready
         self._lock = threading.Lock()
 
     @contextmanager
-    def at(self, sha: str) -> Iterator[Path]:
-        """A folder whose ``jax/`` is ``sha``'s, for the ``with`` block: put it first on the
-        path of the older release's Python."""
+    def _slot(self, sha: str) -> Iterator[Path]:
         with self._lock:
-            slot = next(i for i in range(len(self._busy) + 1) if i not in self._busy)
+            free = [i for i in range(len(self._used)) if i not in self._busy]
+            ready = [i for i in free if self._at.get(i) == sha]
+            slot = (ready or sorted(free, key=self._used.__getitem__) or [len(self._used)])[0]
             self._busy.add(slot)
+            self._used[slot] = time.monotonic()
         try:
             folder = self.root / f"slot-{slot}"
             self.root.mkdir(parents=True, exist_ok=True)
             # Another process (a second bisection on this cache) may use the same slot.
             with held(folder.with_name(folder.name + ".lock-dir")):
                 self._switch(folder, sha)
+                with self._lock:
+                    self._at[slot] = sha
                 yield folder
         finally:
             with self._lock:
                 self._busy.discard(slot)
+
+    @contextmanager
+    def at(self, sha: str) -> Iterator[Path]:
+        """A folder whose ``jax/`` is ``sha``'s, for the ``with`` block: put it first on the
+        path of the older release's Python (one being prepared is waited for)."""
+        with self._lock:
+            preparing = self._preparing.get(sha)
+        if preparing is not None:
+            preparing.wait()
+        with self._slot(sha) as folder:
+            yield folder
+
+    def prepare(self, sha: str, python: Path) -> None:
+        """A slot switched to ``sha`` and its changed modules compiled by ``python`` (at the
+        lowest priority), so that the probe that comes for it finds it ready."""
+        with self._lock:
+            if sha in self._preparing or sha in self._at.values():
+                return
+            self._preparing[sha] = ready = threading.Event()
+        try:
+            with self._slot(sha) as folder:
+                subprocess.run([str(python), "-m", "compileall", "-q", "-j", "1",
+                                *(str(folder / d) for d in SOURCE_DIRS
+                                  if (folder / d).is_dir())],
+                               capture_output=True, timeout=600, preexec_fn=lambda: os.nice(19))
+        finally:
+            with self._lock:
+                del self._preparing[sha]
+            ready.set()
 
     def _switch(self, folder: Path, sha: str) -> None:
         if not (folder / ".git").exists():

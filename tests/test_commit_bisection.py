@@ -290,6 +290,10 @@ def test_a_checkout_is_the_commit_file_for_file(jax_history, jax_python):
             assert not (folder / "jax" / "_src" / "note_0.py").exists() or i >= 9
     assert seen[0][1] == "False" and seen[7][1] == "True" and seen[11][1] == "True"
     assert seen[2][1] == "False"
+    pool.prepare(shas[9], python)  # ahead of its probe: switched and compiled
+    with pool.at(shas[9]) as folder:
+        assert git(folder, "rev-parse", "HEAD") == shas[9]
+        assert list((folder / "jax" / "_src" / "__pycache__").glob("note_0.*.pyc"))
     assert shas[7].startswith(seen[7][0].split("+")[1])  # jax names the commit it runs
 
 
