@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from .budgets import EndsTimer, TimeLimit, run_limit
+from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -562,6 +562,7 @@ class MetricRequest:
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
     try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
+    interior_budget: float = INTERIOR_BUDGET  # ends alike: seconds the releases inside may take
 
 
 @dataclass(frozen=True)
@@ -574,6 +575,7 @@ class MetricBisection:
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
+    interior: object = None           # ends alike: the releases inside (interior.Interior)
 
     @property
     def searched(self) -> Question:
@@ -921,6 +923,15 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # for is the one people reported from: measured anyway, against both ends.
         search = probe_between(search, yanked, run, classify,
                                batch=batch_size(q, request.runs), reduce=reduce, say=named)
+    interior = None
+    if search.status == "alike":  # what a sweep would answer, where the interior is cheap
+        from .interior import look_inside
+
+        interior = look_inside(search, run, classify, noisy=q.noisy,
+                               test=paired_test(request.threshold),
+                               batch=batch_size(q, request.runs),
+                               max_runs=request.max_runs or MAX_RUNS_NOISY, reduce=reduce,
+                               budget=request.interior_budget, say=named)
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
@@ -930,7 +941,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
-                           timer.limit, sized=sized)
+                           timer.limit, sized=sized, interior=interior)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

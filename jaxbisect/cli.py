@@ -78,8 +78,10 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
         "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
-            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET)
-    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET)
+            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET,
+        interior=budgets.INTERIOR_BUDGET)
+    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET,
+                   interior_budget=budgets.INTERIOR_BUDGET)
     add_executor_options(p)
     return p
 
@@ -159,6 +161,7 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
                          executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         interior_budget=args.interior_budget,
                          # Unasked, one for a timing (two runs at once on one machine load
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
@@ -278,11 +281,14 @@ def tried_line(tried: dict) -> str:
 def probes_line(bisection) -> str:
     """How many releases were probed, and how many of their runs a rerun read back from the
     store instead of measuring (each run once, however often the search asked for it)."""
-    s = bisection.search
-    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    s, inside = bisection.search, bisection.interior
+    measured = {i: p for i, p in (inside.placed.items() if inside else ()) if i not in s.placed}
+    runs = {(r.release, r.number): r for p in (*s.placed.values(), *measured.values())
+            for r in p.runs}
     stored = sum(r.cached for r in runs.values())
-    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
-            f"{stored} of them stored from an earlier run")
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured)"
+            + (f", and {len(measured)} releases inside the ends" if measured else "")
+            + f"; runs: {len(runs)}, {stored} of them stored from an earlier run")
 
 
 def minimal_line(minimal: dict) -> str:
