@@ -59,6 +59,7 @@ RunAt = Callable[[int, int], Run]                  # (candidate index, run numbe
 Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
+OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
@@ -539,7 +540,8 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
 
             return matching(list(old), list(new), shapes_alike)
         if metric == "output":
-            return matching(list(old), list(new), outputs_close(given.get("threshold", 1e-5)))
+            return matching(list(old), list(new),
+                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
             return matching(list(old), list(new), operator.eq)
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)

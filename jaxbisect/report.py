@@ -24,7 +24,13 @@ from repro.metrics import concrete
 from repro.options import BISECT, command_line
 from repro.target import load as load_target
 
-from .bisection import MetricBisection, Placed, calibration_text, crashes_of
+from .bisection import (
+    OUTPUT_TOLERANCE,
+    MetricBisection,
+    Placed,
+    calibration_text,
+    crashes_of,
+)
 from .budgets import INTERIOR_BUDGET
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
@@ -202,6 +208,9 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
             how = f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
         elif doc["metric"]["name"] == "error":  # messages, compared by equality
             how = "the same message"
+        elif doc["metric"]["name"] == "output":  # values, within a relative tolerance
+            how = (f"the same values within "
+                   f"{doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative")
         else:
             share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
             how = f"within {share:.0%} of each other"
