@@ -158,16 +158,18 @@ def place_paired(search: MetricSearch, i: int, run_at: RunAt, test: Paired, *, m
         if len(rounds) < test.first_look:
             continue
         verdict = test.ends([(math.sqrt(o * w), r) for o, r, w in rounds])
+        words = (verdict.ends.reason.replace("last/first end", "it/the ends", 1)
+                 .replace("higher at the last end", "higher for it", 1))
         if verdict.decided:
             placement = (Placement(Label.SKIP, None, third=True,
-                                   reason=f"unlike both ends ({verdict.ends.reason})")
+                                   reason=f"unlike both ends ({words})")
                          if verdict.ends.distinct else
                          Placement(Label.OLD, None,
-                                   reason=f"like both ends ({verdict.ends.reason})"))
+                                   reason=f"like both ends ({words})"))
             break
         placement = Placement(Label.SKIP, None, reason=f"cannot be placed after "
                                                        f"{len(rounds)} rounds "
-                                                       f"({verdict.ends.reason})")
+                                                       f"({words})")
     if placement is None:
         placement = Placement(Label.SKIP, None, reason=f"cannot be placed after {len(rounds)} "
                                                        f"rounds")
