@@ -46,7 +46,8 @@ EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run rea
 METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the figure)
-  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  1    no change in the range: the ends confidently alike, even where a release inside
+       them differs (the answer then names it: came and went; --explain: nothing explains it)
   2    bad input or an unusable situation (one line on stderr), or a command that exited
        128 or more (git bisect run's abort)
   3    the ends differ but this machine's noise does not let it decide at 99 %
@@ -60,7 +61,9 @@ LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} 
           "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
           "past its limit hangs: a behaviour, not retried (the error metric's value "
           "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
-          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.")
+          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'. "
+          "Where the ends agree, the releases inside are measured too when the ends' own run "
+          "times put them within --interior-budget ({INTERIOR_BUDGET:.0f} s).")
 Say = Callable[[str], None]
 
 
