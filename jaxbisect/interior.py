@@ -99,9 +99,13 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
     say(f"the ends agree; measuring the {len(todo)} releases inside (about {estimate:.0f} s "
         f"from the ends' own run times, within --interior-budget {budget:.0f} s)")
     placed = {i: search.placed[i] for i in inside if i in search.placed}
+    # A noisy metric's ends run afresh in each round: their run numbers go on from the
+    # search's, across the releases inside (a number already made is a stored run).
+    numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
     for i in todo:
         say(f"candidate {i}: the ends agree; measuring it against both ends")
-        placed[i] = (place_paired(search, i, run_at, test, max_runs=max_runs, reduce=reduce)
+        placed[i] = (place_paired(search, i, run_at, test, max_runs=max_runs, reduce=reduce,
+                                  numbers=numbers)
                      if noisy else
                      place_deterministic(search, i, run_at, make_classifier, batch=batch,
                                          reduce=reduce))
@@ -131,13 +135,13 @@ def place_deterministic(search: MetricSearch, i: int, run_at: RunAt,
 
 
 def place_paired(search: MetricSearch, i: int, run_at: RunAt, test: Paired, *, max_runs: int,
-                 reduce: Reduce) -> Placed:
+                 reduce: Reduce, numbers: dict) -> Placed:
     """Candidate ``i`` in rounds (old end, it, new end), one after the other, until the
     search's paired test decides whether it is the ends' behaviour: each round's pair is the
     ends' geometric mean and the release (the test that found the ends alike). Undecided
-    after ``max_runs`` rounds: a skip with its figures (cannot tell)."""
+    after ``max_runs`` rounds: a skip with its figures (cannot tell). ``numbers``: the ends'
+    last run numbers, carried on."""
     n = max(search.placed) + 1
-    numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
     numbers[i] = 0
     runs: list = []
     rounds: list[tuple[float, float, float]] = []

@@ -129,13 +129,17 @@ def test_a_release_inside_without_a_figure_is_cannot_tell_never_old(recorded_cat
 
 
 def noisy_bisection(catalogue, level):
-    """A noisy metric (seconds of a command) on simulated load: each run × exp(N(0, 2 %))."""
+    """A noisy metric (seconds of a command) on simulated load: each run × exp(N(0, 2 %)).
+    Every run of a release is a fresh one: no (release, run number) is asked twice."""
     rng = random.Random(11)
     question = Question(metric="seconds", command=("python", "time.py"), kind="noisy")
     request = MetricRequest(start="0.4.30", end="0.4.35", backend="cpu", question=question)
     lab = FakeLab(scripted(lambda version, number: level(version) * 0.02
                            * math.exp(rng.gauss(0, 0.02)), seconds=0.05))
-    return bisect_metric(catalogue, request, lab, lambda m: None)
+    b = bisect_metric(catalogue, request, lab, lambda m: None)
+    asked = [(version, number) for version, number, _ in lab.asked]
+    assert len(asked) == len(set(asked))
+    return b
 
 
 def test_a_noisy_metric_places_the_releases_inside_by_the_paired_test(recorded_catalogue):
