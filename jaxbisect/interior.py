@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .bisection import (
     MakeClassifier,
@@ -117,20 +117,18 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
 def place_deterministic(search: MetricSearch, i: int, run_at: RunAt,
                         make_classifier: MakeClassifier, *, batch: int,
                         reduce: Reduce) -> Placed:
-    """Candidate ``i`` in ``batch`` runs, placed by the metric's classifier with the ends
-    pooled as one behaviour and it as the other (probe_between's rule)."""
+    """Candidate ``i`` in ``batch`` runs, placed by the classifier the search begins with
+    (learned from the two ends): like an end (both, the ends being alike) is ``old``, like
+    neither (a third behaviour) is ``differs``; a release whose own runs disagree, or that
+    gave no figure, is a skip (cannot tell)."""
     n = max(search.placed) + 1
-    both_ends = search.placed[0].values + search.placed[n - 1].values
     runs = tuple(run_at(i, number) for number in range(1, batch + 1))
     seen = values_of(runs, reduce)
     if not seen:
         return Placed(i, runs, no_figure(runs))
-    apart = make_classifier(both_ends, seen).ends()
-    # A figure's comparison in numbers (a matching metric's words speak of the ends: none).
-    why = "" if apart.reason.startswith("the ends") else f" ({apart.reason})"
-    placement = (Placement(Label.SKIP, None, third=True, reason=f"unlike both ends{why}")
-                 if apart.distinct else
-                 Placement(Label.OLD, None, reason=f"like both ends{why}"))
+    placement = make_classifier(search.placed[0].values, search.placed[n - 1].values)(seen)
+    if not placement.third and placement.label in (Label.OLD, Label.NEW, Label.AMBIGUOUS):
+        placement = replace(placement, label=Label.OLD)  # (its reason says which end)
     return Placed(i, runs, placement, seen)
 
 

@@ -128,6 +128,20 @@ def test_a_release_inside_without_a_figure_is_cannot_tell_never_old(recorded_cat
                                                  "releases": ["0.4.24"], "exact": False}]
 
 
+def test_a_release_whose_own_runs_disagree_is_cannot_tell(recorded_catalogue):
+    """Two runs a release (--runs 2): 0.4.25 gives 5.0 then 9.0, no one figure of its own."""
+    question = Question(metric="bytes", command=("python", "measure.py"), kind="deterministic")
+    request = MetricRequest(start="0.4.20", end="0.4.30", backend="cpu", question=question,
+                            runs=2)
+    lab = FakeLab(scripted(lambda version, number: 9.0 if (version, number) == ("0.4.25", 2)
+                           else 5.0))
+    doc = document(bisect_metric(recorded_catalogue, request, lab, lambda m: None), None)
+    labels = {r["jax"]: r["label"] for r in doc["interior"]}
+    assert labels["0.4.25"] == CANNOT_TELL and "disagree" in doc["interior"][4]["reason"]
+    assert {label for v, label in labels.items() if v != "0.4.25"} == {OLD}
+    assert doc["interior_check"]["changes"] == []
+
+
 def noisy_bisection(catalogue, level):
     """A noisy metric (seconds of a command) on simulated load: each run × exp(N(0, 2 %)).
     Every run of a release is a fresh one: no (release, run number) is asked twice."""
