@@ -3,9 +3,9 @@
 Bisection sees only the ends when they agree: a change made and undone inside the range is
 invisible to it. Where measuring the releases inside costs little (an estimate from the ends'
 own run times, within ``--interior-budget``), each one is measured and placed against the
-ends the way the search places a probe: a deterministic figure by the metric's classifier
-(the ends pooled as one behaviour, the release as the other), a noisy one by the paired test
-on rounds (old end, it, new end). A release is ``old`` (it behaves as the ends), ``differs``,
+ends the way the search places a probe: a deterministic figure by the classifier the search
+begins with (learned from the two ends), a noisy one by the paired test on rounds (old end,
+it, new end). A release is ``old`` (it behaves as the ends), ``differs``,
 or ``cannot tell`` (no figure, or not placed within the runs allowed): never guessed. The
 changes are read off in release order: each one came between the last release like the ends
 and the first unlike them, and went between the last unlike and the next like them again.
