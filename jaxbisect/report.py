@@ -752,7 +752,10 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
         parts += ["## The releases inside", "",
                   "The ends agree, so bisection probes nothing between them; each release "
                   "inside was measured too and placed against both ends as the search places "
-                  "a probe (`old`: as the ends; `cannot tell`: not placed within its runs).",
+                  "a probe (`old`: as the ends; `cannot tell`: not placed within its runs), "
+                  f"about {doc['interior_check']['estimate']:.0f} s by the ends' own run times, "
+                  f"within the interior budget of {doc['interior_check']['budget']:.0f} s "
+                  "(`--interior-budget`).",
                   "", table(["jax", "behaviour", doc["metric"]["name"], "why"],
                             [[r["jax"], r["label"], said(doc, r["figure"]), r["reason"] or ""]
                              for r in doc["interior"]]), ""]
