@@ -49,6 +49,9 @@ from .question import over_text
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
 # fields to these).
 SCHEMA = 2
+# 3: schema 2 with the parts it lacks (``commits``); a document without them stays schema 2,
+# so that every report written before them reads, and is rewritten, as it was.
+SCHEMA_WITH_COMMITS = 3
 JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -241,6 +244,10 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     if left_out:
         text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
                  f"installable), so the change is in one of them or in jax {new['jax']}.")
+    if doc.get("commits"):
+        from .commit_report import commits_headline
+
+        text += " " + commits_headline(doc)
     return text
 
 
@@ -431,6 +438,7 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
                         "runs": req.runs, "max_runs": req.max_runs,
                         "include_yanked": req.include_yanked,
                         "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
+                        "commits": req.commits,
                         "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
                                             else req.interior_budget)},
                        q.command)
@@ -826,7 +834,10 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
+    from .commit_report import commits_lines
+
     sections = {  # the document's optional parts, in the report's order
+        "commits": lambda _: commits_lines(doc, b),
         "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
         "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
         "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
@@ -1048,6 +1059,10 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         doc["sweep"] = shlex.join(sweep_argv(b))
     if pair:
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
+    if b.commits is not None:
+        from .commit_report import commits_document
+
+        doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
     doc.update(extra or {})
     return doc
 
@@ -1120,6 +1135,8 @@ def report_stem(b: MetricBisection) -> str:
         shaping["interior_budget"] = req.interior_budget
     if req.try_xla_flags:  # a report with the flags' section beside the plain one
         shaping["try_xla_flags"] = list(req.try_xla_flags)
+    if req.commits:  # a report with the commits' section beside the plain one
+        shaping["commits"] = True
     if q.kind != "auto" or any(value for key, value in shaping.items() if key != "kind"):
         stem += "-" + digest(shaping)
     return stem
