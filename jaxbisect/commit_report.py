@@ -177,6 +177,10 @@ def agreement(doc: dict) -> str | None:
     came_with = doc["commits"]["came_with"]
     if culprit is None or came_with is None:
         return None
+    if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
+        return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
+                f"the commit search measured that it came with "
+                f"{'a jax commit' if came_with == 'jax' else 'the newer jaxlib'}.")
     if culprit in AGREES[came_with]:
         return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
                 f"jax's Python {'did' if came_with == 'jax' else 'did not'} change it.")

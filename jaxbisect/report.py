@@ -691,8 +691,9 @@ def chart(b: MetricBisection, doc: dict) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
-def attribution_lines(a: dict) -> list[str]:
-    """JAX, XLA's HLO passes, or below HLO, and the commits either side."""
+def attribution_lines(a: dict, came_with: str | None = None) -> list[str]:
+    """JAX, XLA's HLO passes, or below HLO, and the commits either side (the XLA range and
+    the hand-off below it only where ``--commits`` did not find a jax commit)."""
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
     links = a.get("links") or {}
     if links.get("xla_compare"):
@@ -701,7 +702,11 @@ def attribution_lines(a: dict) -> list[str]:
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
         lines += [a["xla_note"] + ".", ""]
-    lines += render_xla_range(a)
+    if came_with == "jax":
+        lines += ["Below the release: the first bad jax commit is named above (*jax commits*); "
+                  "the XLA range and the hand-off below it are not needed.", ""]
+    else:
+        lines += render_xla_range(a)
     commits = a.get("commits") or {}
     shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
              for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
@@ -838,7 +843,9 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
 
     sections = {  # the document's optional parts, in the report's order
         "commits": lambda _: commits_lines(doc, b),
-        "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
+        "attribution": lambda a: attribution_lines(a, (doc.get("commits") or {})
+                                                   .get("came_with")),
+        "evidence": lambda e: evidence_lines(b, e),
         "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
         "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
         "try_xla_flags": lambda tried: tried_lines(tried, b),

@@ -130,13 +130,13 @@ def commit_histories(draw):
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # the catalogue: read only
-@given(commit_histories())
+@given(commit_histories(), st.sampled_from([1, 2]))
 def test_the_commit_search_names_the_first_bad_commit_or_the_jaxlib(
-        recorded_catalogue, tmp_path_factory, states):
+        recorded_catalogue, tmp_path_factory, states, jobs):
     tmp_path = tmp_path_factory.mktemp("commits")
     lab = lab_of(states, tmp_path)
     b = bisect_metric(recorded_catalogue, MetricRequest(OLD_RELEASE, NEW_RELEASE, "cpu",
-                                                        COMMAND), lab, lambda m: None)
+                                                        COMMAND, jobs=jobs), lab, lambda m: None)
     cb = bisect_commits(b, lambda old, new: synthetic(states), lab, lambda m: None)
     placed = cb.search.search.placed  # (the lab refuses to run a refused commit)
     if "new" not in states:
@@ -154,6 +154,34 @@ def test_the_commit_search_names_the_first_bad_commit_or_the_jaxlib(
             assert p.outcome.value == "skip"
             assert ("needs jaxlib >= 0.4.31" if states[i] == "refused" else "does not import") \
                 in p.placement.reason
+
+
+def test_a_noisy_metric_places_commits_by_the_paired_test(recorded_catalogue, tmp_path):
+    """A timing over commits: each commit in rounds beside both ends, as releases are."""
+    import random
+
+    states = ["old"] * 9 + ["new"] * 7
+    by_version = {commit_release_version(i): state for i, state in enumerate(states)}
+
+    def answer(version: str, question, number: int) -> Run:
+        state = {OLD_RELEASE: "old", NEW_RELEASE: "new"}.get(version) or by_version[version]
+        noise = random.Random(f"{version}-{number}").uniform(-0.04, 0.04)
+        return Run(release=version, number=number, status="ok",
+                   samples=((10.0 if state == "old" else 30.0) * (1 + noise),))
+
+    lab = FakeLab(answer, Store(tmp_path))
+    timing = Question(metric="seconds", command=("true",))
+    assert timing.noisy
+    b = bisect_metric(recorded_catalogue, MetricRequest(OLD_RELEASE, NEW_RELEASE, "cpu",
+                                                        timing), lab, lambda m: None)
+    cb = bisect_commits(b, lambda old, new: synthetic(states), lab, lambda m: None)
+    assert cb.came_with == "jax" and cb.first_bad.sha == sha_of(9)
+    assert all(len(p.rounds) >= 2 for i, p in cb.search.search.placed.items()
+               if i not in (0, len(states) - 1))
+
+
+def commit_release_version(i: int) -> str:
+    return synthetic(["old"] * (i + 1)).candidates[i].jax_version
 
 
 def test_no_pair_of_releases_no_commit_search(recorded_catalogue, tmp_path):
