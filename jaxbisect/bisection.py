@@ -28,7 +28,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from .budgets import EndsTimer, TimeLimit, run_limit
+from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -63,6 +63,7 @@ RunAt = Callable[[int, int], Run]                  # (candidate index, run numbe
 Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
+OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
@@ -543,7 +544,8 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
 
             return matching(list(old), list(new), shapes_alike)
         if metric == "output":
-            return matching(list(old), list(new), outputs_close(given.get("threshold", 1e-5)))
+            return matching(list(old), list(new),
+                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
             return matching(list(old), list(new), operator.eq)
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
@@ -567,6 +569,7 @@ class MetricRequest:
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
     try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
     commits: bool = False            # then the jax commits between the pair (--commits)
+    interior_budget: float = INTERIOR_BUDGET  # ends alike: seconds the releases inside may take
 
 
 @dataclass(frozen=True)
@@ -580,6 +583,7 @@ class MetricBisection:
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
     commits: CommitBisection | None = None  # --commits: the jax commits between the pair
+    interior: object = None           # ends alike: the releases inside (interior.Interior)
 
     @property
     def searched(self) -> Question:
@@ -946,6 +950,16 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
                                batch=batch_size(q, request.runs), reduce=reduce_for(q),
                                say=naming(candidates, say))
+    interior = None
+    if search.status == "alike":  # what a sweep would answer, where the interior is cheap
+        from .interior import look_inside
+
+        interior = look_inside(search, run, classifier_for(q, request.threshold),
+                               noisy=q.noisy, test=paired_test(request.threshold),
+                               batch=batch_size(q, request.runs),
+                               max_runs=request.max_runs or MAX_RUNS_NOISY,
+                               reduce=reduce_for(q), budget=request.interior_budget,
+                               say=naming(candidates, say))
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
@@ -955,7 +969,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
-                           timer.limit, sized=sized)
+                           timer.limit, sized=sized, interior=interior)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run rea
 METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the figure)
-  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  1    no change in the range: the ends confidently alike, even where a release inside
+       them differs (the answer then names it: came and went; --explain: nothing explains it)
   2    bad input or an unusable situation (one line on stderr), or a command that exited
        128 or more (git bisect run's abort)
   3    the ends differ but this machine's noise does not let it decide at 99 %
@@ -63,7 +64,9 @@ LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} 
           "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
           "past its limit hangs: a behaviour, not retried (the error metric's value "
           "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
-          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.")
+          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'. "
+          "Where the ends agree, the releases inside are measured too when the ends' own run "
+          "times put them within --interior-budget ({INTERIOR_BUDGET:.0f} s).")
 Say = Callable[[str], None]
 
 
@@ -81,8 +84,10 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
         "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
-            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET)
-    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET)
+            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET,
+        interior=budgets.INTERIOR_BUDGET)
+    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET,
+                   interior_budget=budgets.INTERIOR_BUDGET)
     add_executor_options(p)
     return p
 
@@ -166,6 +171,7 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
                          executor=executor, try_xla_flags=tuple(args.try_xla_flags),
                          commits=args.commits,
+                         interior_budget=args.interior_budget,
                          # Unasked, one for a timing (two runs at once on one machine load
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
@@ -308,11 +314,14 @@ def tried_line(tried: dict) -> str:
 def probes_line(bisection) -> str:
     """How many releases were probed, and how many of their runs a rerun read back from the
     store instead of measuring (each run once, however often the search asked for it)."""
-    s = bisection.search
-    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    s, inside = bisection.search, bisection.interior
+    measured = {i: p for i, p in (inside.placed.items() if inside else ()) if i not in s.placed}
+    runs = {(r.release, r.number): r for p in (*s.placed.values(), *measured.values())
+            for r in p.runs}
     stored = sum(r.cached for r in runs.values())
-    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
-            f"{stored} of them stored from an earlier run")
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured)"
+            + (f", and {len(measured)} releases inside the ends" if measured else "")
+            + f"; runs: {len(runs)}, {stored} of them stored from an earlier run")
 
 
 def minimal_line(minimal: dict) -> str:

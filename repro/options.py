@@ -268,6 +268,10 @@ OPTIONS: tuple[Option, ...] = (
     _option("--explain-budget", "the most the explanation (XLA flags, then HLO passes) may "
             "spend measuring; what is left is reported as not tested (default {budget:.0f})",
             type=seconds, metavar="SECONDS", entries=(BISECT,), group="limits"),
+    _option("--interior-budget", "where the ends agree, the most measuring the releases "
+            "inside may take, estimated from the ends' own run times (default {interior:.0f}); "
+            "over it, the report gives the sweep's command instead", type=seconds,
+            metavar="SECONDS", entries=(BISECT,), group="limits", shapes=True),
     _option("--json", "print one JSON document", action="store_true", group="output"),
     _option("--check", "git bisect run's codes: exit 0 when the figure (or the shape) is "
             "nearer OLD, 1 when nearer NEW (a ratio for positive figures), 125 when it cannot "
