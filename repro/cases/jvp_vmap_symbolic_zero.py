@@ -34,7 +34,7 @@ ANSWER = {
     "came_and_went": ["0.5.3", "0.6.1"],  # no error at both: 0.5.3 -> 0.6.1 sees no change
     "last_old": "0.5.3",
     "first_new": "0.6.0",
-    "direction": "regression",
+    "direction": "changed",  # an error line changes (here: an error appears)
     "old": "no error",
     "new": "TypeError: Argument 'Zero(ShapedArray(float32[3]))' of type "
            "'<class 'jax._src.ad_util.Zero'>' is not a valid JAX type",
