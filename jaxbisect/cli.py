@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from repro.case import SCAN_CASE
 from repro.options import (
     BISECT,
     FLAG_VALUED,
-    SCAN_CASE,
     SIZES,
     OneLineParser,
     add_options,

@@ -31,8 +31,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from tabulate import tabulate
 
-from repro.case import UNITS
-from repro.cli import SCAN_CASE
+from repro.case import SCAN_CASE, UNITS
 from repro.options import (
     BISECT,
     REPRO,

@@ -21,11 +21,18 @@ from pathlib import Path
 
 from . import SCHEMA
 from . import target as targets
-from .case import COMPILE_ONLY_METRICS, CaseError, parse_over, parse_params, read_case, series_at
+from .case import (
+    COMPILE_ONLY_METRICS,
+    SCAN_CASE,
+    CaseError,
+    parse_over,
+    parse_params,
+    read_case,
+    series_at,
+)
 from .measure import error_text
 from .options import (
     REPRO,
-    SCAN_CASE,
     OneLineParser,
     add_options,
     read_sizes,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .case import METRICS, SCAN_CASE  # noqa: F401  (python -m repro and bisect take SCAN_CASE here)
+from .case import METRICS, SCAN_CASE
 from .process import PLATFORMS
 from .target import TargetError, built_in
 from .target import load as load_target

@@ -91,9 +91,9 @@ def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
     stops at n_res 8."""
     from fake_lab import FakeLab
 
-    from jaxbisect.cli import SCAN_CASE
     from jaxbisect.minimize import minimize
     from jaxbisect.question import Run, question_from
+    from repro.case import SCAN_CASE
 
     question = question_from(None, str(SCAN_CASE), ["n_inner=4", "n_res=40"], ())
 

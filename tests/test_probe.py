@@ -15,7 +15,7 @@ from jaxbisect.environments import ensure_environment
 from jaxbisect.lab import RealLab
 from jaxbisect.question import question_from
 from jaxbisect.store import STORE
-from repro.cli import SCAN_CASE
+from repro.case import SCAN_CASE
 
 
 def tiny_scan(xla_flags: str = ""):

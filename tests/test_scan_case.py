@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from jaxbisect import cli
 from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
-from jaxbisect.cli import SCAN_CASE, question_of, request_from, wider_range
+from jaxbisect.cli import question_of, request_from, wider_range
 from jaxbisect.question import Run
 from jaxbisect.report import (
     answer_line,
@@ -28,6 +28,7 @@ from jaxbisect.report import (
     write_report,
 )
 from jaxbisect.store import Store
+from repro.case import SCAN_CASE
 
 REUSE = settings(max_examples=25, deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture])

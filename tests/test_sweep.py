@@ -548,3 +548,17 @@ def test_a_case_sweep_goes_to_the_cluster_as_the_scan_case_does(recorded_catalog
                          "slurm", "--reports", str(tmp_path / "r"), env={"PATH": str(bare)})
         assert "sbatch, srun, squeue, scancel, scontrol not found on PATH" in \
             one_line_error(done)
+
+
+def test_the_driver_reaches_no_command_line_of_the_harness():
+    """The library side of the driver (every jaxbisect module) imports no command line of
+    repro/: the scan case's path lives with the cases (repro.case), not in repro.cli."""
+    code = ("import importlib, pkgutil, sys, jaxbisect\n"
+            "for m in pkgutil.walk_packages(jaxbisect.__path__, 'jaxbisect.'):\n"
+            "    if m.name != 'jaxbisect.__main__':\n"
+            "        importlib.import_module(m.name)\n"
+            "print(sorted(k for k in sys.modules if k.startswith('repro')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    loaded = json.loads(done.stdout.replace("'", '"'))
+    assert "repro.case" in loaded and "repro.cli" not in loaded
