@@ -39,6 +39,7 @@ from .executors import LOCAL, Executor, add_executor_options, cluster_document, 
 from .files import check_reports_folder, keep_if_steady, texts_of
 from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
 from .jax_commits import locate_repo
+from .known_flags import FlagCheckedLab, flag_names, known_line, lister
 from .lab import Lab, RealLab
 from .machine import default_jobs
 from .question import question_from
@@ -154,7 +155,14 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
 
 
 def question_of(args: argparse.Namespace, command: tuple[str, ...]):
-    """The question the command line asks (a UserError for a bad case, parameter or metric)."""
+    """The question the command line asks (a UserError for a bad case, parameter or metric,
+    or XLA flags XLA would not read as flags)."""
+    for option, flags in (("--xla-flags", args.xla_flags),
+                          *(("--try-xla-flags", f) for f in args.try_xla_flags)):
+        try:
+            flag_names(flags)
+        except UserError as exc:
+            raise UserError(f"{option}: {exc}") from None
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
                          samples=args.samples, kind=args.metric_kind, over=args.over)
@@ -187,12 +195,24 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     question = question_of(args, command)
     # --commits reads a clone of jax: found (or made) before any run, or one line, exit 2.
     repo = locate_repo(args.jax_repo, say) if args.commits else None
-    check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
-    lab = RealLab(say, remeasure=request.remeasure, executor=executor)
+    # The XLA flags asked for, against each end's own flag list: before anything is measured.
+    asked = [("--xla-flags", question.xla_flags),
+             *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
+    real = RealLab(say, remeasure=request.remeasure, executor=executor)
+    lab = FlagCheckedLab(real, lister(real, say))
+    lab.check_at_ends(asked, [catalogue.get(v) for v in (request.start, request.end)],
+                      request.backend)
+    check_reports_folder(args.reports)
     bisection = bisect_metric(catalogue, request, lab, say)
     extra: dict = {}
+
+    def flags_known() -> None:  # a flag some release's XLA does not know: which know it
+        if lab.document(asked):
+            extra["xla_flags_known"] = lab.document(asked)
+
+    flags_known()
     if bisection.search.status == "alike":
         extra.update(wider_range(catalogue, bisection))
 
@@ -217,6 +237,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         raise
     if request.try_xla_flags and bisection.search.status == "found":
         extra["try_xla_flags"] = try_flags(bisection, lab, say)
+        flags_known()
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
         from .minimize import minimal_document, minimize
@@ -240,6 +261,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         lines = [plain(text)
                  for line in (report.answer_line, report.thirds_line, report.raised_line,
                               report.crash_line, report.yanked_line) if (text := line(bisection))]
+        lines += [known_line(entry) for entry in doc.get("xla_flags_known", ())]
         if "sweep" in doc:
             lines.append(f"a change made and undone inside the range cannot be seen by "
                          f"bisection; every release: {doc['sweep']}")
@@ -394,7 +416,10 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     why = catalogue.unusable_reason(release, backend)
     if why:
         raise UserError(f"jax {release.version} cannot be installed here: {why}")
-    explanation = explain_release(RealLab(say, remeasure=args.remeasure), release, backend,
+    real = RealLab(say, remeasure=args.remeasure)
+    lab = FlagCheckedLab(real, lister(real, say))
+    lab.check_at_ends([("--xla-flags", question.xla_flags)], [release], backend)
+    explanation = explain_release(lab, release, backend,
                                   question, say, threshold=args.threshold,
                                   timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
     path, doc = write_explain_report(args.reports, release, backend, question, explanation,

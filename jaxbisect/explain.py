@@ -39,31 +39,13 @@ from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_fl
 from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
 from .evidence.where import where_the_change_is
-from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module, run_repro
+from .harness import HarnessFailed, run_repro
+from .known_flags import xla_flag_list
 from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
 from .report import display_path
-from .store import Key
-
-
-def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -> list[dict]:
-    """XLA's flags in the release (``python -m repro.xla_flags``), stored like a probe."""
-    # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
-    # for every backend, and a compile-only process has no GPU client to start.
-    platform = "cuda" if backend == "cuda12" else "cpu"
-    key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
-
-    def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time
-        document = run_module(lab.environment(release, backend).python, "repro.xla_flags",
-                              ["--json", "--backend", platform], timeout,
-                              answers=MODULE_ANSWERS, platform=platform)
-        if document.get("status") != "ok":
-            raise HarnessFailed(f"jax {release.version}: {document.get('error')}")
-        return document
-
-    return lab.store.get_or_run(key, listed, remeasure=lab.remeasure)["flags"]
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,

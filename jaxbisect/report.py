@@ -42,6 +42,7 @@ from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
 from .interior import CANNOT_TELL, changes_text
+from .known_flags import known_line
 from .machine import machine_description
 from .minimize import minimal_markdown
 from .question import over_text
@@ -751,6 +752,8 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
     title = (f"# {q.label}: {q.metric} across jax {doc['from']} … {doc['to']} "
              f"({doc['measured']})")
     parts = [title, "", answer_line(b, doc), ""]
+    for entry in doc.get("xla_flags_known", ()):
+        parts += [known_line(entry), ""]
     first, last = doc["measured_part"]
     for part in doc["needs_a_gpu"]:
         parts += [f"**Measured part: jax {first} … {last}.** jax {part['from']} … "
