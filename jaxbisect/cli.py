@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 import textwrap
 from collections.abc import Callable
@@ -258,22 +259,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        lines = [plain(text)
-                 for line in (report.answer_line, report.thirds_line, report.raised_line,
-                              report.crash_line, report.yanked_line) if (text := line(bisection))]
-        lines += [known_line(entry) for entry in doc.get("xla_flags_known", ())]
-        if "sweep" in doc:
-            lines.append(f"a change made and undone inside the range cannot be seen by "
-                         f"bisection; every release: {doc['sweep']}")
-        if "minimal" in doc:
-            lines.append(minimal_line(doc["minimal"]))
-        lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
-        lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
-                  f"the rest needs a real GPU: {part['command']}" for part in doc["needs_a_gpu"]]
-        if "next_step" in doc:
-            lines.append(f"to look further: {doc['next_step']['command']}")
-        print("\n".join([*lines, probes_line(bisection),
-                         *filter(None, [commits_line(doc)])]))
+        print("\n".join(terminal_lines(bisection, doc, catalogue, Path.cwd())))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
@@ -295,11 +281,39 @@ def commits_line(doc: dict) -> str | None:
             f"candidates; runs: {search['runs']}")
 
 
-def wider_range(catalogue, b) -> dict:
-    """Where to look next when the range holds no change: the same question up to the newest
-    release installable here ({} where the range already ends there)."""
-    import shlex
+def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
+    """The answer on stdout, in plain text: every command in it as it runs typed in ``here``,
+    the folder the user stands in (the report's keep a maintainer's form: the case by its
+    name, from the clone)."""
+    from . import report
 
+    lines = [plain(text)
+             for text in (report.answer_line(bisection, doc),
+                          report.thirds_line(bisection, doc),
+                          report.raised_line(bisection, doc, at=here),
+                          report.crash_line(bisection, doc, at=here),
+                          report.yanked_line(bisection, doc, at=here)) if text]
+    lines += [known_line(entry) for entry in doc.get("xla_flags_known", ())]
+    if "sweep" in doc:
+        lines.append(f"a change made and undone inside the range cannot be seen by "
+                     f"bisection; every release: "
+                     f"{shlex.join(report.sweep_argv(bisection, at=here))}")
+    if "minimal" in doc:
+        lines.append(minimal_line(doc["minimal"]))
+    lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
+    lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
+              f"the rest needs a real GPU: {part['command']}"
+              for part in report.needs_a_gpu(bisection, at=here)]
+    if "next_step" in doc:
+        lines.append(f"to look further: "
+                     f"{wider_range(catalogue, bisection, at=here)['next_step']['command']}")
+    return [*lines, probes_line(bisection), *filter(None, [commits_line(doc)])]
+
+
+def wider_range(catalogue, b, at: Path | None = None) -> dict:
+    """Where to look next when the range holds no change: the same question up to the newest
+    release installable here ({} where the range already ends there); ``at``: the command as
+    typed in that folder (report.reproduce_argv)."""
     from .report import reproduce_argv
 
     req = b.request
@@ -310,7 +324,7 @@ def wider_range(catalogue, b) -> dict:
         return {}
     return {"next_step": {"newest": str(newest.version),
                           "command": shlex.join(reproduce_argv(b, req.end,
-                                                               str(newest.version)))}}
+                                                               str(newest.version), at=at))}}
 
 
 def try_flags(b, lab: Lab, say: Say) -> list[dict]:

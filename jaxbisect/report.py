@@ -86,9 +86,10 @@ def has_answer(json_path: Path) -> bool:
         return False
 
 
-def needs_a_gpu(b: MetricBisection) -> list[dict]:
+def needs_a_gpu(b: MetricBisection, at: Path | None = None) -> list[dict]:
     """A target's range where only a real GPU compiles its ends: the parts left out, each
-    with the command that measures it on a machine with one (every other option kept)."""
+    with the command that measures it on a machine with one (every other option kept; ``at``:
+    as typed there, see ``reproduce_argv``)."""
     req, q = b.request, b.request.question
     first, last = str(b.candidates[0].version), str(b.candidates[-1].version)
     if not q.target:
@@ -97,7 +98,7 @@ def needs_a_gpu(b: MetricBisection) -> list[dict]:
                                         question=replace(q, target="")))
     parts = [(req.start, first)] if req.start != first else []
     parts += [(last, req.end)] if req.end != last else []
-    return [{"from": lo, "to": hi, "command": shlex.join(reproduce_argv(on_gpu, lo, hi))}
+    return [{"from": lo, "to": hi, "command": shlex.join(reproduce_argv(on_gpu, lo, hi, at=at))}
             for lo, hi in parts]
 
 
@@ -290,12 +291,13 @@ def raised_releases(b: MetricBisection) -> list[dict]:
             for i, run in raised if run is not None]
 
 
-def raised_line(b: MetricBisection, doc: dict | None = None) -> str | None:
+def raised_line(b: MetricBisection, doc: dict | None = None,
+                at: Path | None = None) -> str | None:
     """Which releases raised, and the command that bisects by whether it raises."""
     raised = (doc or document(b, None))["raised"]
     if not raised:
         return None
-    argv = reproduce_argv(b)
+    argv = reproduce_argv(b, at=at)
     argv[argv.index("--metric") + 1] = "error"
     return ("**The program raised** under " + "; ".join(f"jax {r['jax']} ({r['error'][:120]})"
                                                       for r in raised)
@@ -357,7 +359,7 @@ def crashed_releases(b: MetricBisection) -> list[dict]:
     return out
 
 
-def crash_hint(b: MetricBisection) -> str | None:
+def crash_hint(b: MetricBisection, at: Path | None = None) -> str | None:
     """The bisection by ``--metric error`` where another metric met a crash: the same
     question, every other option kept."""
     q = b.request.question
@@ -366,10 +368,11 @@ def crash_hint(b: MetricBisection) -> str | None:
     asked = replace(b, request=replace(b.request, threshold=None,
                                        question=replace(q, metric="error", samples=None,
                                                         kind="auto")))
-    return shlex.join(reproduce_argv(asked))
+    return shlex.join(reproduce_argv(asked, at=at))
 
 
-def crash_line(b: MetricBisection, doc: dict | None = None) -> str | None:
+def crash_line(b: MetricBisection, doc: dict | None = None,
+               at: Path | None = None) -> str | None:
     """Where another metric than ``error`` met a crash: the releases, how often, and the
     ``--metric error`` bisection that finds the release it came with."""
     doc = doc or document(b, None)
@@ -379,10 +382,11 @@ def crash_line(b: MetricBisection, doc: dict | None = None) -> str | None:
              for c in doc["crashes"]]
     return (f"**Crashes** in {'; '.join(parts)}: a crash is no {doc['metric']['name']} "
             f"figure; bisect with `--metric error` to find the release it came with: "
-            f"`{doc['crash_hint']}`")
+            f"`{doc['crash_hint'] if at is None else crash_hint(b, at)}`")
 
 
-def yanked_line(b: MetricBisection, doc: dict | None = None) -> str | None:
+def yanked_line(b: MetricBisection, doc: dict | None = None,
+                at: Path | None = None) -> str | None:
     """The line beside the answer that names the yanked releases inside the range: the
     people who installed one before the yank are the ones filing reports about it."""
     doc = doc or document(b, None)
@@ -400,20 +404,22 @@ def yanked_line(b: MetricBisection, doc: dict | None = None) -> str | None:
     asked = replace(b, request=replace(b.request, include_yanked=True))
     return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
             f"answer says nothing of it; to measure it as a candidate too: "
-            f"`{shlex.join(reproduce_argv(asked))}`")
+            f"`{shlex.join(reproduce_argv(asked, at=at))}`")
 
 
-def question_values(q, backend: str) -> dict:
+def question_values(q, backend: str, at: Path | None = None) -> dict:
     """The options that say what is measured and where (by dest): the target or backend, the
     case and its parameters (nothing for a command, which goes after ``--``), the metric, the
-    XLA flags, the samples and the metric's kind."""
+    XLA flags, the samples and the metric's kind. ``at``: files as typed in that folder (see
+    ``reproduce_argv``)."""
     # A spec file as a maintainer types it: from the clone, or (elsewhere) its name, the
     # report carrying the spec itself (render).
-    values = {"target": display_path(q.target) if "/" in q.target else q.target or None,
+    display = display_path if at is None else (lambda path: typed_path(path, at))
+    values = {"target": display(q.target) if "/" in q.target else q.target or None,
               "backend": None if q.target else backend, "metric": q.metric,
               "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind}
     if q.case is not None:
-        values.update(case=display_path(q.case.path),
+        values.update(case=display(q.case.path),
                       param=[f"{name}={value}" for name, value in q.params.items()],
                       over=over_text(q.over) if q.over != q.case.over else None)
     return values
@@ -424,25 +430,31 @@ def question_argv(q, backend: str) -> list[str]:
     return command_line(BISECT, question_values(q, backend), lambda o: o.shapes)
 
 
-def bisect_argv(values: dict, command: tuple[str, ...] = ()) -> list[str]:
-    """``python -m bisect`` with every option of ``values`` that shapes the answer."""
-    return ["python", "-m", "bisect", *command_line(BISECT, values, lambda o: o.shapes),
+def bisect_argv(values: dict, command: tuple[str, ...] = (),
+                at: Path | None = None) -> list[str]:
+    """``python -m bisect`` with every option of ``values`` that shapes the answer; typed in
+    folder ``at`` other than the clone, ``jax-bisect`` (``python -m bisect`` runs the
+    standard library's module there)."""
+    program = ["python", "-m", "bisect"] if at is None or in_clone(at) else ["jax-bisect"]
+    return [*program, *command_line(BISECT, values, lambda o: o.shapes),
             *(["--", *command] if command else [])]
 
 
 def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
-                   minimize: bool = False) -> list[str]:
-    """The command that asks the same question: every option that shaped the answer."""
+                   minimize: bool = False, at: Path | None = None) -> list[str]:
+    """The command that asks the same question: every option that shaped the answer. As the
+    report gives it (``at`` None: a maintainer's, the case by its name, run from the clone),
+    or as it runs typed in folder ``at`` (the terminal's: the folder the user stands in)."""
     req, q = b.request, b.request.question
     return bisect_argv({"start": start or req.start, "end": end or req.end,
-                        **question_values(q, req.backend), "threshold": req.threshold,
+                        **question_values(q, req.backend, at), "threshold": req.threshold,
                         "runs": req.runs, "max_runs": req.max_runs,
                         "include_yanked": req.include_yanked,
                         "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
                         "commits": req.commits,
                         "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
                                             else req.interior_budget)},
-                       q.command)
+                       q.command, at)
 
 
 CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
@@ -462,16 +474,35 @@ def inside_clone(path: str, clone: Path = CLONE) -> bool:
     return Path(path).resolve().is_relative_to(clone)
 
 
-def sweep_argv(b: MetricBisection) -> list[str]:
+def in_clone(folder: Path, clone: Path = CLONE) -> bool:
+    """Whether ``folder`` is the clone's root (where ``python -m bisect`` and ``nox -s``
+    run)."""
+    return folder.resolve() == clone.resolve()
+
+
+def typed_path(path: str, at: Path) -> str:
+    """``path`` as typed in folder ``at``: relative where it lies under it, else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(at.resolve()))
+    except ValueError:
+        return str(resolved)
+
+
+def sweep_argv(b: MetricBisection, at: Path | None = None) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see),
     as the bisection measured its probes: the same runs, threshold and classifier (the sweep
-    takes neither --minimize, --include-yanked, --try-xla-flags nor --interior-budget)."""
-    argv = reproduce_argv(b)[3:]
+    takes neither --minimize, --include-yanked, --commits, --try-xla-flags nor
+    --interior-budget). Typed in a folder ``at`` other than the clone: nox is given the
+    clone's noxfile, and files (nox runs a session in the noxfile's folder) are typed there."""
+    argv = reproduce_argv(b, at=at and CLONE)[3:]
     if "--interior-budget" in argv:  # (its value follows it)
-        at = argv.index("--interior-budget")
-        argv = argv[:at] + argv[at + 2:]
-    return ["nox", "-s", "repro_range", "--",
-            *[a for a in argv if a not in ("--minimize", "--include-yanked")
+        cut = argv.index("--interior-budget")
+        argv = argv[:cut] + argv[cut + 2:]
+    nox = ["nox", "-s"] if at is None or in_clone(at) else ["nox", "-f",
+                                                             str(CLONE / "noxfile.py"), "-s"]
+    return [*nox, "repro_range", "--",
+            *[a for a in argv if a not in ("--minimize", "--include-yanked", "--commits")
               and not a.startswith("--try-xla-flags")]]
 
 
