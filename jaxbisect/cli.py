@@ -32,7 +32,13 @@ from repro.options import (
 )
 
 from . import budgets
-from .bisection import MetricRequest, bisect_commits, bisect_metric, commits_in
+from .bisection import (
+    MetricRequest,
+    bisect_commits,
+    bisect_metric,
+    commits_in,
+    releases_between,
+)
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
@@ -203,8 +209,9 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
              *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
     real = RealLab(say, remeasure=request.remeasure, executor=executor)
     lab = FlagCheckedLab(real, lister(real, say))
-    lab.check_at_ends(asked, [catalogue.get(v) for v in (request.start, request.end)],
-                      request.backend)
+    measured, _ = releases_between(catalogue, request.start, request.end, request.backend,
+                                   question.target, include_yanked=request.include_yanked)
+    lab.check_at_ends(asked, [measured[0], measured[-1]], request.backend)
     check_reports_folder(args.reports)
     bisection = bisect_metric(catalogue, request, lab, say)
     extra: dict = {}
