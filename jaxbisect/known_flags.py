@@ -10,7 +10,7 @@ run in a release whose XLA does not know a flag of its question with a failed ru
 
 XLA_FLAGS as XLA reads it (measured, jaxlib 0.5.1): words split at blanks, a value may be
 quoted (``--xla_dump_to="a b"``); a flag is ``--name`` or ``--name=value``; ``-name`` and
-``--noname`` are unknown flags; a value that does not begin with ``--`` is read as the name of
+``--noname`` are unknown flags; a value that does not begin with ``-`` is read as the name of
 a file of flags.
 """
 
@@ -36,18 +36,18 @@ Asked = Sequence[tuple[str, str]]  # (option, its XLA_FLAGS value): --xla-flags,
 def flag_names(xla_flags: str) -> list[str]:
     """The flags an XLA_FLAGS value sets, by name, in order (``--a=1 --b`` -> ``["a", "b"]``).
     A word that is not ``--name[=value]`` is kept whole (``-a=1``): XLA knows no such flag.
-    A UserError where XLA would read the value as a file name or its quotes do not close."""
+    A UserError where XLA would read the value as the name of a file of flags."""
     text = xla_flags.strip()
     if not text:
         return []
-    if not text.startswith("--"):
-        raise UserError(f"XLA_FLAGS {text!r}: XLA reads a value that does not begin with `--` "
+    if not text.startswith("-"):
+        raise UserError(f"XLA_FLAGS {text!r}: XLA reads a value that does not begin with `-` "
                         f"as the name of a file of flags; give the flags themselves "
                         f"(--name=value)")
     try:
         words = shlex.split(text)
-    except ValueError as exc:
-        raise UserError(f"XLA_FLAGS {text!r}: {exc}") from None
+    except ValueError:  # quotes that do not close, a lone backslash: words at blanks
+        words = text.split()
     return [word[2:].split("=", 1)[0] if word.startswith("--") and not word.startswith("---")
             else word for word in words]
 
