@@ -127,6 +127,7 @@ class FlagCheckedLab:
     # version -> the flags of the questions asked there that its XLA does not know
     unknown: dict[str, set[str]] = field(default_factory=dict)
     known: dict[str, set[str]] = field(default_factory=dict)   # and those it knows
+    ends: tuple[str, ...] = ()   # the releases check_at_ends listed
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -167,6 +168,7 @@ class FlagCheckedLab:
             return  # an end's flags could not be listed: its runs say what XLA says
         for release in ends:
             self.missing(release, backend, names)  # recorded for the report
+        self.ends = tuple(str(r.version) for r in ends)
         problem = unknown_at_both(asked, lists, [str(r.version) for r in ends])
         if problem:
             raise UserError(problem)
@@ -177,9 +179,17 @@ class FlagCheckedLab:
         if missing:
             version = str(release.version)
             return Run(release=version, number=number, status="failed",
-                       error=f"XLA of jax {version} does not know "
-                             + ", ".join(f"--{n}" for n in missing))
+                       error="; ".join(self.unknown_text(version, n) for n in missing))
         return self.lab.run(release, backend, question, number, timeout=timeout)
+
+    def unknown_text(self, version: str, name: str) -> str:
+        """``XLA of jax X does not know --name``, with the ends whose XLA does."""
+        knowing = [e for e in self.ends if e != version and name in self.known.get(e, ())]
+        text = f"XLA of jax {version} does not know --{name}"
+        if not knowing:
+            return text
+        owners = " and ".join(f"{e}'s" for e in knowing)
+        return f"{text} (jax {owners} {'does' if len(knowing) == 1 else 'do'})"
 
     def document(self, asked: Asked) -> list[dict]:
         """Each asked flag that some release checked does not know: the releases whose XLA

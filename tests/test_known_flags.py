@@ -155,7 +155,7 @@ def test_an_end_whose_xla_does_not_know_the_flag_leaves_no_answer_and_no_crash(
     assert inner.versions_asked == ["0.5.1"]
     assert doc["status"] == "unmeasurable" and doc["crashes"] == []
     assert doc["reason"] == ("the first release gives no figure: XLA of jax 0.5.0 does not "
-                             "know --xla_new_flag")
+                             "know --xla_new_flag (jax 0.5.1's does)")
     assert lab.document([("--xla-flags", FLAG)]) == [{
         "flag": "--xla_new_flag", "option": "--xla-flags", "known": ["0.5.1"],
         "unknown": ["0.5.0"]}]
@@ -215,7 +215,8 @@ def test_a_flag_one_end_does_not_know_is_said_and_never_called_a_crash(jax_pytho
                                        "option": "--xla-flags", "known": ["0.5.1"],
                                        "unknown": ["0.5.0"]}]
     assert doc["status"] == "unmeasurable" and doc["crashes"] == []
-    assert doc["reason"].endswith("XLA of jax 0.5.0 does not know --xla_ignore_channel_id")
+    assert doc["reason"].endswith("XLA of jax 0.5.0 does not know --xla_ignore_channel_id "
+                                  "(jax 0.5.1's does)")
     runs = {p["jax"]: p["runs"] for p in doc["probes"]}
     assert [r["status"] for r in runs["0.5.0"]] == ["failed"]
     assert all(r["status"] == "ok" and r["crash"] is None for r in runs["0.5.1"])
