@@ -101,6 +101,7 @@ def lister(lab: Lab, say: Say, timeout: float = 300) -> Listed:
     seen: dict[tuple[str, str], set[str] | None] = {}
 
     def names(release: Release, backend: str) -> set[str] | None:
+        release = release.environment_release  # a jax commit: the XLA of its release's jaxlib
         key = (str(release.version), backend)
         if key not in seen:
             try:

@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO
 from fake_lab import FakeLab, scripted
 
+from jaxbisect import cli, sweep
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import terminal_lines, wider_range
 from jaxbisect.question import question_from
@@ -133,7 +134,8 @@ def test_the_terminal_types_the_case_from_the_folder_the_report_by_its_name(
     (folder / "mine.py").write_text(CASE)
     question = question_from("memory", str(folder / "mine.py"), [], ())
     lab = FakeLab(scripted(lambda v, k: figures[v]), Store(tmp_path / "store"))
-    request = MetricRequest(start="0.4.30", end="0.4.33", backend="cpu", question=question)
+    request = MetricRequest(start="0.4.30", end="0.4.33", backend="cpu", question=question,
+                            commits=True)
     b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
     doc = document(b, None)
     if b.search.status == "alike":
@@ -149,6 +151,10 @@ def test_the_terminal_types_the_case_from_the_folder_the_report_by_its_name(
             assert (base / case_of(argv)).resolve() == folder / "mine.py", argv
             assert argv[0] == ("nox" if nox else "python" if here == REPO else "jax-bisect")
             assert ("-f" in argv) == (nox and here != REPO)
+            if nox:   # each parses as its program takes it
+                sweep.parse_args(argv[argv.index("--") + 1:])
+            else:
+                cli.parse(argv[3 if argv[0] == "python" else 1:])
     assert case_of(reproduce_argv(b)) == "mine.py"   # the report's form
     if "sweep" in doc:
         assert case_of(shlex.split(doc["sweep"])) == "mine.py"
