@@ -125,17 +125,20 @@ def test_every_printed_command_runs_as_pasted(jax_python, tmp_path, where):
     ({"0.4.30": 7, "0.4.31": "ValueError: no", "0.4.33": 9}, ("raised", "yanked"))])
 def test_the_terminal_types_the_case_from_the_folder_the_report_by_its_name(
         recorded_catalogue, tmp_path, figures, lines):
-    """A case outside the clone, over a range with a yanked release inside: alike ends (the
-    sweep's and a wider range's commands), or a change with a release that raises (the
-    raised line's command). Every command on the terminal names the case by a path that
-    resolves from the folder it is typed in; the report's by its file name."""
+    """A case outside the clone, over a range with a yanked release inside: alike ends with
+    the release inside over the interior budget (the sweep's and a wider range's commands),
+    or a change with a release that raises (the raised line's command). Every command on
+    the terminal names the case by a path that resolves from the folder it is typed in; the
+    report's by its file name."""
     folder = tmp_path / "elsewhere" / "work"
     folder.mkdir(parents=True)
     (folder / "mine.py").write_text(CASE)
     question = question_from("memory", str(folder / "mine.py"), [], ())
-    lab = FakeLab(scripted(lambda v, k: figures[v]), Store(tmp_path / "store"))
+    lab = FakeLab(scripted(lambda v, k: figures[v], seconds=5.0), Store(tmp_path / "store"))
+    # --commits and an interior budget below the release inside: options the sweep does not
+    # take, so its command must leave them out
     request = MetricRequest(start="0.4.30", end="0.4.33", backend="cpu", question=question,
-                            commits=True)
+                            commits=True, interior_budget=1.0)
     b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
     doc = document(b, None)
     if b.search.status == "alike":
