@@ -297,7 +297,6 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     f"under jax {old.version} gives the new one."}
 
 
-ON_A_TARGET = "the pass search runs on the CPU or a GPU, not on a compile-only target"
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
 DISABLE = "--xla_disable_hlo_passes="
 
@@ -336,8 +335,6 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     (``not_tested``)."""
     req, q = b.request, b.searched
     old, new = b.pair
-    if q.target:
-        return nothing(ON_A_TARGET)
     classify = b.classifier()
     try:
         dumps = {r: pass_dumps(lab, r, req.backend, q, timeout=b.timeout, say=say)
@@ -429,8 +426,6 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     if not base:
         return named_none(f"{question.metric} of {question.label} could not be measured "
                           f"under jax {release.version}")
-    if question.target:
-        return named_none(ON_A_TARGET)
     dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
     doc["passes_changed"] = candidates
