@@ -1097,15 +1097,22 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
     rows = [[t["xla_flags"].split("=", 1)[1], _figure_cell(question.metric, unit, t["figure"]),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
              {"fix": "lower", "regression": "higher", "changed": "different"}.get(
-                 t["direction"], "the same")] for t in explanation["tests"]]
+                 t["direction"], "the same") if t.get("verdict") in ("changed", "same")
+             else t.get("verdict", "")] for t in explanation["tests"]]
+    ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
+            + _figure_cell(question.metric, unit, w["figure"])
+            + ("" if w["safe"] else " (diagnostic only: correctness depends on this pass; "
+                                    "never a fix)") for w in explanation.get("workarounds", [])]
     base = explanation["baseline"]
     text = "\n".join([
         f"# {question.case.name}: which HLO passes shape its {question.metric} under jax "
         f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
         f"Baseline: {_figure_cell(question.metric, unit, base)}"
-        + (f" ({params_text(question.params)})" if question.params else "") + ".",
-        "", *details("Every pass turned off", [
-            table(["pass turned off", question.metric, "against the baseline", "figure"], rows)
+        + (f" ({params_text(question.params)})" if question.params else "") + ".", "",
+        *(["Ways around it found by this search:", "", *ways, ""] if ways else []),
+        *details("Every pass turned off", [
+            table(["pass turned off", question.metric, "ratio to the baseline",
+                   "against the baseline"], rows)
             if rows else "_No pass was turned off._"]),
         "## The program", "", *details(display_path(question.case.path),
                                        [question.case.source.rstrip()], "python"),
