@@ -898,17 +898,25 @@ def standalone_lines(b: MetricBisection) -> list[str]:
     releases = ([b.pair[0], b.pair[1]] if s.status == "found"
                 else [b.candidates[0], b.candidates[-1]])
     index = {str(c.version): i for i, c in enumerate(b.candidates)}
-    lines = ["Without it, in a fresh virtual environment per release (Python "
+    # A GPU's answer (a compile-only target's plan, or cuda12) is checked on that GPU, with
+    # jax's CUDA 12 wheels; the question's XLA_FLAGS go with every run.
+    gpu = b.request.backend != "cpu"
+    gpu_name = where(b).removeprefix("compiled for ").removesuffix(", without the GPU")
+    on = (f" on a machine with the GPU ({gpu_name})" if q.target
+          else " on a machine with an NVIDIA GPU" if gpu else "")
+    flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
+    lines = [f"Without it{on}, in a fresh virtual environment per release (Python "
              f"{'3.12' if any(r.version >= PY312_FROM for r in releases) else '3.11'}):", "",
              "```sh"]
     for release in releases:
         placed = s.placed.get(index[str(release.version)])
         jaxlib = jaxlib_of(release, placed) if placed else str(release.jaxlib)
         venv = f"venv-{release.version}"
-        run = (f"{venv}/bin/python measure.py" if q.case is not None
-               else f". {venv}/bin/activate && {shlex.join(q.command)}")
-        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install jax=={release.version} "
-                  f"jaxlib=={jaxlib}", run]
+        run = (f"{flags}{venv}/bin/python measure.py" if q.case is not None
+               else f". {venv}/bin/activate && {flags}{shlex.join(q.command)}")
+        wheels = (shlex.quote(f"jax[cuda12]=={release.version}") if gpu
+                  else f"jax=={release.version} jaxlib=={jaxlib}")
+        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
     lines += ["```", ""]
     script = standalone_script(b)
     if script:

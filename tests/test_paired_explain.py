@@ -85,9 +85,10 @@ def test_too_few_pairs_to_decide_is_cannot_tell_never_the_same():
     assert set(seen) <= {CANNOT_TELL, CHANGED} and seen.count(CANNOT_TELL) >= 35, seen
 
 
-def hold_pass_dumps(lab: FakeLab, version: str, question: Question) -> None:
+def hold_pass_dumps(lab: FakeLab, version: str, question: Question,
+                    backend: str = "cpu") -> None:
     """The per-pass dumps the explanation reads (explain.pass_dumps), in the lab's store."""
-    folder = lab.store.folder(question.store_key(_Version(version), "cpu", "passes"))
+    folder = lab.store.folder(question.store_key(_Version(version), backend, "passes"))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "lowered.txt").write_text("module @jit_solve {\n}\n")
     for k, name in enumerate(PASSES, 1):
