@@ -430,18 +430,44 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         progress({**nothing(f"The pass search is under way ({k} of {len(tried)} passes "
                             f"tried)."), "tests": list(tests), "passes_changed": candidates,
                   "first_difference": first})
-    at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
-                     if first and first.get("status") == "differ" else [])
-    chosen = next((n for n in at_difference if n in restoring),
-                  next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
+    fixing: list[str] = []  # a fix: passes without which the old release is already fixed
+    if b.direction == "fix" and dumps[old]:
+        # Ways around the old behaviour for whoever stays on the release before the fix, as
+        # the deleted pipeline searched the release that grows.
+        before = passes_that_changed([d["file"] for d in dumps[old]])[:MAX_PASSES]
+        say(f"jax {old.version}: {len(before)} HLO passes changed {q.label}'s module; turning "
+            f"each off (a fix: ways around the behaviour before it)")
+        for k, name in enumerate(before, 1):
+            test = behaviour_under(b, lab, classify, old, DISABLE + name, say,
+                                   deadline=deadline, beside=PASS_TESTS + MAX_PASSES + k,
+                                   test=f"pass {k} of {len(before)} under jax {old.version}")
+            tests.append(test)
+            if test["behaviour"] == "new":
+                fixing.append(name)
+            progress({**nothing(f"The pass search is under way ({k} of {len(before)} passes "
+                                f"of jax {old.version} tried)."), "tests": list(tests),
+                      "passes_changed": candidates, "first_difference": first})
+    parting = first if first and first.get("status") == "differ" else {}
+    at_difference = ([n for _, n in parting.get("new_passes", [])] + [parting.get("pass")]
+                     if restoring else
+                     [n for _, n in parting.get("old_passes", [])] + [parting.get("pass")])
+    found = restoring or fixing
+    chosen = next((n for n in at_difference if n in found),
+                  next((n for n in found if is_safe(n)), found[0] if found else None))
+
     def passes(behaviour: str) -> list[str]:
         return [t["xla_flags"].removeprefix(DISABLE) for t in tests if t["behaviour"] == behaviour]
 
     slower, changing, untested = passes(MUCH_SLOWER), passes("third"), passes(NOT_TESTED)
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
-            "workarounds": [{"release": str(new.version),
-                             "xla_flags": DISABLE + n, "safe": is_safe(n)}
-                            for n in restoring],
+            # A fix's passes that bring the old behaviour back explain it; they are no way
+            # around anything (the ways around it are the old release's, ``fixing``).
+            "restoring": restoring,
+            "workarounds": [{"release": str(r.version), "xla_flags": DISABLE + n,
+                             "safe": is_safe(n), "brings": brings}
+                            for r, brings, names in (
+                                (new, "old", [] if b.direction == "fix" else restoring),
+                                (old, "new", fixing)) for n in names],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
     where = difference_sentence(first)
     more = ""
@@ -457,18 +483,28 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         more += (f" Not tested, the explanation's budget spent: {len(untested)} passes ("
                  + ", ".join(f"`{n}`" for n in untested[:10])
                  + (", …" if len(untested) > 10 else "") + ").")
-    if chosen is None:
-        return {**base, "kind": "none", "name": None,
-                "text": f"No single HLO pass, turned off under jax {new.version}, brings back "
-                        f"jax {old.version}'s {q.metric} ({len(tried) - len(untested)} of the "
-                        f"{len(candidates)} passes that changed the module tried).{where}"
-                        f"{more}"}
-    shown = ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
-                                                         "depends on it)") for n in restoring)
-    return {**base, "kind": "pass", "name": chosen,
-            "text": f"Turning off one HLO pass at a time under jax {new.version} brings back "
-                    f"jax {old.version}'s {q.metric} for {len(restoring)} of the "
-                    f"{len(tried) - len(untested)} passes tried: {shown}.{where}{more}"}
+    def shown(names: list[str]) -> str:
+        return ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
+                                                            "depends on it)") for n in names)
+
+    tried_new = sum(t["release"] == str(new.version) and t["behaviour"] != NOT_TESTED
+                    for t in tests)
+    said = (f"Turning off one HLO pass at a time under jax {new.version} brings back jax "
+            f"{old.version}'s {q.metric} for {len(restoring)} of the {tried_new} passes tried: "
+            f"{shown(restoring)}." if restoring else
+            f"No single HLO pass, turned off under jax {new.version}, brings back jax "
+            f"{old.version}'s {q.metric} ({tried_new} of the {len(candidates)} passes that "
+            f"changed the module tried).")
+    if b.direction == "fix" and dumps[old]:
+        tried_old = sum(t["release"] == str(old.version) and t["behaviour"] != NOT_TESTED
+                        for t in tests)
+        said += (f" Before the fix, turning off one at a time under jax {old.version} gives "
+                 f"jax {new.version}'s {q.metric} for {len(fixing)} of the {tried_old} passes "
+                 f"tried: {shown(fixing)} (ways around it there)." if fixing else
+                 f" Before the fix, no single HLO pass turned off under jax {old.version} gives "
+                 f"jax {new.version}'s {q.metric} ({tried_old} tried).")
+    return {**base, "kind": "none" if chosen is None else "pass", "name": chosen,
+            "text": f"{said}{where}{more}"}
 
 
 def explain_release(lab: Lab, release: Release, backend: str, question: Question, say: Say,

@@ -36,3 +36,36 @@ def test_a_target_names_the_passes_whose_removal_keeps_it_constant(tmp_path):
                                    "figure": ["constant", 0.0], "safe": True}]
     assert [t["verdict"] for t in doc["tests"]] == ["changed", "same"]
     assert {t for t, _ in asked} == {"a6000"}  # every run compiled for the target
+
+
+def test_a_fix_on_a_target_names_the_ways_around_it_before_the_fix(recorded_catalogue,
+                                                                  tmp_path):
+    """A fix (v0 grows under 0.4.35, constant under 0.4.38): the passes turned off under the
+    release before it that already give the fixed shape are the ways around it for whoever
+    stays there (the deleted pipeline searched the release that grows); the new release's
+    passes that bring the growth back explain the fix and are no workaround."""
+    from jaxbisect import cli
+    from jaxbisect.bisection import bisect_metric
+    from jaxbisect.cli import question_of, request_from
+    from jaxbisect.explain import explain_passes
+
+    def answer(version, q, number):
+        grows = (version == "0.4.35") != q.xla_flags.endswith(
+            "=slow-pass" if version == "0.4.35" else "=idle-pass")
+        shape = ["grows", 1.0] if grows else ["constant", 0.0]
+        return Run(release=version, number=number, status="ok", samples=(shape,))
+
+    args, command = cli.parse(["--from", "0.4.35", "--to", "0.4.38", "--target", "a6000"])
+    request = request_from(args, question_of(args, command), recorded_catalogue)
+    lab = FakeLab(answer, Store(tmp_path / "store"))
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    assert b.direction == "fix" and [str(r.version) for r in b.pair] == ["0.4.35", "0.4.38"]
+    for version in ("0.4.35", "0.4.38"):
+        hold_pass_dumps(lab, version, b.searched, backend=request.backend)
+    doc = explain_passes(b, lab, lambda m: None)
+    assert doc["restoring"] == ["idle-pass"]
+    assert doc["workarounds"] == [{"release": "0.4.35", "xla_flags":
+                                   "--xla_disable_hlo_passes=slow-pass", "safe": True,
+                                   "brings": "new"}]
+    assert {(t["release"], t["behaviour"]) for t in doc["tests"]} == {
+        ("0.4.38", "old"), ("0.4.38", "new"), ("0.4.35", "new"), ("0.4.35", "old")}
