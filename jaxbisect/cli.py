@@ -339,6 +339,11 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
                    "flags": flags}
     budget.update(spent=round(args.explain_budget - deadline.left, 1),
                   exhausted=deadline.spent)
+    if args.xla_repo is not None:  # the commits that touch what explains it
+        from .evidence.commits import culprit_commits
+
+        extra["attribution"]["xla_culprit_commits"] = culprit_commits(
+            culprit, extra["attribution"], args.xla_repo)
     landed(culprit)
 
 

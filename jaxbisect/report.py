@@ -29,7 +29,7 @@ from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.chart import chart_markdown, write_png
-from .evidence.handoff import render_xla_range
+from .evidence.handoff import render_culprit_commits, render_xla_range
 from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
@@ -669,6 +669,8 @@ def attribution_lines(a: dict) -> list[str]:
     elif a.get("xla_note"):
         lines += [a["xla_note"] + ".", ""]
     lines += render_xla_range(a)
+    if a.get("xla_culprit_commits"):
+        lines += render_culprit_commits(a["xla_culprit_commits"])
     commits = a.get("commits") or {}
     shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
              for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
