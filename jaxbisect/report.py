@@ -845,9 +845,11 @@ def workaround_lines(workarounds: list[dict], metric: str, unit: str) -> list[st
     release, the figure, and whether (and how) the reverse was tested."""
     lines = []
     for w in workarounds:
-        line = (f"- **Workaround:** `{w['xla_flags']}` under jax {w['release']} "
-                + (f"gives the fixed {metric} before the fix" if w.get("brings") == "new"
-                   else f"brings back the old {metric}"))
+        line = ("- **Workaround:** " if w.get("safe", True) else
+                "- **Diagnostic only** (correctness depends on this pass; never a fix): ")
+        line += (f"`{w['xla_flags']}` under jax {w['release']} "
+                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == "new"
+                    else f"brings back the old {metric}"))
         if w.get("figure") is not None:
             line += f" ({_figure_cell(metric, unit, w['figure'])})"
         reverse = w.get("reverse")
