@@ -34,7 +34,7 @@ from .bisection import (
     values_of,
 )
 from .budgets import Deadline, explain_limit
-from .catalogue import Release
+from .catalogue import Release, backend_words
 from .classify import Label
 from .crashes import is_crash
 from .errors import InstallFailed
@@ -308,8 +308,9 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
         return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
+    on = backend_words(req.backend, q.target)  # never the internal cuda12-deviceless
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
-        f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
+        f"{new.version} that can matter on {on}; measuring {q.metric} with each set "
         f"back")
     made: dict[tuple[str, str], dict] = {}
     defaults = [{"name": c.name, "old": c.old, "new": c.new} for c in changes]
@@ -354,7 +355,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                             f"jax {old.version}'s {q.metric}: a workaround{spent}."}
         return {**base, "kind": "none", "name": None,
                 "text": f"No XLA flag explains it: none of the {len(changes)} changed defaults "
-                        f"that can matter on {req.backend}, set back one at a time (or in "
+                        f"that can matter on {on}, set back one at a time (or in "
                         f"pairs), brings jax {new.version}'s {q.metric} back to jax "
                         f"{old.version}'s{spent}."}
     names = " and ".join(f"`--{f.name}`" for f in search.culprit)
