@@ -806,8 +806,21 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
                   ""]
     if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
         parts += [cluster_markdown(doc["cluster"])]
+    parts += packages_lines(doc["probes"])
     parts += machine_lines()
     return "\n".join(parts)
+
+
+def packages_lines(probes: list[dict]) -> list[str]:
+    """Every package recorded in each probed release's environment (its date-resolved set)."""
+    installed = sorted(((p["jax"], p["installed"]) for p in probes if p.get("installed")),
+                       key=lambda jp: Version(jp[0]))
+    names = sorted({n for _, packages in installed for n in packages} - {"jax"})
+    if not names:
+        return []
+    rows = [[jax, *(packages.get(n, "") for n in names)] for jax, packages in installed]
+    return details("Packages installed in each probed environment (resolved as of each "
+                   "release's date)", [table(["jax", *names], rows)])
 
 
 def machine_lines() -> list[str]:
@@ -894,6 +907,15 @@ def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
         lines += test_table(flags["tests"], metric, unit, "Every flag setting measured")
     if passes and passes.get("tests"):
         lines += test_table(passes["tests"], metric, unit, "Every HLO pass turned off")
+    first = (passes or {}).get("first_difference") or {}
+    if first.get("status") == "differ" and first.get("diff"):
+        files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
+        after = [f"jax {first[side]} after `{name.split('.after_')[1].split('.before_')[0]}`"
+                 for side, name in files.items() if ".after_" in name]
+        lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
+                         f"differ, pass by pass ({'; '.join(after)}; numbering removed)"
+                         + (" (cut short)" if first.get("diff_truncated") else ""),
+                         first["diff"], "diff")
     return lines
 
 

@@ -267,3 +267,20 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
     assert "GPU" not in plain[0]
     assert "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install jax==0.4.35 " \
            "jaxlib==0.4.35" in plain
+
+
+def test_the_report_lists_each_probed_environments_packages_oldest_first():
+    """As the deleted report did: every package of each probed release's date-resolved
+    environment, from the document's probes (a probe with none recorded left out)."""
+    from jaxbisect.report import packages_lines
+
+    probes = [{"jax": "0.10.2", "installed": {"jax": "0.10.2", "jaxlib": "0.10.2",
+                                              "numpy": "2.4.6"}},
+              {"jax": "0.9.1", "installed": {"jax": "0.9.1", "jaxlib": "0.9.1",
+                                             "scipy": "1.17.1"}},
+              {"jax": "0.9.2", "installed": {}}]
+    text = "\n".join(packages_lines(probes))
+    rows = [line for line in text.splitlines() if line.startswith("| 0.")]
+    assert [r.split("|")[1].strip() for r in rows] == ["0.9.1", "0.10.2"]
+    assert "numpy" in text and "scipy" in text and "0.9.2" not in text
+    assert packages_lines([{"jax": "0.9.1", "installed": {}}]) == []
