@@ -386,6 +386,7 @@ class Compared:
     a: tuple = ()
     b: tuple = ()
     runs: int = 0
+    b_runs: tuple[Run, ...] = ()  # the second setting's runs (their documents: the series)
 
 
 def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
@@ -396,11 +397,13 @@ def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
     time until it decides or ``max_runs`` pairs are spent; anything else by its classifier
     on a batch of each."""
     if not question.noisy:
-        a, b = (values_of([run(k) for k in range(1, batch + 1)], reduce) for run in (run_a, run_b))
+        made = [[run(k) for k in range(1, batch + 1)] for run in (run_a, run_b)]
+        a, b = (values_of(runs, reduce) for runs in made)
         if not a or not b:
-            return Compared(NO_FIGURE, None, a, b, 2 * batch)
+            return Compared(NO_FIGURE, None, a, b, 2 * batch, tuple(made[1]))
         ends = classifier_for(question, threshold)(a, b).ends()
-        return Compared(CHANGED if ends.distinct else SAME, ends, a, b, 2 * batch)
+        return Compared(CHANGED if ends.distinct else SAME, ends, a, b, 2 * batch,
+                        tuple(made[1]))
     test = paired_test(threshold)
     runs: dict[int, list[Run]] = {0: [], 1: []}
     pairs: list[tuple[float, float]] = []
@@ -420,9 +423,9 @@ def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
     a, b = (values_of(runs[side], reduce) for side in (0, 1))
     made = len(runs[0]) + len(runs[1])
     if not pairs:
-        return Compared(NO_FIGURE, None, a, b, made)
+        return Compared(NO_FIGURE, None, a, b, made, tuple(runs[1]))
     word = (CHANGED if verdict.ends.distinct else SAME) if verdict.decided else CANNOT_TELL
-    return Compared(word, verdict.ends, a, b, made)
+    return Compared(word, verdict.ends, a, b, made, tuple(runs[1]))
 
 
 def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:

@@ -48,7 +48,7 @@ from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
-from .report import display_path
+from .report import display_path, series_of
 from .store import Key
 
 
@@ -554,7 +554,10 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                 "changes": c.verdict == CHANGED,
                 "direction": c.ends.direction if c.verdict == CHANGED else None,
                 "ratio": c.ends.ratio if c.ends else None, "runs": c.runs,
-                "reason": c.ends.reason if c.ends else None, "safe": is_safe(name)}
+                "reason": c.ends.reason if c.ends else None, "safe": is_safe(name),
+                # a shape's figures at each value without the pass (the word alone hides them)
+                "series": next((sized["figures"] for r in c.b_runs
+                                if (sized := series_of(r))), None) if question.over else None}
         doc["tests"].append(test)
         if test["changes"]:
             effects.append((name, test))

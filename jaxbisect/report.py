@@ -1129,7 +1129,17 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
            "case": {**question.case.as_json(question.params),
                     "path": display_path(question.case.path), "source": question.case.source},
            "explanation": explanation, "reproduce": command, "report": str(path)}
-    rows = [[t["xla_flags"].split("=", 1)[1], _figure_cell(question.metric, unit, t["figure"]),
+    def cell(t: dict) -> str:  # a shape's word, and its figures at each value where known
+        word = _figure_cell(question.metric, unit, t["figure"])
+        series = t.get("series") or {}
+        if not series or None in series.values():
+            return word
+        figures = " / ".join(shown(question.metric, unit, v).removesuffix(" MB")
+                             for v in series.values())
+        return (f"{word} ({figures}{' MB' if unit == 'bytes' else ''} at {question.over[0]} "
+                f"{' / '.join(series)})")
+
+    rows = [[t["xla_flags"].split("=", 1)[1], cell(t),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
              {"fix": "lower", "regression": "higher", "changed": "different"}.get(
                  t["direction"], "the same") if t.get("verdict") in ("changed", "same")
