@@ -370,6 +370,65 @@ SCENARIOS = {
 }
 
 
+COMMIT_RATIO = 1.2  # a commit probe costs at most 1.2× a release probe of the same question
+
+
+def bench_commit_probe(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
+    """A commit probe against a release probe of the same question (the scan case at its
+    search size), alternated in one run: jax 0.5.0 and 0.5.1 as releases; as commits, 0.5.1's
+    last commit on jaxlib 0.5.0 and the one halfway, each switched to in turn (a checkout
+    switch, nothing installed)."""
+    from .bisection import commit_release, smaller_size
+    from .jax_commits import cached_clone, commit_range
+    from .lab import RealLab
+    from .question import question_from, with_params
+
+    what = "a probe, scan case at its search size (cpu)"
+    repo = args.jax_repo or (cached_clone() if (cached_clone() / "HEAD").is_file() else None)
+    if repo is None:
+        return Results([Row(what, "commit", float("nan"), "not measured: no jax clone "
+                                                           "(--jax-repo PATH)")], [])
+    catalogue = load_catalogue()
+    old, new = catalogue.get("0.5.0"), catalogue.get("0.5.1")
+    span = commit_range(Path(repo), "0.5.0", "0.5.1", str(old.jaxlib))
+    commits = [commit_release(old, span.candidates[i])
+               for i in (len(span.candidates) // 2, -1)]
+    asked = question_from(None, str(REPO / "repro" / "cases" / "scan_growth.py"), [], ())
+    question = with_params(asked, smaller_size(asked))
+    times: dict[str, list[float]] = {"release": [], "commit": [], "ahead": []}
+    with patch.dict(os.environ, JAX_SCAN_REPRO_CACHE=str(scratch / "probe-cache")):
+        lab = RealLab(lambda _: None, remeasure=True)
+        for release in (old, new):  # environments first, and one run each to warm them
+            lab.run(release, "cpu", question, 0, timeout=600)
+        for k in range(6):
+            release, commit = (old, new)[k % 2], commits[k % 2]
+            # As the search does: the next commit's checkout made ready ahead of its probe.
+            times["ahead"].append(_timed(lambda c=commit: lab.environment(c, "cpu"))[0])
+            for kind, candidate in (("release", release), ("commit", commit)):
+                say(f"bench: a {kind} probe, jax {candidate.version} ({k + 1} of 6) …")
+                seconds, run = _timed(lambda r=candidate, n=k + 1: lab.run(
+                    r, "cpu", question, n, timeout=600))
+                if run.status != "ok":
+                    raise UserError(f"the {kind} probe of jax {candidate.version} failed: "
+                                    f"{run.error}")
+                times[kind].append(seconds)
+    median = {kind: sorted(t)[len(t) // 2] for kind, t in times.items()}
+    ratio = median["commit"] / median["release"]
+    notes = {"release": "jax 0.5.0 and 0.5.1, their environments ready",
+             "commit": "jax's Python of two of 0.5.1's commits (266 apart) on jaxlib 0.5.0, "
+                       "each checkout made ready ahead as the search does",
+             "ahead": "making a commit's checkout ready (switch, compile the changed modules "
+                      "at low priority): done while the previous probe runs"}
+    rows = [Row(what if kind != "ahead" else "a commit's checkout, ahead of its probe",
+                kind if kind != "ahead" else "commit", median[kind],
+                f"median of {len(t)}, alternated ({', '.join(f'{x:.2f}' for x in t)} s); "
+                + notes[kind], median[kind] / args.harness_seconds)
+            for kind, t in times.items()]
+    return Results(rows, [Check(f"a commit probe ≤ {COMMIT_RATIO}× a release probe of the same "
+                                f"question", f"{ratio:.2f}× ({median['commit']:.2f} s against "
+                                f"{median['release']:.2f} s)", ratio <= COMMIT_RATIO)])
+
+
 def bench_harness(args: argparse.Namespace, scratch: Path, say: Say) -> float:
     """Seconds of one harness run (the bench's unit): ``python -m repro`` under jax 0.10.2 at
     the report's sizes, from the repo root as a maintainer runs it; the median of three."""
@@ -412,6 +471,7 @@ def _own_seconds() -> float:
 # returns rows for the table and target checks; --only picks some.
 BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path, Say], Results]] = {
     "env": bench_environments,
+    "commit": bench_commit_probe,
     **{name: partial(run_scenario, name, scenario) for name, scenario in SCENARIOS.items()},
 }
 
@@ -469,6 +529,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fresh-machine", action="store_true",
                    help="cold nox -s repro with an empty uv cache too (downloads every wheel)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
+    p.add_argument("--jax-repo", type=Path, default=None,
+                   help="a jax clone for the commit probe (default: the toolkit's cached one)")
     p.add_argument("--scratch", type=Path, default=None,
                    help="where the temporary caches and environments go (default: a temp dir)")
     return p.parse_args(argv)

@@ -24,8 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from .budgets import EndsTimer, TimeLimit, run_limit
+from packaging.version import Version
+
+from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
 from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
 from .classify import (
     RECOMMENDED_REMEASURES,
@@ -42,6 +45,7 @@ from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
+from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .machine import parallel_runs
 from .question import Question, Run, compared_runs, with_compare, with_params
@@ -59,6 +63,7 @@ RunAt = Callable[[int, int], Run]                  # (candidate index, run numbe
 Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
+OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
@@ -596,7 +601,8 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
 
             return matching(list(old), list(new), shapes_alike)
         if metric == "output":
-            return matching(list(old), list(new), outputs_close(given.get("threshold", 1e-5)))
+            return matching(list(old), list(new),
+                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
             return matching(list(old), list(new), operator.eq)
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
@@ -619,6 +625,8 @@ class MetricRequest:
     executor: Executor = field(default=LOCAL, compare=False)  # where runs run (executors.py)
     jobs: int = 1                    # releases probed at once (a round's, --jobs)
     try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
+    commits: bool = False            # then the jax commits between the pair (--commits)
+    interior_budget: float = INTERIOR_BUDGET  # ends alike: seconds the releases inside may take
 
 
 @dataclass(frozen=True)
@@ -631,6 +639,8 @@ class MetricBisection:
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
+    commits: CommitBisection | None = None  # --commits: the jax commits between the pair
+    interior: object = None           # ends alike: the releases inside (interior.Interior)
 
     @property
     def searched(self) -> Question:
@@ -876,6 +886,54 @@ class InstallsAhead:
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 
 
+def naming(candidates: Sequence[Release], say: Say) -> Say:
+    """``say`` with the search's "candidate 3: …" as "jax 0.4.30: …"."""
+    def named(message: str) -> None:
+        if message.startswith("candidate "):
+            index, rest = message[len("candidate "):].split(":", 1)
+            message = f"jax {candidates[int(index)].version}:{rest}"
+        say(message)
+
+    return named
+
+
+def search_over(candidates: Sequence[Release], request: MetricRequest, question: Question,
+                lab: Lab, say: Say, *, offset: int = 0, noun: str = "release"
+                ) -> tuple[MetricSearch, RunAt, EndsTimer]:
+    """The search for ``question``'s change over ``candidates`` (releases, or a release's
+    jax commits), run in ``lab`` as ``request`` asks (jobs, runs, threshold, time limits):
+    the search, its run (for runs after it) and its timer (the time limit it learned)."""
+    n, q = len(candidates), request.question
+    names = [str(r.version) for r in candidates]
+
+    def real_run(i: int, number: int, seconds: float) -> Run:
+        commit = candidates[i].commit
+        if commit is not None and commit.refused:  # jax's own version check: not run
+            return Run(release=names[i], number=number, status="failed",
+                       error=f"cannot run on jaxlib {candidates[i].jaxlib}: {commit.refused}")
+        return lab.run(candidates[i], request.backend, question, number, timeout=seconds)
+
+    def install(i: int):
+        try:
+            return lab.environment(candidates[i], request.backend)
+        except UserError:
+            return None  # the probe, if it comes, says why
+
+    # A run's limit from the ends' own times; a release that hung once is not run again.
+    timer = EndsTimer(real_run, (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
+                      say=say)
+    run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
+    with InstallsAhead(install, max(2, request.jobs)) as ahead:
+        search = search_metric(
+            n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
+            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            reduce=reduce_for(q), say=naming(candidates, say),
+            cheap=lambda i: lab.cheap(candidates[i], request.backend, question), offset=offset,
+            jobs=request.jobs, ahead=ahead, on_step=lambda lo, hi, left: say(
+                narrowed_line(names[lo], names[hi], hi - lo - 1, left, noun)))
+    return search, run, timer
+
+
 def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                   say: Say) -> MetricBisection:
     """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
@@ -897,13 +955,9 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def real_run(i: int, number: int, seconds: float, question: Question | None = None) -> Run:
-        return lab.run(candidates[i], request.backend, question or searched, number,
-                       timeout=seconds)
-
     def run_of(question: Question, i: int) -> Run:  # one run beside the search
         seconds = request.timeout or run_limit(None, [None, None]).seconds
-        return real_run(i % n, 1, seconds, question)
+        return lab.run(candidates[i % n], request.backend, question, 1, timeout=seconds)
 
     def ends_at(question: Question, at_once: int) -> list[Run]:
         # The full size is asked with COMPARE beside it, as the runs beside the search ask it
@@ -916,37 +970,11 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
 
-    def install(i: int):
-        try:
-            return lab.environment(candidates[i], request.backend)
-        except UserError:
-            return None  # the probe, if it comes, says why
-
-    classify, reduce = classifier_for(q, request.threshold), reduce_for(q)
-
-    def named(message: str) -> None:  # "candidate 3: …" as "jax 0.4.30: …"
-        if message.startswith("candidate "):
-            index, rest = message[len("candidate "):].split(":", 1)
-            message = f"jax {names[int(index)]}:{rest}"
-        say(message)
-
     def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
-        nonlocal searched
-        searched = question
-        # A run's limit from the ends' own times; a release that hung once is not run again.
-        timer = EndsTimer(real_run, (0, n - 1), request.timeout,
-                          hang_is_value=q.metric == "error", say=say)
-        run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
-        with InstallsAhead(install, max(2, request.jobs)) as ahead:
-            return search_metric(
-                n, run, classify, paired=paired_test(request.threshold), noisy_metric=q.noisy,
-                batch=request.runs, max_runs=request.max_runs, reduce=reduce, say=named,
-                cheap=lambda i: lab.cheap(candidates[i], request.backend, searched),
-                offset=everything.index(candidates[0].version), jobs=request.jobs, ahead=ahead,
-                on_step=lambda lo, hi, left: say(
-                    narrowed_line(names[lo], names[hi], hi - lo - 1, left))), run, timer
+        return search_over(candidates, request, question, lab, say,
+                           offset=everything.index(candidates[0].version))
 
-    searched, sized, small = q, None, with_params(q, smaller_size(q))
+    sized, small = None, with_params(q, smaller_size(q))
     if small == q:
         search, run, timer = searching(q)
     else:
@@ -976,8 +1004,19 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     if search.status == "alike" and yanked:
         # The ends agree, so the search probes nothing between them; a yanked release asked
         # for is the one people reported from: measured anyway, against both ends.
-        search = probe_between(search, yanked, run, classify,
-                               batch=batch_size(q, request.runs), reduce=reduce, say=named)
+        search = probe_between(search, yanked, run, classifier_for(q, request.threshold),
+                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
+                               say=naming(candidates, say))
+    interior = None
+    if search.status == "alike":  # what a sweep would answer, where the interior is cheap
+        from .interior import look_inside
+
+        interior = look_inside(search, run, classifier_for(q, request.threshold),
+                               noisy=q.noisy, test=paired_test(request.threshold),
+                               batch=batch_size(q, request.runs),
+                               max_runs=request.max_runs or MAX_RUNS_NOISY,
+                               reduce=reduce_for(q), budget=request.interior_budget,
+                               say=naming(candidates, say))
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     if search.status in ("found", "alike"):
@@ -987,7 +1026,95 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
-                           timer.limit, sized=sized)
+                           timer.limit, sized=sized, interior=interior)
+
+
+@dataclass(frozen=True)
+class CommitBisection:
+    """``--commits``: the release pair's jax commits searched on the older release's
+    environment. ``search`` is None where there was nothing to search (``reason``)."""
+
+    span: CommitRange | None
+    search: MetricBisection | None
+    reason: str | None = None
+    ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
+
+    @property
+    def status(self) -> str:
+        return self.search.search.status if self.search else "unmeasurable"
+
+    @property
+    def came_with(self) -> str | None:
+        """``jax`` (a commit of jax's Python), ``jaxlib`` (the newer release's jaxlib: jax's
+        Python up to its last commit that runs on the older one behaves as the older
+        release), or None: cannot tell."""
+        if self.status == "found":
+            return "jax"
+        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")):
+            return "jaxlib"
+        return None
+
+    def commit_at(self, index: int | None):
+        return None if index is None else self.search.candidates[index].commit
+
+    @property
+    def last_good(self):
+        r = self.search.search.result if self.search else None
+        return self.commit_at(r.last_old) if r and self.status == "found" else None
+
+    @property
+    def first_bad(self):
+        r = self.search.search.result if self.search else None
+        return self.commit_at(r.first_new) if r and self.status == "found" else None
+
+
+def commit_release(release: Release, commit) -> Release:
+    """``commit`` of jax as a candidate: its Python on ``release``'s environment."""
+    return replace(release, version=Version(commit.jax_version), commit=commit,
+                   runs_on=release.version, yanked=False, yanked_reason=None)
+
+
+SpanOf = Callable[[Release, Release], CommitRange]
+
+
+def commits_in(repo: Path, say: Say) -> SpanOf:
+    """The commits between two releases as ``repo`` holds them (jax_commits.commit_range)."""
+    return lambda old, new: commit_range(repo, str(old.version), str(new.version),
+                                         str(old.jaxlib), say)
+
+
+def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
+                   say: Say) -> CommitBisection:
+    """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
+    Python run on the older release's environment (its jaxlib), at the size the release
+    search measured; or, where the last commit that runs there still behaves as the older
+    release, that the change came with the newer jaxlib. ``span_of(old, new)``: the commits
+    between two releases (commits_in: a clone's)."""
+    if b.pair is None:
+        return CommitBisection(None, None, reason="the release search named no pair of "
+                                                  "releases to search between")
+    old, new = b.pair
+    span = span_of(old, new)
+    candidates = [commit_release(old, c) for c in span.candidates]
+    if len(candidates) < 2:
+        return CommitBisection(span, None, reason=f"no commit after {span.old_tag} runs on "
+                                                  f"jaxlib {span.jaxlib}")
+    n = len(candidates)
+    last = span.candidates[-1]
+    say(f"bisecting {n} jax commits, {span.old_tag} … {last.short} (the last that runs on "
+        f"jaxlib {span.jaxlib}; {len(span.need_new)} after it need jaxlib {new.jaxlib}), each "
+        f"on jax {old.version}'s environment; at most {probe_limit(n, b.request.jobs)[0]} "
+        f"probes")
+    search, _, timer = search_over(candidates, b.request, b.searched, lab, say, noun="commit")
+    found = MetricBisection(b.request, tuple(candidates), (), search,
+                            probe_limit(n, b.request.jobs), time_limit=timer.limit)
+    labels: tuple = ()
+    if search.status == "alike" and not b.searched.noisy:
+        # Alike ends are the jaxlib's doing only where they behave as the older release.
+        release_classifier = b.classifier()
+        labels = tuple(release_classifier(search.placed[i].values).label.value
+                       for i in (0, n - 1))
+    return CommitBisection(span, found, ends_as_releases=labels)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
@@ -1034,8 +1161,8 @@ def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> Metri
     return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
 
 
-def narrowed_line(lo: str, hi: str, between: int, left: int) -> str:
+def narrowed_line(lo: str, hi: str, between: int, left: int, noun: str = "release") -> str:
     """The progress line after a round that narrowed the window."""
-    return (f"narrowed to jax {lo} … {hi} ({between} release{'' if between == 1 else 's'} "
+    return (f"narrowed to jax {lo} … {hi} ({between} {noun}{'' if between == 1 else 's'} "
             f"between, ~{left} step{'' if left == 1 else 's'} left)")
 

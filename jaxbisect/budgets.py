@@ -22,6 +22,7 @@ RUN_FLOOR = 60.0          # … and never less than this
 TEST_FACTOR = 10.0        # an explanation's run: this many times the release's own run …
 TEST_FLOOR = 30.0         # … and never less than this
 EXPLAIN_BUDGET = 600.0    # the whole explanation (flags and passes), by default
+INTERIOR_BUDGET = 600.0   # ends alike: the releases inside (interior.py), by default
 HANGS = "hangs"           # the error metric's value of a run past its limit
 
 

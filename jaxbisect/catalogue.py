@@ -16,7 +16,7 @@ import platform
 import sys
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -70,6 +70,18 @@ class Release:
     cuda_plugin_uploaded: datetime | None = None
     cuda_plugin_pythons: frozenset[str] = frozenset()
     yanked_reason: str | None = None  # PyPI's words, where the release was yanked with some
+    # A commit of jax between two releases (jax_commits.Commit) as a candidate: its Python on
+    # the environment of ``runs_on`` (the older release, whose fields these are); ``version``
+    # is then what jax.__version__ says at the commit.
+    commit: object | None = None
+    runs_on: Version | None = None
+
+    @property
+    def environment_release(self) -> Release:
+        """The release whose environment this one runs in: itself, or a commit's release."""
+        if self.commit is None:
+            return self
+        return replace(self, version=self.runs_on, commit=None, runs_on=None)
 
     def cutoff(self, backend: str = "cpu") -> datetime:
         """The ``--exclude-newer`` time that resolves this release's dependencies as of its day.

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from repro.options import (
@@ -29,13 +31,14 @@ from repro.options import (
 )
 
 from . import budgets
-from .bisection import MetricRequest, bisect_metric
+from .bisection import MetricRequest, bisect_commits, bisect_metric, commits_in
 from .catalogue import load_catalogue
 from .environments import resolve_backend
 from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
 from .files import check_reports_folder, keep_if_steady, texts_of
 from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
+from .jax_commits import locate_repo
 from .lab import Lab, RealLab
 from .machine import default_jobs
 from .question import question_from
@@ -46,7 +49,8 @@ EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run rea
 METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the figure)
-  1    no change in the range: the ends confidently alike (--explain: nothing explains it)
+  1    no change in the range: the ends confidently alike, even where a release inside
+       them differs (the answer then names it: came and went; --explain: nothing explains it)
   2    bad input or an unusable situation (one line on stderr), or a command that exited
        128 or more (git bisect run's abort)
   3    the ends differ but this machine's noise does not let it decide at 99 %
@@ -60,7 +64,9 @@ LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} 
           "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
           "past its limit hangs: a behaviour, not retried (the error metric's value "
           "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
-          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'.")
+          "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'. "
+          "Where the ends agree, the releases inside are measured too when the ends' own run "
+          "times put them within --interior-budget ({INTERIOR_BUDGET:.0f} s).")
 Say = Callable[[str], None]
 
 
@@ -78,8 +84,10 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
         "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
-            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET)
-    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET)
+            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET,
+        interior=budgets.INTERIOR_BUDGET)
+    p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET,
+                   interior_budget=budgets.INTERIOR_BUDGET)
     add_executor_options(p)
     return p
 
@@ -103,6 +111,9 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
              "give --from and --to (or --explain RELEASE)"),
             (args.explain is not None and (args.start or args.end or command),
              "--explain takes one release: leave out --from, --to and `--`"),
+            (args.explain is not None and args.commits,
+             "--commits searches the commits between the pair a bisection finds; --explain "
+             "takes one release"),
             (args.case is not None and command,
              "give --case FILE or a command after `--`, not both"),
             (command and (args.n_outer or any(getattr(args, name) for name in SIZES)),
@@ -159,6 +170,8 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          remeasure=args.remeasure, runs=args.runs,
                          max_runs=args.max_runs, include_yanked=args.include_yanked,
                          executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         commits=args.commits,
+                         interior_budget=args.interior_budget,
                          # Unasked, one for a timing (two runs at once on one machine load
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
@@ -172,6 +185,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 
     # Bad input (the case file, its parameters) is refused before anything is fetched.
     question = question_of(args, command)
+    # --commits reads a clone of jax: found (or made) before any run, or one line, exit 2.
+    repo = locate_repo(args.jax_repo, say) if args.commits else None
     check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
@@ -189,6 +204,10 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     md = report.report_path(bisection, args.reports)
     before = texts_of([md, md.with_suffix(".json")])
     write()
+    if repo is not None:
+        bisection = replace(bisection, commits=bisect_commits(
+            bisection, commits_in(repo, say), lab, say))
+        write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
             explain(bisection, lab, args, extra, say, write)
@@ -219,7 +238,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        lines = [text.replace("**", "").replace("`", "")  # markdown's, in plain
+        lines = [plain(text)
                  for line in (report.answer_line, report.thirds_line, report.raised_line,
                               report.crash_line, report.yanked_line) if (text := line(bisection))]
         if "sweep" in doc:
@@ -232,10 +251,27 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                   f"the rest needs a real GPU: {part['command']}" for part in doc["needs_a_gpu"]]
         if "next_step" in doc:
             lines.append(f"to look further: {doc['next_step']['command']}")
-        print("\n".join([*lines, probes_line(bisection)]))
+        print("\n".join([*lines, probes_line(bisection),
+                         *filter(None, [commits_line(doc)])]))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
+
+
+def plain(markdown: str) -> str:
+    """A report's line for the terminal: no emphasis or code marks, a link as its text and
+    its address."""
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1 (\2)", markdown)
+    return text.replace("**", "").replace("`", "")
+
+
+def commits_line(doc: dict) -> str | None:
+    """How many commits were probed and run (the probes line is the releases')."""
+    search = (doc.get("commits") or {}).get("search")
+    if not search:
+        return None
+    return (f"commits: {search['probes']} probes of {doc['commits']['candidates']} "
+            f"candidates; runs: {search['runs']}")
 
 
 def wider_range(catalogue, b) -> dict:
@@ -280,11 +316,14 @@ def tried_line(tried: dict) -> str:
 def probes_line(bisection) -> str:
     """How many releases were probed, and how many of their runs a rerun read back from the
     store instead of measuring (each run once, however often the search asked for it)."""
-    s = bisection.search
-    runs = {(r.release, r.number): r for p in s.placed.values() for r in p.runs}
+    s, inside = bisection.search, bisection.interior
+    measured = {i: p for i, p in (inside.placed.items() if inside else ()) if i not in s.placed}
+    runs = {(r.release, r.number): r for p in (*s.placed.values(), *measured.values())
+            for r in p.runs}
     stored = sum(r.cached for r in runs.values())
-    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured); runs: {len(runs)}, "
-            f"{stored} of them stored from an earlier run")
+    return (f"probes: {len(s.placed)} ({s.remeasures} re-measured)"
+            + (f", and {len(measured)} releases inside the ends" if measured else "")
+            + f"; runs: {len(runs)}, {stored} of them stored from an earlier run")
 
 
 def minimal_line(minimal: dict) -> str:

@@ -91,6 +91,7 @@ class InstallPlan:
 def install_plan(release: Release, backend: str) -> InstallPlan:
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    release = release.environment_release
     if release.jaxlib is None:
         raise InstallFailed(f"cannot install jax {release.version}: "
                             "no jaxlib on PyPI pairs with it")
@@ -133,6 +134,7 @@ def interpreter(release: Release, backend: str) -> Interpreter:
 
 
 def environment_path(release: Release, backend: str) -> Path:
+    release = release.environment_release  # a commit runs in its older release's
     major, minor = interpreter(release, backend).version
     return cache_dir() / "envs" / f"jax-{release.version}-{backend}-py{major}{minor}"
 
@@ -155,6 +157,7 @@ def ensure_environment(
     ``verify`` imports jax in a complete one first and rebuilds it when that fails."""
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
     started = time.monotonic()
+    release = release.environment_release
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,10 +189,12 @@ def ensure_environment(
                        reused=False, seconds=seconds)
 
 
-def import_error(python: Path) -> str | None:
-    """None when jax and jaxlib import under ``python``; otherwise the error's last line."""
+def import_error(python: Path, jax_source: Path | None = None) -> str | None:
+    """None when jax and jaxlib import under ``python`` (``jax_source``: a jax commit's
+    checkout first on its path); otherwise the error's last line."""
+    first = f"import sys; sys.path.insert(0, {str(jax_source)!r}); " if jax_source else ""
     try:
-        done = subprocess.run([str(python), "-I", "-c", "import jaxlib, jax"],
+        done = subprocess.run([str(python), "-I", "-c", first + "import jaxlib, jax"],
                               capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)

@@ -107,13 +107,15 @@ def ignored_environment_note() -> str | None:
     return None
 
 
-def harness_environ() -> dict[str, str]:
+def harness_environ(jax_source: Path | None = None) -> dict[str, str]:
     """The environment a harness process gets: ours, less what would change a measurement
     behind the options' back (the caller's XLA_FLAGS, JAX_*, XLA_PYTHON_*, PYTHON* settings:
-    warnings as errors, another allocator …), with only the staged harness on its path."""
+    warnings as errors, another allocator …), with only the staged harness on its path (and
+    ``jax_source``, a commit's checkout, whose ``jax/`` then shadows the release's)."""
+    path = [str(staged_harness()), *([str(jax_source)] if jax_source else [])]
     return {**{k: v for k, v in os.environ.items()
                if k != "XLA_FLAGS" and not k.startswith(("JAX_", "XLA_PYTHON_", "PYTHON"))},
-            "PYTHONPATH": str(staged_harness())}
+            "PYTHONPATH": os.pathsep.join(path)}
 
 
 HARNESS_INTERRUPTED = 130  # what ``python -m repro`` exits with when Ctrl-C reached it
@@ -163,13 +165,14 @@ class EnvironmentBroken(HarnessFailed):
 
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,
                answers: tuple[int, ...] = (0,), platform: str = "",
-               executor: Executor = LOCAL) -> dict:
+               executor: Executor = LOCAL, jax_source: Path | None = None) -> dict:
     """``python -m MODULE ARGV`` under a release's ``python``, the staged harness first on its
     path (``platform``: JAX_PLATFORMS for it); the JSON document it printed, exiting with one
     of ``answers``, or HarnessFailed (EnvironmentBroken where jax no longer imports there).
+    ``jax_source``: a jax commit's checkout, first on the path after the harness.
     Ctrl-C that reached the child is a KeyboardInterrupt here too. ``executor``: where the
     process runs; a document from elsewhere names the place under ``ran_on``."""
-    stage, child_env = staged_harness(), harness_environ()
+    stage, child_env = staged_harness(), harness_environ(jax_source)
     if platform:
         child_env["JAX_PLATFORMS"] = platform
     what = "the harness" if module == "repro" else module
@@ -195,22 +198,30 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         if done.returncode < 0:  # killed (out of memory, Ctrl-C): not the release's answer
             raise HarnessFailed(f"{what} was killed by signal {-done.returncode}",
                                 lasting=False)
-        _raise_if_broken(python)  # the environment's fault, or the release's?
+        raise_if_broken(python, jax_source)  # the environment's fault, or the release's?
         raise HarnessFailed(f"{what} failed: {lines[-1][:300]}")
     try:
         document = json.loads(done.stdout)
     except ValueError:
-        _raise_if_broken(python)  # a case's harness exits 125 when jax does not import
-        raise HarnessFailed(f"{what} printed no JSON document") from None
+        raise_if_broken(python, jax_source)  # a case's harness exits 125 without jax
+        said = done.stderr.strip().splitlines()
+        raise HarnessFailed(f"{what} printed no JSON document"
+                            + (f": {said[-1][:300]}" if said else "")) from None
     if document.get("schema") != SCHEMA:
         raise HarnessFailed(f"{what} spoke schema {document.get('schema')}, not {SCHEMA}")
     return {**document, "ran_on": done.where} if done.where else document
 
 
-def _raise_if_broken(python: Path) -> None:
+def raise_if_broken(python: Path, jax_source: Path | None = None) -> None:
+    """EnvironmentBroken where jax no longer imports in ``python``'s environment; where it
+    does but not with ``jax_source`` (a commit's), the commit cannot run there: a lasting
+    failure, the commit's skip."""
     if broken := import_error(python):
         raise EnvironmentBroken(f"jax does not import in "
                                 f"{shown_path(Path(python).parent.parent)}: {broken}")
+    if jax_source is not None and (broken := import_error(python, jax_source)):
+        raise HarnessFailed(f"jax's Python at this commit does not import on this jaxlib: "
+                            f"{broken}")
 
 
 # The modules other than the harness print a document with status "error" and exit 2 when
@@ -219,20 +230,26 @@ MODULE_ANSWERS = (0, 2)
 
 
 def run_repro(env: Environment, argv: list[str], timeout: float,
-              answers: tuple[int, ...] = (0,), executor: Executor = LOCAL) -> dict:
+              answers: tuple[int, ...] = (0,), executor: Executor = LOCAL,
+              jax_source: Path | None = None) -> dict:
     """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed."""
     return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers,
-                      executor=executor)
+                      executor=executor, jax_source=jax_source)
 
 
-def command_environ(env: Environment, xla_flags: str = "") -> dict[str, str]:
+def command_environ(env: Environment, xla_flags: str = "",
+                    jax_source: Path | None = None) -> dict[str, str]:
     """The environment a user's command gets in ``env`` (``--command``, ``--metric … --``):
     ours, with the release's environment activated and JAX_BISECT_RELEASE naming it, and
-    XLA_FLAGS as ``--xla-flags`` says: never the caller's (the report says which were set)."""
+    XLA_FLAGS as ``--xla-flags`` says: never the caller's (the report says which were set).
+    ``jax_source``: a jax commit's checkout, first on PYTHONPATH."""
     child_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "XLA_FLAGS")}
     child_env.update(VIRTUAL_ENV=str(env.path),
                      PATH=os.pathsep.join([str(env.python.parent), os.environ.get("PATH", "")]),
                      JAX_BISECT_RELEASE=str(env.release.version))
+    if jax_source is not None:
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            [str(jax_source), *filter(None, [os.environ.get("PYTHONPATH")])])
     if xla_flags.strip():
         child_env["XLA_FLAGS"] = xla_flags.strip()
     return child_env

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from .catalogue import Release
 from .environments import Environment, ensure_environment, is_installed
 from .executors import LOCAL, Executor
+from .jax_commits import checkouts
 from .question import Question, Run, measure_run
 from .store import STORE, Store
 
@@ -55,7 +57,11 @@ class RealLab:
     made: dict = field(default_factory=dict, compare=False)  # this invocation's runs
 
     def environment(self, release: Release, backend: str) -> Environment:
-        return ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
+        env = ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
+        if release.commit is not None and not release.commit.refused:  # asked ahead of its
+            # probe (the installs ahead): its checkout made ready while another probe runs
+            checkouts(Path(release.commit.repo)).prepare(release.commit.sha, env.python)
+        return env
 
     def run(self, release: Release, backend: str, question: Question, number: int, *,
             timeout: float) -> Run:
@@ -72,4 +78,5 @@ class RealLab:
         if self.remeasure:
             return False
         stored = self.store.path(question.store_key(release, backend, "metric", run=1))
-        return stored.is_file() or is_installed(release, backend)
+        # A commit's environment is its release's, installed for all of them: not the cost.
+        return stored.is_file() or (release.commit is None and is_installed(release, backend))

@@ -16,7 +16,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -47,9 +48,11 @@ from .harness import (
     command_environ,
     harness_id,
     platform_args,
+    raise_if_broken,
     run_repro,
     target_key,
 )
+from .jax_commits import checkouts
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
@@ -120,7 +123,10 @@ class Question:
         return harness_id() if self.case else ""
 
     def store_key(self, release: Release, backend: str, kind: str, **more: object) -> Key:
-        """The store's key for a result of ``kind`` about this question under ``release``."""
+        """The store's key for a result of ``kind`` about this question under ``release`` (a
+        commit's: on the release whose environment it runs in)."""
+        if getattr(release, "commit", None) is not None:  # (a key needs only the version)
+            more = {**more, "runs_on": str(release.runs_on)}
         return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
                    self.harness())
 
@@ -250,7 +256,8 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
     """Run ``number`` of ``question`` under ``release``: stored, or measured now and stored.
 
     What the release answers (samples, or the program raising) is stored; what may go away
-    (an install that failed, a timeout, a kill) is not."""
+    (an install that failed, a timeout, a kill) is not. A jax commit (``release.commit``)
+    runs in its older release's environment with the commit checked out first on the path."""
     version, kept = str(release.version), []
     failed = partial(Run, release=version, number=number, status="failed")
 
@@ -267,8 +274,9 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         say(f"jax {version}: {question.metric} of {question.label}, run {number}")
         keep = True
         try:
-            run = (_harness_run if question.case is not None else _command_run)(
-                env, version, question, number, timeout, executor)
+            with jax_source(release) as source:
+                run = (_harness_run if question.case is not None else _command_run)(
+                    env, version, question, number, timeout, executor, source)
         except Crashed as exc:
             run, keep = crashed_run(question, version, number, exc.crash), exc.lasting
         except EnvironmentBroken as exc:
@@ -282,7 +290,10 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
                          error=str(exc))
             keep = exc.lasting
         kept.append(keep)
-        return replace(run, installed=dict(env.installed),
+        installed = dict(env.installed)
+        if release.commit is not None:  # jax's Python is the commit's, on this jaxlib
+            installed.update(jax=version, jax_commit=release.commit.sha)
+        return replace(run, installed=installed,
                        seconds=round(time.perf_counter() - started, 2))
 
     return store.get_or_run(question.store_key(release, backend, "metric", run=number),
@@ -290,10 +301,21 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
                             encode=Run.as_json, decode=Run.from_json)
 
 
+@contextmanager
+def jax_source(release: Release) -> Iterator[Path | None]:
+    """A commit's checkout for the ``with`` block (None for a release: its own jax)."""
+    if release.commit is None:
+        yield None
+        return
+    with checkouts(Path(release.commit.repo)).at(release.commit.sha) as folder:
+        yield folder
+
+
 def _harness_run(env, version: str, question: Question, number: int,
-                 timeout: float, executor: Executor = LOCAL) -> Run:
+                 timeout: float, executor: Executor = LOCAL,
+                 source: Path | None = None) -> Run:
     document = run_repro(env, question.harness_argv() + platform_args(env.backend), timeout,
-                         answers=(0, 125), executor=executor)
+                         answers=(0, 125), executor=executor, jax_source=source)
     return run_of_document(document, version, number)
 
 
@@ -309,13 +331,15 @@ def run_of_document(document: dict, version: str, number: int) -> Run:
 
 
 def _command_run(env, version: str, question: Question, number: int,
-                 timeout: float, executor: Executor = LOCAL) -> Run:
+                 timeout: float, executor: Executor = LOCAL,
+                 source: Path | None = None) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample (for ``--metric error``: ``no error``, how it
     exited, or how it crashed). Its output is copied to our stderr."""
     try:
-        done = executor.run(list(question.command), env=command_environ(env, question.xla_flags),
-                            timeout=timeout)
+        done = executor.run(list(question.command),
+                            env={**command_environ(env, question.xla_flags, source),
+                                 "JAX_BISECT_RELEASE": version}, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunTimedOut(f"timed out after {timeout:.0f} s") from None
     except ProbeLost as exc:
@@ -324,6 +348,8 @@ def _command_run(env, version: str, question: Question, number: int,
         raise UserError(f"cannot run {question.command[0]!r}: {exc.strerror}") from None
     sys.stderr.write(done.stdout)
     sys.stderr.write(done.stderr)
+    if source is not None and done.returncode != 0:  # the command's answer, or the commit's?
+        raise_if_broken(env.python, source)
     if question.metric == "exit_code":  # git bisect run's codes
         return exit_status_run(done.returncode, done.stderr, version, number, done.where)
     crash = crash_of(done.returncode, done.stderr, shell=True)

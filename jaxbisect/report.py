@@ -24,7 +24,14 @@ from repro.metrics import concrete
 from repro.options import BISECT, command_line
 from repro.target import load as load_target
 
-from .bisection import MetricBisection, Placed, calibration_text, crashes_of
+from .bisection import (
+    OUTPUT_TOLERANCE,
+    MetricBisection,
+    Placed,
+    calibration_text,
+    crashes_of,
+)
+from .budgets import INTERIOR_BUDGET
 from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
@@ -34,6 +41,7 @@ from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
+from .interior import CANNOT_TELL, changes_text
 from .machine import machine_description
 from .minimize import minimal_markdown
 from .question import over_text
@@ -41,6 +49,9 @@ from .question import over_text
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
 # fields to these).
 SCHEMA = 2
+# 3: schema 2 with the parts it lacks (``commits``); a document without them stays schema 2,
+# so that every report written before them reads, and is rewritten, as it was.
+SCHEMA_WITH_COMMITS = 3
 JAX_COMPARE = "https://github.com/jax-ml/jax/compare/jax-v{old}...jax-v{new}"
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
@@ -198,11 +209,22 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
             how = "the same shape"
         elif doc["metric"]["kind"] == "noisy":
             how = f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
+        elif doc["metric"]["name"] == "error":  # messages, compared by equality
+            how = "the same message"
+        elif doc["metric"]["name"] == "output":  # values, within a relative tolerance
+            how = (f"the same values within "
+                   f"{doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative")
         else:
             share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
             how = f"within {share:.0%} of each other"
-        return (f"**No change ({where_}) in jax {start} … {end}:** {subject} is "
-                f"{ends_figures(doc)}: alike ({how}).")
+        alike = f"{subject} is {ends_figures(doc)}: alike ({how})"
+        inside = doc.get("interior_check") or {}
+        if inside.get("changes"):
+            return (f"**Came and went ({where_}) inside jax {start} … {end}:** the ends agree "
+                    f"({alike}), but not every release between them does: "
+                    f"{inside['text']}.")
+        return f"**No change ({where_}) in jax {start} … {end}:** {alike}." + (
+            f" {inside['text']}." if inside.get("text") else "")
     if doc["status"] == "undecided":
         return (f"**Undecided ({where_}) in jax {start} … {end}:** {subject} is "
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
@@ -222,6 +244,10 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     if left_out:
         text += (f" jax {', '.join(left_out)} in between cannot be measured here (not "
                  f"installable), so the change is in one of them or in jax {new['jax']}.")
+    if doc.get("commits"):
+        from .commit_report import commits_headline
+
+        text += " " + commits_headline(doc)
     return text
 
 
@@ -411,7 +437,10 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
                         **question_values(q, req.backend), "threshold": req.threshold,
                         "runs": req.runs, "max_runs": req.max_runs,
                         "include_yanked": req.include_yanked,
-                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize},
+                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
+                        "commits": req.commits,
+                        "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
+                                            else req.interior_budget)},
                        q.command)
 
 
@@ -435,9 +464,13 @@ def inside_clone(path: str, clone: Path = CLONE) -> bool:
 def sweep_argv(b: MetricBisection) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see),
     as the bisection measured its probes: the same runs, threshold and classifier (the sweep
-    takes neither --minimize, --include-yanked nor --try-xla-flags)."""
+    takes neither --minimize, --include-yanked, --try-xla-flags nor --interior-budget)."""
+    argv = reproduce_argv(b)[3:]
+    if "--interior-budget" in argv:  # (its value follows it)
+        at = argv.index("--interior-budget")
+        argv = argv[:at] + argv[at + 2:]
     return ["nox", "-s", "repro_range", "--",
-            *[a for a in reproduce_argv(b)[3:] if a not in ("--minimize", "--include-yanked")
+            *[a for a in argv if a not in ("--minimize", "--include-yanked")
               and not a.startswith("--try-xla-flags")]]
 
 
@@ -658,8 +691,9 @@ def chart(b: MetricBisection, doc: dict) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
-def attribution_lines(a: dict) -> list[str]:
-    """JAX, XLA's HLO passes, or below HLO, and the commits either side."""
+def attribution_lines(a: dict, came_with: str | None = None) -> list[str]:
+    """JAX, XLA's HLO passes, or below HLO, and the commits either side (the XLA range and
+    the hand-off below it only where ``--commits`` did not find a jax commit)."""
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
     links = a.get("links") or {}
     if links.get("xla_compare"):
@@ -668,9 +702,13 @@ def attribution_lines(a: dict) -> list[str]:
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
         lines += [a["xla_note"] + ".", ""]
-    lines += render_xla_range(a)
-    if a.get("xla_culprit_commits"):
-        lines += render_culprit_commits(a["xla_culprit_commits"])
+    if came_with == "jax":
+        lines += ["Below the release: the first bad jax commit is named above (*jax commits*); "
+                  "the XLA range and the hand-off below it are not needed.", ""]
+    else:
+        lines += render_xla_range(a)
+        if a.get("xla_culprit_commits"):
+            lines += render_culprit_commits(a["xla_culprit_commits"])
     commits = a.get("commits") or {}
     shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
              for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
@@ -725,7 +763,18 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
             parts += [line, ""]
     if doc["status"] == "found":
         parts += [f"Compare: {doc['compare']}", ""]
-    if doc["status"] == "alike":
+    if doc.get("interior"):
+        parts += ["## The releases inside", "",
+                  "The ends agree, so bisection probes nothing between them; each release "
+                  "inside was measured too and placed against both ends as the search places "
+                  "a probe (`old`: as the ends; `cannot tell`: not placed within its runs), "
+                  f"about {doc['interior_check']['estimate']:.0f} s by the ends' own run times, "
+                  f"within the interior budget of {doc['interior_check']['budget']:.0f} s "
+                  "(`--interior-budget`).",
+                  "", table(["jax", "behaviour", doc["metric"]["name"], "why"],
+                            [[r["jax"], r["label"], said(doc, r["figure"]), r["reason"] or ""]
+                             for r in doc["interior"]]), ""]
+    if "sweep" in doc:
         parts += ["A change made and undone inside the range cannot be seen by bisection: "
                   "to measure every release in it:", "", "```sh", doc["sweep"], "```", ""]
     if doc.get("next_step"):
@@ -792,8 +841,13 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
+    from .commit_report import commits_lines
+
     sections = {  # the document's optional parts, in the report's order
-        "attribution": attribution_lines, "evidence": lambda e: evidence_lines(b, e),
+        "commits": lambda _: commits_lines(doc, b),
+        "attribution": lambda a: attribution_lines(a, (doc.get("commits") or {})
+                                                   .get("came_with")),
+        "evidence": lambda e: evidence_lines(b, e),
         "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
         "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
         "try_xla_flags": lambda tried: tried_lines(tried, b),
@@ -1042,12 +1096,62 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                        if b.time_limit else None),
         "report": str(report_path) if report_path else None,
     }
-    if s.status == "alike":
+    doc.update(interior_document(b))
+    if s.status == "alike" and not (b.interior and b.interior.measured):
         doc["sweep"] = shlex.join(sweep_argv(b))
     if pair:
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
+    if b.commits is not None:
+        from .commit_report import commits_document
+
+        doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
     doc.update(extra or {})
     return doc
+
+
+def interior_document(b: MetricBisection) -> dict:
+    """Ends alike: ``interior`` (each release measured inside: ``{jax, label, figure}``, with
+    the reason and runs) and ``interior_check`` (the budget, the estimate from the ends' own
+    run times, whether it was measured, the changes' pairs and their words)."""
+    inside = b.interior
+    if inside is None:
+        return {}
+    names = [str(c.version) for c in b.candidates]
+    q = b.request.question
+    rows = [{"jax": names[i], "label": inside.labels[i],
+             "figure": figure(q.metric, seen(q, inside.placed[i])),
+             "reason": inside.placed[i].placement.reason if inside.placed[i].placement else None,
+             "runs": len(inside.placed[i].runs),
+             "rounds": [list(r) for r in inside.placed[i].rounds]}
+            for i in inside.indices if i in inside.placed]
+    unit = unit_of(b)
+
+    def said_at(i: int) -> str:
+        return figure_text(q.metric, unit, figure(q.metric, seen(q, inside.placed[i])))
+
+    if not inside.measured:
+        text = (f"The {len(inside.indices)} releases inside were not measured: about "
+                f"{inside.estimate:.0f} s from the ends' own run times, over the interior "
+                f"budget of {inside.budget:.0f} s (`--interior-budget`)")
+    elif inside.changes:
+        text = changes_text(names, inside.changes, said_at)
+    else:
+        unplaced = [names[i] for i in inside.indices if inside.labels[i] == CANNOT_TELL]
+        text = (f"Every release inside (jax {', '.join(names[i] for i in inside.indices)}) "
+                f"was measured too" + (f"; jax {', '.join(unplaced)} could not be told "
+                                       f"(cannot tell), every other one behaves as the ends"
+                                       if unplaced else " and behaves as the ends"))
+    changes = [{"came": [names[c.came[0]], names[c.came[1]]],
+                "went": [names[c.went[0]], names[c.went[1]]],
+                "releases": [names[k] for k in c.releases], "exact": c.exact}
+               for c in inside.changes]
+    return {"interior": rows,
+            "interior_check": {"releases": [names[i] for i in inside.indices],
+                               "measured": inside.measured,
+                               "budget": inside.budget,
+                               "estimate": round(inside.estimate, 1),
+                               "per_release": round(inside.per_release, 2),
+                               "changes": changes, "text": text}}
 
 
 def report_path(b: MetricBisection, folder: Path) -> Path:
@@ -1069,8 +1173,12 @@ def report_stem(b: MetricBisection) -> str:
         shaping["include_yanked"] = True
     if q.case and q.over != q.case.over:  # another shape than the case's own, or one figure
         shaping["over"] = over_text(q.over)
+    if req.interior_budget != INTERIOR_BUDGET:  # only where set, as --include-yanked
+        shaping["interior_budget"] = req.interior_budget
     if req.try_xla_flags:  # a report with the flags' section beside the plain one
         shaping["try_xla_flags"] = list(req.try_xla_flags)
+    if req.commits:  # a report with the commits' section beside the plain one
+        shaping["commits"] = True
     if q.kind != "auto" or any(value for key, value in shaping.items() if key != "kind"):
         stem += "-" + digest(shaping)
     return stem

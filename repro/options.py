@@ -202,6 +202,10 @@ OPTIONS: tuple[Option, ...] = (
             "these XLA_FLAGS too and report whether they bring the old behaviour back "
             "(repeatable)", action="append", default=[], metavar="FLAGS", entries=(BISECT,),
             shapes=True),
+    _option("--commits", "once the pair of releases is found, bisect jax's commits between "
+            "them, each as jax's Python on the older release's environment: the first bad "
+            "commit, or that the change came with the newer jaxlib (reads --jax-repo, else a "
+            "clone kept in the cache)", action="store_true", entries=(BISECT,), shapes=True),
     _option("--minimize", "once the change is found, shrink the case's integer parameters "
             "(the scan case's n_outer, n_inner and n_res) while the two releases still behave "
             "apart: the minimal reproducer", action="store_true", entries=(BISECT,),
@@ -246,8 +250,9 @@ OPTIONS: tuple[Option, ...] = (
             "group)", type=seconds, metavar="SECONDS", entries=(BISECT,)),
     _option("--reports", "where the markdown report and its JSON go (default: reports/)",
             type=Path, default=Path("reports"), metavar="DIR", entries=(BISECT,)),
-    _option("--jax-repo", "a local clone of jax: its pinned XLA commits give an XLA compare "
-            "link", type=Path, metavar="PATH", entries=(BISECT,)),
+    _option("--jax-repo", "a local clone of jax: the commits --commits searches, and the "
+            "XLA commits each release pins (an XLA compare link)", type=Path, metavar="PATH",
+            entries=(BISECT,)),
     _option("--xla-repo", "a local clone of openxla/xla: list the commits between the two "
             "releases' XLA pins that touch the culprit flag or pass", type=Path, metavar="PATH",
             entries=(BISECT,)),
@@ -263,6 +268,10 @@ OPTIONS: tuple[Option, ...] = (
     _option("--explain-budget", "the most the explanation (XLA flags, then HLO passes) may "
             "spend measuring; what is left is reported as not tested (default {budget:.0f})",
             type=seconds, metavar="SECONDS", entries=(BISECT,), group="limits"),
+    _option("--interior-budget", "where the ends agree, the most measuring the releases "
+            "inside may take, estimated from the ends' own run times (default {interior:.0f}); "
+            "over it, the report gives the sweep's command instead", type=seconds,
+            metavar="SECONDS", entries=(BISECT,), group="limits", shapes=True),
     _option("--json", "print one JSON document", action="store_true", group="output"),
     _option("--check", "git bisect run's codes: exit 0 when the figure (or the shape) is "
             "nearer OLD, 1 when nearer NEW (a ratio for positive figures), 125 when it cannot "

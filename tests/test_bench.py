@@ -61,7 +61,14 @@ def test_every_scenario_has_its_checks_steps():
     for name, scenario in bench.SCENARIOS.items():
         timed = {step.name: (1.0, {**doc, "harness": 0.5}) for step in scenario.steps}
         assert scenario.checks(timed, 10.0, argparse.Namespace(fresh_machine=False)), name
-    assert set(bench.BENCHMARKS) == {"env", "repro", "bisect", "long", "case"}
+    assert set(bench.BENCHMARKS) == {"env", "repro", "bisect", "long", "case", "commit"}
+
+
+def test_a_commit_probe_without_a_jax_clone_is_not_measured(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path))  # no cached clone there
+    got = bench.bench_commit_probe(argparse.Namespace(jax_repo=None), tmp_path, lambda m: None)
+    assert [r.seconds != r.seconds for r in got.rows] == [True] and not got.checks
+    assert "no jax clone" in got.rows[0].note
 
 
 def test_the_report_is_a_table_of_rows_and_targets():

@@ -58,7 +58,12 @@ def test_ends_within_the_threshold_are_alike_only_by_an_equivalence_test(recorde
     b, _ = bisection(recorded_catalogue, lambda i, k, t: 0.02 * (1 + 0.002 * ((i + k) % 3)))
     doc = document(b, None)
     assert doc["status"] == "alike" and METRIC_EXIT["alike"] == 1
-    assert "equivalence" in doc["ends"]["reason"] and "sweep" in doc
+    assert "equivalence" in doc["ends"]["reason"]
+    # The releases inside, cheap here, placed by the same paired test: like the ends.
+    inside = doc["interior_check"]
+    assert inside["measured"] and not inside["changes"] and "sweep" not in doc
+    assert {r["label"] for r in doc["interior"]} == {"old"}
+    assert all(len(r["rounds"]) >= 4 for r in doc["interior"])
     line = answer_line(b)
     assert line.startswith("**No change") and " old" not in line and " new" not in line
 
@@ -98,7 +103,8 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
     doc = document(b, None)
     assert doc["status"] == "alike" and doc["calibration"] is None
-    assert [(v, k) for v, k, _ in lab.asked] == [("0.4.38", 1), ("0.5.2", 1)]
+    assert [(v, k) for v, k, _ in lab.asked] == [("0.4.38", 1), ("0.5.2", 1), ("0.5.0", 1),
+                                                 ("0.5.1", 1)]  # the ends, then inside them
     line = answer_line(b)
     assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line

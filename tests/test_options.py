@@ -155,7 +155,7 @@ def test_every_option_that_shapes_the_answer_is_in_the_suggested_commands():
                       samples=3, kind="noisy", over="none")
     request = MetricRequest(start="0.5.0", end="0.5.1", backend="deviceless", question=q,
                             threshold=0.2, runs=5, max_runs=7, include_yanked=True,
-                            try_xla_flags=("--xla_b=1",))
+                            try_xla_flags=("--xla_b=1",), interior_budget=30.0, commits=True)
     line = reproduce_argv(SimpleNamespace(request=request), minimize=True)
     named = {word.split("=")[0] for word in line if word.startswith("--")}
     shaping = {o.flag for o in options_of(BISECT) if o.shapes}

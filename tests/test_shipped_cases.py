@@ -93,11 +93,21 @@ def test_a_release_beyond_the_new_end_is_named_or_placed_never_misfiled(tmp_path
 
 
 @pytest.mark.jax
-def test_a_change_that_came_and_went_is_said_with_the_sweep(tmp_path, jax_python):
-    """exp(x * nan) is nan at jax 0.6.1 and 0.7.0, garbage at 0.6.2 in between (the case
-    records 0.6.0 … 0.7.0; 0.6.1 keeps the suite to the environments it needs)."""
-    path = REPO / "repro" / "cases" / "exp_nan_under_jit.py"
-    doc = bisect(path, "0.6.1", read_case(path).answer["came_and_went"][1], tmp_path)
+@pytest.mark.parametrize("name, start, inside, end", [
+    ("exp_nan_under_jit", "0.6.1", "0.6.2", "0.7.0"),
+    ("jit_kwarg_named_f", "0.4.35", "0.4.36", "0.4.37")], ids=lambda v: v)
+def test_a_change_that_came_and_went_is_answered_with_both_pairs(name, start, inside, end,
+                                                                 tmp_path, jax_python):
+    """exp(x * nan) is nan at jax 0.6.1 and 0.7.0, garbage at 0.6.2 between them; a keyword
+    argument named f raises at 0.4.36 only. The ends agree (exit 1, as ever), and the release
+    inside, measured because it is cheap, gives both pairs (the cases record wider ranges:
+    these keep the suite to the environments it needs)."""
+    path = REPO / "repro" / "cases" / f"{name}.py"
+    answer = read_case(path).answer
+    assert answer["came_and_went"][0] <= start and end <= answer["came_and_went"][1]
+    doc = bisect(path, start, end, tmp_path)
     assert doc["status"] == "alike" and not doc["ends"]["distinct"]
-    assert doc["sweep"].startswith("nox -s repro_range -- --from 0.6.1 --to 0.7.0")
-    assert "--case" in doc["sweep"] and "--metric output" in doc["sweep"]
+    assert [(r["jax"], r["label"]) for r in doc["interior"]] == [(inside, "differs")]
+    assert doc["interior_check"]["changes"] == [{"came": [start, inside], "went": [inside, end],
+                                                 "releases": [inside], "exact": True}]
+    assert "sweep" not in doc

@@ -16,6 +16,7 @@ from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
 from jaxbisect.question import Question
 from jaxbisect.report import document as metric_document
+from jaxbisect.report import sweep_argv
 
 
 def versions(releases) -> list[str]:
@@ -132,7 +133,12 @@ def test_where_the_ends_agree_include_yanked_still_measures_the_yanked_release(
     doc = metric_document(b, None)
     assert doc["status"] == "alike" and measured.count("0.4.32") == 1
     assert doc["third_behaviour"] == ["0.4.32"]
-    assert "--include-yanked" not in shlex.split(doc["sweep"])  # the sweep takes no such option
+    assert "--include-yanked" not in sweep_argv(b)  # the sweep takes no such option
+    # The interior check reads the yanked release's placement: it is not measured again.
+    assert [r["label"] for r in doc["interior"]] == ["differs"] and "sweep" not in doc
+    assert doc["interior_check"]["changes"] == [{"came": ["0.4.31", "0.4.32"],
+                                                 "went": ["0.4.32", "0.4.33"],
+                                                 "releases": ["0.4.32"], "exact": True}]
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": True, "probed": True}]
     probe = next(p for p in doc["probes"] if p["jax"] == "0.4.32")

@@ -1,0 +1,236 @@
+"""Ends alike, the interior checked: what a sweep would answer, where it is cheap.
+
+Bisection sees only the ends when they agree: a change made and undone inside the range is
+invisible to it. Where measuring the releases inside costs little (an estimate from the ends'
+own run times, within ``--interior-budget``), each one is measured and placed against the
+ends the way the search places a probe: a deterministic figure by the classifier the search
+begins with (learned from the two ends), a noisy one by the paired test on rounds (old end,
+it, new end). A release is ``old`` (it behaves as the ends), ``differs``,
+or ``cannot tell`` (no figure, or not placed within the runs allowed): never guessed. The
+changes are read off in release order: each one came between the last release like the ends
+and the first unlike them, and went between the last unlike and the next like them again.
+Over the budget nothing is measured and the report keeps the sweep's command.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from .bisection import (
+    MakeClassifier,
+    MetricSearch,
+    Placed,
+    Reduce,
+    RunAt,
+    Say,
+    no_figure,
+    run_figure,
+    values_of,
+)
+from .classify import Label, Paired, Placement
+
+OLD, DIFFERS, CANNOT_TELL = "old", "differs", "cannot tell"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change inside the range: it came at ``came`` (the last release like the ends, the
+    first unlike them) and went at ``went`` (the last unlike, the first like them again);
+    ``exact`` where no release between either pair could not be told."""
+
+    came: tuple[int, int]
+    went: tuple[int, int]
+    releases: tuple[int, ...]     # the releases unlike the ends
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Interior:
+    """The releases inside a range whose ends agree: measured (within the budget) or not."""
+
+    indices: tuple[int, ...]      # the candidates inside, in release order
+    budget: float
+    estimate: float               # seconds measuring those not yet measured would take
+    per_release: float            # one release's share of it, from the ends' own runs
+    measured: bool
+    placed: dict = field(default_factory=dict)   # index -> Placed (the runs, the placement)
+    labels: dict = field(default_factory=dict)   # index -> old | differs | cannot tell
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def came_and_went(self) -> bool:
+        return bool(self.changes)
+
+
+def per_release_seconds(search: MetricSearch, noisy: bool, test: Paired) -> float:
+    """What measuring one release inside costs, from the ends' own runs: as much as an end
+    took (a deterministic metric's batch); a noisy metric's rounds (old end, it, new end)
+    three runs each, ``first_place`` rounds at least."""
+    n = max(search.placed) + 1
+    runs = [r for i in (0, n - 1) for r in search.placed[i].runs]
+    if not runs:
+        return 0.0
+    mean = sum(r.seconds for r in runs) / len(runs)
+    if noisy:
+        return 3 * mean * test.first_place
+    return mean * len(runs) / 2
+
+
+def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassifier, *,
+                noisy: bool, test: Paired, batch: int, max_runs: int, reduce: Reduce,
+                budget: float, say: Say) -> Interior | None:
+    """``search`` (ends alike) with every candidate inside measured and placed, where the
+    estimate from the ends' own run times is within ``budget`` seconds; None where there is
+    no release inside. Releases already measured (a yanked one asked for) are not run again."""
+    n = max(search.placed) + 1
+    inside = tuple(range(1, n - 1))
+    if not inside:
+        return None
+    per = per_release_seconds(search, noisy, test)
+    todo = [i for i in inside if i not in search.placed]
+    estimate = per * len(todo)
+    if estimate > budget:
+        say(f"the ends agree; the {len(todo)} releases inside would take about "
+            f"{estimate:.0f} s (the ends' own run times), over the interior budget of "
+            f"{budget:.0f} s (--interior-budget): not measured")
+        return Interior(inside, budget, estimate, per, measured=False)
+    say(f"the ends agree; measuring the {len(todo)} releases inside (about {estimate:.0f} s "
+        f"from the ends' own run times, within --interior-budget {budget:.0f} s)")
+    placed = {i: search.placed[i] for i in inside if i in search.placed}
+    # A noisy metric's ends run afresh in each round: their run numbers go on from the
+    # search's, across the releases inside (a number already made is a stored run).
+    numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
+    for i in todo:
+        say(f"candidate {i}: the ends agree; measuring it against both ends")
+        placed[i] = (place_paired(search, i, run_at, test, max_runs=max_runs, reduce=reduce,
+                                  numbers=numbers)
+                     if noisy else
+                     place_deterministic(search, i, run_at, make_classifier, batch=batch,
+                                         reduce=reduce))
+    labels = {i: label_of(placed[i]) for i in inside}
+    return Interior(inside, budget, estimate, per, measured=True, placed=placed, labels=labels,
+                    changes=changes_of(labels, n))
+
+
+def place_deterministic(search: MetricSearch, i: int, run_at: RunAt,
+                        make_classifier: MakeClassifier, *, batch: int,
+                        reduce: Reduce) -> Placed:
+    """Candidate ``i`` in ``batch`` runs, placed by the classifier the search begins with
+    (learned from the two ends): like an end (both, the ends being alike) is ``old``, like
+    neither (a third behaviour) is ``differs``; a release whose own runs disagree, or that
+    gave no figure, is a skip (cannot tell)."""
+    n = max(search.placed) + 1
+    runs = tuple(run_at(i, number) for number in range(1, batch + 1))
+    seen = values_of(runs, reduce)
+    if not seen:
+        return Placed(i, runs, no_figure(runs))
+    placement = make_classifier(search.placed[0].values, search.placed[n - 1].values)(seen)
+    if not placement.third and placement.label in (Label.OLD, Label.NEW, Label.AMBIGUOUS):
+        placement = replace(placement, label=Label.OLD)  # (its reason says which end)
+    return Placed(i, runs, placement, seen)
+
+
+def place_paired(search: MetricSearch, i: int, run_at: RunAt, test: Paired, *, max_runs: int,
+                 reduce: Reduce, numbers: dict) -> Placed:
+    """Candidate ``i`` in rounds (old end, it, new end), one after the other, until the
+    search's paired test decides whether it is the ends' behaviour: each round's pair is the
+    ends' geometric mean and the release (the test that found the ends alike). Undecided
+    after ``max_runs`` rounds: a skip with its figures (cannot tell). ``numbers``: the ends'
+    last run numbers, carried on."""
+    n = max(search.placed) + 1
+    numbers[i] = 0
+    runs: list = []
+    rounds: list[tuple[float, float, float]] = []
+    placement = None
+    while len(runs) < max(max_runs, test.first_look):
+        got = {}
+        order = (0, i, n - 1) if len(runs) % 2 == 0 else (n - 1, i, 0)
+        for j in order:
+            numbers[j] += 1
+            run = run_at(j, numbers[j])
+            if j == i:
+                runs.append(run)
+            got[j] = run_figure(run, reduce)
+        if got[i] is None and len(runs) == 1:
+            return Placed(i, tuple(runs), no_figure(runs))
+        if None not in got.values():
+            rounds.append((got[0], got[i], got[n - 1]))
+        if len(rounds) < test.first_look:
+            continue
+        verdict = test.ends([(math.sqrt(o * w), r) for o, r, w in rounds])
+        words = (verdict.ends.reason.replace("last/first end", "it/the ends", 1)
+                 .replace("higher at the last end", "higher for it", 1))
+        if verdict.decided:
+            placement = (Placement(Label.SKIP, None, third=True,
+                                   reason=f"unlike both ends ({words})")
+                         if verdict.ends.distinct else
+                         Placement(Label.OLD, None,
+                                   reason=f"like both ends ({words})"))
+            break
+        placement = Placement(Label.SKIP, None, reason=f"cannot be placed after "
+                                                       f"{len(rounds)} rounds "
+                                                       f"({words})")
+    if placement is None:
+        placement = Placement(Label.SKIP, None, reason=f"cannot be placed after {len(rounds)} "
+                                                       f"rounds")
+    values = tuple(v for v in (run_figure(r, reduce) for r in runs) if v is not None)
+    return Placed(i, tuple(runs), placement, values, tuple(rounds))
+
+
+def label_of(placed: Placed) -> str:
+    p = placed.placement
+    if p is not None and p.label is Label.OLD:
+        return OLD
+    if p is not None and p.third:
+        return DIFFERS
+    return CANNOT_TELL
+
+
+def changes_of(labels: dict, n: int) -> tuple[Change, ...]:
+    """The changes inside, in release order, from each release's label (the ends: old). A
+    change came after the last ``old`` release before its first ``differs`` and went before
+    the first ``old`` one after its last; a ``cannot tell`` between makes its pair inexact.
+    Consecutive releases unlike the ends, ``cannot tell`` ones between them included, are
+    one change."""
+    row = [OLD, *(labels[i] for i in range(1, n - 1)), OLD]
+    changes: list[Change] = []
+    i = 1
+    while i < n - 1:
+        if row[i] != DIFFERS:
+            i += 1
+            continue
+        first = last = i
+        j = i + 1
+        while j < n - 1 and row[j] != OLD:
+            if row[j] == DIFFERS:
+                last = j
+            j += 1
+        before = max(k for k in range(first) if row[k] == OLD)
+        after = min(k for k in range(last + 1, n) if row[k] == OLD)
+        changes.append(Change(came=(before, first), went=(last, after),
+                              releases=tuple(k for k in range(first, last + 1)
+                                             if row[k] == DIFFERS),
+                              exact=before == first - 1 and after == last + 1
+                              and all(row[k] == DIFFERS for k in range(first, last + 1))))
+        i = j
+    return tuple(changes)
+
+
+def pair_text(names: Sequence[str], pair: tuple[int, int]) -> str:
+    return f"jax {names[pair[0]]} → {names[pair[1]]}"
+
+
+def changes_text(names: Sequence[str], changes: Sequence[Change],
+                 said: Callable[[int], str]) -> str:
+    """Each change in words: ``came at jax X → Y, went at jax Y' → Z`` and what the releases
+    unlike the ends gave (``said``: a release's figure)."""
+    parts = []
+    for c in changes:
+        unlike = ", ".join(f"jax {names[k]}: {said(k)}" for k in c.releases)
+        parts.append(f"came at {pair_text(names, c.came)}, went at {pair_text(names, c.went)} "
+                     f"({unlike})" + ("" if c.exact else
+                                      "; a release between could not be told, so each pair "
+                                      "spans it"))
+    return "; ".join(parts)

@@ -1,0 +1,386 @@
+"""jax's own commits between two releases, as a bisection's candidates (docs/commits.md).
+
+Between releases A and B, jax's main branch carries B's version number and runs on A's jaxlib:
+jax's Python needs no build, so a commit's ``jax/`` and ``jax_plugins/`` first on the path of
+A's environment *is* that commit. This module reads the history from a clone (the first-parent
+chain from A's tag to B's), says which commits jax's own version check lets run on A's jaxlib,
+and checks one out for a run: a sparse clone sharing the repository's objects, one a probe
+running at once, switched in place so that unchanged files keep their bytecode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .files import cache_dir, shown_path
+from .locks import held
+
+JAX_GITHUB = "https://github.com/jax-ml/jax"
+SOURCE_DIRS = ("jax", "jax_plugins")  # what a commit puts on the path: all of jax's Python
+VERSION_FILE = "jax/version.py"
+_PREFIX = re.compile(r"[0-9]+(?:\.[0-9]+)*")  # jax's own check_jaxlib_version reads this
+_ASSIGNED = r'^{}\s*(?::\s*str)?\s*=\s*["\']([^"\']+)["\']'
+_MERGED_PR = re.compile(r"^Merge pull request #(\d+) ")
+_SQUASHED_PR = re.compile(r"\(#(\d+)\)\s*$")
+_COPYBARA_PR = re.compile(r"^COPYBARA_INTEGRATE_REVIEW=\S*/pull/(\d+)", re.MULTILINE)
+
+
+def numeric(version: str) -> tuple[int, ...]:
+    """A version's dotted numeric prefix, as jax's ``check_jaxlib_version`` compares it
+    (``0.5.1.dev20250123+db8c8fc37c`` is 0.5.1)."""
+    match = _PREFIX.match(version)
+    if match is None:
+        raise ValueError(f"not a version: {version!r}")
+    return tuple(int(part) for part in match.group(0).split("."))
+
+
+def refusal(jax_version: str, minimum_jaxlib: str, jaxlib: str) -> str | None:
+    """Why jax's version check (``jax/_src/lib/__init__.py``, the same rule from 0.4.31 on)
+    refuses ``jaxlib`` under a jax of ``jax_version`` and ``minimum_jaxlib``; None where it
+    runs."""
+    if numeric(jaxlib) < numeric(minimum_jaxlib):
+        return f"needs jaxlib >= {minimum_jaxlib} (jax's version check; it runs on {jaxlib})"
+    if numeric(jaxlib) > numeric(jax_version):
+        return f"jax {jax_version} refuses the newer jaxlib {jaxlib} (jax's version check)"
+    return None
+
+
+def pr_number(subject: str, body: str) -> int | None:
+    """The pull request a commit came from: a merge's subject, a squash's ``(#N)``, or the
+    ``COPYBARA_INTEGRATE_REVIEW`` line jax's imports carry."""
+    for pattern, text in ((_MERGED_PR, subject), (_SQUASHED_PR, subject), (_COPYBARA_PR, body)):
+        if match := pattern.search(text):
+            return int(match.group(1))
+    return None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of jax's history as a candidate: who, when, what, and whether jax's own
+    version check lets it run on the older release's jaxlib."""
+
+    sha: str
+    subject: str
+    author: str
+    date: str                    # the committer date, ISO 8601
+    parents: tuple[str, ...]
+    pr: int | None
+    version: str                 # jax's ``_version`` there (the next release's, mid-range)
+    minimum_jaxlib: str
+    refused: str | None = None   # why it cannot run on the jaxlib asked (None: it can)
+    timestamp: int = 0           # the committer date, as jax's own version string takes it
+    repo: str = ""               # the clone it was read from (its checkouts are made from it)
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    @property
+    def url(self) -> str:
+        return f"{JAX_GITHUB}/commit/{self.sha}"
+
+    @property
+    def pr_url(self) -> str | None:
+        return f"{JAX_GITHUB}/pull/{self.pr}" if self.pr else None
+
+    @property
+    def jax_version(self) -> str:
+        """The commit as a version, in the form ``jax.__version__`` takes in a git checkout
+        (jax/version.py's ``_version_from_git_tree``): the version, the commit's day, its
+        hash (ten characters here; git's abbreviation there)."""
+        import datetime
+
+        day = datetime.date.fromtimestamp(self.timestamp).strftime("%Y%m%d")
+        return f"{self.version}.dev{day}+{self.short}"
+
+    def as_json(self) -> dict:
+        return {"sha": self.sha, "subject": self.subject, "author": self.author,
+                "date": self.date, "pr": self.pr, "url": self.url, "pr_url": self.pr_url,
+                "merge": len(self.parents) > 1}
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """The commits a bisection between releases A and B searches: A's tag (A's own jax, the
+    old end), then main's first-parent commits up to the last one that runs on A's jaxlib
+    (the new end: B's fork point where B's tag sits on a release branch). ``need_new``: the
+    commits after it (B's release preparation raises the minimum jaxlib to B's)."""
+
+    repo: Path
+    old_tag: str
+    new_tag: str
+    jaxlib: str                  # A's jaxlib, which every candidate runs on
+    candidates: tuple[Commit, ...]
+    need_new: tuple[Commit, ...]
+
+    def side_commits(self, merge: Commit) -> list[Commit]:
+        """The commits a merge brought in (its second parent's side), newest first."""
+        if len(merge.parents) < 2:
+            return []
+        return _log(self.repo, f"{merge.parents[0]}..{merge.parents[1]}", first_parent=False)
+
+    def files(self, commit: Commit) -> list[str]:
+        """The files ``commit`` touched (against its first parent)."""
+        if not commit.parents:
+            return git(self.repo, "ls-tree", "-r", "--name-only", commit.sha).split()
+        return git(self.repo, "diff", "--name-only", commit.parents[0], commit.sha).split()
+
+
+def git(repo: Path, *args: str, timeout: float = 300) -> str:
+    """``git -C repo ARGS``'s output; a failure is a UserError naming the repository."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"git in {shown_path(repo)}: {exc}") from None
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise UserError(f"git {args[0]} in {shown_path(repo)}: {said}")
+    return done.stdout
+
+
+def _has(repo: Path, ref: str) -> bool:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
+                           f"{ref}^{{commit}}"], capture_output=True).returncode == 0
+
+
+def cached_clone() -> Path:
+    """Where the toolkit keeps its own clone of jax when no ``--jax-repo`` is given."""
+    return cache_dir() / "jax.git"
+
+
+def locate_repo(given: Path | None, say=lambda message: None) -> Path:
+    """The jax clone to read: ``--jax-repo``, else the toolkit's own (cloned from GitHub the
+    first time). Neither: a UserError saying how to get one."""
+    if given is not None:
+        if not Path(given).is_dir():
+            raise UserError(f"--jax-repo {given}: no such directory")
+        if not _has(Path(given), "HEAD") and not _tags(Path(given)):
+            raise UserError(f"--jax-repo {given}: not a git clone of jax-ml/jax")
+        return Path(given)
+    repo = cached_clone()
+    if (repo / "HEAD").is_file():
+        return repo
+    url = os.environ.get("JAX_SCAN_REPRO_JAX_URL") or JAX_GITHUB  # a mirror, where GitHub is not
+    say(f"cloning {url} into {shown_path(repo)} (once, about 300 MB) …")
+    partial = repo.with_name(repo.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(["git", "clone", "--bare", "--quiet", url, str(partial)],
+                              capture_output=True, text=True, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = None
+        why = str(exc)
+    if done is None or done.returncode != 0:
+        why = why if done is None else (done.stderr.strip().splitlines() or ["failed"])[-1]
+        shutil.rmtree(partial, ignore_errors=True)
+        raise UserError(f"--commits needs a clone of jax and none could be made from {url} "
+                        f"({why}): `git clone {JAX_GITHUB}` where you have the network, then "
+                        f"pass --jax-repo PATH")
+    partial.rename(repo)
+    return repo
+
+
+def _tags(repo: Path) -> list[str]:
+    done = subprocess.run(["git", "-C", str(repo), "tag", "--list", "jax-v*"],
+                          capture_output=True, text=True)
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def ensure_tag(repo: Path, tag: str, say=lambda message: None) -> str:
+    """``tag``'s commit in ``repo``, fetched from its remote when missing; a UserError where
+    it cannot be had."""
+    if not _has(repo, tag):
+        say(f"{tag} is not in {shown_path(repo)}; fetching its tags …")
+        subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--tags", "origin"],
+                       capture_output=True, timeout=600)
+    if not _has(repo, tag):
+        raise UserError(f"{shown_path(repo)} has no tag {tag} (and fetching it failed): "
+                        f"`git -C {shown_path(repo)} fetch --tags` where you have the network")
+    return git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+
+
+_FIELDS = "%H%x1f%P%x1f%ct%x1f%cI%x1f%an%x1f%s%x1f%b%x1e"
+
+
+def _log(repo: Path, spec: str, *, first_parent: bool = True) -> list[Commit]:
+    """The commits of ``spec``, oldest first, with jax's version numbers at each."""
+    out = git(repo, "log", *(("--first-parent",) if first_parent else ()), "--reverse",
+              f"--format={_FIELDS}", spec)
+    rows = [row.strip("\n").split("\x1f") for row in out.split("\x1e") if row.strip()]
+    versions = _versions(repo, [row[0] for row in rows])
+    return [Commit(sha=sha, subject=subject, author=author, date=date,
+                   parents=tuple(parents.split()), pr=pr_number(subject, body),
+                   version=versions[sha][0], minimum_jaxlib=versions[sha][1],
+                   timestamp=int(stamp), repo=str(repo))
+            for sha, parents, stamp, date, author, subject, body in rows]
+
+
+def _versions(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
+    """jax's ``_version`` and ``_minimum_jaxlib_version`` at each commit, read in one git
+    process (``cat-file --batch``)."""
+    if not shas:
+        return {}
+    done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                          input="".join(f"{sha}:{VERSION_FILE}\n" for sha in shas).encode(),
+                          capture_output=True, timeout=300)
+    data, found, at = done.stdout, {}, 0
+    for sha in shas:
+        header_end = data.index(b"\n", at)
+        header = data[at:header_end].decode().split()
+        at = header_end + 1
+        if header[-1] == "missing":
+            found[sha] = ("", "")
+            continue
+        size = int(header[2])
+        text = data[at:at + size].decode(errors="replace")
+        at += size + 1
+        found[sha] = tuple(_assigned(text, name) for name in ("_version",
+                                                               "_minimum_jaxlib_version"))
+    return found
+
+
+def _assigned(text: str, name: str) -> str:
+    match = re.search(_ASSIGNED.format(name), text, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def commit_range(repo: Path, old: str, new: str, jaxlib: str,
+                 say=lambda message: None) -> CommitRange:
+    """The candidates between releases ``old`` and ``new`` (versions) in ``repo``, each run
+    on ``jaxlib`` (``old``'s): see CommitRange."""
+    old_tag, new_tag = f"jax-v{old}", f"jax-v{new}"
+    old_sha = ensure_tag(repo, old_tag, say)
+    ensure_tag(repo, new_tag, say)
+    start = _log(repo, f"{old_sha}^!")[0]
+    chain = _log(repo, f"{old_tag}..{new_tag}")
+    judged = [_judged(c, jaxlib) for c in [start, *chain]]
+    last = max((i for i, c in enumerate(judged) if c.refused is None), default=0)
+    return CommitRange(repo, old_tag, new_tag, jaxlib, tuple(judged[:last + 1]),
+                       tuple(judged[last + 1:]))
+
+
+def _judged(commit: Commit, jaxlib: str) -> Commit:
+    from dataclasses import replace
+
+    if not commit.version or not commit.minimum_jaxlib:
+        return replace(commit, refused=f"no jax version in {VERSION_FILE} there")
+    return replace(commit, refused=refusal(commit.version, commit.minimum_jaxlib, jaxlib))
+
+
+class Checkouts:
+    """Sparse clones of one repository (``jax/`` and ``jax_plugins/`` only, objects shared
+    with it), one a run at once: a run takes a free one, the one already at its commit where
+    there is one (``prepare``: made ahead, while another probe runs), else the one used least
+    recently, and switches it to its commit."""
+
+    def __init__(self, repo: Path, root: Path):
+        self.repo, self.root = Path(repo).resolve(), root
+        self._busy: set[int] = set()
+        self._at: dict[int, str] = {}       # slot -> the commit it was last switched to
+        self._used: dict[int, float] = {}   # slot -> when it was last taken
+        self._preparing: dict[str, threading.Event] = {}  # commit -> set once it is ready
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _slot(self, sha: str) -> Iterator[Path]:
+        with self._lock:
+            free = [i for i in range(len(self._used)) if i not in self._busy]
+            ready = [i for i in free if self._at.get(i) == sha]
+            slot = (ready or sorted(free, key=self._used.__getitem__) or [len(self._used)])[0]
+            self._busy.add(slot)
+            self._used[slot] = time.monotonic()
+        try:
+            folder = self.root / f"slot-{slot}"
+            self.root.mkdir(parents=True, exist_ok=True)
+            # Another process (a second bisection on this cache) may use the same slot.
+            with held(folder.with_name(folder.name + ".lock-dir")):
+                self._switch(folder, sha)
+                with self._lock:
+                    self._at[slot] = sha
+                yield folder
+        finally:
+            with self._lock:
+                self._busy.discard(slot)
+
+    @contextmanager
+    def at(self, sha: str) -> Iterator[Path]:
+        """A folder whose ``jax/`` is ``sha``'s, for the ``with`` block: put it first on the
+        path of the older release's Python (one being prepared is waited for)."""
+        with self._lock:
+            preparing = self._preparing.get(sha)
+        if preparing is not None:
+            preparing.wait()
+        with self._slot(sha) as folder:
+            yield folder
+
+    def prepare(self, sha: str, python: Path) -> None:
+        """A slot switched to ``sha`` and its changed modules compiled by ``python`` (at the
+        lowest priority), so that the probe that comes for it finds it ready."""
+        with self._lock:
+            if sha in self._preparing or sha in self._at.values():
+                return
+            self._preparing[sha] = ready = threading.Event()
+        try:
+            with self._slot(sha) as folder:
+                subprocess.run([str(python), "-m", "compileall", "-q", "-j", "1",
+                                *(str(folder / d) for d in SOURCE_DIRS
+                                  if (folder / d).is_dir())],
+                               capture_output=True, timeout=600, preexec_fn=lambda: os.nice(19))
+        finally:
+            with self._lock:
+                del self._preparing[sha]
+            ready.set()
+
+    def _switch(self, folder: Path, sha: str) -> None:
+        if not (folder / ".git").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            git(folder.parent, "clone", "--quiet", "--shared", "--no-checkout", str(self.repo),
+                folder.name)
+            git(folder, "sparse-checkout", "set", *SOURCE_DIRS)
+        else:
+            here = subprocess.run(["git", "-C", str(folder), "rev-parse", "--verify", "--quiet",
+                                   "HEAD^{commit}"], capture_output=True, text=True).stdout.strip()
+            if here == sha:
+                return
+            if here:  # bytecode is checked by a source's time and size: drop the changed ones'
+                for path in git(folder, "diff", "--name-only", here, sha, "--",
+                                *SOURCE_DIRS).split():
+                    stale(folder / path)
+        git(folder, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force",
+            "--detach", sha)
+
+
+_POOLS: dict[tuple[Path, Path], Checkouts] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def checkouts(repo: Path) -> Checkouts:
+    """The one pool of checkouts of ``repo`` in this process (under the cache of the moment):
+    probes run at once (``--jobs``) take different slots of it."""
+    key = (Path(repo).resolve(), cache_dir())
+    with _POOLS_LOCK:
+        return _POOLS.setdefault(key, Checkouts(key[0], key[1] / "checkouts"
+                                                / hashlib.sha256(str(key[0]).encode())
+                                                .hexdigest()[:12]))
+
+
+def stale(source: Path) -> None:
+    """Remove ``source``'s cached bytecode (``__pycache__/NAME.*.pyc``)."""
+    if source.suffix != ".py":
+        return
+    for pyc in (source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"):
+        pyc.unlink(missing_ok=True)
