@@ -376,6 +376,63 @@ def paired_test(threshold: float | None) -> Paired:
     return Paired() if threshold is None else Paired(threshold=threshold)
 
 
+CHANGED, SAME, CANNOT_TELL, NO_FIGURE = "changed", "same", "cannot tell", "no figure"
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Two settings of one question (two releases, or one release with and without a flag)
+    compared: ``verdict`` changed | same | cannot tell (a noisy metric the paired test left
+    undecided: never "same") | no figure; ``ends`` what the test said; ``a``, ``b`` the
+    figures either side; ``runs`` the runs made."""
+
+    verdict: str
+    ends: Ends | None
+    a: tuple = ()
+    b: tuple = ()
+    runs: int = 0
+    b_runs: tuple[Run, ...] = ()  # the second setting's runs (their documents: the series)
+
+
+def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
+                     question: Question, threshold: float | None, *, batch: int,
+                     max_runs: int | None, reduce: Reduce) -> Compared:
+    """``run_a(k)`` against ``run_b(k)`` as the search tells its ends apart: a noisy metric
+    by :func:`paired_test` on interleaved pairs (a, b; the order alternating), one pair at a
+    time until it decides or ``max_runs`` pairs are spent; anything else by its classifier
+    on a batch of each."""
+    if not question.noisy:
+        made = [[run(k) for k in range(1, batch + 1)] for run in (run_a, run_b)]
+        a, b = (values_of(runs, reduce) for runs in made)
+        if not a or not b:
+            return Compared(NO_FIGURE, None, a, b, 2 * batch, tuple(made[1]))
+        ends = classifier_for(question, threshold)(a, b).ends()
+        return Compared(CHANGED if ends.distinct else SAME, ends, a, b, 2 * batch,
+                        tuple(made[1]))
+    test = paired_test(threshold)
+    runs: dict[int, list[Run]] = {0: [], 1: []}
+    pairs: list[tuple[float, float]] = []
+    verdict = test.ends(pairs)
+    for k in range(1, max(max_runs or MAX_RUNS_NOISY, test.first_look) + 1):
+        order = [(0, run_a), (1, run_b)]
+        for side, run in (order if k % 2 else order[::-1]):  # a steady drift falls on both
+            runs[side].append(run(k))
+        a, b = (run_figure(runs[side][-1], reduce) for side in (0, 1))
+        if a is not None and b is not None:
+            pairs.append((a, b))
+        if k >= test.first_look and not pairs:
+            break
+        verdict = test.ends(pairs)
+        if verdict.decided:
+            break
+    a, b = (values_of(runs[side], reduce) for side in (0, 1))
+    made = len(runs[0]) + len(runs[1])
+    if not pairs:
+        return Compared(NO_FIGURE, None, a, b, made, tuple(runs[1]))
+    word = (CHANGED if verdict.ends.distinct else SAME) if verdict.decided else CANNOT_TELL
+    return Compared(word, verdict.ends, a, b, made, tuple(runs[1]))
+
+
 def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:
     """Not a search: every release between the ends probed in order (the sweep's way, so it
     measures and places each release exactly as a bisection places a probe)."""

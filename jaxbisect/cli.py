@@ -254,7 +254,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         old, new = bisection.pair
         shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
                                         threshold=request.threshold, timeout=bisection.timeout,
-                                        runs=request.runs, budget=args.minimize_budget)
+                                        runs=request.runs, max_runs=request.max_runs,
+                                        budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
                                             report.unit_of(bisection))
         extra["minimal"]["case_path"] = report.display_path(q.case.path)
@@ -338,12 +339,13 @@ def try_flags(b, lab: Lab, say: Say) -> list[dict]:
     """``--try-xla-flags``: the first new release measured with each set of flags added (at
     the search's size), placed by the bisection's classifier: ``restores`` where it gives the
     old behaviour back."""
-    from .explain import behaviour_under
+    from .explain import TRIED_FLAGS, behaviour_under
 
     classify, first_new = b.classifier(), b.pair[1]
     out = []
-    for flags in b.request.try_xla_flags:
-        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags")
+    for i, flags in enumerate(b.request.try_xla_flags):
+        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags",
+                                beside=TRIED_FLAGS + i)
         out.append({**tried, "restores": tried["behaviour"] == "old"})
     return out
 
@@ -369,6 +371,9 @@ def probes_line(bisection) -> str:
 
 def minimal_line(minimal: dict) -> str:
     """``--minimize``'s answer on stdout: the minimal program's parameters."""
+    if minimal.get("at_start") == "cannot tell":
+        return ("minimal: nothing shrunk (cannot tell whether the change shows at the "
+                "parameters asked for: the paired test left it undecided)")
     if not minimal.get("kept_at_start"):
         return "minimal: nothing shrunk (the change does not show at the parameters asked for)"
     params = " ".join(f"--param {k}={v}" for k, v in minimal["params"].items())
@@ -416,6 +421,11 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
                    "flags": flags}
     budget.update(spent=round(args.explain_budget - deadline.left, 1),
                   exhausted=deadline.spent)
+    if args.xla_repo is not None:  # the commits that touch what explains it
+        from .evidence.commits import culprit_commits
+
+        extra["attribution"]["xla_culprit_commits"] = culprit_commits(
+            culprit, extra["attribution"], args.xla_repo)
     landed(culprit)
 
 

@@ -21,17 +21,21 @@ from repro.process import join_flags
 from repro.xla_passes import pass_dumps as read_pass_dumps
 
 from .bisection import (
+    CANNOT_TELL,
+    CHANGED,
     MAX_RUNS_NOISY,
     MetricBisection,
     batch_size,
-    classifier_for,
-    measure_batch,
+    compare_settings,
     middle,
+    paired_test,
     reduce_for,
+    run_figure,
     values_of,
 )
 from .budgets import Deadline, explain_limit
-from .catalogue import Release
+from .catalogue import Release, backend_words
+from .classify import Label
 from .crashes import is_crash
 from .errors import InstallFailed
 from .evidence.commits import commit_range, github
@@ -45,7 +49,7 @@ from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
-from .report import display_path
+from .report import display_path, series_of
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
@@ -152,13 +156,23 @@ def _baseline_seconds(b: MetricBisection, release: Release) -> list[float]:
             and r.seconds]
 
 
+# Where a noisy metric's test measures the pair beside it: each test its own block of the
+# pair's run numbers (stored, so a rerun reads them back), flag tests first, then passes.
+FLAG_TESTS, PASS_TESTS, TRIED_FLAGS = 0, 1000, 2000
+
+
 def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, extra_flags: str,
-                    say: Say, *, deadline: Deadline | None = None, test: str = "") -> dict:
+                    say: Say, *, deadline: Deadline | None = None, test: str = "",
+                    beside: int = 0) -> dict:
     """The case's metric under ``release`` with ``extra_flags`` added, placed by the
     bisection's classifier (measured again while it cannot place it, up to the cap):
     ``behaviour`` old | new | third | skip | much slower (a run past ``TEST_FACTOR`` times the
-    release's own; the rest of the test is not run) | not tested (``deadline`` spent), with
-    the ``figure``, the ``error`` that left it without one, and the runs made."""
+    release's own; the rest of the test is not run) | not tested (``deadline`` spent) | cannot
+    tell (a noisy metric the paired test could not place), with the ``figure``, the ``error``
+    that left it without one, and the runs made. A noisy metric is placed as the search
+    places a probe: in rounds (the pair's old release, this setting, the pair's new release)
+    made one after the other, by the paired test; ``beside``: this test's block of the pair's
+    run numbers."""
     req, q = b.request, b.searched
     asked = replace(q, xla_flags=join_flags(q.xla_flags, extra_flags))
     batch = batch_size(q, req.runs)
@@ -172,23 +186,30 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
                 "error": error, "runs": len(runs), "limit": limit.as_json(),
                 "behaviour": behaviour, **more}
 
+    def seconds_left() -> float:
+        return limit.seconds if deadline is None else min(limit.seconds, max(deadline.left, 1.0))
+
+    def hung() -> dict:
+        if seconds_left() < limit.seconds:  # cut short by the budget, not by the bound
+            return answer(NOT_TESTED, "the explanation's budget ran out during it")
+        typical = statistics.median(baseline) if baseline else None
+        return answer(MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
+            f" (its runs without it: {typical:.1f} s)" if typical else ""),
+            finding="makes the case much slower: this setting matters")
+
+    if q.noisy:
+        return _placed_in_rounds(b, lab, release, asked, runs, answer, hung, seconds_left,
+                                 say, deadline=deadline, test=test, beside=beside)
     while True:
         for _ in range(batch):
             if deadline is not None and deadline.spent:
                 return answer(NOT_TESTED, "the explanation's budget was spent")
-            seconds = limit.seconds if deadline is None else min(limit.seconds,
-                                                                 max(deadline.left, 1.0))
             say(f"explain: {extra_flags} under jax {release.version}"
                 f"{f' ({test}, ' if test else ' ('}run {len(runs) + 1} of {batch})")
-            run = lab.run(release, req.backend, asked, len(runs) + 1, timeout=seconds)
+            run = lab.run(release, req.backend, asked, len(runs) + 1, timeout=seconds_left())
             runs.append(run)
             if run.status == "hung":
-                if seconds < limit.seconds:  # cut short by the budget, not by the bound
-                    return answer(NOT_TESTED, "the explanation's budget ran out during it")
-                typical = statistics.median(baseline) if baseline else None
-                return answer(MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
-                    f" (its runs without it: {typical:.1f} s)" if typical else ""),
-                    finding="makes the case much slower: this setting matters")
+                return hung()
         values = values_of(runs, reduce)
         if not values:
             failure = next((r for r in runs if r.status != "ok"), None)
@@ -200,6 +221,54 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
                          label if label in ("old", "new") else "skip")
             return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
                           figure=middle(values))
+
+
+def _placed_in_rounds(b: MetricBisection, lab: Lab, release: Release, asked: Question,
+                      runs: list, answer, hung, seconds_left, say: Say, *,
+                      deadline: Deadline | None, test: str, beside: int) -> dict:
+    """A noisy metric's setting placed by the paired test, in rounds (the pair's old release,
+    the setting, the pair's new release) until it places it or the cap is spent: then
+    "cannot tell", never a behaviour."""
+    req, s = b.request, b.search
+    paired = paired_test(req.threshold)
+    cap = max(req.max_runs or MAX_RUNS_NOISY, paired.first_place)
+    reduce = reduce_for(b.searched)
+    old, new = b.pair
+    numbered = {r: len(s.placed[i].runs) + beside * cap
+                for r, i in ((old, s.result.last_old), (new, s.result.first_new))}
+    rounds: list[tuple[float, float, float]] = []
+    placement = None
+    for k in range(1, cap + 1):
+        order = [("old", old, b.searched, numbered[old] + k), ("it", release, asked, k),
+                 ("new", new, b.searched, numbered[new] + k)]
+        got = {}
+        for side, r, question, number in order if k % 2 else order[::-1]:
+            if deadline is not None and deadline.spent:
+                return answer(NOT_TESTED, "the explanation's budget was spent")
+            say(f"explain: {asked.xla_flags} under jax {release.version}"
+                f"{f' ({test}, ' if test else ' ('}round {k} of at most {cap})")
+            run = lab.run(r, req.backend, question, number, timeout=seconds_left())
+            if side == "it":
+                runs.append(run)
+                if run.status == "hung":
+                    return hung()
+            got[side] = run_figure(run, reduce)
+        if got["it"] is None and len(runs) == 1:
+            return answer("skip", runs[0].error or "no figure")
+        if None not in got.values():
+            rounds.append((got["old"], got["it"], got["new"]))
+        placement = paired.place(rounds, s.ends.direction, None, s.ends.ratio, cap=cap)
+        if placement.label is not Label.AMBIGUOUS:
+            break
+    figure = middle(values_of(runs, reduce))
+    if placement is None or placement.label is Label.AMBIGUOUS:
+        return answer(CANNOT_TELL, f"the paired test could not place it in {len(rounds)} "
+                      f"rounds" + (f" ({placement.reason})" if placement else ""),
+                      figure=figure)
+    label = placement.label.value
+    behaviour = "third" if placement.third else label if label in ("old", "new") else "skip"
+    return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
+                  figure=figure)
 
 
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
@@ -221,8 +290,9 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
         return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
+    on = backend_words(req.backend, q.target)  # never the internal cuda12-deviceless
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
-        f"{new.version} that can matter on {req.backend}; measuring {q.metric} with each set "
+        f"{new.version} that can matter on {on}; measuring {q.metric} with each set "
         f"back")
     made: dict[tuple[str, str], dict] = {}
     defaults = [{"name": c.name, "old": c.old, "new": c.new} for c in changes]
@@ -231,7 +301,8 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
             b, lab, classify, sides[side], setting, say, deadline=deadline,
-            test=f"flag test {len(made) + 1}; {len(changes)} defaults changed")
+            test=f"flag test {len(made) + 1}; {len(changes)} defaults changed",
+            beside=FLAG_TESTS + len(made))
         progress({**nothing("The flag search is under way."), "tests": list(made.values()),
                   "flag_defaults_changed": defaults})
         return made[(side, setting)]["behaviour"]
@@ -266,7 +337,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                             f"jax {old.version}'s {q.metric}: a workaround{spent}."}
         return {**base, "kind": "none", "name": None,
                 "text": f"No XLA flag explains it: none of the {len(changes)} changed defaults "
-                        f"that can matter on {req.backend}, set back one at a time (or in "
+                        f"that can matter on {on}, set back one at a time (or in "
                         f"pairs), brings jax {new.version}'s {q.metric} back to jax "
                         f"{old.version}'s{spent}."}
     names = " and ".join(f"`--{f.name}`" for f in search.culprit)
@@ -279,7 +350,6 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     f"under jax {old.version} gives the new one."}
 
 
-ON_A_TARGET = "the pass search runs on the CPU or a GPU, not on a compile-only target"
 MAX_PASSES = 60  # passes turned off one at a time, at most (in the order they ran)
 DISABLE = "--xla_disable_hlo_passes="
 
@@ -318,8 +388,6 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     (``not_tested``)."""
     req, q = b.request, b.searched
     old, new = b.pair
-    if q.target:
-        return nothing(ON_A_TARGET)
     classify = b.classifier()
     try:
         dumps = {r: pass_dumps(lab, r, req.backend, q, timeout=b.timeout, say=say)
@@ -336,7 +404,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         first.update(old=str(old.version), new=str(new.version))
     for k, name in enumerate(tried, 1):
         test = behaviour_under(b, lab, classify, new, DISABLE + name, say, deadline=deadline,
-                               test=f"pass {k} of {len(tried)}")
+                               test=f"pass {k} of {len(tried)}", beside=PASS_TESTS + k)
         if test["behaviour"] == MUCH_SLOWER:
             test["finding"] = "makes the case much slower: this pass matters"
         tests.append(test)
@@ -345,18 +413,44 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         progress({**nothing(f"The pass search is under way ({k} of {len(tried)} passes "
                             f"tried)."), "tests": list(tests), "passes_changed": candidates,
                   "first_difference": first})
-    at_difference = ([n for _, n in first.get("new_passes", [])] + [first.get("pass")]
-                     if first and first.get("status") == "differ" else [])
-    chosen = next((n for n in at_difference if n in restoring),
-                  next((n for n in restoring if is_safe(n)), restoring[0] if restoring else None))
+    fixing: list[str] = []  # a fix: passes without which the old release is already fixed
+    if b.direction == "fix" and dumps[old]:
+        # Ways around the old behaviour for whoever stays on the release before the fix, as
+        # the deleted pipeline searched the release that grows.
+        before = passes_that_changed([d["file"] for d in dumps[old]])[:MAX_PASSES]
+        say(f"jax {old.version}: {len(before)} HLO passes changed {q.label}'s module; turning "
+            f"each off (a fix: ways around the behaviour before it)")
+        for k, name in enumerate(before, 1):
+            test = behaviour_under(b, lab, classify, old, DISABLE + name, say,
+                                   deadline=deadline, beside=PASS_TESTS + MAX_PASSES + k,
+                                   test=f"pass {k} of {len(before)} under jax {old.version}")
+            tests.append(test)
+            if test["behaviour"] == "new":
+                fixing.append(name)
+            progress({**nothing(f"The pass search is under way ({k} of {len(before)} passes "
+                                f"of jax {old.version} tried)."), "tests": list(tests),
+                      "passes_changed": candidates, "first_difference": first})
+    parting = first if first and first.get("status") == "differ" else {}
+    at_difference = ([n for _, n in parting.get("new_passes", [])] + [parting.get("pass")]
+                     if restoring else
+                     [n for _, n in parting.get("old_passes", [])] + [parting.get("pass")])
+    found = restoring or fixing
+    chosen = next((n for n in at_difference if n in found),
+                  next((n for n in found if is_safe(n)), found[0] if found else None))
+
     def passes(behaviour: str) -> list[str]:
         return [t["xla_flags"].removeprefix(DISABLE) for t in tests if t["behaviour"] == behaviour]
 
     slower, changing, untested = passes(MUCH_SLOWER), passes("third"), passes(NOT_TESTED)
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
-            "workarounds": [{"release": str(new.version),
-                             "xla_flags": DISABLE + n, "safe": is_safe(n)}
-                            for n in restoring],
+            # A fix's passes that bring the old behaviour back explain it; they are no way
+            # around anything (the ways around it are the old release's, ``fixing``).
+            "restoring": restoring,
+            "workarounds": [{"release": str(r.version), "xla_flags": DISABLE + n,
+                             "safe": is_safe(n), "brings": brings}
+                            for r, brings, names in (
+                                (new, "old", [] if b.direction == "fix" else restoring),
+                                (old, "new", fixing)) for n in names],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
     where = difference_sentence(first)
     more = ""
@@ -372,37 +466,49 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         more += (f" Not tested, the explanation's budget spent: {len(untested)} passes ("
                  + ", ".join(f"`{n}`" for n in untested[:10])
                  + (", …" if len(untested) > 10 else "") + ").")
-    if chosen is None:
-        return {**base, "kind": "none", "name": None,
-                "text": f"No single HLO pass, turned off under jax {new.version}, brings back "
-                        f"jax {old.version}'s {q.metric} ({len(tried) - len(untested)} of the "
-                        f"{len(candidates)} passes that changed the module tried).{where}"
-                        f"{more}"}
-    shown = ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
-                                                         "depends on it)") for n in restoring)
-    return {**base, "kind": "pass", "name": chosen,
-            "text": f"Turning off one HLO pass at a time under jax {new.version} brings back "
-                    f"jax {old.version}'s {q.metric} for {len(restoring)} of the "
-                    f"{len(tried) - len(untested)} passes tried: {shown}.{where}{more}"}
+    def shown(names: list[str]) -> str:
+        return ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
+                                                            "depends on it)") for n in names)
+
+    tried_new = sum(t["release"] == str(new.version) and t["behaviour"] != NOT_TESTED
+                    for t in tests)
+    said = (f"Turning off one HLO pass at a time under jax {new.version} brings back jax "
+            f"{old.version}'s {q.metric} for {len(restoring)} of the {tried_new} passes tried: "
+            f"{shown(restoring)}." if restoring else
+            f"No single HLO pass, turned off under jax {new.version}, brings back jax "
+            f"{old.version}'s {q.metric} ({tried_new} of the {len(candidates)} passes that "
+            f"changed the module tried).")
+    if b.direction == "fix" and dumps[old]:
+        tried_old = sum(t["release"] == str(old.version) and t["behaviour"] != NOT_TESTED
+                        for t in tests)
+        said += (f" Before the fix, turning off one at a time under jax {old.version} gives "
+                 f"jax {new.version}'s {q.metric} for {len(fixing)} of the {tried_old} passes "
+                 f"tried: {shown(fixing)} (ways around it there)." if fixing else
+                 f" Before the fix, no single HLO pass turned off under jax {old.version} gives "
+                 f"jax {new.version}'s {q.metric} ({tried_old} tried).")
+    return {**base, "kind": "none" if chosen is None else "pass", "name": chosen,
+            "text": f"{said}{where}{more}"}
 
 
 def explain_release(lab: Lab, release: Release, backend: str, question: Question, say: Say,
                     *, threshold: float | None = None, timeout: float = 1800.0,
-                    runs: int | None = None) -> dict:
-    """``--explain RELEASE --case FILE``: one release, no pair to compare with. Each HLO pass
-    that changed the case's module is turned off in turn and the metric measured again; a
-    pass without which the figure differs (by the classifier's test of two populations, the
-    same one that tells a bisection's ends apart) is named, the largest change first."""
-    make = classifier_for(question, threshold)
+                    runs: int | None = None, max_runs: int | None = None) -> dict:
+    """``--explain RELEASE``: one release, no pair to compare with. Each HLO pass that changed
+    the case's module is turned off in turn and the metric measured again against the release
+    with every pass, as a bisection tells its ends apart (a noisy metric: the paired test on
+    interleaved runs, whose undecided answer is "cannot tell"). A pass without which the
+    figure differs is named, the largest change first; one without which it is better (lower,
+    or a shape no longer growing) is a way around it (``workarounds``)."""
     reduce, batch = reduce_for(question), batch_size(question, runs)
+    pairs = max_runs or MAX_RUNS_NOISY
 
-    def values(asked: Question) -> tuple:
-        return values_of(measure_batch(lab, release, backend, asked, 1, batch,
-                                       timeout=timeout), reduce)
+    def run(asked: Question, number: int):
+        return lab.run(release, backend, asked, number, timeout=timeout)
 
-    base = values(question)
+    base = values_of([run(question, k) for k in range(1, batch + 1)], reduce)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
-           "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None}
+           "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None,
+           "workarounds": []}
 
     def named_none(text: str) -> dict:
         doc["culprit"] = {"kind": "none", "name": None, "text": text}
@@ -411,30 +517,46 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     if not base:
         return named_none(f"{question.metric} of {question.label} could not be measured "
                           f"under jax {release.version}")
-    if question.target:
-        return named_none(ON_A_TARGET)
     dumps = pass_dumps(lab, release, backend, question, timeout=timeout, say=say)
     candidates = passes_that_changed([d["file"] for d in dumps])
     doc["passes_changed"] = candidates
     say(f"jax {release.version}: {len(candidates)} HLO passes changed {question.label}'s "
         f"module; turning each off")
     effects = []
-    for name in candidates[:MAX_PASSES]:
+    for j, name in enumerate(candidates[:MAX_PASSES]):
         flag = DISABLE + name
-        without = values(replace(question, xla_flags=join_flags(question.xla_flags, flag)))
-        ends = make(base, without).ends() if without else None
-        test = {"xla_flags": flag, "figure": middle(without),
-                "changes": bool(ends and ends.distinct),
-                "direction": ends.direction if ends and ends.distinct else None,
-                "ratio": ends.ratio if ends else None, "safe": is_safe(name)}
+        without = replace(question, xla_flags=join_flags(question.xla_flags, flag))
+        # A noisy metric's release with every pass is run again beside each test (its own
+        # run numbers, stored): a pair is two runs made one after the other.
+        first = batch + j * pairs if question.noisy else 0
+        c = compare_settings(lambda k, first=first: run(question, first + k),
+                             lambda k, without=without: run(without, k), question, threshold,
+                             batch=batch, max_runs=pairs, reduce=reduce)
+        test = {"xla_flags": flag, "figure": middle(c.b), "verdict": c.verdict,
+                "changes": c.verdict == CHANGED,
+                "direction": c.ends.direction if c.verdict == CHANGED else None,
+                "ratio": c.ends.ratio if c.ends else None, "runs": c.runs,
+                "reason": c.ends.reason if c.ends else None, "safe": is_safe(name),
+                # a shape's figures at each value without the pass (the word alone hides them)
+                "series": next((sized["figures"] for r in c.b_runs
+                                if (sized := series_of(r))), None) if question.over else None}
         doc["tests"].append(test)
         if test["changes"]:
             effects.append((name, test))
+            if better_without(base, test):
+                doc["workarounds"].append({"release": str(release.version), "xla_flags": flag,
+                                           "figure": test["figure"], "safe": test["safe"]})
+    untold = [t["xla_flags"].removeprefix(DISABLE) for t in doc["tests"]
+              if t["verdict"] == CANNOT_TELL]
+    cannot = (f"; cannot tell for {len(untold)} (the paired test undecided within "
+              f"{pairs} pairs of runs: " + ", ".join(f"`{n}`" for n in untold) + ")"
+              if untold else "")
     if not effects:
         return named_none(f"No single HLO pass, turned off under jax {release.version}, "
                           f"changes {question.metric} of {question.label} ({len(candidates)} "
-                          f"passes changed its module)")
+                          f"passes changed its module{cannot})")
     effects.sort(key=lambda e: -abs(math.log(e[1]["ratio"])) if e[1]["ratio"] else 0)
+
     def effect(t: dict) -> str:
         if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass
             return f"{t['figure'][0]} without it"
@@ -452,6 +574,12 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                               f"{release.version}, {len(effects)} of the "
                               f"{len(candidates[:MAX_PASSES])} passes that changed "
                               f"{question.label}'s module change its {question.metric} "
-                              f"({base_word}): {shown}"}
+                              f"({base_word}): {shown}{cannot}"}
     return doc
 
+
+def better_without(base: tuple, test: dict) -> bool:
+    """A pass turned off gives a better figure: lower, or a shape that no longer grows."""
+    if isinstance(base[0], (list, tuple)):
+        return test["figure"][0] == "constant" and base[0][0] != "constant"
+    return test["direction"] == "fix"

@@ -15,14 +15,16 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 from .bisection import (
+    CANNOT_TELL,
+    CHANGED,
+    NO_FIGURE,
     batch_size,
-    classifier_for,
-    measure_batch,
+    compare_settings,
     middle,
     reduce_for,
-    values_of,
 )
 from .catalogue import Release
 from .lab import Lab, Say
@@ -39,6 +41,9 @@ class Trial:
     old: object = None       # the figures either side (what the report shows)
     new: object = None
     reason: str = ""
+    # kept | lost | cannot tell (a noisy metric the paired test left undecided: not kept,
+    # and never "the change is gone")
+    verdict: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,11 +112,12 @@ def shrinkable(question: Question) -> list[str]:
 
 def minimize(old: Release, new: Release, backend: str, question: Question, lab: Lab,
              say: Say, *, threshold: float | None = None, timeout: float = 1800.0,
-             runs: int | None = None,
+             runs: int | None = None, max_runs: int | None = None,
              budget: float = DEFAULT_BUDGET) -> tuple[Shrunk, Trial, list[str]]:
     """Shrink ``question``'s case while ``old`` and ``new`` still classify apart in the same
-    direction; the result, the trial at the starting parameters and the names shrunk."""
-    make = classifier_for(question, threshold)
+    direction, told apart as the search tells its ends apart (a noisy metric: the paired test
+    on interleaved runs); the result, the trial at the starting parameters and the names
+    shrunk."""
     reduce, batch = reduce_for(question), batch_size(question, runs)
     started = time.monotonic()
 
@@ -120,19 +126,29 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
         # search asked it (found in the store), not the same sizes under another key.
         asked = with_compare(question) if params == start else replace(question, params=params)
         say("minimizing: " + ", ".join(f"{k}={v}" for k, v in params.items()))
-        # Both releases at once where the figure does not depend on the machine's load.
-        with ThreadPoolExecutor(max_workers=1 if question.noisy else 2) as pool:
-            old_values, new_values = pool.map(lambda release: values_of(measure_batch(
-                lab, release, backend, asked, 1, batch, timeout=timeout), reduce), (old, new))
-        if not old_values or not new_values:
-            return Trial(params, False, reason="no figure at one end"), None
-        ends = make(old_values, new_values).ends()
+        if question.noisy:  # interleaved: one run of each release after the other
+            c = compare_settings(*(partial(lab.run, r, backend, asked, timeout=timeout)
+                                   for r in (old, new)), question, threshold, batch=batch,
+                                 max_runs=max_runs, reduce=reduce)
+        else:  # both releases at once: the figure does not depend on the machine's load
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                done = dict(zip((old, new), pool.map(lambda release: [
+                    lab.run(release, backend, asked, k, timeout=timeout)
+                    for k in range(1, batch + 1)], (old, new))))
+            c = compare_settings(*(lambda k, r=r: done[r][k - 1] for r in (old, new)),
+                                 question, threshold, batch=batch, max_runs=max_runs,
+                                 reduce=reduce)
+        if c.verdict == NO_FIGURE:
+            return Trial(params, False, reason="no figure at one end", verdict="lost"), None
+        reason = c.ends.reason if c.ends else ""
+        if c.verdict == CANNOT_TELL:
+            return Trial(params, False, middle(c.a), middle(c.b), reason, CANNOT_TELL), None
         # A shape keeps each side's own word ("constant" → "grows"): two growths at a size
         # too small for a stacked buffer to show are not the change.
-        words = tuple(v[0][0] for v in (old_values, new_values)) if question.over else ()
-        kept = ends.distinct and direction in (None, (ends.direction, words))
-        return (Trial(params, kept, middle(old_values), middle(new_values), ends.reason),
-                (ends.direction, words))
+        words = tuple(v[0][0] for v in (c.a, c.b)) if question.over else ()
+        kept = c.verdict == CHANGED and direction in (None, (c.ends.direction, words))
+        return (Trial(params, kept, middle(c.a), middle(c.b), reason,
+                      "kept" if kept else "lost"), (c.ends.direction, words))
 
     start = {k: v for k, v in question.case.resolve(question.params).items()
              if k not in question.over[:1]}
@@ -174,11 +190,16 @@ def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Q
             "old": str(old.version), "new": str(new.version), "metric": question.metric,
             "unit": unit, "shrunk": names, "fixed": list(question.case.fixed),
             "started_from": first.params, "kept_at_start": first.kept,
+            "at_start": first.verdict,
             "complete": shrunk.complete, "trials": len(shrunk.trials) + 1,
             "program": with_defaults(question.case.source, shrunk.params)}
 
 
 def minimal_markdown(minimal: dict, path: str) -> str:
+    if minimal.get("at_start") == CANNOT_TELL:
+        return (f"## Minimal reproducer\n\nCannot tell whether jax {minimal['old']} and "
+                f"{minimal['new']} behave apart at the parameters asked for (the paired test "
+                f"left it undecided), so nothing was shrunk.\n")
     if not minimal["kept_at_start"]:
         return (f"## Minimal reproducer\n\nThe change does not show between jax "
                 f"{minimal['old']} and {minimal['new']} at the parameters asked for, so "

@@ -36,7 +36,7 @@ from .catalogue import Release, yanked_words
 from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.chart import chart_markdown, write_png
-from .evidence.handoff import render_xla_range
+from .evidence.handoff import render_culprit_commits, render_xla_range
 from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
@@ -739,6 +739,8 @@ def attribution_lines(a: dict, came_with: str | None = None) -> list[str]:
                   "the XLA range and the hand-off below it are not needed.", ""]
     else:
         lines += render_xla_range(a)
+        if a.get("xla_culprit_commits"):
+            lines += render_culprit_commits(a["xla_culprit_commits"])
     commits = a.get("commits") or {}
     shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
              for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
@@ -892,8 +894,21 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
                   ""]
     if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
         parts += [cluster_markdown(doc["cluster"])]
+    parts += packages_lines(doc["probes"])
     parts += machine_lines()
     return "\n".join(parts)
+
+
+def packages_lines(probes: list[dict]) -> list[str]:
+    """Every package recorded in each probed release's environment (its date-resolved set)."""
+    installed = sorted(((p["jax"], p["installed"]) for p in probes if p.get("installed")),
+                       key=lambda jp: Version(jp[0]))
+    names = sorted({n for _, packages in installed for n in packages} - {"jax"})
+    if not names:
+        return []
+    rows = [[jax, *(packages.get(n, "") for n in names)] for jax, packages in installed]
+    return details("Packages installed in each probed environment (resolved as of each "
+                   "release's date)", [table(["jax", *names], rows)])
 
 
 def machine_lines() -> list[str]:
@@ -931,8 +946,11 @@ def workaround_lines(workarounds: list[dict], metric: str, unit: str) -> list[st
     release, the figure, and whether (and how) the reverse was tested."""
     lines = []
     for w in workarounds:
-        line = (f"- **Workaround:** `{w['xla_flags']}` under jax {w['release']} brings back the "
-                f"old {metric}")
+        line = ("- **Workaround:** " if w.get("safe", True) else
+                "- **Diagnostic only** (correctness depends on this pass; never a fix): ")
+        line += (f"`{w['xla_flags']}` under jax {w['release']} "
+                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == "new"
+                    else f"brings back the old {metric}"))
         if w.get("figure") is not None:
             line += f" ({_figure_cell(metric, unit, w['figure'])})"
         reverse = w.get("reverse")
@@ -977,6 +995,15 @@ def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
         lines += test_table(flags["tests"], metric, unit, "Every flag setting measured")
     if passes and passes.get("tests"):
         lines += test_table(passes["tests"], metric, unit, "Every HLO pass turned off")
+    first = (passes or {}).get("first_difference") or {}
+    if first.get("status") == "differ" and first.get("diff"):
+        files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
+        after = [f"jax {first[side]} after `{name.split('.after_')[1].split('.before_')[0]}`"
+                 for side, name in files.items() if ".after_" in name]
+        lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
+                         f"differ, pass by pass ({'; '.join(after)}; numbering removed)"
+                         + (" (cut short)" if first.get("diff_truncated") else ""),
+                         first["diff"], "diff")
     return lines
 
 
@@ -986,17 +1013,25 @@ def standalone_lines(b: MetricBisection) -> list[str]:
     releases = ([b.pair[0], b.pair[1]] if s.status == "found"
                 else [b.candidates[0], b.candidates[-1]])
     index = {str(c.version): i for i, c in enumerate(b.candidates)}
-    lines = ["Without it, in a fresh virtual environment per release (Python "
+    # A GPU's answer (a compile-only target's plan, or cuda12) is checked on that GPU, with
+    # jax's CUDA 12 wheels; the question's XLA_FLAGS go with every run.
+    gpu = b.request.backend != "cpu"
+    gpu_name = where(b).removeprefix("compiled for ").removesuffix(", without the GPU")
+    on = (f" on a machine with the GPU ({gpu_name})" if q.target
+          else " on a machine with an NVIDIA GPU" if gpu else "")
+    flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
+    lines = [f"Without it{on}, in a fresh virtual environment per release (Python "
              f"{'3.12' if any(r.version >= PY312_FROM for r in releases) else '3.11'}):", "",
              "```sh"]
     for release in releases:
         placed = s.placed.get(index[str(release.version)])
         jaxlib = jaxlib_of(release, placed) if placed else str(release.jaxlib)
         venv = f"venv-{release.version}"
-        run = (f"{venv}/bin/python measure.py" if q.case is not None
-               else f". {venv}/bin/activate && {shlex.join(q.command)}")
-        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install jax=={release.version} "
-                  f"jaxlib=={jaxlib}", run]
+        run = (f"{flags}{venv}/bin/python measure.py" if q.case is not None
+               else f". {venv}/bin/activate && {flags}{shlex.join(q.command)}")
+        wheels = (shlex.quote(f"jax[cuda12]=={release.version}") if gpu
+                  else f"jax=={release.version} jaxlib=={jaxlib}")
+        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
     lines += ["```", ""]
     script = standalone_script(b)
     if script:
@@ -1236,18 +1271,35 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
            "case": {**question.case.as_json(question.params),
                     "path": display_path(question.case.path), "source": question.case.source},
            "explanation": explanation, "reproduce": command, "report": str(path)}
-    rows = [[t["xla_flags"].split("=", 1)[1], _figure_cell(question.metric, unit, t["figure"]),
+    def cell(t: dict) -> str:  # a shape's word, and its figures at each value where known
+        word = _figure_cell(question.metric, unit, t["figure"])
+        series = t.get("series") or {}
+        if not series or None in series.values():
+            return word
+        figures = " / ".join(shown(question.metric, unit, v).removesuffix(" MB")
+                             for v in series.values())
+        return (f"{word} ({figures}{' MB' if unit == 'bytes' else ''} at {question.over[0]} "
+                f"{' / '.join(series)})")
+
+    rows = [[t["xla_flags"].split("=", 1)[1], cell(t),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
              {"fix": "lower", "regression": "higher", "changed": "different"}.get(
-                 t["direction"], "the same")] for t in explanation["tests"]]
+                 t["direction"], "the same") if t.get("verdict") in ("changed", "same")
+             else t.get("verdict", "")] for t in explanation["tests"]]
+    ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
+            + _figure_cell(question.metric, unit, w["figure"])
+            + ("" if w["safe"] else " (diagnostic only: correctness depends on this pass; "
+                                    "never a fix)") for w in explanation.get("workarounds", [])]
     base = explanation["baseline"]
     text = "\n".join([
         f"# {question.case.name}: which HLO passes shape its {question.metric} under jax "
         f"{release.version} ({place})", "", explanation["culprit"]["text"] + ".", "",
         f"Baseline: {_figure_cell(question.metric, unit, base)}"
-        + (f" ({params_text(question.params)})" if question.params else "") + ".",
-        "", *details("Every pass turned off", [
-            table(["pass turned off", question.metric, "against the baseline", "figure"], rows)
+        + (f" ({params_text(question.params)})" if question.params else "") + ".", "",
+        *(["Ways around it found by this search:", "", *ways, ""] if ways else []),
+        *details("Every pass turned off", [
+            table(["pass turned off", question.metric, "ratio to the baseline",
+                   "against the baseline"], rows)
             if rows else "_No pass was turned off._"]),
         "## The program", "", *details(display_path(question.case.path),
                                        [question.case.source.rstrip()], "python"),

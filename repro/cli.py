@@ -40,6 +40,7 @@ from .options import (
 )
 from .process import (
     DUMP_FOLDERS,
+    MODULES,
     PASSES,
     configure_this_process,
     dump_flags,
@@ -98,8 +99,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
              "over --over's values: give --over (or the case's OVER)"),
             (args.sizes_from == "dump" and args.metric != "memory",
              "--sizes-from dump reads the compiled plan: --metric memory only"),
-            (args.pass_dumps is not None and args.target is not None,
-             "--pass-dumps: a compile-only target keeps its own dump; leave out one"),
             (args.target is not None and args.metric not in COMPILE_ONLY_METRICS,
              f"--target compiles without the GPU: it measures "
              f"{', '.join(COMPILE_ONLY_METRICS)}, not {args.metric}")):
@@ -167,17 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "runtime" and args.case.name == "scan_growth" and runtime_refusal(args):
         print(f"python -m repro: error: {runtime_refusal(args)}", file=sys.stderr)
         return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
-    passes = ""
     if args.pass_dumps is not None:
         args.pass_dumps.mkdir(parents=True, exist_ok=True)
-        passes = dump_flags(args.pass_dumps, PASSES)
     # Before jax 0.6.1 memory_analysis() answers None for a compile-only device: XLA's own
-    # buffer-assignment dump has the same numbers (repro/measure.py reads it).
+    # buffer-assignment dump has the same numbers (repro/measure.py reads it). XLA has one
+    # dump folder: with it, the per-pass dumps go there too and the Compiler moves them out.
     with dump_folder("repro-case-dump-", args.target is not None or args.sizes_from == "dump"
                      ) as dump_dir:
-        configure_this_process(args.backend, join_flags(
-            args.xla_flags, passes, dump_flags(dump_dir) if dump_dir else ""),
-            target=args.target is not None, params=args.params)
+        dumps = (dump_flags(dump_dir, join_flags(MODULES, PASSES if args.pass_dumps else ""))
+                 if dump_dir else
+                 dump_flags(args.pass_dumps, PASSES) if args.pass_dumps is not None else "")
+        configure_this_process(args.backend, join_flags(args.xla_flags, dumps),
+                               target=args.target is not None, params=args.params)
         return _run(args, dump_dir)
 
 
@@ -189,7 +189,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     asked = args.xla_flags.strip()
     try:
         with stdout_to_stderr():
-            compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump")
+            compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump",
+                                pass_dumps=args.pass_dumps if dump_dir else None)
             document = {"schema": SCHEMA, **describe_environment(compiler, asked),
                         "xla_flags": asked, "mode": "case",
                         "case": args.case.as_json(args.params)}

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .process import PASS_DUMP
 from .target import CompileOnly
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
@@ -75,10 +76,14 @@ class Compiler:
 
     ``dump_dir`` is where XLA was told (before ``import jax``) to dump each module; the buffer
     assignment there answers where memory_analysis() cannot (``None`` for a compile-only GPU
-    before jax 0.6.1), and wherever ``from_dump`` asks for it."""
+    before jax 0.6.1), and wherever ``from_dump`` asks for it. ``pass_dumps``: where the
+    module after each HLO pass goes, where XLA was told to dump those too (``--pass-dumps``
+    with a target: XLA has one dump folder, the target's)."""
 
-    def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False):
+    def __init__(self, target=None, dump_dir: Path | None = None, from_dump: bool = False,
+                 pass_dumps: Path | None = None):
         self.target, self.dump_dir, self.from_dump = target, dump_dir, from_dump
+        self.pass_dumps = pass_dumps
         self._device = None if target is None else CompileOnly(target)
 
     def describe(self) -> dict | None:
@@ -121,8 +126,10 @@ class Compiler:
         assignment = [p for p in new
                       if p.name.endswith("after_optimizations-buffer-assignment.txt")]
         text = assignment[0].read_text(encoding="utf-8") if len(assignment) == 1 else None
-        for path in new:  # dumps of v2 at large n_outer are big: keep none of them
-            if path.is_file():
+        for path in new:  # dumps of v2 at large n_outer are big: keep none but those asked
+            if self.pass_dumps is not None and PASS_DUMP.match(path.name):
+                path.replace(self.pass_dumps / path.name)
+            elif path.is_file():
                 path.unlink()
         return compiled, text
 

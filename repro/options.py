@@ -244,7 +244,7 @@ OPTIONS: tuple[Option, ...] = (
             "where it answers None; dump: always the dump (to check that both agree)",
             choices=("auto", "dump"), default="auto", entries=(REPRO,)),
     _option("--pass-dumps", "also have XLA dump the module after every HLO pass that changes "
-            "it there (not with --target)", type=Path, metavar="DIR", entries=(REPRO,),
+            "it there", type=Path, metavar="DIR", entries=(REPRO,),
             group="case"),
     _option("--timeout", "per run (default: from the ends' own times, see --explain-budget's "
             "group)", type=seconds, metavar="SECONDS", entries=(BISECT,)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -62,6 +63,8 @@ def join_flags(*flags: str) -> str:
 # module after every HLO pass that changes it (python -m repro.xla_passes, --pass-dumps).
 MODULES, TEXT, PASSES = ("--xla_dump_hlo_module_re=.*", "--xla_dump_hlo_as_text",
                          "--xla_dump_hlo_pass_re=.*")
+# The name XLA gives the module after one pass: module_N.<module>.SSSS.<pipeline>.after_<pass>…
+PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
 
 
 def dump_flags(dump_dir: Path, what: str = MODULES) -> str:

@@ -11,7 +11,6 @@ as its own process.
 
 from __future__ import annotations
 
-import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -20,10 +19,9 @@ from . import SCHEMA
 from .case import build
 from .dumps import METADATA, MODULE_NAME, case_evidence_hook, parse_args, run_with_dumps
 from .measure import Compiler, error_text
-from .process import PASSES
+from .process import PASS_DUMP, PASSES
 
 MAX_TEXT_CHARS = 200_000
-_PASS_DUMP = re.compile(r"^module_\d+\.(?P<module>[\w.\-]+?)\.\d{4}\..+\.txt$")
 
 
 def pass_dumps(dump_dir: Path, module: str | None,
@@ -31,7 +29,7 @@ def pass_dumps(dump_dir: Path, module: str | None,
     """Each per-pass dump of ``module`` (metadata left out, at most ``max_chars`` of each),
     in the order XLA wrote them; the driver reads its stored ones with this too."""
     names = sorted(p.name for p in dump_dir.iterdir()
-                   if (m := _PASS_DUMP.match(p.name)) and m.group("module") == module)
+                   if (m := PASS_DUMP.match(p.name)) and m.group("module") == module)
     return [{"file": name, "text": METADATA.sub("", (dump_dir / name).read_text(
         errors="replace"))[:max_chars]} for name in names]
 

@@ -1,5 +1,6 @@
 """The XLA commit range: pins from a local jax clone (or the release tag, or GitHub's recorded
-answer). Real git repositories, built here."""
+answer), and the commits of a local XLA clone that touch the culprit (--xla-repo). Real git
+repositories, built here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import pytest
 from jaxbisect.evidence.commits import (
     GitHubUnreachable,
     commit_range,
+    commits_touching,
+    culprit_commits,
+    most_likely,
     xla_commit_online,
 )
 
@@ -129,3 +133,34 @@ def test_github_unreachable_is_said_once_and_not_asked_again(tmp_path, monkeypat
     found = commit_range(document("0.5.0", "a" * 40), document("0.5.1", "b" * 40), None, offline)
     assert found["xla_commits"] == {"old": None, "new": None}
     assert "GitHub could not be reached" in found["xla_note"] and len(asked) == 2
+
+
+def test_commits_touching_the_culprit_and_the_most_likely_one(repos):
+    x = repos["x"]
+    found = commits_touching(repos["xla"], x[0], x[4], FLAG, "true")
+    assert [c.sha for c in found] == [x[3], x[2]]          # newest first; -G sees the flip
+    assert [c.sets_new_value for c in found] == [True, False]
+    assert most_likely(found, FLAG).sha == x[3]
+    assert most_likely(commits_touching(repos["xla"], x[0], x[2], FLAG), FLAG).sha == x[2]
+    assert commits_touching(repos["xla"], x[0], x[4], "xla_no_such_flag") == []
+    assert commits_touching(repos["xla"], "0" * 40, x[4], FLAG) == []   # not in the clone
+    assert most_likely([], FLAG) is None
+
+
+def test_the_explanations_culprit_is_looked_for_between_the_pins(repos):
+    """--xla-repo: the flag the explanation names (its new default from the flag search, also
+    under a pass culprit's ``flags``), looked for between the two releases' XLA pins."""
+    x = repos["x"]
+    attribution = {"xla_commits": {"old": x[0], "new": x[4]}}
+    flag = {"kind": "flag", "name": f"--{FLAG}",
+            "flag_defaults_changed": [{"name": FLAG, "old": "false", "new": "true"}]}
+    found = culprit_commits(flag, attribution, repos["xla"])
+    assert (found["name"], found["range"]) == (FLAG, f"{x[0]}..{x[4]}")
+    assert [c["sha"] for c in found["commits"]] == [x[3], x[2]]
+    assert found["most_likely"]["sha"] == x[3] and found["most_likely"]["sets_new_value"]
+    under_pass = culprit_commits({"kind": "pass", "name": FLAG, "flags": flag}, attribution,
+                                 repos["xla"])
+    assert under_pass["most_likely"]["sha"] == x[3]
+    assert culprit_commits({"kind": "none", "name": None}, attribution,
+                           repos["xla"])["note"] == "no culprit to look for"
+    assert "pins" in culprit_commits(flag, {}, repos["xla"])["note"]

@@ -26,6 +26,10 @@ def test_explains_one_release_by_its_passes_and_reruns_from_the_store(tmp_path):
     tests = {t["xla_flags"]: t for t in explanation["tests"]}
     copies = tests["--xla_disable_hlo_passes=copy-insertion"]
     assert copies["figure"][0] == "constant" and copies["changes"] and not copies["safe"]
+    assert copies["verdict"] == "changed" and set(copies["series"]) == {"2", "5"}
+    assert all(v > 0 for v in copies["series"].values())  # the bytes behind the word
+    assert {"release": "0.5.1", "xla_flags": "--xla_disable_hlo_passes=copy-insertion",
+            "figure": copies["figure"], "safe": False} in explanation["workarounds"]
     assert len(tests) >= 5 and "--xla_disable_hlo_passes=fusion" in tests
     assert (explanation["culprit"]["kind"], explanation["culprit"]["name"]) \
         == ("pass", "copy-insertion")

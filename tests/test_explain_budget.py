@@ -14,7 +14,7 @@ from fake_lab import FakeLab, scripted
 from jaxbisect.cli import explain
 
 
-def run(flags_seconds: float, budget: float):
+def run(flags_seconds: float, budget: float, xla_repo=None):
     written, deadlines, labs = [], [], []
     extra: dict = {}
     lab = FakeLab(scripted(lambda version, number: None))
@@ -37,7 +37,7 @@ def run(flags_seconds: float, budget: float):
         return {"kind": "none", "tests": [{"behaviour": "much slower"}], "text": "no pass"}
 
     bisection = SimpleNamespace(request=SimpleNamespace(question=SimpleNamespace(case=object())))
-    args = argparse.Namespace(explain_budget=budget, jax_repo=None, xla_repo=None)
+    args = argparse.Namespace(explain_budget=budget, jax_repo=None, xla_repo=xla_repo)
     explain(bisection, lab, args, extra, lambda m: None,
             lambda: written.append(copy.deepcopy(extra)), searches=(attribution, flags, passes))
     assert labs and all(seen is lab for seen in labs)  # one lab for every part
@@ -61,3 +61,10 @@ def test_a_spent_budget_stops_before_the_pass_search_and_says_so():
     assert len(deadlines) == 1  # the passes never started
     assert extra["explanation"]["culprit"]["text"] == "no flag"
     assert extra["explanation"]["budget"]["exhausted"] is True
+
+
+def test_with_an_xla_clone_the_culprit_is_looked_for_once_the_explanation_lands(tmp_path):
+    extra, written, _ = run(0.0, 600, xla_repo=tmp_path)
+    assert extra["attribution"]["xla_culprit_commits"]["note"] == "no culprit to look for"
+    assert written[-1]["attribution"]["xla_culprit_commits"]  # in the report's last writing
+    assert "xla_culprit_commits" not in run(0.0, 600)[0]["attribution"]

@@ -25,6 +25,7 @@ from jaxbisect.report import (
     report_stem,
     reproduce_argv,
     series_mode,
+    standalone_lines,
     write_report,
 )
 from jaxbisect.store import Store
@@ -245,3 +246,42 @@ def test_a_chart_the_new_report_does_not_show_is_removed(recorded_catalogue, tmp
     path, doc = write_report(b, tmp_path)  # no series figures to draw: no chart
     assert "chart" not in doc and not stale.exists()
     assert ".png" not in path.read_text()
+
+
+def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
+        recorded_catalogue):
+    """Without the toolkit, a target's answer is rerun on the GPU it was compiled for, with
+    jax's CUDA 12 wheels; the question's XLA_FLAGS go with every run (as the deleted
+    pipeline's standalone lines did)."""
+    request = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--target",
+                                         "a6000", "--xla-flags=--xla_foo=1 --xla_bar=a"])
+    lines = standalone_lines(shaped(recorded_catalogue, request, {"*": "grows"}))
+    assert "on a machine with the GPU (NVIDIA RTX A6000)" in lines[0]
+    commands = [line for line in lines if line.startswith(("python3 -m venv", "XLA_FLAGS"))]
+    assert commands == [
+        "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install 'jax[cuda12]==0.4.35'",
+        "XLA_FLAGS='--xla_foo=1 --xla_bar=a' venv-0.4.35/bin/python measure.py",
+        "python3 -m venv venv-0.4.38 && venv-0.4.38/bin/pip install 'jax[cuda12]==0.4.38'",
+        "XLA_FLAGS='--xla_foo=1 --xla_bar=a' venv-0.4.38/bin/python measure.py"]
+    cpu = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--backend", "cpu"])
+    plain = standalone_lines(shaped(recorded_catalogue, cpu, {"*": "grows"}))
+    assert "GPU" not in plain[0]
+    assert "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install jax==0.4.35 " \
+           "jaxlib==0.4.35" in plain
+
+
+def test_the_report_lists_each_probed_environments_packages_oldest_first():
+    """As the deleted report did: every package of each probed release's date-resolved
+    environment, from the document's probes (a probe with none recorded left out)."""
+    from jaxbisect.report import packages_lines
+
+    probes = [{"jax": "0.10.2", "installed": {"jax": "0.10.2", "jaxlib": "0.10.2",
+                                              "numpy": "2.4.6"}},
+              {"jax": "0.9.1", "installed": {"jax": "0.9.1", "jaxlib": "0.9.1",
+                                             "scipy": "1.17.1"}},
+              {"jax": "0.9.2", "installed": {}}]
+    text = "\n".join(packages_lines(probes))
+    rows = [line for line in text.splitlines() if line.startswith("| 0.")]
+    assert [r.split("|")[1].strip() for r in rows] == ["0.9.1", "0.10.2"]
+    assert "numpy" in text and "scipy" in text and "0.9.2" not in text
+    assert packages_lines([{"jax": "0.9.1", "installed": {}}]) == []

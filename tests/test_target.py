@@ -333,3 +333,23 @@ def test_a_compare_program_limited_in_the_series_is_compiled_for_a_target_at_its
               for label, params in args.compare.items()}
     assert beside["v2"] == ({"variant": 2}, values)
     assert beside["v1"] == ({"variant": 1}, (1, 2, 5, 10, 15))
+
+
+def test_a_target_dumps_the_module_after_each_pass_for_the_pass_search(target_python,
+                                                                       tmp_path):
+    """``python -m repro --target … --pass-dumps DIR``: XLA has one dump folder, the
+    target's (its buffer assignment gives the sizes before jax 0.6.1); the module after each
+    pass is moved out of it into DIR, where the pass search reads which passes changed it."""
+    from jaxbisect.evidence.passes import passes_that_changed
+
+    done = run_repro(target_python("0.5.0"), "--case", "repro/cases/scan_growth.py",
+                     "--target", "a6000", "--param", "n_res=8", "--param", "n_inner=5",
+                     "--over", "n_outer=2,3", "--json", "--hlo-out", str(tmp_path),
+                     "--pass-dumps", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["metric"]["status"] == "ok" and doc["metric"]["value"].startswith("grows")
+    assert {p["source"] for p in doc["metric"]["points"]} == {"XLA buffer-assignment dump"}
+    changed = passes_that_changed([p.name for p in tmp_path.iterdir()])
+    assert {"copy-insertion", "copy_fusion"} <= set(changed)
+    assert (tmp_path / "lowered.txt").is_file() and (tmp_path / "optimized.txt").is_file()

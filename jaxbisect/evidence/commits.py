@@ -15,6 +15,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..files import cache_dir, write_json
@@ -160,3 +161,65 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
             "xla_note": xla_note, "xla_commit_count": count,
             "xla_pins_table": table.describe() if table is not None else None,
             "links": links}
+
+
+@dataclass(frozen=True)
+class XlaCommit:
+    sha: str
+    subject: str
+    sets_new_value: bool     # an added line names the culprit together with its new value
+
+
+def commits_touching(xla_repo: Path, old: str, new: str, name: str,
+                     new_value: str | None = None) -> list[XlaCommit]:
+    """The commits in ``old..new`` of a local openxla/xla clone whose diff adds or removes a
+    line naming ``name`` (``git log -G``; ``-S`` misses a default flipped in place), newest
+    first."""
+    done = subprocess.run(["git", "-C", str(xla_repo), "log", "--format=%H%x09%s",
+                           "-G", re.escape(name), f"{old}..{new}"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return []
+    out = []
+    for line in done.stdout.splitlines():
+        sha, _, subject = line.partition("\t")
+        sets = False
+        if new_value is not None:
+            shown = subprocess.run(["git", "-C", str(xla_repo), "show", "--format=", "-U0",
+                                    sha], capture_output=True, text=True, check=False).stdout
+            sets = any(added.startswith("+") and name in added
+                       and re.search(rf"\b{re.escape(new_value)}\b", added)
+                       for added in shown.splitlines())
+        out.append(XlaCommit(sha, subject, sets))
+    return out
+
+
+def most_likely(commits: list[XlaCommit], name: str) -> XlaCommit | None:
+    """The commit that sets the new value, else one naming the culprit in its subject, else
+    the newest."""
+    for test in (lambda c: c.sets_new_value, lambda c: name in c.subject, lambda c: True):
+        if found := next((c for c in commits if test(c)), None):
+            return found
+    return None
+
+
+def culprit_commits(culprit: dict, attribution: dict, xla_repo: Path) -> dict:
+    """``--xla-repo``: the commits between the two XLA pins, in a local openxla/xla clone,
+    that touch the explanation's culprit flag or pass, and the most likely one."""
+    pins = attribution.get("xla_commits") or {}
+    out = {"name": None, "range": None, "commits": [], "most_likely": None, "note": None}
+    if culprit.get("kind") not in ("flag", "pass") or not culprit.get("name"):
+        return {**out, "note": "no culprit to look for"}
+    if not (pins.get("old") and pins.get("new")):
+        return {**out, "note": "the XLA pins of the two releases are not known (see --jax-repo)"}
+    name = culprit["name"].split()[0].removeprefix("--")
+    defaults = culprit.get("flag_defaults_changed") or (culprit.get("flags") or {}).get(
+        "flag_defaults_changed") or []
+    change = next((c for c in defaults if c["name"] == name), None)
+    commits = commits_touching(xla_repo, pins["old"], pins["new"], name,
+                               str(change["new"]) if change else None)
+    likely = most_likely(commits, name)
+    return {**out, "name": name, "range": f"{pins['old']}..{pins['new']}",
+            "commits": [asdict(c) for c in commits],
+            "most_likely": asdict(likely) if likely else None,
+            "note": None if commits else f"no commit between the pins names {name}"}

@@ -19,6 +19,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from .commits import XLA_REPO_URL
+from .render import details, table
+
 TRIAGE_TOOL = "jax-toolbox-triage"
 TRIAGE_ARGS = "NVIDIA/JAX-Toolbox .github/triage/jax_toolbox_triage/args.py"
 NEEDS = ("a JAX-Toolbox container (ghcr.io/nvidia/jax: git checkouts of jax and XLA under "
@@ -65,3 +68,17 @@ def render_xla_range(attribution: dict) -> list[str]:
                 f"```sh\n{triage['command']}\n```", "",
                 f"It needs {triage['needs']}.", ""]
     return out
+
+
+def render_culprit_commits(info: dict) -> list[str]:
+    """Markdown lines: the XLA commits between the pins that touch the culprit
+    (``--xla-repo``), the most likely first."""
+    if not info["commits"]:
+        return [f"_XLA commits touching the culprit: none listed ({info['note']})._", ""]
+    likely = info["most_likely"]
+    rows = [[f"[`{c['sha'][:10]}`]({XLA_REPO_URL}/commit/{c['sha']})", c["subject"],
+             "yes" if c["sets_new_value"] else ""] for c in info["commits"]]
+    return [f"**XLA commits between the pins that touch `{info['name']}`** ({len(rows)}); most "
+            f"likely [`{likely['sha'][:10]}`]({XLA_REPO_URL}/commit/{likely['sha']}): "
+            f"{likely['subject']}", "",
+            *details("All of them", [table(["commit", "subject", "sets the new value"], rows)])]
