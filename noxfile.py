@@ -152,15 +152,23 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "jaxbisect.bench", *session.posargs)
 
 
+# Workers for `nox -s tests`: one a core, at most four (docs/benchmarks.md has the figures):
+# a worker waits on uv and on its subprocesses a good part of its time.
+TEST_WORKERS = str(min(os.cpu_count() or 2, 4))
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite: real JAX CPU releases installed with uv, property tests, the CLI.
+    """The test suite: real JAX CPU releases installed with uv, property tests, the CLI; one
+    worker a core (``-- -n 0`` runs in one process), each test file in one worker (a file's
+    tests share its fixtures, the SLURM cluster included).
 
-    Its environments and results live in .cache/tests/ inside the clone (kept between runs),
-    never in the user's cache."""
-    session.install("-e", ".[test]")
+    Its environments and results live in .cache/tests/ inside the clone (kept between runs,
+    shared by the workers), never in the user's cache."""
+    session.install("-e", ".[test]", "pytest-xdist>=3")
     session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", "-n", TEST_WORKERS, "--dist", "loadfile",
+                *(session.posargs or ["-q"]))
 
 
 # No proxy answers here: a test that reaches for the network fails in tests_fast, so a test

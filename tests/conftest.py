@@ -76,6 +76,17 @@ def repro_json(python: Path, *args: str) -> dict:
 SYSTEM_PYTHON = Path(sys.executable)
 
 
+def cache_sharing_environments(cache: Path) -> dict:
+    """An environment for a subprocess whose results and catalogue are its own (``cache``)
+    while its JAX environments are the tests' (installed once a clone): for a test that
+    asserts on what the store holds, which other tests (other xdist workers) write at once."""
+    shared = TEST_CACHE / "envs"
+    shared.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "envs").symlink_to(shared)
+    return {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
+
+
 def recorded_pypi(url: str) -> bytes:
     """A ``fetch`` that answers PyPI's JSON URLs from the responses recorded in tests/data."""
     return (REPO / "tests" / "data" / f"pypi-{url.rstrip('/').split('/')[-2]}.json").read_bytes()

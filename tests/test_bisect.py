@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TEST_CACHE
+from conftest import REPO, TEST_CACHE, cache_sharing_environments
 
 from jaxbisect import cli as cli_module
 
@@ -150,13 +150,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", "--n-res", "15",
             "--n-inner", "10", "--n-outer", "1", "3", "6", "--no-evidence", "--reports",
             str(tmp_path), "--json"]
-    cache = tmp_path / "cache"
-    env = {**os.environ, "JAX_SCAN_REPRO_CACHE": str(cache)}
-    # The environments themselves come from the tests' cache: share its envs folder.
-    shared = TEST_CACHE / "envs"
-    shared.mkdir(parents=True, exist_ok=True)
-    cache.mkdir()
-    (cache / "envs").symlink_to(shared)
+    env = cache_sharing_environments(tmp_path / "cache")
     # A runner that started us in the background may have us ignore SIGINT, and a child
     # inherits that: give it the terminal's Ctrl-C back, as a user's shell would.
     child = subprocess.Popen([sys.executable, "-m", "jaxbisect", *args], cwd=REPO, env=env,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TEST_CACHE, repro_json, run_repro
+from conftest import REPO, cache_sharing_environments, repro_json, run_repro
 
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
 SMALL = ["--param", "n_res=32", "--param", "n_outer=3", "--over", "none"]
@@ -21,9 +21,10 @@ def write_case(tmp_path: Path, body: str, name: str = "mine.py") -> str:
     return str(path)
 
 
-def bisect(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def bisect(*args: str, timeout: float = 900, env: dict | None = None
+           ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "jaxbisect", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_case_memory_is_the_builtin_harness_figure(jax_python):
@@ -106,8 +107,8 @@ def test_harness_bad_input_is_one_line(args, words):
     assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
 
 
-def results_files() -> set[Path]:
-    return set((TEST_CACHE / "results").rglob("metric-*.json"))
+def results_files(cache: Path) -> set[Path]:
+    return set((cache / "results").rglob("metric-*.json"))
 
 
 @pytest.mark.jax
@@ -177,13 +178,16 @@ def test_bisects_a_command_by_a_field_of_its_json(tmp_path, jax_python):
 @pytest.mark.jax
 def test_a_command_without_the_field_is_bad_input_and_stores_nothing(tmp_path, jax_python):
     jax_python("0.5.0")
-    before = results_files()
+    # A store of its own: other workers' tests write to the shared one meanwhile.
+    cache = tmp_path / "cache"
+    env = cache_sharing_environments(cache)
+    before = results_files(cache)
     done = bisect("--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--metric", "speed",
-                  "--reports", str(tmp_path), "--", "python",
-                  str(REPO / "tests" / "data" / "scan_memory_command.py"))
+                  "--reports", str(tmp_path / "reports"), "--", "python",
+                  str(REPO / "tests" / "data" / "scan_memory_command.py"), env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "no field 'speed'" in done.stderr.strip().splitlines()[-1]
-    assert results_files() == before
+    assert results_files(cache) == before
 
 
 @pytest.mark.parametrize("args, words", [
