@@ -295,11 +295,27 @@ def _disk_full(what: str) -> str:
             f"(free some, or point JAX_SCAN_REPRO_CACHE elsewhere)")
 
 
+UV_TAGS = ("error:", "cause:", "hint:", "help:", "warning:", "Using Python")
+
+
 def _uv_error(stderr: str) -> str:
-    """uv's complaint in one line: its ``error:`` line and the root ``cause:`` under it."""
-    lines = [line.strip().lstrip("×╰─▶│├ ").strip() for line in stderr.splitlines()]
+    """uv's complaint in one line: its ``error:`` line and the root ``cause:`` under it.
+
+    uv wraps a long cause to the terminal's width (COLUMNS, set under pytest-xdist and by
+    some CI runners): a line that starts with neither a tag nor a tree mark continues the one
+    before it."""
+    lines: list[str] = []
+    for raw in stderr.splitlines():
+        line = raw.strip().lstrip("×╰─▶│├ ").strip()
+        if not line:
+            continue
+        marked = raw.lstrip(" │").startswith(("×", "╰", "├"))
+        if lines and not marked and not line.startswith(UV_TAGS):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
     lines = [line for line in lines
-             if line and not line.startswith(("hint:", "help:", "warning:", "Using Python"))]
+             if not line.startswith(("hint:", "help:", "warning:", "Using Python"))]
     if not lines:
         return "uv failed without saying why"
     head = next((line[len("error:"):].strip() for line in lines if line.startswith("error:")), None)

@@ -154,6 +154,23 @@ def test_uv_errors_become_one_line():
         "Connection refused (os error 111)")
     assert environments._uv_error("") == "uv failed without saying why"
     assert environments._uv_error("error: boom\n") == "boom"
+    # Wrapped to the terminal's width (COLUMNS=80): the cause is whole, as unwrapped.
+    wrapped = textwrap.dedent("""\
+        Using Python 3.11.7 environment at: /x
+        error: No solution found when resolving dependencies
+          cause: Because there is no version of jax==0.4.99 and you require jax==0.4.99,
+                 we can conclude that your requirements are unsatisfiable.
+        """)
+    assert environments._uv_error(wrapped) == environments._uv_error(wrapped.replace(
+        ",\n                 we", ", we")) == (
+        "No solution found when resolving dependencies: Because there is no version of "
+        "jax==0.4.99 and you require jax==0.4.99, we can conclude that your requirements are "
+        "unsatisfiable.")
+    tree = "  × No solution found\n  ╰─▶ Because there is no version of jax==0.4.99, we\n" \
+           "      can conclude that your requirements are unsatisfiable.\n"
+    assert environments._uv_error(tree) == ("Because there is no version of jax==0.4.99, we "
+                                            "can conclude that your requirements are "
+                                            "unsatisfiable.")
 
 
 # --- the reuse and rebuild rules, with a fake uv ---------------------------------------------
