@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TEST_CACHE
+from conftest import REPO, TEST_CACHE, cache_sharing_environments
 from fake_lab import FakeLab, scripted
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -172,14 +172,15 @@ def test_no_end_knowing_a_flag_is_refused_before_any_run(recorded_catalogue, tmp
 
 # -- the command line, real releases ------------------------------------------------------------
 
-def bisect(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def bisect(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "jaxbisect", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=900, env=dict(os.environ))
+                          capture_output=True, text=True, timeout=900,
+                          env=env or dict(os.environ))
 
 
-def metric_runs(version: str) -> set[Path]:
-    """The stored runs (everything but flag lists) of a release in the tests' store."""
-    folder = TEST_CACHE / "results" / "cpu" / f"jax-{version}"
+def metric_runs(version: str, cache: Path = TEST_CACHE) -> set[Path]:
+    """The stored runs (everything but flag lists) of a release in a store."""
+    folder = cache / "results" / "cpu" / f"jax-{version}"
     return {p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("xla-flags")}
 
 
@@ -187,10 +188,13 @@ def metric_runs(version: str) -> set[Path]:
 def test_a_flag_no_end_knows_is_one_line_exit_2_and_nothing_measured(jax_python, tmp_path):
     for version in ("0.5.0", "0.5.1"):
         jax_python(version)  # installed: the flag lists are listed, nothing else is made
-    before = {v: metric_runs(v) for v in ("0.5.0", "0.5.1")}
+    # A store of its own: other workers' tests write to the shared one meanwhile.
+    cache = tmp_path / "cache"
+    env = cache_sharing_environments(cache)
+    before = {v: metric_runs(v, cache) for v in ("0.5.0", "0.5.1")}
     reports = tmp_path / "reports"
     done = bisect(REPO, "--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
-                  "--xla-flags=--bogus_flag_xyz=1", "--reports", str(reports))
+                  "--xla-flags=--bogus_flag_xyz=1", "--reports", str(reports), env=env)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -198,7 +202,7 @@ def test_a_flag_no_end_knows_is_one_line_exit_2_and_nothing_measured(jax_python,
                                "--bogus_flag_xyz in jax 0.5.0 or jax 0.5.1 (nearest: --xla_")
     assert done.stdout == ""
     assert not reports.exists()                                      # no report written
-    assert {v: metric_runs(v) for v in ("0.5.0", "0.5.1")} == before  # no run made
+    assert {v: metric_runs(v, cache) for v in ("0.5.0", "0.5.1")} == before  # no run made
 
 
 @pytest.mark.jax
