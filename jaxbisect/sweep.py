@@ -78,6 +78,7 @@ from .files import (
     write_json_if_changed,
 )
 from .harness import ignored_environment_note, target_label, target_option
+from .known_flags import FlagCheckedLab, lister
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
 from .question import Question, Run, compared_runs, question_from, with_compare, with_params
@@ -670,10 +671,18 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     backend = resolve_backend(args.backend, target, gpu_elsewhere=executor is not LOCAL)
     reports: Path = args.reports or (Path("reports") / (
         "repro" if args.case is None else f"{question.case.name}-{question.metric}"))
-    check_reports_folder(reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    lab = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
-    sweeps = [Sweep(question, backend, select(catalogue, args, backend), args.timeout, lab)]
+    real = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
+    # As a bisection: a flag no end of the range knows is refused before anything is measured;
+    # a release whose XLA does not know one is a failed run that says so, never a crash.
+    lab = FlagCheckedLab(real, lister(real, say))
+    planned = select(catalogue, args, backend)
+    measured = [p.release for p in planned if not p.skip]
+    if measured:
+        lab.check_at_ends([("--xla-flags", question.xla_flags)], [measured[0], measured[-1]],
+                          backend)
+    check_reports_folder(reports)
+    sweeps = [Sweep(question, backend, planned, args.timeout, lab)]
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(question, target=target_option(args.also_target))
         sweeps.append(Sweep(also, DEVICELESS, select(catalogue, args, DEVICELESS),

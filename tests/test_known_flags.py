@@ -206,6 +206,33 @@ def test_a_flag_no_end_knows_is_one_line_exit_2_and_nothing_measured(jax_python,
 
 
 @pytest.mark.jax
+def test_the_sweep_checks_its_flags_as_a_bisection_does(jax_python, tmp_path):
+    """``nox -s repro_range -- --xla-flags …`` (jaxbisect.sweep): a flag neither end of the
+    releases asked knows is one line, exit 2, nothing written or run; one that an end does not
+    know is said in its row, never a crash."""
+    for version in ("0.5.0", "0.5.1"):
+        jax_python(version)
+    cache = tmp_path / "cache"
+    env = cache_sharing_environments(cache)
+    sweep = [sys.executable, "-m", "jaxbisect.sweep", "--release", "0.5.0", "0.5.1",
+             "--backend", "cpu", "--n-res", "16", "--n-inner", "10", "--n-outer", "2", "4"]
+    bogus = subprocess.run([*sweep, "--xla-flags=--bogus_flag_xyz=1", "--reports",
+                            str(tmp_path / "bogus")], cwd=REPO, capture_output=True, text=True,
+                           timeout=900, env=env)
+    assert bogus.returncode == 2 and bogus.stdout == "", bogus.stderr
+    assert len(bogus.stderr.strip().splitlines()) == 1 and "--bogus_flag_xyz" in bogus.stderr
+    assert not (tmp_path / "bogus").exists() and not metric_runs("0.5.0", cache)
+    one_end = subprocess.run([*sweep, "--xla-flags=--xla_ignore_channel_id=true",
+                              "--reports", str(tmp_path / "one")], cwd=REPO,
+                             capture_output=True, text=True, timeout=900, env=env)
+    results = {json.loads(p.read_text())["release"]: json.loads(p.read_text())
+               for p in (tmp_path / "one").glob("jax-*.json")}
+    assert "does not know --xla_ignore_channel_id" in results["0.5.0"]["error"]
+    assert "crash" not in results["0.5.0"]["error"].lower()
+    assert results["0.5.1"]["series"]["status"] == "grows", one_end.stderr
+
+
+@pytest.mark.jax
 def test_a_flag_one_end_does_not_know_is_said_and_never_called_a_crash(jax_python, tmp_path):
     """``--xla_ignore_channel_id`` is 0.5.1's name for 0.5.0's
     ``--xla_experimental_ignore_channel_id``: jax 0.5.1 is measured, 0.5.0 is not run."""
