@@ -440,7 +440,6 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     asked = question_of(args, ())
     # A shape is scale-free: explained at the case's search size, as a bisection's is.
     question = with_params(asked, smaller_size(asked))
-    check_reports_folder(args.reports)
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     release = catalogue.get(args.explain)
     backend = resolve_backend(args.backend, question.target)
@@ -450,6 +449,7 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
     real = RealLab(say, remeasure=args.remeasure)
     lab = FlagCheckedLab(real, lister(real, say))
     lab.check_at_ends([("--xla-flags", question.xla_flags)], [release], backend)
+    check_reports_folder(args.reports)  # after the checks: a refusal writes nothing
     explanation = explain_release(lab, release, backend,
                                   question, say, threshold=args.threshold,
                                   timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
