@@ -1043,14 +1043,18 @@ class CommitBisection:
     def status(self) -> str:
         return self.search.search.status if self.search else "unmeasurable"
 
+    unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
+
     @property
     def came_with(self) -> str | None:
         """``jax`` (a commit of jax's Python), ``jaxlib`` (the newer release's jaxlib: jax's
         Python up to its last commit that runs on the older one behaves as the older
-        release), or None: cannot tell."""
+        release, and only the newer release's own commits are after it), or None: cannot
+        tell."""
         if self.status == "found":
             return "jax"
-        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")):
+        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")) \
+                and self.unseen is None:
             return "jaxlib"
         return None
 
@@ -1109,12 +1113,22 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
     found = MetricBisection(b.request, tuple(candidates), (), search,
                             probe_limit(n, b.request.jobs), time_limit=timer.limit)
     labels: tuple = ()
-    if search.status == "alike" and not b.searched.noisy:
-        # Alike ends are the jaxlib's doing only where they behave as the older release.
+    if search.status in ("alike", "found") and not b.searched.noisy:
+        # The commit ends as the release search's classifier places them: alike ends are the
+        # jaxlib's doing only where both behave as the older release; a found change whose
+        # new end is neither release's behaviour is said so.
         release_classifier = b.classifier()
         labels = tuple(release_classifier(search.placed[i].values).label.value
                        for i in (0, n - 1))
-    return CommitBisection(span, found, ends_as_releases=labels)
+    # Commits after the new end that are not the newer release's own (its preparation, its
+    # branch) are jax's Python of releases in between, never run: the jaxlib cannot be
+    # named then.
+    others = sorted({c.version or "?" for c in span.need_new if c.version != str(new.version)})
+    unseen = (f"jax's Python up to {span.candidates[-1].short} behaves as jax {old.version} on "
+              f"its jaxlib, but {sum(c.version != str(new.version) for c in span.need_new)} "
+              f"commits after it, of jax {', '.join(others)}, need a newer jaxlib and were "
+              f"not run: search a pair of consecutive releases" if others else None)
+    return CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

@@ -10,8 +10,7 @@ from __future__ import annotations
 import shlex
 
 from .bisection import CommitBisection, MetricBisection
-from .files import shown_path
-from .report import details, figure, figure_text, seen, standalone_script, table
+from .report import details, figure, figure_text, seen, table
 
 # What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
 AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib")}
@@ -25,14 +24,14 @@ def _commit(c, **more) -> dict | None:
 def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     """The ``commits`` part: what was searched, each step, what was skipped and the answer."""
     old, new = b.pair or (None, None)
-    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.reason,
+    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.reason or cb.unseen,
            "old": str(old.version) if old else None, "new": str(new.version) if new else None,
            "first_bad": None, "last_good": None, "exact": False, "candidates": 0,
            "steps": [], "skipped": [], "need_new": [], "between": []}
     span = cb.span
     if span is None:
         return doc
-    doc.update(repo=shown_path(span.repo), from_tag=span.old_tag, to_tag=span.new_tag,
+    doc.update(from_tag=span.old_tag, to_tag=span.new_tag,
                runs_on={"jax": str(old.version), "jaxlib": span.jaxlib},
                old_end=_commit(span.candidates[0]), new_end=_commit(span.candidates[-1]),
                candidates=len(span.candidates),
@@ -57,7 +56,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                       "error": failure.error if failure and not placed.values else None,
                       "runs": len(placed.runs), "cached": placed.cached,
                       "seconds": round(sum(r.seconds for r in placed.runs), 2)})
-    doc.update(steps=steps, reason=cb.reason or s.reason,
+    doc.update(steps=steps, reason=cb.reason or cb.unseen or s.reason,
                skipped=[{"sha": st["sha"], "subject": st["subject"],
                          "why": st["error"] or st["reason"]}
                         for st in steps if st["label"] == "skip"],
@@ -102,9 +101,14 @@ def commits_headline(doc: dict) -> str | None:
                                        for x in merged[:3])
                 + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
                 if merged else f"by {first['author']}")
+        last = c["last_good"]
+        ends = c.get("ends_as_releases") or []
+        third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
+                 f"release (the release search's classifier says {ends[1]}): a third "
+                 f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
         return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}; "
-                f"its parent behaves as jax {c['old']} (both on jaxlib "
-                f"{c['runs_on']['jaxlib']}).")
+                f"the commit before it on jax's first-parent history, {short(last)}, behaves "
+                f"as jax {c['old']} (both on jaxlib {c['runs_on']['jaxlib']}).{third}")
     if c["came_with"] == "jaxlib":
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
@@ -200,13 +204,14 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     old = c["runs_on"]
     venv = f"venv-{old['jax']}"
     q = b.request.question
-    run = (f"{venv}/bin/python measure.py" if q.case is not None and standalone_script(b)
-           else f"(. {venv}/bin/activate && {shlex.join(q.command)})" if q.command
-           else f"{venv}/bin/python measure.py")
+    flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
+    jax = "jax[cuda12]" if b.request.backend == "cuda12" else "jax"
+    run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
+           f"{shlex.join(q.command)})" if q.command
+           else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
-             f"python3 -m venv {venv} && {venv}/bin/pip install jax=={old['jax']} "
+             f"python3 -m venv {venv} && {venv}/bin/pip install '{jax}=={old['jax']}' "
              f"jaxlib=={old['jaxlib']}"]
     for commit, expect in pair:
-        lines.append(f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
-                     f"{run}   # {expect}")
+        lines.append(f"git -C jax-src checkout -q {commit['sha']} && {run}   # {expect}")
     return lines

@@ -29,6 +29,7 @@ from .locks import held
 JAX_GITHUB = "https://github.com/jax-ml/jax"
 SOURCE_DIRS = ("jax", "jax_plugins")  # what a commit puts on the path: all of jax's Python
 VERSION_FILE = "jax/version.py"
+DONE = ".jaxbisect-checked-out"  # in a checkout: the commit its last finished switch put there
 _PREFIX = re.compile(r"[0-9]+(?:\.[0-9]+)*")  # jax's own check_jaxlib_version reads this
 _ASSIGNED = r'^{}\s*(?::\s*str)?\s*=\s*["\']([^"\']+)["\']'
 _MERGED_PR = re.compile(r"^Merge pull request #(\d+) ")
@@ -101,7 +102,8 @@ class Commit:
         hash (ten characters here; git's abbreviation there)."""
         import datetime
 
-        day = datetime.date.fromtimestamp(self.timestamp).strftime("%Y%m%d")
+        # The day in UTC (jax takes the machine's): a stored run's key is the same anywhere.
+        day = datetime.datetime.fromtimestamp(self.timestamp, datetime.UTC).strftime("%Y%m%d")
         return f"{self.version}.dev{day}+{self.short}"
 
     def as_json(self) -> dict:
@@ -128,7 +130,8 @@ class CommitRange:
         """The commits a merge brought in (its second parent's side), newest first."""
         if len(merge.parents) < 2:
             return []
-        return _log(self.repo, f"{merge.parents[0]}..{merge.parents[1]}", first_parent=False)
+        return _log(self.repo, merge.parents[1], f"^{merge.parents[0]}", f"^{self.old_tag}",
+                    first_parent=False)
 
     def files(self, commit: Commit) -> list[str]:
         """The files ``commit`` touched (against its first parent)."""
@@ -166,8 +169,10 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     if given is not None:
         if not Path(given).is_dir():
             raise UserError(f"--jax-repo {given}: no such directory")
-        if not _has(Path(given), "HEAD") and not _tags(Path(given)):
-            raise UserError(f"--jax-repo {given}: not a git clone of jax-ml/jax")
+        if not _tags(Path(given)):
+            raise UserError(f"--jax-repo {given}: not a git clone of jax-ml/jax with its "
+                            f"jax-v* tags (`git -C {given} fetch --tags`, or clone "
+                            f"{JAX_GITHUB})")
         return Path(given)
     repo = cached_clone()
     if (repo / "HEAD").is_file():
@@ -204,8 +209,11 @@ def ensure_tag(repo: Path, tag: str, say=lambda message: None) -> str:
     it cannot be had."""
     if not _has(repo, tag):
         say(f"{tag} is not in {shown_path(repo)}; fetching its tags …")
-        subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--tags", "origin"],
-                       capture_output=True, timeout=600)
+        try:
+            subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--tags", "origin"],
+                           capture_output=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # said below: the tag is still missing
     if not _has(repo, tag):
         raise UserError(f"{shown_path(repo)} has no tag {tag} (and fetching it failed): "
                         f"`git -C {shown_path(repo)} fetch --tags` where you have the network")
@@ -215,10 +223,10 @@ def ensure_tag(repo: Path, tag: str, say=lambda message: None) -> str:
 _FIELDS = "%H%x1f%P%x1f%ct%x1f%cI%x1f%an%x1f%s%x1f%b%x1e"
 
 
-def _log(repo: Path, spec: str, *, first_parent: bool = True) -> list[Commit]:
-    """The commits of ``spec``, oldest first, with jax's version numbers at each."""
+def _log(repo: Path, *specs: str, first_parent: bool = True) -> list[Commit]:
+    """The commits of ``specs``, oldest first, with jax's version numbers at each."""
     out = git(repo, "log", *(("--first-parent",) if first_parent else ()), "--reverse",
-              f"--format={_FIELDS}", spec)
+              f"--format={_FIELDS}", *specs)
     rows = [row.strip("\n").split("\x1f") for row in out.split("\x1e") if row.strip()]
     versions = _versions(repo, [row[0] for row in rows])
     return [Commit(sha=sha, subject=subject, author=author, date=date,
@@ -233,9 +241,15 @@ def _versions(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
     process (``cat-file --batch``)."""
     if not shas:
         return {}
-    done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
-                          input="".join(f"{sha}:{VERSION_FILE}\n" for sha in shas).encode(),
-                          capture_output=True, timeout=300)
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                              input="".join(f"{sha}:{VERSION_FILE}\n" for sha in shas).encode(),
+                              capture_output=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"git cat-file in {shown_path(repo)}: {exc}") from None
+    if done.returncode != 0:
+        raise UserError(f"git cat-file in {shown_path(repo)} failed: "
+                        f"{done.stderr.decode(errors='replace').strip()[-300:]}")
     data, found, at = done.stdout, {}, 0
     for sha in shas:
         header_end = data.index(b"\n", at)
@@ -352,16 +366,22 @@ class Checkouts:
                 folder.name)
             git(folder, "sparse-checkout", "set", *SOURCE_DIRS)
         else:
+            marker = folder / DONE
+            # Trusted only where a switch finished: one stopped half-way (Ctrl-C) left HEAD as
+            # it was and some files of the other commit.
+            finished = marker.read_text().strip() if marker.is_file() else ""
+            if finished == sha:
+                return
+            marker.unlink(missing_ok=True)
             here = subprocess.run(["git", "-C", str(folder), "rev-parse", "--verify", "--quiet",
                                    "HEAD^{commit}"], capture_output=True, text=True).stdout.strip()
-            if here == sha:
-                return
             if here:  # bytecode is checked by a source's time and size: drop the changed ones'
                 for path in git(folder, "diff", "--name-only", here, sha, "--",
                                 *SOURCE_DIRS).split():
                     stale(folder / path)
         git(folder, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force",
             "--detach", sha)
+        (folder / DONE).write_text(sha + "\n")
 
 
 _POOLS: dict[tuple[Path, Path], Checkouts] = {}

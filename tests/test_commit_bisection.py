@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,28 @@ def commit_release_version(i: int) -> str:
     return synthetic(["old"] * (i + 1)).candidates[i].jax_version
 
 
+def test_commits_of_releases_in_between_never_run_are_cannot_tell(recorded_catalogue,
+                                                                     tmp_path):
+    """Alike ends with commits after the new end that belong to a release between the pair
+    (a pair that is not consecutive): never "the jaxlib"."""
+    states = ["old"] * 5
+    lab = lab_of(states, tmp_path)
+    b = bisect_metric(recorded_catalogue, MetricRequest(OLD_RELEASE, NEW_RELEASE, "cpu",
+                                                        COMMAND), lab, lambda m: None)
+    span = synthetic(states)
+    between = replace(span.candidates[-1], sha=sha_of(99), version="0.4.30.1",
+                      refused="needs jaxlib >= 0.4.30.1")
+    own = replace(span.candidates[-1], sha=sha_of(98), version=NEW_RELEASE,
+                  refused="needs jaxlib >= 0.4.31")
+    alone = bisect_commits(b, lambda old, new: replace(span, need_new=(own,)), lab,
+                           lambda m: None)
+    assert alone.came_with == "jaxlib" and alone.unseen is None
+    mixed = bisect_commits(b, lambda old, new: replace(span, need_new=(between, own)), lab,
+                           lambda m: None)
+    assert mixed.status == "alike" and mixed.came_with is None
+    assert "0.4.30.1" in mixed.unseen and "consecutive" in mixed.unseen
+
+
 def test_no_pair_of_releases_no_commit_search(recorded_catalogue, tmp_path):
     lab = lab_of(["old", "old"], tmp_path)
     alike = FakeLab(lambda v, q, k: exit_status_run(0, "", v, k), Store(tmp_path))
@@ -318,6 +341,11 @@ def test_a_checkout_is_the_commit_file_for_file(jax_history, jax_python):
             assert not (folder / "jax" / "_src" / "note_0.py").exists() or i >= 9
     assert seen[0][1] == "False" and seen[7][1] == "True" and seen[11][1] == "True"
     assert seen[2][1] == "False"
+    with pool.at(shas[0]) as folder:  # a switch stopped half-way (Ctrl-C): HEAD as it was
+        (folder / ".jaxbisect-checked-out").unlink()
+        (folder / "jax" / "lax" / "__init__.py").write_text("raise ImportError('half')\n")
+    with pool.at(shas[0]) as folder:  # not trusted: checked out again
+        assert "half" not in (folder / "jax" / "lax" / "__init__.py").read_text()
     pool.prepare(shas[9], python)  # ahead of its probe: switched and compiled
     with pool.at(shas[9]) as folder:
         assert git(folder, "rev-parse", "HEAD") == shas[9]
