@@ -1038,12 +1038,11 @@ class CommitBisection:
     search: MetricBisection | None
     reason: str | None = None
     ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
+    unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
 
     @property
     def status(self) -> str:
         return self.search.search.status if self.search else "unmeasurable"
-
-    unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
 
     @property
     def came_with(self) -> str | None:
@@ -1058,18 +1057,18 @@ class CommitBisection:
             return "jaxlib"
         return None
 
-    def commit_at(self, index: int | None):
-        return None if index is None else self.search.candidates[index].commit
+    def commit_at(self, index: int):
+        return self.search.candidates[index].commit
 
     @property
     def last_good(self):
-        r = self.search.search.result if self.search else None
-        return self.commit_at(r.last_old) if r and self.status == "found" else None
+        return self.commit_at(self.search.search.result.last_old) if self.status == "found" \
+            else None
 
     @property
     def first_bad(self):
-        r = self.search.search.result if self.search else None
-        return self.commit_at(r.first_new) if r and self.status == "found" else None
+        return self.commit_at(self.search.search.result.first_new) if self.status == "found" \
+            else None
 
 
 def commit_release(release: Release, commit) -> Release:
@@ -1123,11 +1122,11 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
     # Commits after the new end that are not the newer release's own (its preparation, its
     # branch) are jax's Python of releases in between, never run: the jaxlib cannot be
     # named then.
-    others = sorted({c.version or "?" for c in span.need_new if c.version != str(new.version)})
-    unseen = (f"jax's Python up to {span.candidates[-1].short} behaves as jax {old.version} on "
-              f"its jaxlib, but {sum(c.version != str(new.version) for c in span.need_new)} "
-              f"commits after it, of jax {', '.join(others)}, need a newer jaxlib and were "
-              f"not run: search a pair of consecutive releases" if others else None)
+    others = [c for c in span.need_new if c.version != str(new.version)]
+    unseen = (f"jax's Python up to {last.short} behaves as jax {old.version} on its jaxlib, "
+              f"but {len(others)} commits after it, of jax "
+              f"{', '.join(sorted({c.version or '?' for c in others}))}, need a newer jaxlib "
+              f"and were not run: search a pair of consecutive releases" if others else None)
     return CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
 
 

@@ -19,7 +19,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import UserError
@@ -100,10 +101,8 @@ class Commit:
         """The commit as a version, in the form ``jax.__version__`` takes in a git checkout
         (jax/version.py's ``_version_from_git_tree``): the version, the commit's day, its
         hash (ten characters here; git's abbreviation there)."""
-        import datetime
-
         # The day in UTC (jax takes the machine's): a stored run's key is the same anywhere.
-        day = datetime.datetime.fromtimestamp(self.timestamp, datetime.UTC).strftime("%Y%m%d")
+        day = datetime.fromtimestamp(self.timestamp, UTC).strftime("%Y%m%d")
         return f"{self.version}.dev{day}+{self.short}"
 
     def as_json(self) -> dict:
@@ -287,8 +286,6 @@ def commit_range(repo: Path, old: str, new: str, jaxlib: str,
 
 
 def _judged(commit: Commit, jaxlib: str) -> Commit:
-    from dataclasses import replace
-
     if not commit.version or not commit.minimum_jaxlib:
         return replace(commit, refused=f"no jax version in {VERSION_FILE} there")
     return replace(commit, refused=refusal(commit.version, commit.minimum_jaxlib, jaxlib))
@@ -361,7 +358,6 @@ class Checkouts:
     def _switch(self, folder: Path, sha: str) -> None:
         if not (folder / ".git").exists():
             shutil.rmtree(folder, ignore_errors=True)
-            folder.parent.mkdir(parents=True, exist_ok=True)
             git(folder.parent, "clone", "--quiet", "--shared", "--no-checkout", str(self.repo),
                 folder.name)
             git(folder, "sparse-checkout", "set", *SOURCE_DIRS)
@@ -393,9 +389,10 @@ def checkouts(repo: Path) -> Checkouts:
     probes run at once (``--jobs``) take different slots of it."""
     key = (Path(repo).resolve(), cache_dir())
     with _POOLS_LOCK:
-        return _POOLS.setdefault(key, Checkouts(key[0], key[1] / "checkouts"
-                                                / hashlib.sha256(str(key[0]).encode())
-                                                .hexdigest()[:12]))
+        if key not in _POOLS:
+            digest = hashlib.sha256(str(key[0]).encode()).hexdigest()[:12]
+            _POOLS[key] = Checkouts(key[0], key[1] / "checkouts" / digest)
+        return _POOLS[key]
 
 
 def stale(source: Path) -> None:

@@ -125,7 +125,7 @@ class Question:
     def store_key(self, release: Release, backend: str, kind: str, **more: object) -> Key:
         """The store's key for a result of ``kind`` about this question under ``release`` (a
         commit's: on the release whose environment it runs in)."""
-        if getattr(release, "commit", None) is not None:  # (a key needs only the version)
+        if release.commit is not None:
             more = {**more, "runs_on": str(release.runs_on)}
         return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
                    self.harness())

@@ -27,9 +27,10 @@ Answer = Callable[[str, Question, int], "Run | dict | None"]
 
 @dataclass(frozen=True)
 class _Version:
-    """What a store key needs of a release: its version."""
+    """What a store key needs of a release: its version (and that it is no jax commit)."""
 
     version: str
+    commit: None = None
 
 
 class MissingRun(LookupError):

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from fake_lab import FakeLab
+from fake_lab import FakeLab, _Version
 from noise_models import MODELS
 
 from jaxbisect.bisection import (
@@ -95,11 +95,6 @@ def hold_pass_dumps(lab: FakeLab, version: str, question: Question,
         (folder / f"module_0001.jit_solve.{k:04d}.opt.after_{name}.before_next.txt").write_text(
             f"HloModule jit_solve, pass {k}\n")
     (folder / COMPLETE).write_text("")
-
-
-class _Version:
-    def __init__(self, version: str):
-        self.version = version
 
 
 @pytest.mark.parametrize("name", ["iid", "drifting", "bursts"])
