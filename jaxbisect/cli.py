@@ -114,6 +114,11 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         if not command:
             p.error("nothing after `--`: give a command to bisect with")
     args = p.parse_args(argv)
+    if args.render is not None:
+        if args.start or args.end or args.explain or command:
+            p.error("--render FILE remakes a report from its JSON alone: leave out --from, "
+                    "--to, --explain and `--`")
+        return args, command
     for refused, why in (
             (args.explain is None and (args.start is None or args.end is None),
              "give --from and --to (or --explain RELEASE)"),
@@ -151,6 +156,11 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     def say(message: str) -> None:  # one write a line: probes in threads share stderr
         print(message + "\n", end="", file=sys.stderr, flush=True)
 
+    if args.render is not None:  # no run, no network: the document alone
+        from .report import rerender
+
+        print(f"report: {rerender(Path(args.render))}", file=sys.stderr)
+        return 0
     note = ignored_environment_note()
     if note:
         say(note)
@@ -248,6 +258,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         flags_known()
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
+        from .commands import display_path
         from .minimize import minimal_document, minimize
 
         q = bisection.request.question
@@ -258,7 +269,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
                                             report.unit_of(bisection))
-        extra["minimal"]["case_path"] = report.display_path(q.case.path)
+        extra["minimal"]["case_path"] = display_path(q.case.path)
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster
@@ -294,24 +305,26 @@ def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
     the folder the user stands in (the report's keep a maintainer's form: the case by its
     name, from the clone)."""
     from . import report
+    from .commands import sweep_argv
+    from .markdown import answer
+    from .markdown.commits import commits_first_lines
 
+    typed = report.typed_at(bisection, doc, here)
     lines = [plain(text)
-             for text in (report.answer_line(bisection, doc),
-                          report.thirds_line(bisection, doc),
-                          report.raised_line(bisection, doc, at=here),
-                          report.crash_line(bisection, doc, at=here),
-                          report.yanked_line(bisection, doc, at=here)) if text]
+             for text in (answer.answer_line(typed), *commits_first_lines(typed),
+                          answer.thirds_line(typed), answer.raised_line(typed),
+                          answer.crash_line(typed), answer.yanked_line(typed)) if text]
     lines += [known_line(entry) for entry in doc.get("xla_flags_known", ())]
     if "sweep" in doc:
         lines.append(f"a change made and undone inside the range cannot be seen by "
                      f"bisection; every release: "
-                     f"{shlex.join(report.sweep_argv(bisection, at=here))}")
+                     f"{shlex.join(sweep_argv(bisection, at=here))}")
     if "minimal" in doc:
         lines.append(minimal_line(doc["minimal"]))
     lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
     lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
               f"the rest needs a real GPU: {part['command']}"
-              for part in report.needs_a_gpu(bisection, at=here)]
+              for part in typed["needs_a_gpu"]]
     if "next_step" in doc:
         lines.append(f"to look further: "
                      f"{wider_range(catalogue, bisection, at=here)['next_step']['command']}")
@@ -322,7 +335,7 @@ def wider_range(catalogue, b, at: Path | None = None) -> dict:
     """Where to look next when the range holds no change: the same question up to the newest
     release installable here ({} where the range already ends there); ``at``: the command as
     typed in that folder (report.reproduce_argv)."""
-    from .report import reproduce_argv
+    from .commands import reproduce_argv
 
     req = b.request
     newest = max((r for r in catalogue.releases

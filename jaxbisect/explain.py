@@ -36,6 +36,7 @@ from .bisection import (
 from .budgets import Deadline, explain_limit
 from .catalogue import Release, backend_words
 from .classify import Label
+from .commands import display_path
 from .crashes import is_crash
 from .errors import InstallFailed
 from .evidence.commits import commit_range, github
@@ -49,7 +50,7 @@ from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
-from .report import display_path, series_of
+from .report import series_of
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,

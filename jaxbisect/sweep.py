@@ -67,9 +67,11 @@ from .catalogue import (
     needs_another_python,
 )
 from .classify import Label, Paired, Placement
+from .commands import question_argv
 from .environments import resolve_backend
 from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
+from .figures import figure, figure_text, seen, shown_bare
 from .files import (
     RUN_DEPENDENT_KEYS,
     VOLATILE_LINES,
@@ -82,7 +84,7 @@ from .known_flags import FlagCheckedLab, lister
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
 from .question import Question, Run, compared_runs, question_from, with_compare, with_params
-from .report import figure, figure_text, question_argv, seen, series_of, shown_bare
+from .report import series_of
 
 PROG = "python -m jaxbisect.sweep"
 SCHEMA = 2

@@ -1,0 +1,74 @@
+"""A bisection's report: the first screen, then everything else folded below it."""
+
+from __future__ import annotations
+
+from .answer import first_screen, notes_lines
+from .commits import commits_lines
+from .reproduce import standalone_lines
+from .sections import (
+    attribution_lines,
+    evidence_lines,
+    hlo_lines,
+    minimal_lines,
+    run_lines,
+    tried_lines,
+    why_lines,
+)
+from .tables import interior_lines, packages_lines, probes_lines
+from .words import LIMIT, details
+
+CUT_NOTE = ("[… {left} characters left out here to keep the report within GitHub's "
+            "{limit:,}-character comment limit; the JSON document beside it holds them whole]")
+
+
+def target_lines(doc: dict) -> list[str]:
+    """A user's target spec file, which travels with the report."""
+    spec = doc.get("target_spec")
+    if not spec:
+        return []
+    return details(f"{spec['name']}: the target spec (save it beside the program)",
+                   [spec["text"].rstrip()], "text")
+
+
+def render_bisection(doc: dict) -> str:
+    """The markdown report of a bisection's document."""
+    notes = notes_lines(doc)
+    if "sweep" in doc:
+        notes += ["A change made and undone inside the range cannot be seen by bisection: "
+                  "to measure every release in it:", "", "```sh", doc["sweep"], "```", ""]
+    if doc.get("next_step"):
+        step = doc["next_step"]
+        notes += [f"The newest release installable here is jax {step['newest']}; to look "
+                  f"further:", "", "```sh", step["command"], "```", ""]
+    parts = [*first_screen(doc), *(["## Notes", "", *notes] if notes else [])]
+    sections = {  # the document's optional parts, in the report's order
+        "commits": commits_lines, "commits_by_pair": commits_lines,
+        "attribution": attribution_lines, "explanation": why_lines,
+        "hlo_module": hlo_lines, "evidence": evidence_lines, "minimal": minimal_lines,
+        "try_xla_flags": tried_lines,
+        "interrupted": lambda d: [f"_{d['interrupted'][0].upper()}"
+                                  f"{d['interrupted'][1:]}._", ""]}
+    done = set()
+    body = []
+    for key, lines in sections.items():
+        if doc.get(key) and lines not in done:
+            done.add(lines)
+            body += lines(doc)
+    parts += ["## Details", "", *interior_lines(doc), *probes_lines(doc),
+              *standalone_lines(doc), *target_lines(doc), *body, *run_lines(doc),
+              *packages_lines(doc["probes"])]
+    return within_limit(parts)
+
+
+def within_limit(parts: list[str], limit: int = LIMIT) -> str:
+    """The lines joined, the longest lines cut (with a note) until the whole fits GitHub's
+    comment limit; the first screen is never cut."""
+    text = "\n".join(parts)
+    while len(text) > limit:
+        longest = max(range(len(parts)), key=lambda i: len(parts[i]))
+        over = len(text) - limit
+        keep = max(0, len(parts[longest]) - over - 200)
+        left = len(parts[longest]) - keep
+        parts[longest] = parts[longest][:keep] + "\n" + CUT_NOTE.format(left=left, limit=limit)
+        text = "\n".join(parts)
+    return text
