@@ -126,8 +126,10 @@ class MetricSearch:
 
     @property
     def runs(self) -> int:
-        """Runs made (or taken from the store) in all, the ends' included."""
-        return sum(len(p.runs) for p in self.placed.values())
+        """Runs made (or taken from the store) in all, the ends' included (a crash rate's
+        runs each)."""
+        return sum((r.crash_rate or {}).get("runs", 1) for p in self.placed.values()
+                   for r in p.runs)
 
 
 Reduce = Callable[[Run], tuple]
@@ -319,8 +321,11 @@ def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
         every = [first, *(run_at(i, base + k) for k in range(2, runs + 1))]
         figures = [r.samples[0] for r in every if r.status == "ok" and r.samples]
         rate = rate_of(figures)
-        if rate is None:
-            return first
+        if rate is None:  # none crashed: the first's figure, and every run it took counted
+            return replace(first, crash_rate={"crash": None, "crashed": 0, "runs": len(every),
+                                              "rate": 0.0},
+                           seconds=round(sum(r.seconds for r in every), 2),
+                           cached=all(r.cached for r in every))
         seen_crash.set()
         return replace(first, samples=(rate.figure([f for f in figures if not is_crash(f)]),),
                        crash=rate.crash, crash_rate=rate.as_json(),
@@ -332,7 +337,8 @@ def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
 
 def crashes_of(placed: Placed) -> dict | None:
     """How often ``placed``'s runs crashed (crashes.CrashRate's JSON), or None."""
-    rated = next((r.crash_rate for r in placed.runs if r.crash_rate), None)
+    rated = next((r.crash_rate for r in placed.runs if r.crash_rate
+                  and r.crash_rate["crashed"]), None)
     if rated:
         return rated
     rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])

@@ -67,7 +67,9 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
         doc.update(exact=r.exact,
                    last_good=_commit(cb.last_good),
                    first_bad=_commit(first, files=span.files(first),
-                                     side_commits=[_commit(c) for c in span.side_commits(first)]),
+                                     side_commits=[_commit(c) for c in span.side_commits(first)],
+                                     **({"reverts": reverts}
+                                        if (reverts := span.reverted(first)) else {})),
                    between=[_commit(cb.commit_at(i))
                             for i in range(r.last_old + 1, r.first_new)])
     doc["reproduce"] = reproduce_lines(doc, b)

@@ -164,13 +164,27 @@ def culprit_line(doc: dict) -> str | None:
                    c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
     line = f"- **Culprit:** {what} `{c['name']}`{change}"
     checks = [w for w in c.get("workarounds") or () if w.get("brings", "old") == "old"]
+    if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
+        checks = [{"xla_flags": f"--xla_disable_hlo_passes={c['name']}",
+                   "release": doc["first_new"]["jax"], "safe": True}]
     if checks:
         w = checks[0]
-        line += (f"; check: `XLA_FLAGS={w['xla_flags']}` under jax {w['release']} brings back "
-                 f"the old {doc['metric']['name']} ({setting_kind(doc, w)})")
+        before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
+        line += (f"; check: {check_command(doc, w)} brings back {before} "
+                 f"{doc['metric']['name']} ({setting_kind(doc, w)})")
     elif c["kind"] == "pass":
         line += "; the releases' HLO modules first differ after it"
     return line + "."
+
+
+def check_command(doc: dict, w: dict) -> str:
+    """A setting as a maintainer tries it: on the standalone program's command where the
+    document has one, else under the release."""
+    end = next((e for e in (doc.get("reproducer") or {}).get("ends") or ()
+                if e["jax"] == w["release"]), None)
+    if end:
+        return f"`XLA_FLAGS={w['xla_flags']} {end['command']}` (jax {w['release']})"
+    return f"`XLA_FLAGS={w['xla_flags']}` under jax {w['release']}"
 
 
 def setting_kind(doc: dict, w: dict) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .answer import first_screen, notes_lines
 from .commits import commits_lines
 from .reproduce import standalone_lines
@@ -17,6 +19,7 @@ from .sections import (
 from .tables import interior_lines, packages_lines, probes_lines
 from .words import LIMIT, details
 
+FENCED = re.compile(r"^```[\w-]*\n(?P<body>.*?)\n```$", re.MULTILINE | re.DOTALL)
 CUT_NOTE = ("[… {left} characters left out here to keep the report within GitHub's "
             "{limit:,}-character comment limit; the JSON document beside it holds them whole]")
 
@@ -61,14 +64,20 @@ def render_bisection(doc: dict) -> str:
 
 
 def within_limit(parts: list[str], limit: int = LIMIT) -> str:
-    """The lines joined, the longest lines cut (with a note) until the whole fits GitHub's
-    comment limit; the first screen is never cut."""
+    """The lines joined, the longest code blocks (the evidence's dumps and diffs) cut, each
+    with a note, until the whole fits GitHub's comment limit."""
     text = "\n".join(parts)
     while len(text) > limit:
-        longest = max(range(len(parts)), key=lambda i: len(parts[i]))
-        over = len(text) - limit
-        keep = max(0, len(parts[longest]) - over - 200)
-        left = len(parts[longest]) - keep
-        parts[longest] = parts[longest][:keep] + "\n" + CUT_NOTE.format(left=left, limit=limit)
-        text = "\n".join(parts)
+        blocks = [m for m in FENCED.finditer(text)]
+        if not blocks:
+            break
+        block = max(blocks, key=lambda m: len(m["body"]))
+        note = CUT_NOTE.format(left=0, limit=limit)
+        keep = len(block["body"]) - (len(text) - limit) - len(note) - 20
+        if keep < 0 and len(block["body"]) <= len(note) + 20:
+            break  # nothing left worth cutting
+        kept = block["body"][:max(0, keep)].rsplit("\n", 1)[0] if keep > 0 else ""
+        left = len(block["body"]) - len(kept)
+        body = f"{kept}\n{CUT_NOTE.format(left=left, limit=limit)}".lstrip("\n")
+        text = text[:block.start("body")] + body + text[block.end("body"):]
     return text

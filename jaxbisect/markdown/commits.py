@@ -69,15 +69,18 @@ def headline(doc: dict, c: dict) -> str:
                                        for x in merged[:3])
                 + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
                 if merged else f"by {first['author']}")
-        last = c["last_good"]
+        last = c.get("last_good")
+        before = (f"; the commit before it on jax's first-parent history, {short(last)}, "
+                  f"behaves as jax {c['old']} (both on jaxlib {c['runs_on']['jaxlib']})"
+                  if last else "")
+        gate = (f" It needs jaxlib {c['new_jaxlib']} too (jax's gate: `{c['jaxlib_gate']}`)."
+                if c["came_with"] == "both" and c.get("jaxlib_gate") else "")
         ends = c.get("ends_as_releases") or []
         third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
                  f"release (the release search's classifier says {ends[1]}): a third "
                  f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
         return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}"
-                f"{revert_words(first)}; the commit before it on jax's first-parent history, "
-                f"{short(last)}, behaves as jax {c['old']} (both on jaxlib "
-                f"{c['runs_on']['jaxlib']}).{third}")
+                f"{revert_words(first)}{before}.{gate}{third}")
     if c["came_with"] == "jaxlib":
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
@@ -131,7 +134,8 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if first:
         lines += [f"First bad commit: {first['url']}" + (f", pull request {first['pr_url']}"
                                                          if first.get("pr_url") else ""),
-                  f"Its parent (last good): {c['last_good']['url']}", ""]
+                  *([f"Its parent (last good): {c['last_good']['url']}"]
+                    if c.get("last_good") else []), ""]
         if first.get("files"):
             lines += details(f"the {len(first['files'])} files it touched", first["files"],
                              "text")

@@ -5,6 +5,7 @@ flags tried, the HLO bundle, where and on what the runs ran."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -133,13 +134,29 @@ def test_table(tests: list[dict], metric: str, u: str, summary: str) -> list[str
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
+TRIED = re.compile(r"under jax (?P<release>[\w.]+)(?P<middle>.*?) for (?P<found>\d+) of "
+                   r"the (?P<tried>\d+) passes tried")
+
+
 def said_of(c: dict) -> str | None:
-    """A search's sentence, left out where it counts nothing ("none of the 0 …")."""
+    """A search's sentence, left out where it counts nothing ("none of the 0 …"); a
+    document's "k of the n passes tried" (written before the crashed ones were said apart)
+    counted again from its tests: the passes measured, and those that crashed apart."""
     text = c.get("text")
     if not text or (c.get("kind") == "none" and not c.get("flag_defaults_changed")
                     and "flag_defaults_changed" in c):
         return None
-    return text
+
+    def counted(m: re.Match) -> str:
+        at = [t for t in c.get("tests") or () if t["release"] == m["release"]
+              and t["behaviour"] != "not tested"]
+        failed = [t["xla_flags"].split("=", 1)[1] for t in at if t["behaviour"] == "skip"]
+        more = (f" ({len(failed)} more crashed or gave no figure: "
+                + ", ".join(f"`{n}`" for n in failed) + ")" if failed else "")
+        return (f"under jax {m['release']}{m['middle']} for {m['found']} of the "
+                f"{len(at) - len(failed)} passes measured{more}")
+
+    return TRIED.sub(counted, text).replace(" (ways around it there)", "")
 
 
 def why_lines(doc: dict) -> list[str]:
