@@ -227,3 +227,34 @@ def test_a_revert_names_the_change_it_removes_or_lands_again(tmp_path):
     assert span.reverted(revert) == {"sha": change.sha, "subject": change.subject, "pr": 27001,
                                      "relands": False, "chain": 1}
     assert span.reverted(again)["sha"] == change.sha and span.reverted(again)["relands"]
+
+
+def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
+        recorded_catalogue):
+    """The error metric runs each end three times (a crash rate): all three are counted."""
+    from fake_lab import FakeLab, scripted
+
+    from jaxbisect.bisection import MetricRequest, bisect_metric
+    from jaxbisect.markdown.tables import probe_rows
+    from jaxbisect.question import question_from
+    from jaxbisect.report import document
+
+    case = REPO / "repro" / "cases" / "jvp_vmap_symbolic_zero.py"
+    request = MetricRequest(start="0.5.3", end="0.6.0", backend="cpu",
+                            question=question_from("error", str(case), [], ()))
+    lab = FakeLab(scripted(lambda v, n: "no error" if v == "0.5.3" else "TypeError: x"))
+    doc = document(bisect_metric(recorded_catalogue, request, lab, lambda m: None), None)
+    assert doc["search"]["runs"] == len(lab.asked) == 6 and doc["crashes"] == []
+    headers, rows = probe_rows(doc)
+    assert sum(int(row[headers.index("runs")]) for row in rows) == len(lab.asked)
+
+
+def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
+    doc = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")
+    assert "jax-toolbox-triage" in render(doc)  # inside jaxlib: the hand-off below it
+    doc["attribution"]["culprit"] = "jax"
+    markdown = render(doc)
+    assert "jax-toolbox-triage" not in markdown
+    (command,) = [line for line in markdown.splitlines() if line.endswith(" --commits")]
+    assert command.startswith(doc["reproduce"].split(" --case")[0].replace(
+        doc["from"], doc["last_old"]["jax"]).replace(doc["to"], doc["first_new"]["jax"]))

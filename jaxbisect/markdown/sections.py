@@ -13,7 +13,6 @@ from ..evidence.handoff import render_culprit_commits, render_xla_range
 from ..evidence.render import render_buffers_markdown
 from ..executors import cluster_markdown
 from ..figures import figure_cell
-from ..minimize import minimal_markdown
 from .answer import setting_kind
 from .words import details, pair_or_ends, params_text, table, unit
 
@@ -223,10 +222,31 @@ def hlo_lines(doc: dict) -> list[str]:
 
 
 def minimal_lines(doc: dict) -> list[str]:
-    m = doc["minimal"]
-    text = minimal_markdown(m, m.get("case_path", ""))
-    title, _, body = text.partition("\n")
-    return details(title.removeprefix("## "), [body.strip(), ""])
+    """``--minimize``: the smallest parameters at which the pair still behave apart, and the
+    program at them."""
+    m, title = doc["minimal"], "Minimal reproducer"
+    if m.get("at_start") == "cannot tell":
+        return details(title, [f"Cannot tell whether jax {m['old']} and {m['new']} behave apart "
+                               f"at the parameters asked for (the paired test left it "
+                               f"undecided), so nothing was shrunk.", ""])
+    if not m["kept_at_start"]:
+        return details(title, [f"The change does not show between jax {m['old']} and "
+                               f"{m['new']} at the parameters asked for, so nothing was "
+                               f"shrunk.", ""])
+    changed = {k: (m["started_from"][k], v) for k, v in m["params"].items()
+               if m["started_from"].get(k) != v}
+    shrunk = ", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()) or "nothing smaller"
+    note = "" if m["complete"] else " (the time budget ran out: smaller may exist)"
+    fixed = (f" Kept as the case's author fixed them: {', '.join(m['fixed'])}."
+             if m["fixed"] else "")
+    old, new = (figure_cell(m["metric"], m["unit"] or "", m[k]) for k in ("old_value",
+                                                                         "new_value"))
+    return details(title, [
+        f"The smallest parameters at which jax {m['old']} and {m['new']} still behave apart "
+        f"({m['metric']}: {old} against {new}), found by halving each integer parameter and "
+        f"tightening, in {m['trials']} trials{note}: {shrunk}.{fixed}", "",
+        f"The program ({m.get('case_path', '')} with these defaults):", "", "```python",
+        m["program"].rstrip(), "```"])
 
 
 def run_lines(doc: dict) -> list[str]:

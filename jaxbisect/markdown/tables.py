@@ -261,7 +261,7 @@ def probes_lines(doc: dict) -> list[str]:
                   *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
                   *grouped_skips(doc["skipped"]), ""]
     return details(f"Releases probed ({search['probes']} of {search['candidates']} "
-                   f"candidates): the table, the search, the chart",
+                   f"candidates): the table, the search{', the chart' if drawn else ''}",
                    [how_text(doc), "", *lines])
 
 
