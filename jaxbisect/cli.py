@@ -376,10 +376,12 @@ def probes_line(bisection) -> str:
     measured = {i: p for i, p in (inside.placed.items() if inside else ()) if i not in s.placed}
     runs = {(r.release, r.number): r for p in (*s.placed.values(), *measured.values())
             for r in p.runs}
-    stored = sum(r.cached for r in runs.values())
+    # An error metric's end is its crash rate's runs (the report's and the JSON's count).
+    made = {key: (r.crash_rate or {}).get("runs", 1) for key, r in runs.items()}
+    stored = sum(made[key] for key, r in runs.items() if r.cached)
     return (f"probes: {len(s.placed)} ({s.remeasures} re-measured)"
             + (f", and {len(measured)} releases inside the ends" if measured else "")
-            + f"; runs: {len(runs)}, {stored} of them stored from an earlier run")
+            + f"; runs: {sum(made.values())}, {stored} of them stored from an earlier run")
 
 
 def minimal_line(minimal: dict) -> str:

@@ -258,3 +258,8 @@ def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
     (command,) = [line for line in markdown.splitlines() if line.endswith(" --commits")]
     assert command.startswith(doc["reproduce"].split(" --case")[0].replace(
         doc["from"], doc["last_old"]["jax"]).replace(doc["to"], doc["first_new"]["jax"]))
+    from jaxbisect.cli import probes_line
+
+    b = bisect_metric(recorded_catalogue, request, FakeLab(scripted(
+        lambda v, n: "no error" if v == "0.5.3" else "TypeError: x")), lambda m: None)
+    assert "runs: 6," in probes_line(b)  # the terminal's count too
