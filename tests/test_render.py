@@ -235,6 +235,7 @@ def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
     from fake_lab import FakeLab, scripted
 
     from jaxbisect.bisection import MetricRequest, bisect_metric
+    from jaxbisect.cli import probes_line
     from jaxbisect.markdown.tables import probe_rows
     from jaxbisect.question import question_from
     from jaxbisect.report import document
@@ -243,10 +244,12 @@ def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
     request = MetricRequest(start="0.5.3", end="0.6.0", backend="cpu",
                             question=question_from("error", str(case), [], ()))
     lab = FakeLab(scripted(lambda v, n: "no error" if v == "0.5.3" else "TypeError: x"))
-    doc = document(bisect_metric(recorded_catalogue, request, lab, lambda m: None), None)
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    doc = document(b, None)
     assert doc["search"]["runs"] == len(lab.asked) == 6 and doc["crashes"] == []
     headers, rows = probe_rows(doc)
     assert sum(int(row[headers.index("runs")]) for row in rows) == len(lab.asked)
+    assert f"runs: {len(lab.asked)}," in probes_line(b)  # the terminal's count too
 
 
 def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
@@ -258,8 +261,3 @@ def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
     (command,) = [line for line in markdown.splitlines() if line.endswith(" --commits")]
     assert command.startswith(doc["reproduce"].split(" --case")[0].replace(
         doc["from"], doc["last_old"]["jax"]).replace(doc["to"], doc["first_new"]["jax"]))
-    from jaxbisect.cli import probes_line
-
-    b = bisect_metric(recorded_catalogue, request, FakeLab(scripted(
-        lambda v, n: "no error" if v == "0.5.3" else "TypeError: x")), lambda m: None)
-    assert "runs: 6," in probes_line(b)  # the terminal's count too
