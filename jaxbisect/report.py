@@ -23,6 +23,7 @@ from repro.case import UNITS
 from repro.metrics import concrete
 from repro.options import BISECT, command_line
 from repro.target import load as load_target
+from repro.units import MIB, column, mib, mib_number
 
 from .bisection import (
     OUTPUT_TOLERANCE,
@@ -155,7 +156,7 @@ def shown(metric: str, unit: str, number: float | None) -> str:
     if number is None:
         return "–"
     if unit == "bytes":
-        return f"{number / 1024**2:.2f} MB"
+        return mib(number)
     if unit == "s":
         return f"{number * 1e3:.3f} ms" if number < 1 else f"{number:.3f} s"
     if abs(number) >= 1e5:  # a command's large figure (bytes, counts): digits, not 6.567e+07
@@ -596,7 +597,7 @@ def series_columns(b: MetricBisection, doc: dict):
     the search's), the case's COMPARE programs, the shape; and a probe's cells in them."""
     q, unit = b.request.question, doc["metric"]["unit"] or ""
     name, values = q.over
-    scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    scale = column(unit)
     headers = ["mode", *(f"{name}={v}{scale}" for v in values),
                *(f"{label}{scale}" for label in q.case.compare), "shape"]
 
@@ -655,7 +656,7 @@ def shown_bare(unit: str, number) -> str:
     """A figure in a column whose header carries the unit."""
     if number is None:
         return "–"
-    return f"{number / 1024**2:.2f}" if unit == "bytes" else shown("", unit, number)
+    return mib_number(number) if unit == "bytes" else shown("", unit, number)
 
 
 def probe_rows(b: MetricBisection, doc: dict | None = None) -> tuple[list[str], list[list]]:
@@ -678,7 +679,7 @@ def shape_chart(b: MetricBisection) -> dict | None:
     [(value, figure)], with the chart's words (``chart_markdown``'s and ``write_png``'s
     arguments); None where fewer than two have numbers."""
     q, unit = b.request.question, unit_of(b)
-    scale, y = (1024**2, f"{q.metric} (MB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
+    scale, y = (MIB, f"{q.metric} (MiB)") if unit == "bytes" else (1, f"{q.metric} ({unit})")
     lines = {}
     indices = sorted({0, len(b.candidates) - 1, *(b.sized.full if b.sized else ())})
     for i in indices:
@@ -713,7 +714,7 @@ def chart(b: MetricBisection, doc: dict) -> str | None:
     if len(points) < 2:
         return None
     unit = doc["metric"]["unit"] or ""
-    scale, label = (1024**2, "MB") if unit == "bytes" else (1, unit or q.metric)
+    scale, label = (MIB, "MiB") if unit == "bytes" else (1, unit or q.metric)
     values = [v / scale for _, v in points]
     top = max(values) * 1.1 or 1.0
     return "\n".join([
@@ -1276,9 +1277,9 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
         series = t.get("series") or {}
         if not series or None in series.values():
             return word
-        figures = " / ".join(shown(question.metric, unit, v).removesuffix(" MB")
+        figures = " / ".join(shown(question.metric, unit, v).removesuffix(" MiB")
                              for v in series.values())
-        return (f"{word} ({figures}{' MB' if unit == 'bytes' else ''} at {question.over[0]} "
+        return (f"{word} ({figures}{' MiB' if unit == 'bytes' else ''} at {question.over[0]} "
                 f"{' / '.join(series)})")
 
     rows = [[t["xla_flags"].split("=", 1)[1], cell(t),
