@@ -144,12 +144,24 @@ def figure(metric: str, samples: tuple) -> dict:
     value = samples[0]
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
         return {"value": value[0], "rate": value[1], "n": len(samples)}  # a shape
+    if isinstance(value, dict) and not outputs_agree(samples):  # a nondeterministic output
+        return {"nondeterministic": True, "value": "nondeterministic: its runs' outputs differ",
+                "n": len(samples), "runs": [s.get("values") for s in samples]}
     if isinstance(value, dict):  # an output digest
         leaves = len(value.get("shapes") or [])
         return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples),
                 "values": (value.get("values") or [])[:max(0, len(value.get("values") or [])
                                                            - 2 * leaves)]}
     return {"value": value, "n": len(samples)}
+
+
+def outputs_agree(samples: tuple) -> bool:
+    """Output digests of one release's runs are the same bytes. Runs of one program in one
+    environment give the same bits unless it reads what it never wrote (or races): runs
+    that differ at all are nondeterministic, even where they agree within the tolerance the
+    releases are compared by (two values of uninitialised memory ~1e-310 do), and no one of
+    them is shown as the release's value."""
+    return len({s.get("sha256") if isinstance(s, dict) else repr(s) for s in samples}) <= 1
 
 
 def shown(metric: str, unit: str, number: float | None) -> str:
@@ -1044,6 +1056,12 @@ def standalone_lines(b: MetricBisection) -> list[str]:
     return lines
 
 
+def nondeterministic(question, placed: Placed) -> bool:
+    """``placed``'s runs gave outputs that differ (the classifier's NONDETERMINISTIC)."""
+    return question.metric == "output" and len(placed.samples) > 1 and \
+        not outputs_agree(placed.samples)
+
+
 def document(b: MetricBisection, report_path: Path | None, extra: dict | None = None) -> dict:
     req, q, s = b.request, b.request.question, b.search
     probes = []
@@ -1057,7 +1075,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
             "label": p.label.value if p else unplaced,
             "confidence": p.confidence if p else None,
-            "third": bool(p and p.third), "reason": p.reason if p else None,
+            "third": bool(p and p.third),
+            "reason": (p.reason if p else None) if not nondeterministic(q, placed) else
+            "; ".join(filter(None, [p and p.reason, "its runs' outputs differ: nondeterministic"])),
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,
@@ -1066,6 +1086,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                      # and answered with its one hung run (budgets.EndsTimer).
                      for r in {r.number: r for r in placed.runs}.values()],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
+            **({"nondeterministic": True} if nondeterministic(q, placed) else {}),
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
             "rounds": [list(r) for r in placed.rounds],
@@ -1107,6 +1128,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                                  {str(b.candidates[i].version) for i in s.placed}),
         "crash_hint": crash_hint(b),
         "raised": raised_releases(b),
+        **({"nondeterministic_releases": [p["jax"] for p in probes if p.get("nondeterministic")]}
+           if any(p.get("nondeterministic") for p in probes) else {}),
         "probes": probes,
         "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
         "needs_a_gpu": needs_a_gpu(b),

@@ -106,14 +106,14 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     assert [(v, k) for v, k, _ in lab.asked] == [("0.4.38", 1), ("0.5.2", 1), ("0.5.0", 1),
                                                  ("0.5.1", 1)]  # the ends, then inside them
     line = answer_line(b)
-    assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
+    assert "62.63 MiB at jax 0.4.38 and 62.63 MiB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line
     stored = json.loads(json.dumps(doc))  # the report reads its figures from the document
     assert render(b, doc=stored) == render(b)
     stored["probes"][0]["figure"]["median"] = 2 * 1024**2
     shown = render(b, doc=stored)
-    assert "2.00 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in shown
-    assert any(line.startswith("| 0.4.38 ") and "| 2.00 MB " in line
+    assert "2.00 MiB at jax 0.4.38 and 62.63 MiB at jax 0.5.2" in shown
+    assert any(line.startswith("| 0.4.38 ") and "| 2.00 MiB " in line
                for line in shown.splitlines())
 
 

@@ -27,12 +27,13 @@ from jaxbisect.report import (
     write_report,
 )
 from repro.case import CaseError, read_case
+from repro.units import MIB
 from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
 
 REPO = Path(__file__).resolve().parent.parent
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
 DATA = Path(__file__).parent / "data" / "shape"
-MB = 1024**2
+MB = MIB  # repro.units: sizes are shown in MiB
 
 
 def recorded(name: str) -> dict:
@@ -104,7 +105,7 @@ def test_a_missing_or_zero_figure_is_no_shape():
 
 def fake_measure(release, question, number):
     """The recorded documents of jax 0.5.0 and 0.5.1; the search's n_res 32; the COMPARE
-    programs flat at 30.52 MB."""
+    programs flat at 30.52 MiB."""
     small = question.params.get("n_res") == 32
     doc = copy.deepcopy(recorded(release + ("-n_res32" if small else "")))
 
@@ -139,9 +140,9 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
         3112.79, 6164.55, 15319.82, 30578.61, 45837.40]  # the full size, not the search's
     assert list(doc["probes"][0]["compare"]["v2"]["figures"]) == ["1", "2"]
     headers, rows = probe_rows(b)
-    assert headers[4] == "n_outer=1 (MB)" and rows[1][headers.index("shape")] == \
+    assert headers[4] == "n_outer=1 (MiB)" and rows[1][headers.index("shape")] == \
         "grows (+1.00/outer)"
-    assert rows[0][headers.index("v1 (MB)")] == "30.52"
+    assert rows[0][headers.index("v1 (MiB)")] == "30.52"
     assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
     assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(b)
 
