@@ -294,7 +294,7 @@ def reproducer_line(doc: dict) -> str | None:
         return None
     if part["why_not"]:
         return f"no standalone program: {part['why_not']}"
-    said = "; ".join(f"jax {end['jax']}: {end['output'].splitlines()[-1] if end['output'] else ''}"
+    said = "; ".join(f"jax {end['jax']}: {', '.join(end['output'].splitlines())}"
                      for end in part["ends"])
     shows = {True: "shows the change", False: "does not show the change",
              None: "could not be run at both ends"}[part["shows_change"]]

@@ -33,12 +33,12 @@ def test_a_one_way_flag_is_named_as_a_workaround_with_its_figure_and_why_not_bot
     bullets = [line for line in lines if line.startswith("- **Workaround:**")]
     assert len(bullets) == 1
     (bullet,) = bullets
-    for part in ("`--xla_cpu_use_thunk_runtime=false`", "jax 0.4.33", "35.13 MB",
+    for part in ("`--xla_cpu_use_thunk_runtime=false`", "jax 0.4.33", "35.13 MiB",
                  "could not be tested", "UNIMPLEMENTED: Custom call target __onednn$matmul",
                  "jax 0.4.31"):
         assert part in bullet
     flags = table_rows(lines, "Every flag setting measured")
-    assert flags[0][:4] == ["0.4.33", "`--xla_cpu_use_thunk_runtime=false`", "old", "35.13 MB"]
+    assert flags[0][:4] == ["0.4.33", "`--xla_cpu_use_thunk_runtime=false`", "old", "35.13 MiB"]
     assert flags[1][:3] == ["0.4.31", "`--xla_cpu_use_thunk_runtime=true`", "skip"]
     assert flags[1][4].startswith("UNIMPLEMENTED")
     passes = table_rows(lines, "Every HLO pass turned off")
