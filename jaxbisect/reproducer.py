@@ -238,10 +238,9 @@ def not_written(why: str) -> dict:
 def sizes(b, minimal: dict | None = None) -> tuple[dict, tuple]:
     """The parameters and the shape's values the answer used: the minimizer's where it shrank
     the case, else the search's (a shape searched at a smaller size: that size)."""
-    q = b.searched
+    q = b.searched  # a shape's values: the search's (scale-free), the minimizer's sizes or not
     if minimal and minimal.get("kept_at_start") and minimal.get("params"):
-        q = b.request.question
-        return {**q.params, **minimal["params"]}, q.over
+        return {**b.request.question.params, **minimal["params"]}, q.over
     return dict(q.params), q.over
 
 

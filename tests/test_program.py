@@ -232,3 +232,46 @@ def test_a_bisection_says_which_releases_are_nondeterministic(recorded_catalogue
     assert new["nondeterministic"] and new["figure"]["nondeterministic"]
     assert "values" not in new["figure"] and len(new["figure"]["runs"]) == 2
     assert not any(p.get("nondeterministic") for p in doc["probes"] if p["jax"] != "0.6.2")
+
+
+def test_a_plain_program_gets_a_shells_environment(monkeypatch):
+    from jaxbisect.harness import plain_environ
+
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/repro")
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
+    env = plain_environ("--xla_cpu_use_thunk_runtime=false")
+    assert "PYTHONPATH" not in env and "JAX_PLATFORMS" not in env
+    assert env["XLA_FLAGS"] == "--xla_cpu_use_thunk_runtime=false"
+    assert "XLA_FLAGS" not in plain_environ()
+
+
+def test_the_stage_writes_at_the_search_size_and_says_when_an_end_cannot_run(
+        recorded_catalogue, tmp_path):
+    """A shape searched small (the scan case: n_res 32, n_outer 2 and 5) is written at that
+    size; an end whose environment cannot be had leaves the program without a measured
+    answer (shows_change null), and nothing of it is stored: a rerun tries again."""
+    from fake_lab import scripted
+
+    from jaxbisect.reproducer import reproducer_of, sizes
+    from jaxbisect.store import Store
+    from repro.case import SCAN_CASE
+
+    def shape(version: str, number: int):
+        return ["grows", 1.0] if version == "0.5.1" else ["constant", 0.0]
+
+    question = question_from(None, str(SCAN_CASE), [], ())
+    store = Store(tmp_path / "store")
+    b = bisect_metric(recorded_catalogue, MetricRequest("0.5.0", "0.5.1", "cpu", question),
+                      FakeLab(scripted(shape), store), lambda m: None)
+    assert b.search.status == "found"
+    assert sizes(b) == ({"n_res": 32}, ("n_outer", (2, 5)))
+    assert sizes(b, {"kept_at_start": True, "params": {"n_res": 3, "n_inner": 2}}) == (
+        {"n_res": 3, "n_inner": 2}, ("n_outer", (2, 5)))
+    part = reproducer_of(b, FakeLab(scripted(shape), store), lambda m: None)
+    assert part["why_not"] is None and part["lines"] <= MAX_LINES
+    assert "case(n_res=32, n_outer=value)" in part["program"]
+    assert [(e["jax"], e["role"], e["exit"]) for e in part["ends"]] == [
+        ("0.5.0", "last good", None), ("0.5.1", "first bad", None)]
+    assert part["shows_change"] is None and "not installed" in part["ends"][0]["output"]
+    assert not list((tmp_path / "store").rglob("program-*.json"))
