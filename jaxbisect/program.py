@@ -12,6 +12,7 @@ an output as its values, an error by raising it. jaxbisect/reproducer.py runs it
 from __future__ import annotations
 
 import ast
+import shlex
 from dataclasses import dataclass
 
 from repro.case import CONSTANTS, CaseFile
@@ -45,8 +46,6 @@ class Program:
 
     @property
     def command(self) -> str:
-        import shlex
-
         flags = f"XLA_FLAGS={shlex.quote(self.xla_flags)} " if self.xla_flags.strip() else ""
         return f"{flags}python {FILE}"
 
