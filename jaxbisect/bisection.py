@@ -39,6 +39,7 @@ from .classify import (
     Placement,
     matching,
     noisy,
+    outputs,
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
@@ -65,6 +66,7 @@ MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
 OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
+RUNS_OUTPUT = 2          # an output's: two that differ say it is nondeterministic
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
 
@@ -559,8 +561,10 @@ def reduce_for(question: Question) -> Reduce:
 
 
 def batch_size(question: Question, runs: int | None = None) -> int:
-    """Runs a release is measured with at a time: ``runs``, else five for a noisy metric."""
-    return runs or (RUNS_NOISY if question.noisy else 1)
+    """Runs a release is measured with at a time: ``runs``, else five for a noisy metric,
+    two for an output (runs that differ: nondeterministic), one for anything else."""
+    return runs or (RUNS_NOISY if question.noisy else
+                    RUNS_OUTPUT if question.metric == "output" else 1)
 
 
 def measure_batch(lab: Lab, release: Release, backend: str, question: Question, first: int,
@@ -606,9 +610,9 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
             from repro.verdict import shapes_alike
 
             return matching(list(old), list(new), shapes_alike)
-        if metric == "output":
-            return matching(list(old), list(new),
-                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
+        if metric == "output":  # a release whose runs differ: nondeterministic
+            return outputs(list(old), list(new),
+                           outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
             return matching(list(old), list(new), operator.eq)
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
@@ -932,7 +936,8 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
     with InstallsAhead(install, max(2, request.jobs)) as ahead:
         search = search_metric(
             n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
-            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            noisy_metric=q.noisy, batch=request.runs or (None if q.noisy else batch_size(q)),
+            max_runs=request.max_runs,
             reduce=reduce_for(q), say=naming(candidates, say),
             cheap=lambda i: lab.cheap(candidates[i], request.backend, question), offset=offset,
             jobs=request.jobs, ahead=ahead, on_step=lambda lo, hi, left: say(

@@ -246,6 +246,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         bisection = replace(bisection, commits=bisect_commits(
             bisection, commits_in(repo, say), lab, say))
         write()
+    if add_reproducer(bisection, lab, extra, say):
+        write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
             explain(bisection, lab, args, extra, say, write)
@@ -270,6 +272,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
                                             report.unit_of(bisection))
         extra["minimal"]["case_path"] = display_path(q.case.path)
+        add_reproducer(bisection, lab, extra, say)  # at the minimizer's sizes
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster
@@ -282,6 +285,33 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
+
+
+def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> bool:
+    """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
+    into ``extra``; whether there is one."""
+    from .reproducer import reproducer_of
+
+    part = reproducer_of(bisection, lab, say, extra.get("minimal"))
+    if part is not None:
+        extra["reproducer"] = part
+    return part is not None
+
+
+def reproducer_line(doc: dict) -> str | None:
+    """The standalone program's outputs at the ends, on one line."""
+    part = doc.get("reproducer")
+    if not part:
+        return None
+    if part["why_not"]:
+        return f"no standalone program: {part['why_not']}"
+    said = "; ".join(f"jax {end['jax']}: {', '.join(end['output'].splitlines())}"
+                     for end in part["ends"])
+    shows = {True: "shows the change", False: "does not show the change",
+             None: "could not be run at both ends"}[part["shows_change"]]
+    return (f"standalone program ({part['lines']} lines, {part['file']}) {shows}: {said}"
+            + ("; its output differs between runs of one release" if part["nondeterministic"]
+               else ""))
 
 
 def plain(markdown: str) -> str:
@@ -328,7 +358,8 @@ def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
     if "next_step" in doc:
         lines.append(f"to look further: "
                      f"{wider_range(catalogue, bisection, at=here)['next_step']['command']}")
-    return [*lines, probes_line(bisection), *filter(None, [commits_line(doc)])]
+    return [*lines, *filter(None, [reproducer_line(doc)]), probes_line(bisection),
+            *filter(None, [commits_line(doc)])]
 
 
 def wider_range(catalogue, b, at: Path | None = None) -> dict:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import statistics
 
-MIB = 1024**2
+from repro import units
+from repro.units import MIB  # noqa: F401  (the reports' scale, named once in repro.units)
 
 
 def mib(nbytes: float | None, unit: bool = True) -> str:
-    """A size in MiB, the one formatter of sizes in the reports (``unit``: with " MiB")."""
+    """A size in MiB (``repro.units``' form; ``unit``: with " MiB"); "–" for none."""
     if nbytes is None:
         return "–"
-    return f"{nbytes / MIB:.2f}" + (" MiB" if unit else "")
+    return units.mib(nbytes) if unit else units.mib_number(nbytes)
 
 
 def seen(question, placed) -> tuple:
@@ -36,12 +37,30 @@ def figure(metric: str, samples: tuple) -> dict:
     value = samples[0]
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
         return {"value": value[0], "rate": value[1], "n": len(samples)}  # a shape
+    if isinstance(value, dict) and not outputs_agree(samples):  # a nondeterministic output
+        return {"nondeterministic": True, "value": "nondeterministic: its runs' outputs differ",
+                "n": len(samples), "runs": [s.get("values") for s in samples]}
     if isinstance(value, dict):  # an output digest
         leaves = len(value.get("shapes") or [])
         return {"sha256": value.get("sha256"), "shapes": value.get("shapes"), "n": len(samples),
                 "values": (value.get("values") or [])[:max(0, len(value.get("values") or [])
                                                            - 2 * leaves)]}
     return {"value": value, "n": len(samples)}
+
+
+def outputs_agree(samples: tuple) -> bool:
+    """Output digests of one release's runs are the same bytes. Runs of one program in one
+    environment give the same bits unless it reads what it never wrote (or races): runs
+    that differ at all are nondeterministic, even where they agree within the tolerance the
+    releases are compared by (two values of uninitialised memory ~1e-310 do), and no one of
+    them is shown as the release's value."""
+    return len({s.get("sha256") if isinstance(s, dict) else repr(s) for s in samples}) <= 1
+
+
+def nondeterministic(question, placed) -> bool:
+    """``placed``'s runs gave outputs that differ (the classifier's NONDETERMINISTIC)."""
+    return question.metric == "output" and len(placed.samples) > 1 and \
+        not outputs_agree(placed.samples)
 
 
 def shown(metric: str, unit: str, number: float | None) -> str:
@@ -66,7 +85,7 @@ def shown_bare(unit: str, number) -> str:
 
 def column_unit(unit: str) -> str:
     """A column header's unit, for the figures ``shown_bare`` writes."""
-    return " (MiB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    return units.column(unit)
 
 
 def figure_text(metric: str, unit: str, fig: dict) -> str:

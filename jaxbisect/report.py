@@ -24,7 +24,7 @@ from .commands import display_path, explain_argv, inside_clone, reproduce_argv, 
 from .commit_report import commits_document
 from .errors import UserError
 from .evidence.chart import write_png
-from .figures import figure, figure_text, seen
+from .figures import figure, figure_text, nondeterministic, seen
 from .files import write_json_if_changed, write_text_if_changed
 from .harness import target_label
 from .interior import CANNOT_TELL, changes_text
@@ -173,7 +173,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
             "label": p.label.value if p else unplaced,
             "confidence": p.confidence if p else None,
-            "third": bool(p and p.third), "reason": p.reason if p else None,
+            "third": bool(p and p.third),
+            "reason": (p.reason if p else None) if not nondeterministic(q, placed) else
+            "; ".join(filter(None, [p and p.reason, "its runs' outputs differ: nondeterministic"])),
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,
@@ -182,6 +184,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                      # and answered with its one hung run (budgets.EndsTimer).
                      for r in {r.number: r for r in placed.runs}.values()],
             "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
+            **({"nondeterministic": True} if nondeterministic(q, placed) else {}),
             "classified": [v if isinstance(v, (int, float, str)) else None
                            for v in placed.values],
             "rounds": [list(r) for r in placed.rounds],
@@ -225,6 +228,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                                  {str(b.candidates[i].version) for i in s.placed}),
         "crash_hint": crash_hint(b),
         "raised": raised_releases(b),
+        **({"nondeterministic_releases": [p["jax"] for p in probes if p.get("nondeterministic")]}
+           if any(p.get("nondeterministic") for p in probes) else {}),
         "probes": probes,
         "measured_part": [str(b.candidates[0].version), str(b.candidates[-1].version)],
         "needs_a_gpu": needs_a_gpu(b),

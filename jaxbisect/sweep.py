@@ -42,6 +42,7 @@ from repro.options import (
     read_sizes,
     seconds,
 )
+from repro.units import column
 
 from .bisection import (
     MAX_RUNS_NOISY,
@@ -516,7 +517,7 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
     """A row a result: the release, where it ran, its label; a shape's figure at each value
     of its parameter and its COMPARE programs beside it, or a figure with its spread."""
     unit = next((d["unit"] for d in results), "")
-    scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    scale = column(unit)
     over = next((d["over"] for d in results if d.get("over")), None)
     headers = ["jax", "jaxlib", "backend", "device", "label"]
     if over:

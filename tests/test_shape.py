@@ -24,12 +24,13 @@ from jaxbisect.markdown.tables import probe_rows
 from jaxbisect.question import Run, question_from, with_params
 from jaxbisect.report import document, write_report
 from repro.case import CaseError, read_case
+from repro.units import MIB
 from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
 
 REPO = Path(__file__).resolve().parent.parent
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
 DATA = Path(__file__).parent / "data" / "shape"
-MB = 1024**2
+MB = MIB  # repro.units: sizes are shown in MiB
 
 
 def recorded(name: str) -> dict:
@@ -101,7 +102,7 @@ def test_a_missing_or_zero_figure_is_no_shape():
 
 def fake_measure(release, question, number):
     """The recorded documents of jax 0.5.0 and 0.5.1; the search's n_res 32; the COMPARE
-    programs flat at 30.52 MB."""
+    programs flat at 30.52 MiB."""
     small = question.params.get("n_res") == 32
     doc = copy.deepcopy(recorded(release + ("-n_res32" if small else "")))
 
