@@ -45,9 +45,22 @@ from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
+from .interior import look_inside
 from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .machine import parallel_runs
+from .placing import (
+    MakeClassifier,
+    MetricSearch,
+    Placed,
+    Reduce,
+    RunAt,
+    Say,
+    _quantile,
+    no_figure,
+    run_figure,
+    values_of,
+)
 from .question import Question, Run, compared_runs, with_compare, with_params
 from .search import (
     Outcome,
@@ -58,79 +71,12 @@ from .search import (
     probe_limit,
 )
 
-Say = Callable[[str], None]
-RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
-Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
-MakeClassifier = Callable[[Sequence, Sequence], Classifier]
-
 OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
 
-
-@dataclass(frozen=True)
-class Placed:
-    """One release: its runs, what the classifier saw of them, and where it put it."""
-
-    index: int
-    runs: tuple[Run, ...]
-    placement: Placement | None = None
-    values: tuple = ()               # the classifier's samples (a noisy metric: one a run)
-    # A noisy metric's release between the ends: its rounds, (old, it, new) figures each,
-    # measured one after the other.
-    rounds: tuple[tuple[float, float, float], ...] = ()
-
-    @property
-    def samples(self) -> tuple:
-        """Every sample of every run that gave some (a run_time run: each call)."""
-        return tuple(s for r in self.runs if r.status == "ok" for s in r.samples)
-
-    @property
-    def failure(self) -> Run | None:
-        """The run that gave no samples (install, crash, timeout, the program raising)."""
-        return next((r for r in self.runs if r.status != "ok"), None)
-
-    @property
-    def outcome(self) -> Outcome:
-        label = self.placement and self.placement.label
-        return {Label.OLD: Outcome.OLD, Label.NEW: Outcome.NEW}.get(label, Outcome.SKIP)
-
-    @property
-    def cached(self) -> bool:
-        return all(r.cached for r in self.runs)
-
-
-@dataclass(frozen=True)
-class MetricSearch:
-    status: str                      # found | alike | undecided | unmeasurable
-    result: SearchResult | None      # None when the search never ran (alike, undecided, …)
-    placed: dict                     # index -> Placed, in the order first measured
-    ends: Ends | None
-    reason: str | None = None        # unmeasurable: why
-    remeasures: int = 0
-    thirds: tuple[int, ...] = ()     # indices far outside both ends
-    # A noisy metric: the machine's noise from the first pairs of the ends, and what it lets
-    # the runs allowed resolve (see paired_calibration).
-    calibration: dict | None = None
-    max_runs: int | None = None      # the cap the search ran under (a noisy metric: rounds)
-    # index -> (began, ended): seconds since the search began, so that probes made at once
-    # (--jobs) are seen to overlap
-    spans: dict = field(default_factory=dict)
-
-    def overlapped(self) -> list[tuple[int, int]]:
-        """The pairs of probes (indices, in order) that were being measured at the same time."""
-        ordered = sorted(self.spans.items())
-        return [(i, j) for k, (i, (a, b)) in enumerate(ordered) for j, (c, d) in ordered[k + 1:]
-                if a < d and c < b]
-
-    @property
-    def runs(self) -> int:
-        """Runs made (or taken from the store) in all, the ends' included."""
-        return sum(len(p.runs) for p in self.placed.values())
-
-
-Reduce = Callable[[Run], tuple]
+Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 
 
 def every_sample(run: Run) -> tuple:
@@ -141,16 +87,6 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     """A noisy run as one sample: its 25th percentile. Calls within one process share its
     load, so they are one observation, not many (docs/timing.md)."""
     return _quantile([v for v in run.samples if isinstance(v, (int, float))], q)
-
-
-def _quantile(values: list, q: float) -> tuple:
-    ordered = sorted(values)
-    if not ordered:
-        return ()
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
 def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int], Outcome], *,
@@ -189,13 +125,6 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
     how = ({"probe": probe} if jobs <= 1 and ahead is None
            else {"probe_round": probe_round, "jobs": jobs})
     return visit(n, **how, cheap=cheap, on_step=on_step, offset=offset), spans
-
-
-def no_figure(runs: Sequence[Run]) -> Placement:
-    """A release that gave nothing to place (failed, or the program raised): a skip, with its
-    failed run's error."""
-    failure = Placed(0, tuple(runs)).failure
-    return Placement(Label.SKIP, None, reason=failure.error if failure else "no samples")
 
 
 def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], **more) -> MetricSearch:
@@ -337,15 +266,6 @@ def crashes_of(placed: Placed) -> dict | None:
         return rated
     rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
     return rate.as_json() if rate else None
-
-
-def run_figure(run: Run, reduce: Reduce) -> float | None:
-    """A noisy run as one figure: its reduced samples' low quantile (most often its one
-    figure already), None when it gave none."""
-    if run.status != "ok":
-        return None
-    numbers = [v for v in reduce(run) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return next(iter(_quantile(numbers, 0.25)), None)
 
 
 def paired_calibration(test: Paired, pairs: Sequence[tuple[float, float]],
@@ -562,11 +482,6 @@ def measure_batch(lab: Lab, release: Release, backend: str, question: Question, 
     """Runs ``first`` … ``first + count - 1`` of ``question`` under ``release``."""
     return [lab.run(release, backend, question, number, timeout=timeout)
             for number in range(first, first + count)]
-
-
-def values_of(runs: Sequence[Run], reduce: Reduce) -> tuple:
-    """What the classifier sees of ``runs``: the ones that gave samples, reduced."""
-    return tuple(v for run in runs if run.status == "ok" for v in reduce(run))
 
 
 def middle(values: Sequence):
@@ -1009,8 +924,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                                say=naming(candidates, say))
     interior = None
     if search.status == "alike":  # what a sweep would answer, where the interior is cheap
-        from .interior import look_inside
-
         interior = look_inside(search, run, classifier_for(q, request.threshold),
                                noisy=q.noisy, test=paired_test(request.threshold),
                                batch=batch_size(q, request.runs),
