@@ -117,7 +117,7 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
         if len(indices) == 1:
             outcomes = [probe(indices[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+            with ThreadPoolExecutor(max_workers=len(indices), thread_name_prefix="probe") as pool:
                 outcomes = list(pool.map(probe, indices))
         seen.update(zip(indices, outcomes))
         return outcomes
@@ -685,7 +685,7 @@ def beside(question: Question, indices: Sequence[int], run: Callable[[Question, 
         + [(i, label) for i in indices for label in alone]
     # A deterministic figure's runs side by side, as the ends' (a noisy one's: --jobs).
     at_once = jobs if question.noisy else max(jobs, min(2, parallel_runs()))
-    with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="beside") as pool:
         runs = list(pool.map(lambda a: run(full_size if a[1] is None
                                            else with_params(question, alone[a[1]]), a[0]),
                              asked))
@@ -879,7 +879,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # afterwards: one process an end, found again. A shape is a deterministic figure:
         # both ends at once where the machine holds two runs (as the sweep's releases).
         asked = with_compare(q) if question == q else question
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
+        with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="end") as pool:
             return list(pool.map(lambda i: run_of(asked, i), (0, n - 1)))
 
     everything = [r.version for r in catalogue.releases
@@ -900,7 +900,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # sends it back to the full size.
         attempt = None
         if slots > request.jobs and all(r.status == "ok" for r in at_small):
-            with ThreadPoolExecutor(1) as behind:
+            with ThreadPoolExecutor(1, thread_name_prefix="end") as behind:
                 ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
                 try:
                     attempt = searching(small)
