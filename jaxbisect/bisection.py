@@ -943,45 +943,119 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
 
 
 @dataclass(frozen=True)
+class NewerSide:
+    """The other half of "it came with jaxlib B": jax's Python of the range's commits on B's
+    jaxlib (those jax's version check lets run there). ``search`` is None where nothing could
+    be searched (``reason``). ``start``: how many of the commits that pass the check came
+    before the first that gave a figure there (they call an older jaxlib's API)."""
+
+    search: MetricBisection | None
+    jaxlib: str
+    labels: tuple = ()             # the release classifier's labels of the two commit ends
+    start: int = 0
+    reason: str | None = None
+
+    @property
+    def came_with(self) -> str | None:
+        """``both`` (a commit of jax's Python on B's jaxlib: its parent behaves as A there),
+        ``jaxlib`` (every commit that runs there behaves as B), or None: cannot tell."""
+        if self.search is None:
+            return None
+        status = self.search.search.status
+        if status == "found" and self.labels in ((), ("old", "new")):
+            return "both"
+        if status == "alike" and self.labels in ((), ("new", "new")) and self.start == 0:
+            return "jaxlib"
+        return None
+
+    @property
+    def why_not(self) -> str | None:
+        """Where it cannot tell: why, in one sentence."""
+        if self.came_with is not None:
+            return None
+        if self.search is None:
+            return self.reason
+        s, first = self.search.search, self.search.candidates[0].commit
+        if s.status == "alike" and self.labels in ((), ("new", "new")):
+            return (f"on jaxlib {self.jaxlib}, jax's Python behaves as the newer release from "
+                    f"{first.short}, the first commit that gives a figure there; the "
+                    f"{self.start} before it give none, so a jax commit among them that needs "
+                    f"the newer jaxlib cannot be ruled out")
+        if self.labels and self.labels != ("old", "new"):
+            return (f"on jaxlib {self.jaxlib}, the commit ends behave as {self.labels[0]} and "
+                    f"{self.labels[1]} by the release search's classifier, not as the older "
+                    f"release then the newer")
+        return f"on jaxlib {self.jaxlib}: {s.reason or s.status}"
+
+
+@dataclass(frozen=True)
 class CommitBisection:
     """``--commits``: the release pair's jax commits searched on the older release's
-    environment. ``search`` is None where there was nothing to search (``reason``)."""
+    environment, and, where they all behave as the older release there, on the newer one's
+    (``newer``). ``search`` is None where there was nothing to search (``reason``)."""
 
     span: CommitRange | None
     search: MetricBisection | None
     reason: str | None = None
     ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
     unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
+    newer: NewerSide | None = None  # the commits on the newer release's jaxlib
 
     @property
     def status(self) -> str:
         return self.search.search.status if self.search else "unmeasurable"
 
     @property
+    def older_alike(self) -> bool:
+        """Every commit that runs on the older jaxlib behaves as the older release there."""
+        return (self.status == "alike" and self.ends_as_releases in ((), ("old", "old"))
+                and self.unseen is None)
+
+    @property
     def came_with(self) -> str | None:
-        """``jax`` (a commit of jax's Python), ``jaxlib`` (the newer release's jaxlib: jax's
-        Python up to its last commit that runs on the older one behaves as the older
-        release, and only the newer release's own commits are after it), or None: cannot
-        tell."""
+        """``jax`` (a commit of jax's Python, on the older jaxlib), ``both`` (a commit of jax's
+        Python that changes it only on the newer jaxlib: jax's Python behaves as the older
+        release on its own jaxlib throughout, and on the newer jaxlib its commits before the
+        first bad one behave as the older release too), ``jaxlib`` (the newer release's
+        jaxlib, measured both ways: jax's Python behaves as the older release at every commit
+        on the older jaxlib and as the newer one at every commit on the newer jaxlib), or
+        None: cannot tell."""
         if self.status == "found":
             return "jax"
-        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")) \
-                and self.unseen is None:
-            return "jaxlib"
+        if self.older_alike and self.newer is not None:
+            return self.newer.came_with
         return None
+
+    @property
+    def why_not(self) -> str | None:
+        """Cannot tell: why."""
+        if self.came_with is not None:
+            return None
+        if self.older_alike and self.newer is not None:
+            return self.newer.why_not
+        return self.reason or self.unseen
+
+    @property
+    def deciding(self) -> MetricBisection | None:
+        """The search the first bad commit comes from: the newer jaxlib's for ``both``."""
+        return self.newer.search if self.came_with == "both" else self.search
 
     def commit_at(self, index: int):
         return self.search.candidates[index].commit
 
     @property
     def last_good(self):
-        return self.commit_at(self.search.search.result.last_old) if self.status == "found" \
-            else None
+        if self.came_with not in ("jax", "both"):
+            return None
+        d = self.deciding
+        return d.candidates[d.search.result.last_old].commit
 
     @property
     def first_bad(self):
-        return self.commit_at(self.search.search.result.first_new) if self.status == "found" \
-            else None
+        if self.came_with not in ("jax", "both"):
+            return None
+        d = self.deciding
+        return d.candidates[d.search.result.first_new].commit
 
 
 def commit_release(release: Release, commit) -> Release:
@@ -1003,9 +1077,11 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
                    say: Say) -> CommitBisection:
     """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
     Python run on the older release's environment (its jaxlib), at the size the release
-    search measured; or, where the last commit that runs there still behaves as the older
-    release, that the change came with the newer jaxlib. ``span_of(old, new)``: the commits
-    between two releases (commits_in: a clone's)."""
+    search measured. Where the last commit that runs there still behaves as the older
+    release, the other half: the commits on the newer release's jaxlib, which say whether a
+    jax commit changed it only there ("both") or jax's Python behaves as the newer release
+    throughout ("jaxlib"). ``span_of(old, new)``: the commits between two releases
+    (commits_in: a clone's)."""
     if b.pair is None:
         return CommitBisection(None, None, reason="the release search named no pair of "
                                                   "releases to search between")
@@ -1024,7 +1100,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
     search, _, timer = search_over(candidates, b.request, b.searched, lab, say, noun="commit")
     found = MetricBisection(b.request, tuple(candidates), (), search,
                             probe_limit(n, b.request.jobs), time_limit=timer.limit)
-    labels: tuple = ()
+    labels = ()
     if search.status in ("alike", "found") and not b.searched.noisy:
         # The commit ends as the release search's classifier places them: alike ends are the
         # jaxlib's doing only where both behave as the older release; a found change whose
@@ -1040,7 +1116,70 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
               f"but {len(others)} commits after it, of jax "
               f"{', '.join(sorted({c.version or '?' for c in others}))}, need a newer jaxlib "
               f"and were not run: search a pair of consecutive releases" if others else None)
-    return CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
+    cb = CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
+    if cb.older_alike:  # "it came with jaxlib B" needs the other half: the commits on B's
+        cb = replace(cb, newer=on_newer_jaxlib(b, span, new, lab, say))
+    return cb
+
+
+def first_with_a_figure(n: int, has_figure: Callable[[int], bool]) -> int | None:
+    """The first of candidates 0 … n-1 that gives a figure, where the ones that do not come
+    first (commits early in a range call an older jaxlib's API that the newer one dropped):
+    0, 1, 3, 7 … tried until one gives a figure, then the gap before it halved. None where
+    none before the last does."""
+    if has_figure(0):
+        return 0
+    failed, step = 0, 1
+    while True:
+        at = min(failed + step, n - 2)  # the last is the newer release's own: not a start
+        if at <= failed:
+            return None
+        if has_figure(at):
+            break
+        failed, step = at, step * 2
+    while at - failed > 1:
+        middle_one = (failed + at) // 2
+        failed, at = (failed, middle_one) if has_figure(middle_one) else (middle_one, at)
+    return at
+
+
+def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: Lab,
+                    say: Say) -> NewerSide:
+    """jax's Python of the range's commits on the newer release's environment (its jaxlib):
+    from the first that gives a figure there to the last; the search between them where they
+    differ (docs/commits.md)."""
+    jaxlib = str(new.jaxlib)
+    runnable = span.runs_on(jaxlib)
+    if len(runnable) < 2:
+        return NewerSide(None, jaxlib, reason=f"fewer than two commits of the range pass jax's "
+                                              f"version check on jaxlib {jaxlib}")
+    candidates = [commit_release(new, c) for c in runnable]
+    q = b.searched
+    seconds = b.timeout
+
+    def has_figure(i: int) -> bool:
+        return lab.run(candidates[i], b.request.backend, q, 1, timeout=seconds).status == "ok"
+
+    say(f"the other half: jax's Python on jaxlib {jaxlib}, where {len(runnable)} commits of the "
+        f"range pass jax's version check; the first that gives a figure there …")
+    start = first_with_a_figure(len(candidates), has_figure)
+    if start is None:
+        return NewerSide(None, jaxlib, reason=f"no commit before {runnable[-1].short} gives a "
+                                              f"figure on jaxlib {jaxlib}")
+    candidates = candidates[start:]
+    n = len(candidates)
+    say(f"bisecting {n} jax commits, {runnable[start].short} … {runnable[-1].short}, each on "
+        f"jax {new.version}'s environment (jaxlib {jaxlib}); at most "
+        f"{probe_limit(n, b.request.jobs)[0]} probes")
+    search, _, timer = search_over(candidates, b.request, q, lab, say, noun="commit")
+    found = MetricBisection(b.request, tuple(candidates), (), search,
+                            probe_limit(n, b.request.jobs), time_limit=timer.limit)
+    labels: tuple = ()
+    if search.status in ("alike", "found") and not q.noisy:
+        release_classifier = b.classifier()
+        labels = tuple(release_classifier(search.placed[i].values).label.value
+                       for i in (0, n - 1))
+    return NewerSide(found, jaxlib, labels=labels, start=start)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

@@ -13,7 +13,10 @@ from .bisection import CommitBisection, MetricBisection
 from .report import details, figure, figure_text, seen, table
 
 # What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
-AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib")}
+AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib"),
+          "both": ("jax", "xla", "below-hlo", "jaxlib")}
+CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
+                   "both": "a jax commit on the newer jaxlib"}
 SUBJECT_WIDTH = 72
 
 
@@ -24,7 +27,7 @@ def _commit(c, **more) -> dict | None:
 def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     """The ``commits`` part: what was searched, each step, what was skipped and the answer."""
     old, new = b.pair or (None, None)
-    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.reason or cb.unseen,
+    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.why_not,
            "old": str(old.version) if old else None, "new": str(new.version) if new else None,
            "first_bad": None, "last_good": None, "exact": False, "candidates": 0,
            "steps": [], "skipped": [], "need_new": [], "between": []}
@@ -36,35 +39,41 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                old_end=_commit(span.candidates[0]), new_end=_commit(span.candidates[-1]),
                candidates=len(span.candidates),
                need_new=[_commit(c, why=c.refused) for c in span.need_new],
-               new_jaxlib=str(new.jaxlib))
+               new_jaxlib=str(new.jaxlib), old_jaxlib=span.jaxlib)
     if cb.search is None:
         return doc
     s, q = cb.search.search, b.searched
-    # Alike ends are both the older release's behaviour, not "old" and "new".
-    as_release = dict(zip((0, len(cb.search.candidates) - 1), cb.ends_as_releases))
-    steps = []
-    for index, placed in s.placed.items():
-        commit = cb.search.candidates[index].commit
-        failure = placed.failure
-        p = placed.placement
-        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
-                      "date": commit.date,
-                      "jax": str(cb.search.candidates[index].version),
-                      "label": as_release.get(index) or (p.label.value if p else "measured"),
-                      "reason": p.reason if p else None,
-                      "figure": figure(q.metric, seen(q, placed)),
-                      "error": failure.error if failure and not placed.values else None,
-                      "runs": len(placed.runs), "cached": placed.cached,
-                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
-    doc.update(steps=steps, reason=cb.reason or cb.unseen or s.reason,
+    steps = _steps(cb.search, b, cb.ends_as_releases, {"jax": str(old.version),
+                                                        "jaxlib": span.jaxlib})
+    newer = cb.newer
+    if newer is not None and newer.search is not None:
+        steps += _steps(newer.search, b, newer.labels, {"jax": str(new.version),
+                                                          "jaxlib": newer.jaxlib})
+    doc.update(steps=steps, reason=cb.why_not or s.reason,
                skipped=[{"sha": st["sha"], "subject": st["subject"],
-                         "why": st["error"] or st["reason"]}
+                         "why": st["error"] or st["reason"], "runs_on": st["runs_on"]}
                         for st in steps if st["label"] == "skip"],
                search={"probes": len(s.placed), "runs": s.runs, "remeasures": s.remeasures,
                        "limit": {"probes": cb.search.limit[0], "rounds": cb.search.limit[1]},
                        "time_limit": (cb.search.time_limit.as_json()
                                       if cb.search.time_limit else None)},
                ends_as_releases=list(cb.ends_as_releases))
+    if newer is not None:
+        doc["newer"] = {"jaxlib": newer.jaxlib, "came_with": newer.came_with,
+                        "reason": newer.why_not, "start": newer.start,
+                        "ends_as_releases": list(newer.labels),
+                        "probes": len(newer.search.search.placed) if newer.search else 0}
+    if cb.came_with == "both":
+        d = cb.deciding
+        r = d.search.result
+        first = cb.first_bad
+        doc.update(exact=r.exact, runs_on={"jax": str(new.version), "jaxlib": newer.jaxlib},
+                   last_good=_commit(cb.last_good),
+                   first_bad=_commit(first, files=span.files(first),
+                                     side_commits=[_commit(c) for c in span.side_commits(first)]),
+                   jaxlib_gate=span.gate(first),
+                   between=[_commit(d.candidates[i].commit)
+                            for i in range(r.last_old + 1, r.first_new)])
     if cb.status == "found":
         r = s.result
         first = cb.first_bad
@@ -76,6 +85,28 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                             for i in range(r.last_old + 1, r.first_new)])
     doc["reproduce"] = reproduce_lines(doc, b)
     return doc
+
+
+def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dict]:
+    """Each commit a search placed, with the release its environment (jaxlib) is."""
+    s, q = search.search, b.searched
+    # Alike ends are both one release's behaviour, not "old" and "new".
+    as_release = dict(zip((0, len(search.candidates) - 1), labels))
+    steps = []
+    for index, placed in s.placed.items():
+        commit = search.candidates[index].commit
+        failure = placed.failure
+        p = placed.placement
+        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
+                      "date": commit.date,
+                      "jax": str(search.candidates[index].version), "runs_on": runs_on,
+                      "label": as_release.get(index) or (p.label.value if p else "measured"),
+                      "reason": p.reason if p else None,
+                      "figure": figure(q.metric, seen(q, placed)),
+                      "error": failure.error if failure and not placed.values else None,
+                      "runs": len(placed.runs), "cached": placed.cached,
+                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
+    return steps
 
 
 def short(c: dict) -> str:
@@ -109,10 +140,23 @@ def commits_headline(doc: dict) -> str | None:
         return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}; "
                 f"the commit before it on jax's first-parent history, {short(last)}, behaves "
                 f"as jax {c['old']} (both on jaxlib {c['runs_on']['jaxlib']}).{third}")
+    if c["came_with"] == "both":
+        first, last = c["first_bad"], c["last_good"]
+        gate = f", passing its jaxlib gate `{c['jaxlib_gate']}`" if c.get("jaxlib_gate") else ""
+        where = ("" if c["exact"] else
+                 f" (or one of the {len(c['between'])} commits before it that could not run)")
+        return (f"**Needs both: jaxlib {c['new_jaxlib']} and jax commit {linked(first)}**"
+                f"{where}{gate}, by {first['author']}, {first['date'][:10]}. On jaxlib "
+                f"{c['new_jaxlib']} its parent {short(last)} behaves as jax {c['old']}; on "
+                f"jaxlib {c['old_jaxlib']} every commit up to {short(c['new_end'])} does.")
     if c["came_with"] == "jaxlib":
+        newer = c.get("newer") or {}
+        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                     f"jax {c['new']}" if newer else "")
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
-                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there.")
+                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
+                f"{both_ways}.")
     return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
 
 
@@ -132,14 +176,28 @@ def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
               + (f" {c['search']['probes']} probes, {c['search']['runs']} runs, at most "
                  f"{c['search']['limit']['probes']} when none is skipped." if c.get("search")
                  else ""), ""]
+    newer = c.get("newer")
+    if newer:
+        lines += [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
+                  f"the commits of the range that pass jax's version check there, from the "
+                  f"first that gives a figure ({newer['start']} before it give none), "
+                  f"{newer['probes']} probes: "
+                  + (newer["reason"] or {"both": "the first bad commit above",
+                                         "jaxlib": "every one behaves as the newer release"}
+                     .get(newer["came_with"], "")) + ".", ""]
     comparison = agreement(doc)
     if comparison:
         lines += [comparison, ""]
     if c["steps"]:
         rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
+                 (st.get("runs_on") or c["runs_on"])["jaxlib"],
                  st["error"] or figure_text(doc["metric"]["name"], unit, st["figure"]),
-                 st["label"]] for st in sorted(c["steps"], key=lambda st: st["index"])]
-        lines += [table(["commit", "date", "subject", doc["metric"]["name"], "label"], rows), ""]
+                 st["label"]]
+                for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
+                    (st.get("runs_on") or c["runs_on"])["jaxlib"]
+                    != c.get("old_jaxlib", c["runs_on"]["jaxlib"]), st["index"]))]
+        lines += [table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"],
+                         "label"], rows), ""]
     first = c.get("first_bad")
     if first:
         lines += [f"First bad commit: {first['url']}" + (f", pull request {first['pr_url']}"
@@ -183,19 +241,18 @@ def agreement(doc: dict) -> str | None:
         return None
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
         return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
-                f"the commit search measured that it came with "
-                f"{'a jax commit' if came_with == 'jax' else 'the newer jaxlib'}.")
+                f"the commit search measured that it came with {CAME_WITH_WORDS[came_with]}.")
     if culprit in AGREES[came_with]:
         return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
-                f"jax's Python {'did' if came_with == 'jax' else 'did not'} change it.")
+                f"it came with {CAME_WITH_WORDS[came_with]}.")
     return (f"The HLO rule's attribution says {culprit}; the commit search measured that it "
-            f"came with {'a jax commit' if came_with == 'jax' else 'the newer jaxlib'}. Both "
-            f"are stated: the rule reads the modules, the search runs jax's Python.")
+            f"came with {CAME_WITH_WORDS[came_with]}. Both are stated: the rule reads the "
+            f"modules, the search runs jax's Python.")
 
 
 def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     """Plain git, pip and python lines that show the two commits the answer rests on."""
-    if c["came_with"] == "jax":
+    if c["came_with"] in ("jax", "both"):  # "both": on the newer jaxlib (runs_on says)
         pair = [(c["last_good"], "old"), (c["first_bad"], "new")]
     elif c["came_with"] == "jaxlib":
         pair = [(c["old_end"], "old"), (c["new_end"], "old too")]

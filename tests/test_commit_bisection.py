@@ -101,14 +101,22 @@ def synthetic(states: list[str]) -> CommitRange:
                        commits, ())
 
 
-def lab_of(states: list[str], tmp_path) -> FakeLab:
-    by_version = {Commit(sha=sha_of(i), subject="", author="", date="", parents=(),
-                         pr=None, version="0.4.31", minimum_jaxlib="",
-                         timestamp=1722300000 + 3600 * i).jax_version: state
-                  for i, state in enumerate(states)}
+def lab_of(states: list[str], tmp_path, newer: list[str] | None = None) -> FakeLab:
+    """The commits' answers on jaxlib 0.4.30 (``states``) and on 0.4.31 (``newer``, one a
+    commit; without it, each behaves there as the newer release)."""
+    versions = [Commit(sha=sha_of(i), subject="", author="", date="", parents=(),
+                       pr=None, version="0.4.31", minimum_jaxlib="",
+                       timestamp=1722300000 + 3600 * i).jax_version
+                for i in range(len(states))]
+    on_older = dict(zip(versions, states))
+    on_newer = dict(zip(versions, newer or ["new"] * len(states)))
 
-    def answer(version: str, question, number: int):
-        state = {OLD_RELEASE: "old", NEW_RELEASE: "new"}.get(version) or by_version[version]
+    def answer(asked: str, question, number: int):
+        version, _, runs_on = asked.partition("@")
+        # (a commit after the range's, the newer release's own preparation: as the release)
+        state = ({OLD_RELEASE: "old", NEW_RELEASE: "new"}.get(version)
+                 or (on_newer.get(version, "new") if runs_on == NEW_RELEASE
+                     else on_older[version]))
         assert state != "refused", "a refused commit was run"
         if state == "broken":
             return Run(release=version, number=number, status="failed",
@@ -116,7 +124,7 @@ def lab_of(states: list[str], tmp_path) -> FakeLab:
                              "AttributeError: no_such_api")
         return exit_status_run(0 if state == "old" else 1, "", version, number)
 
-    return FakeLab(answer, Store(tmp_path / "store"))
+    return FakeLab(answer, Store(tmp_path / "store"), by_jaxlib=True)
 
 
 @st.composite
@@ -155,6 +163,57 @@ def test_the_commit_search_names_the_first_bad_commit_or_the_jaxlib(
             assert p.outcome.value == "skip"
             assert ("needs jaxlib >= 0.4.31" if states[i] == "refused" else "does not import") \
                 in p.placement.reason
+
+
+@st.composite
+def newer_histories(draw):
+    """A range whose commits all behave as the older release on its jaxlib, and on the newer
+    jaxlib: a prefix that gives no figure there (an older jaxlib's API), then the older
+    release's behaviour up to a jax commit X (X at the first that runs: jax's Python behaves
+    as the newer release throughout), then the newer one's; the last commit is the newer
+    release's own."""
+    n = draw(st.integers(3, 30))
+    broken = draw(st.integers(0, n - 2))
+    change = draw(st.integers(broken, n - 1))
+    newer = ["broken"] * broken + ["old"] * (change - broken) + ["new"] * (n - change)
+    return n, newer
+
+
+def oracle(newer: list[str]) -> tuple[str | None, int | None]:
+    """What is measured on the newer jaxlib says (commits 1 … n-1; commit 0 is A's tag, which
+    jax's version check refuses there): came_with and the first bad commit."""
+    chain = newer[1:]
+    runs = [i for i, state in enumerate(chain) if state != "broken"]
+    if not runs or runs[0] >= len(chain) - 1:
+        return None, None
+    first = runs[0]
+    if chain[first] == "new":
+        return ("jaxlib" if first == 0 else None), None
+    return "both", 1 + chain.index("new")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # the catalogue: read only
+@given(newer_histories())
+def test_alike_on_the_older_jaxlib_asks_the_newer_one_both_jaxlib_or_cannot_tell(
+        recorded_catalogue, tmp_path_factory, history):
+    n, newer = history
+    lab = lab_of(["old"] * n, tmp_path_factory.mktemp("both"), newer)
+    b = bisect_metric(recorded_catalogue, MetricRequest(OLD_RELEASE, NEW_RELEASE, "cpu",
+                                                        COMMAND), lab, lambda m: None)
+    cb = bisect_commits(b, lambda old, new: synthetic(["old"] * n), lab, lambda m: None)
+    came_with, first_bad = oracle(newer)
+    assert cb.status == "alike" and cb.newer is not None
+    assert cb.came_with == came_with
+    if came_with == "both":
+        assert cb.first_bad.sha == sha_of(first_bad) and cb.last_good.sha == sha_of(first_bad - 1)
+        assert all(str(c.runs_on) == NEW_RELEASE for c in cb.newer.search.candidates)
+    else:
+        assert cb.first_bad is None
+        if came_with is None:
+            assert cb.why_not  # cannot tell, saying why
+    asked_on = {a.partition("@")[2] for a, _, _ in lab.asked if "@" in a}
+    assert asked_on == {OLD_RELEASE, NEW_RELEASE}  # both halves measured
 
 
 def test_a_noisy_metric_places_commits_by_the_paired_test(recorded_catalogue, tmp_path):
