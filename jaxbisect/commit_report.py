@@ -42,7 +42,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                new_jaxlib=str(new.jaxlib), old_jaxlib=span.jaxlib)
     if cb.search is None:
         return doc
-    s, q = cb.search.search, b.searched
+    s = cb.search.search
     steps = _steps(cb.search, b, cb.ends_as_releases, {"jax": str(old.version),
                                                         "jaxlib": span.jaxlib})
     newer = cb.newer
@@ -67,8 +67,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
         d = cb.deciding
         r = d.search.result
         first = cb.first_bad
-        doc.update(exact=r.exact, runs_on={"jax": str(new.version), "jaxlib": newer.jaxlib},
-                   last_good=_commit(cb.last_good),
+        doc.update(exact=r.exact, last_good=_commit(cb.last_good),
                    first_bad=_commit(first, files=span.files(first),
                                      side_commits=[_commit(c) for c in span.side_commits(first)]),
                    jaxlib_gate=span.gate(first),
@@ -258,7 +257,8 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
         pair = [(c["old_end"], "old"), (c["new_end"], "old too")]
     else:
         return []
-    old = c["runs_on"]
+    old = (c["runs_on"] if c["came_with"] != "both" else  # the pair ran on the newer jaxlib
+           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     venv = f"venv-{old['jax']}"
     q = b.request.question
     flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""

@@ -458,3 +458,86 @@ def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp
     assert c["search"]["runs"] == 2 and c["ends_as_releases"] == ["old", "old"]
     assert [x["figure"]["value"] for x in c["steps"]] == ["constant", "constant"]
     assert c["new_end"]["sha"] == shas[11]
+
+
+# --- real: a fake jax whose version.py and a gate on jaxlib's version decide, on the real
+# jaxlib 0.5.0 (xla_extension_version 303) and 0.5.1 (317) ---
+GATED = """import sys
+from jaxlib import xla_client
+xla_extension_version = getattr(xla_client, "_version", 0)
+{body}
+"""
+# The releases are the real jax (no answer()): 0.5.0 exits 0, 0.5.1 exits 1; a commit of the
+# fake jax answers by its own code on the jaxlib it runs on.
+GATE_QUESTION = ("import os, sys, jax; sys.exit(jax.answer() if hasattr(jax, 'answer') else "
+                 "int(os.environ['JAX_BISECT_RELEASE'] == '0.5.1'))")
+NEW_PATH = ("def answer():\n    return 1 if xla_extension_version >= 310 else 0\n")
+OLD_PATH = "def answer():\n    return 0\n"
+OLD_API = ("if xla_extension_version > 303:  # an older jaxlib's API, gone from 0.5.1's\n"
+           "    raise ImportError('cannot import name old_api from jaxlib')\n" + OLD_PATH)
+
+
+def gated_history(root: Path, bodies: list[str]) -> tuple[Path, list[str]]:
+    """A jax repository: jax-v0.5.0 (a jax/ of version 0.5.0), then one commit a body of
+    jax/__init__.py (version 0.5.1, minimum jaxlib 0.5.0), then the release preparation
+    (minimum 0.5.1), tagged jax-v0.5.1."""
+    repo = root / "jax"
+    (repo / "jax").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shas: list[str] = []
+
+    def commit(body: str, version: str, minimum: str, message: str, tag: str = "") -> None:
+        (repo / "jax" / "__init__.py").write_text(GATED.format(body=body))
+        (repo / "jax" / "version.py").write_text(
+            f'_version = "{version}"\n_minimum_jaxlib_version = "{minimum}"\n'
+            f'__version__ = _version\n')
+        git(repo, "add", "-A", ".")
+        git(repo, "commit", "-q", "--allow-empty", "-m", message, when=len(shas))
+        if tag:
+            git(repo, "tag", tag)
+        shas.append(git(repo, "rev-parse", "HEAD"))
+
+    commit(OLD_PATH, "0.5.0", "0.5.0", "Release JAX 0.5.0", "jax-v0.5.0")
+    for k, body in enumerate(bodies):
+        commit(body, "0.5.1", "0.5.0", f"Change {k} (#{300 + k})")
+    commit(bodies[-1], "0.5.1", "0.5.1", "Prepare for JAX release 0.5.1", "jax-v0.5.1")
+    return repo, shas
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("bodies, came_with, first_bad", [
+    # the gated path added at commit 3: on jaxlib 0.5.0 nothing changes, on 0.5.1 commit 3
+    ([OLD_PATH] * 2 + [NEW_PATH] * 4, "both", 3),
+    # gated from the first commit: jax's Python behaves as 0.5.1 at every commit on its jaxlib
+    ([NEW_PATH] * 6, "jaxlib", None),
+    # the first commits use an API jaxlib 0.5.1 no longer has: the first that runs there is
+    # already new, the change could be among those before it
+    ([OLD_API] * 3 + [NEW_PATH] * 3, None, None),
+], ids=["both", "jaxlib", "cannot-tell"])
+def test_a_gate_on_the_jaxlib_is_found_from_both_sides(jax_python, tmp_path, bodies, came_with,
+                                                        first_bad):
+    jax_python("0.5.0"), jax_python("0.5.1")
+    repo, shas = gated_history(tmp_path, bodies)
+    code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
+                                 "--commits", "--jax-repo", str(repo), "--reports",
+                                 str(tmp_path / "reports"), "--", "python", "-c", GATE_QUESTION,
+                                 cwd=tmp_path)
+    assert code == 0, err
+    c = doc["commits"]
+    assert doc["status"] == "found" and c["status"] == "alike"
+    assert c["came_with"] == came_with
+    on = {st["runs_on"]["jaxlib"] for st in c["steps"]}
+    assert on == {"0.5.0", "0.5.1"}  # both halves were measured
+    if came_with == "both":
+        assert c["first_bad"]["sha"] == shas[first_bad]
+        assert c["last_good"]["sha"] == shas[first_bad - 1]
+        assert c["first_bad"]["pr"] == 300 + first_bad - 1
+        assert c["jaxlib_gate"] == "xla_extension_version >= 310"
+        assert {st["runs_on"]["jaxlib"] for st in c["steps"]
+                if st["sha"] in (shas[first_bad], shas[first_bad - 1])} == {"0.5.1"}
+        assert "'jaxlib==0.5.1'" in " ".join(c["reproduce"]) or "jaxlib==0.5.1" in " ".join(
+            c["reproduce"])
+    else:
+        assert c["first_bad"] is None
+    if came_with is None:
+        assert c["reason"] and c["newer"]["start"] > 0
