@@ -45,6 +45,7 @@ from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
+from .failures import EverywhereError, everywhere_error
 from .interior import look_inside
 from .jax_commits import CommitRange, commit_range
 from .lab import Lab
@@ -556,6 +557,29 @@ class MetricBisection:
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
     commits: CommitBisection | None = None  # --commits: the jax commits between the pair
     interior: object = None           # ends alike: the releases inside (interior.Interior)
+
+    @property
+    def everywhere_error(self) -> EverywhereError | None:
+        """The error every release measured raised, the same at each (the program never ran:
+        a setup error, too few devices, an API these releases lack), or None."""
+        placed = {i: p for i, p in self.search.placed.items()}
+        if self.interior is not None and getattr(self.interior, "measured", False):
+            placed.update(self.interior.placed)
+        if self.request.question.metric == "error":  # the error is the figure
+            errors = [next((str(v) for v in p.values), None) if p.values else None
+                      for _, p in sorted(placed.items())]
+        else:  # no figure: the run that raised
+            errors = [p.failure.error if (not p.values and p.failure is not None
+                                          and p.failure.status == "raised") else None
+                      for _, p in sorted(placed.items())]
+        return everywhere_error(errors)
+
+    @property
+    def status(self) -> str:
+        """The answer's status: the search's, or ``fails_everywhere``."""
+        if self.search.status in ("alike", "unmeasurable") and self.everywhere_error:
+            return "fails_everywhere"
+        return self.search.status
 
     @property
     def searched(self) -> Question:

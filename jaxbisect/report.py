@@ -206,6 +206,11 @@ def answer_line(b: MetricBisection, doc: dict | None = None) -> str:
     where_, start, end = doc["measured"], doc["from"], doc["to"]
     if doc["status"] == "unmeasurable":
         return f"**No answer ({where_}):** {doc['reason']}."
+    if doc["status"] == "fails_everywhere":  # the case never ran: never "no change"
+        e = doc["everywhere_error"]
+        return (f"**The program fails the same way at every release measured ({where_}), jax "
+                f"{start} … {end}:** `{e['error']}`." + (f" To fix the case: {e['fix']}."
+                                                          if e.get("fix") else ""))
     if doc["status"] == "alike":
         if doc["over"]:
             how = "the same shape"
@@ -1077,7 +1082,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     doc = {
         "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
         "backend": req.backend, "target": q.target or None, "measured": where(b),
-        "status": s.status, "direction": b.direction,
+        "status": b.status, "direction": b.direction,
+        "everywhere_error": b.everywhere_error.as_json() if b.status == "fails_everywhere"
+        else None,
         "calibration": s.calibration,
         "exact": bool(s.result and s.result.exact and s.status == "found"
                       and not left_out_between(b)),
