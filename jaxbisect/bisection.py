@@ -971,7 +971,8 @@ class NewerSide:
     """The other half of "it came with jaxlib B": jax's Python of the range's commits on B's
     jaxlib (those jax's version check lets run there). ``search`` is None where nothing could
     be searched (``reason``). ``start``: how many of the commits that pass the check came
-    before the first that gave a figure there (they call an older jaxlib's API)."""
+    before the first that behaves as either release there (the ones before fail, or behave as
+    neither: they call an older jaxlib's API)."""
 
     search: MetricBisection | None
     jaxlib: str
@@ -1002,9 +1003,9 @@ class NewerSide:
         s, first = self.search.search, self.search.candidates[0].commit
         if s.status == "alike" and self.labels in ((), ("new", "new")):
             return (f"on jaxlib {self.jaxlib}, jax's Python behaves as the newer release from "
-                    f"{first.short}, the first commit that gives a figure there; the "
-                    f"{self.start} before it give none, so a jax commit among them that needs "
-                    f"the newer jaxlib cannot be ruled out")
+                    f"{first.short}, the first commit that behaves as either release there; "
+                    f"the {self.start} before it fail or behave as neither, so a jax commit "
+                    f"among them that needs the newer jaxlib cannot be ruled out")
         if self.labels and self.labels != ("old", "new"):
             return (f"on jaxlib {self.jaxlib}, the commit ends behave as {self.labels[0]} and "
                     f"{self.labels[1]} by the release search's classifier, not as the older "
@@ -1148,7 +1149,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
 
 def first_with_a_figure(n: int, has_figure: Callable[[int], bool]) -> int | None:
     """The first of candidates 0 … n-1 that gives a figure, where the ones that do not come
-    first (commits early in a range call an older jaxlib's API that the newer one dropped):
+    first (commits early in a range call an older jaxlib's API that the newer one changed):
     0, 1, 3, 7 … tried until one gives a figure, then the gap before it halved. None where
     none before the last does."""
     if has_figure(0):
@@ -1170,8 +1171,8 @@ def first_with_a_figure(n: int, has_figure: Callable[[int], bool]) -> int | None
 def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: Lab,
                     say: Say) -> NewerSide:
     """jax's Python of the range's commits on the newer release's environment (its jaxlib):
-    from the first that gives a figure there to the last; the search between them where they
-    differ (docs/commits.md)."""
+    from the first that behaves as either release there to the last; the search between them
+    where they differ (docs/commits.md)."""
     jaxlib = str(new.jaxlib)
     runnable = span.runs_on(jaxlib)
     if len(runnable) < 2:
@@ -1180,16 +1181,24 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
     candidates = [commit_release(new, c) for c in runnable]
     q = b.searched
     seconds = b.timeout
+    # A commit counts from where it behaves as one of the two releases (by the release
+    # search's classifier): before that, jax's older Python on the newer jaxlib fails, or
+    # raises what neither release raises (an older jaxlib's API), as a third behaviour.
+    release_classifier = None if q.noisy else b.classifier()
 
     def has_figure(i: int) -> bool:
-        return lab.run(candidates[i], b.request.backend, q, 1, timeout=seconds).status == "ok"
+        run = lab.run(candidates[i], b.request.backend, q, 1, timeout=seconds)
+        if run.status != "ok":
+            return False
+        return release_classifier is None or release_classifier(
+            values_of([run], reduce_for(q))).label.value in ("old", "new")
 
     say(f"the other half: jax's Python on jaxlib {jaxlib}, where {len(runnable)} commits of the "
-        f"range pass jax's version check; the first that gives a figure there …")
+        f"range pass jax's version check; the first that behaves as either release there …")
     start = first_with_a_figure(len(candidates), has_figure)
     if start is None:
-        return NewerSide(None, jaxlib, reason=f"no commit before {runnable[-1].short} gives a "
-                                              f"figure on jaxlib {jaxlib}")
+        return NewerSide(None, jaxlib, reason=f"no commit before {runnable[-1].short} behaves as "
+                                              f"either release on jaxlib {jaxlib}")
     candidates = candidates[start:]
     n = len(candidates)
     say(f"bisecting {n} jax commits, {runnable[start].short} … {runnable[-1].short}, each on "

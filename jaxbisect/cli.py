@@ -175,7 +175,8 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
             raise UserError(f"{option}: {exc}") from None
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
-                         samples=args.samples, kind=args.metric_kind, over=args.over)
+                         samples=args.samples, kind=args.metric_kind, over=args.over,
+                         devices=args.devices)
 
 
 def request_from(args: argparse.Namespace, question, catalogue,

@@ -179,7 +179,8 @@ def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
     if newer:
         lines += [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
                   f"the commits of the range that pass jax's version check there, from the "
-                  f"first that gives a figure ({newer['start']} before it give none), "
+                  f"first that behaves as either release ({newer['start']} before it fail "
+                  f"or behave as neither), "
                   f"{newer['probes']} probes: "
                   + (newer["reason"] or {"both": "the first bad commit above",
                                          "jaxlib": "every one behaves as the newer release"}
