@@ -447,7 +447,7 @@ def test_a_real_history_gives_its_first_bad_commit_and_names_the_skips(jax_histo
 @pytest.mark.jax
 def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp_path):
     """The scan report's growth at 0.5.0 → 0.5.1: jax's Python up to 0.5.1's last commit on
-    jaxlib 0.5.0 keeps v0 constant."""
+    jaxlib 0.5.0 keeps v0 constant, and on jaxlib 0.5.1 the commits grow (two runs a side)."""
     repo, shas = jax_history
     code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
                                  "--commits", "--jax-repo", str(repo), "--no-evidence",
@@ -456,7 +456,9 @@ def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp
     c = doc["commits"]
     assert doc["status"] == "found" and c["came_with"] == "jaxlib"
     assert c["search"]["runs"] == 2 and c["ends_as_releases"] == ["old", "old"]
-    assert [x["figure"]["value"] for x in c["steps"]] == ["constant", "constant"]
+    assert [(x["runs_on"]["jaxlib"], x["figure"]["value"]) for x in c["steps"]] == [
+        ("0.5.0", "constant"), ("0.5.0", "constant"), ("0.5.1", "grows"), ("0.5.1", "grows")]
+    assert c["newer"]["came_with"] == "jaxlib" and c["newer"]["start"] == 0
     assert c["new_end"]["sha"] == shas[11]
 
 
