@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
