@@ -46,9 +46,23 @@ from .classify import deterministic as deterministic_classifier
 from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
+from .failures import EverywhereError, everywhere_error
+from .interior import look_inside
 from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .machine import parallel_runs
+from .placing import (
+    MakeClassifier,
+    MetricSearch,
+    Placed,
+    Reduce,
+    RunAt,
+    Say,
+    _quantile,
+    no_figure,
+    run_figure,
+    values_of,
+)
 from .question import Question, Run, compared_runs, with_compare, with_params
 from .search import (
     Outcome,
@@ -59,82 +73,13 @@ from .search import (
     probe_limit,
 )
 
-Say = Callable[[str], None]
-RunAt = Callable[[int, int], Run]                  # (candidate index, run number) -> Run
-Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
-MakeClassifier = Callable[[Sequence, Sequence], Classifier]
-
 OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
 RUNS_OUTPUT = 2          # an output's: two that differ say it is nondeterministic
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
 
-
-@dataclass(frozen=True)
-class Placed:
-    """One release: its runs, what the classifier saw of them, and where it put it."""
-
-    index: int
-    runs: tuple[Run, ...]
-    placement: Placement | None = None
-    values: tuple = ()               # the classifier's samples (a noisy metric: one a run)
-    # A noisy metric's release between the ends: its rounds, (old, it, new) figures each,
-    # measured one after the other.
-    rounds: tuple[tuple[float, float, float], ...] = ()
-
-    @property
-    def samples(self) -> tuple:
-        """Every sample of every run that gave some (a run_time run: each call)."""
-        return tuple(s for r in self.runs if r.status == "ok" for s in r.samples)
-
-    @property
-    def failure(self) -> Run | None:
-        """The run that gave no samples (install, crash, timeout, the program raising)."""
-        return next((r for r in self.runs if r.status != "ok"), None)
-
-    @property
-    def outcome(self) -> Outcome:
-        label = self.placement and self.placement.label
-        return {Label.OLD: Outcome.OLD, Label.NEW: Outcome.NEW}.get(label, Outcome.SKIP)
-
-    @property
-    def cached(self) -> bool:
-        return all(r.cached for r in self.runs)
-
-
-@dataclass(frozen=True)
-class MetricSearch:
-    status: str                      # found | alike | undecided | unmeasurable
-    result: SearchResult | None      # None when the search never ran (alike, undecided, …)
-    placed: dict                     # index -> Placed, in the order first measured
-    ends: Ends | None
-    reason: str | None = None        # unmeasurable: why
-    remeasures: int = 0
-    thirds: tuple[int, ...] = ()     # indices far outside both ends
-    # A noisy metric: the machine's noise from the first pairs of the ends, and what it lets
-    # the runs allowed resolve (see paired_calibration).
-    calibration: dict | None = None
-    max_runs: int | None = None      # the cap the search ran under (a noisy metric: rounds)
-    # index -> (began, ended): seconds since the search began, so that probes made at once
-    # (--jobs) are seen to overlap
-    spans: dict = field(default_factory=dict)
-
-    def overlapped(self) -> list[tuple[int, int]]:
-        """The pairs of probes (indices, in order) that were being measured at the same time."""
-        ordered = sorted(self.spans.items())
-        return [(i, j) for k, (i, (a, b)) in enumerate(ordered) for j, (c, d) in ordered[k + 1:]
-                if a < d and c < b]
-
-    @property
-    def runs(self) -> int:
-        """Runs made (or taken from the store) in all, the ends' included (a crash rate's
-        runs each)."""
-        return sum((r.crash_rate or {}).get("runs", 1) for p in self.placed.values()
-                   for r in p.runs)
-
-
-Reduce = Callable[[Run], tuple]
+Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
 
 
 def every_sample(run: Run) -> tuple:
@@ -145,16 +90,6 @@ def low_quantile(run: Run, q: float = 0.25) -> tuple:
     """A noisy run as one sample: its 25th percentile. Calls within one process share its
     load, so they are one observation, not many (docs/timing.md)."""
     return _quantile([v for v in run.samples if isinstance(v, (int, float))], q)
-
-
-def _quantile(values: list, q: float) -> tuple:
-    ordered = sorted(values)
-    if not ordered:
-        return ()
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return (ordered[low] + (ordered[high] - ordered[low]) * (position - low),)
 
 
 def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int], Outcome], *,
@@ -185,7 +120,7 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
         if len(indices) == 1:
             outcomes = [probe(indices[0])]
         else:
-            with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+            with ThreadPoolExecutor(max_workers=len(indices), thread_name_prefix="probe") as pool:
                 outcomes = list(pool.map(probe, indices))
         seen.update(zip(indices, outcomes))
         return outcomes
@@ -193,13 +128,6 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
     how = ({"probe": probe} if jobs <= 1 and ahead is None
            else {"probe_round": probe_round, "jobs": jobs})
     return visit(n, **how, cheap=cheap, on_step=on_step, offset=offset), spans
-
-
-def no_figure(runs: Sequence[Run]) -> Placement:
-    """A release that gave nothing to place (failed, or the program raised): a skip, with its
-    failed run's error."""
-    failure = Placed(0, tuple(runs)).failure
-    return Placement(Label.SKIP, None, reason=failure.error if failure else "no samples")
 
 
 def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], **more) -> MetricSearch:
@@ -345,15 +273,6 @@ def crashes_of(placed: Placed) -> dict | None:
         return rated
     rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
     return rate.as_json() if rate else None
-
-
-def run_figure(run: Run, reduce: Reduce) -> float | None:
-    """A noisy run as one figure: its reduced samples' low quantile (most often its one
-    figure already), None when it gave none."""
-    if run.status != "ok":
-        return None
-    numbers = [v for v in reduce(run) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return next(iter(_quantile(numbers, 0.25)), None)
 
 
 def paired_calibration(test: Paired, pairs: Sequence[tuple[float, float]],
@@ -574,11 +493,6 @@ def measure_batch(lab: Lab, release: Release, backend: str, question: Question, 
             for number in range(first, first + count)]
 
 
-def values_of(runs: Sequence[Run], reduce: Reduce) -> tuple:
-    """What the classifier sees of ``runs``: the ones that gave samples, reduced."""
-    return tuple(v for run in runs if run.status == "ok" for v in reduce(run))
-
-
 def middle(values: Sequence):
     """The middle figure of ``values`` (a number's median, else the first value), or None."""
     numbers = sorted(v for v in values if isinstance(v, (int, float)))
@@ -651,6 +565,29 @@ class MetricBisection:
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
     commits: CommitBisection | None = None  # --commits: the jax commits between the pair
     interior: object = None           # ends alike: the releases inside (interior.Interior)
+
+    @property
+    def everywhere_error(self) -> EverywhereError | None:
+        """The error every release measured raised, the same at each (the program never ran:
+        a setup error, too few devices, an API these releases lack), or None."""
+        placed = {i: p for i, p in self.search.placed.items()}
+        if self.interior is not None and getattr(self.interior, "measured", False):
+            placed.update(self.interior.placed)
+        if self.request.question.metric == "error":  # the error is the figure
+            errors = [next((str(v) for v in p.values), None) if p.values else None
+                      for _, p in sorted(placed.items())]
+        else:  # no figure: the run that raised
+            errors = [p.failure.error if (not p.values and p.failure is not None
+                                          and p.failure.status == "raised") else None
+                      for _, p in sorted(placed.items())]
+        return everywhere_error(errors)
+
+    @property
+    def status(self) -> str:
+        """The answer's status: the search's, or ``fails_everywhere``."""
+        if self.search.status in ("alike", "unmeasurable") and self.everywhere_error:
+            return "fails_everywhere"
+        return self.search.status
 
     @property
     def searched(self) -> Question:
@@ -780,7 +717,7 @@ def beside(question: Question, indices: Sequence[int], run: Callable[[Question, 
         + [(i, label) for i in indices for label in alone]
     # A deterministic figure's runs side by side, as the ends' (a noisy one's: --jobs).
     at_once = jobs if question.noisy else max(jobs, min(2, parallel_runs()))
-    with ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="beside") as pool:
         runs = list(pool.map(lambda a: run(full_size if a[1] is None
                                            else with_params(question, alone[a[1]]), a[0]),
                              asked))
@@ -975,7 +912,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # afterwards: one process an end, found again. A shape is a deterministic figure:
         # both ends at once where the machine holds two runs (as the sweep's releases).
         asked = with_compare(q) if question == q else question
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
+        with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="end") as pool:
             return list(pool.map(lambda i: run_of(asked, i), (0, n - 1)))
 
     everything = [r.version for r in catalogue.releases
@@ -996,7 +933,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # sends it back to the full size.
         attempt = None
         if slots > request.jobs and all(r.status == "ok" for r in at_small):
-            with ThreadPoolExecutor(1) as behind:
+            with ThreadPoolExecutor(1, thread_name_prefix="end") as behind:
                 ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
                 try:
                     attempt = searching(small)
@@ -1020,8 +957,6 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                                say=naming(candidates, say))
     interior = None
     if search.status == "alike":  # what a sweep would answer, where the interior is cheap
-        from .interior import look_inside
-
         interior = look_inside(search, run, classifier_for(q, request.threshold),
                                noisy=q.noisy, test=paired_test(request.threshold),
                                batch=batch_size(q, request.runs),
@@ -1041,45 +976,120 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
 
 
 @dataclass(frozen=True)
+class NewerSide:
+    """The other half of "it came with jaxlib B": jax's Python of the range's commits on B's
+    jaxlib (those jax's version check lets run there). ``search`` is None where nothing could
+    be searched (``reason``). ``start``: how many of the commits that pass the check came
+    before the first that behaves as either release there (the ones before fail, or behave as
+    neither: they call an older jaxlib's API)."""
+
+    search: MetricBisection | None
+    jaxlib: str
+    labels: tuple = ()             # the release classifier's labels of the two commit ends
+    start: int = 0
+    reason: str | None = None
+
+    @property
+    def came_with(self) -> str | None:
+        """``both`` (a commit of jax's Python on B's jaxlib: its parent behaves as A there),
+        ``jaxlib`` (every commit that runs there behaves as B), or None: cannot tell."""
+        if self.search is None:
+            return None
+        status = self.search.search.status
+        if status == "found" and self.labels in ((), ("old", "new")):
+            return "both"
+        if status == "alike" and self.labels in ((), ("new", "new")) and self.start == 0:
+            return "jaxlib"
+        return None
+
+    @property
+    def why_not(self) -> str | None:
+        """Where it cannot tell: why, in one sentence."""
+        if self.came_with is not None:
+            return None
+        if self.search is None:
+            return self.reason
+        s, first = self.search.search, self.search.candidates[0].commit
+        if s.status == "alike" and self.labels in ((), ("new", "new")):
+            return (f"on jaxlib {self.jaxlib}, jax's Python behaves as the newer release from "
+                    f"{first.short}, the first commit that behaves as either release there; "
+                    f"the {self.start} before it fail or behave as neither, so a jax commit "
+                    f"among them that needs the newer jaxlib cannot be ruled out")
+        if self.labels and self.labels != ("old", "new"):
+            return (f"on jaxlib {self.jaxlib}, the commit ends behave as {self.labels[0]} and "
+                    f"{self.labels[1]} by the release search's classifier, not as the older "
+                    f"release then the newer")
+        return f"on jaxlib {self.jaxlib}: {s.reason or s.status}"
+
+
+@dataclass(frozen=True)
 class CommitBisection:
     """``--commits``: the release pair's jax commits searched on the older release's
-    environment. ``search`` is None where there was nothing to search (``reason``)."""
+    environment, and, where they all behave as the older release there, on the newer one's
+    (``newer``). ``search`` is None where there was nothing to search (``reason``)."""
 
     span: CommitRange | None
     search: MetricBisection | None
     reason: str | None = None
     ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
     unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
+    newer: NewerSide | None = None  # the commits on the newer release's jaxlib
 
     @property
     def status(self) -> str:
         return self.search.search.status if self.search else "unmeasurable"
 
     @property
+    def older_alike(self) -> bool:
+        """Every commit that runs on the older jaxlib behaves as the older release there."""
+        return (self.status == "alike" and self.ends_as_releases in ((), ("old", "old"))
+                and self.unseen is None)
+
+    @property
     def came_with(self) -> str | None:
-        """``jax`` (a commit of jax's Python), ``jaxlib`` (the newer release's jaxlib: jax's
-        Python up to its last commit that runs on the older one behaves as the older
-        release, and only the newer release's own commits are after it), or None: cannot
-        tell."""
+        """``jax`` (a commit of jax's Python, on the older jaxlib), ``both`` (a commit of jax's
+        Python that changes it only on the newer jaxlib: jax's Python behaves as the older
+        release on its own jaxlib throughout, and on the newer jaxlib its commits before the
+        first bad one behave as the older release too), ``jaxlib`` (the newer release's
+        jaxlib, measured both ways: jax's Python behaves as the older release at every commit
+        on the older jaxlib and as the newer one at every commit on the newer jaxlib), or
+        None: cannot tell."""
         if self.status == "found":
             return "jax"
-        if self.status == "alike" and self.ends_as_releases in ((), ("old", "old")) \
-                and self.unseen is None:
-            return "jaxlib"
+        if self.older_alike and self.newer is not None:
+            return self.newer.came_with
         return None
+
+    @property
+    def why_not(self) -> str | None:
+        """Cannot tell: why."""
+        if self.came_with is not None:
+            return None
+        if self.older_alike and self.newer is not None:
+            return self.newer.why_not
+        return self.reason or self.unseen
+
+    @property
+    def deciding(self) -> MetricBisection | None:
+        """The search the first bad commit comes from: the newer jaxlib's for ``both``."""
+        return self.newer.search if self.came_with == "both" else self.search
 
     def commit_at(self, index: int):
         return self.search.candidates[index].commit
 
     @property
     def last_good(self):
-        return self.commit_at(self.search.search.result.last_old) if self.status == "found" \
-            else None
+        if self.came_with not in ("jax", "both"):
+            return None
+        d = self.deciding
+        return d.candidates[d.search.result.last_old].commit
 
     @property
     def first_bad(self):
-        return self.commit_at(self.search.search.result.first_new) if self.status == "found" \
-            else None
+        if self.came_with not in ("jax", "both"):
+            return None
+        d = self.deciding
+        return d.candidates[d.search.result.first_new].commit
 
 
 def commit_release(release: Release, commit) -> Release:
@@ -1101,9 +1111,11 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
                    say: Say) -> CommitBisection:
     """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
     Python run on the older release's environment (its jaxlib), at the size the release
-    search measured; or, where the last commit that runs there still behaves as the older
-    release, that the change came with the newer jaxlib. ``span_of(old, new)``: the commits
-    between two releases (commits_in: a clone's)."""
+    search measured. Where the last commit that runs there still behaves as the older
+    release, the other half: the commits on the newer release's jaxlib, which say whether a
+    jax commit changed it only there ("both") or jax's Python behaves as the newer release
+    throughout ("jaxlib"). ``span_of(old, new)``: the commits between two releases
+    (commits_in: a clone's)."""
     if b.pair is None:
         return CommitBisection(None, None, reason="the release search named no pair of "
                                                   "releases to search between")
@@ -1122,7 +1134,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
     search, _, timer = search_over(candidates, b.request, b.searched, lab, say, noun="commit")
     found = MetricBisection(b.request, tuple(candidates), (), search,
                             probe_limit(n, b.request.jobs), time_limit=timer.limit)
-    labels: tuple = ()
+    labels = ()
     if search.status in ("alike", "found") and not b.searched.noisy:
         # The commit ends as the release search's classifier places them: alike ends are the
         # jaxlib's doing only where both behave as the older release; a found change whose
@@ -1138,7 +1150,78 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
               f"but {len(others)} commits after it, of jax "
               f"{', '.join(sorted({c.version or '?' for c in others}))}, need a newer jaxlib "
               f"and were not run: search a pair of consecutive releases" if others else None)
-    return CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
+    cb = CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
+    if cb.older_alike:  # "it came with jaxlib B" needs the other half: the commits on B's
+        cb = replace(cb, newer=on_newer_jaxlib(b, span, new, lab, say))
+    return cb
+
+
+def first_with_a_figure(n: int, has_figure: Callable[[int], bool]) -> int | None:
+    """The first of candidates 0 … n-1 that gives a figure, where the ones that do not come
+    first (commits early in a range call an older jaxlib's API that the newer one changed):
+    0, 1, 3, 7 … tried until one gives a figure, then the gap before it halved. None where
+    none before the last does."""
+    if has_figure(0):
+        return 0
+    failed, step = 0, 1
+    while True:
+        at = min(failed + step, n - 2)  # the last is the newer release's own: not a start
+        if at <= failed:
+            return None
+        if has_figure(at):
+            break
+        failed, step = at, step * 2
+    while at - failed > 1:
+        middle_one = (failed + at) // 2
+        failed, at = (failed, middle_one) if has_figure(middle_one) else (middle_one, at)
+    return at
+
+
+def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: Lab,
+                    say: Say) -> NewerSide:
+    """jax's Python of the range's commits on the newer release's environment (its jaxlib):
+    from the first that behaves as either release there to the last; the search between them
+    where they differ (docs/commits.md)."""
+    jaxlib = str(new.jaxlib)
+    runnable = span.runs_on(jaxlib)
+    if len(runnable) < 2:
+        return NewerSide(None, jaxlib, reason=f"fewer than two commits of the range pass jax's "
+                                              f"version check on jaxlib {jaxlib}")
+    candidates = [commit_release(new, c) for c in runnable]
+    q = b.searched
+    seconds = b.timeout
+    # A commit counts from where it behaves as one of the two releases (by the release
+    # search's classifier): before that, jax's older Python on the newer jaxlib fails, or
+    # raises what neither release raises (an older jaxlib's API), as a third behaviour.
+    release_classifier = None if q.noisy else b.classifier()
+
+    def has_figure(i: int) -> bool:
+        run = lab.run(candidates[i], b.request.backend, q, 1, timeout=seconds)
+        if run.status != "ok":
+            return False
+        return release_classifier is None or release_classifier(
+            values_of([run], reduce_for(q))).label.value in ("old", "new")
+
+    say(f"the other half: jax's Python on jaxlib {jaxlib}, where {len(runnable)} commits of the "
+        f"range pass jax's version check; the first that behaves as either release there …")
+    start = first_with_a_figure(len(candidates), has_figure)
+    if start is None:
+        return NewerSide(None, jaxlib, reason=f"no commit before {runnable[-1].short} behaves as "
+                                              f"either release on jaxlib {jaxlib}")
+    candidates = candidates[start:]
+    n = len(candidates)
+    say(f"bisecting {n} jax commits, {runnable[start].short} … {runnable[-1].short}, each on "
+        f"jax {new.version}'s environment (jaxlib {jaxlib}); at most "
+        f"{probe_limit(n, b.request.jobs)[0]} probes")
+    search, _, timer = search_over(candidates, b.request, q, lab, say, noun="commit")
+    found = MetricBisection(b.request, tuple(candidates), (), search,
+                            probe_limit(n, b.request.jobs), time_limit=timer.limit)
+    labels: tuple = ()
+    if search.status in ("alike", "found") and not q.noisy:
+        release_classifier = b.classifier()
+        labels = tuple(release_classifier(search.placed[i].values).label.value
+                       for i in (0, n - 1))
+    return NewerSide(found, jaxlib, labels=labels, start=start)
 
 
 def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,

@@ -54,7 +54,8 @@ from .question import question_from
 EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
 
 # The exit status of each answer: "cannot tell" is never "no change".
-METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "unmeasurable": 125}
+METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "fails_everywhere": 4,
+               "unmeasurable": 125}
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the figure)
   1    no change in the range: the ends confidently alike, even where a release inside
@@ -63,6 +64,8 @@ EXIT_CODES = """exit status:
        128 or more (git bisect run's abort)
   3    the ends differ but this machine's noise does not let it decide at 99 %
        (undecided, not "no change": more --max-runs or a quieter machine decide it)
+  4    the program fails the same way at every release measured (the case never ran:
+       the answer shows the error and, where it recognises the cause, how to fix the case)
   125  an end cannot be measured (the release gives no figure, or a command exits 125)
   130  interrupted (Ctrl-C); every probe finished is stored: rerun to resume"""
 
@@ -182,7 +185,8 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
             raise UserError(f"{option}: {exc}") from None
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
-                         samples=args.samples, kind=args.metric_kind, over=args.over)
+                         samples=args.samples, kind=args.metric_kind, over=args.over,
+                         devices=args.devices)
 
 
 def request_from(args: argparse.Namespace, question, catalogue,
@@ -231,7 +235,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
             extra["xla_flags_known"] = lab.document(asked)
 
     flags_known()
-    if bisection.search.status == "alike":
+    if bisection.status == "alike":
         extra.update(wider_range(catalogue, bisection))
 
     def write() -> tuple[Path, dict]:
@@ -284,7 +288,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         print("\n".join(terminal_lines(bisection, doc, catalogue, Path.cwd())))
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
-    return METRIC_EXIT[bisection.search.status]
+    return METRIC_EXIT[bisection.status]
 
 
 def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> bool:

@@ -29,7 +29,8 @@ def question_values(q, backend: str, at: Path | None = None) -> dict:
     display = display_path if at is None else (lambda path: typed_path(path, at))
     values = {"target": display(q.target) if "/" in q.target else q.target or None,
               "backend": None if q.target else backend, "metric": q.metric,
-              "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind}
+              "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind,
+              "devices": q.devices}
     if q.case is not None:
         values.update(case=display(q.case.path),
                       param=[f"{name}={value}" for name, value in q.params.items()],

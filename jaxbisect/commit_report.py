@@ -20,7 +20,7 @@ def _commit(c, **more) -> dict | None:
 def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     """The ``commits`` part: what was searched, each step, what was skipped and the answer."""
     old, new = b.pair or (None, None)
-    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.reason or cb.unseen,
+    doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.why_not,
            "old": str(old.version) if old else None, "new": str(new.version) if new else None,
            "first_bad": None, "last_good": None, "exact": False, "candidates": 0,
            "steps": [], "skipped": [], "need_new": [], "between": []}
@@ -32,35 +32,42 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                old_end=_commit(span.candidates[0]), new_end=_commit(span.candidates[-1]),
                candidates=len(span.candidates),
                need_new=[_commit(c, why=c.refused) for c in span.need_new],
-               new_jaxlib=str(new.jaxlib))
+               new_jaxlib=str(new.jaxlib), old_jaxlib=span.jaxlib)
     if cb.search is None:
         return doc
-    s, q = cb.search.search, b.searched
-    # Alike ends are both the older release's behaviour, not "old" and "new".
-    as_release = dict(zip((0, len(cb.search.candidates) - 1), cb.ends_as_releases))
-    steps = []
-    for index, placed in s.placed.items():
-        commit = cb.search.candidates[index].commit
-        failure = placed.failure
-        p = placed.placement
-        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
-                      "date": commit.date,
-                      "jax": str(cb.search.candidates[index].version),
-                      "label": as_release.get(index) or (p.label.value if p else "measured"),
-                      "reason": p.reason if p else None,
-                      "figure": figure(q.metric, seen(q, placed)),
-                      "error": failure.error if failure and not placed.values else None,
-                      "runs": len(placed.runs), "cached": placed.cached,
-                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
-    doc.update(steps=steps, reason=cb.reason or cb.unseen or s.reason,
+    s = cb.search.search
+    steps = _steps(cb.search, b, cb.ends_as_releases, {"jax": str(old.version),
+                                                        "jaxlib": span.jaxlib})
+    newer = cb.newer
+    if newer is not None and newer.search is not None:
+        steps += _steps(newer.search, b, newer.labels, {"jax": str(new.version),
+                                                          "jaxlib": newer.jaxlib})
+    doc.update(steps=steps, reason=cb.why_not or s.reason,
                skipped=[{"sha": st["sha"], "subject": st["subject"],
-                         "why": st["error"] or st["reason"]}
+                         "why": st["error"] or st["reason"], "runs_on": st["runs_on"]}
                         for st in steps if st["label"] == "skip"],
                search={"probes": len(s.placed), "runs": s.runs, "remeasures": s.remeasures,
                        "limit": {"probes": cb.search.limit[0], "rounds": cb.search.limit[1]},
                        "time_limit": (cb.search.time_limit.as_json()
                                       if cb.search.time_limit else None)},
                ends_as_releases=list(cb.ends_as_releases))
+    if newer is not None:
+        doc["newer"] = {"jaxlib": newer.jaxlib, "came_with": newer.came_with,
+                        "reason": newer.why_not, "start": newer.start,
+                        "ends_as_releases": list(newer.labels),
+                        "probes": len(newer.search.search.placed) if newer.search else 0}
+    if cb.came_with == "both":
+        d = cb.deciding
+        r = d.search.result
+        first = cb.first_bad
+        doc.update(exact=r.exact, last_good=_commit(cb.last_good),
+                   first_bad=_commit(first, files=span.files(first),
+                                     side_commits=[_commit(c) for c in span.side_commits(first)],
+                                     **({"reverts": reverts}
+                                        if (reverts := span.reverted(first)) else {})),
+                   jaxlib_gate=span.gate(first),
+                   between=[_commit(d.candidates[i].commit)
+                            for i in range(r.last_old + 1, r.first_new)])
     if cb.status == "found":
         r = s.result
         first = cb.first_bad
@@ -76,15 +83,38 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     return doc
 
 
+def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dict]:
+    """Each commit a search placed, with the release its environment (jaxlib) is."""
+    s, q = search.search, b.searched
+    # Alike ends are both one release's behaviour, not "old" and "new".
+    as_release = dict(zip((0, len(search.candidates) - 1), labels))
+    steps = []
+    for index, placed in s.placed.items():
+        commit = search.candidates[index].commit
+        failure = placed.failure
+        p = placed.placement
+        steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
+                      "date": commit.date,
+                      "jax": str(search.candidates[index].version), "runs_on": runs_on,
+                      "label": as_release.get(index) or (p.label.value if p else "measured"),
+                      "reason": p.reason if p else None,
+                      "figure": figure(q.metric, seen(q, placed)),
+                      "error": failure.error if failure and not placed.values else None,
+                      "runs": len(placed.runs), "cached": placed.cached,
+                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
+    return steps
+
+
 def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     """Plain git, pip and python lines that show the two commits the answer rests on."""
-    if c["came_with"] == "jax":
+    if c["came_with"] in ("jax", "both"):  # "both": on the newer jaxlib (runs_on says)
         pair = [(c["last_good"], "old"), (c["first_bad"], "new")]
     elif c["came_with"] == "jaxlib":
         pair = [(c["old_end"], "old"), (c["new_end"], "old too")]
     else:
         return []
-    old = c["runs_on"]
+    old = (c["runs_on"] if c["came_with"] != "both" else  # the pair ran on the newer jaxlib
+           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     venv = f"venv-{old['jax']}"
     q = b.request.question
     flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""

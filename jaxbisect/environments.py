@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -42,7 +43,7 @@ from .catalogue import (
 from .errors import InstallFailed, UserError
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
-from .locks import held
+from .locks import held, holder_words, is_ours, part_of_run
 from .machine import nvidia_gpus, uv_binary
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
@@ -51,6 +52,10 @@ FIRST_CUDA12_EXTRA = Version("0.4.30")  # jax[cuda12] installs the PyPI plugin f
 MARKER = ".complete.json"
 MARKER_SCHEMA = 1
 RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
+# Environments whose wait on another part of this run was said (once each): its own installs
+# ahead and probes meet on one environment many times (every jax commit runs on one).
+_SAID: set[Path] = set()
+_SAID_LOCK = threading.Lock()
 
 Progress = Callable[[str], None]
 
@@ -164,11 +169,17 @@ def ensure_environment(
     what = f"jax {release.version} ({backend_words(backend)})"
 
     def waiting(who: dict | None) -> None:
-        by = f" ({who['host']}, pid {who['pid']})" if who else ""
-        say(f"waiting for another run{by} to finish installing {what} …")
+        if is_ours(who):  # another part of this run: said once an environment
+            with _SAID_LOCK:
+                if path in _SAID:
+                    return
+                _SAID.add(path)
+        say(f"{what}: this run's {part_of_run()} waits for {holder_words(who)} to finish "
+            f"installing it …")
 
     # locks.py's lock holds across a cluster's nodes on NFS, where flock may not.
-    with held(path.with_name(path.name + ".lock-dir"), on_wait=waiting):
+    # A wait of under a second (another thread finding it complete) is not worth a line.
+    with held(path.with_name(path.name + ".lock-dir"), on_wait=waiting, patience=1.0):
         installed = None if rebuild else _complete(path, plan)
         if installed is not None and verify and (broken := import_error(path / "bin" / "python")):
             say(f"{what}: its environment no longer imports jax ({broken}); rebuilding it")

@@ -18,7 +18,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .bisection import (
+from .classify import Label, Paired, Placement
+from .placing import (
     MakeClassifier,
     MetricSearch,
     Placed,
@@ -29,7 +30,6 @@ from .bisection import (
     run_figure,
     values_of,
 )
-from .classify import Label, Paired, Placement
 
 OLD, DIFFERS, CANNOT_TELL = "old", "differs", "cannot tell"
 

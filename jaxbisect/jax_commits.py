@@ -130,6 +130,21 @@ class CommitRange:
     candidates: tuple[Commit, ...]
     need_new: tuple[Commit, ...]
 
+    def runs_on(self, jaxlib: str) -> tuple[Commit, ...]:
+        """The commits after the old tag that jax's version check lets run on ``jaxlib`` (the
+        newer release's), in history order, each judged for it."""
+        judged = (_judged(c, jaxlib) for c in (*self.candidates[1:], *self.need_new))
+        return tuple(c for c in judged if c.refused is None)
+
+    def gate(self, commit: Commit) -> str | None:
+        """The jaxlib version gate ``commit``'s diff adds to jax's Python (``xla_extension_version
+        >= 299``, a ``jaxlib_version`` comparison), or None where it adds none."""
+        if not commit.parents:
+            return None
+        diff = git(self.repo, "diff", "--unified=0", commit.parents[0], commit.sha, "--",
+                   *SOURCE_DIRS)
+        return jaxlib_gate(diff)
+
     def side_commits(self, merge: Commit) -> list[Commit]:
         """The commits a merge brought in (its second parent's side), newest first."""
         if len(merge.parents) < 2:
@@ -159,6 +174,21 @@ class CommitRange:
         if not commit.parents:
             return git(self.repo, "ls-tree", "-r", "--name-only", commit.sha).split()
         return git(self.repo, "diff", "--name-only", commit.parents[0], commit.sha).split()
+
+
+_GATE = re.compile(r"\b(_?(?:xla_extension_version|jaxlib_extension_version|jaxlib_version))"
+                   r"\s*(>=|<=|==|!=|>|<)\s*(\(?[0-9][0-9, .]*\)?)")
+
+
+def jaxlib_gate(diff: str) -> str | None:
+    """The first comparison with jaxlib's version (``xla_extension_version``,
+    ``jaxlib_extension_version``, ``jaxlib_version``) on a line a unified diff adds."""
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            if match := _GATE.search(line):
+                name, op, value = match.groups()
+                return f"{name.lstrip('_')} {op} {value.strip().rstrip(',')}"
+    return None
 
 
 def git(repo: Path, *args: str, timeout: float = 300) -> str:

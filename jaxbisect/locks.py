@@ -25,6 +25,11 @@ from pathlib import Path
 BEAT = 15.0
 STALE = 120.0
 HOLDER = "holder.json"
+# The parts of one run, by the name of the thread they run on (their pools are named so): a
+# lock held by this process is waited on by another part of the same run, never "another run".
+PARTS = (("install", "install ahead"), ("probe", "probe"), ("end", "run of an end"),
+         ("beside", "run beside the search"), ("release", "release's runs"),
+         ("MainThread", "search"))
 
 
 def _alive(pid: int) -> bool:
@@ -63,14 +68,38 @@ def is_stale(lock: Path, *, host: str | None = None, now: float | None = None,
     return now - beat > stale
 
 
+def part_of_run(thread_name: str | None = None) -> str:
+    """The part of this run that a thread is, in words ("install ahead", "probe")."""
+    name = thread_name or threading.current_thread().name
+    return next((words for prefix, words in PARTS if name.startswith(prefix)), f"thread {name}")
+
+
+def is_ours(who: dict | None, *, host: str | None = None, pid: int | None = None) -> bool:
+    """``who`` (a lock's holder) is this process: another part of the same run."""
+    return bool(who) and who.get("host") == (host or socket.gethostname()) \
+        and int(who.get("pid", 0)) == (os.getpid() if pid is None else pid)
+
+
+def holder_words(who: dict | None) -> str:
+    """Who holds a lock, as a message names it: this run's part, or another run (host, pid)."""
+    if is_ours(who):
+        return f"this run's {part_of_run(who.get('thread_name') or '?')}"
+    if who:
+        return f"another run ({who['host']}, pid {who['pid']})"
+    return "another run"
+
+
 @contextmanager
 def held(lock: Path, *, on_wait: Callable[[dict | None], None] = lambda who: None,
-         poll: float = 0.5, beat: float = BEAT, stale: float = STALE) -> Iterator[None]:
+         poll: float = 0.5, beat: float = BEAT, stale: float = STALE,
+         patience: float = 0.0) -> Iterator[None]:
     """Hold ``lock`` (a folder path) for the ``with`` block; threads of one process exclude
-    each other too. ``on_wait``: called once, with the holder, when another holds it."""
+    each other too. ``on_wait``: called once, with the holder, when another holds it and it
+    has been waited for ``patience`` seconds."""
     me = {"host": socket.gethostname(), "pid": os.getpid(),
-          "thread": threading.get_ident(), "since": time.time()}
-    waited = False
+          "thread": threading.get_ident(), "thread_name": threading.current_thread().name,
+          "since": time.time()}
+    waited, began = False, time.monotonic()
     while True:
         with contextlib.suppress(FileExistsError):
             lock.mkdir()
@@ -81,7 +110,7 @@ def held(lock: Path, *, on_wait: Callable[[dict | None], None] = lambda who: Non
                 os.rename(lock, away)
                 shutil.rmtree(away, ignore_errors=True)
             continue
-        if not waited:
+        if not waited and time.monotonic() - began >= patience:
             on_wait(holder(lock))
             waited = True
         time.sleep(poll)

@@ -70,6 +70,7 @@ class Question:
     kind: str = "auto"                   # deterministic | noisy | auto (from the metric)
     over: tuple = ()                     # (parameter, values): the metric's shape over them
     compare: bool = False                # the case's COMPARE programs beside it, one process
+    devices: int | None = None           # --devices: CPU host devices (else the case's DEVICES)
 
     @property
     def noisy(self) -> bool:
@@ -94,7 +95,7 @@ class Question:
                   "compare": self.compare,
                   # peak_memory: one fresh process a run, the run is the sample
                   "samples": 1 if self.samples is None and self.metric == "peak_memory"
-                  else self.samples, "xla_flags": self.xla_flags}
+                  else self.samples, "xla_flags": self.xla_flags, "devices": self.devices}
         return ["--json", *command_line(REPRO, values, lambda option: option.harness)]
 
     def key_fields(self) -> dict:
@@ -107,6 +108,8 @@ class Question:
             del what["over"]
         if not self.compare:  # as keys were before COMPARE beside it
             del what["compare"]
+        if self.devices is None:  # as keys were before --devices
+            del what["devices"]
         if self.command:
             what["cwd"] = os.getcwd()
             what["files"] = [hashlib.sha256(Path(arg).read_bytes()).hexdigest()
@@ -143,6 +146,7 @@ KEYED: dict[str, tuple[str, Callable[[Question], object]]] = {
     "target": ("target", lambda q: target_key(q.target) if q.target else ""),  # the spec's
     "xla_flags": ("xla_flags", lambda q: q.xla_flags),
     "compare": ("compare", lambda q: q.compare),
+    "devices": ("devices", lambda q: q.devices),
 }
 
 
@@ -177,7 +181,7 @@ def with_params(question: Question, params: dict) -> Question:
 def question_from(metric: str | None, case_path: str | None, params: list[str],
                   command: tuple[str, ...], *, target: str = "", xla_flags: str = "",
                   samples: int | None = None, kind: str = "auto",
-                  over: str | None = None) -> Question:
+                  over: str | None = None, devices: int | None = None) -> Question:
     """The question the command line asks; bad input is a UserError (one line, exit 2)."""
     if case_path is not None:
         try:
@@ -200,9 +204,14 @@ def question_from(metric: str | None, case_path: str | None, params: list[str],
             raise UserError(f"--target compiles without the GPU: --metric {metric} needs a "
                             f"run (use memory, compile_time or error)")
         return Question(metric=metric, case=case, params=overrides, target=target,
-                        xla_flags=xla_flags, samples=samples, kind=kind, over=shape)
+                        xla_flags=xla_flags, samples=samples, kind=kind, over=shape,
+                        devices=devices)
     if over is not None:
         raise UserError("--over measures a --case FILE over a parameter; there is none")
+    if devices is not None:
+        raise UserError("--devices gives a --case FILE CPU host devices; a command after `--` "
+                        "sets its own (XLA_FLAGS=--xla_force_host_platform_device_count=N, or "
+                        "--xla-flags)")
     if params:
         raise UserError("--param sets a parameter of a --case file; there is none")
     if not command or metric is None:

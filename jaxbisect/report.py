@@ -197,7 +197,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     doc = {
         "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
         "backend": req.backend, "target": q.target or None, "measured": where(b),
-        "status": s.status, "direction": b.direction,
+        "status": b.status, "direction": b.direction,
+        "everywhere_error": b.everywhere_error.as_json() if b.status == "fails_everywhere"
+        else None,
         "calibration": s.calibration,
         "exact": bool(s.result and s.result.exact and s.status == "found"
                       and not left_out_between(b)),

@@ -94,8 +94,8 @@ UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 ALIKE = "like the ends"
 # The question's options, from python -m bisect's table (repro/options.py).
-QUESTION = {"case", "param", "over", "metric", "xla_flags", "samples", "metric_kind", "threshold",
-            "runs", "max_runs", "n_outer", "n_inner", "n_res", "dtype"}
+QUESTION = {"case", "param", "over", "metric", "xla_flags", "devices", "samples", "metric_kind",
+            "threshold", "runs", "max_runs", "n_outer", "n_inner", "n_res", "dtype"}
 AS_BISECT = {"backend", "remeasure", "refresh_catalogue"}  # the table's other options it takes
 Say = Callable[[str], None]
 
@@ -670,7 +670,8 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     target = target_option(args.target)
     question = question_from(args.metric, args.case or str(SCAN_CASE), args.param, (),
                              target=target, xla_flags=args.xla_flags.strip(),
-                             samples=args.samples, kind=args.metric_kind, over=args.over)
+                             samples=args.samples, kind=args.metric_kind, over=args.over,
+                             devices=args.devices)
     backend = resolve_backend(args.backend, target, gpu_elsewhere=executor is not LOCAL)
     reports: Path = args.reports or (Path("reports") / (
         "repro" if args.case is None else f"{question.case.name}-{question.metric}"))

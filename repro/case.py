@@ -8,7 +8,10 @@ the default's type. Optional module constants: ``METRIC`` (the case's own metric
 of the metric over a parameter: ``OVER`` (its default ``--over``), ``SEARCH_PARAMS`` (a smaller
 size the search may use), ``RUNTIME_PARAMS`` (the size of a real run where a release's compiled
 statistics are empty) and ``COMPARE`` (other programs of the case measured beside it at the
-answer's releases). A module function ``shape(name, points, params)`` may classify the series.
+answer's releases), ``DEVICES`` (the CPU host devices it needs). A module function
+``shape(name, points, params)`` may classify the series. Module-level settings (XLA_FLAGS,
+JAX_PLATFORMS, ``jax.config.update``) take effect as when the file runs as a script: the
+harness imports it before jax's backend starts (``import_before_backend``).
 
 Reading a case (its parameters, constants, source) needs only the standard library: the
 driver reads it with ``ast`` and never imports it (nor jax). Building one imports it, inside a
@@ -53,6 +56,7 @@ class CaseFile:
     search_params: dict = field(default_factory=dict)    # SEARCH_PARAMS
     runtime_params: dict = field(default_factory=dict)   # RUNTIME_PARAMS
     compare: dict = field(default_factory=dict)          # COMPARE: label -> parameters
+    devices: int | None = None      # DEVICES: the CPU host devices the program needs
 
     @property
     def name(self) -> str:
@@ -133,15 +137,21 @@ def read_case(path: str | Path) -> CaseFile:
         raise CaseError(f"{path}: COMPARE is a dict of label -> parameters")
     compare = {str(label): sizes_of(defaults, params, over, f"{path}: COMPARE[{label!r}]")
                for label, params in compare.items()}
+    devices = constants.get("DEVICES")
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int)
+                                or devices < 1):
+        raise CaseError(f"{path}: DEVICES is the number of CPU host devices the program "
+                        f"needs, an integer of 1 or more (got {devices!r})")
     return CaseFile(path=str(path.resolve()), source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest(), defaults=defaults,
                     metric=metric, fixed=fixed, answer=constants.get("ANSWER"),
                     doc=ast.get_docstring(tree), over=over,
                     search_params=sized["SEARCH_PARAMS"], runtime_params=sized["RUNTIME_PARAMS"],
-                    compare=compare)
+                    compare=compare, devices=devices)
 
 
-CONSTANTS = ("METRIC", "FIXED", "ANSWER", "OVER", "SEARCH_PARAMS", "RUNTIME_PARAMS", "COMPARE")
+CONSTANTS = ("METRIC", "FIXED", "ANSWER", "OVER", "SEARCH_PARAMS", "RUNTIME_PARAMS", "COMPARE",
+             "DEVICES")
 
 
 def over_values(defaults: dict, name: str, texts: list[str], what: str = "--over") -> tuple:
@@ -242,6 +252,26 @@ def load_module(case: CaseFile):
         del sys.modules[name]
         raise
     return module
+
+
+def import_before_backend(case: CaseFile) -> None:
+    """Import the case before jax's backend starts, so that what it sets at module level
+    (``os.environ["XLA_FLAGS"]``, JAX_PLATFORMS, ``jax.config.update``) takes effect as when
+    it runs as a script; XLA_FLAGS it sets keep the harness's own (the asked flags, dumps)
+    after its. A case that fails to import is left to raise where it is built (its error is
+    then the run's answer)."""
+    import os
+
+    from .process import join_flags
+
+    before = os.environ.get("XLA_FLAGS", "")
+    try:
+        load_module(case)
+    except Exception:
+        return
+    after = os.environ.get("XLA_FLAGS", "")
+    if after != before and before and before not in after:
+        os.environ["XLA_FLAGS"] = join_flags(after, before)
 
 
 def build(case: CaseFile, params: dict):

@@ -25,6 +25,7 @@ from .case import (
     COMPILE_ONLY_METRICS,
     SCAN_CASE,
     CaseError,
+    import_before_backend,
     parse_over,
     parse_params,
     read_case,
@@ -45,6 +46,7 @@ from .process import (
     configure_this_process,
     dump_flags,
     dump_folder,
+    host_devices,
     join_flags,
     stdout_to_stderr,
 )
@@ -177,8 +179,12 @@ def main(argv: list[str] | None = None) -> int:
         dumps = (dump_flags(dump_dir, join_flags(MODULES, PASSES if args.pass_dumps else ""))
                  if dump_dir else
                  dump_flags(args.pass_dumps, PASSES) if args.pass_dumps is not None else "")
-        configure_this_process(args.backend, join_flags(args.xla_flags, dumps),
+        devices = args.devices or args.case.devices
+        configure_this_process(args.backend, join_flags(host_devices(devices), args.xla_flags,
+                                                        dumps),
                                target=args.target is not None, params=args.params)
+        with stdout_to_stderr():  # what it prints at import: never in the JSON
+            import_before_backend(args.case)
         return _run(args, dump_dir)
 
 

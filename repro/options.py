@@ -176,6 +176,10 @@ OPTIONS: tuple[Option, ...] = (
         BISECT: "XLA_FLAGS for every probe; the report says which were in force",
         REPRO: "extra XLA_FLAGS, e.g. '--xla_cpu_enable_fast_math=false'"},
             default="", metavar="FLAGS", shapes=True, harness=True),
+    _option("--devices", "CPU host devices the program needs (jax starts one): what "
+            "--xla_force_host_platform_device_count=N in XLA_FLAGS gives a script (default: "
+            "the case's DEVICES, else what the case itself sets)", type=positive_int,
+            metavar="N", group="case", shapes=True, harness=True),
     _option("--samples", {
         BISECT: "samples a harness run takes of a noisy metric (default 5)",
         REPRO: "samples of a noisy metric (run_time: calls, at least; compile_time: "

@@ -50,6 +50,11 @@ def configure_this_process(backend: str = "cpu", xla_flags: str = "", *, target:
         configure_for_target()
 
 
+def host_devices(count: int | None) -> str:
+    """XLA_FLAGS for ``count`` CPU host devices (jax starts one), or "" for none asked."""
+    return f"--xla_force_host_platform_device_count={count}" if count else ""
+
+
 def join_flags(*flags: str) -> str:
     """The one XLA_FLAGS join: ``flags`` in order, blank ones left out."""
     return " ".join(f.strip() for f in flags if f and f.strip())

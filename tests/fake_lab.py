@@ -52,6 +52,9 @@ class FakeLab:
     store: Store = field(default_factory=Store)  # what the explanation keeps: modules, flags
     installed: frozenset[str] = frozenset()   # versions whose environment counts as built
     remeasure: bool = False
+    # A jax commit's runs: answered as ``answer("VERSION@RELEASE", …)``, RELEASE the one whose
+    # environment (jaxlib) it runs on, where the test tells the two sides apart.
+    by_jaxlib: bool = False
     asked: list[tuple[str, int, float]] = field(default_factory=list)  # version, run, timeout
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -61,9 +64,11 @@ class FakeLab:
     def run(self, release: Release, backend: str, question: Question, number: int, *,
             timeout: float) -> Run:
         version = str(release.version)
+        asked = (f"{version}@{release.runs_on}" if self.by_jaxlib and release.commit is not None
+                 else version)
         with self._lock:
-            self.asked.append((version, number, timeout))
-        got = self.answer(version, question, number)
+            self.asked.append((asked, number, timeout))
+        got = self.answer(asked, question, number)
         if got is None:
             raise MissingRun(f"the fake lab holds no {asked_for(version, question, number)}")
         if isinstance(got, dict):

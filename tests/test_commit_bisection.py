@@ -101,14 +101,22 @@ def synthetic(states: list[str]) -> CommitRange:
                        commits, ())
 
 
-def lab_of(states: list[str], tmp_path) -> FakeLab:
-    by_version = {Commit(sha=sha_of(i), subject="", author="", date="", parents=(),
-                         pr=None, version="0.4.31", minimum_jaxlib="",
-                         timestamp=1722300000 + 3600 * i).jax_version: state
-                  for i, state in enumerate(states)}
+def lab_of(states: list[str], tmp_path, newer: list[str] | None = None) -> FakeLab:
+    """The commits' answers on jaxlib 0.4.30 (``states``) and on 0.4.31 (``newer``, one a
+    commit; without it, each behaves there as the newer release)."""
+    versions = [Commit(sha=sha_of(i), subject="", author="", date="", parents=(),
+                       pr=None, version="0.4.31", minimum_jaxlib="",
+                       timestamp=1722300000 + 3600 * i).jax_version
+                for i in range(len(states))]
+    on_older = dict(zip(versions, states))
+    on_newer = dict(zip(versions, newer or ["new"] * len(states)))
 
-    def answer(version: str, question, number: int):
-        state = {OLD_RELEASE: "old", NEW_RELEASE: "new"}.get(version) or by_version[version]
+    def answer(asked: str, question, number: int):
+        version, _, runs_on = asked.partition("@")
+        # (a commit after the range's, the newer release's own preparation: as the release)
+        state = ({OLD_RELEASE: "old", NEW_RELEASE: "new"}.get(version)
+                 or (on_newer.get(version, "new") if runs_on == NEW_RELEASE
+                     else on_older[version]))
         assert state != "refused", "a refused commit was run"
         if state == "broken":
             return Run(release=version, number=number, status="failed",
@@ -116,7 +124,7 @@ def lab_of(states: list[str], tmp_path) -> FakeLab:
                              "AttributeError: no_such_api")
         return exit_status_run(0 if state == "old" else 1, "", version, number)
 
-    return FakeLab(answer, Store(tmp_path / "store"))
+    return FakeLab(answer, Store(tmp_path / "store"), by_jaxlib=True)
 
 
 @st.composite
@@ -155,6 +163,57 @@ def test_the_commit_search_names_the_first_bad_commit_or_the_jaxlib(
             assert p.outcome.value == "skip"
             assert ("needs jaxlib >= 0.4.31" if states[i] == "refused" else "does not import") \
                 in p.placement.reason
+
+
+@st.composite
+def newer_histories(draw):
+    """A range whose commits all behave as the older release on its jaxlib, and on the newer
+    jaxlib: a prefix that gives no figure there (an older jaxlib's API), then the older
+    release's behaviour up to a jax commit X (X at the first that runs: jax's Python behaves
+    as the newer release throughout), then the newer one's; the last commit is the newer
+    release's own."""
+    n = draw(st.integers(3, 30))
+    broken = draw(st.integers(0, n - 2))
+    change = draw(st.integers(broken, n - 1))
+    newer = ["broken"] * broken + ["old"] * (change - broken) + ["new"] * (n - change)
+    return n, newer
+
+
+def oracle(newer: list[str]) -> tuple[str | None, int | None]:
+    """What is measured on the newer jaxlib says (commits 1 … n-1; commit 0 is A's tag, which
+    jax's version check refuses there): came_with and the first bad commit."""
+    chain = newer[1:]
+    runs = [i for i, state in enumerate(chain) if state != "broken"]
+    if not runs or runs[0] >= len(chain) - 1:
+        return None, None
+    first = runs[0]
+    if chain[first] == "new":
+        return ("jaxlib" if first == 0 else None), None
+    return "both", 1 + chain.index("new")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # the catalogue: read only
+@given(newer_histories())
+def test_alike_on_the_older_jaxlib_asks_the_newer_one_both_jaxlib_or_cannot_tell(
+        recorded_catalogue, tmp_path_factory, history):
+    n, newer = history
+    lab = lab_of(["old"] * n, tmp_path_factory.mktemp("both"), newer)
+    b = bisect_metric(recorded_catalogue, MetricRequest(OLD_RELEASE, NEW_RELEASE, "cpu",
+                                                        COMMAND), lab, lambda m: None)
+    cb = bisect_commits(b, lambda old, new: synthetic(["old"] * n), lab, lambda m: None)
+    came_with, first_bad = oracle(newer)
+    assert cb.status == "alike" and cb.newer is not None
+    assert cb.came_with == came_with
+    if came_with == "both":
+        assert cb.first_bad.sha == sha_of(first_bad) and cb.last_good.sha == sha_of(first_bad - 1)
+        assert all(str(c.runs_on) == NEW_RELEASE for c in cb.newer.search.candidates)
+    else:
+        assert cb.first_bad is None
+        if came_with is None:
+            assert cb.why_not  # cannot tell, saying why
+    asked_on = {a.partition("@")[2] for a, _, _ in lab.asked if "@" in a}
+    assert asked_on == {OLD_RELEASE, NEW_RELEASE}  # both halves measured
 
 
 def test_a_noisy_metric_places_commits_by_the_paired_test(recorded_catalogue, tmp_path):
@@ -388,7 +447,7 @@ def test_a_real_history_gives_its_first_bad_commit_and_names_the_skips(jax_histo
 @pytest.mark.jax
 def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp_path):
     """The scan report's growth at 0.5.0 → 0.5.1: jax's Python up to 0.5.1's last commit on
-    jaxlib 0.5.0 keeps v0 constant."""
+    jaxlib 0.5.0 keeps v0 constant, and on jaxlib 0.5.1 the commits grow (two runs a side)."""
     repo, shas = jax_history
     code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
                                  "--commits", "--jax-repo", str(repo), "--no-evidence",
@@ -397,5 +456,90 @@ def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp
     c = doc["commits"]
     assert doc["status"] == "found" and c["came_with"] == "jaxlib"
     assert c["search"]["runs"] == 2 and c["ends_as_releases"] == ["old", "old"]
-    assert [x["figure"]["value"] for x in c["steps"]] == ["constant", "constant"]
+    assert [(x["runs_on"]["jaxlib"], x["figure"]["value"]) for x in c["steps"]] == [
+        ("0.5.0", "constant"), ("0.5.0", "constant"), ("0.5.1", "grows"), ("0.5.1", "grows")]
+    assert c["newer"]["came_with"] == "jaxlib" and c["newer"]["start"] == 0
     assert c["new_end"]["sha"] == shas[11]
+
+
+# --- real: a fake jax whose version.py and a gate on jaxlib's version decide, on the real
+# jaxlib 0.5.0 (xla_extension_version 303) and 0.5.1 (317) ---
+GATED = """import sys
+from jaxlib import xla_client
+xla_extension_version = getattr(xla_client, "_version", 0)
+{body}
+"""
+# The releases are the real jax (no answer()): 0.5.0 exits 0, 0.5.1 exits 1; a commit of the
+# fake jax answers by its own code on the jaxlib it runs on.
+GATE_QUESTION = ("import os, sys, jax; sys.exit(jax.answer() if hasattr(jax, 'answer') else "
+                 "int(os.environ['JAX_BISECT_RELEASE'] == '0.5.1'))")
+NEW_PATH = ("def answer():\n    return 1 if xla_extension_version >= 310 else 0\n")
+OLD_PATH = "def answer():\n    return 0\n"
+OLD_API = ("if xla_extension_version > 303:  # an older jaxlib's API, gone from 0.5.1's\n"
+           "    raise ImportError('cannot import name old_api from jaxlib')\n" + OLD_PATH)
+
+
+def gated_history(root: Path, bodies: list[str]) -> tuple[Path, list[str]]:
+    """A jax repository: jax-v0.5.0 (a jax/ of version 0.5.0), then one commit a body of
+    jax/__init__.py (version 0.5.1, minimum jaxlib 0.5.0), then the release preparation
+    (minimum 0.5.1), tagged jax-v0.5.1."""
+    repo = root / "jax"
+    (repo / "jax").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shas: list[str] = []
+
+    def commit(body: str, version: str, minimum: str, message: str, tag: str = "") -> None:
+        (repo / "jax" / "__init__.py").write_text(GATED.format(body=body))
+        (repo / "jax" / "version.py").write_text(
+            f'_version = "{version}"\n_minimum_jaxlib_version = "{minimum}"\n'
+            f'__version__ = _version\n')
+        git(repo, "add", "-A", ".")
+        git(repo, "commit", "-q", "--allow-empty", "-m", message, when=len(shas))
+        if tag:
+            git(repo, "tag", tag)
+        shas.append(git(repo, "rev-parse", "HEAD"))
+
+    commit(OLD_PATH, "0.5.0", "0.5.0", "Release JAX 0.5.0", "jax-v0.5.0")
+    for k, body in enumerate(bodies):
+        commit(body, "0.5.1", "0.5.0", f"Change {k} (#{300 + k})")
+    commit(bodies[-1], "0.5.1", "0.5.1", "Prepare for JAX release 0.5.1", "jax-v0.5.1")
+    return repo, shas
+
+
+@pytest.mark.jax
+@pytest.mark.parametrize("bodies, came_with, first_bad", [
+    # the gated path added at commit 3: on jaxlib 0.5.0 nothing changes, on 0.5.1 commit 3
+    ([OLD_PATH] * 2 + [NEW_PATH] * 4, "both", 3),
+    # gated from the first commit: jax's Python behaves as 0.5.1 at every commit on its jaxlib
+    ([NEW_PATH] * 6, "jaxlib", None),
+    # the first commits use an API jaxlib 0.5.1 no longer has: the first that runs there is
+    # already new, the change could be among those before it
+    ([OLD_API] * 3 + [NEW_PATH] * 3, None, None),
+], ids=["both", "jaxlib", "cannot-tell"])
+def test_a_gate_on_the_jaxlib_is_found_from_both_sides(jax_python, tmp_path, bodies, came_with,
+                                                        first_bad):
+    jax_python("0.5.0"), jax_python("0.5.1")
+    repo, shas = gated_history(tmp_path, bodies)
+    code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
+                                 "--commits", "--jax-repo", str(repo), "--reports",
+                                 str(tmp_path / "reports"), "--", "python", "-c", GATE_QUESTION,
+                                 cwd=tmp_path)
+    assert code == 0, err
+    c = doc["commits"]
+    assert doc["status"] == "found" and c["status"] == "alike"
+    assert c["came_with"] == came_with
+    on = {st["runs_on"]["jaxlib"] for st in c["steps"]}
+    assert on == {"0.5.0", "0.5.1"}  # both halves were measured
+    if came_with == "both":
+        assert c["first_bad"]["sha"] == shas[first_bad]
+        assert c["last_good"]["sha"] == shas[first_bad - 1]
+        assert c["first_bad"]["pr"] == 300 + first_bad - 1
+        assert c["jaxlib_gate"] == "xla_extension_version >= 310"
+        assert {st["runs_on"]["jaxlib"] for st in c["steps"]
+                if st["sha"] in (shas[first_bad], shas[first_bad - 1])} == {"0.5.1"}
+        assert "'jaxlib==0.5.1'" in " ".join(c["reproduce"]) or "jaxlib==0.5.1" in " ".join(
+            c["reproduce"])
+    else:
+        assert c["first_bad"] is None
+    if came_with is None:
+        assert c["reason"] and c["newer"]["start"] > 0

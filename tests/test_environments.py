@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -334,20 +333,24 @@ def test_missing_uv(cat, cache, monkeypatch):
 
 
 def test_racing_threads_build_once(cat, cache, fake_uv, monkeypatch):
-    monkeypatch.setenv("FAKE_UV_SLEEP", "0.3")
-    results, messages = [], []
+    """Three of this run's installs ahead of one environment: one builds it, the others wait
+    and reuse it; the wait is said once, naming this run's part, never "another run"."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    def run():
-        results.append(ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append))
+    monkeypatch.setenv("FAKE_UV_SLEEP", "0.8")  # a build of over a second: a wait worth a line
+    messages = []
 
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    def run(_):
+        return ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append)
+
+    with ThreadPoolExecutor(3, thread_name_prefix="install") as pool:
+        results = list(pool.map(run, range(3)))
     assert sorted(env.reused for env in results) == [False, True, True]
     assert len(fake_uv()) == 2
-    assert any(m.startswith("waiting for another run") for m in messages)
+    waits = [m for m in messages if " waits for " in m]
+    assert len(waits) == 1, messages
+    assert "this run's install ahead waits for this run's install ahead" in waits[0]
+    assert not any("another run" in m for m in messages)
 
 
 # --- real environments -----------------------------------------------------------------------

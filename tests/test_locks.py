@@ -81,3 +81,43 @@ def test_a_live_holder_is_waited_for(tmp_path):
         pass  # taken only once its heartbeat is a second old
     assert waited and waited[0]["host"] == "other-node"
     assert time.monotonic() - started >= 0.5
+
+
+def test_a_wait_on_this_runs_own_worker_names_it_never_another_run(tmp_path):
+    # The install-ahead pool's thread holds the lock; the search's thread waits for it: the
+    # holder is this process, named by its part, not "another run (host, pid N)".
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jaxbisect.locks import holder_words, is_ours
+
+    lock, taken, release = tmp_path / "env.lock-dir", threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with held(lock):
+            taken.set()
+            release.wait(10)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="install") as pool:
+        holding = pool.submit(hold)
+        assert taken.wait(10)
+        waited = []
+        threading.Timer(0.3, release.set).start()
+        with held(lock, on_wait=waited.append, poll=0.01):
+            pass
+        holding.result()
+    assert len(waited) == 1 and is_ours(waited[0])
+    assert holder_words(waited[0]) == "this run's install ahead"
+    other = {"host": "node9", "pid": 4242, "thread_name": "install_0"}
+    assert not is_ours(other) and holder_words(other) == "another run (node9, pid 4242)"
+    assert holder_words({"host": waited[0]["host"], "pid": os.getpid() + 1}).startswith(
+        "another run")
+
+
+def test_a_short_wait_is_not_said(tmp_path):
+    lock = tmp_path / "env.lock-dir"
+    _write_holder(lock, "other-node", 1, time.time())
+    waited = []
+    with held(lock, on_wait=waited.append, poll=0.02, stale=0.3, patience=5.0):
+        pass  # broken as stale after 0.3 s, before the patience runs out
+    assert waited == []

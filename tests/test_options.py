@@ -140,6 +140,7 @@ def test_every_option_the_harness_takes_is_in_the_stored_runs_key(tmp_path):
         "target": question_from("memory", SCAN, [], (), target="a6000"),
         "xla_flags": question_from("memory", SCAN, [], (), xla_flags="--xla_a=1"),
         "compare": replace(base, compare=True),
+        "devices": question_from("memory", SCAN, [], (), devices=4),
     }
     assert set(changed) == set(KEYED)
     for dest, q in changed.items():
@@ -152,7 +153,7 @@ def test_every_option_that_shapes_the_answer_is_in_the_suggested_commands():
     """A request that sets every such option: its Reproduce line names each (--explain's
     own line the release it explains)."""
     q = question_from("compile_time", SCAN, ["n_res=8"], (), target="a6000", xla_flags="--xla_a=1",
-                      samples=3, kind="noisy", over="none")
+                      samples=3, kind="noisy", over="none", devices=4)
     request = MetricRequest(start="0.5.0", end="0.5.1", backend="deviceless", question=q,
                             threshold=0.2, runs=5, max_runs=7, include_yanked=True,
                             try_xla_flags=("--xla_b=1",), interior_budget=30.0, commits=True)

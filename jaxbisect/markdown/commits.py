@@ -7,7 +7,10 @@ from ..figures import figure_text
 from .words import SUBJECT_WIDTH, cut, details, linked, short, table, unit
 
 # What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
-AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib")}
+AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib"),
+          "both": ("jax", "xla", "below-hlo", "jaxlib")}
+CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
+                   "both": "a jax commit on the newer jaxlib"}
 
 
 def parts(doc: dict) -> list[tuple[list[str] | None, dict]]:
@@ -70,11 +73,14 @@ def headline(doc: dict, c: dict) -> str:
                 + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
                 if merged else f"by {first['author']}")
         last = c.get("last_good")
+        on = c["new_jaxlib"] if c["came_with"] == "both" else c["runs_on"]["jaxlib"]
         before = (f"; the commit before it on jax's first-parent history, {short(last)}, "
-                  f"behaves as jax {c['old']} (both on jaxlib {c['runs_on']['jaxlib']})"
-                  if last else "")
-        gate = (f" It needs jaxlib {c['new_jaxlib']} too (jax's gate: `{c['jaxlib_gate']}`)."
-                if c["came_with"] == "both" and c.get("jaxlib_gate") else "")
+                  f"behaves as jax {c['old']} (both on jaxlib {on})" if last else "")
+        gate = ((f" It needs jaxlib {c['new_jaxlib']} too"
+                 + (f" (jax's gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else "")
+                 + f"; on jaxlib {c.get('old_jaxlib') or c['runs_on']['jaxlib']} every commit "
+                 f"up to {short(c['new_end'])} behaves as jax {c['old']}.")
+                if c["came_with"] == "both" else "")
         ends = c.get("ends_as_releases") or []
         third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
                  f"release (the release search's classifier says {ends[1]}): a third "
@@ -82,25 +88,43 @@ def headline(doc: dict, c: dict) -> str:
         return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}"
                 f"{revert_words(first)}{before}.{gate}{third}")
     if c["came_with"] == "jaxlib":
+        newer = c.get("newer") or {}
+        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                     f"jax {c['new']}" if newer else "")
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
-                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there.")
+                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
+                f"{both_ways}.")
     return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
+
+
+def newer_lines(c: dict) -> list[str]:
+    """The other half of the experiment: jax's Python of the range on the newer jaxlib."""
+    newer = c.get("newer")
+    if not newer:
+        return []
+    return [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
+            f"the commits of the range that pass jax's version check there, from the first "
+            f"that behaves as either release ({newer['start']} before it fail or behave as "
+            f"neither), {newer['probes']} probes: "
+            + (newer["reason"] or {"both": "the first bad commit above",
+                                   "jaxlib": "every one behaves as the newer release"}
+               .get(newer["came_with"], "")) + ".", ""]
 
 
 def agreement(doc: dict, c: dict) -> str | None:
     """The commit search's finding beside the HLO rule's, where both were made."""
     culprit = (doc.get("attribution") or {}).get("culprit")
     came_with = c["came_with"]
-    if culprit is None or came_with not in ("jax", "jaxlib"):
+    if culprit is None or came_with not in AGREES:
         return None
-    found = "a jax commit" if came_with == "jax" else "the newer jaxlib"
+    found = CAME_WITH_WORDS[came_with]
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
         return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
                 f"the commit search measured that it came with {found}.")
     if culprit in AGREES[came_with]:
         return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
-                f"jax's Python {'did' if came_with == 'jax' else 'did not'} change it.")
+                f"it came with {found}.")
     return (f"The HLO rule's attribution says {culprit}; the commit search measured that it "
             f"came with {found}. Both are stated: the rule reads the modules, the search runs "
             f"jax's Python.")
@@ -121,15 +145,21 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
               + (f" {c['search']['probes']} probes, {c['search']['runs']} runs, at most "
                  f"{c['search']['limit']['probes']} when none is skipped." if c.get("search")
                  else ""), ""]
+    lines += newer_lines(c)
     comparison = agreement(doc, c)
     if comparison:
         lines += [comparison, ""]
     if c["steps"]:
+        older = c.get("old_jaxlib", c["runs_on"]["jaxlib"])
         rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
+                 (st.get("runs_on") or c["runs_on"])["jaxlib"],
                  st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
-                 st["label"]] for st in sorted(c["steps"], key=lambda st: st["index"])]
+                 st["label"]]
+                for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
+                    (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
         lines += details(f"Each commit measured ({len(rows)})", [
-            table(["commit", "date", "subject", doc["metric"]["name"], "label"], rows)])
+            table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"], "label"],
+                  rows)])
     first = c.get("first_bad")
     if first:
         lines += [f"First bad commit: {first['url']}" + (f", pull request {first['pr_url']}"
