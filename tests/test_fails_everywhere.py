@@ -11,7 +11,8 @@ from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
 from jaxbisect.failures import cause_of, everywhere_error
 from jaxbisect.question import Question, Run
-from jaxbisect.report import answer_line, document
+from jaxbisect.markdown.answer import answer_line
+from jaxbisect.report import document
 
 # jax's own words, as releases 0.4.3x … 0.10 raise them (the devices' first one: the issue's).
 TOO_FEW = "ValueError: Number of devices 1 must be >= the number of mesh axes' product 4"
@@ -62,7 +63,7 @@ def test_the_same_error_at_every_release_is_not_no_change(recorded_catalogue):
     assert doc["everywhere_error"]["error"] == TOO_FEW
     assert doc["everywhere_error"]["cause"] == "too_few_devices"
     assert "DEVICES" in doc["everywhere_error"]["fix"]
-    line = answer_line(b, doc)
+    line = answer_line(doc)
     assert "No change" not in line and TOO_FEW in line
 
 
