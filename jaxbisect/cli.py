@@ -259,6 +259,10 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
                                             report.unit_of(bisection))
         extra["minimal"]["case_path"] = report.display_path(q.case.path)
+    if bisection.search.status == "found" and not args.no_evidence:  # below jaxlib
+        from .evidence.hlo import hlo_module
+
+        extra["hlo_module"] = hlo_module(bisection, lab, extra, say, md)
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster

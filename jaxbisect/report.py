@@ -37,6 +37,7 @@ from .classify import DEFAULT_CONFIDENCE as CONFIDENCE
 from .classify import DEFAULT_THRESHOLD as DETERMINISTIC_THRESHOLD
 from .evidence.chart import chart_markdown, write_png
 from .evidence.handoff import render_culprit_commits, render_xla_range
+from .evidence.hlo_render import details_lines
 from .evidence.render import details, render_buffers_markdown, table
 from .executors import cluster_markdown
 from .files import write_json_if_changed, write_text_if_changed
@@ -885,6 +886,7 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
         "minimal": lambda m: [minimal_markdown(m, m.get("case_path", ""))],
         "explanation": lambda e: why_lines(e, q.metric, doc["metric"]["unit"] or ""),
         "try_xla_flags": lambda tried: tried_lines(tried, b),
+        "hlo_module": details_lines,  # evidence/hlo_render.py
         "interrupted": lambda why: [f"_{why[0].upper()}{why[1:]}._", ""]}
     for key, lines in sections.items():
         if doc.get(key):
