@@ -1,0 +1,160 @@
+"""Below jaxlib: the HLO module alone (repro/hlo.py, repro/hlo_compile.py, jaxbisect/evidence/
+hlo*.py). Real jaxlib wheels: a module dumped under one release and compiled under two."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import REPO
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
+from jaxbisect.evidence.hlo_fuel import first_rewrite
+from jaxbisect.evidence.hlo_render import details_lines, first_screen_line
+from repro.hlo import _encoded, _fields, proto_field, without_sources
+
+SCAN = REPO / "repro" / "cases" / "scan_growth.py"
+MIB = 2 ** 20
+
+
+# -- the fuel search (pure) ---------------------------------------------------------------
+
+@given(st.integers(1, 5000), st.integers(1, 6000))
+def test_fuel_search_finds_the_first_rewrite_of_a_step(step, most):
+    asked = []
+
+    def behaviour(n):
+        asked.append(n)
+        return "new" if n >= step else "old"
+
+    found = first_rewrite(behaviour, most=most)
+    if step <= most:
+        assert (found.first_new, found.last_old) == (step, step - 1)
+        assert len(asked) <= 2 * step.bit_length() + 2  # doubling, then halving
+    else:
+        assert found.first_new is None and "old" in found.why
+    assert [n for n, _ in found.tried] == asked
+
+
+@given(st.lists(st.sampled_from(["old", "new", "skip"]), min_size=1, max_size=300))
+def test_fuel_search_answers_only_a_measured_boundary(labels):
+    """Any behaviour, monotone or not: a found rewrite is an old count next to a new one,
+    both measured; anything but old or new stops it (cannot tell)."""
+    def behaviour(n):
+        return labels[n - 1] if n <= len(labels) else "new"
+
+    found = first_rewrite(behaviour, most=len(labels) + 1)
+    seen = dict(found.tried)
+    if found.first_new is not None:
+        assert found.first_new == found.last_old + 1
+        assert seen[found.first_new] == "new"
+        assert found.last_old == 0 or seen[found.last_old] == "old"
+    else:
+        assert found.why and any(v not in ("old", "new") for v in seen.values())
+
+
+# -- the module's bytes (pure) --------------------------------------------------------------
+
+def field(number: int, payload: bytes) -> bytes:
+    return _encoded(number, payload)
+
+
+def test_source_locations_are_left_out_and_nothing_else():
+    instruction = field(1, b"add.1") + field(7, b"source_file=/home/me/x.py")
+    computation = field(1, b"main") + field(2, instruction)
+    module = field(1, b"jit_f") + field(3, computation) + field(17, b"/home/me/x.py")
+    stripped = without_sources(module)
+    assert b"/home/me" not in stripped
+    kept = {n: p for n, _, _, p in _fields(stripped)}
+    assert kept[1] == b"jit_f" and 17 not in kept
+    assert proto_field(proto_field(kept[3], 2), 1) == b"add.1"
+    assert proto_field(field(1, module) + field(2, b"x"), 1) == module  # HloProto's field 1
+    assert _encoded(17, b"")[:2] == bytes([0x8A, 0x01])  # a tag past one byte, as varint
+
+
+# -- why a bundle is claimed or not --------------------------------------------------------
+
+def found_bisection(**changes):
+    question = SimpleNamespace(case=object(), metric="memory", target="")
+    base = dict(search=SimpleNamespace(status="found"), pair=("old", "new"), commits=None,
+                request=SimpleNamespace(question=question, backend="cpu"))
+    return SimpleNamespace(**{**base, **changes})
+
+
+def test_no_bundle_where_the_change_is_in_jax():
+    b = found_bisection()
+    assert why_no_bundle(b, {"attribution": {"culprit": "xla"}}) is None
+    assert "lowered modules differ" in why_no_bundle(b, {"attribution": {"culprit": "jax"}})
+    jax_commit = found_bisection(commits=SimpleNamespace(came_with="jax"))
+    assert "jax's Python" in why_no_bundle(jax_commit, {"attribution": {"culprit": "unknown"}})
+    jaxlib = found_bisection(commits=SimpleNamespace(came_with="jaxlib"))
+    assert why_no_bundle(jaxlib, {"attribution": {"culprit": "unknown"}}) is None
+    assert why_no_bundle(found_bisection(), {}) is not None  # not attributed: not claimed
+    part = hlo_module(found_bisection(), None, {"attribution": {"culprit": "jax"}}, print,
+                      Path("r.md"))
+    assert part["bundle"] is None and part["reproduces"] is None and part["why_not"]
+    assert first_screen_line(part) and details_lines(part)
+
+
+# -- real releases --------------------------------------------------------------------------
+
+def plain_run(python: Path, argv: list[str], cwd: Path, **env) -> subprocess.CompletedProcess:
+    """In ``python``'s environment as a maintainer runs it: no toolkit on the path."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("PYTHONPATH", "XLA_FLAGS", "JAX_PLATFORMS")}
+    return subprocess.run([str(python), *argv], cwd=cwd, env={**clean, **env},
+                          capture_output=True, text=True, timeout=600)
+
+
+def dump(python: Path, out: Path, n_outer: int) -> dict:
+    done = subprocess.run([str(python), "-m", "repro.hlo", "dump", "--json", "--case", str(SCAN),
+                           "--param=n_res=32", f"--param=n_outer={n_outer}", "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.jax
+def test_the_module_dumped_under_one_release_reproduces_under_another(jax_python, tmp_path):
+    """The scan case's module, dumped under jax 0.5.0 (n_res 32, n_outer 2 and 5): the bundle's
+    plain script, with no toolkit importable, gives jax's own figure under 0.5.0 (constant)
+    and the growth under 0.10.2 (the other call: hlo_to_stablehlo, compile_and_load)."""
+    old, new = jax_python("0.5.0"), jax_python("0.10.2")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    shutil.copy(REPO / "repro" / "hlo_compile.py", bundle / "compile_hlo.py")
+    jax_bytes = {}
+    for n in (2, 5):
+        doc = dump(old, tmp_path / f"m{n}", n)
+        assert doc["status"] == "ok" and doc["jax"] == "0.5.0"
+        jax_bytes[n] = doc["jax_bytes"]
+        shutil.copy(tmp_path / f"m{n}" / "module.pb", bundle / f"module-{n}.pb")
+        assert "HloModule jit_outer_loop" in (tmp_path / f"m{n}" / "module.txt").read_text()
+    figures = {}
+    for python in (old, new):
+        assert plain_run(python, ["-c", "import repro"], bundle).returncode != 0  # plain
+        done = plain_run(python, ["compile_hlo.py", "--json", "module-2.pb", "module-5.pb"],
+                         bundle)
+        assert done.returncode == 0, done.stderr
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        figures[answers[0]["jaxlib"]] = [a["bytes"] for a in answers]
+    assert figures["0.5.0"] == [jax_bytes[2], jax_bytes[5]]  # the module is what jax compiled
+    assert abs(figures["0.5.0"][1] - figures["0.5.0"][0]) < 0.01 * MIB  # constant
+    assert figures["0.10.2"][1] - figures["0.10.2"][0] == pytest.approx(3 * 12.5 * MIB, rel=0.01)
+    # The same through the harness's measure, read as the case's shape; XLA flags reach it.
+    measured = subprocess.run(
+        [str(new), "-m", "repro.hlo", "measure", "--json", "--case", str(SCAN),
+         "--param=n_res=32", "--over", "n_outer=2,5", f"--module=2={bundle / 'module-2.pb'}",
+         f"--module=5={bundle / 'module-5.pb'}"], cwd=REPO, capture_output=True, text=True,
+        timeout=600)
+    doc = json.loads(measured.stdout)
+    assert doc["metric"]["samples"] == [["grows", 1.0]]
+    assert [p["value"] for p in doc["metric"]["points"]] == figures["0.10.2"]
