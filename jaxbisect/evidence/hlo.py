@@ -261,10 +261,14 @@ def fuel_step(b, lab, q, modules, pass_name: str | None, classify, say) -> dict:
             "fuel_0": {"label": zero, "figure": figure_of(zero_doc),
                        "error": zero_doc.get("error")},
             "first_rewrite": None, "tried_fuel": [], "why": None}
-    if off != "old" or zero != "old":
-        part["why"] = (f"fuel 0 does not measure like {pass_name} turned off ({zero} against "
-                       f"{off}): fuel cannot narrow it" if zero != off else
-                       f"{pass_name} turned off does not bring the old figure back ({off})")
+    if off != "old":
+        part["why"] = (f"{pass_name} turned off does not bring the old figure back ({off}): "
+                       f"its rewrites are not what changed it")
+        return part
+    if zero != "old":
+        said = f"{zero}: {zero_doc.get('error')}" if zero_doc.get("error") else zero
+        part["why"] = (f"fuel 0 does not measure like {pass_name} turned off ({said}): some "
+                       f"of its work is not fuel-guarded, so fuel cannot narrow it")
         return part
     lines: dict[int, list[str]] = {}
 
