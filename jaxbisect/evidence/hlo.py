@@ -27,7 +27,6 @@ from .hlo_fuel import FUEL_PASSES, first_rewrite
 SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
 MIB = 2 ** 20
 XLA_COMPARE = "https://github.com/openxla/xla/compare/{old}...{new}"
-RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"  # a Bazel target of XLA's
 
 
 def bundle_name(report_md: Path) -> str:
@@ -220,8 +219,7 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> di
             "culprit": {"pass": pass_name, "setting": setting, "under_first_bad": check},
             "xla_compare": xla_compare(extra), "fuel": None}
     part["fuel"] = fuel_step(b, lab, q, modules, pass_name, classify, say)
-    part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part, folders, q,
-                                 b, dumped)
+    part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part, folders, q, b)
     return part
 
 
@@ -303,11 +301,11 @@ def end_installed(b, release) -> dict:
     return dict(run.installed) if run else {}
 
 
-def write_bundle(folder: Path, part: dict, folders, q, b, dumped) -> list[str]:
+def write_bundle(folder: Path, part: dict, folders, q, b) -> list[str]:
     """The bundle: each module (.pb, .txt), the script, a README; each file written whole."""
     folder.mkdir(parents=True, exist_ok=True)
     files = []
-    for (at, source), doc in zip(folders, dumped):
+    for at, source in folders:
         stem = module_stem(q, at)
         for suffix in ("pb", "txt"):
             target = folder / f"{stem}.{suffix}"

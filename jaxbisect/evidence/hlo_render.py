@@ -94,7 +94,7 @@ def details_lines(part: dict) -> list[str]:
     if culprit.get("setting"):
         lines += [f"Culprit: `{culprit['setting']}`" + (
             f" (pass `{culprit['pass']}`)" if culprit.get("pass") else "") + "; in XLA "
-            f"(a Bazel target of XLA's, not run here):", "", "```sh",
+            "(a Bazel target of XLA's, not run here):", "", "```sh",
             run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
         lines += [f"XLA compare: {part['xla_compare']}", ""]
