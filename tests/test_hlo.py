@@ -158,3 +158,58 @@ def test_the_module_dumped_under_one_release_reproduces_under_another(jax_python
     doc = json.loads(measured.stdout)
     assert doc["metric"]["samples"] == [["grows", 1.0]]
     assert [p["value"] for p in doc["metric"]["points"]] == figures["0.10.2"]
+
+
+@pytest.mark.jax
+def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(jax_python,
+                                                                                 tmp_path):
+    """hlo_module on a found answer between jax 0.5.0 (constant) and 0.10.2 (grows), XLA's side:
+    the modules dumped under 0.5.0 at the search's sizes, compiled alone under both, placed by
+    the classifier; the bundle beside the report; a rerun reads the store and rewrites
+    nothing."""
+    from jaxbisect.catalogue import load_catalogue
+    from jaxbisect.classify import matching
+    from jaxbisect.lab import RealLab
+    from jaxbisect.question import question_from, with_params
+    from jaxbisect.store import Store
+    from repro.verdict import shapes_alike
+
+    jax_python("0.5.0"), jax_python("0.10.2")  # installed in the tests' cache
+    catalogue = load_catalogue()
+    old, new = catalogue.get("0.5.0"), catalogue.get("0.10.2")
+    asked = question_from("memory", str(SCAN), [], ())
+    searched = with_params(asked, {"n_res": 32, "n_outer": (2, 5)})
+    b = SimpleNamespace(
+        search=SimpleNamespace(status="found", placed={}), pair=(old, new), commits=None,
+        request=SimpleNamespace(question=asked, backend="cpu"), searched=searched,
+        candidates=(old, new), timeout=600.0,
+        classifier=lambda: matching([("constant", 0.0)], [("grows", 1.0)], shapes_alike))
+    extra = {"attribution": {"culprit": "xla", "xla_commits": {"old": "a" * 40, "new": "b" * 40}},
+             "explanation": {"culprit": {"kind": "pass", "name": "copy-insertion"}}}
+    said: list[str] = []
+    lab = RealLab(said.append, store=Store(tmp_path / "store"))
+    report = tmp_path / "reports" / "bisect-x.md"
+    part = hlo_module(b, lab, extra, said.append, report)
+    assert part["why_not"] is None and part["reproduces"] is True
+    assert part["bundle"] == "bisect-x-hlo" and part["over"] == {"name": "n_outer",
+                                                                  "values": [2, 5]}
+    figures = {f["jaxlib"]: (f["role"], f["label"], f["figure"]) for f in part["figures"]}
+    assert figures["0.5.0"] == ("last good", "old", {"2": 25.25, "5": 25.25})
+    assert figures["0.10.2"] == ("first bad", "new", {"2": 25.25, "5": 62.75})
+    # copy-insertion off: the module keeps one stacked buffer under 0.10.2 too (measured)
+    assert part["culprit"] == {"pass": "copy-insertion", "under_first_bad": "old",
+                               "setting": "--xla_disable_hlo_passes=copy-insertion"}
+    assert part["fuel"]["tried"] is False and part["fuel"]["pass"] == "copy-insertion"
+    assert part["xla_compare"].endswith("a" * 40 + "..." + "b" * 40)
+    bundle = report.parent / part["bundle"]
+    assert sorted(p.name for p in bundle.iterdir()) == part["files"] == [
+        "README.md", "compile_hlo.py", "module-n_outer-2.pb", "module-n_outer-2.txt",
+        "module-n_outer-5.pb", "module-n_outer-5.txt"]
+    readme = (bundle / "README.md").read_text()
+    assert "pip install jax==0.5.0 jaxlib==0.5.0" in readme
+    assert "--xla_disable_hlo_passes=copy-insertion" in readme
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in bundle.iterdir()}
+    said.clear()
+    assert hlo_module(b, lab, extra, said.append, report) == part
+    assert not [s for s in said if "dumping" in s or "compiling" in s]  # all from the store
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in bundle.iterdir()} == before
