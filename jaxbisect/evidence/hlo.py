@@ -71,10 +71,11 @@ def answer_sizes(b, extra: dict):
     search's) and the points to dump: (the over value or None, the case's parameters)."""
     from ..question import with_params
 
-    q = b.searched
     minimal = extra.get("minimal") or {}
-    if minimal.get("kept_at_start") and minimal.get("params"):
-        q = with_params(q, dict(minimal["params"]))
+    # The minimizer shrinks the question as asked (its over values), the search measured its
+    # own smaller size: the modules are dumped where the answer was last shown.
+    q = (with_params(b.request.question, dict(minimal["params"]))
+         if minimal.get("kept_at_start") and minimal.get("params") else b.searched)
     if not q.over:
         return q, [(None, dict(q.params))]
     name, values = q.over
