@@ -198,11 +198,12 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> di
         except (InstallFailed, HarnessFailed) as exc:
             doc = {"status": "error", "error": str(exc)}
         role = ("last good" if release == old else "first bad" if release == new
-                else "between")
+                else "older" if release.version < old.version
+                else "newer" if release.version > new.version else "between")
         figures.append({"jax": str(release.version), "jaxlib": doc.get("jaxlib"),
                         "role": role, "figure": figure_of(doc), "unit": "MiB",
                         "label": label_of(classify, doc), "error": doc.get("error")})
-    ends = {f["role"]: f["label"] for f in figures if f["role"] != "between"}
+    ends = {f["role"]: f["label"] for f in figures if f["role"] in ("last good", "first bad")}
     reproduces = (None if "skip" in ends.values() or len(ends) < 2 else
                   ends == {"last good": "old", "first bad": "new"})
     pass_name, setting = culprit_setting(extra)
