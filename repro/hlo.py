@@ -22,9 +22,11 @@ from pathlib import Path
 
 from . import SCHEMA
 from .case import SCAN_CASE, CaseError, build, load_module, parse_over, parse_params, read_case
-from .measure import error_text
+from .measure import Compiler, error_text, plan_bytes
 from .options import OneLineParser
 from .process import configure_this_process, dump_folder, join_flags, stdout_to_stderr
+from .target import TARGETS_DIR
+from .target import load as load_target
 from .verdict import relative_shape
 
 COMPILE_SCRIPT = Path(__file__).resolve().parent / "hlo_compile.py"
@@ -41,6 +43,7 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--over", default="none", metavar="NAME=V1,V2,...")
     p.add_argument("--backend", default="cpu")
     p.add_argument("--xla-flags", default="")
+    p.add_argument("--target", default="", metavar="NAME_OR_SPEC")
     p.add_argument("--out", metavar="DIR")
     p.add_argument("--module", action="append", default=[], metavar="AT=PATH")
     p.add_argument("--json", action="store_true")
@@ -161,17 +164,18 @@ def dump(args) -> dict:
         configure_this_process(args.backend, join_flags(
             args.xla_flags, f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_proto '
                             f'--xla_dump_hlo_as_text --xla_dump_disable_metadata=true'),
-            params=args.params)
+            target=bool(args.target), params=args.params)
         with stdout_to_stderr():
             try:
                 import jax
 
                 document.update(jax=jax.__version__, jaxlib=_jaxlib())
                 fn, fn_args = build(args.case, args.params)
-                compiled = fn.lower(*fn_args).compile()
-                stats = compiled.memory_analysis()
-                document["jax_bytes"] = (stats.output_size_in_bytes + stats.temp_size_in_bytes
-                                         if stats is not None else None)
+                compiler = Compiler(load_target(args.target) if args.target else None)
+                compiled, _ = compiler.compile(fn, *compiler.structs(fn_args))
+                assignment = sorted(dump_dir.glob("module_*.jit_*buffer-assignment.txt"))
+                document["jax_bytes"] = plan_bytes(compiler.sizes(compiled, assignment[-1]
+                                                   .read_text() if assignment else None)[0])
                 proto, text = module_files(dump_dir)
                 out = Path(args.out)
                 out.mkdir(parents=True, exist_ok=True)
@@ -191,15 +195,19 @@ def _jaxlib() -> str:
 
 # -- its figure, from the module alone -------------------------------------------------------
 
-def compile_one(path: str, xla_flags: str) -> tuple[dict, list[str]]:
+def compile_one(path: str, xla_flags: str, target: str = "") -> tuple[dict, list[str]]:
     """``hlo_compile.py --json PATH`` in a fresh process: its answer and XLA's "Out of fuel"
     lines (which rewrite the fuel refused first)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     if xla_flags.strip():
         env["XLA_FLAGS"] = xla_flags.strip()
-    env.setdefault("JAX_PLATFORMS", "cpu")
-    done = subprocess.run([sys.executable, str(COMPILE_SCRIPT), "--json", path], env=env,
-                          capture_output=True, text=True)
+    if target:  # the CUDA plugin must load: every platform
+        env.pop("JAX_PLATFORMS", None)
+    else:
+        env.setdefault("JAX_PLATFORMS", "cpu")
+    spec = ["--target", str(target_spec(target))] if target else []
+    done = subprocess.run([sys.executable, str(COMPILE_SCRIPT), "--json", path, *spec],
+                          env=env, capture_output=True, text=True)
     fuel = [line.split("] ", 1)[-1].strip() for line in done.stderr.splitlines()
             if OUT_OF_FUEL in line]
     try:
@@ -214,6 +222,12 @@ def compile_one(path: str, xla_flags: str) -> tuple[dict, list[str]]:
     return answer, fuel
 
 
+def target_spec(target: str) -> Path:
+    """The spec file of a target: a built-in's in repro/targets/, or the path given."""
+    loaded = load_target(target)
+    return (TARGETS_DIR / f"{loaded.name}.txtpb") if loaded.built_in else Path(loaded.source)
+
+
 def _fatal(stderr: str) -> str | None:
     return next((line.split("] ", 1)[-1].strip()[:300] for line in stderr.splitlines()
                  if "Check failed" in line or FATAL.match(line)), None)
@@ -225,7 +239,7 @@ def measure(args) -> dict:
                 "xla_flags": args.xla_flags.strip(), "compiled": [], "out_of_fuel": []}
     points = []
     for at, _, path in modules:
-        answer, fuel = compile_one(path, args.xla_flags)
+        answer, fuel = compile_one(path, args.xla_flags, args.target)
         document["compiled"].append({"at": at, **answer})
         document["out_of_fuel"] += fuel
         points.append(answer)

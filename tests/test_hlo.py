@@ -213,3 +213,39 @@ def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(
     assert hlo_module(b, lab, extra, said.append, report) == part
     assert not [s for s in said if "dumping" in s or "compiling" in s]  # all from the store
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in bundle.iterdir()} == before
+
+
+@pytest.mark.jax
+def test_a_compile_only_gpu_module_and_why_fuel_cannot_narrow_priority_fusion(target_python,
+                                                                             tmp_path):
+    """The scan case's module for the A6000 target (jax 0.5.0, no GPU), n_outer 5: compiled
+    alone it gives jax's own figure (from XLA's buffer assignment: this jaxlib's compile-only
+    client has no memory stats); priority-fusion turned off keeps one stacked buffer, fuel 0
+    does not (XLA still logs the rewrite it refused): fuel 0 is not the pass off here."""
+    python = target_python("0.5.0")
+    done = subprocess.run([str(python), "-m", "repro.hlo", "dump", "--json", "--case", str(SCAN),
+                           "--target", "a6000", "--param=n_res=32", "--param=n_outer=5",
+                           "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    dumped = json.loads(done.stdout)
+    assert dumped["status"] == "ok", dumped["error"]
+
+    def measure(flags: str) -> dict:
+        done = subprocess.run([str(python), "-m", "repro.hlo", "measure", "--json", "--case",
+                               str(SCAN), "--target", "a6000", "--param=n_res=32",
+                               "--param=n_outer=5", f"--module=5={tmp_path / 'module.pb'}",
+                               "--xla-flags", flags], cwd=REPO, capture_output=True,
+                              text=True, timeout=600)
+        doc = json.loads(done.stdout)
+        assert doc["status"] == "ok", doc["error"]
+        return doc
+
+    shipped, off, zero = (measure(f) for f in (
+        "", "--xla_disable_hlo_passes=priority-fusion", "--xla_fuel=priority-fusion=0"))
+    assert shipped["metric"]["value"] == dumped["jax_bytes"]
+    stacked = 100 * 32 ** 3 * 4
+    assert zero["metric"]["value"] - off["metric"]["value"] == pytest.approx(3 * stacked,
+                                                                               rel=0.01)
+    assert any(line.startswith('Out of fuel for "priority-fusion"')
+               for line in zero["out_of_fuel"])
+    assert not off["out_of_fuel"]

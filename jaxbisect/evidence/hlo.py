@@ -18,6 +18,8 @@ import json
 import shlex
 from pathlib import Path
 
+from repro.hlo import target_spec
+
 from ..environments import is_installed
 from ..errors import InstallFailed
 from ..files import write_atomic
@@ -60,9 +62,9 @@ def why_no_bundle(b, extra: dict) -> str | None:
     if q.metric != "memory":
         return (f"the module's figure is the compiled plan's memory; this question's metric "
                 f"is {q.metric}")
-    if q.target or b.request.backend != "cpu":
-        return ("the bundle's script compiles for the CPU; this answer is for "
-                f"{q.target or b.request.backend}")
+    if not q.target and b.request.backend != "cpu":
+        return (f"the bundle's script compiles for the CPU or a compile-only GPU target; this "
+                f"answer is for {b.request.backend}")
     return None
 
 
@@ -96,6 +98,7 @@ def dump_module(lab, release, backend: str, q, params: dict, *, timeout: float, 
         doc = run_module(env.python, "repro.hlo", [
             "dump", "--json", "--case", q.case.path, "--out", str(folder),
             *[f"--param={k}={v}" for k, v in params.items()],
+            *(["--target", q.target] if q.target else []),
             *(["--xla-flags", q.xla_flags] if q.xla_flags else [])], timeout,
             answers=MODULE_ANSWERS)
         write_atomic(folder / "hlo.json", json.dumps(doc, indent=1))
@@ -121,6 +124,7 @@ def measure_modules(lab, release, backend: str, q, modules: list[tuple], *, time
             "measure", "--json", "--case", q.case.path, *over,
             *[f"--param={k}={v}" for k, v in q.params.items()],
             *[f"--module={'' if at is None else at}={path}" for at, path in modules],
+            *(["--target", q.target] if q.target else []),
             *(["--xla-flags", flags] if (flags := " ".join(
                 filter(None, [q.xla_flags, xla_flags]))) else [])], timeout,
             answers=MODULE_ANSWERS)
@@ -219,7 +223,8 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> di
             "figures": figures, "why_not": None, "params": dict(q.params),
             "over": {"name": q.over[0], "values": [at for at, _ in modules]} if q.over else None,
             "culprit": {"pass": pass_name, "setting": setting, "under_first_bad": check},
-            "xla_compare": xla_compare(extra), "fuel": None}
+            "xla_compare": xla_compare(extra), "fuel": None,
+            "target": Path(target_spec(q.target)).name if q.target else None}
     part["fuel"] = fuel_step(b, lab, q, modules, pass_name, classify, say)
     part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part, folders, q, b)
     return part
@@ -259,7 +264,8 @@ def fuel_step(b, lab, q, modules, pass_name: str | None, classify, say) -> dict:
             "pass_off": {"label": off, "figure": figure_of(off_doc),
                          "error": off_doc.get("error")},
             "fuel_0": {"label": zero, "figure": figure_of(zero_doc),
-                       "error": zero_doc.get("error")},
+                       "error": zero_doc.get("error"),
+                       "out_of_fuel": (zero_doc.get("out_of_fuel") or [None])[0]},
             "first_rewrite": None, "tried_fuel": [], "why": None}
     if off != "old":
         part["why"] = (f"{pass_name} turned off does not bring the old figure back ({off}): "
@@ -292,7 +298,8 @@ def pip_line(run_installed: dict, release) -> str:
     its environment held."""
     pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
         k: v for k, v in (run_installed or {}).items()
-        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum")}}
+        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
+                 "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")}}
     return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
 
 
@@ -317,6 +324,10 @@ def write_bundle(folder: Path, part: dict, folders, q, b) -> list[str]:
                 tmp.write_bytes(data)
                 tmp.replace(target)
             files.append(target.name)
+    if q.target:  # the compile-only GPU's spec, for the script's --target
+        write_atomic_if_changed(folder / target_spec(q.target).name,
+                                target_spec(q.target).read_text())
+        files.append(target_spec(q.target).name)
     script = (REPRO_SOURCE / "hlo_compile.py").read_text()
     write_atomic_if_changed(folder / SCRIPT, script)
     files.append(SCRIPT)

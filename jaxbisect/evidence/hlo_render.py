@@ -48,7 +48,8 @@ def modules(part: dict) -> list[str]:
 def run_hlo_module_line(part: dict) -> str:
     text = next((f for f in reversed(sorted(part["files"])) if f.endswith(".txt")), "module.txt")
     setting = (part.get("culprit") or {}).get("setting") or ""
-    return (f"{RUN_HLO_MODULE} --platform=cpu --input_format=hlo --xla_dump_to=dump "
+    platform = "CUDA" if part.get("target") else "cpu"  # CUDA: on a machine with the GPU
+    return (f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo --xla_dump_to=dump "
             f"--xla_dump_hlo_as_text $PWD/{text}" + (f" {setting}" if setting else ""))
 
 
@@ -105,6 +106,8 @@ def details_lines(part: dict) -> list[str]:
 def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str:
     """The bundle's README: what it holds, how to run it, what was measured."""
     pbs = " ".join(sorted(f for f in files if f.endswith(".pb")))
+    if part.get("target"):  # compiled for a compile-only GPU: no GPU needed
+        pbs += f" --target {part['target']}"
     ends = {f["role"]: f for f in part["figures"]}
     lines = [f"# {label}: the HLO module that reproduces it without jax", "",
              f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
@@ -120,6 +123,10 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
                          f"optimisations (source locations left out)")
         elif f.endswith(".txt"):
             lines.append(f"- `{f}`: the same module as text, for reading")
+        elif f.endswith(".txtpb"):
+            lines.append(f"- `{f}`: the GPU the modules are compiled for without it (a "
+                         f"GpuTargetConfigProto; the CUDA plugin wheels of the install lines "
+                         f"are needed, no GPU)")
     lines += [f"- `{SCRIPT}`: compiles each .pb with the installed jaxlib (no jax tracing, "
               f"one process a module) and prints the compiled plan's output + temp memory",
               "", "## Run it", "", "```sh"]
@@ -138,7 +145,9 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
                   f"{culprit.get('under_first_bad') or 'not measured'} (measured):", "", "```sh",
                   f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",
                   "From an XLA checkout (`run_hlo_module` is a Bazel target of XLA's; not run "
-                  "by the toolkit):", "", "```sh", run_hlo_module_line(part), "```", ""]
+                  "by the toolkit" + ("; it runs the module, on a machine with the GPU"
+                                      if part.get("target") else "") + "):", "", "```sh",
+                  run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
         lines += [f"XLA commits between the two jaxlibs: {part['xla_compare']}", ""]
     fuel = fuel_lines(part.get("fuel"))
