@@ -72,17 +72,28 @@ def compile_module(path, target=None, dump=None):
     if hasattr(client, "compile_and_load") and not target:  # jaxlib 0.7 on
         executable = client.compile_and_load(module, xc.DeviceList((device,)), options)
     elif "executable_devices" in (client.compile.__doc__ or ""):
+        if target:  # this compile-only client takes an MLIR module object, not its bytes
+            from jax._src.interpreters.mlir import make_ir_context
+            from jax._src.lib.mlir import ir
+
+            with make_ir_context():
+                return measured(client.compile(ir.Module.parse(module),
+                                               xc.DeviceList((device,)), options), path, dump)
         executable = client.compile(module, xc.DeviceList((device,)), options)
     else:
         executable = client.compile(module, options)
+    return measured(executable, path, dump)
+
+
+def measured(executable, path, dump):
     try:
         stats = executable.get_compiled_memory_stats()
         output, temp = stats.output_size_in_bytes, stats.temp_size_in_bytes
     except Exception:  # a compile-only GPU before jaxlib 0.6.1: XLA's own account
-        if not target:
+        if not dump:
             raise
         output, temp = from_dump(dump)
-    return {"module": path, "jax": jax.__version__, "jaxlib": version("jaxlib"),
+    return {"module": path, "jax": version("jax"), "jaxlib": version("jaxlib"),
             "output_bytes": output, "temp_bytes": temp, "bytes": output + temp}
 
 
