@@ -151,8 +151,13 @@ def figure_of(doc: dict):
     if metric.get("status") != "ok":
         return None
     if "points" in metric:
-        return {str(p["at"]): round(p["value"] / MIB, 2) for p in metric["points"]}
-    return round(metric["value"] / MIB, 2)
+        return {str(p["at"]): mib(p["value"]) for p in metric["points"]}
+    return mib(metric["value"])
+
+
+def mib(value: int) -> float:
+    """Bytes in MiB to four significant digits (a minimized module's few KiB stay apart)."""
+    return float(f"{value / MIB:.4g}")
 
 
 def releases_to_compile(b) -> list:
