@@ -39,6 +39,7 @@ from .classify import (
     Placement,
     matching,
     noisy,
+    outputs,
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
@@ -65,6 +66,7 @@ MakeClassifier = Callable[[Sequence, Sequence], Classifier]
 
 OUTPUT_TOLERANCE = 1e-5  # an output's relative tolerance, unless --threshold sets one
 RUNS_NOISY = 5           # runs (processes) a noisy metric measures a release with, at a time
+RUNS_OUTPUT = 2          # an output's: two that differ say it is nondeterministic
 # At most: the first batch and the re-measures the classifier's simulations were made with.
 MAX_RUNS_NOISY = RUNS_NOISY * (1 + RECOMMENDED_REMEASURES)
 
@@ -126,8 +128,10 @@ class MetricSearch:
 
     @property
     def runs(self) -> int:
-        """Runs made (or taken from the store) in all, the ends' included."""
-        return sum(len(p.runs) for p in self.placed.values())
+        """Runs made (or taken from the store) in all, the ends' included (a crash rate's
+        runs each)."""
+        return sum((r.crash_rate or {}).get("runs", 1) for p in self.placed.values()
+                   for r in p.runs)
 
 
 Reduce = Callable[[Run], tuple]
@@ -319,8 +323,11 @@ def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
         every = [first, *(run_at(i, base + k) for k in range(2, runs + 1))]
         figures = [r.samples[0] for r in every if r.status == "ok" and r.samples]
         rate = rate_of(figures)
-        if rate is None:
-            return first
+        if rate is None:  # none crashed: the first's figure, and every run it took counted
+            return replace(first, crash_rate={"crash": None, "crashed": 0, "runs": len(every),
+                                              "rate": 0.0},
+                           seconds=round(sum(r.seconds for r in every), 2),
+                           cached=all(r.cached for r in every))
         seen_crash.set()
         return replace(first, samples=(rate.figure([f for f in figures if not is_crash(f)]),),
                        crash=rate.crash, crash_rate=rate.as_json(),
@@ -332,7 +339,8 @@ def crash_rated(run_at: RunAt, n: int, runs: int = CRASH_RUNS) -> RunAt:
 
 def crashes_of(placed: Placed) -> dict | None:
     """How often ``placed``'s runs crashed (crashes.CrashRate's JSON), or None."""
-    rated = next((r.crash_rate for r in placed.runs if r.crash_rate), None)
+    rated = next((r.crash_rate for r in placed.runs if r.crash_rate
+                  and r.crash_rate["crashed"]), None)
     if rated:
         return rated
     rate = rate_of([r.crash if r.crash else "measured" for r in placed.runs])
@@ -553,8 +561,10 @@ def reduce_for(question: Question) -> Reduce:
 
 
 def batch_size(question: Question, runs: int | None = None) -> int:
-    """Runs a release is measured with at a time: ``runs``, else five for a noisy metric."""
-    return runs or (RUNS_NOISY if question.noisy else 1)
+    """Runs a release is measured with at a time: ``runs``, else five for a noisy metric,
+    two for an output (runs that differ: nondeterministic), one for anything else."""
+    return runs or (RUNS_NOISY if question.noisy else
+                    RUNS_OUTPUT if question.metric == "output" else 1)
 
 
 def measure_batch(lab: Lab, release: Release, backend: str, question: Question, first: int,
@@ -600,9 +610,9 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
             from repro.verdict import shapes_alike
 
             return matching(list(old), list(new), shapes_alike)
-        if metric == "output":
-            return matching(list(old), list(new),
-                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
+        if metric == "output":  # a release whose runs differ: nondeterministic
+            return outputs(list(old), list(new),
+                           outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
             return matching(list(old), list(new), operator.eq)
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
@@ -926,7 +936,8 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
     with InstallsAhead(install, max(2, request.jobs)) as ahead:
         search = search_metric(
             n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
-            noisy_metric=q.noisy, batch=request.runs, max_runs=request.max_runs,
+            noisy_metric=q.noisy, batch=request.runs or (None if q.noisy else batch_size(q)),
+            max_runs=request.max_runs,
             reduce=reduce_for(q), say=naming(candidates, say),
             cheap=lambda i: lab.cheap(candidates[i], request.backend, question), offset=offset,
             jobs=request.jobs, ahead=ahead, on_step=lambda lo, hi, left: say(

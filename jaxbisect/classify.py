@@ -199,6 +199,54 @@ def matching(
     return _Matching(tuple(old), tuple(new), same)
 
 
+NONDETERMINISTIC = "nondeterministic"  # a release whose runs' outputs differ: no one value
+
+
+@dataclass(frozen=True)
+class _Outputs(_Matching):
+    """Output values. A release whose runs disagree has no value to compare: its behaviour
+    is ``NONDETERMINISTIC`` (like any other such release's, unlike any value), so an output
+    that reads uninitialised memory is said to be one and is never taken for a new value."""
+
+    def value(self, samples: Sequence) -> tuple[object, str | None]:
+        if not samples:
+            return None, "no value"
+        if not all(self.same(samples[0], s) for s in samples[1:]):
+            return NONDETERMINISTIC, None
+        return samples[0], None
+
+    def end(self, values: tuple) -> object:
+        return self.value(values)[0]
+
+    def said(self, value: object) -> str:
+        return ("nondeterministic (its runs' outputs differ), as" if value == NONDETERMINISTIC
+                else "same as")
+
+    def ends(self) -> Ends:
+        o, n = self.end(self.old), self.end(self.new)
+        if o is None or n is None:
+            return Ends(False, None, None, f"{'old' if o is None else 'new'} end: no value")
+        if self.same(o, n):
+            return Ends(False, None, None, "both ends' outputs differ between runs"
+                        if o == NONDETERMINISTIC else "the ends give the same value")
+        which = "old" if o == NONDETERMINISTIC else "new" if n == NONDETERMINISTIC else None
+        return Ends(True, "changed", None,
+                    f"the {which} end's output differs between runs, the other's does not"
+                    if which else "the ends give different values")
+
+
+def outputs(old: Sequence, new: Sequence, same: Callable[[object, object], bool]) -> Classifier:
+    """A classifier for output values compared by ``same`` (:func:`vectors_close`), where a
+    release measured in several runs whose outputs differ is nondeterministic."""
+
+    def either(a: object, b: object) -> bool:
+        if NONDETERMINISTIC in (a, b):
+            return a == b
+        return same(a, b)
+
+    return _Outputs(tuple(old), tuple(new), either)
+
+
 def _close(a: float, b: float, threshold: float) -> bool:
     """Within ``threshold`` of each other, relative to the larger magnitude (symmetric)."""
     return abs(a - b) <= threshold * max(abs(a), abs(b))

@@ -114,6 +114,11 @@ def parse(argv: list[str], prog: str = PROG) -> tuple[argparse.Namespace, tuple[
         if not command:
             p.error("nothing after `--`: give a command to bisect with")
     args = p.parse_args(argv)
+    if args.render is not None:
+        if args.start or args.end or args.explain or command:
+            p.error("--render FILE remakes a report from its JSON alone: leave out --from, "
+                    "--to, --explain and `--`")
+        return args, command
     for refused, why in (
             (args.explain is None and (args.start is None or args.end is None),
              "give --from and --to (or --explain RELEASE)"),
@@ -151,6 +156,11 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
     def say(message: str) -> None:  # one write a line: probes in threads share stderr
         print(message + "\n", end="", file=sys.stderr, flush=True)
 
+    if args.render is not None:  # no run, no network: the document alone
+        from .report import rerender
+
+        print(f"report: {rerender(Path(args.render))}", file=sys.stderr)
+        return 0
     note = ignored_environment_note()
     if note:
         say(note)
@@ -236,6 +246,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         bisection = replace(bisection, commits=bisect_commits(
             bisection, commits_in(repo, say), lab, say))
         write()
+    if add_reproducer(bisection, lab, extra, say):
+        write()
     try:
         if bisection.search.status == "found" and not args.no_evidence:
             explain(bisection, lab, args, extra, say, write)
@@ -248,6 +260,7 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
         flags_known()
     if args.minimize and bisection.search.status == "found" \
             and bisection.request.question.case is not None:
+        from .commands import display_path
         from .minimize import minimal_document, minimize
 
         q = bisection.request.question
@@ -258,7 +271,8 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                                         budget=args.minimize_budget)
         extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
                                             report.unit_of(bisection))
-        extra["minimal"]["case_path"] = report.display_path(q.case.path)
+        extra["minimal"]["case_path"] = display_path(q.case.path)
+        add_reproducer(bisection, lab, extra, say)  # at the minimizer's sizes
     if bisection.search.status == "found" and not args.no_evidence:  # below jaxlib
         from .evidence.hlo import hlo_module
 
@@ -275,6 +289,33 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
                              "found none" if doc.get("report_kept") else ""))
     return METRIC_EXIT[bisection.search.status]
+
+
+def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> bool:
+    """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
+    into ``extra``; whether there is one."""
+    from .reproducer import reproducer_of
+
+    part = reproducer_of(bisection, lab, say, extra.get("minimal"))
+    if part is not None:
+        extra["reproducer"] = part
+    return part is not None
+
+
+def reproducer_line(doc: dict) -> str | None:
+    """The standalone program's outputs at the ends, on one line."""
+    part = doc.get("reproducer")
+    if not part:
+        return None
+    if part["why_not"]:
+        return f"no standalone program: {part['why_not']}"
+    said = "; ".join(f"jax {end['jax']}: {', '.join(end['output'].splitlines())}"
+                     for end in part["ends"])
+    shows = {True: "shows the change", False: "does not show the change",
+             None: "could not be run at both ends"}[part["shows_change"]]
+    return (f"standalone program ({part['lines']} lines, {part['file']}) {shows}: {said}"
+            + ("; its output differs between runs of one release" if part["nondeterministic"]
+               else ""))
 
 
 def plain(markdown: str) -> str:
@@ -298,35 +339,38 @@ def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
     the folder the user stands in (the report's keep a maintainer's form: the case by its
     name, from the clone)."""
     from . import report
+    from .commands import sweep_argv
+    from .markdown import answer
+    from .markdown.commits import commits_first_lines
 
+    typed = report.typed_at(bisection, doc, here)
     lines = [plain(text)
-             for text in (report.answer_line(bisection, doc),
-                          report.thirds_line(bisection, doc),
-                          report.raised_line(bisection, doc, at=here),
-                          report.crash_line(bisection, doc, at=here),
-                          report.yanked_line(bisection, doc, at=here)) if text]
+             for text in (answer.answer_line(typed), *commits_first_lines(typed),
+                          answer.thirds_line(typed), answer.raised_line(typed),
+                          answer.crash_line(typed), answer.yanked_line(typed)) if text]
     lines += [known_line(entry) for entry in doc.get("xla_flags_known", ())]
     if "sweep" in doc:
         lines.append(f"a change made and undone inside the range cannot be seen by "
                      f"bisection; every release: "
-                     f"{shlex.join(report.sweep_argv(bisection, at=here))}")
+                     f"{shlex.join(sweep_argv(bisection, at=here))}")
     if "minimal" in doc:
         lines.append(minimal_line(doc["minimal"]))
     lines += [tried_line(tried) for tried in doc.get("try_xla_flags", ())]
     lines += [f"measured jax {doc['measured_part'][0]} … {doc['measured_part'][1]} only; "
               f"the rest needs a real GPU: {part['command']}"
-              for part in report.needs_a_gpu(bisection, at=here)]
+              for part in typed["needs_a_gpu"]]
     if "next_step" in doc:
         lines.append(f"to look further: "
                      f"{wider_range(catalogue, bisection, at=here)['next_step']['command']}")
-    return [*lines, probes_line(bisection), *filter(None, [commits_line(doc)])]
+    return [*lines, *filter(None, [reproducer_line(doc)]), probes_line(bisection),
+            *filter(None, [commits_line(doc)])]
 
 
 def wider_range(catalogue, b, at: Path | None = None) -> dict:
     """Where to look next when the range holds no change: the same question up to the newest
     release installable here ({} where the range already ends there); ``at``: the command as
     typed in that folder (report.reproduce_argv)."""
-    from .report import reproduce_argv
+    from .commands import reproduce_argv
 
     req = b.request
     newest = max((r for r in catalogue.releases
@@ -367,10 +411,12 @@ def probes_line(bisection) -> str:
     measured = {i: p for i, p in (inside.placed.items() if inside else ()) if i not in s.placed}
     runs = {(r.release, r.number): r for p in (*s.placed.values(), *measured.values())
             for r in p.runs}
-    stored = sum(r.cached for r in runs.values())
+    # An error metric's end is its crash rate's runs (the report's and the JSON's count).
+    made = {key: (r.crash_rate or {}).get("runs", 1) for key, r in runs.items()}
+    stored = sum(made[key] for key, r in runs.items() if r.cached)
     return (f"probes: {len(s.placed)} ({s.remeasures} re-measured)"
             + (f", and {len(measured)} releases inside the ends" if measured else "")
-            + f"; runs: {len(runs)}, {stored} of them stored from an earlier run")
+            + f"; runs: {sum(made.values())}, {stored} of them stored from an earlier run")
 
 
 def minimal_line(minimal: dict) -> str:

@@ -36,6 +36,7 @@ from .bisection import (
 from .budgets import Deadline, explain_limit
 from .catalogue import Release, backend_words
 from .classify import Label
+from .commands import display_path
 from .crashes import is_crash
 from .errors import InstallFailed
 from .evidence.commits import commit_range, github
@@ -49,7 +50,7 @@ from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
 from .question import Question
-from .report import display_path, series_of
+from .report import series_of
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
@@ -336,10 +337,12 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                             f"{len(workarounds)} setting(s) under jax {new.version} bring back "
                             f"jax {old.version}'s {q.metric}: a workaround{spent}."}
         return {**base, "kind": "none", "name": None,
-                "text": f"No XLA flag explains it: none of the {len(changes)} changed defaults "
-                        f"that can matter on {on}, set back one at a time (or in "
-                        f"pairs), brings jax {new.version}'s {q.metric} back to jax "
-                        f"{old.version}'s{spent}."}
+                "text": (f"No XLA flag explains it: none of the {len(changes)} changed "
+                         f"defaults that can matter on {on}, set back one at a time (or in "
+                         f"pairs), brings jax {new.version}'s {q.metric} back to jax "
+                         f"{old.version}'s{spent}." if changes else
+                         f"No XLA flag explains it: no default that can matter on {on} "
+                         f"changed between jax {old.version} and {new.version}{spent}.")}
     names = " and ".join(f"`--{f.name}`" for f in search.culprit)
     back = " ".join(f"`{f.setting('new')}`" for f in search.culprit)
     forward = " ".join(f"`{f.setting('old')}`" for f in search.culprit)
@@ -470,22 +473,30 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         return ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
                                                             "depends on it)") for n in names)
 
-    tried_new = sum(t["release"] == str(new.version) and t["behaviour"] != NOT_TESTED
-                    for t in tests)
+    def measured(release: Release) -> tuple[int, str]:
+        """The passes measured under ``release`` (not those that crashed or failed: a skip),
+        and the words for those that did."""
+        at = [t for t in tests if t["release"] == str(release.version)
+              and t["behaviour"] != NOT_TESTED]
+        failed = [t["xla_flags"].split("=", 1)[1] for t in at if t["behaviour"] == "skip"]
+        return len(at) - len(failed), (
+            f" ({len(failed)} more crashed or gave no figure: "
+            + ", ".join(f"`{n}`" for n in failed) + ")" if failed else "")
+
+    tried_new, failed_new = measured(new)
     said = (f"Turning off one HLO pass at a time under jax {new.version} brings back jax "
-            f"{old.version}'s {q.metric} for {len(restoring)} of the {tried_new} passes tried: "
-            f"{shown(restoring)}." if restoring else
+            f"{old.version}'s {q.metric} for {len(restoring)} of the {tried_new} passes "
+            f"measured{failed_new}: {shown(restoring)}." if restoring else
             f"No single HLO pass, turned off under jax {new.version}, brings back jax "
             f"{old.version}'s {q.metric} ({tried_new} of the {len(candidates)} passes that "
-            f"changed the module tried).")
+            f"changed the module measured{failed_new}).")
     if b.direction == "fix" and dumps[old]:
-        tried_old = sum(t["release"] == str(old.version) and t["behaviour"] != NOT_TESTED
-                        for t in tests)
+        tried_old, failed_old = measured(old)
         said += (f" Before the fix, turning off one at a time under jax {old.version} gives "
                  f"jax {new.version}'s {q.metric} for {len(fixing)} of the {tried_old} passes "
-                 f"tried: {shown(fixing)} (ways around it there)." if fixing else
+                 f"measured{failed_old}: {shown(fixing)}." if fixing else
                  f" Before the fix, no single HLO pass turned off under jax {old.version} gives "
-                 f"jax {new.version}'s {q.metric} ({tried_old} tried).")
+                 f"jax {new.version}'s {q.metric} ({tried_old} measured{failed_old}).")
     return {**base, "kind": "none" if chosen is None else "pass", "name": chosen,
             "text": f"{said}{where}{more}"}
 

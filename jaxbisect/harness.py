@@ -253,3 +253,41 @@ def command_environ(env: Environment, xla_flags: str = "",
     if xla_flags.strip():
         child_env["XLA_FLAGS"] = xla_flags.strip()
     return child_env
+
+
+def plain_environ(xla_flags: str = "") -> dict[str, str]:
+    """The environment a plain program gets, as in a fresh shell: ours less whatever would
+    change what it does (PYTHON*, JAX_*, XLA_*: nothing of the toolkit on its path), with
+    ``xla_flags`` as XLA_FLAGS where the question set them (the command line shows them)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JAX_", "XLA_", "PYTHON", "VIRTUAL_ENV"))}
+    if xla_flags.strip():
+        env["XLA_FLAGS"] = xla_flags.strip()
+    return env
+
+
+def run_script(python: Path, name: str, text: str, timeout: float, *, xla_flags: str = "",
+               executor: Executor = LOCAL):
+    """``python NAME`` under a release's ``python``, ``text`` written to NAME in a folder of
+    its own (nothing else importable beside it), as a maintainer runs a pasted program: the
+    finished process (executors.Finished). Ctrl-C that reached it is a KeyboardInterrupt;
+    a run past ``timeout`` is RunTimedOut."""
+    import tempfile
+
+    where = cache_dir() / "programs"  # on the cache's disk: a cluster's nodes see it too
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="run-", dir=where) as folder:
+        script = Path(folder) / name
+        script.write_text(text, encoding="utf-8")
+        try:
+            done = executor.run([str(python), name], cwd=folder, env=plain_environ(xla_flags),
+                                timeout=timeout)
+        except ProbeLost as exc:
+            raise HarnessFailed(f"{name}: {exc}", lasting=False) from None
+        except subprocess.TimeoutExpired:
+            raise RunTimedOut(f"{name} timed out after {timeout:.0f} s") from None
+        except OSError as exc:
+            raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
+    if done.returncode == -signal.SIGINT:
+        raise KeyboardInterrupt
+    return done

@@ -36,6 +36,11 @@ _ASSIGNED = r'^{}\s*(?::\s*str)?\s*=\s*["\']([^"\']+)["\']'
 _MERGED_PR = re.compile(r"^Merge pull request #(\d+) ")
 _SQUASHED_PR = re.compile(r"\(#(\d+)\)\s*$")
 _COPYBARA_PR = re.compile(r"^COPYBARA_INTEGRATE_REVIEW=\S*/pull/(\d+)", re.MULTILINE)
+# A revert names what it reverts: jax's imports ("Reverts SHA"), git's own ("This reverts
+# commit SHA.").
+_REVERTS = re.compile(r"^Reverts ([0-9a-f]{7,40})\b|This reverts commit ([0-9a-f]{7,40})",
+                      re.MULTILINE)
+REVERT_CHAIN = 10  # the most reverts of reverts followed
 
 
 def numeric(version: str) -> tuple[int, ...]:
@@ -131,6 +136,23 @@ class CommitRange:
             return []
         return _log(self.repo, merge.parents[1], f"^{merge.parents[0]}", f"^{self.old_tag}",
                     first_parent=False)
+
+    def reverted(self, commit: Commit) -> dict | None:
+        """What a revert changes: the commit it reverts, followed through reverts of reverts
+        to the change itself (``relands``: an even chain puts that change back), with its
+        pull request; None for a commit that reverts nothing (or one this clone lacks)."""
+        body = git(self.repo, "log", "-1", "--format=%b", commit.sha)
+        sha, text, chain, subject = commit.sha, f"{commit.subject}\n{body}", 0, ""
+        while (found := _REVERTS.search(text)) and chain < REVERT_CHAIN:
+            if not _has(self.repo, found.group(1) or found.group(2)):
+                break
+            sha, subject, body = git(self.repo, "log", "-1", "--format=%H%x1f%s%x1f%b",
+                                     found.group(1) or found.group(2)).split("\x1f", 2)
+            text, chain = f"{subject}\n{body}", chain + 1
+        if not chain:
+            return None
+        return {"sha": sha, "subject": subject, "pr": pr_number(subject, body),
+                "relands": chain % 2 == 0, "chain": chain}
 
     def files(self, commit: Commit) -> list[str]:
         """The files ``commit`` touched (against its first parent)."""

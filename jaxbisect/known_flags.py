@@ -139,6 +139,12 @@ class FlagCheckedLab:
     def remeasure(self) -> bool:
         return self.lab.remeasure
 
+    @property
+    def executor(self):
+        from .executors import LOCAL
+
+        return getattr(self.lab, "executor", LOCAL)
+
     def environment(self, release: Release, backend: str):
         return self.lab.environment(release, backend)
 

@@ -194,26 +194,3 @@ def minimal_document(shrunk: Shrunk, first: Trial, names: list[str], question: Q
             "complete": shrunk.complete, "trials": len(shrunk.trials) + 1,
             "program": with_defaults(question.case.source, shrunk.params)}
 
-
-def minimal_markdown(minimal: dict, path: str) -> str:
-    if minimal.get("at_start") == CANNOT_TELL:
-        return (f"## Minimal reproducer\n\nCannot tell whether jax {minimal['old']} and "
-                f"{minimal['new']} behave apart at the parameters asked for (the paired test "
-                f"left it undecided), so nothing was shrunk.\n")
-    if not minimal["kept_at_start"]:
-        return (f"## Minimal reproducer\n\nThe change does not show between jax "
-                f"{minimal['old']} and {minimal['new']} at the parameters asked for, so "
-                f"nothing was shrunk.\n")
-    changed = {k: (minimal["started_from"][k], v) for k, v in minimal["params"].items()
-               if minimal["started_from"].get(k) != v}
-    shown = ", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()) or "nothing smaller"
-    note = "" if minimal["complete"] else " (the time budget ran out: smaller may exist)"
-    fixed = (f" Kept as the case's author fixed them: {', '.join(minimal['fixed'])}."
-             if minimal["fixed"] else "")
-    return (f"## Minimal reproducer\n\nThe smallest parameters at which jax {minimal['old']} "
-            f"and {minimal['new']} still behave apart ({minimal['metric']}: "
-            f"{minimal['old_value']} against {minimal['new_value']} {minimal['unit']}), "
-            f"found by halving each integer parameter and tightening, in "
-            f"{minimal['trials']} trials{note}: {shown}.{fixed}\n\n"
-            f"<details><summary>The minimal program ({path} with these defaults)</summary>"
-            f"\n\n```python\n{minimal['program'].rstrip()}\n```\n\n</details>\n")

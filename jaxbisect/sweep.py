@@ -42,6 +42,7 @@ from repro.options import (
     read_sizes,
     seconds,
 )
+from repro.units import column
 
 from .bisection import (
     MAX_RUNS_NOISY,
@@ -67,9 +68,11 @@ from .catalogue import (
     needs_another_python,
 )
 from .classify import Label, Paired, Placement
+from .commands import question_argv
 from .environments import resolve_backend
 from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
+from .figures import figure, figure_text, seen, shown_bare
 from .files import (
     RUN_DEPENDENT_KEYS,
     VOLATILE_LINES,
@@ -82,7 +85,7 @@ from .known_flags import FlagCheckedLab, lister
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
 from .question import Question, Run, compared_runs, question_from, with_compare, with_params
-from .report import figure, figure_text, question_argv, seen, series_of, shown_bare
+from .report import series_of
 
 PROG = "python -m jaxbisect.sweep"
 SCHEMA = 2
@@ -514,7 +517,7 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
     """A row a result: the release, where it ran, its label; a shape's figure at each value
     of its parameter and its COMPARE programs beside it, or a figure with its spread."""
     unit = next((d["unit"] for d in results), "")
-    scale = " (MB)" if unit == "bytes" else f" ({unit})" if unit else ""
+    scale = column(unit)
     over = next((d["over"] for d in results if d.get("over")), None)
     headers = ["jax", "jaxlib", "backend", "device", "label"]
     if over:

@@ -48,6 +48,7 @@ from .process import (
     join_flags,
     stdout_to_stderr,
 )
+from .units import UNIT, column, mib, mib_number
 from .verdict import ITEMSIZES
 
 EXIT_MEASURED, EXIT_BAD_INPUT, EXIT_UNMEASURABLE = 0, 2, 125
@@ -317,13 +318,14 @@ def summary(document: dict, label: str = "case") -> str:
                 f"shape: {shape}")
     if m["status"] != "ok":
         return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
-    if m["kind"] == "noisy":  # times in seconds, peaks in MB from fresh processes
-        unit, scale, form, each = (("MB", 1024**2, ".2f", "processes") if m["unit"] == "bytes"
-                                   else ("s", 1, ".6g", "samples"))
-        mid, low, high = (format(m[key] / scale, form) for key in ("value", "min", "max"))
+    if m["kind"] == "noisy":  # times in seconds, peaks in MiB from fresh processes
+        size = m["unit"] == "bytes"
+        unit, each = (UNIT, "processes") if size else ("s", "samples")
+        mid, low, high = (mib_number(m[key]) if size else format(m[key], ".6g")
+                          for key in ("value", "min", "max"))
         shown = f"median {mid} {unit} (min {low}, max {high}; {len(m['samples'])} {each})"
     elif m["name"] == "memory":
-        shown = f"{m['value'] / 1024**2:.2f} MB (output + temp, {m['source']})"
+        shown = f"{mib(m['value'])} (output + temp, {m['source']})"
     elif m["name"] == "output":
         shown = f"sha256 {m['value']['sha256'][:16]}, shapes {m['value']['shapes']}"
     else:
@@ -336,16 +338,17 @@ def series_table(document: dict, label: str = "case") -> str:
     a value of the over parameter; "–" where a program is not measured at that value."""
     m = document["metric"]
     name, values = m["over"]["name"], m["over"]["values"]
-    unit = 1024**2 if m["unit"] == "bytes" else 1
+    size = m["unit"] == "bytes"
 
     def cells(metric: dict) -> list[str]:
         by = {p["at"]: p for p in metric.get("points", [])}
-        return [f"{by[v]['value'] / unit:.2f}" if v in by and by[v]["status"] == "ok"
+        return [(mib_number if size else "{:.2f}".format)(by[v]["value"])
+                if v in by and by[v]["status"] == "ok"
                 else "–" if v not in by else "n/a" for v in values]
 
     rows = [[label, *cells(m)]] + [[other, *cells(got)]
                                    for other, got in document.get("compare", {}).items()]
-    scale = " (MB)" if unit > 1 else f" ({m['unit']})" if m["unit"] else ""
+    scale = column(m["unit"])
     lines = [["program", *(f"{name}={v}{scale}" for v in values)], *rows]
     # Plain columns: a JAX environment holds jax and its needs only (no tabulate).
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]

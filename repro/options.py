@@ -273,6 +273,9 @@ OPTIONS: tuple[Option, ...] = (
             "over it, the report gives the sweep's command instead", type=seconds,
             metavar="SECONDS", entries=(BISECT,), group="limits", shapes=True),
     _option("--json", "print one JSON document", action="store_true", group="output"),
+    _option("--render", "no run: rewrite the markdown report beside FILE (a report's JSON "
+            "document) with this toolkit's renderer", metavar="FILE", entries=(BISECT,),
+            group="output"),
     _option("--check", "git bisect run's codes: exit 0 when the figure (or the shape) is "
             "nearer OLD, 1 when nearer NEW (a ratio for positive figures), 125 when it cannot "
             "be measured; for --metric error, OLD and NEW are messages; alone, a shape's "

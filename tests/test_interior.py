@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT, parse
 from jaxbisect.interior import CANNOT_TELL, DIFFERS, OLD, changes_of
+from jaxbisect.markdown import render
+from jaxbisect.markdown.answer import answer_line
 from jaxbisect.question import Question, question_from
-from jaxbisect.report import answer_line, document, render, report_stem
+from jaxbisect.report import document, report_stem
 
 CASE = REPO / "repro" / "cases" / "jit_kwarg_named_f.py"
 
@@ -50,10 +52,10 @@ def test_a_change_that_came_and_went_is_answered_with_both_pairs(recorded_catalo
     assert check["changes"] == [{"came": ["0.4.35", "0.4.36"], "went": ["0.4.36", "0.4.37"],
                                  "releases": ["0.4.36"], "exact": True}]
     assert "sweep" not in doc  # what the sweep would answer is answered
-    line = answer_line(b, doc)
+    line = answer_line(doc)
     assert line.startswith("**Came and went")
     assert "came at jax 0.4.35 → 0.4.36, went at jax 0.4.36 → 0.4.37" in line
-    assert "## The releases inside" in render(b, doc=doc)
+    assert "<summary>The releases inside</summary>" in render(doc)
     # Each release inside was run once (the error metric's ends three times each).
     assert sorted(v for v, _, _ in lab.asked if v in ("0.4.36", "0.4.37")) == ["0.4.36",
                                                                                "0.4.37"]
@@ -81,7 +83,7 @@ def test_over_the_budget_nothing_inside_is_measured_and_the_sweep_is_given(
     assert not check["measured"] and doc["interior"] == [] and check["changes"] == []
     assert check["budget"] == 60.0 and check["per_release"] == 10.0
     assert check["estimate"] == 10.0 * inside > 60.0 and len(check["releases"]) == inside
-    assert "--interior-budget" in answer_line(b, doc) and "not measured" in answer_line(b, doc)
+    assert "--interior-budget" in answer_line(doc) and "not measured" in answer_line(doc)
     # The sweep's command runs as nox's (no --interior-budget there); the Reproduce line
     # keeps the budget that shaped this answer, and so does the report's name.
     assert doc["sweep"].startswith("nox -s repro_range -- --from 0.4.20 --to 0.4.30")

@@ -10,8 +10,9 @@ from pathlib import Path
 from fake_lab import FakeLab, scripted
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
+from jaxbisect.markdown import render
 from jaxbisect.question import Question
-from jaxbisect.report import document, render
+from jaxbisect.report import document
 from repro.case import read_case
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def test_releases_that_raised_are_named_with_the_error_metric_command(recorded_c
     doc = document(b, None)
     assert doc["status"] == "found"
     assert doc["raised"] == [{"jax": "0.4.31", "error": figures["0.4.31"]}]
-    markdown = render(b)
+    markdown = render(document(b, None))
     line = next(x for x in markdown.splitlines() if x.startswith("**The program raised**"))
     command = shlex.split(line.split("`")[1])
     assert command[command.index("--metric") + 1] == "error"
@@ -53,7 +54,7 @@ def test_releases_that_raised_are_named_with_the_error_metric_command(recorded_c
     # a case outside the toolkit's clone: named by its file name, to be saved from the report
     assert doc["case"]["path"] == "mine.py"
     assert "--case mine.py" in doc["reproduce"]
-    assert "Save the program above" in markdown
+    assert "save the program below" in markdown
 
 
 def test_an_end_that_measured_is_not_a_skip(recorded_catalogue):
@@ -67,7 +68,7 @@ def test_an_end_that_measured_is_not_a_skip(recorded_catalogue):
     assert doc["raised"] == [{"jax": "0.4.30", "error": "ValueError: no such size"}]
     # a shipped case: named by its path inside the clone, nothing to save
     assert doc["case"]["path"] == "repro/cases/while_loop_cpu_slowdown.py"
-    assert "Save the program above" not in render(b)
+    assert "save the program below" not in render(document(b, None))
 
 
 def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catalogue):

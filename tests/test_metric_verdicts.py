@@ -12,8 +12,11 @@ from fake_lab import FakeLab, scripted
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
+from jaxbisect.markdown import render
+from jaxbisect.markdown.answer import answer_line
+from jaxbisect.markdown.tables import probe_rows
 from jaxbisect.question import question_from
-from jaxbisect.report import answer_line, document, probe_rows, render, write_report
+from jaxbisect.report import document, write_report
 
 COMMAND = ("python", "measure.py")
 
@@ -48,9 +51,9 @@ def test_ends_apart_under_a_load_that_swamps_them_are_undecided_with_exit_3(
     assert doc["search"]["runs"] == made[0] == 8 and doc["search"]["max_runs"] == 4
     cal = doc["calibration"]
     assert cal["pairs"] == 4 and cal["pair_spread"] > 0.1 and cal["resolvable_ratio"] > 1.3
-    line = answer_line(b)
+    line = answer_line(document(b, None))
     assert "--max-runs 14" in line and "0.4.30" in line and "e+" not in line
-    _, rows = probe_rows(b)  # the report's table: neither end is called old or new
+    _, rows = probe_rows(document(b, None))  # the report's table: neither end is called old or new
     assert [row[2] for row in rows] == ["first end", "last end"]
 
 
@@ -64,7 +67,7 @@ def test_ends_within_the_threshold_are_alike_only_by_an_equivalence_test(recorde
     assert inside["measured"] and not inside["changes"] and "sweep" not in doc
     assert {r["label"] for r in doc["interior"]} == {"old"}
     assert all(len(r["rounds"]) >= 4 for r in doc["interior"])
-    line = answer_line(b)
+    line = answer_line(document(b, None))
     assert line.startswith("**No change") and " old" not in line and " new" not in line
 
 
@@ -105,15 +108,15 @@ def test_a_deterministic_headline_is_in_the_metrics_units(recorded_catalogue):
     assert doc["status"] == "alike" and doc["calibration"] is None
     assert [(v, k) for v, k, _ in lab.asked] == [("0.4.38", 1), ("0.5.2", 1), ("0.5.0", 1),
                                                  ("0.5.1", 1)]  # the ends, then inside them
-    line = answer_line(b)
-    assert "62.63 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in line and "e+07" not in line
+    line = answer_line(document(b, None))
+    assert "62.63 MiB at jax 0.4.38 and 62.63 MiB at jax 0.5.2" in line and "e+07" not in line
     assert " old" not in line and " new" not in line
     stored = json.loads(json.dumps(doc))  # the report reads its figures from the document
-    assert render(b, doc=stored) == render(b)
+    assert render(stored) == render(document(b, None))
     stored["probes"][0]["figure"]["median"] = 2 * 1024**2
-    shown = render(b, doc=stored)
-    assert "2.00 MB at jax 0.4.38 and 62.63 MB at jax 0.5.2" in shown
-    assert any(line.startswith("| 0.4.38 ") and "| 2.00 MB " in line
+    shown = render(stored)
+    assert "2.00 MiB at jax 0.4.38 and 62.63 MiB at jax 0.5.2" in shown
+    assert any(line.startswith("| 0.4.38 ") and "| 2.00 MiB " in line
                for line in shown.splitlines())
 
 

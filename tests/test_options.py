@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from jaxbisect import cli as bisect_cli
 from jaxbisect.bisection import MetricRequest
+from jaxbisect.commands import explain_argv, reproduce_argv
 from jaxbisect.question import KEYED, question_from
-from jaxbisect.report import explain_argv, reproduce_argv
 from repro import cli as repro_cli
 from repro.options import (
     BISECT,

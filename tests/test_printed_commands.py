@@ -18,8 +18,10 @@ from fake_lab import FakeLab, scripted
 from jaxbisect import cli, sweep
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import terminal_lines, wider_range
+from jaxbisect.commands import reproduce_argv
+from jaxbisect.markdown.answer import raised_line
 from jaxbisect.question import question_from
-from jaxbisect.report import document, raised_line, reproduce_argv
+from jaxbisect.report import document
 from jaxbisect.store import Store
 
 BIN = Path(sys.executable).parent  # the environment's python, jax-bisect and nox
@@ -163,4 +165,4 @@ def test_the_terminal_types_the_case_from_the_folder_the_report_by_its_name(
         assert case_of(shlex.split(doc["sweep"])) == "mine.py"
         assert case_of(shlex.split(doc["next_step"]["command"])) == "mine.py"
     if doc["raised"]:
-        assert "--case mine.py " in raised_line(b, doc)
+        assert "--case mine.py " in raised_line(doc)

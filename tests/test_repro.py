@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from repro import cli
 from repro.case import series_at
+from repro.units import MIB
 
-MB = 1024**2
+MB = MIB  # repro.units: sizes are shown in MiB
 SMALL = ("--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6")
 
 
@@ -33,7 +34,7 @@ def total_mb(document, variant, n_outer):
 
 def test_report_figures_under_0_10_2(jax_python):
     """The upstream report's figures, at its sizes: v0 grows by one stacked buffer per
-    outer iteration, v1 and v2 stay at 30.52 MB."""
+    outer iteration, v1 and v2 stay at 30.52 MiB."""
     doc = repro_json(jax_python("0.10.2"), "--n-outer", "5", "10", "15")
     for n_outer, expected in [(5, 15320), (10, 30579), (15, 45837)]:
         assert total_mb(doc, "v0", n_outer) == pytest.approx(expected, rel=0.005)

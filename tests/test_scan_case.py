@@ -17,17 +17,13 @@ from hypothesis import strategies as st
 from jaxbisect import cli
 from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
 from jaxbisect.cli import question_of, request_from, wider_range
+from jaxbisect.commands import reproduce_argv
+from jaxbisect.markdown import render
+from jaxbisect.markdown.answer import pair_line
+from jaxbisect.markdown.reproduce import standalone_lines
+from jaxbisect.markdown.tables import series_mode
 from jaxbisect.question import Run
-from jaxbisect.report import (
-    answer_line,
-    document,
-    render,
-    report_stem,
-    reproduce_argv,
-    series_mode,
-    standalone_lines,
-    write_report,
-)
+from jaxbisect.report import document, report_stem, write_report
 from jaxbisect.store import Store
 from repro.case import SCAN_CASE
 
@@ -165,12 +161,12 @@ def test_a_row_measured_at_other_sizes_says_so_in_the_row(recorded_catalogue):
     """A real run's row (the fallback at RUNTIME_PARAMS' n_res) says its mode and size."""
     request = asked(recorded_catalogue, ["--from", "0.4.20", "--to", "0.5.0", "--backend",
                                          "cpu"])
-    b = SimpleNamespace(request=request)
     at = request.question.case.resolve(request.question.params)
+    doc = {"case": {"params": at}}
     real = {"params": {**at, "n_res": 32}, "fallback": {"metric": "peak_memory"},
             "metric": "peak_memory"}
-    assert series_mode(b, real) == "runtime, n_res 32"
-    assert series_mode(b, {"params": at, "fallback": None, "metric": "memory"}) == "compiled"
+    assert series_mode(doc, real) == "runtime, n_res 32"
+    assert series_mode(doc, {"params": at, "fallback": None, "metric": "memory"}) == "compiled"
 
 
 def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_paths(
@@ -186,9 +182,9 @@ def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_path
         b = shaped(recorded_catalogue, request, {"*": "grows"})
         doc = document(b, None)
         step = wider_range(recorded_catalogue, b)["next_step"]["command"]
-        for text in (render(b), report_stem(b), step, doc["reproduce"]):
+        for text in (render(document(b, None)), report_stem(b), step, doc["reproduce"]):
             assert "deviceless" not in text
-        assert str(tmp_path) not in render(b) + report_stem(b)
+        assert str(tmp_path) not in render(document(b, None)) + report_stem(b)
     assert report_stem(b).startswith("bisect-0.4.35-0.4.38-mine-")
 
 
@@ -210,7 +206,8 @@ def test_a_target_change_next_to_releases_only_a_gpu_can_compile_is_not_exact(
     assert (doc["status"], doc["last_old"]["jax"], doc["first_new"]["jax"]) \
         == ("found", "0.4.35", "0.4.38")
     assert not doc["exact"]
-    assert "jax 0.4.36, 0.4.37 in between cannot be measured here" in answer_line(b)
+    assert doc["left_out_between"] == ["0.4.36", "0.4.37"]
+    assert "jax 0.4.36, 0.4.37" in pair_line(doc)
 
 
 def test_a_full_size_that_gives_no_figure_keeps_the_search_at_the_small_size(
@@ -234,7 +231,7 @@ def test_a_full_size_that_gives_no_figure_keeps_the_search_at_the_small_size(
     assert doc["search_size"]["params"] == {"n_res": 32}
     assert "no figure at jax 0.5.3: XlaRuntimeError: RESOURCE_EXHAUSTED" \
         in doc["search_size"]["note"]
-    assert "RESOURCE_EXHAUSTED" in render(b)  # the report says it, beside the search's row
+    assert "RESOURCE_EXHAUSTED" in render(document(b, None))  # beside the search's row
 
 
 def test_a_chart_the_new_report_does_not_show_is_removed(recorded_catalogue, tmp_path):
@@ -255,7 +252,7 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
     pipeline's standalone lines did)."""
     request = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--target",
                                          "a6000", "--xla-flags=--xla_foo=1 --xla_bar=a"])
-    lines = standalone_lines(shaped(recorded_catalogue, request, {"*": "grows"}))
+    lines = standalone_lines(document(shaped(recorded_catalogue, request, {"*": "grows"}), None))
     assert "on a machine with the GPU (NVIDIA RTX A6000)" in lines[0]
     commands = [line for line in lines if line.startswith(("python3 -m venv", "XLA_FLAGS"))]
     assert commands == [
@@ -264,7 +261,7 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
         "python3 -m venv venv-0.4.38 && venv-0.4.38/bin/pip install 'jax[cuda12]==0.4.38'",
         "XLA_FLAGS='--xla_foo=1 --xla_bar=a' venv-0.4.38/bin/python measure.py"]
     cpu = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--backend", "cpu"])
-    plain = standalone_lines(shaped(recorded_catalogue, cpu, {"*": "grows"}))
+    plain = standalone_lines(document(shaped(recorded_catalogue, cpu, {"*": "grows"}), None))
     assert "GPU" not in plain[0]
     assert "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install jax==0.4.35 " \
            "jaxlib==0.4.35" in plain
@@ -273,7 +270,7 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
 def test_the_report_lists_each_probed_environments_packages_oldest_first():
     """As the deleted report did: every package of each probed release's date-resolved
     environment, from the document's probes (a probe with none recorded left out)."""
-    from jaxbisect.report import packages_lines
+    from jaxbisect.markdown.tables import packages_lines
 
     probes = [{"jax": "0.10.2", "installed": {"jax": "0.10.2", "jaxlib": "0.10.2",
                                               "numpy": "2.4.6"}},

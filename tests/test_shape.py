@@ -15,24 +15,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.bisection import MetricRequest, bisect_metric, search_size, smaller_size
+from jaxbisect.commands import reproduce_argv
 from jaxbisect.errors import UserError
 from jaxbisect.machine import parallel_runs
+from jaxbisect.markdown import render
+from jaxbisect.markdown.reproduce import standalone_script
+from jaxbisect.markdown.tables import probe_rows
 from jaxbisect.question import Run, question_from, with_params
-from jaxbisect.report import (
-    document,
-    probe_rows,
-    render,
-    reproduce_argv,
-    standalone_script,
-    write_report,
-)
+from jaxbisect.report import document, write_report
 from repro.case import CaseError, read_case
+from repro.units import MIB
 from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
 
 REPO = Path(__file__).resolve().parent.parent
 SCAN = str(REPO / "repro" / "cases" / "scan_growth.py")
 DATA = Path(__file__).parent / "data" / "shape"
-MB = 1024**2
+MB = MIB  # repro.units: sizes are shown in MiB
 
 
 def recorded(name: str) -> dict:
@@ -104,7 +102,7 @@ def test_a_missing_or_zero_figure_is_no_shape():
 
 def fake_measure(release, question, number):
     """The recorded documents of jax 0.5.0 and 0.5.1; the search's n_res 32; the COMPARE
-    programs flat at 30.52 MB."""
+    programs flat at 30.52 MiB."""
     small = question.params.get("n_res") == 32
     doc = copy.deepcopy(recorded(release + ("-n_res32" if small else "")))
 
@@ -138,12 +136,12 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
     assert [round(f / MB, 2) for f in new["figures"].values()] == [
         3112.79, 6164.55, 15319.82, 30578.61, 45837.40]  # the full size, not the search's
     assert list(doc["probes"][0]["compare"]["v2"]["figures"]) == ["1", "2"]
-    headers, rows = probe_rows(b)
-    assert headers[4] == "n_outer=1 (MB)" and rows[1][headers.index("shape")] == \
+    headers, rows = probe_rows(document(b, None))
+    assert headers[4] == "n_outer=1 (MiB)" and rows[1][headers.index("shape")] == \
         "grows (+1.00/outer)"
-    assert rows[0][headers.index("v1 (MB)")] == "30.52"
+    assert rows[0][headers.index("v1 (MiB)")] == "30.52"
     assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
-    assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(b)
+    assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(document(b, None))
 
 
 def test_a_release_beside_the_search_is_one_process(recorded_catalogue):
@@ -171,10 +169,10 @@ def test_the_report_is_read_from_its_json_document(recorded_catalogue):
     request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
     b = bisect_metric(recorded_catalogue, request, FakeLab(fake_measure), lambda m: None)
     stored = json.loads(json.dumps(document(b, None)))
-    assert render(b, doc=stored) == render(b)
+    assert render(stored) == render(document(b, None))
     new = stored["probes"][1]
     new["series"]["shape"], new["series"]["figures"]["15"] = "grows (+9.99/outer)", 7 * MB
-    shown = render(b, doc=stored)
+    shown = render(stored)
     assert "grows (+9.99/outer) at jax 0.5.1" in shown  # the answer's line
     row = next(line for line in shown.splitlines() if line.startswith("| 0.5.1"))
     assert "grows (+9.99/outer)" in row and "| 7.00 " in row  # the table's

@@ -60,6 +60,13 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
     assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == (answer["last_old"],
                                                                  answer["first_new"])
     assert doc["direction"] == answer["direction"]
+    # The standalone program, run twice at each end as pasted, shows the same change (a
+    # timing's ratio on a busy machine aside: measured, not asserted).
+    part = doc["reproducer"]
+    assert part["lines"] <= 40 and [e["jax"] for e in part["ends"]] == [answer["last_old"],
+                                                                        answer["first_new"]]
+    if answer["metric"] != "run_time":
+        assert part["shows_change"] is True, part["ends"]
     figures = {p["jax"]: p["figure"] for p in doc["probes"]}
     old, new = figures[answer["last_old"]], figures[answer["first_new"]]
     if answer["metric"] == "memory":

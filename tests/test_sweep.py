@@ -191,14 +191,14 @@ def test_no_case_is_the_scan_case_with_its_shape_and_compare_programs(recorded_c
     assert docs["0.4.20"]["series"]["params"]["n_res"] == 32
     headers, rows = sweep.results_rows(list(docs.values()))
     assert headers[:4] == ["jax", "jaxlib", "label", "mode"] and headers[-4:-2] == \
-        ["v1 (MB)", "v2 (MB)"]
+        ["v1 (MiB)", "v2 (MiB)"]
     by_release = {row[0]: dict(zip(headers, row)) for row in rows}
-    assert by_release["0.5.1"]["n_outer=10 (MB)"] == "30578.61"
-    assert by_release["0.5.0"]["n_outer=10 (MB)"] == "6164.55"
-    assert by_release["0.5.1"]["v1 (MB)"] == "30.52"
-    assert by_release["0.5.1"]["v2 (MB)"] == "30.52 (n_outer 1, 2 only)"
+    assert by_release["0.5.1"]["n_outer=10 (MiB)"] == "30578.61"
+    assert by_release["0.5.0"]["n_outer=10 (MiB)"] == "6164.55"
+    assert by_release["0.5.1"]["v1 (MiB)"] == "30.52"
+    assert by_release["0.5.1"]["v2 (MiB)"] == "30.52 (n_outer 1, 2 only)"
     assert by_release["0.4.20"]["mode"] == "runtime, n_res 32"
-    assert by_release["0.4.20"]["n_outer=15 (MB)"] == "–"
+    assert by_release["0.4.20"]["n_outer=15 (MiB)"] == "–"
 
 
 def test_one_release_swept_alone_keeps_the_label_a_whole_sweep_gave_it(recorded_catalogue,

@@ -7,9 +7,15 @@ import json
 from pathlib import Path
 
 from jaxbisect.explain import difference_sentence
-from jaxbisect.report import why_lines
+from jaxbisect.markdown.sections import why_lines as section_lines
 
 RECORDED = Path(__file__).parent / "data" / "explanation-thunk-runtime.json"
+
+
+def why_lines(explanation: dict, metric: str, unit: str) -> list[str]:
+    """The section as a CPU bisection's document renders it."""
+    return section_lines({"explanation": explanation, "metric": {"name": metric, "unit": unit},
+                          "backend": "cpu", "target": None})
 
 
 def table_rows(lines: list[str], summary: str) -> list[list[str]]:
@@ -33,12 +39,12 @@ def test_a_one_way_flag_is_named_as_a_workaround_with_its_figure_and_why_not_bot
     bullets = [line for line in lines if line.startswith("- **Workaround:**")]
     assert len(bullets) == 1
     (bullet,) = bullets
-    for part in ("`--xla_cpu_use_thunk_runtime=false`", "jax 0.4.33", "35.13 MB",
+    for part in ("`--xla_cpu_use_thunk_runtime=false`", "jax 0.4.33", "35.13 MiB",
                  "could not be tested", "UNIMPLEMENTED: Custom call target __onednn$matmul",
                  "jax 0.4.31"):
         assert part in bullet
     flags = table_rows(lines, "Every flag setting measured")
-    assert flags[0][:4] == ["0.4.33", "`--xla_cpu_use_thunk_runtime=false`", "old", "35.13 MB"]
+    assert flags[0][:4] == ["0.4.33", "`--xla_cpu_use_thunk_runtime=false`", "old", "35.13 MiB"]
     assert flags[1][:3] == ["0.4.31", "`--xla_cpu_use_thunk_runtime=true`", "skip"]
     assert flags[1][4].startswith("UNIMPLEMENTED")
     passes = table_rows(lines, "Every HLO pass turned off")

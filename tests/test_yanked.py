@@ -14,9 +14,9 @@ from fake_lab import FakeLab, scripted
 from jaxbisect import cli
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
+from jaxbisect.commands import sweep_argv
 from jaxbisect.question import Question
 from jaxbisect.report import document as metric_document
-from jaxbisect.report import sweep_argv
 
 
 def versions(releases) -> list[str]:
@@ -84,9 +84,9 @@ def test_a_metric_bisection_names_the_yanked_release_it_left_out(recorded_catalo
     assert doc["status"] == "alike" and "0.4.32" not in measured
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": False, "probed": False}]
-    from jaxbisect.report import yanked_line
+    from jaxbisect.markdown.answer import yanked_line
 
-    command = shlex.split(yanked_line(b).rsplit("`", 2)[-2])
+    command = shlex.split(yanked_line(metric_document(b, None)).rsplit("`", 2)[-2])
     assert "--include-yanked" in command and command[command.index("--from") + 1] == "0.4.31"
 
 
@@ -106,7 +106,8 @@ def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
     """No --case: the scan case, whose yanked line's command parses back into a request that
     measures the yanked release too; its report has another name."""
     from jaxbisect.cli import question_of, request_from
-    from jaxbisect.report import report_stem, yanked_line
+    from jaxbisect.markdown.answer import yanked_line
+    from jaxbisect.report import report_stem
 
     args, command = cli.parse(["--from", "0.4.31", "--to", "0.4.33", "--backend", "cpu"])
     request = request_from(args, question_of(args, command), recorded_catalogue)
@@ -116,7 +117,7 @@ def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
     assert doc["status"] == "alike" and doc["case"]["name"] == "scan_growth"
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": False, "probed": False}]
-    hint = shlex.split(yanked_line(b).rsplit("`", 2)[-2])
+    hint = shlex.split(yanked_line(metric_document(b, None)).rsplit("`", 2)[-2])
     again, parsed = cli.parse(hint[3:])
     included = request_from(again, question_of(again, parsed), recorded_catalogue)
     assert included.include_yanked and included.question == request.question

@@ -28,7 +28,7 @@ def _format_number(value: float) -> str:
 
 def chart_markdown(series: dict[str, list[tuple[int, float]]],
                    title: str = "v0 memory against n_outer",
-                   y_label: str = "MB (output + temp)", x_label: str = "n_outer") -> str:
+                   y_label: str = "MiB (output + temp)", x_label: str = "n_outer") -> str:
     """A mermaid ``xychart-beta`` line chart, which GitHub renders in markdown as it stands.
 
     Its x-axis is categorical, so every line must have a value at each category: the chart uses
@@ -59,7 +59,7 @@ def chart_markdown(series: dict[str, list[tuple[int, float]]],
 
 def write_png(series: dict[str, list[tuple[int, float]]], path: Path,
               title: str = "v0 memory against n_outer", x_label: str = "n_outer",
-              y_label: str = "MB (output + temp)") -> Path | None:
+              y_label: str = "MiB (output + temp)") -> Path | None:
     """The same chart as a PNG (matplotlib is a default dependency). Where matplotlib cannot
     be imported, an earlier run's chart at ``path`` is kept and its path returned, so that the
     report still shows it: None only where there is no chart at all.

@@ -88,7 +88,7 @@ def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
                 resolved = subprocess.run(["git", "-C", str(jax_repo), "rev-parse",
                                            f"{ref}^{{commit}}"], capture_output=True,
                                           text=True, check=False).stdout.strip()
-                return PinFound(found[0], resolved or ref, f"{jax_repo} at {ref}")
+                return PinFound(found[0], resolved or ref, f"a jax clone at {ref}")
     note = None
     if table is not None:
         from_table = lookup(commit, table)

@@ -48,6 +48,15 @@ def triage_handoff(attribution: dict, test: Sequence[str]) -> dict | None:
             "inverted": False, "needs": NEEDS, "flags_checked_against": TRIAGE_ARGS}
 
 
+def source_words(source: str | None) -> str:
+    """Where a pin was read, without the local clone's path (a document from before it was
+    left out names it)."""
+    if not source:
+        return "?"
+    path, at, ref = source.rpartition(" at ")
+    return f"a jax clone at {ref}" if at and path.startswith(("/", "~", ".")) else source
+
+
 def render_xla_range(attribution: dict) -> list[str]:
     """Markdown lines: where each XLA pin came from, and the hand-off command."""
     xla, sources = attribution.get("xla_commits") or {}, attribution.get("xla_pin_sources") or {}
@@ -57,7 +66,7 @@ def render_xla_range(attribution: dict) -> list[str]:
         out += ["**XLA pins** (the XLA commit each release's jaxlib was built with):", ""]
         for side in ("old", "new"):
             label = f"jax {(commits.get(side) or {}).get('jax') or '?'}"
-            out.append(f"- {label}: `{xla[side][:10]}`, from {sources.get(side) or '?'}"
+            out.append(f"- {label}: `{xla[side][:10]}`, from {source_words(sources.get(side))}"
                        if xla.get(side) else f"- {label}: unknown")
         out.append("")
     triage = attribution.get("triage")

@@ -1,5 +1,5 @@
-"""The ``hlo_module`` part in words: the report's first-screen line, its <details> section,
-and the bundle's README (docs/hlo.md). Reads the JSON part only."""
+"""The ``hlo_module`` part in words: its <details> section in the report (the first screen's
+line is markdown/answer.py's) and the bundle's README (docs/hlo.md). Reads the JSON part only."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ from tabulate import tabulate
 SCRIPT = "compile_hlo.py"
 RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
 SAID = {True: "yes", False: "no", None: "cannot tell"}
-
-
-def first_screen_line(part: dict) -> str:
-    """One line for the report's first screen."""
-    if part.get("why_not"):
-        return f"HLO module: none ({part['why_not']})."
-    return (f"Reproduces from the HLO module alone (no jax): **{SAID[part['reproduces']]}**, "
-            f"measured; the module, its script and the `run_hlo_module` line: "
-            f"[{part['bundle']}/]({part['bundle']}/README.md).")
 
 
 def figure_columns(part: dict) -> list[str]:
@@ -34,9 +25,10 @@ def figure_cells(part: dict, figure) -> list:
 
 
 def figures_table(part: dict) -> str:
-    rows = [[f["jax"], f["jaxlib"] or "–", f["role"], *figure_cells(part, f["figure"]),
-             f["label"] if not f.get("error") else f"{f['label']}: {f['error']}"]
-            for f in part["figures"]]
+    rows = [[f.get("jax", "–"), f.get("jaxlib") or "–", f.get("role", "–"),
+             *figure_cells(part, f.get("figure")),
+             f.get("label", "–") if not f.get("error") else f"{f.get('label')}: {f['error']}"]
+            for f in part.get("figures") or ()]
     return tabulate(rows, ["jax", "jaxlib", "end", *figure_columns(part), "behaviour"],
                     tablefmt="github")
 
@@ -80,27 +72,28 @@ def _figure_note(side: dict) -> str:
 
 
 def details_lines(part: dict) -> list[str]:
-    """The report's <details> section on the module."""
-    if part.get("why_not"):
-        return [f"**HLO module:** none: {part['why_not']}.", ""]
+    """The report's <details> section on the module (none without a bundle: the first
+    screen says why)."""
+    if not part.get("bundle"):
+        return []
     culprit = part.get("culprit") or {}
-    lines = [f"<details><summary>The HLO module alone (no jax): reproduces: "
-             f"{SAID[part['reproduces']]}; bundle {part['bundle']}/</summary>", "",
-             f"The module XLA was handed, dumped before its optimisations under the last good "
-             f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
-             f"each jaxlib, one process a module, placed by the bisection's classifier:", "",
-             figures_table(part), "",
-             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
-             + ".", ""]
+    body = [f"The module XLA was handed, dumped before its optimisations under the last good "
+            f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
+            f"each jaxlib, one process a module, placed by the bisection's classifier:", "",
+            figures_table(part), "",
+            f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
+            + ".", ""]
     if culprit.get("setting"):
-        lines += [f"Culprit: `{culprit['setting']}`" + (
+        body += [f"Culprit: `{culprit['setting']}`" + (
             f" (pass `{culprit['pass']}`)" if culprit.get("pass") else "") + "; in XLA "
             "(a Bazel target of XLA's, not run here):", "", "```sh",
             run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
-        lines += [f"XLA compare: {part['xla_compare']}", ""]
-    lines += fuel_lines(part.get("fuel"))
-    return [*lines, "", "</details>", ""]
+        body += [f"XLA compare: {part['xla_compare']}", ""]
+    body += fuel_lines(part.get("fuel"))
+    summary = (f"The HLO module alone (no jax, XLA's side): reproduces: "
+               f"{SAID[part.get('reproduces')]}; bundle {part['bundle']}/")
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
 def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from .common import MB, UNITS
+from ..figures import mib
+from .common import UNITS
 
 
 def _bytes(nbytes: int | None) -> str:
@@ -19,7 +20,7 @@ def _bytes(nbytes: int | None) -> str:
 
 
 def _megabytes(nbytes: int | None) -> str:
-    return "n/a" if nbytes is None else f"{nbytes / MB:.2f} MB"
+    return "n/a" if nbytes is None else mib(nbytes)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:

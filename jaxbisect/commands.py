@@ -1,0 +1,122 @@
+"""The commands a report gives: ``python -m bisect`` asking the same question (every option
+that shaped the answer, from ``repro/options.py``'s table), the sweep's, ``--explain``'s, and
+files as a maintainer types them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from repro.options import BISECT, command_line
+
+from .budgets import INTERIOR_BUDGET
+from .question import over_text
+
+if TYPE_CHECKING:
+    from .bisection import MetricBisection
+    from .catalogue import Release
+
+CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
+
+
+def question_values(q, backend: str, at: Path | None = None) -> dict:
+    """The options that say what is measured and where (by dest): the target or backend, the
+    case and its parameters (nothing for a command, which goes after ``--``), the metric, the
+    XLA flags, the samples and the metric's kind. ``at``: files as typed in that folder (see
+    ``reproduce_argv``)."""
+    # A spec file as a maintainer types it: from the clone, or (elsewhere) its name, the
+    # report carrying the spec itself (render).
+    display = display_path if at is None else (lambda path: typed_path(path, at))
+    values = {"target": display(q.target) if "/" in q.target else q.target or None,
+              "backend": None if q.target else backend, "metric": q.metric,
+              "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind}
+    if q.case is not None:
+        values.update(case=display(q.case.path),
+                      param=[f"{name}={value}" for name, value in q.params.items()],
+                      over=over_text(q.over) if q.over != q.case.over else None)
+    return values
+
+
+def question_argv(q, backend: str) -> list[str]:
+    """The options that say what is measured and where, as ``python -m bisect`` takes them."""
+    return command_line(BISECT, question_values(q, backend), lambda o: o.shapes)
+
+
+def bisect_argv(values: dict, command: tuple[str, ...] = (),
+                at: Path | None = None) -> list[str]:
+    """``python -m bisect`` with every option of ``values`` that shapes the answer; typed in
+    folder ``at`` other than the clone, ``jax-bisect`` (``python -m bisect`` runs the
+    standard library's module there)."""
+    program = ["python", "-m", "bisect"] if at is None or in_clone(at) else ["jax-bisect"]
+    return [*program, *command_line(BISECT, values, lambda o: o.shapes),
+            *(["--", *command] if command else [])]
+
+
+def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None = None,
+                   minimize: bool = False, at: Path | None = None) -> list[str]:
+    """The command that asks the same question: every option that shaped the answer. As the
+    report gives it (``at`` None: a maintainer's, the case by its name, run from the clone),
+    or as it runs typed in folder ``at`` (the terminal's: the folder the user stands in)."""
+    req, q = b.request, b.request.question
+    return bisect_argv({"start": start or req.start, "end": end or req.end,
+                        **question_values(q, req.backend, at), "threshold": req.threshold,
+                        "runs": req.runs, "max_runs": req.max_runs,
+                        "include_yanked": req.include_yanked,
+                        "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
+                        "commits": req.commits,
+                        "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
+                                            else req.interior_budget)},
+                       q.command, at)
+
+
+def display_path(path: str, clone: Path = CLONE) -> str:
+    """A case's path as a maintainer would type it: relative to the toolkit's clone where it
+    lies inside it; elsewhere (the user's own folder) its file name, which the report's
+    Reproduce section says to save the program under."""
+    try:
+        return str(Path(path).resolve().relative_to(clone))
+    except ValueError:
+        return Path(path).name
+
+
+def inside_clone(path: str, clone: Path = CLONE) -> bool:
+    return Path(path).resolve().is_relative_to(clone)
+
+
+def in_clone(folder: Path, clone: Path = CLONE) -> bool:
+    """Whether ``folder`` is the clone's root (where ``python -m bisect`` and ``nox -s``
+    run)."""
+    return folder.resolve() == clone.resolve()
+
+
+def typed_path(path: str, at: Path) -> str:
+    """``path`` as typed in folder ``at``: relative where it lies under it, else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(at.resolve()))
+    except ValueError:
+        return str(resolved)
+
+
+def sweep_argv(b: MetricBisection, at: Path | None = None) -> list[str]:
+    """The command that measures every release of the range (what bisection cannot see),
+    as the bisection measured its probes: the same runs, threshold and classifier (the sweep
+    takes neither --minimize, --include-yanked, --commits, --try-xla-flags nor
+    --interior-budget). Typed in a folder ``at`` other than the clone: nox is given the
+    clone's noxfile, and files (nox runs a session in the noxfile's folder) are typed there."""
+    argv = reproduce_argv(b, at=at and CLONE)[3:]
+    if "--interior-budget" in argv:  # (its value follows it)
+        cut = argv.index("--interior-budget")
+        argv = argv[:cut] + argv[cut + 2:]
+    nox = ["nox", "-s"] if at is None or in_clone(at) else ["nox", "-f",
+                                                             str(CLONE / "noxfile.py"), "-s"]
+    return [*nox, "repro_range", "--",
+            *[a for a in argv if a not in ("--minimize", "--include-yanked", "--commits")
+              and not a.startswith("--try-xla-flags")]]
+
+
+def explain_argv(release: Release, backend: str, question, *, threshold=None,
+                 runs=None) -> list[str]:
+    """The command that asks ``--explain`` the same question."""
+    return bisect_argv({"explain": str(release.version), **question_values(question, backend),
+                        "threshold": threshold, "runs": runs})

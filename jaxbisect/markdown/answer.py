@@ -1,0 +1,309 @@
+"""The short answer a maintainer reads first: the symptom, the pair, the commit or the jaxlib,
+the culprit, "fixed in", the HLO bundle and one reproduce block (docs/bisect.md's order), and
+the sentences beside the answer that say what it does not cover."""
+
+from __future__ import annotations
+
+import shlex
+
+from ..figures import figure_text, shown
+from ..known_flags import known_line
+from .commits import commits_first_lines
+from .reproduce import reproduce_block
+from .words import cut, label, probe_at, said, unit
+
+VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
+CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
+DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
+OUTPUT_TOLERANCE = 1e-5  # bisection.OUTPUT_TOLERANCE
+# What a found change's pair is called, by its direction.
+PAIR_WORDS = {"regression": ("last good", "first bad"), "fix": ("last bad", "first fixed"),
+              "changed": ("last old", "first new")}
+
+
+def ends_figures(doc: dict, found: bool = False) -> str:
+    """The figures (a shape's words) of the pair found, after the metric's name, or of the
+    ends, without calling either old or new."""
+    versions = ((doc["last_old"]["jax"], doc["first_new"]["jax"]) if found
+                else doc["measured_part"])
+    ends = [probe_at(doc, v) for v in versions]
+    metric, joined = doc["metric"]["name"], " →" if found else " and"
+    if doc["over"]:
+        shapes = [(p.get("series") or {}).get("shape") or "no shape" for p in ends]
+        name = doc["over"]["name"]
+        if found:
+            return (f"{metric} over {name}: {shapes[0]} at jax {versions[0]} → {shapes[1]} at "
+                    f"jax {versions[1]}" + sized_ends(doc, ends))
+        return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
+                f"{versions[1]}" + sized_ends(doc, ends))
+    line = (f"{said(doc, ends[0]['figure'])} at jax {versions[0]}{joined} "
+            f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
+    if metric == "error" and found:  # the error's words say what it is
+        return line
+    if doc["ends"] and doc["ends"]["ratio"]:
+        pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
+        line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
+    return f"{metric} {line}" if found else line
+
+
+def sized_ends(doc: dict, ends: list[dict]) -> str:
+    """A shape's figures at the largest value both ends measured, in the metric's unit."""
+    figures = [((p.get("series") or {}).get("figures") or {}) for p in ends]
+    shared = [v for v in figures[0] if v in figures[1]
+              and isinstance(figures[0][v], (int, float)) and isinstance(figures[1][v],
+                                                                         (int, float))]
+    if not shared:
+        return ""
+    at = max(shared, key=lambda v: float(v) if v.replace(".", "", 1).isdigit() else 0)
+    old, new = (shown(doc["metric"]["name"], unit(doc), f[at]) for f in figures)
+    return f" ({doc['over']['name']}={at}: {old} → {new})"
+
+
+def undecided_advice(doc: dict) -> str:
+    """What would decide an undecided bisection: more runs, a quieter machine."""
+    c, max_runs = doc["calibration"] or {}, doc["search"]["max_runs"] or 0
+    more = max(2 * max_runs, max_runs + 10)
+    text = (f"Not a \"no change\": more runs decide it (rerun with `--max-runs {more}`; the "
+            f"runs made so far are stored), or a quieter machine (nothing else running)")
+    if c:
+        text += (f"; at this machine's noise (a pair's ratio ±{c['pair_spread']:.1%}) "
+                 f"{c['max_runs']} runs resolve a change of {c['resolvable_ratio']:.3g}× or more")
+    return text + "."
+
+
+def alike_how(doc: dict) -> str:
+    if doc["over"]:
+        return "the same shape"
+    if doc["metric"]["kind"] == "noisy":
+        return f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
+    if doc["metric"]["name"] == "error":  # messages, compared by equality
+        return "the same message"
+    if doc["metric"]["name"] == "output":  # values, within a relative tolerance
+        return f"the same values within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative"
+    share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
+    return f"within {share:.0%} of each other"
+
+
+def answer_line(doc: dict) -> str:
+    """The answer in one sentence: the symptom, old → new, with its units."""
+    subject = f"{doc['metric']['name']} of {label(doc)}"
+    where, start, end = doc["measured"], doc["from"], doc["to"]
+    status = doc["status"]
+    if status == "fails_everywhere":
+        e = doc.get("everywhere_error") or {}
+        return (f"**Fails at every release measured ({where}) in jax {start} … {end}:** "
+                f"{cut(e.get('error') or doc.get('reason') or 'the same error', 300)}"
+                + (f" ({e['cause'].replace('_', ' ')})" if e.get("cause") else "")
+                + (f". To fix the case: {e['fix']}" if e.get("fix") else "") + ".")
+    if status == "unmeasurable":
+        return f"**No answer ({where}):** {doc['reason']}."
+    if status == "alike":
+        alike = f"{subject} is {ends_figures(doc)}: alike ({alike_how(doc)})"
+        inside = doc.get("interior_check") or {}
+        if inside.get("changes"):
+            return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
+                    f"({alike}), but not every release between them does: "
+                    f"{inside['text']}.")
+        return f"**No change ({where}) in jax {start} … {end}:** {alike}." + (
+            f" {inside['text']}." if inside.get("text") else "")
+    if status == "undecided":
+        runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
+        return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
+                f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
+                f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
+                f"{undecided_advice(doc)}")
+    return (f"**{VERBS.get(direction_of(doc), 'Change')} ({where}):** "
+            f"{ends_figures(doc, found=True)}.")
+
+
+def direction_of(doc: dict) -> str:
+    """The change's direction; an error that appears is a regression, one that goes a fix."""
+    direction = doc["direction"]
+    if doc["metric"]["name"] == "error" and direction == "changed":
+        old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
+                    for k in ("last_old", "first_new"))
+        return "regression" if old == "no error" else "fix" if new == "no error" else direction
+    return direction
+
+
+def pair_words(doc: dict) -> tuple[str, str]:
+    """"last good" / "first bad", or the words of a fix or of a change."""
+    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS["changed"])
+
+
+def pair_line(doc: dict) -> str | None:
+    """The releases either side of the change, with their jaxlib, and jax's compare link."""
+    if doc["status"] != "found":
+        return None
+    old, new = doc["last_old"], doc["first_new"]
+    before, after = pair_words(doc)
+    line = (f"- **{before.capitalize()}:** jax {old['jax']} (jaxlib {old['jaxlib']}); "
+            f"**{after}:** jax {new['jax']} (jaxlib {new['jaxlib']})")
+    unplaced, left_out = doc.get("unplaced_between"), doc.get("left_out_between")
+    if unplaced:
+        line += f" (or jax {', '.join(unplaced)} in between, which could not be placed)"
+    if left_out:
+        line += (f" (or jax {', '.join(left_out)} in between, which cannot be measured here: "
+                 f"not installable)")
+    if not doc["exact"] and not unplaced and not left_out:
+        line += " (not exact: a release between them could not be placed)"
+    return line + (f"; {doc['compare']}" if doc.get("compare") else "")
+
+
+def culprit_line(doc: dict) -> str | None:
+    """The XLA flag or HLO pass behind the change, and the one setting that checks it."""
+    culprit = (doc.get("explanation") or {}).get("culprit") or {}
+    flags = culprit.get("flags") if isinstance(culprit.get("flags"), dict) else None
+    named = [c for c in (culprit, flags) if c and c.get("kind") in ("flag", "pass")
+             and c.get("name")]
+    if not named:
+        return None
+    c = named[0]
+    what = "XLA flag" if c["kind"] == "flag" else "HLO pass"
+    change = next((f" (default {d['old']} → {d['new']})" for d in
+                   c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
+    line = f"- **Culprit:** {what} `{c['name']}`{change}"
+    checks = [w for w in c.get("workarounds") or () if w.get("brings", "old") == "old"]
+    if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
+        checks = [{"xla_flags": f"--xla_disable_hlo_passes={c['name']}",
+                   "release": doc["first_new"]["jax"], "safe": True}]
+    if checks:
+        w = checks[0]
+        before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
+        line += (f"; check: {check_command(doc, w)} brings back {before} "
+                 f"{doc['metric']['name']} ({setting_kind(doc, w)})")
+    elif c["kind"] == "pass":
+        line += "; the releases' HLO modules first differ after it"
+    return line + "."
+
+
+def check_command(doc: dict, w: dict) -> str:
+    """A setting as a maintainer tries it: on the standalone program's command where the
+    document has one, else under the release."""
+    end = next((e for e in (doc.get("reproducer") or {}).get("ends") or ()
+                if e["jax"] == w["release"]), None)
+    if end:
+        return f"`XLA_FLAGS={w['xla_flags']} {end['command']}` (jax {w['release']})"
+    return f"`XLA_FLAGS={w['xla_flags']}` under jax {w['release']}"
+
+
+def setting_kind(doc: dict, w: dict) -> str:
+    """"workaround" for a setting that keeps the result right and that a user sets on that
+    target; "diagnostic" otherwise (a pass turned off on a GPU, a pass correctness needs)."""
+    pass_off = "xla_disable_hlo_passes" in w["xla_flags"]
+    on_gpu = doc.get("target") or doc.get("backend") not in (None, "cpu")
+    if not w.get("safe", True) or (pass_off and on_gpu):
+        return "diagnostic"
+    return "workaround"
+
+
+def fixed_line(doc: dict) -> str | None:
+    """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
+    if doc["status"] == "found" and doc["direction"] == "fix":
+        return f"- **Fixed in:** jax {doc['first_new']['jax']}."
+    went = [c["went"] for c in (doc.get("interior_check") or {}).get("changes") or ()]
+    if went:
+        return "- **Gone again in:** " + "; ".join(f"jax {w[1]} (after {w[0]})"
+                                                   for w in went) + "."
+    return None
+
+
+def hlo_line(doc: dict) -> str | None:
+    """The HLO bundle beside the report: XLA's side of the change, without jax."""
+    h = doc.get("hlo_module")
+    if not h:
+        return None
+    if not h.get("bundle"):
+        return f"- **HLO module:** none ({h.get('why_not') or 'not written'})."
+    check = {True: "reproduces the change", False: "does not reproduce the change",
+             None: "not run"}[h.get("reproduces")]
+    return (f"- **HLO module** (XLA's side, no jax needed): `{h['bundle']}/` beside this "
+            f"report, {len(h.get('files') or ())} files; {check}.")
+
+
+def first_screen(doc: dict) -> list[str]:
+    """At most about 15 lines, before the first section: the answer and how to see it."""
+    title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
+             f"({doc['measured']})")
+    facts = [pair_line(doc), *commits_first_lines(doc), culprit_line(doc), fixed_line(doc),
+             hlo_line(doc)]
+    facts = [cut(f, 420) for f in facts if f]
+    return [title, "", cut(answer_line(doc), 600), "", *facts, *([""] if facts else []),
+            *reproduce_block(doc)]
+
+
+def yanked_words(y: dict) -> str:
+    reason = (f"PyPI's reason: \"{y['reason']}\"" if y.get("reason") else "PyPI gives no reason")
+    return f"jax {y['jax']} (jaxlib {y.get('jaxlib') or '?'}) was yanked ({reason})"
+
+
+def thirds_line(doc: dict) -> str | None:
+    if not doc["third_behaviour"]:
+        return None
+    parts = [f"jax {v} ({said(doc, probe_at(doc, v)['figure'])}: {probe_at(doc, v)['reason']})"
+             for v in doc["third_behaviour"]]
+    return ("**A third behaviour**, like neither end: " + "; ".join(parts)
+            + ". It is left out of the search (a skip), not filed under old or new.")
+
+
+def raised_line(doc: dict) -> str | None:
+    """Which releases raised, and the command that bisects by whether it raises."""
+    if not doc["raised"]:
+        return None
+    hint = doc.get("raised_hint") or metric_error_command(doc["reproduce"])
+    return ("**The program raised** under " + "; ".join(f"jax {r['jax']} ({r['error'][:120]})"
+                                                      for r in doc["raised"])
+            + f": those releases give no {doc['metric']['name']}. To find where it starts "
+              f"(or stops) raising, bisect by the error itself: `{hint}`")
+
+
+def crash_line(doc: dict) -> str | None:
+    """Where another metric than ``error`` met a crash: the releases, how often, and the
+    ``--metric error`` bisection that finds the release it came with."""
+    if doc["crash_hint"] is None:
+        return None
+    parts = [f"jax {c['jax']} ({c['crash']}, {c['crashed']} of {c['runs']} runs)"
+             for c in doc["crashes"]]
+    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {doc['metric']['name']} "
+            f"figure; bisect with `--metric error` to find the release it came with: "
+            f"`{doc['crash_hint']}`")
+
+
+def yanked_line(doc: dict) -> str | None:
+    """The yanked releases inside the range: the people who installed one before the yank
+    are the ones filing reports about it."""
+    if not doc["yanked"]:
+        return None
+    named = "; ".join(yanked_words(y) for y in doc["yanked"])
+    if all(y["candidate"] for y in doc["yanked"]):
+        probed = [f"jax {p['jax']}: {said(doc, p['figure']) if p['figure']['n'] else 'no figure'}"
+                  + (f", {p['reason']}" if p["reason"] else "")
+                  for p in (probe_at(doc, y["jax"]) for y in doc["yanked"] if y["probed"])]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)" + (f"; probed: {'; '.join(probed)}." if probed else
+                                           ", though the search did not need to probe it."))
+    hint = doc.get("yanked_hint") or doc["reproduce"] + " --include-yanked"
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: `{hint}`")
+
+
+def notes_lines(doc: dict) -> list[str]:
+    """The sentences beside the answer: flags some releases do not know, the parts left to a
+    GPU, a third behaviour, releases that raised or crashed, yanked releases."""
+    first, last = doc["measured_part"]
+    lines = [*(known_line(e) for e in doc.get("xla_flags_known", ())),
+             *(f"**Measured part: jax {first} … {last}.** jax {p['from']} … {p['to']} needs "
+               f"a real GPU: `{p['command']}`" for p in doc["needs_a_gpu"]),
+             thirds_line(doc), raised_line(doc), crash_line(doc), yanked_line(doc)]
+    return [part for line in lines if line for part in (line, "")]
+
+
+def metric_error_command(reproduce: str) -> str:
+    """The same question by ``--metric error`` (a document from before ``raised_hint``)."""
+    argv = [a for a in shlex.split(reproduce) if a != "--minimize"]
+    argv[argv.index("--metric") + 1] = "error"
+    return shlex.join(argv)
+
+
+def figure_words(doc: dict, fig: dict) -> str:
+    return figure_text(doc["metric"]["name"], unit(doc), fig)

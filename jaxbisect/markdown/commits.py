@@ -1,0 +1,172 @@
+"""``--commits``' part of the markdown: the first bad jax commit or the jaxlib it came with,
+its line in the first screen and its section (each step, the skips, the commits not seen)."""
+
+from __future__ import annotations
+
+from ..figures import figure_text
+from .words import SUBJECT_WIDTH, cut, details, linked, short, table, unit
+
+# What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
+AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib")}
+
+
+def parts(doc: dict) -> list[tuple[list[str] | None, dict]]:
+    """Each commits part with the pair it searched: one, or one a pair (``commits_by_pair``)."""
+    if doc.get("commits_by_pair"):
+        return [(p.get("pair"), p) for p in doc["commits_by_pair"]]
+    return [(None, doc["commits"])] if doc.get("commits") else []
+
+
+def revert_words(first: dict) -> str:
+    """A revert's change: what it removes (or re-lands) and that change's pull request."""
+    r = first.get("reverts")
+    if not r:
+        return ""
+    pr = f", PR [#{r['pr']}](https://github.com/jax-ml/jax/pull/{r['pr']})" if r.get("pr") else ""
+    again = "re-lands" if r.get("relands") else "reverts"
+    return f"; it {again} [`{r['sha'][:10]}`](https://github.com/jax-ml/jax/commit/{r['sha']}) " \
+           f"“{cut(r.get('subject') or '', 80)}”{pr}"
+
+
+def compare_link(doc: dict) -> str:
+    xla = ((doc.get("attribution") or {}).get("links") or {}).get("xla_compare")
+    return f"; XLA: {xla}" if xla else ""
+
+
+def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
+    """One commits part in the first screen."""
+    at = f" ({pair[0]} → {pair[1]}{', ' + c['kind'] if c.get('kind') else ''})" if pair else ""
+    if c["came_with"] == "jax" and c.get("first_bad"):
+        first = c["first_bad"]
+        where = "" if c["exact"] else f" (or one of the {len(c['between'])} before it)"
+        return (f"- **First bad commit{at}:** {linked(first)}{where}, "
+                f"{first['date'][:10]}{revert_words(first)}")
+    if c["came_with"] == "both":
+        first = c.get("first_bad")
+        gate = f" (gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else ""
+        commit = f"jax commit {linked(first)}" if first else "a jax commit"
+        return (f"- **Needs both{at}:** jaxlib {c['new_jaxlib']} and {commit}{gate}"
+                f"{compare_link(doc)}")
+    if c["came_with"] == "jaxlib":
+        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
+                f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
+                f"{c['runs_on']['jaxlib']}){compare_link(doc)}")
+    return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
+
+
+def commits_first_lines(doc: dict) -> list[str]:
+    return [first_line(doc, c, pair) for pair, c in parts(doc)]
+
+
+def headline(doc: dict, c: dict) -> str:
+    """The section's sentence about the commits."""
+    if c["came_with"] in ("jax", "both") and c.get("first_bad"):
+        first = c["first_bad"]
+        where = ("" if c["exact"] else
+                 f" (or one of the {len(c['between'])} commits before it that could not run)")
+        merged = first.get("side_commits") or []
+        what = ("merging " + ", ".join(f"{short(x)} “{x['subject']}” by {x['author']}"
+                                       for x in merged[:3])
+                + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
+                if merged else f"by {first['author']}")
+        last = c.get("last_good")
+        before = (f"; the commit before it on jax's first-parent history, {short(last)}, "
+                  f"behaves as jax {c['old']} (both on jaxlib {c['runs_on']['jaxlib']})"
+                  if last else "")
+        gate = (f" It needs jaxlib {c['new_jaxlib']} too (jax's gate: `{c['jaxlib_gate']}`)."
+                if c["came_with"] == "both" and c.get("jaxlib_gate") else "")
+        ends = c.get("ends_as_releases") or []
+        third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
+                 f"release (the release search's classifier says {ends[1]}): a third "
+                 f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
+        return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}"
+                f"{revert_words(first)}{before}.{gate}{third}")
+    if c["came_with"] == "jaxlib":
+        return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
+                f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
+                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there.")
+    return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
+
+
+def agreement(doc: dict, c: dict) -> str | None:
+    """The commit search's finding beside the HLO rule's, where both were made."""
+    culprit = (doc.get("attribution") or {}).get("culprit")
+    came_with = c["came_with"]
+    if culprit is None or came_with not in ("jax", "jaxlib"):
+        return None
+    found = "a jax commit" if came_with == "jax" else "the newer jaxlib"
+    if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
+        return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
+                f"the commit search measured that it came with {found}.")
+    if culprit in AGREES[came_with]:
+        return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
+                f"jax's Python {'did' if came_with == 'jax' else 'did not'} change it.")
+    return (f"The HLO rule's attribution says {culprit}; the commit search measured that it "
+            f"came with {found}. Both are stated: the rule reads the modules, the search runs "
+            f"jax's Python.")
+
+
+def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
+    """One commits part's section."""
+    title = f"## jax commits{f' ({pair[0]} → {pair[1]})' if pair else ''}"
+    lines = [title, "", headline(doc, c), ""]
+    if c.get("from_tag") is None:
+        return lines
+    lines += [f"Searched: the {c['candidates']} commits from {c['from_tag']} "
+              f"({short(c['old_end'])}) along jax's first-parent history to "
+              f"{short(c['new_end'])}, the last that runs on jaxlib {c['runs_on']['jaxlib']}, "
+              f"each as jax's Python of that commit on jax {c['runs_on']['jax']}'s environment "
+              f"(a merge is one step: the state main was in; the commits inside it are listed "
+              f"where it is the first bad one)."
+              + (f" {c['search']['probes']} probes, {c['search']['runs']} runs, at most "
+                 f"{c['search']['limit']['probes']} when none is skipped." if c.get("search")
+                 else ""), ""]
+    comparison = agreement(doc, c)
+    if comparison:
+        lines += [comparison, ""]
+    if c["steps"]:
+        rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
+                 st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
+                 st["label"]] for st in sorted(c["steps"], key=lambda st: st["index"])]
+        lines += details(f"Each commit measured ({len(rows)})", [
+            table(["commit", "date", "subject", doc["metric"]["name"], "label"], rows)])
+    first = c.get("first_bad")
+    if first:
+        lines += [f"First bad commit: {first['url']}" + (f", pull request {first['pr_url']}"
+                                                         if first.get("pr_url") else ""),
+                  *([f"Its parent (last good): {c['last_good']['url']}"]
+                    if c.get("last_good") else []), ""]
+        if first.get("files"):
+            lines += details(f"the {len(first['files'])} files it touched", first["files"],
+                             "text")
+        if first.get("side_commits"):
+            lines += details(f"the {len(first['side_commits'])} commits the merge brought in",
+                             [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
+                              for x in first["side_commits"]], "text")
+        if c["between"]:
+            lines += [f"Not placed between them ({len(c['between'])}: they could not run):", "",
+                      *[f"- {linked(x)}" for x in c["between"]], ""]
+    if c["skipped"]:
+        lines += ["Skipped (as `git bisect run`'s exit 125: never read as a behaviour):", "",
+                  *[f"- `{x['sha'][:10]}` {x['subject'][:SUBJECT_WIDTH]}: {x['why']}"
+                    for x in c["skipped"]], ""]
+    need = len(c["need_new"])
+    if c["came_with"] != "both":
+        lines += [f"Not seen by this search: the {need} commit{'' if need == 1 else 's'} after "
+                  f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib "
+                  f"{c['new_jaxlib']} (jax {c['new']}'s release preparation raised the minimum; "
+                  f"where {c['to_tag']} sits on a release branch, its commits there too), and "
+                  f"jax code gated on the jaxlib version takes jaxlib "
+                  f"{c['runs_on']['jaxlib']}'s path throughout.", ""] if need else []
+    if c["need_new"]:
+        lines += details("the commits that need the newer jaxlib",
+                         [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
+    if c.get("reproduce"):
+        lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
+                         c["reproduce"], "sh")
+    return lines
+
+
+def commits_lines(doc: dict) -> list[str]:
+    """Every commits part's section."""
+    return [line for pair, c in parts(doc) for line in part_lines(doc, c, pair)]

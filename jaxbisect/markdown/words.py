@@ -1,0 +1,90 @@
+"""Small readings of a report's document that every part of the markdown shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from packaging.version import Version
+from tabulate import tabulate
+
+from ..figures import figure_text
+
+LIMIT = 65_536  # GitHub's comment limit, in characters
+SUBJECT_WIDTH = 72
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
+    """A collapsed block of ``lines``, in a code block of ``language`` where given."""
+    body = [f"```{language}", *lines, "```"] if language is not None else list(lines)
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def label(doc: dict) -> str:
+    """The program's name in the user's words: the case's, or the command's."""
+    if doc.get("label"):
+        return doc["label"]
+    return doc["case"]["name"] if doc.get("case") else " ".join(doc.get("command") or ())
+
+
+def unit(doc: dict) -> str:
+    return doc["metric"]["unit"] or ""
+
+
+def probe_at(doc: dict, jax: str) -> dict:
+    return next(p for p in doc["probes"] if p["jax"] == jax)
+
+
+def by_release(doc: dict) -> list[dict]:
+    """The probes in release order (the document lists them in the order probed)."""
+    return sorted(doc["probes"], key=lambda p: Version(p["jax"]))
+
+
+def said(doc: dict, fig: dict) -> str:
+    """A probe's figure in the metric's units."""
+    return figure_text(doc["metric"]["name"], unit(doc), fig)
+
+
+def failure_of(probe: dict) -> dict | None:
+    """The run of a probe that gave no samples, where none gave any."""
+    failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
+    if failure and not any(r["samples"] for r in probe["runs"] if r["status"] == "ok"):
+        return failure
+    return None
+
+
+def runs_of(probe: dict) -> int:
+    """A probe's runs, as the search counted them (a crash rate's runs are its runs)."""
+    return sum((r.get("crash_rate") or {}).get("runs", 1) for r in probe["runs"])
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
+                     for k, v in params.items())
+
+
+def short(c: dict) -> str:
+    return c["sha"][:10]
+
+
+def linked(c: dict) -> str:
+    """A commit as a link, its subject and its pull request."""
+    pr = f" ([#{c['pr']}]({c['pr_url']}))" if c.get("pr") else ""
+    return f"[`{short(c)}`]({c['url']}) {c['subject'][:SUBJECT_WIDTH]}{pr}"
+
+
+def cut(text: str, most: int) -> str:
+    """``text`` on one line, at most ``most`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def pair_or_ends(doc: dict) -> list[str]:
+    """The two releases an answer rests on: the pair found, else the ends measured."""
+    if doc["status"] == "found" and doc.get("last_old"):
+        return [doc["last_old"]["jax"], doc["first_new"]["jax"]]
+    return list(doc["measured_part"])

@@ -1,0 +1,263 @@
+"""Reports rendered from their JSON document alone (``--render``): every shipped report is
+what its document renders to; the first screen is short and holds the answer; no report holds
+a local path or a relative image link, or passes GitHub's comment limit."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxbisect.commit_report import commits_document  # noqa: F401  (the commits part's writer)
+from jaxbisect.jax_commits import Commit, CommitRange
+from jaxbisect.markdown import render
+from jaxbisect.markdown.words import LIMIT
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = REPO / "reports"
+SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
+FIRST_LINES, FIRST_CHARS = 15, 1500
+# A path of this machine or a user's: a home, the clone, a temporary folder.
+LOCAL_PATH = re.compile(r"(?<![\w/.])(/home/|/root/|/Users/|/tmp/|/work/|/private/|[A-Z]:\\)")
+RELATIVE_IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?://)")
+VERSION = re.compile(r"\bjax (\d+\.\d+\.\d+(?:\.\d+)?)\b")
+
+
+def first_screen(markdown: str) -> str:
+    """What a reader sees before the first folded block or section."""
+    cut = min(i for i in (markdown.find("<details>"), markdown.find("\n## "), len(markdown))
+              if i >= 0)
+    return markdown[:cut]
+
+
+def doc_of(name: str) -> dict:
+    return json.loads(next(p for p in SHIPPED if p.name == name).read_text())
+
+
+def assert_readable(markdown: str) -> None:
+    screen = first_screen(markdown)
+    assert len(screen.rstrip("\n").splitlines()) <= FIRST_LINES, screen
+    assert len(screen) <= FIRST_CHARS, screen
+    assert not LOCAL_PATH.search(markdown), LOCAL_PATH.search(markdown)
+    assert not RELATIVE_IMAGE.search(markdown)
+    assert len(markdown) <= LIMIT
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_report_is_its_document_rendered(path):
+    """A renderer change regenerates the shipped markdowns (``--render``) in its commit."""
+    assert render(json.loads(path.read_text())) == path.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_report_opens_short_with_no_path_and_no_image_link(path):
+    doc = json.loads(path.read_text())
+    markdown = render(doc)
+    assert_readable(markdown)
+    screen = first_screen(markdown)
+    if doc["kind"] == "metric":
+        # The first screen names only releases the document holds (no "fixed in" invented).
+        held = {doc["from"], doc["to"], *(p["jax"] for p in doc["probes"]),
+                *(r["jax"] for r in doc.get("interior") or ()),
+                *(x for c in (doc.get("interior_check") or {}).get("changes") or ()
+                  for x in (*c["came"], *c["went"])),
+                *(x for p in doc["needs_a_gpu"] for x in (p["from"], p["to"])),
+                *(y["jax"] for y in doc["yanked"]),
+                *((doc.get("next_step") or {}).get("newest"),)}
+        assert set(VERSION.findall(screen)) <= held
+        if doc["status"] == "found":
+            assert doc["last_old"]["jax"] in screen and doc["first_new"]["jax"] in screen
+        assert doc["reproduce"] in screen  # no reproducer in these: the toolkit's command
+
+
+def test_the_culprits_are_named_in_the_first_screen():
+    cpu = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")
+    assert cpu["explanation"]["culprit"]["name"] in first_screen(render(cpu))
+    a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
+    assert a6000["explanation"]["culprit"]["name"] == "constant-fill-copy-rewriter"
+    assert "constant-fill-copy-rewriter" in first_screen(render(a6000))
+
+
+def test_the_first_bad_commit_is_linked_in_the_first_screen():
+    doc = doc_of("bisect-0.5.3-0.6.0-cpu-jvp_vmap_symbolic_zero-error-e4b85d1c.json")
+    screen = first_screen(render(doc))
+    assert doc["commits"]["first_bad"]["url"] in screen
+    assert doc["commits"]["first_bad"]["pr_url"] in screen
+    assert "0.6.1" not in screen  # the range does not measure it
+
+
+def test_sizes_are_mib_everywhere():
+    doc = doc_of("bisect-0.5.0-0.10.2-cpu-scan_growth-memory.json")
+    # The report's own words and tables (the case's source, quoted as written, aside).
+    markdown = re.sub(r"```python\n.*?```", "", render(doc), flags=re.DOTALL)
+    assert " MB" not in markdown and "(MB)" not in markdown
+    assert "6164.55" in markdown  # 6,464,000,772 bytes / 2**20
+    assert 6_464_000_772 / 2**20 == pytest.approx(6164.55, abs=0.005)
+
+
+def test_no_sentence_counts_nothing_and_crashed_passes_are_said_apart():
+    doc = doc_of("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
+    assert "none of the 0" in doc["explanation"]["culprit"]["flags"]["text"]  # as stored
+    assert "of the 0 " not in render(doc)
+    a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
+    tests = a6000["explanation"]["culprit"]["tests"]
+    measured = sum(t["release"] == "0.12.0" and t["behaviour"] != "skip" for t in tests)
+    assert f"of the {measured} passes measured" in render(a6000)
+    assert "passes tried" not in render(a6000)
+
+
+def test_a_pass_turned_off_on_a_gpu_is_a_diagnostic_never_a_workaround():
+    a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
+    assert "**Workaround" not in render(a6000)
+    cpu = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")  # a CPU flag: a user's option
+    assert "**Workaround:**" in render(cpu)
+
+
+def test_the_longest_evidence_is_cut_to_the_comment_limit():
+    path = max(SHIPPED, key=lambda p: p.with_suffix(".md").stat().st_size)
+    doc = json.loads(path.read_text())
+    doc["attribution"]["first_difference"] = ["+ " + "x" * 150] * 800  # 120k characters
+    doc["attribution"]["optimized_hlo"] = "differs"
+    doc["attribution"].pop("diff", None)
+    markdown = render(doc)
+    assert len(markdown) <= LIMIT and "comment limit" in markdown
+    assert_readable(markdown)
+
+
+REPRODUCER = {
+    "file": "repro.py", "program": "import jax\nprint(jax.__version__)\n", "lines": 2,
+    "ends": [{"jax": "0.5.3", "jaxlib": "0.5.3", "role": "last good",
+              "install": "pip install 'jax==0.5.3' 'jaxlib==0.5.3' 'numpy==2.2.4'",
+              "command": "python repro.py", "output": "no error", "exit": 0},
+             {"jax": "0.6.0", "jaxlib": "0.6.0", "role": "first bad",
+              "install": "pip install 'jax==0.6.0' 'jaxlib==0.6.0' 'numpy==2.2.4'",
+              "command": "python repro.py",
+              "output": "TypeError: Argument 'Zero(ShapedArray(float32[3]))' " + "x" * 400,
+              "exit": 1}],
+    "shows_change": True, "nondeterministic": False, "why_not": None}
+
+
+def test_a_reproducer_is_the_first_screens_reproduce_block():
+    doc = doc_of("bisect-0.5.3-0.6.0-cpu-jvp_vmap_symbolic_zero-error-e4b85d1c.json")
+    doc["reproducer"] = REPRODUCER
+    markdown = render(doc)
+    assert_readable(markdown)
+    screen = first_screen(markdown)
+    for end in REPRODUCER["ends"]:
+        assert end["install"] in screen and end["command"] in screen
+    assert "no error" in screen and "TypeError" in screen
+    assert REPRODUCER["program"].strip() in markdown
+
+
+def test_the_parts_other_helpers_write_render_in_the_first_screen():
+    """``hlo_module``, ``commits.came_with == "both"``, ``commits_by_pair`` and the status
+    ``fails_everywhere`` (docs/schema.md): each named in a short first screen."""
+    doc = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")
+    doc["hlo_module"] = {"bundle": "bisect-0.5.0-0.5.1-cpu-scan_growth-memory-hlo",
+                         "files": ["module.hlo", "run.sh"], "reproduces": True,
+                         "figures": [{"jaxlib": "0.5.0", "figure": 30.5, "unit": "MiB",
+                                      "label": "old"}], "why_not": None, "fuel": None}
+    both = copy.deepcopy(doc)
+    both["commits"].update(came_with="both", jaxlib_gate="xla_extension_version >= 312",
+                           first_bad={**doc["commits"]["old_end"], "files": [],
+                                      "side_commits": []})
+    screen = first_screen(render(both))
+    assert "Needs both" in screen and "xla_extension_version >= 312" in screen
+    assert doc["hlo_module"]["bundle"] in screen
+    assert both["commits"]["first_bad"]["url"] in screen
+    assert_readable(render(both))
+    pairs = copy.deepcopy(doc)
+    pairs["commits_by_pair"] = [{**pairs.pop("commits"), "pair": ["0.5.0", "0.5.1"],
+                                 "kind": "came"}] * 2
+    assert first_screen(render(pairs)).count("Came with jaxlib 0.5.1 (0.5.0 → 0.5.1") == 2
+    assert_readable(render(pairs))
+    everywhere = doc_of("bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
+    everywhere.update(status="fails_everywhere", everywhere_error={
+        "error": "ValueError: need 2 devices", "cause": "too_few_devices",
+        "fix": "set XLA_FLAGS=--xla_force_host_platform_device_count=2 at the case's top"})
+    screen = first_screen(render(everywhere))
+    assert "ValueError: need 2 devices" in screen and "device_count=2" in screen
+
+
+def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path):
+    source = next(p for p in SHIPPED if p.name.startswith("bisect-0.6.0-0.6.2"))
+    copied = tmp_path / source.name
+    copied.write_text(source.read_text())
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--render", str(copied)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert copied.with_suffix(".md").read_text() == source.with_suffix(".md").read_text()
+    (tmp_path / "other.json").write_text(json.dumps({"kind": "sweep"}))
+    (tmp_path / "old.json").write_text(json.dumps({**json.loads(source.read_text()),
+                                                   "schema": 1}))
+    for bad in ("missing.json", "other.json", "old.json"):
+        done = subprocess.run([sys.executable, "-m", "jaxbisect", "--render",
+                               str(tmp_path / bad)], capture_output=True, text=True, cwd=REPO,
+                              timeout=120)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not (tmp_path / bad).with_suffix(".md").exists()
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@b",
+                           *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_revert_names_the_change_it_removes_or_lands_again(tmp_path):
+    """A first bad commit that reverts: followed through reverts of reverts to the change."""
+    git(tmp_path, "init", "-q", "-b", "main")
+
+    def commit(message: str) -> Commit:
+        git(tmp_path, "commit", "-q", "--allow-empty", "-m", message)
+        sha = git(tmp_path, "rev-parse", "HEAD")
+        return Commit(sha=sha, subject=message.splitlines()[0], author="A", date="",
+                      parents=(), pr=None, version="", minimum_jaxlib="")
+
+    change = commit("Make scans cheaper (#27001)")
+    revert = commit(f"Reverts {change.sha}\n\nPiperOrigin-RevId: 1")
+    again = commit(f'Revert "Reverts {change.sha[:12]}"\n\nThis reverts commit {revert.sha}.')
+    plain = commit("Unrelated")
+    span = CommitRange(tmp_path, "", "", "", (), ())
+    assert span.reverted(plain) is None
+    assert span.reverted(revert) == {"sha": change.sha, "subject": change.subject, "pr": 27001,
+                                     "relands": False, "chain": 1}
+    assert span.reverted(again)["sha"] == change.sha and span.reverted(again)["relands"]
+
+
+def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
+        recorded_catalogue):
+    """The error metric runs each end three times (a crash rate): all three are counted."""
+    from fake_lab import FakeLab, scripted
+
+    from jaxbisect.bisection import MetricRequest, bisect_metric
+    from jaxbisect.cli import probes_line
+    from jaxbisect.markdown.tables import probe_rows
+    from jaxbisect.question import question_from
+    from jaxbisect.report import document
+
+    case = REPO / "repro" / "cases" / "jvp_vmap_symbolic_zero.py"
+    request = MetricRequest(start="0.5.3", end="0.6.0", backend="cpu",
+                            question=question_from("error", str(case), [], ()))
+    lab = FakeLab(scripted(lambda v, n: "no error" if v == "0.5.3" else "TypeError: x"))
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    doc = document(b, None)
+    assert doc["search"]["runs"] == len(lab.asked) == 6 and doc["crashes"] == []
+    headers, rows = probe_rows(doc)
+    assert sum(int(row[headers.index("runs")]) for row in rows) == len(lab.asked)
+    assert f"runs: {len(lab.asked)}," in probes_line(b)  # the terminal's count too
+
+
+def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
+    doc = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")
+    assert "jax-toolbox-triage" in render(doc)  # inside jaxlib: the hand-off below it
+    doc["attribution"]["culprit"] = "jax"
+    markdown = render(doc)
+    assert "jax-toolbox-triage" not in markdown
+    (command,) = [line for line in markdown.splitlines() if line.endswith(" --commits")]
+    assert command.startswith(doc["reproduce"].split(" --case")[0].replace(
+        doc["from"], doc["last_old"]["jax"]).replace(doc["to"], doc["first_new"]["jax"]))
