@@ -277,6 +277,10 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                                             report.unit_of(bisection))
         extra["minimal"]["case_path"] = display_path(q.case.path)
         add_reproducer(bisection, lab, extra, say)  # at the minimizer's sizes
+    if bisection.search.status == "found" and not args.no_evidence:  # below jaxlib
+        from .evidence.hlo import hlo_module
+
+        extra["hlo_module"] = hlo_module(bisection, lab, extra, say, md)
     cluster = cluster_document(executor)
     if cluster:
         extra["cluster"] = cluster

@@ -73,11 +73,19 @@ def test_a_found_change_is_explained_by_the_flag_both_ways(tmp_path):
     assert f"--try-xla-flags={CPU_FLAG}=false" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "## XLA flags tried under jax 0.5.1 (--try-xla-flags)" in report
-    written = {p.name: p.read_bytes() for p in tmp_path.glob("bisect-*")}
+    # XLA's side: the HLO module alone reproduces it (docs/hlo.md), its bundle beside the report
+    assert doc["hlo_module"]["reproduces"] is True
+    assert (tmp_path / doc["hlo_module"]["bundle"] / "compile_hlo.py").is_file()
+
+    def files() -> dict:
+        return {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*")
+                if p.is_file()}
+
+    written = files()
     again = bisect(*args)
     redo = json.loads(again.stdout)
-    # The same figures: the report, written again in steps, is left as it was.
-    assert {p.name: p.read_bytes() for p in tmp_path.glob("bisect-*")} == written
+    # The same figures: the report (written again in steps) and the bundle are left as they were.
+    assert files() == written
     assert redo["explanation"]["culprit"] == culprit  # its budget's seconds aside
     assert redo["try_xla_flags"] == doc["try_xla_flags"]
     assert all(p["cached"] for p in redo["probes"])

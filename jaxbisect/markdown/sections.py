@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 from ..evidence.handoff import render_culprit_commits, render_xla_range
+from ..evidence.hlo_render import details_lines
 from ..evidence.render import render_buffers_markdown
 from ..executors import cluster_markdown
 from ..figures import figure_cell
@@ -208,17 +209,9 @@ def tried_lines(doc: dict) -> list[str]:
 
 
 def hlo_lines(doc: dict) -> list[str]:
-    """The HLO bundle beside the report: its files and the figure each jaxlib gave."""
-    h = doc["hlo_module"]
-    if not h.get("bundle"):
-        return []
-    rows = [[f.get("label", ""), f.get("jaxlib", ""), f"{f.get('figure')} {f.get('unit', '')}"
-             .strip()] for f in h.get("figures") or ()]
-    body = [f"Files in `{h['bundle']}/`: " + ", ".join(f"`{f}`" for f in h.get("files") or ())
-            + ".", ""]
-    if rows:
-        body += [table(["", "jaxlib", "figure"], rows), ""]
-    return details("The HLO module, without jax (XLA's side)", body)
+    """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
+    the fuel step (evidence/hlo_render.py, the hlo helper's)."""
+    return details_lines(doc["hlo_module"])
 
 
 def minimal_lines(doc: dict) -> list[str]:

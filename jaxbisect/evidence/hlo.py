@@ -1,0 +1,355 @@
+"""Below jaxlib: the HLO module that reproduces an XLA-side change without jax (docs/hlo.md).
+
+For a change on jaxlib's side (the lowered modules alike, or the commits say it came with
+jaxlib): the module XLA was handed, dumped before its optimisations under the last good
+release at the answer's sizes (one module per value of the parameter a shape is over),
+compiled with no jax tracing under both ends' jaxlibs (and the releases between whose
+environments exist), each in its own process, and placed by the bisection's classifier. A
+bundle beside the report holds the modules, the plain script that compiled them and a README
+with each end's install line, the ``run_hlo_module`` line and the XLA range. Where the culprit
+pass consumes fuel, the fuel step names its first rewrite that changes the figure.
+The JSON part ``hlo_module`` (docs/schema.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from pathlib import Path
+
+from repro.hlo import target_spec
+
+from ..environments import is_installed
+from ..errors import InstallFailed
+from ..files import write_atomic
+from ..harness import MODULE_ANSWERS, REPRO_SOURCE, HarnessFailed, run_module
+from .hlo_fuel import FUEL_PASSES, first_rewrite
+
+SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
+MIB = 2 ** 20
+XLA_COMPARE = "https://github.com/openxla/xla/compare/{old}...{new}"
+
+
+def bundle_name(report_md: Path) -> str:
+    """The bundle's folder, beside the report and named after it."""
+    return f"{Path(report_md).stem}-hlo"
+
+
+def nothing(why: str) -> dict:
+    return {"bundle": None, "files": [], "reproduces": None, "figures": [], "why_not": why,
+            "fuel": None}
+
+
+def why_no_bundle(b, extra: dict) -> str | None:
+    """Why this answer gets no module (None: it does)."""
+    q = b.request.question
+    if b.search.status != "found" or b.pair is None:
+        return "no change was found: there is nothing for a module to reproduce"
+    came_with = b.commits.came_with if b.commits is not None else None
+    culprit = (extra.get("attribution") or {}).get("culprit")
+    if came_with == "jax":
+        return ("the commits say the change came with jax's Python (a jax commit): a module "
+                "dumped from one release carries no part of it")
+    if culprit == "jax":
+        return ("the lowered modules differ: the change is in jax (its lowering), and a "
+                "module dumped at the last good release does not carry it")
+    if came_with != "jaxlib" and culprit not in ("xla", "below-hlo", "jaxlib"):
+        return ("where the change lies is not known (the lowered modules were not compared "
+                "and the commits were not searched): no module is claimed")
+    if q.case is None:
+        return "a command, not a case: there is no jitted function to dump"
+    if q.metric != "memory":
+        return (f"the module's figure is the compiled plan's memory; this question's metric "
+                f"is {q.metric}")
+    if not q.target and b.request.backend != "cpu":
+        return (f"the bundle's script compiles for the CPU or a compile-only GPU target; this "
+                f"answer is for {b.request.backend}")
+    return None
+
+
+def answer_sizes(b, extra: dict):
+    """The question at the answer's sizes (the minimizer's where it shrank them, else the
+    search's) and the points to dump: (the over value or None, the case's parameters)."""
+    from ..question import with_params
+
+    minimal = extra.get("minimal") or {}
+    # The minimizer shrinks the question as asked (its over values), the search measured its
+    # own smaller size: the modules are dumped where the answer was last shown.
+    q = (with_params(b.request.question, dict(minimal["params"]))
+         if minimal.get("kept_at_start") and minimal.get("params") else b.searched)
+    if not q.over:
+        return q, [(None, dict(q.params))]
+    name, values = q.over
+    return q, [(v, {**q.params, name: v}) for v in values]
+
+
+def module_stem(q, at) -> str:
+    return "module" if at is None else f"module-{q.over[0]}-{at}"
+
+
+def dump_module(lab, release, backend: str, q, params: dict, *, timeout: float, say) -> Path:
+    """``python -m repro.hlo dump`` under ``release``: the stored folder holding module.pb,
+    module.txt and hlo.json (its document)."""
+    def make(folder: Path) -> None:
+        env = lab.environment(release, backend)
+        say(f"jax {release.version}: dumping the HLO module of {q.label} "
+            f"({', '.join(f'{k}={v}' for k, v in params.items())})")
+        doc = run_module(env.python, "repro.hlo", [
+            "dump", "--json", "--case", q.case.path, "--out", str(folder),
+            *[f"--param={k}={v}" for k, v in params.items()],
+            *(["--target", q.target] if q.target else []),
+            *(["--xla-flags", q.xla_flags] if q.xla_flags else [])], timeout,
+            answers=MODULE_ANSWERS)
+        write_atomic(folder / "hlo.json", json.dumps(doc, indent=1))
+
+    key = q.store_key(release, backend, "hlo-module", dump_params=params)
+    return lab.store.get_or_make_folder(key, make, remeasure=lab.remeasure)
+
+
+def measure_modules(lab, release, backend: str, q, modules: list[tuple], *, timeout: float,
+                    say, xla_flags: str = "") -> dict:
+    """``python -m repro.hlo measure`` under ``release``: each module compiled by the plain
+    script in its own process (``xla_flags`` its XLA_FLAGS), read as the question's metric."""
+    digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+               for _, path in modules]
+
+    def make() -> dict:
+        env = lab.environment(release, backend)
+        say(f"jax {release.version}: compiling the HLO module alone"
+            + (f" with {xla_flags}" if xla_flags else ""))
+        over = (["--over", f"{q.over[0]}={','.join(str(at) for at, _ in modules)}"]
+                if q.over else [])
+        return run_module(env.python, "repro.hlo", [
+            "measure", "--json", "--case", q.case.path, *over,
+            *[f"--param={k}={v}" for k, v in q.params.items()],
+            *[f"--module={'' if at is None else at}={path}" for at, path in modules],
+            *(["--target", q.target] if q.target else []),
+            *(["--xla-flags", flags] if (flags := " ".join(
+                filter(None, [q.xla_flags, xla_flags]))) else [])], timeout,
+            answers=MODULE_ANSWERS)
+
+    key = q.store_key(release, backend, "hlo-measure", modules=digests, hlo_flags=xla_flags)
+    return lab.store.get_or_run(key, make, remeasure=lab.remeasure)
+
+
+def label_of(classify, doc: dict) -> str:
+    """old | new | third | skip: the bisection's classifier on the module's figure."""
+    metric = doc.get("metric") or {}
+    if doc.get("status") != "ok" or metric.get("status") != "ok":
+        return "skip"
+    samples = tuple(tuple(s) if isinstance(s, list) else s for s in metric["samples"])
+    placement = classify(samples)
+    if placement.third:
+        return "third"
+    return placement.label.value if placement.label.value in ("old", "new") else "skip"
+
+
+def figure_of(doc: dict):
+    """The figure in MiB: {over value: MiB} for a series, else one number (None: none)."""
+    metric = doc.get("metric") or {}
+    if metric.get("status") != "ok":
+        return None
+    if "points" in metric:
+        return {str(p["at"]): mib(p["value"]) for p in metric["points"]}
+    return mib(metric["value"])
+
+
+def mib(value: int) -> float:
+    """Bytes in MiB to four significant digits (a minimized module's few KiB stay apart)."""
+    return float(f"{value / MIB:.4g}")
+
+
+def releases_to_compile(b) -> list:
+    """Both ends of the pair, and the releases of the range whose environment exists."""
+    old, new = b.pair
+    between = [r for r in b.candidates if old.version < r.version < new.version
+               and is_installed(r, b.request.backend)]
+    others = [r for r in b.candidates if r not in (old, new, *between)
+              and is_installed(r, b.request.backend)]
+    return sorted({*between, *others, old, new}, key=lambda r: r.version)
+
+
+def culprit_setting(extra: dict) -> tuple[str | None, str | None]:
+    """(the pass XLA can turn off, or None; the XLA flag that brings the old figure back)."""
+    culprit = (extra.get("explanation") or {}).get("culprit") or {}
+    if culprit.get("kind") == "pass" and culprit.get("name"):
+        return culprit["name"], f"--xla_disable_hlo_passes={culprit['name']}"
+    restoring = next((t["xla_flags"] for t in culprit.get("tests", ())
+                      if t.get("behaviour") == "old" and t.get("xla_flags")), None)
+    return None, restoring
+
+
+def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> dict:
+    """The ``hlo_module`` part, the bundle written beside ``report_md`` where there is one."""
+    why = why_no_bundle(b, extra)
+    if why is not None:
+        return nothing(why)
+    backend, (old, new) = b.request.backend, b.pair
+    q, points = answer_sizes(b, extra)
+    try:
+        folders = [(at, dump_module(lab, old, backend, q, params, timeout=b.timeout, say=say))
+                   for at, params in points]
+    except (InstallFailed, HarnessFailed) as exc:
+        return nothing(f"the module could not be dumped under jax {old.version}: {exc}")
+    dumped = [json.loads((f / "hlo.json").read_text()) for _, f in folders]
+    failed = next((d for d in dumped if d.get("status") != "ok"), None)
+    if failed is not None:
+        return nothing(f"the module could not be dumped under jax {old.version}: "
+                       f"{failed.get('error')}")
+    modules = [(at, str(f / "module.pb")) for at, f in folders]
+    classify = b.classifier()
+    figures = []
+    for release in releases_to_compile(b):
+        try:
+            doc = measure_modules(lab, release, backend, q, modules, timeout=b.timeout,
+                                  say=say)
+        except (InstallFailed, HarnessFailed) as exc:
+            doc = {"status": "error", "error": str(exc)}
+        role = ("last good" if release == old else "first bad" if release == new
+                else "older" if release.version < old.version
+                else "newer" if release.version > new.version else "between")
+        figures.append({"jax": str(release.version), "jaxlib": doc.get("jaxlib"),
+                        "role": role, "figure": figure_of(doc), "unit": "MiB",
+                        "label": label_of(classify, doc), "error": doc.get("error")})
+    ends = {f["role"]: f["label"] for f in figures if f["role"] in ("last good", "first bad")}
+    reproduces = (None if "skip" in ends.values() or len(ends) < 2 else
+                  ends == {"last good": "old", "first bad": "new"})
+    pass_name, setting = culprit_setting(extra)
+    check = None
+    if setting:  # the culprit's setting on the module under the first bad release
+        try:
+            check = label_of(classify, measure_modules(lab, new, backend, q, modules,
+                                                       timeout=b.timeout, say=say,
+                                                       xla_flags=setting))
+        except (InstallFailed, HarnessFailed) as exc:
+            check = f"skip: {exc}"
+    part = {"bundle": bundle_name(report_md), "files": [], "reproduces": reproduces,
+            "figures": figures, "why_not": None, "params": dict(q.params),
+            "over": {"name": q.over[0], "values": [at for at, _ in modules]} if q.over else None,
+            "culprit": {"pass": pass_name, "setting": setting, "under_first_bad": check},
+            "xla_compare": xla_compare(extra), "fuel": None,
+            "target": Path(target_spec(q.target)).name if q.target else None}
+    part["fuel"] = fuel_step(b, lab, q, modules, pass_name, classify, say)
+    part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part, folders, q, b)
+    return part
+
+
+def xla_compare(extra: dict) -> str | None:
+    pins = (extra.get("attribution") or {}).get("xla_commits") or {}
+    if pins.get("old") and pins.get("new"):
+        return XLA_COMPARE.format(old=pins["old"], new=pins["new"])
+    return None
+
+
+def fuel_step(b, lab, q, modules, pass_name: str | None, classify, say) -> dict:
+    """The first rewrite of the culprit pass that changes the figure, where fuel can say it:
+    the pass consumes fuel and fuel 0 measures like the pass turned off (both measured under
+    the first bad release)."""
+    if pass_name is None:
+        return {"pass": None, "tried": False, "first_rewrite": None,
+                "why": "the culprit is an XLA flag, not one pass: fuel counts one pass's "
+                       "rewrites"}
+    if pass_name not in FUEL_PASSES:
+        return {"pass": pass_name, "tried": False, "first_rewrite": None,
+                "why": f"{pass_name} consumes no fuel (it ignores --xla_fuel)"}
+    new = b.pair[1]
+
+    def under(flags: str) -> tuple[str, dict]:
+        try:
+            doc = measure_modules(lab, new, b.request.backend, q, modules,
+                                  timeout=b.timeout, say=say, xla_flags=flags)
+        except (InstallFailed, HarnessFailed) as exc:
+            doc = {"status": "error", "error": str(exc)}
+        return label_of(classify, doc), doc
+
+    off, off_doc = under(f"--xla_disable_hlo_passes={pass_name}")
+    zero, zero_doc = under(f"--xla_fuel={pass_name}=0")
+    part = {"pass": pass_name, "tried": True, "release": str(new.version),
+            "pass_off": {"label": off, "figure": figure_of(off_doc),
+                         "error": off_doc.get("error")},
+            "fuel_0": {"label": zero, "figure": figure_of(zero_doc),
+                       "error": zero_doc.get("error"),
+                       "out_of_fuel": (zero_doc.get("out_of_fuel") or [None])[0]},
+            "first_rewrite": None, "tried_fuel": [], "why": None}
+    if off != "old":
+        part["why"] = (f"{pass_name} turned off does not bring the old figure back ({off}): "
+                       f"its rewrites are not what changed it")
+        return part
+    if zero != "old":
+        said = f"{zero}: {zero_doc.get('error')}" if zero_doc.get("error") else zero
+        part["why"] = (f"fuel 0 does not measure like {pass_name} turned off ({said}): some "
+                       f"of its work is not fuel-guarded, so fuel cannot narrow it")
+        return part
+    lines: dict[int, list[str]] = {}
+
+    def behaviour(n: int) -> str:
+        label, doc = under(f"--xla_fuel={pass_name}={n}")
+        lines[n] = doc.get("out_of_fuel") or []
+        return label
+
+    found = first_rewrite(behaviour)
+    part["tried_fuel"] = [list(t) for t in found.tried]
+    if found.first_new is None:
+        part["why"] = found.why
+        return part
+    part["first_rewrite"] = {"fuel": found.first_new,
+                             "out_of_fuel": (lines.get(found.last_old) or [None])[0]}
+    return part
+
+
+def pip_line(run_installed: dict, release) -> str:
+    """The install line of an end: jax and jaxlib as the release pins them, and the packages
+    its environment held."""
+    pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
+        k: v for k, v in (run_installed or {}).items()
+        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
+                 "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")}}
+    return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
+
+
+def end_installed(b, release) -> dict:
+    index = b.candidates.index(release)
+    placed = b.search.placed.get(index)
+    run = placed.runs[0] if placed and placed.runs else None
+    return dict(run.installed) if run else {}
+
+
+def write_bundle(folder: Path, part: dict, folders, q, b) -> list[str]:
+    """The bundle: each module (.pb, .txt), the script, a README; each file written whole."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for at, source in folders:
+        stem = module_stem(q, at)
+        for suffix in ("pb", "txt"):
+            target = folder / f"{stem}.{suffix}"
+            data = (source / f"module.{suffix}").read_bytes()
+            if not target.is_file() or target.read_bytes() != data:
+                tmp = target.with_name(f".{target.name}.tmp")
+                tmp.write_bytes(data)
+                tmp.replace(target)
+            files.append(target.name)
+    if q.target:  # the compile-only GPU's spec, for the script's --target
+        write_atomic_if_changed(folder / target_spec(q.target).name,
+                                target_spec(q.target).read_text())
+        files.append(target_spec(q.target).name)
+    script = (REPRO_SOURCE / "hlo_compile.py").read_text()
+    write_atomic_if_changed(folder / SCRIPT, script)
+    files.append(SCRIPT)
+    files = sorted([*files, "README.md"])
+    write_atomic_if_changed(folder / "README.md", readme({**part, "files": files}, files, q, b))
+    return files
+
+
+def write_atomic_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        write_atomic(path, text)
+
+
+def readme(part: dict, files: list[str], q, b) -> str:
+    from .hlo_render import readme_text
+
+    old, new = b.pair
+    return readme_text(part, files, q.label, {
+        "last good": pip_line(end_installed(b, old), old),
+        "first bad": pip_line(end_installed(b, new), new)})
