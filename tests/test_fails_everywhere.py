@@ -10,8 +10,8 @@ from fake_lab import FakeLab
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
 from jaxbisect.failures import cause_of, everywhere_error
-from jaxbisect.question import Question, Run
 from jaxbisect.markdown.answer import answer_line
+from jaxbisect.question import Question, Run
 from jaxbisect.report import document
 
 # jax's own words, as releases 0.4.3x … 0.10 raise them (the devices' first one: the issue's).
