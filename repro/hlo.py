@@ -75,21 +75,9 @@ def _varint(data: bytes, i: int) -> tuple[int, int]:
 def proto_field(data: bytes, number: int) -> bytes:
     """The bytes of length-delimited field ``number`` of a serialized protobuf message (the
     standard library has no protobuf: the wire format read by hand)."""
-    i = 0
-    while i < len(data):
-        tag, i = _varint(data, i)
-        kind = tag & 7
-        if kind == 2:
-            size, i = _varint(data, i)
-            if tag >> 3 == number:
-                return data[i:i + size]
-            i += size
-        elif kind == 0:
-            _, i = _varint(data, i)
-        elif kind in (1, 5):
-            i += 8 if kind == 1 else 4
-        else:
-            raise ValueError(f"wire type {kind} in the dumped HloProto")
+    for field, kind, _, payload in _fields(data):
+        if field == number and kind == 2:
+            return payload
     raise ValueError(f"no field {number} in the dumped HloProto")
 
 
