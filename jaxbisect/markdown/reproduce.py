@@ -70,7 +70,9 @@ def reproduce_block(doc: dict) -> list[str]:
         flaky = " Its output differs between runs of one release (nondeterministic)." \
             if r.get("nondeterministic") else ""
         return [f"Reproduce with `{r['file']}` (plain JAX, {r['lines']} lines, below){shows}:"
-                f"{flaky}", "", "```sh", *lines, "```", ""]
+                f"{flaky}", "", "```sh", *lines, "```", "",
+                *details("The same question asked with this toolkit (its README's Quick start "
+                         "installs it)", [doc["reproduce"]], "sh")]
     saved = ("" if (doc.get("case") or {}).get("shipped", "/" in (doc.get("case") or {})
                                                  .get("path", "/"))
              else f" (save the program below as `{doc['case']['path']}` first)")
