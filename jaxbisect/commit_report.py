@@ -23,7 +23,7 @@ def _commit(c, **more) -> dict | None:
 
 def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     """The ``commits`` part: what was searched, each step, what was skipped and the answer."""
-    old, new = b.pair or (None, None)
+    old, new = cb.pair or b.pair or (None, None)
     doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.reason or cb.unseen,
            "old": str(old.version) if old else None, "new": str(new.version) if new else None,
            "first_bad": None, "last_good": None, "exact": False, "candidates": 0,
@@ -116,10 +116,23 @@ def commits_headline(doc: dict) -> str | None:
     return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
 
 
-def commits_lines(doc: dict, b: MetricBisection) -> list[str]:
-    """The report's section on the commits."""
+def commits_by_pair_document(parts, b: MetricBisection) -> list[dict]:
+    """``commits_by_pair``: the ``commits`` part of each pair the answer names, with the pair
+    and what happened there (came, went, fix)."""
+    return [{"pair": [str(r.version) for r in cb.pair], "kind": cb.kind,
+             **commits_document(cb, b)} for cb in parts]
+
+
+def pair_heading(part: dict) -> str:
+    """A pair's section title: where the change came (went, was fixed)."""
+    return (f"## jax commits where it {part['kind']}: jax {part['pair'][0]} → "
+            f"{part['pair'][1]}")
+
+
+def commits_lines(doc: dict, b: MetricBisection, heading: str = "## jax commits") -> list[str]:
+    """The report's section on the commits (``doc["commits"]``: one pair's part)."""
     c = doc["commits"]
-    lines = ["## jax commits", "", commits_headline(doc), ""]
+    lines = [heading, "", commits_headline(doc), ""]
     if c.get("from_tag") is None:
         return lines
     unit = doc["metric"]["unit"] or ""

@@ -436,7 +436,7 @@ def bisect_argv(values: dict, command: tuple[str, ...] = (),
     folder ``at`` other than the clone, ``jax-bisect`` (``python -m bisect`` runs the
     standard library's module there)."""
     program = ["python", "-m", "bisect"] if at is None or in_clone(at) else ["jax-bisect"]
-    return [*program, *command_line(BISECT, values, lambda o: o.shapes),
+    return [*program, *command_line(BISECT, values, lambda o: o.shapes or o.local),
             *(["--", *command] if command else [])]
 
 
@@ -453,7 +453,12 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
                         "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
                         "commits": req.commits,
                         "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
-                                            else req.interior_budget)},
+                                            else req.interior_budget),
+                        # the clones as typed here (a report names none)
+                        **({} if at is None else {
+                            name: typed_path(str(path), at) for name, path in (
+                                ("jax_repo", req.jax_repo), ("xla_repo", req.xla_repo))
+                            if path is not None})},
                        q.command, at)
 
 
@@ -492,13 +497,14 @@ def typed_path(path: str, at: Path) -> str:
 def sweep_argv(b: MetricBisection, at: Path | None = None) -> list[str]:
     """The command that measures every release of the range (what bisection cannot see),
     as the bisection measured its probes: the same runs, threshold and classifier (the sweep
-    takes neither --minimize, --include-yanked, --commits, --try-xla-flags nor
+    takes neither --minimize, --include-yanked, --commits, --try-xla-flags, the clones nor
     --interior-budget). Typed in a folder ``at`` other than the clone: nox is given the
     clone's noxfile, and files (nox runs a session in the noxfile's folder) are typed there."""
     argv = reproduce_argv(b, at=at and CLONE)[3:]
-    if "--interior-budget" in argv:  # (its value follows it)
-        cut = argv.index("--interior-budget")
-        argv = argv[:cut] + argv[cut + 2:]
+    for valued in ("--interior-budget", "--jax-repo", "--xla-repo"):  # (its value follows it)
+        if valued in argv:
+            cut = argv.index(valued)
+            argv = argv[:cut] + argv[cut + 2:]
     nox = ["nox", "-s"] if at is None or in_clone(at) else ["nox", "-f",
                                                              str(CLONE / "noxfile.py"), "-s"]
     return [*nox, "repro_range", "--",
@@ -875,10 +881,12 @@ def render(b: MetricBisection, extra: dict | None = None, doc: dict | None = Non
               "README's Quick start installs it):", "", *saved, "```sh", doc["reproduce"],
               "```", ""]
     parts += standalone_lines(b)
-    from .commit_report import commits_lines
+    from .commit_report import commits_lines, pair_heading
 
     sections = {  # the document's optional parts, in the report's order
         "commits": lambda _: commits_lines(doc, b),
+        "commits_by_pair": lambda parts: [line for part in parts for line in commits_lines(
+            {**doc, "commits": part}, b, heading=pair_heading(part))],
         "attribution": lambda a: attribution_lines(a, (doc.get("commits") or {})
                                                    .get("came_with")),
         "evidence": lambda e: evidence_lines(b, e),
@@ -1139,6 +1147,11 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         from .commit_report import commits_document
 
         doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
+    if b.commits_by_pair:
+        from .commit_report import commits_by_pair_document
+
+        doc.update(schema=SCHEMA_WITH_COMMITS,
+                   commits_by_pair=commits_by_pair_document(b.commits_by_pair, b))
     doc.update(extra or {})
     return doc
 
@@ -1163,7 +1176,10 @@ def interior_document(b: MetricBisection) -> dict:
     def said_at(i: int) -> str:
         return figure_text(q.metric, unit, figure(q.metric, seen(q, inside.placed[i])))
 
-    if not inside.measured:
+    if not inside.measured and inside.budget <= 0:
+        text = (f"The {len(inside.indices)} releases inside were not measured "
+                f"(`--interior-budget 0`: off)")
+    elif not inside.measured:
         text = (f"The {len(inside.indices)} releases inside were not measured: about "
                 f"{inside.estimate:.0f} s from the ends' own run times, over the interior "
                 f"budget of {inside.budget:.0f} s (`--interior-budget`)")
