@@ -507,8 +507,8 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
 def main(argv: list[str] | None = None) -> int:
     # How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``.
     prog = "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
-    args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
     try:
+        args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
         return run(args, command)
     except UserError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
