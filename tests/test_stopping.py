@@ -188,3 +188,25 @@ def test_a_repository_that_is_not_jax_is_never_told_to_fetch_jaxs_tags(tmp_path)
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "fetch" not in done.stderr and "clone https://github.com/jax-ml/jax" in done.stderr
+
+
+def test_the_terminals_commands_carry_the_clone_the_reports_never(tmp_path):
+    """--jax-repo and --xla-repo in every command printed here, as typed in the folder; the
+    report's (``at`` None) name no clone: a report is the same from any clone."""
+    from types import SimpleNamespace
+
+    from jaxbisect import cli
+    from jaxbisect.report import reproduce_argv, sweep_argv
+
+    (tmp_path / "src" / "jax").mkdir(parents=True)
+    request = MetricRequest("0.4.35", "0.4.38", "cpu",
+                            Question(metric="exit_code", command=("true",)), commits=True,
+                            jax_repo=tmp_path / "src" / "jax", xla_repo=Path("/elsewhere/xla"))
+    b = SimpleNamespace(request=request)
+    here = reproduce_argv(b, "0.4.35", "0.4.36", at=tmp_path)
+    assert here[here.index("--jax-repo") + 1] == "src/jax"
+    assert here[here.index("--xla-repo") + 1] == "/elsewhere/xla"
+    args, _ = cli.parse(here[1:] if here[0] == "jax-bisect" else here[3:])
+    assert args.jax_repo == Path("src/jax") and args.commits
+    assert "--jax-repo" not in reproduce_argv(b) and "--xla-repo" not in reproduce_argv(b)
+    assert "--jax-repo" not in sweep_argv(b, at=tmp_path)  # the sweep takes no clone
