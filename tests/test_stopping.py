@@ -210,3 +210,43 @@ def test_the_terminals_commands_carry_the_clone_the_reports_never(tmp_path):
     assert args.jax_repo == Path("src/jax") and args.commits
     assert "--jax-repo" not in reproduce_argv(b) and "--xla-repo" not in reproduce_argv(b)
     assert "--jax-repo" not in sweep_argv(b, at=tmp_path)  # the sweep takes no clone
+
+
+def test_an_interior_budget_of_0_is_off(recorded_catalogue, tmp_path):
+    """--interior-budget 0 parses, and measures nothing inside alike ends (the sweep's
+    command is given instead)."""
+    from jaxbisect import cli
+
+    args, _ = cli.parse(["--from", "0.4.30", "--to", "0.4.33", "--interior-budget", "0"])
+    assert args.interior_budget == 0
+    asked = []
+    lab = FakeLab(lambda v, q, k: asked.append(v) or exit_status_run(0, "", v, k),
+                  Store(tmp_path / "store"))
+    request = MetricRequest("0.4.30", "0.4.33", "cpu",
+                            Question(metric="exit_code", command=("true",)), interior_budget=0)
+    b = bisect_metric(recorded_catalogue, request, lab, lambda m: None)
+    assert b.search.status == "alike" and not b.interior.measured
+    assert sorted(set(asked)) == ["0.4.30", "0.4.33"]
+
+
+def test_a_rerun_that_changes_only_timings_leaves_the_report(tmp_path):
+    """The time limit and the interior's estimate come from the run's own times: a rerun that
+    changes only them puts both files back byte for byte; any other change keeps both new."""
+    from jaxbisect.files import keep_if_steady, texts_of, write_atomic
+
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+
+    def write(limit: float, estimate: float, answer: str) -> None:
+        write_atomic(md, f"# {answer}\n\nabout {estimate:.0f} s by the ends' own run times\n\n"
+                         f"Time limit of a run: {limit:.0f} s (4× the slower end).\n")
+        write_atomic(js, json.dumps({"status": answer, "time_limit": {"seconds": limit},
+                                     "interior_check": {"estimate": estimate, "budget": 600}}))
+
+    write(30, 4, "alike")
+    before = texts_of([md, js])
+    write(41, 7, "alike")
+    keep_if_steady(before)
+    assert texts_of([md, js]) == before
+    write(41, 7, "found")
+    keep_if_steady(before)
+    assert "found" in md.read_text() and "found" in js.read_text()
