@@ -74,6 +74,7 @@ class Executor:
     def __init__(self):
         self.children: set[subprocess.Popen] = set()
         self.stopping = False
+        self._stopped, self._leaving = threading.Event(), False
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
@@ -101,25 +102,29 @@ class Executor:
 
     def cancel_all(self) -> None:
         """Every child this executor started: interrupted (the terminal's Ctrl-C reached them
-        already through the process group; ``kill -INT`` of this process alone did not), then
-        killed after ``GRACE`` seconds. A compile holds a child's Python (its handler runs
-        only once XLA returns), and the probes' threads wait for their child: without the kill
-        a run ended seconds after Ctrl-C. The probes waiting raise KeyboardInterrupt."""
+        already through the process group; ``kill -INT`` of this process alone did not); the
+        watchdog of ``interruptible`` kills them after ``GRACE`` seconds. A compile holds a
+        child's Python (its handler runs only once XLA returns), and the probes' threads wait
+        for their child: without the kill a run ended seconds after Ctrl-C. The probes
+        waiting raise KeyboardInterrupt. Called from a signal handler: it takes no lock and
+        starts no thread (the interrupted code may hold threading's own locks)."""
         self.stopping = True
-        alive = list(self.children)  # (no lock: this runs in a signal handler)
-        for child in alive:
+        for child in list(self.children):
             with suppress(OSError):
                 child.send_signal(signal.SIGINT)
+        self._stopped.set()
 
-        def kill() -> None:
-            for child in [*alive, *self.children]:
-                if child.poll() is None:
-                    with suppress(OSError):
-                        child.kill()
-
-        timer = threading.Timer(self.GRACE, kill)
-        timer.daemon = True
-        timer.start()
+    def _kill_late(self) -> None:
+        """The watchdog: once stopped, every child still alive ``GRACE`` seconds later is
+        killed."""
+        self._stopped.wait()
+        if self._leaving:
+            return
+        time.sleep(self.GRACE)
+        for child in list(self.children):
+            if child.poll() is None:
+                with suppress(OSError):
+                    child.kill()
 
     @contextmanager
     def interruptible(self) -> Iterator[None]:
@@ -135,12 +140,18 @@ class Executor:
             self.cancel_all()
             raise KeyboardInterrupt
 
+        self._stopped, self._leaving = threading.Event(), False
+        watchdog = threading.Thread(target=self._kill_late, name="kill-late", daemon=True)
+        watchdog.start()
         before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield
         finally:
             for s, handler in before.items():
                 signal.signal(s, handler)
+            if not self.stopping:  # a run that ended: the watchdog ends too
+                self._leaving = True
+                self._stopped.set()
             self.stopping = False
 
 
