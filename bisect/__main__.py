@@ -4,6 +4,8 @@ import sys
 
 try:
     from jaxbisect.cli import main
+except KeyboardInterrupt:  # Ctrl-C while it loads: interrupted, as at any later moment
+    raise SystemExit(130) from None
 except ModuleNotFoundError as error:  # run from an environment without the toolkit
     print(
         f"python -m bisect: cannot load the bisection tool (no module {error.name!r}); "

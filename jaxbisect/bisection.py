@@ -551,6 +551,10 @@ class MetricRequest:
     try_xla_flags: tuple[str, ...] = ()  # measured under the first new release once found
     commits: bool = False            # then the jax commits between the pair (--commits)
     interior_budget: float = INTERIOR_BUDGET  # ends alike: seconds the releases inside may take
+    # The clones the answer was read from (--jax-repo, --xla-repo): in the commands printed
+    # on this machine, not in a report.
+    jax_repo: Path | None = field(default=None, compare=False)
+    xla_repo: Path | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -564,6 +568,7 @@ class MetricBisection:
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
     commits: CommitBisection | None = None  # --commits: the jax commits between the pair
+    commits_by_pair: tuple = ()       # --commits where the answer names several pairs
     interior: object = None           # ends alike: the releases inside (interior.Interior)
 
     @property
@@ -633,6 +638,26 @@ class MetricBisection:
         q, placed = self.request.question, self.search.placed
         return classifier_for(q, self.request.threshold)(placed[0].values,
                                                          placed[len(self.candidates) - 1].values)
+
+    def placed_at(self, index: int) -> Placed | None:
+        """Candidate ``index`` as the search or, inside alike ends, the interior placed it."""
+        inside = self.interior.placed if self.interior is not None else {}
+        return self.search.placed.get(index) or inside.get(index)
+
+    def pair_classifier(self, old: int, new: int) -> Classifier:
+        """A classifier learned from two measured candidates (a pair inside the range)."""
+        return classifier_for(self.request.question, self.request.threshold)(
+            self.placed_at(old).values, self.placed_at(new).values)
+
+    def named_pairs(self) -> list[tuple[tuple[int, int], str]]:
+        """Every pair of consecutive-as-measured releases the answer names, with what happened
+        there: the change found (``came``, or ``fix`` where it undid a regression), or each
+        change inside alike ends (where it ``came``, where it ``went``)."""
+        if self.pair is not None:
+            r = self.search.result
+            return [((r.last_old, r.first_new), "fix" if self.direction == "fix" else "came")]
+        changes = self.interior.changes if self.interior is not None else ()
+        return [(at, kind) for c in changes for at, kind in ((c.came, "came"), (c.went, "went"))]
 
     @property
     def pair(self) -> tuple[Release, Release] | None:
@@ -1034,6 +1059,8 @@ class CommitBisection:
     ends_as_releases: tuple = ()   # the release classifier's labels of the two commit ends
     unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
     newer: NewerSide | None = None  # the commits on the newer release's jaxlib
+    pair: tuple = ()               # the two releases searched between (Release, Release)
+    kind: str = "came"             # what the release search named there: came | went | fix
 
     @property
     def status(self) -> str:
@@ -1108,23 +1135,27 @@ def commits_in(repo: Path, say: Say) -> SpanOf:
 
 
 def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
-                   say: Say) -> CommitBisection:
+                   say: Say, pair: tuple[int, int] | None = None,
+                   kind: str = "came") -> CommitBisection:
     """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
     Python run on the older release's environment (its jaxlib), at the size the release
     search measured. Where the last commit that runs there still behaves as the older
     release, the other half: the commits on the newer release's jaxlib, which say whether a
     jax commit changed it only there ("both") or jax's Python behaves as the newer release
     throughout ("jaxlib"). ``span_of(old, new)``: the commits between two releases
-    (commits_in: a clone's)."""
-    if b.pair is None:
+    (commits_in: a clone's). ``pair``: the candidates' indices of another pair the release
+    search named (a change inside alike ends: where it came, where it went), placed by a
+    classifier learned from that pair's own figures."""
+    if pair is None and b.pair is None:
         return CommitBisection(None, None, reason="the release search named no pair of "
                                                   "releases to search between")
-    old, new = b.pair
+    old, new = b.pair if pair is None else (b.candidates[pair[0]], b.candidates[pair[1]])
     span = span_of(old, new)
+    named = {"pair": (old, new), "kind": kind}
     candidates = [commit_release(old, c) for c in span.candidates]
     if len(candidates) < 2:
         return CommitBisection(span, None, reason=f"no commit after {span.old_tag} runs on "
-                                                  f"jaxlib {span.jaxlib}")
+                                                  f"jaxlib {span.jaxlib}", **named)
     n = len(candidates)
     last = span.candidates[-1]
     say(f"bisecting {n} jax commits, {span.old_tag} … {last.short} (the last that runs on "
@@ -1139,7 +1170,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
         # The commit ends as the release search's classifier places them: alike ends are the
         # jaxlib's doing only where both behave as the older release; a found change whose
         # new end is neither release's behaviour is said so.
-        release_classifier = b.classifier()
+        release_classifier = b.classifier() if pair is None else b.pair_classifier(*pair)
         labels = tuple(release_classifier(search.placed[i].values).label.value
                        for i in (0, n - 1))
     # Commits after the new end that are not the newer release's own (its preparation, its
@@ -1150,9 +1181,9 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
               f"but {len(others)} commits after it, of jax "
               f"{', '.join(sorted({c.version or '?' for c in others}))}, need a newer jaxlib "
               f"and were not run: search a pair of consecutive releases" if others else None)
-    cb = CommitBisection(span, found, ends_as_releases=labels, unseen=unseen)
+    cb = CommitBisection(span, found, ends_as_releases=labels, unseen=unseen, **named)
     if cb.older_alike:  # "it came with jaxlib B" needs the other half: the commits on B's
-        cb = replace(cb, newer=on_newer_jaxlib(b, span, new, lab, say))
+        cb = replace(cb, newer=on_newer_jaxlib(b, span, new, lab, say, pair))
     return cb
 
 
@@ -1178,7 +1209,7 @@ def first_with_a_figure(n: int, has_figure: Callable[[int], bool]) -> int | None
 
 
 def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: Lab,
-                    say: Say) -> NewerSide:
+                    say: Say, pair: tuple[int, int] | None = None) -> NewerSide:
     """jax's Python of the range's commits on the newer release's environment (its jaxlib):
     from the first that behaves as either release there to the last; the search between them
     where they differ (docs/commits.md)."""
@@ -1193,7 +1224,9 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
     # A commit counts from where it behaves as one of the two releases (by the release
     # search's classifier): before that, jax's older Python on the newer jaxlib fails, or
     # raises what neither release raises (an older jaxlib's API), as a third behaviour.
-    release_classifier = None if q.noisy else b.classifier()
+    classifier = (lambda: b.classifier()) if pair is None else \
+        (lambda: b.pair_classifier(*pair))  # the pair's own, as on the older jaxlib
+    release_classifier = None if q.noisy else classifier()
 
     def has_figure(i: int) -> bool:
         run = lab.run(candidates[i], b.request.backend, q, 1, timeout=seconds)
@@ -1218,7 +1251,7 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
                             probe_limit(n, b.request.jobs), time_limit=timer.limit)
     labels: tuple = ()
     if search.status in ("alike", "found") and not q.noisy:
-        release_classifier = b.classifier()
+        release_classifier = classifier()
         labels = tuple(release_classifier(search.placed[i].values).label.value
                        for i in (0, n - 1))
     return NewerSide(found, jaxlib, labels=labels, start=start)

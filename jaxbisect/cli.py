@@ -201,6 +201,7 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          executor=executor, try_xla_flags=tuple(args.try_xla_flags),
                          commits=args.commits,
                          interior_budget=args.interior_budget,
+                         jax_repo=args.jax_repo, xla_repo=args.xla_repo,
                          # Unasked, one for a timing (two runs at once on one machine load
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
@@ -235,29 +236,33 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
             extra["xla_flags_known"] = lab.document(asked)
 
     flags_known()
-    if bisection.status == "alike":
+    if bisection.status == "alike" and not came_and_went(bisection):
         extra.update(wider_range(catalogue, bisection))
 
     def write() -> tuple[Path, dict]:
         return report.write_report(bisection, args.reports, extra)
 
-    # The report is written as soon as the answer is known, and again as the explanation
-    # lands: Ctrl-C or a spent budget leaves what was measured.
+    # An earlier report of the same question is replaced only by a finished answer: written
+    # once every stage asked for has ended, so that a refusal or Ctrl-C at any stage leaves
+    # it as it was (what was measured is stored: a rerun resumes). With none, the
+    # explanation's parts are written as they land: Ctrl-C keeps what it measured.
     md = report.report_path(bisection, args.reports)
     before = texts_of([md, md.with_suffix(".json")])
-    write()
+
+    def landed() -> object:
+        return None if before else write()
+
     if repo is not None:
-        bisection = replace(bisection, commits=bisect_commits(
-            bisection, commits_in(repo, say), lab, say))
-        write()
-    if add_reproducer(bisection, lab, extra, say):
-        write()
+        bisection = with_commits(bisection, commits_in(repo, say), lab, say)
+    add_reproducer(bisection, lab, extra, say)
     try:
         if bisection.search.status == "found" and not args.no_evidence:
-            explain(bisection, lab, args, extra, say, write)
+            explain(bisection, lab, args, extra, say, landed)
     except KeyboardInterrupt:
-        extra["interrupted"] = "the explanation was interrupted (Ctrl-C): what it measured is kept"
-        say(f"report: {write()[0]} (interrupted)")
+        if not before:
+            extra["interrupted"] = ("the explanation was interrupted (Ctrl-C): what it "
+                                    "measured is kept")
+            say(f"report: {write()[0]} (interrupted)")
         raise
     if request.try_xla_flags and bisection.search.status == "found":
         extra["try_xla_flags"] = try_flags(bisection, lab, say)
@@ -322,6 +327,28 @@ def reproducer_line(doc: dict) -> str | None:
                else ""))
 
 
+def came_and_went(b) -> bool:
+    """Whether the releases inside alike ends hold a change (it came and went)."""
+    return b.interior is not None and b.interior.came_and_went
+
+
+def with_commits(b, span_of, lab: Lab, say: Say):
+    """``b`` with the jax commits below every pair its answer names: the change found, or
+    where each change inside alike ends came and where it went (``commits_by_pair`` where
+    there are several)."""
+    pairs = b.named_pairs()
+    if len(pairs) <= 1:
+        at, kind = pairs[0] if pairs else (None, "came")
+        return replace(b, commits=bisect_commits(b, span_of, lab, say, kind=kind,
+                                                 pair=None if b.pair else at))
+    parts = []
+    for at, kind in pairs:
+        old, new = (b.candidates[i].version for i in at)
+        say(f"the jax commits where it {kind}, jax {old} → {new}")
+        parts.append(bisect_commits(b, span_of, lab, say, pair=at, kind=kind))
+    return replace(b, commits_by_pair=tuple(parts))
+
+
 def plain(markdown: str) -> str:
     """A report's line for the terminal: no emphasis or code marks, a link as its text and
     its address."""
@@ -331,11 +358,14 @@ def plain(markdown: str) -> str:
 
 def commits_line(doc: dict) -> str | None:
     """How many commits were probed and run (the probes line is the releases')."""
-    search = (doc.get("commits") or {}).get("search")
-    if not search:
+    parts = [p for p in [doc.get("commits"), *doc.get("commits_by_pair", ())]
+             if p and p.get("search")]
+    if not parts:
         return None
-    return (f"commits: {search['probes']} probes of {doc['commits']['candidates']} "
-            f"candidates; runs: {search['runs']}")
+    return "commits: " + "; ".join(
+        (f"{p['kind']} {p['pair'][0]} → {p['pair'][1]}: " if "pair" in p else "")
+        + f"{p['search']['probes']} probes of {p['candidates']} candidates; runs: "
+          f"{p['search']['runs']}" for p in parts)
 
 
 def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
@@ -520,8 +550,8 @@ def run_explain_case(args: argparse.Namespace, say: Say) -> int:
 def main(argv: list[str] | None = None) -> int:
     # How the user ran us, for error lines: ``jax-bisect`` or ``python -m bisect``.
     prog = "jax-bisect" if Path(sys.argv[0]).name == "jax-bisect" else PROG
-    args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
     try:
+        args, command = parse(list(sys.argv[1:] if argv is None else argv), prog)
         return run(args, command)
     except UserError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)

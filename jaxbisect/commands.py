@@ -49,7 +49,7 @@ def bisect_argv(values: dict, command: tuple[str, ...] = (),
     folder ``at`` other than the clone, ``jax-bisect`` (``python -m bisect`` runs the
     standard library's module there)."""
     program = ["python", "-m", "bisect"] if at is None or in_clone(at) else ["jax-bisect"]
-    return [*program, *command_line(BISECT, values, lambda o: o.shapes),
+    return [*program, *command_line(BISECT, values, lambda o: o.shapes or o.local),
             *(["--", *command] if command else [])]
 
 
@@ -66,7 +66,12 @@ def reproduce_argv(b: MetricBisection, start: str | None = None, end: str | None
                         "try_xla_flags": list(req.try_xla_flags), "minimize": minimize,
                         "commits": req.commits,
                         "interior_budget": (None if req.interior_budget == INTERIOR_BUDGET
-                                            else req.interior_budget)},
+                                            else req.interior_budget),
+                        # the clones as typed here (a report names none)
+                        **({} if at is None else {
+                            name: typed_path(str(path), at) for name, path in (
+                                ("jax_repo", req.jax_repo), ("xla_repo", req.xla_repo))
+                            if path is not None})},
                        q.command, at)
 
 
@@ -106,9 +111,10 @@ def sweep_argv(b: MetricBisection, at: Path | None = None) -> list[str]:
     --interior-budget). Typed in a folder ``at`` other than the clone: nox is given the
     clone's noxfile, and files (nox runs a session in the noxfile's folder) are typed there."""
     argv = reproduce_argv(b, at=at and CLONE)[3:]
-    if "--interior-budget" in argv:  # (its value follows it)
-        cut = argv.index("--interior-budget")
-        argv = argv[:cut] + argv[cut + 2:]
+    for valued in ("--interior-budget", "--jax-repo", "--xla-repo"):  # (its value follows it)
+        if valued in argv:
+            cut = argv.index(valued)
+            argv = argv[:cut] + argv[cut + 2:]
     nox = ["nox", "-s"] if at is None or in_clone(at) else ["nox", "-f",
                                                              str(CLONE / "noxfile.py"), "-s"]
     return [*nox, "repro_range", "--",

@@ -19,7 +19,7 @@ def _commit(c, **more) -> dict | None:
 
 def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     """The ``commits`` part: what was searched, each step, what was skipped and the answer."""
-    old, new = b.pair or (None, None)
+    old, new = cb.pair or b.pair or (None, None)
     doc = {"status": cb.status, "came_with": cb.came_with, "reason": cb.why_not,
            "old": str(old.version) if old else None, "new": str(new.version) if new else None,
            "first_bad": None, "last_good": None, "exact": False, "candidates": 0,
@@ -103,6 +103,13 @@ def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dic
                       "runs": len(placed.runs), "cached": placed.cached,
                       "seconds": round(sum(r.seconds for r in placed.runs), 2)})
     return steps
+
+
+def commits_by_pair_document(parts, b: MetricBisection) -> list[dict]:
+    """``commits_by_pair``: the ``commits`` part of each pair the answer names, with the pair
+    and what happened there (came, went, fix)."""
+    return [{"pair": [str(r.version) for r in cb.pair], "kind": cb.kind,
+             **commits_document(cb, b)} for cb in parts]
 
 
 def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:

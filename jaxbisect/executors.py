@@ -69,19 +69,90 @@ class Executor:
     ``subprocess.run`` runs it (the default). Other executors override all three methods."""
 
     name = "local"
+    GRACE = 1.0  # seconds a child has to end on Ctrl-C before it is killed
+
+    def __init__(self):
+        self.children: set[subprocess.Popen] = set()
+        self.stopping = False
+        self._stopped, self._leaving = threading.Event(), False
 
     def run(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path | None = None,
             timeout: float, stdout: Output = PIPE, stderr: Output = PIPE) -> Finished:
-        done = subprocess.run(list(argv), env=dict(env), cwd=cwd, timeout=timeout,
-                              stdout=stdout, stderr=stderr, text=True)
-        return Finished(list(argv), done.returncode, done.stdout, done.stderr)
+        if self.stopping:
+            raise KeyboardInterrupt
+        with subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=stdout, stderr=stderr,
+                              text=True) as process:
+            self.children.add(process)
+            try:
+                if self.stopping:  # Ctrl-C came as it started: cancel_all may not have seen it
+                    process.kill()
+                out, err = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+                raise subprocess.TimeoutExpired(list(argv), timeout) from None
+            except BaseException:  # Ctrl-C in this thread: the child goes with it
+                process.kill()
+                raise
+            finally:
+                self.children.discard(process)
+        if self.stopping:  # a child that Ctrl-C ended (or we killed) says nothing of a release
+            raise KeyboardInterrupt
+        return Finished(list(argv), process.returncode, out, err)
 
-    def cancel_all(self) -> None:  # Ctrl-C reaches our children through the process group
-        pass
+    def cancel_all(self) -> None:
+        """Every child this executor started: interrupted (the terminal's Ctrl-C reached them
+        already through the process group; ``kill -INT`` of this process alone did not); the
+        watchdog of ``interruptible`` kills them after ``GRACE`` seconds. A compile holds a
+        child's Python (its handler runs only once XLA returns), and the probes' threads wait
+        for their child: without the kill a run ended seconds after Ctrl-C. The probes
+        waiting raise KeyboardInterrupt. Called from a signal handler: it takes no lock and
+        starts no thread (the interrupted code may hold threading's own locks)."""
+        self.stopping = True
+        for child in list(self.children):
+            with suppress(OSError):
+                child.send_signal(signal.SIGINT)
+        self._stopped.set()
+
+    def _kill_late(self) -> None:
+        """The watchdog: once stopped, every child still alive ``GRACE`` seconds later is
+        killed."""
+        self._stopped.wait()
+        if self._leaving:
+            return
+        time.sleep(self.GRACE)
+        for child in list(self.children):
+            if child.poll() is None:
+                with suppress(OSError):
+                    child.kill()
 
     @contextmanager
     def interruptible(self) -> Iterator[None]:
-        yield
+        """Ctrl-C and SIGTERM stop every child first, then interrupt as usual. Installed
+        whatever this process inherited: a shell that starts a job in the background ignores
+        SIGINT for it, and the harness's children take Ctrl-C all the same (repro's own
+        handler), so a run would stop at some moments and go on at others."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum, frame):
+            self.cancel_all()
+            raise KeyboardInterrupt
+
+        self._stopped, self._leaving = threading.Event(), False
+        watchdog = threading.Thread(target=self._kill_late, name="kill-late", daemon=True)
+        watchdog.start()
+        before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+            if not self.stopping:  # a run that ended: the watchdog ends too
+                self._leaving = True
+                self._stopped.set()
+            self.stopping = False
 
 
 LOCAL = Executor()

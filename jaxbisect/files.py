@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -68,8 +69,10 @@ def write_json(path: Path, document: object) -> None:
 # What differs between two runs that measured the same thing: timings, whether a result came
 # from the store, when and from which commit. A rerun that changes only these writes nothing.
 VOLATILE_KEYS = frozenset({"seconds", "compile_seconds", "cached", "created_at", "spans",
-                           "overlapped", "spent"})
+                           "overlapped", "spent", "time_limit", "estimate", "per_release"})
 VOLATILE_LINES = ("date: ", "toolkit commit: ")
+# A duration in the markdown's prose ("about 4 s", "Time limit of a run: 30 s"): a timing.
+DURATION = re.compile(r"\b\d+(?:\.\d+)? s\b")
 
 
 # What another machine (or another run there) writes differently beside the same figures: the
@@ -111,7 +114,8 @@ def write_json_if_changed(path: Path, document: object,
 
 
 def _lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if not line.startswith(VOLATILE_LINES)]
+    return [DURATION.sub("… s", line) for line in text.splitlines()
+            if not line.startswith(VOLATILE_LINES)]
 
 
 def write_text_if_changed(path: Path, text: str) -> bool:
@@ -126,17 +130,22 @@ def texts_of(paths: list[Path]) -> dict[Path, str]:
 
 
 def keep_if_steady(before: dict[Path, str]) -> None:
-    """Each file of ``before`` (``texts_of``) put back as it was where it now differs only
-    in volatile parts: a report written in steps (its answer, then its explanation) rewrites
-    its file on the way, and a rerun with the same figures must leave it as it was."""
+    """The files of ``before`` (``texts_of``) put back as they were where they now differ
+    only in volatile parts (all of them, or none: a report's markdown and JSON say the same):
+    a rerun with the same figures must leave them as they were."""
+    news = {}
     for path, old in before.items():
         try:
             new = path.read_text(encoding="utf-8")
             alike = (steady(json.loads(old)) == steady(json.loads(new))
                      if path.suffix == ".json" else _lines(old) == _lines(new))
         except (OSError, ValueError):
-            continue
-        if alike and new != old:
+            return
+        if not alike:
+            return
+        news[path] = new
+    for path, old in before.items():
+        if news[path] != old:
             write_atomic(path, old)
 
 

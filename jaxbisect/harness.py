@@ -127,6 +127,13 @@ def fatal_log_line(stderr: str) -> str | None:
                  if (match := FATAL_LOG.search(line.strip()))), None)
 
 
+def interrupted(stderr: str | None) -> bool:
+    """Whether Python's own KeyboardInterrupt ended the process: Ctrl-C that came before the
+    harness set its handler (while Python started) exits 1 with that traceback."""
+    lines = (stderr or "").strip().splitlines()
+    return bool(lines) and lines[-1].strip() == "KeyboardInterrupt"
+
+
 class HarnessFailed(Exception):
     """A module of the harness ran but gave no usable document (a crash, a timeout, a
     foreign schema). ``lasting`` failures are the release's own and are stored; others (a
@@ -185,7 +192,7 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
         raise RunTimedOut(f"{what} timed out after {timeout:.0f} s") from None
     except OSError as exc:
         raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
-    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT):
+    if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT) or interrupted(done.stderr):
         # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
         raise KeyboardInterrupt
     if done.returncode not in answers:

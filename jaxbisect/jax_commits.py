@@ -221,9 +221,9 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
         if not Path(given).is_dir():
             raise UserError(f"--jax-repo {given}: no such directory")
         if not _tags(Path(given)):
+            fetch = f"`git -C {given} fetch --tags`, or " if is_jax(Path(given)) else ""
             raise UserError(f"--jax-repo {given}: not a git clone of jax-ml/jax with its "
-                            f"jax-v* tags (`git -C {given} fetch --tags`, or clone "
-                            f"{JAX_GITHUB})")
+                            f"jax-v* tags ({fetch}clone {JAX_GITHUB})")
         return Path(given)
     repo = cached_clone()
     if (repo / "HEAD").is_file():
@@ -249,6 +249,22 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     return repo
 
 
+def is_jax(repo: Path) -> bool:
+    """Whether ``repo`` is a clone of jax (its tags may be fetched into it): jax's
+    version file at its HEAD, or a remote on GitHub's jax."""
+    if _has_file(repo, "HEAD", VERSION_FILE):
+        return True
+    done = subprocess.run(["git", "-C", str(repo), "remote", "-v"], capture_output=True,
+                          text=True)
+    return done.returncode == 0 and any(name in done.stdout
+                                        for name in ("jax-ml/jax", "google/jax"))
+
+
+def _has_file(repo: Path, ref: str, path: str) -> bool:
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{ref}:{path}"],
+                          capture_output=True).returncode == 0
+
+
 def _tags(repo: Path) -> list[str]:
     done = subprocess.run(["git", "-C", str(repo), "tag", "--list", "jax-v*"],
                           capture_output=True, text=True)
@@ -266,8 +282,9 @@ def ensure_tag(repo: Path, tag: str, say=lambda message: None) -> str:
         except (OSError, subprocess.TimeoutExpired):
             pass  # said below: the tag is still missing
     if not _has(repo, tag):
-        raise UserError(f"{shown_path(repo)} has no tag {tag} (and fetching it failed): "
-                        f"`git -C {shown_path(repo)} fetch --tags` where you have the network")
+        how = (f"`git -C {shown_path(repo)} fetch --tags` where you have the network"
+               if is_jax(repo) else f"it is not a clone of jax: clone {JAX_GITHUB}")
+        raise UserError(f"{shown_path(repo)} has no tag {tag} (and fetching it failed): {how}")
     return git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
 
 

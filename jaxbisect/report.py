@@ -21,7 +21,7 @@ from .bisection import (
 from .budgets import INTERIOR_BUDGET
 from .catalogue import Release
 from .commands import display_path, explain_argv, inside_clone, reproduce_argv, sweep_argv
-from .commit_report import commits_document
+from .commit_report import commits_by_pair_document, commits_document
 from .errors import UserError
 from .evidence.chart import write_png
 from .figures import figure, figure_text, nondeterministic, seen
@@ -264,6 +264,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
     if b.commits is not None:
         doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
+    if b.commits_by_pair:
+        doc.update(schema=SCHEMA_WITH_COMMITS,
+                   commits_by_pair=commits_by_pair_document(b.commits_by_pair, b))
     doc.update(extra or {})
     return doc
 
@@ -319,7 +322,10 @@ def interior_document(b: MetricBisection) -> dict:
     def said_at(i: int) -> str:
         return figure_text(q.metric, unit, figure(q.metric, seen(q, inside.placed[i])))
 
-    if not inside.measured:
+    if not inside.measured and inside.budget <= 0:
+        text = (f"The {len(inside.indices)} releases inside were not measured "
+                f"(`--interior-budget 0`: off)")
+    elif not inside.measured:
         text = (f"The {len(inside.indices)} releases inside were not measured: about "
                 f"{inside.estimate:.0f} s from the ends' own run times, over the interior "
                 f"budget of {inside.budget:.0f} s (`--interior-budget`)")

@@ -76,6 +76,10 @@ def seconds(text: str) -> float:
     return _number(float, text, lambda value: value > 0, "more than 0")
 
 
+def seconds_or_off(text: str) -> float:
+    return _number(float, text, lambda value: value >= 0, "0 (off) or more")
+
+
 def fraction(text: str) -> float:
     return _number(float, text, lambda value: 0 < value < 1,
                    "more than 0 and below 1 (a share of the value)")
@@ -104,6 +108,9 @@ class Option:
     entries: tuple[str, ...] = (BISECT, REPRO)
     shapes: bool = False   # the answer depends on it: every command a report suggests has it
     harness: bool = False  # the harness takes it: a stored run depends on it (its key)
+    # A folder of this machine's that the answer was read from (a clone): in every command
+    # printed here, never in a report (a report is the same from any clone).
+    local: bool = False
     group: str = ""        # the help's group, as the entry point names its groups
     settings: Mapping = field(default_factory=dict)
     short: str = ""
@@ -129,7 +136,8 @@ class Option:
 
 
 def _option(flag: str, help, **settings) -> Option:
-    fields = {k: settings.pop(k) for k in ("entries", "shapes", "harness", "group", "short")
+    fields = {k: settings.pop(k) for k in ("entries", "shapes", "harness", "group", "short",
+                                           "local")
               if k in settings}
     return Option(flag, help, settings=settings, **fields)
 
@@ -209,7 +217,8 @@ OPTIONS: tuple[Option, ...] = (
     _option("--commits", "once the pair of releases is found, bisect jax's commits between "
             "them, each as jax's Python on the older release's environment: the first bad "
             "commit, or that the change came with the newer jaxlib (reads --jax-repo, else a "
-            "clone kept in the cache)", action="store_true", entries=(BISECT,), shapes=True),
+            "clone kept in the cache, made once from GitHub: about 300 MB)",
+            action="store_true", entries=(BISECT,), shapes=True),
     _option("--minimize", "once the change is found, shrink the case's integer parameters "
             "(the scan case's n_outer, n_inner and n_res) while the two releases still behave "
             "apart: the minimal reproducer", action="store_true", entries=(BISECT,),
@@ -255,11 +264,12 @@ OPTIONS: tuple[Option, ...] = (
     _option("--reports", "where the markdown report and its JSON go (default: reports/)",
             type=Path, default=Path("reports"), metavar="DIR", entries=(BISECT,)),
     _option("--jax-repo", "a local clone of jax: the commits --commits searches, and the "
-            "XLA commits each release pins (an XLA compare link)", type=Path, metavar="PATH",
-            entries=(BISECT,)),
+            "XLA commits each release pins (an XLA compare link); it needs jax's jax-v* tags "
+            "(without it, --commits clones jax from GitHub into the cache once, about 300 MB)",
+            type=Path, metavar="PATH", entries=(BISECT,), local=True),
     _option("--xla-repo", "a local clone of openxla/xla: list the commits between the two "
             "releases' XLA pins that touch the culprit flag or pass", type=Path, metavar="PATH",
-            entries=(BISECT,)),
+            entries=(BISECT,), local=True),
     _option("--jobs", "probe up to N releases at once, splitting the window into N+1 parts "
             "(default here: {jobs}, from the cores and memory; 1 for a timing metric, whose "
             "runs would load each other)", type=positive_int, metavar="N", entries=(BISECT,)),
@@ -274,7 +284,8 @@ OPTIONS: tuple[Option, ...] = (
             type=seconds, metavar="SECONDS", entries=(BISECT,), group="limits"),
     _option("--interior-budget", "where the ends agree, the most measuring the releases "
             "inside may take, estimated from the ends' own run times (default {interior:.0f}); "
-            "over it, the report gives the sweep's command instead", type=seconds,
+            "over it (or at 0: off), the report gives the sweep's command instead",
+            type=seconds_or_off,
             metavar="SECONDS", entries=(BISECT,), group="limits", shapes=True),
     _option("--json", "print one JSON document", action="store_true", group="output"),
     _option("--render", "no run: rewrite the markdown report beside FILE (a report's JSON "

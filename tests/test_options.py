@@ -31,6 +31,7 @@ from repro.options import (
     options_of,
     positive_int,
     seconds,
+    seconds_or_off,
     variant_number,
 )
 
@@ -64,6 +65,8 @@ def value_of(option: Option) -> st.SearchStrategy:
         return st.integers(1, 10**6)
     if kind is seconds:
         return st.floats(0.001, 1e6, allow_nan=False)
+    if kind is seconds_or_off:
+        return st.one_of(st.just(0.0), st.floats(0.001, 1e6, allow_nan=False))
     if kind is fraction:
         return st.floats(0.0001, 0.9999)
     if kind is Path:
