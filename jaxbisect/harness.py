@@ -170,6 +170,21 @@ class EnvironmentBroken(HarnessFailed):
     lasting = False
 
 
+def finished(executor: Executor, argv: list[str], what: str, *, cwd, env: dict,
+             timeout: float):
+    """``argv`` run by ``executor`` to its end (executors.Finished); a lost probe, a run
+    past ``timeout`` or a program that cannot start as one line (HarnessFailed,
+    RunTimedOut)."""
+    try:
+        return executor.run(argv, cwd=cwd, env=env, timeout=timeout)
+    except ProbeLost as exc:
+        raise HarnessFailed(f"{what}: {exc}", lasting=False) from None
+    except subprocess.TimeoutExpired:
+        raise RunTimedOut(f"{what} timed out after {timeout:.0f} s") from None
+    except OSError as exc:
+        raise HarnessFailed(f"cannot run {argv[0]}: {exc}", lasting=False) from None
+
+
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,
                answers: tuple[int, ...] = (0,), platform: str = "",
                executor: Executor = LOCAL, jax_source: Path | None = None) -> dict:
@@ -183,15 +198,8 @@ def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *
     if platform:
         child_env["JAX_PLATFORMS"] = platform
     what = "the harness" if module == "repro" else module
-    try:
-        done = executor.run([str(python), "-m", module, *argv], cwd=stage, env=child_env,
-                            timeout=timeout)
-    except ProbeLost as exc:
-        raise HarnessFailed(f"{what}: {exc}", lasting=False) from None
-    except subprocess.TimeoutExpired:
-        raise RunTimedOut(f"{what} timed out after {timeout:.0f} s") from None
-    except OSError as exc:
-        raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
+    done = finished(executor, [str(python), "-m", module, *argv], what, cwd=stage,
+                    env=child_env, timeout=timeout)
     if done.returncode in (HARNESS_INTERRUPTED, -signal.SIGINT) or interrupted(done.stderr):
         # Ctrl-C reached the harness too: nothing to say of the release, nothing to store.
         raise KeyboardInterrupt
@@ -286,15 +294,8 @@ def run_script(python: Path, name: str, text: str, timeout: float, *, xla_flags:
     with tempfile.TemporaryDirectory(prefix="run-", dir=where) as folder:
         script = Path(folder) / name
         script.write_text(text, encoding="utf-8")
-        try:
-            done = executor.run([str(python), name], cwd=folder, env=plain_environ(xla_flags),
-                                timeout=timeout)
-        except ProbeLost as exc:
-            raise HarnessFailed(f"{name}: {exc}", lasting=False) from None
-        except subprocess.TimeoutExpired:
-            raise RunTimedOut(f"{name} timed out after {timeout:.0f} s") from None
-        except OSError as exc:
-            raise HarnessFailed(f"cannot run {python}: {exc}", lasting=False) from None
+        done = finished(executor, [str(python), name], name, cwd=folder,
+                        env=plain_environ(xla_flags), timeout=timeout)
     if done.returncode == -signal.SIGINT:
         raise KeyboardInterrupt
     return done
