@@ -51,9 +51,12 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
         return (f"- **Needs both{at}:** jaxlib {c['new_jaxlib']} and {commit}{gate}"
                 f"{compare_link(doc)}")
     if c["came_with"] == "jaxlib":
+        newer = c.get("newer") or {}
+        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                     f"jax {c['new']}" if newer.get("came_with") == "jaxlib" else "")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
                 f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
-                f"{c['runs_on']['jaxlib']}){compare_link(doc)}")
+                f"{c['runs_on']['jaxlib']}{both_ways}){compare_link(doc)}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
 
