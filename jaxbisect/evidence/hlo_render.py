@@ -72,10 +72,10 @@ def _figure_note(side: dict) -> str:
 
 
 def details_lines(part: dict) -> list[str]:
-    """The report's <details> section on the module (none without a bundle: the first
-    screen says why)."""
+    """The report's <details> section on the module; without a bundle, one line saying why
+    (the short answer leaves it out)."""
     if not part.get("bundle"):
-        return []
+        return [f"No HLO module: {part['why_not']}.", ""] if part.get("why_not") else []
     culprit = part.get("culprit") or {}
     body = [f"The module XLA was handed, dumped before its optimisations under the last good "
             f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "

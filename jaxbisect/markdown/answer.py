@@ -213,12 +213,11 @@ def hlo_line(doc: dict) -> str | None:
     h = doc.get("hlo_module")
     if not h:
         return None
-    if not h.get("bundle"):
-        return f"- **HLO module:** none ({h.get('why_not') or 'not written'})."
+    if not h.get("bundle"):  # why there is none is said below, not in the short answer
+        return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return (f"- **HLO module** (XLA's side, no jax needed): `{h['bundle']}/` beside this "
-            f"report, {len(h.get('files') or ())} files; {check}.")
+    return f"- **HLO module** (no jax needed): `{h['bundle']}/` beside this report {check}."
 
 
 def first_screen(doc: dict) -> list[str]:

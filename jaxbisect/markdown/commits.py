@@ -13,6 +13,11 @@ CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
                    "both": "a jax commit on the newer jaxlib"}
 
 
+# The commit a part names, in the words of what happened there: where an error came, where
+# it went again (the first commit without it), where a fix undid a regression.
+FIRST_WORDS = {"came": "First bad commit", "went": "Gone with commit", "fix": "Fixed by commit"}
+
+
 def parts(doc: dict) -> list[tuple[list[str] | None, dict]]:
     """Each commits part with the pair it searched: one, or one a pair (``commits_by_pair``)."""
     if doc.get("commits_by_pair"):
@@ -39,24 +44,27 @@ def compare_link(doc: dict) -> str:
 def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
     """One commits part in the first screen."""
     at = f" ({pair[0]} → {pair[1]}{', ' + c['kind'] if c.get('kind') else ''})" if pair else ""
+    # The attribution's XLA range is the answer's pair's: a pair inside alike ends has none.
+    xla = "" if pair else compare_link(doc)
     if c["came_with"] == "jax" and c.get("first_bad"):
         first = c["first_bad"]
         where = "" if c["exact"] else f" (or one of the {len(c['between'])} before it)"
-        return (f"- **First bad commit{at}:** {linked(first)}{where}, "
+        return (f"- **{FIRST_WORDS.get(c.get('kind'), FIRST_WORDS['came'])}{at}:** "
+                f"{linked(first)}{where}, "
                 f"{first['date'][:10]}{revert_words(first)}")
     if c["came_with"] == "both":
         first = c.get("first_bad")
         gate = f" (gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else ""
         commit = f"jax commit {linked(first)}" if first else "a jax commit"
         return (f"- **Needs both{at}:** jaxlib {c['new_jaxlib']} and {commit}{gate}"
-                f"{compare_link(doc)}")
+                f"{xla}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
         both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
                      f"jax {c['new']}" if newer.get("came_with") == "jaxlib" else "")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
                 f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
-                f"{c['runs_on']['jaxlib']}{both_ways}){compare_link(doc)}")
+                f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
 
@@ -88,7 +96,8 @@ def headline(doc: dict, c: dict) -> str:
         third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
                  f"release (the release search's classifier says {ends[1]}): a third "
                  f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
-        return (f"**First bad commit: {linked(first)}**{where}, {what}, {first['date'][:10]}"
+        words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
+        return (f"**{words}: {linked(first)}**{where}, {what}, {first['date'][:10]}"
                 f"{revert_words(first)}{before}.{gate}{third}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
@@ -165,8 +174,9 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                   rows)])
     first = c.get("first_bad")
     if first:
-        lines += [f"First bad commit: {first['url']}" + (f", pull request {first['pr_url']}"
-                                                         if first.get("pr_url") else ""),
+        words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
+        lines += [f"{words}: {first['url']}" + (f", pull request {first['pr_url']}"
+                                                if first.get("pr_url") else ""),
                   *([f"Its parent (last good): {c['last_good']['url']}"]
                     if c.get("last_good") else []), ""]
         if first.get("files"):

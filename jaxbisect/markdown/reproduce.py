@@ -61,8 +61,7 @@ def reproduce_block(doc: dict) -> list[str]:
     if r.get("ends"):
         lines = []
         for end in r["ends"]:
-            lines.append(f"{end['install']} && {end['command']}   # {end['role']}: "
-                         f"jax {end['jax']}")
+            lines.append(f"{end['install']} && {end['command']}   # {end['role']}")
             output = [cut(o, 160) for o in (end.get("output") or "").splitlines() if o.strip()]
             lines += [f"# {o}" for o in output[:OUTPUT_LINES] or ["(no output)"]]
         shows = {True: "", False: " (its output does not show the change: see below)",
