@@ -25,7 +25,7 @@ from .commit_report import commits_by_pair_document, commits_document
 from .errors import UserError
 from .evidence.chart import write_png
 from .figures import figure, figure_text, nondeterministic, seen
-from .files import write_json_if_changed, write_text_if_changed
+from .files import write_atomic, write_json_if_changed
 from .harness import target_label
 from .interior import CANNOT_TELL, changes_text
 from .machine import machine_description
@@ -385,6 +385,12 @@ def digest(shaping: dict) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def as_stored(doc: dict) -> dict:
+    """``doc`` as its JSON file holds it (keys sorted, tuples as lists): the markdown is
+    rendered from what is stored, so ``--render`` of the JSON gives the same file."""
+    return json.loads(json.dumps(doc, sort_keys=True))
+
+
 def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
                  ) -> tuple[Path, dict]:
     md_path = report_path(b, folder)
@@ -401,8 +407,12 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
             doc["chart"] = png.name
     elif md_path.with_suffix(".png").exists():  # an earlier run's picture of another answer
         md_path.with_suffix(".png").unlink()
-    write_text_if_changed(md_path, render(doc))
-    write_json_if_changed(md_path.with_suffix(".json"), doc)
+    json_path = md_path.with_suffix(".json")
+    # The markdown renders the JSON as it stays on disk: where only volatile parts changed the
+    # stored document is kept, and its rendering with it (``--render`` gives the same file).
+    stored = as_stored(doc) if write_json_if_changed(json_path, doc) else \
+        json.loads(json_path.read_text(encoding="utf-8"))
+    write_rendered(md_path, render(stored))
     return md_path, doc
 
 
@@ -429,8 +439,10 @@ def write_explain_report(folder: Path, release: Release, backend: str, question,
            "place": place, "over": ({"name": question.over[0], "values": list(question.over[1])}
                                     if question.over else None),
            "machine": machine_description()}
-    write_text_if_changed(path, render(doc))
-    write_json_if_changed(path.with_suffix(".json"), doc)
+    json_path = path.with_suffix(".json")
+    stored = as_stored(doc) if write_json_if_changed(json_path, doc) else \
+        json.loads(json_path.read_text(encoding="utf-8"))
+    write_rendered(path, render(stored))
     return path, doc
 
 
@@ -454,5 +466,12 @@ def rerender(json_path: Path) -> Path:
         text = render(doc)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UserError(f"--render: {json_path} lacks a part its schema has ({exc!r})") from None
-    write_text_if_changed(md_path, text)
+    write_rendered(md_path, text)
     return md_path
+
+
+def write_rendered(md_path: Path, text: str) -> None:
+    """The markdown of a stored document, written where it differs at all: it is that
+    document's rendering, volatile lines included (a rerun leaves both as they were)."""
+    if not md_path.is_file() or md_path.read_text(encoding="utf-8") != text:
+        write_atomic(md_path, text)
