@@ -84,12 +84,18 @@ RUN_DEPENDENT_KEYS = frozenset({"environment", "python", "ran_on", "generated_co
 
 
 def steady(value: object, ignore: frozenset[str] = VOLATILE_KEYS) -> object:
-    """``value`` without the keys in ``ignore``, at every depth."""
+    """``value`` without the keys in ``ignore``, at every depth (and a machine's description
+    without its volatile lines: the date, the toolkit's commit)."""
     if isinstance(value, dict):
-        return {k: steady(v, ignore) for k, v in value.items() if k not in ignore}
+        return {k: (_steady_lines(v) if k == "machine" and isinstance(v, str)
+                    else steady(v, ignore)) for k, v in value.items() if k not in ignore}
     if isinstance(value, list):
         return [steady(v, ignore) for v in value]
     return value
+
+
+def _steady_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith(VOLATILE_LINES))
 
 
 def _write_if_changed(path: Path, same: Callable[[str], bool], write: Callable[[], None]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from jaxbisect.files import keep_if_steady, texts_of
+from jaxbisect.files import keep_if_steady, texts_of, write_json, write_json_if_changed
 from jaxbisect.store import Key, Store
 
 KEY = Key("0.5.0", "cpu", "probe", {"n_res": 8}, "abc123")
@@ -109,3 +109,16 @@ def test_a_report_written_in_steps_is_left_as_it_was_when_only_volatile_parts_mo
     js.write_text(json.dumps({"status": "alike", "seconds": 1.0, "budget": {"spent": 3.0}}))
     keep_if_steady(before)  # another answer is kept
     assert json.loads(js.read_text())["status"] == "alike"
+
+
+def test_a_json_that_differs_only_in_the_toolkit_commit_or_timings_is_not_rewritten(tmp_path):
+    js = tmp_path / "r.json"
+    machine = "cores: 2\npython (driver): 3.11.7\ntoolkit commit: {}"
+    first = {"status": "found", "machine": machine.format("4c98c9c"), "seconds": 1.0}
+    write_json(js, first)
+    again = {**first, "machine": machine.format("c909e37"), "seconds": 9.0}
+    assert not write_json_if_changed(js, again)  # a rerun at a later commit: the same answer
+    assert json.loads(js.read_text()) == first
+    moved = {**again, "machine": machine.replace("cores: 2", "cores: 16").format("c909e37")}
+    assert write_json_if_changed(js, moved)  # another machine is not volatile
+    assert json.loads(js.read_text()) == moved
