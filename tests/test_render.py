@@ -16,6 +16,7 @@ import pytest
 from jaxbisect.commit_report import commits_document  # noqa: F401  (the commits part's writer)
 from jaxbisect.jax_commits import Commit, CommitRange
 from jaxbisect.markdown import render
+from jaxbisect.markdown.sections import commits_command, python_error
 from jaxbisect.markdown.words import LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -270,3 +271,22 @@ def test_a_change_in_jaxs_python_points_to_the_commits_not_to_a_rebuild():
     (command,) = [line for line in markdown.splitlines() if line.endswith(" --commits")]
     assert command.startswith(doc["reproduce"].split(" --case")[0].replace(
         doc["from"], doc["last_old"]["jax"]).replace(doc["to"], doc["first_new"]["jax"]))
+
+
+def test_a_python_exception_no_module_placed_points_to_the_commits_first():
+    """An error that jax's Python raises before a module exists: ``--commits`` is the next
+    step, before the rebuild-based hand-off; a crash is not pointed there."""
+    doc = doc_of("bisect-0.5.3-0.6.0-cpu-jvp_vmap_symbolic_zero-error-e4b85d1c.json")
+    doc.pop("commits")
+    doc["schema"] = 2
+    assert python_error(doc) and doc["attribution"]["culprit"] not in ("jax", "xla")
+    section = render(doc).split("## Where the change is", 1)[1]
+    command = commits_command(doc)
+    assert command.endswith("--commits") and command in section
+    assert section.index(command) < section.index("jax-toolbox-triage")
+    crashed = copy.deepcopy(doc)
+    for probe in crashed["probes"]:
+        if probe["jax"] == doc["first_new"]["jax"]:
+            probe["figure"]["value"] = "crash: SIGSEGV (signal 11)"
+    assert not python_error(crashed)
+    assert commits_command(doc) not in render(crashed).split("## Where the change is", 1)[1]

@@ -23,6 +23,22 @@ def in_jax_python(doc: dict) -> bool:
     return (doc.get("attribution") or {}).get("culprit") == "jax"
 
 
+PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b")
+
+
+def python_error(doc: dict) -> bool:
+    """An error metric whose new behaviour is a Python exception (not a crash) that the HLO
+    rule could not place (the program raises before a module exists): jax's Python is the
+    first suspect, and ``--commits`` tells it from the jaxlib without a build."""
+    if doc["metric"]["name"] != "error" or doc["status"] != "found":
+        return False
+    if (doc.get("attribution") or {}).get("culprit") in ("jax", "xla", "below-hlo"):
+        return False
+    values = [(p.get("figure") or {}).get("value") for p in doc["probes"]
+              if p["jax"] in (doc["last_old"]["jax"], doc["first_new"]["jax"])]
+    return any(isinstance(v, str) and PYTHON_ERROR.match(v) for v in values)
+
+
 def commits_command(doc: dict) -> str:
     """The same question with ``--commits``: jax's own commits between the pair."""
     argv = shlex.split(doc["reproduce"])
@@ -54,6 +70,11 @@ def attribution_lines(doc: dict) -> list[str]:
                   "the two releases name it, without building anything:", "", "```sh",
                   commits_command(doc), "```", ""]
     else:
+        if python_error(doc) and came_with is None:
+            lines += ["**Next step:** the error is a Python exception raised before XLA has a "
+                      "module; jax's own commits between the two releases tell jax's Python "
+                      "from the jaxlib, without building anything (before the rebuilds "
+                      "below):", "", "```sh", commits_command(doc), "```", ""]
         lines += render_xla_range(a)
         if a.get("xla_culprit_commits"):
             lines += render_culprit_commits(a["xla_culprit_commits"])
