@@ -300,15 +300,14 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     return METRIC_EXIT[bisection.status]
 
 
-def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> bool:
+def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> None:
     """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
-    into ``extra``; whether there is one."""
+    into ``extra``."""
     from .reproducer import reproducer_of
 
     part = reproducer_of(bisection, lab, say, extra.get("minimal"))
     if part is not None:
         extra["reproducer"] = part
-    return part is not None
 
 
 def reproducer_line(doc: dict) -> str | None:

@@ -49,6 +49,18 @@ DONE_STATES = ("COMPLETED", "FAILED", "OUT_OF_MEMORY") + LOST_STATES
 SCHEDULER_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "scontrol")
 
 
+
+@contextmanager
+def stopped_by(stop) -> Iterator[None]:
+    """``stop`` handles Ctrl-C and SIGTERM while the block runs; the handlers before it are
+    put back after."""
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
 class ProbeLost(Exception):
     """The scheduler ended the probe's job (or step) twice: the probe is a skip, and why."""
 
@@ -143,12 +155,10 @@ class Executor:
         self._stopped, self._leaving = threading.Event(), False
         watchdog = threading.Thread(target=self._kill_late, name="kill-late", daemon=True)
         watchdog.start()
-        before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            yield
+            with stopped_by(stop):
+                yield
         finally:
-            for s, handler in before.items():
-                signal.signal(s, handler)
             if not self.stopping:  # a run that ended: the watchdog ends too
                 self._leaving = True
                 self._stopped.set()
@@ -409,12 +419,10 @@ class SlurmExecutor(Executor):
             threading.Thread(target=self.cancel_all, daemon=False).start()
             raise KeyboardInterrupt
 
-        before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            yield
+            with stopped_by(stop):
+                yield
         finally:
-            for s, handler in before.items():
-                signal.signal(s, handler)
             with suppress(OSError):  # each probe's files went once read; a probe still
                 self.folder.rmdir()  # cancelled keeps the folder until its thread is done
 

@@ -124,12 +124,6 @@ def _lines(text: str) -> list[str]:
             if not line.startswith(VOLATILE_LINES)]
 
 
-def write_text_if_changed(path: Path, text: str) -> bool:
-    """``write_atomic`` unless ``path`` holds the same text up to its volatile lines."""
-    return _write_if_changed(path, lambda old: _lines(old) == _lines(text),
-                             lambda: write_atomic(path, text))
-
-
 def texts_of(paths: list[Path]) -> dict[Path, str]:
     """The texts of those of ``paths`` that exist, to compare with what a run writes later."""
     return {p: p.read_text(encoding="utf-8") for p in paths if p.is_file()}

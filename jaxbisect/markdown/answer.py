@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from ..figures import figure_text, shown
+from ..figures import shown
 from ..known_flags import known_line
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
@@ -302,7 +302,3 @@ def metric_error_command(reproduce: str) -> str:
     argv = [a for a in shlex.split(reproduce) if a != "--minimize"]
     argv[argv.index("--metric") + 1] = "error"
     return shlex.join(argv)
-
-
-def figure_words(doc: dict, fig: dict) -> str:
-    return figure_text(doc["metric"]["name"], unit(doc), fig)
