@@ -9,6 +9,7 @@ import ast
 import math
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from fake_lab import FakeLab
 from hypothesis import given, settings
@@ -275,3 +276,44 @@ def test_the_stage_writes_at_the_search_size_and_says_when_an_end_cannot_run(
         ("0.5.0", "last good", None), ("0.5.1", "first bad", None)]
     assert part["shows_change"] is None and "not installed" in part["ends"][0]["output"]
     assert not list((tmp_path / "store").rglob("program-*.json"))
+
+
+def test_the_program_is_nondeterministic_exactly_where_one_ends_runs_differ(
+        recorded_catalogue, tmp_path):
+    """Runs read back from the store (no environment): two runs of one end that print
+    different values make the program nondeterministic, each run's output kept; runs that
+    agree, or times (which always vary), do not."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from jaxbisect.reproducer import RUNS, reproducer
+    from jaxbisect.store import Key, Store
+
+    def stage(metric: str, case: str, printed: dict) -> dict:
+        program = write_program(read_case(REPO / "repro" / "cases" / case), metric, {}, ())
+        store = Store(tmp_path / metric / case)
+        for version, outputs in printed.items():
+            for number, output in enumerate(outputs, 1):
+                key = Key(version, "cpu", "program",
+                          {"program": hashlib.sha256(program.text.encode()).hexdigest(),
+                           "xla_flags": program.xla_flags, "run": number})
+                store.put(key, ProgramRun(version, number, output, 0, {}).as_json())
+        lab = SimpleNamespace(store=store, remeasure=False)
+        ends = [(recorded_catalogue.get(v), role)
+                for v, role in zip(printed, ("last good", "first bad"))]
+        return reproducer(program, ends, "cpu", lab, direction="changed", timeout=1,
+                          say=lambda message: pytest.fail(f"measured: {message}"))
+
+    assert RUNS == 2
+    garbage = stage("output", "exp_nan_under_jit.py",
+                    {"0.6.1": ["nan", "nan"], "0.6.2": ["4.74e-322", "5.562692138966e-310"]})
+    assert garbage["nondeterministic"] and garbage["shows_change"]
+    assert [e.get("outputs") for e in garbage["ends"]] == [
+        None, ["4.74e-322", "5.562692138966e-310"]]
+    steady = stage("output", "exp_nan_under_jit.py",
+                   {"0.6.1": ["nan", "nan"], "0.6.2": ["1e-310", "1e-310"]})
+    assert not steady["nondeterministic"] and steady["ends"][1]["output"] == "1e-310"
+    times = stage("run_time", "while_loop_cpu_slowdown.py",
+                  {"0.4.31": ["run_time: 0.2 ms", "run_time: 0.3 ms"],
+                   "0.4.33": ["run_time: 60 ms", "run_time: 61 ms"]})
+    assert not times["nondeterministic"]
