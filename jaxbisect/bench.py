@@ -378,7 +378,8 @@ def bench_commit_probe(args: argparse.Namespace, scratch: Path, say: Say) -> Res
     search size), alternated in one run: jax 0.5.0 and 0.5.1 as releases; as commits, 0.5.1's
     last commit on jaxlib 0.5.0 and the one halfway, each switched to in turn (a checkout
     switch, nothing installed)."""
-    from .bisection import commit_release, smaller_size
+    from .bisection import smaller_size
+    from .commit_bisection import commit_release
     from .jax_commits import cached_clone, commit_range
     from .lab import RealLab
     from .question import question_from, with_params

@@ -32,14 +32,9 @@ from repro.options import (
 )
 
 from . import budgets
-from .bisection import (
-    MetricRequest,
-    bisect_commits,
-    bisect_metric,
-    commits_in,
-    releases_between,
-)
+from .bisection import MetricRequest, bisect_metric, releases_between
 from .catalogue import load_catalogue
+from .commit_bisection import bisect_commits, commits_in
 from .environments import resolve_backend
 from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from

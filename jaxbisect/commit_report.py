@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import shlex
 
-from .bisection import CommitBisection, MetricBisection
+from .bisection import MetricBisection
+from .commit_bisection import CommitBisection
 from .figures import figure, seen
 
 

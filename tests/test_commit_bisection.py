@@ -21,7 +21,8 @@ from fake_lab import FakeLab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_commits, bisect_metric
+from jaxbisect.bisection import MetricRequest, bisect_metric
+from jaxbisect.commit_bisection import bisect_commits
 from jaxbisect.jax_commits import Commit, CommitRange, checkouts, commit_range, pr_number, refusal
 from jaxbisect.question import Question, Run, exit_status_run
 from jaxbisect.store import Store
