@@ -52,6 +52,12 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                        "time_limit": (cb.search.time_limit.as_json()
                                       if cb.search.time_limit else None)},
                ends_as_releases=list(cb.ends_as_releases))
+    thirds = [st["sha"] for st in steps if st.get("third")]
+    if thirds:  # like neither end (a hang under a timing metric): the release rows' word
+        doc["third_behaviour"] = thirds
+    for part, side in ((cb.search, "older"), (newer.search if newer else None, "newer")):
+        if part is not None and part.interior is not None:
+            doc.setdefault("inside", {})[side] = inside_document(part)
     if newer is not None:
         doc["newer"] = {"jaxlib": newer.jaxlib, "came_with": newer.came_with,
                         "reason": newer.why_not, "start": newer.start,
@@ -102,8 +108,22 @@ def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dic
                       "figure": figure(q.metric, seen(q, placed)),
                       "error": failure.error if failure and not placed.values else None,
                       "runs": len(placed.runs), "cached": placed.cached,
-                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
+                      "seconds": round(sum(r.seconds for r in placed.runs), 2),
+                      # beyond both ends (a hang under a timing metric), as a release's row
+                      **({"third": True} if p and p.third else {})})
     return steps
+
+
+def inside_document(search: MetricBisection) -> dict:
+    """Commit ends alike: the commits between them, measured within ``--interior-budget``
+    (the look inside a bisection over releases takes) or not, and where a change came and
+    went among them."""
+    inside = search.interior
+    short = [c.commit.sha for c in search.candidates]
+    return {"commits": len(inside.indices), "measured": inside.measured,
+            "estimate": round(inside.estimate, 1), "budget": inside.budget,
+            "changes": [{"came": [short[i] for i in c.came], "went": [short[i] for i in c.went],
+                         "exact": c.exact} for c in inside.changes]}
 
 
 def commits_by_pair_document(parts, b: MetricBisection) -> list[dict]:
