@@ -83,6 +83,12 @@ class Release:
             return self
         return replace(self, version=self.runs_on, commit=None, runs_on=None)
 
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What tells one candidate from another: its version and the release whose
+        environment it runs in (one jax commit runs on either release's jaxlib)."""
+        return str(self.version), str(self.environment_release.version)
+
     def cutoff(self, backend: str = "cpu") -> datetime:
         """The ``--exclude-newer`` time that resolves this release's dependencies as of its day.
 

@@ -1,8 +1,8 @@
 """``python -m bisect --from A --to B``: the first jax release whose behaviour differs from A's.
 
-The one parser, and the one pipeline from the parsed arguments to the report and the exit
-status: a case (``--case FILE``, the scan case when none is given) or a command (``-- CMD``,
-by ``--metric NAME`` or its exit status), bisected, then explained.
+The one parser, and what the terminal shows: the arguments parsed (a case, ``--case FILE``,
+the scan case when none is given, or a command, ``-- CMD``, by ``--metric NAME`` or its exit
+status), handed to the pipeline (pipeline.py), its answer printed, its exit status returned.
 
 Also installed as ``jax-bisect`` and run by ``nox -s bisect -- …``: entry points that the
 standard library's ``bisect`` module can never shadow.
@@ -17,7 +17,6 @@ import shlex
 import sys
 import textwrap
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from repro.case import SCAN_CASE
@@ -31,20 +30,13 @@ from repro.options import (
     read_sizes,
 )
 
-from . import budgets
-from .bisection import MetricRequest, bisect_metric, releases_between
-from .catalogue import load_catalogue
-from .commit_bisection import bisect_commits, commits_in
-from .environments import resolve_backend
+from . import budgets, pipeline
 from .errors import UserError
-from .executors import LOCAL, Executor, add_executor_options, cluster_document, executor_from
-from .files import check_reports_folder, keep_if_steady, texts_of
-from .harness import DEFAULT_TIMEOUT, ignored_environment_note, target_option
-from .jax_commits import locate_repo
-from .known_flags import FlagCheckedLab, flag_names, known_line, lister
-from .lab import Lab, RealLab
+from .executors import LOCAL, Executor, add_executor_options, executor_from
+from .harness import ignored_environment_note, target_option
+from .known_flags import known_line
 from .machine import default_jobs
-from .question import question_from
+from .pipeline import wider_range
 
 EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
 
@@ -169,140 +161,33 @@ def run(args: argparse.Namespace, command: tuple[str, ...]) -> int:
         return run_metric(args, command, say, executor)
 
 
-def question_of(args: argparse.Namespace, command: tuple[str, ...]):
-    """The question the command line asks (a UserError for a bad case, parameter or metric,
-    or XLA flags XLA would not read as flags)."""
-    for option, flags in (("--xla-flags", args.xla_flags),
-                          *(("--try-xla-flags", f) for f in args.try_xla_flags)):
-        try:
-            flag_names(flags)
-        except UserError as exc:
-            raise UserError(f"{option}: {exc}") from None
-    return question_from(args.metric, args.case, args.param, command,
-                         target=target_option(args.target), xla_flags=args.xla_flags,
-                         samples=args.samples, kind=args.metric_kind, over=args.over,
-                         devices=args.devices)
-
-
-def request_from(args: argparse.Namespace, question, catalogue,
-                 executor: Executor = LOCAL) -> MetricRequest:
-    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
-    return MetricRequest(start=start, end=end,
-                         backend=resolve_backend(args.backend, question.target,
-                                                 gpu_elsewhere=executor is not LOCAL),
-                         question=question, threshold=args.threshold, timeout=args.timeout,
-                         remeasure=args.remeasure, runs=args.runs,
-                         max_runs=args.max_runs, include_yanked=args.include_yanked,
-                         executor=executor, try_xla_flags=tuple(args.try_xla_flags),
-                         commits=args.commits,
-                         interior_budget=args.interior_budget,
-                         jax_repo=args.jax_repo, xla_repo=args.xla_repo,
-                         # Unasked, one for a timing (two runs at once on one machine load
-                         # each other) and as many as the machine holds for anything else.
-                         jobs=args.jobs or (1 if question.noisy else default_jobs()))
 
 
 def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
                executor: Executor = LOCAL) -> int:
-    """Exit 0 when a change is found, 1 when the ends are alike, 3 when this machine's noise
-    leaves it undecided, 125 when an end cannot be measured."""
-    from . import report
+    """The pipeline (pipeline.py), then its answer: exit 0 when a change is found, 1 when the
+    ends are alike, 3 when this machine's noise leaves it undecided, 4 when every release
+    fails alike, 125 when an end cannot be measured."""
+    done = pipeline.bisect(args, command, say, executor)
+    if args.json:
+        print(json.dumps(done.doc, indent=2))
+    else:
+        print("\n".join(terminal_lines(done.bisection, done.doc, done.catalogue, Path.cwd())))
+    say(f"report: {done.path}" + (" kept: it holds an answer from an earlier run, this run "
+                                  "found none" if done.doc.get("report_kept") else ""))
+    return METRIC_EXIT[done.bisection.status]
 
-    # Bad input (the case file, its parameters) is refused before anything is fetched.
-    question = question_of(args, command)
-    # --commits reads a clone of jax: found (or made) before any run, or one line, exit 2.
-    repo = locate_repo(args.jax_repo, say) if args.commits else None
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    request = request_from(args, question, catalogue, executor)
-    # The XLA flags asked for, against each end's own flag list: before anything is measured.
-    asked = [("--xla-flags", question.xla_flags),
-             *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
-    real = RealLab(say, remeasure=request.remeasure, executor=executor)
-    lab = FlagCheckedLab(real, lister(real, say))
-    measured, _ = releases_between(catalogue, request.start, request.end, request.backend,
-                                   question.target, include_yanked=request.include_yanked)
-    lab.check_at_ends(asked, [measured[0], measured[-1]], request.backend)
-    check_reports_folder(args.reports)
-    bisection = bisect_metric(catalogue, request, lab, say)
-    extra: dict = {}
 
-    def flags_known() -> None:  # a flag some release's XLA does not know: which know it
-        if lab.document(asked):
-            extra["xla_flags_known"] = lab.document(asked)
-
-    flags_known()
-    if bisection.status == "alike" and not came_and_went(bisection):
-        extra.update(wider_range(catalogue, bisection))
-
-    def write() -> tuple[Path, dict]:
-        return report.write_report(bisection, args.reports, extra)
-
-    # An earlier report of the same question is replaced only by a finished answer: written
-    # once every stage asked for has ended, so that a refusal or Ctrl-C at any stage leaves
-    # it as it was (what was measured is stored: a rerun resumes). With none, the
-    # explanation's parts are written as they land: Ctrl-C keeps what it measured.
-    md = report.report_path(bisection, args.reports)
-    before = texts_of([md, md.with_suffix(".json")])
-
-    def landed() -> object:
-        return None if before else write()
-
-    if repo is not None:
-        bisection = with_commits(bisection, commits_in(repo, say), lab, say)
-    add_reproducer(bisection, lab, extra, say)
-    try:
-        if bisection.search.status == "found" and not args.no_evidence:
-            explain(bisection, lab, args, extra, say, landed)
-    except KeyboardInterrupt:
-        if not before:
-            extra["interrupted"] = ("the explanation was interrupted (Ctrl-C): what it "
-                                    "measured is kept")
-            say(f"report: {write()[0]} (interrupted)")
-        raise
-    if request.try_xla_flags and bisection.search.status == "found":
-        extra["try_xla_flags"] = try_flags(bisection, lab, say)
-        flags_known()
-    if args.minimize and bisection.search.status == "found" \
-            and bisection.request.question.case is not None:
-        from .commands import display_path
-        from .minimize import minimal_document, minimize
-
-        q = bisection.request.question
-        old, new = bisection.pair
-        shrunk, first, names = minimize(old, new, request.backend, q, lab, say,
-                                        threshold=request.threshold, timeout=bisection.timeout,
-                                        runs=request.runs, max_runs=request.max_runs,
-                                        budget=args.minimize_budget)
-        extra["minimal"] = minimal_document(shrunk, first, names, q, old, new,
-                                            report.unit_of(bisection))
-        extra["minimal"]["case_path"] = display_path(q.case.path)
-        add_reproducer(bisection, lab, extra, say)  # at the minimizer's sizes
-    if bisection.search.status == "found" and not args.no_evidence:  # below jaxlib
-        from .evidence.hlo import hlo_module
-
-        extra["hlo_module"] = hlo_module(bisection, lab, extra, say, md)
-    cluster = cluster_document(executor)
-    if cluster:
-        extra["cluster"] = cluster
-    path, doc = write()
-    keep_if_steady(before)
+def run_explain_case(args: argparse.Namespace, say: Say) -> int:
+    """``--explain RELEASE --case FILE``: a report and (``--json``) one JSON document; exit 0
+    where a pass was named."""
+    path, doc, explanation = pipeline.explain_one(args, say)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print("\n".join(terminal_lines(bisection, doc, catalogue, Path.cwd())))
-    say(f"report: {path}" + (" kept: it holds an answer from an earlier run, this run "
-                             "found none" if doc.get("report_kept") else ""))
-    return METRIC_EXIT[bisection.status]
-
-
-def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> None:
-    """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
-    into ``extra``."""
-    from .reproducer import reproducer_of
-
-    part = reproducer_of(bisection, lab, say, extra.get("minimal"))
-    if part is not None:
-        extra["reproducer"] = part
+        print(explanation["culprit"]["text"] + ".")
+    say(f"report: {path}")
+    return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
 def reproducer_line(doc: dict) -> str | None:
@@ -321,26 +206,6 @@ def reproducer_line(doc: dict) -> str | None:
                else ""))
 
 
-def came_and_went(b) -> bool:
-    """Whether the releases inside alike ends hold a change (it came and went)."""
-    return b.interior is not None and b.interior.came_and_went
-
-
-def with_commits(b, span_of, lab: Lab, say: Say):
-    """``b`` with the jax commits below every pair its answer names: the change found, or
-    where each change inside alike ends came and where it went (``commits_by_pair`` where
-    there are several)."""
-    pairs = b.named_pairs()
-    if len(pairs) <= 1:
-        at, kind = pairs[0] if pairs else (None, "came")
-        return replace(b, commits=bisect_commits(b, span_of, lab, say, kind=kind,
-                                                 pair=None if b.pair else at))
-    parts = []
-    for at, kind in pairs:
-        old, new = (b.candidates[i].version for i in at)
-        say(f"the jax commits where it {kind}, jax {old} → {new}")
-        parts.append(bisect_commits(b, span_of, lab, say, pair=at, kind=kind))
-    return replace(b, commits_by_pair=tuple(parts))
 
 
 def plain(markdown: str) -> str:
@@ -394,36 +259,6 @@ def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
             *filter(None, [commits_line(doc)])]
 
 
-def wider_range(catalogue, b, at: Path | None = None) -> dict:
-    """Where to look next when the range holds no change: the same question up to the newest
-    release installable here ({} where the range already ends there); ``at``: the command as
-    typed in that folder (report.reproduce_argv)."""
-    from .commands import reproduce_argv
-
-    req = b.request
-    newest = max((r for r in catalogue.releases
-                  if catalogue.unusable_reason(r, req.backend) is None),
-                 key=lambda r: r.version, default=None)
-    if newest is None or newest.version <= catalogue.get(req.end).version:
-        return {}
-    return {"next_step": {"newest": str(newest.version),
-                          "command": shlex.join(reproduce_argv(b, req.end,
-                                                               str(newest.version), at=at))}}
-
-
-def try_flags(b, lab: Lab, say: Say) -> list[dict]:
-    """``--try-xla-flags``: the first new release measured with each set of flags added (at
-    the search's size), placed by the bisection's classifier: ``restores`` where it gives the
-    old behaviour back."""
-    from .explain import TRIED_FLAGS, behaviour_under
-
-    classify, first_new = b.classifier(), b.pair[1]
-    out = []
-    for i, flags in enumerate(b.request.try_xla_flags):
-        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags",
-                                beside=TRIED_FLAGS + i)
-        out.append({**tried, "restores": tried["behaviour"] == "old"})
-    return out
 
 
 def tried_line(tried: dict) -> str:
@@ -461,84 +296,6 @@ def minimal_line(minimal: dict) -> str:
             + ")")
 
 
-def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
-            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
-    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
-    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
-    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
-    from .evidence.collect import buffers_at_peak
-
-    if searches is None:
-        from .explain import attribution, explain_flags, explain_passes
-    else:
-        attribution, explain_flags, explain_passes = searches
-
-    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
-                                      xla_repo=args.xla_repo)
-    rewrite()
-    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
-    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
-        return
-    deadline = budgets.Deadline(args.explain_budget)
-    budget = {"seconds": args.explain_budget}
-    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
-        f"(--explain-budget)")
-
-    def landed(culprit: dict) -> None:
-        extra["explanation"] = {"culprit": culprit, "budget": budget}
-        rewrite()
-
-    culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
-    landed(culprit)
-    if culprit["kind"] in ("none", "workaround") \
-            and extra["attribution"]["culprit"] == "xla" \
-            and bisection.request.question.case is not None and not deadline.spent:
-        flags = culprit
-        culprit = {**explain_passes(bisection, lab, say, deadline=deadline,
-                                    progress=lambda doc: landed({**doc, "flags": flags})),
-                   "flags": flags}
-    budget.update(spent=round(args.explain_budget - deadline.left, 1),
-                  exhausted=deadline.spent)
-    if args.xla_repo is not None:  # the commits that touch what explains it
-        from .evidence.commits import culprit_commits
-
-        extra["attribution"]["xla_culprit_commits"] = culprit_commits(
-            culprit, extra["attribution"], args.xla_repo)
-    landed(culprit)
-
-
-def run_explain_case(args: argparse.Namespace, say: Say) -> int:
-    """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
-    release; a report and (``--json``) one JSON document. Exit 0 where a pass was named."""
-    from .bisection import smaller_size
-    from .explain import explain_release
-    from .question import with_params
-    from .report import write_explain_report
-
-    asked = question_of(args, ())
-    # A shape is scale-free: explained at the case's search size, as a bisection's is.
-    question = with_params(asked, smaller_size(asked))
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
-    release = catalogue.get(args.explain)
-    backend = resolve_backend(args.backend, question.target)
-    why = catalogue.unusable_reason(release, backend)
-    if why:
-        raise UserError(f"jax {release.version} cannot be installed here: {why}")
-    real = RealLab(say, remeasure=args.remeasure)
-    lab = FlagCheckedLab(real, lister(real, say))
-    lab.check_at_ends([("--xla-flags", question.xla_flags)], [release], backend)
-    check_reports_folder(args.reports)  # after the checks: a refusal writes nothing
-    explanation = explain_release(lab, release, backend,
-                                  question, say, threshold=args.threshold,
-                                  timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
-    path, doc = write_explain_report(args.reports, release, backend, question, explanation,
-                                     threshold=args.threshold, runs=args.runs)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(explanation["culprit"]["text"] + ".")
-    say(f"report: {path}")
-    return 0 if explanation["culprit"]["kind"] != "none" else 1
 
 
 def main(argv: list[str] | None = None) -> int:

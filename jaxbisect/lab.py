@@ -67,7 +67,7 @@ class RealLab:
             timeout: float) -> Run:
         # Asked twice (the ends, then beside the search), a run is made once: under
         # --remeasure too, which measures again what earlier invocations stored.
-        key = (str(release.version), backend, question.key(), number)
+        key = (release.identity, backend, question.key(), number)
         if key not in self.made:
             self.made[key] = measure_run(release, backend, question, number, timeout=timeout,
                                          remeasure=self.remeasure, say=self.say,

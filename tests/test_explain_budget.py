@@ -1,4 +1,4 @@
-"""The explanation's wiring (cli.explain) with injected searches: the report is
+"""The explanation's wiring (pipeline.explain) with injected searches: the report is
 rewritten as each part lands, the budget is handed to both searches and reported, and the
 pass search does not start once the budget is spent."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from fake_lab import FakeLab, scripted
 
-from jaxbisect.cli import explain
+from jaxbisect.pipeline import explain
 
 
 def run(flags_seconds: float, budget: float, xla_repo=None):

@@ -46,8 +46,8 @@ def test_a_fix_on_a_target_names_the_ways_around_it_before_the_fix(recorded_cata
     passes that bring the growth back explain the fix and are no workaround."""
     from jaxbisect import cli
     from jaxbisect.bisection import bisect_metric
-    from jaxbisect.cli import question_of, request_from
     from jaxbisect.explain import explain_passes
+    from jaxbisect.pipeline import question_of, request_from
 
     def answer(version, q, number):
         grows = (version == "0.4.35") != q.xla_flags.endswith(

@@ -17,9 +17,10 @@ from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli, sweep
 from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.cli import terminal_lines, wider_range
+from jaxbisect.cli import terminal_lines
 from jaxbisect.commands import reproduce_argv
 from jaxbisect.markdown.answer import raised_line
+from jaxbisect.pipeline import wider_range
 from jaxbisect.question import question_from
 from jaxbisect.report import document
 from jaxbisect.store import Store

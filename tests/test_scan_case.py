@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from jaxbisect import cli
 from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
-from jaxbisect.cli import question_of, request_from, wider_range
 from jaxbisect.commands import reproduce_argv
 from jaxbisect.markdown import render
 from jaxbisect.markdown.answer import pair_line
 from jaxbisect.markdown.reproduce import standalone_lines
 from jaxbisect.markdown.tables import series_mode
+from jaxbisect.pipeline import question_of, request_from, wider_range
 from jaxbisect.question import Run
 from jaxbisect.report import document, report_stem, write_report
 from jaxbisect.store import Store

@@ -18,8 +18,8 @@ from fake_lab import FakeLab
 from test_commit_bisection import QUESTION, git, jax_history  # noqa: F401 (a fixture)
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.cli import with_commits
 from jaxbisect.jax_commits import Commit, CommitRange
+from jaxbisect.pipeline import with_commits
 from jaxbisect.question import Question, exit_status_run
 from jaxbisect.store import Store
 

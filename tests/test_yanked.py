@@ -105,8 +105,8 @@ def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
         recorded_catalogue):
     """No --case: the scan case, whose yanked line's command parses back into a request that
     measures the yanked release too; its report has another name."""
-    from jaxbisect.cli import question_of, request_from
     from jaxbisect.markdown.answer import yanked_line
+    from jaxbisect.pipeline import question_of, request_from
     from jaxbisect.report import report_stem
 
     args, command = cli.parse(["--from", "0.4.31", "--to", "0.4.33", "--backend", "cpu"])

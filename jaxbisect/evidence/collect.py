@@ -1,6 +1,6 @@
 """The evidence for two releases: attribution (JAX or XLA, the commits) and each side's dump.
 
-``buffers_at_peak`` is a case bisection's (cli.explain): both releases' XLA dumps of
+``buffers_at_peak`` is a case bisection's (pipeline.explain): both releases' XLA dumps of
 the case, reduced to the plan's bytes and the buffers at its peak.
 """
 

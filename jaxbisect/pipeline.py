@@ -1,0 +1,369 @@
+"""A bisection's pipeline, as a list of stages: what ``python -m bisect`` runs between parsing
+its arguments and printing the answer (docs/design.md draws it).
+
+Before anything runs, the checks (``setup``: the question, the clone ``--commits`` reads, the
+range, the XLA flags against each end's own list, the reports folder); then ``STAGES`` in
+order, each asked for or not by the answer so far and the options: the releases, the jax
+commits below the pair (the same bisection one level down), the standalone program, the
+explanation, the flags to try, the minimal program, the HLO module below jaxlib, the cluster.
+The report is written once, after the last stage (``finish``): a refusal or Ctrl-C at any
+stage leaves an earlier report as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import budgets
+from .bisection import MetricRequest, bisect_metric, releases_between
+from .catalogue import load_catalogue
+from .commit_bisection import bisect_commits, commits_in
+from .environments import resolve_backend
+from .errors import UserError
+from .executors import LOCAL, Executor, cluster_document
+from .files import check_reports_folder, keep_if_steady, texts_of
+from .harness import DEFAULT_TIMEOUT, target_option
+from .jax_commits import locate_repo
+from .known_flags import FlagCheckedLab, flag_names, lister
+from .lab import Lab, RealLab
+from .machine import default_jobs
+from .question import question_from
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class Bisecting:
+    """What the stages share: the command line, the question and the lab, the bisection as
+    it stands, and the report's parts beside it (``extra``) as they land."""
+
+    args: argparse.Namespace
+    say: Say
+    question: object
+    catalogue: object
+    request: MetricRequest
+    lab: Lab
+    asked: list                      # the XLA flags asked for: (option, flags)
+    repo: Path | None = None         # --commits: the jax clone read
+    executor: Executor = LOCAL
+    bisection: object = None         # bisection.MetricBisection, once the releases ran
+    extra: dict = field(default_factory=dict)
+    before: dict = field(default_factory=dict)   # an earlier report's texts (files.texts_of)
+    path: Path | None = None         # the report, once written
+    doc: dict | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.bisection.search.status == "found"
+
+    def flags_known(self) -> None:
+        """Which releases' XLA know a flag asked for that some release's does not."""
+        if self.lab.document(self.asked):
+            self.extra["xla_flags_known"] = self.lab.document(self.asked)
+
+    def write(self) -> tuple[Path, dict]:
+        from .report import write_report
+
+        return write_report(self.bisection, self.args.reports, self.extra)
+
+
+def question_of(args: argparse.Namespace, command: tuple[str, ...]):
+    """The question the command line asks (a UserError for a bad case, parameter or metric,
+    or XLA flags XLA would not read as flags)."""
+    for option, flags in (("--xla-flags", args.xla_flags),
+                          *(("--try-xla-flags", f) for f in args.try_xla_flags)):
+        try:
+            flag_names(flags)
+        except UserError as exc:
+            raise UserError(f"{option}: {exc}") from None
+    return question_from(args.metric, args.case, args.param, command,
+                         target=target_option(args.target), xla_flags=args.xla_flags,
+                         samples=args.samples, kind=args.metric_kind, over=args.over,
+                         devices=args.devices)
+
+def request_from(args: argparse.Namespace, question, catalogue,
+                 executor: Executor = LOCAL) -> MetricRequest:
+    start, end = (str(catalogue.get(v).version) for v in (args.start, args.end))
+    return MetricRequest(start=start, end=end,
+                         backend=resolve_backend(args.backend, question.target,
+                                                 gpu_elsewhere=executor is not LOCAL),
+                         question=question, threshold=args.threshold, timeout=args.timeout,
+                         remeasure=args.remeasure, runs=args.runs,
+                         max_runs=args.max_runs, include_yanked=args.include_yanked,
+                         executor=executor, try_xla_flags=tuple(args.try_xla_flags),
+                         commits=args.commits,
+                         interior_budget=args.interior_budget,
+                         jax_repo=args.jax_repo, xla_repo=args.xla_repo,
+                         # Unasked, one for a timing (two runs at once on one machine load
+                         # each other) and as many as the machine holds for anything else.
+                         jobs=args.jobs or (1 if question.noisy else default_jobs()))
+
+def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> None:
+    """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
+    into ``extra``."""
+    from .reproducer import reproducer_of
+
+    part = reproducer_of(bisection, lab, say, extra.get("minimal"))
+    if part is not None:
+        extra["reproducer"] = part
+
+def came_and_went(b) -> bool:
+    """Whether the releases inside alike ends hold a change (it came and went)."""
+    return b.interior is not None and b.interior.came_and_went
+
+def with_commits(b, span_of, lab: Lab, say: Say):
+    """``b`` with the jax commits below every pair its answer names: the change found, or
+    where each change inside alike ends came and where it went (``commits_by_pair`` where
+    there are several)."""
+    pairs = b.named_pairs()
+    if len(pairs) <= 1:
+        at, kind = pairs[0] if pairs else (None, "came")
+        return replace(b, commits=bisect_commits(b, span_of, lab, say, kind=kind,
+                                                 pair=None if b.pair else at))
+    parts = []
+    for at, kind in pairs:
+        old, new = (b.candidates[i].version for i in at)
+        say(f"the jax commits where it {kind}, jax {old} → {new}")
+        parts.append(bisect_commits(b, span_of, lab, say, pair=at, kind=kind))
+    return replace(b, commits_by_pair=tuple(parts))
+
+def wider_range(catalogue, b, at: Path | None = None) -> dict:
+    """Where to look next when the range holds no change: the same question up to the newest
+    release installable here ({} where the range already ends there); ``at``: the command as
+    typed in that folder (report.reproduce_argv)."""
+    from .commands import reproduce_argv
+
+    req = b.request
+    newest = max((r for r in catalogue.releases
+                  if catalogue.unusable_reason(r, req.backend) is None),
+                 key=lambda r: r.version, default=None)
+    if newest is None or newest.version <= catalogue.get(req.end).version:
+        return {}
+    return {"next_step": {"newest": str(newest.version),
+                          "command": shlex.join(reproduce_argv(b, req.end,
+                                                               str(newest.version), at=at))}}
+
+def try_flags(b, lab: Lab, say: Say) -> list[dict]:
+    """``--try-xla-flags``: the first new release measured with each set of flags added (at
+    the search's size), placed by the bisection's classifier: ``restores`` where it gives the
+    old behaviour back."""
+    from .explain import TRIED_FLAGS, behaviour_under
+
+    classify, first_new = b.classifier(), b.pair[1]
+    out = []
+    for i, flags in enumerate(b.request.try_xla_flags):
+        tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags",
+                                beside=TRIED_FLAGS + i)
+        out.append({**tried, "restores": tried["behaviour"] == "old"})
+    return out
+
+def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
+    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
+    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
+    from .evidence.collect import buffers_at_peak
+
+    if searches is None:
+        from .explain import attribution, explain_flags, explain_passes
+    else:
+        attribution, explain_flags, explain_passes = searches
+
+    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
+                                      xla_repo=args.xla_repo)
+    rewrite()
+    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
+    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
+        return
+    deadline = budgets.Deadline(args.explain_budget)
+    budget = {"seconds": args.explain_budget}
+    say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
+        f"(--explain-budget)")
+
+    def landed(culprit: dict) -> None:
+        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        rewrite()
+
+    culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
+    landed(culprit)
+    if culprit["kind"] in ("none", "workaround") \
+            and extra["attribution"]["culprit"] == "xla" \
+            and bisection.request.question.case is not None and not deadline.spent:
+        flags = culprit
+        culprit = {**explain_passes(bisection, lab, say, deadline=deadline,
+                                    progress=lambda doc: landed({**doc, "flags": flags})),
+                   "flags": flags}
+    budget.update(spent=round(args.explain_budget - deadline.left, 1),
+                  exhausted=deadline.spent)
+    if args.xla_repo is not None:  # the commits that touch what explains it
+        from .evidence.commits import culprit_commits
+
+        extra["attribution"]["xla_culprit_commits"] = culprit_commits(
+            culprit, extra["attribution"], args.xla_repo)
+    landed(culprit)
+
+
+def releases(s: Bisecting) -> None:
+    """The bisection over the releases of the range; where the ends agree and nothing came and
+    went inside, the wider range to look in next."""
+    from .report import report_path
+
+    s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say)
+    s.flags_known()
+    if s.bisection.status == "alike" and not came_and_went(s.bisection):
+        s.extra.update(wider_range(s.catalogue, s.bisection))
+    md = report_path(s.bisection, s.args.reports)
+    s.before = texts_of([md, md.with_suffix(".json")])
+
+
+def commits(s: Bisecting) -> None:
+    """``--commits``: the jax commits below every pair the answer names."""
+    s.bisection = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
+
+
+def reproducer(s: Bisecting) -> None:
+    add_reproducer(s.bisection, s.lab, s.extra, s.say)
+
+
+def explanation(s: Bisecting) -> None:
+    """Where the change lies and what explains it (explain). With no earlier report, its
+    parts are written as they land: Ctrl-C keeps what it measured."""
+    def landed() -> object:
+        return None if s.before else s.write()
+
+    try:
+        explain(s.bisection, s.lab, s.args, s.extra, s.say, landed)
+    except KeyboardInterrupt:
+        if not s.before:
+            s.extra["interrupted"] = ("the explanation was interrupted (Ctrl-C): what it "
+                                      "measured is kept")
+            s.say(f"report: {s.write()[0]} (interrupted)")
+        raise
+
+
+def tried_flags(s: Bisecting) -> None:
+    s.extra["try_xla_flags"] = try_flags(s.bisection, s.lab, s.say)
+    s.flags_known()
+
+
+def minimal(s: Bisecting) -> None:
+    """``--minimize``: the smallest parameters that still show the change, and the standalone
+    program again at them."""
+    from .commands import display_path
+    from .minimize import minimal_document, minimize
+    from .report import unit_of
+
+    b, req = s.bisection, s.request
+    q = b.request.question
+    old, new = b.pair
+    shrunk, first, names = minimize(old, new, req.backend, q, s.lab, s.say,
+                                    threshold=req.threshold, timeout=b.timeout, runs=req.runs,
+                                    max_runs=req.max_runs, budget=s.args.minimize_budget)
+    s.extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(b))
+    s.extra["minimal"]["case_path"] = display_path(q.case.path)
+    add_reproducer(b, s.lab, s.extra, s.say)
+
+
+def hlo_module(s: Bisecting) -> None:
+    """Below jaxlib: the HLO module that shows an XLA-side change without jax."""
+    from .evidence.hlo import hlo_module as module_of
+    from .report import report_path
+
+    s.extra["hlo_module"] = module_of(s.bisection, s.lab, s.extra, s.say,
+                                      report_path(s.bisection, s.args.reports))
+
+
+def cluster(s: Bisecting) -> None:
+    if part := cluster_document(s.executor):
+        s.extra["cluster"] = part
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    asked: Callable[[Bisecting], bool]
+    run: Callable[[Bisecting], None]
+
+
+def _evidence(s: Bisecting) -> bool:
+    return s.found and not s.args.no_evidence
+
+
+STAGES = (
+    Stage("releases", lambda s: True, releases),
+    Stage("jax commits", lambda s: s.repo is not None, commits),
+    Stage("standalone program", lambda s: True, reproducer),
+    Stage("explanation", _evidence, explanation),
+    Stage("flags to try", lambda s: s.found and bool(s.request.try_xla_flags), tried_flags),
+    Stage("minimal program", lambda s: s.found and s.args.minimize
+          and s.request.question.case is not None, minimal),
+    Stage("HLO module", _evidence, hlo_module),
+    Stage("cluster", lambda s: True, cluster),
+)
+
+
+def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
+          executor: Executor = LOCAL) -> Bisecting:
+    """Every check before anything is measured: bad input (the case, its parameters, the XLA
+    flags against each end's own list), the clone ``--commits`` reads (found or made), the
+    range, the reports folder; one line and exit 2 where one fails."""
+    question = question_of(args, command)
+    repo = locate_repo(args.jax_repo, say) if args.commits else None
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    request = request_from(args, question, catalogue, executor)
+    asked = [("--xla-flags", question.xla_flags),
+             *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
+    real = RealLab(say, remeasure=request.remeasure, executor=executor)
+    lab = FlagCheckedLab(real, lister(real, say))
+    measured, _ = releases_between(catalogue, request.start, request.end, request.backend,
+                                   question.target, include_yanked=request.include_yanked)
+    lab.check_at_ends(asked, [measured[0], measured[-1]], request.backend)
+    check_reports_folder(args.reports)
+    return Bisecting(args, say, question, catalogue, request, lab, asked, repo, executor)
+
+
+def bisect(args: argparse.Namespace, command: tuple[str, ...], say: Say,
+           executor: Executor = LOCAL) -> Bisecting:
+    """The checks, every stage asked for, then the report (written once, whole: an earlier
+    report of the same question is replaced only by a finished answer, and a rerun with the
+    same figures leaves it as it was)."""
+    s = setup(args, command, say, executor)
+    for stage in STAGES:
+        if stage.asked(s):
+            stage.run(s)
+    s.path, s.doc = s.write()
+    keep_if_steady(s.before)
+    return s
+
+
+def explain_one(args: argparse.Namespace, say: Say) -> tuple[Path, dict, dict]:
+    """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
+    release. The report, its document and the explanation."""
+    from .bisection import smaller_size
+    from .explain import explain_release
+    from .question import with_params
+    from .report import write_explain_report
+
+    asked = question_of(args, ())
+    # A shape is scale-free: explained at the case's search size, as a bisection's is.
+    question = with_params(asked, smaller_size(asked))
+    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    release = catalogue.get(args.explain)
+    backend = resolve_backend(args.backend, question.target)
+    why = catalogue.unusable_reason(release, backend)
+    if why:
+        raise UserError(f"jax {release.version} cannot be installed here: {why}")
+    real = RealLab(say, remeasure=args.remeasure)
+    lab = FlagCheckedLab(real, lister(real, say))
+    lab.check_at_ends([("--xla-flags", question.xla_flags)], [release], backend)
+    check_reports_folder(args.reports)  # after the checks: a refusal writes nothing
+    explanation = explain_release(lab, release, backend,
+                                  question, say, threshold=args.threshold,
+                                  timeout=args.timeout or DEFAULT_TIMEOUT, runs=args.runs)
+    path, doc = write_explain_report(args.reports, release, backend, question, explanation,
+                                     threshold=args.threshold, runs=args.runs)
+    return path, doc, explanation
