@@ -876,10 +876,10 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
     names = [str(r.version) for r in candidates]
 
     def real_run(i: int, number: int, seconds: float) -> Run:
-        commit = candidates[i].commit
-        if commit is not None and commit.refused:  # jax's own version check: not run
+        if candidates[i].refused:  # jax's own version check: not run
             return Run(release=names[i], number=number, status="failed",
-                       error=f"cannot run on jaxlib {candidates[i].jaxlib}: {commit.refused}")
+                       error=f"cannot run on jaxlib {candidates[i].jaxlib}: "
+                             f"{candidates[i].refused}")
         return lab.run(candidates[i], request.backend, question, number, timeout=seconds)
 
     def install(i: int):

@@ -15,7 +15,8 @@ import json
 import platform
 import sys
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,6 +83,37 @@ class Release:
         if self.commit is None:
             return self
         return replace(self, version=self.runs_on, commit=None, runs_on=None)
+
+    @property
+    def level(self) -> str:
+        """``release``, or ``commit``: a jax commit between two releases."""
+        return "release" if self.commit is None else "commit"
+
+    @property
+    def refused(self) -> str | None:
+        """Why this candidate cannot run at all (jax's own version check refuses the jaxlib a
+        commit would run on), or None."""
+        return None if self.commit is None else self.commit.refused
+
+    @contextmanager
+    def source(self) -> Iterator[Path | None]:
+        """The folder whose ``jax/`` goes first on the path for the ``with`` block: a commit's
+        checkout; None for a release (its own jax)."""
+        if self.commit is None:
+            yield None
+            return
+        from .jax_commits import checkouts
+
+        with checkouts(Path(self.commit.repo)).at(self.commit.sha) as folder:
+            yield folder
+
+    def prepare(self, python: Path) -> None:
+        """Ahead of its run: a commit's checkout switched and compiled by ``python`` (nothing
+        to do for a release)."""
+        if self.commit is not None and not self.refused:
+            from .jax_commits import checkouts
+
+            checkouts(Path(self.commit.repo)).prepare(self.commit.sha, python)
 
     @property
     def identity(self) -> tuple[str, str]:

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from .catalogue import Release
 from .environments import Environment, ensure_environment, is_installed
 from .executors import LOCAL, Executor
-from .jax_commits import checkouts
 from .question import Question, Run, measure_run
 from .store import STORE, Store
 
@@ -58,9 +56,7 @@ class RealLab:
 
     def environment(self, release: Release, backend: str) -> Environment:
         env = ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
-        if release.commit is not None and not release.commit.refused:  # asked ahead of its
-            # probe (the installs ahead): its checkout made ready while another probe runs
-            checkouts(Path(release.commit.repo)).prepare(release.commit.sha, env.python)
+        release.prepare(env.python)  # asked ahead of its probe: a commit's checkout made ready
         return env
 
     def run(self, release: Release, backend: str, question: Question, number: int, *,
@@ -79,4 +75,5 @@ class RealLab:
             return False
         stored = self.store.path(question.store_key(release, backend, "metric", run=1))
         # A commit's environment is its release's, installed for all of them: not the cost.
-        return stored.is_file() or (release.commit is None and is_installed(release, backend))
+        return stored.is_file() or (release.level == "release"
+                                    and is_installed(release, backend))

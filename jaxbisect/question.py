@@ -16,8 +16,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -52,7 +51,6 @@ from .harness import (
     run_repro,
     target_key,
 )
-from .jax_commits import checkouts
 from .store import STORE, Key, Store
 
 Say = Callable[[str], None]
@@ -283,7 +281,7 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         say(f"jax {version}: {question.metric} of {question.label}, run {number}")
         keep = True
         try:
-            with jax_source(release) as source:
+            with release.source() as source:
                 run = (_harness_run if question.case is not None else _command_run)(
                     env, version, question, number, timeout, executor, source)
         except Crashed as exc:
@@ -308,16 +306,6 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
     return store.get_or_run(question.store_key(release, backend, "metric", run=number),
                             measure, remeasure=remeasure, keep=lambda _: kept[-1],
                             encode=Run.as_json, decode=Run.from_json)
-
-
-@contextmanager
-def jax_source(release: Release) -> Iterator[Path | None]:
-    """A commit's checkout for the ``with`` block (None for a release: its own jax)."""
-    if release.commit is None:
-        yield None
-        return
-    with checkouts(Path(release.commit.repo)).at(release.commit.sha) as folder:
-        yield folder
 
 
 def _harness_run(env, version: str, question: Question, number: int,
