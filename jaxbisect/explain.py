@@ -39,7 +39,7 @@ from .classify import Label
 from .commands import display_path
 from .crashes import is_crash
 from .errors import InstallFailed
-from .evidence.commits import commit_range, github
+from .evidence.commits import github, release_pins
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
 from .evidence.passes import first_difference, is_safe, passes_that_changed
@@ -115,7 +115,7 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
     s = b.search
     docs = [next((r.document for r in s.placed[i].runs if r.document), None)
             for i in (s.result.last_old, s.result.first_new)]
-    commits = commit_range(*[{**d, "status": "ok"} if d else None for d in docs],
+    commits = release_pins(*[{**d, "status": "ok"} if d else None for d in docs],
                            jax_repo=jax_repo, fetch=github, table=load_table(),
                            xla_repo=xla_repo)
     test = check_argv(b)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import git
 from .errors import UserError
 from .files import cache_dir, shown_path
 from .locks import held
@@ -141,9 +142,7 @@ class CommitRange:
         >= 299``, a ``jaxlib_version`` comparison), or None where it adds none."""
         if not commit.parents:
             return None
-        diff = git(self.repo, "diff", "--unified=0", commit.parents[0], commit.sha, "--",
-                   *SOURCE_DIRS)
-        return jaxlib_gate(diff)
+        return jaxlib_gate(git.diff(self.repo, commit.parents[0], commit.sha, *SOURCE_DIRS))
 
     def side_commits(self, merge: Commit) -> list[Commit]:
         """The commits a merge brought in (its second parent's side), newest first."""
@@ -156,13 +155,12 @@ class CommitRange:
         """What a revert changes: the commit it reverts, followed through reverts of reverts
         to the change itself (``relands``: an even chain puts that change back), with its
         pull request; None for a commit that reverts nothing (or one this clone lacks)."""
-        body = git(self.repo, "log", "-1", "--format=%b", commit.sha)
+        body = git.message(self.repo, commit.sha)[2]
         sha, text, chain, subject = commit.sha, f"{commit.subject}\n{body}", 0, ""
         while (found := _REVERTS.search(text)) and chain < REVERT_CHAIN:
-            if not _has(self.repo, found.group(1) or found.group(2)):
+            if not git.has(self.repo, found.group(1) or found.group(2)):
                 break
-            sha, subject, body = git(self.repo, "log", "-1", "--format=%H%x1f%s%x1f%b",
-                                     found.group(1) or found.group(2)).split("\x1f", 2)
+            sha, subject, body = git.message(self.repo, found.group(1) or found.group(2))
             text, chain = f"{subject}\n{body}", chain + 1
         if not chain:
             return None
@@ -172,8 +170,8 @@ class CommitRange:
     def files(self, commit: Commit) -> list[str]:
         """The files ``commit`` touched (against its first parent)."""
         if not commit.parents:
-            return git(self.repo, "ls-tree", "-r", "--name-only", commit.sha).split()
-        return git(self.repo, "diff", "--name-only", commit.parents[0], commit.sha).split()
+            return git.files_at(self.repo, commit.sha)
+        return git.changed_files(self.repo, commit.parents[0], commit.sha)
 
 
 _GATE = re.compile(r"\b(_?(?:xla_extension_version|jaxlib_extension_version|jaxlib_version))"
@@ -191,24 +189,6 @@ def jaxlib_gate(diff: str) -> str | None:
     return None
 
 
-def git(repo: Path, *args: str, timeout: float = 300) -> str:
-    """``git -C repo ARGS``'s output; a failure is a UserError naming the repository."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"git in {shown_path(repo)}: {exc}") from None
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        raise UserError(f"git {args[0]} in {shown_path(repo)}: {said}")
-    return done.stdout
-
-
-def _has(repo: Path, ref: str) -> bool:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
-                           f"{ref}^{{commit}}"], capture_output=True).returncode == 0
-
-
 def cached_clone() -> Path:
     """Where the toolkit keeps its own clone of jax when no ``--jax-repo`` is given."""
     return cache_dir() / "jax.git"
@@ -220,7 +200,7 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     if given is not None:
         if not Path(given).is_dir():
             raise UserError(f"--jax-repo {given}: no such directory")
-        if not _tags(Path(given)):
+        if not _release_tags(Path(given)):
             fetch = f"`git -C {given} fetch --tags`, or " if is_jax(Path(given)) else ""
             raise UserError(f"--jax-repo {given}: not a git clone of jax-ml/jax with its "
                             f"jax-v* tags ({fetch}clone {JAX_GITHUB})")
@@ -234,17 +214,12 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run(["git", "clone", "--bare", "--quiet", url, str(partial)],
-                              capture_output=True, text=True, timeout=1800)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        done = None
-        why = str(exc)
-    if done is None or done.returncode != 0:
-        why = why if done is None else (done.stderr.strip().splitlines() or ["failed"])[-1]
+        git.clone_bare(url, partial)
+    except git.GitFailed as exc:
         shutil.rmtree(partial, ignore_errors=True)
         raise UserError(f"--commits needs a clone of jax and none could be made from {url} "
-                        f"({why}): `git clone {JAX_GITHUB}` where you have the network, then "
-                        f"pass --jax-repo PATH")
+                        f"({exc.said}): `git clone {JAX_GITHUB}` where you have the network, "
+                        f"then pass --jax-repo PATH") from None
     partial.rename(repo)
     return repo
 
@@ -252,40 +227,31 @@ def locate_repo(given: Path | None, say=lambda message: None) -> Path:
 def is_jax(repo: Path) -> bool:
     """Whether ``repo`` is a clone of jax (its tags may be fetched into it): jax's
     version file at its HEAD, or a remote on GitHub's jax."""
-    if _has_file(repo, "HEAD", VERSION_FILE):
+    if git.has_file(repo, "HEAD", VERSION_FILE):
         return True
-    done = subprocess.run(["git", "-C", str(repo), "remote", "-v"], capture_output=True,
-                          text=True)
-    return done.returncode == 0 and any(name in done.stdout
-                                        for name in ("jax-ml/jax", "google/jax"))
+    return any(name in url for url in git.remote_urls(repo)
+               for name in ("jax-ml/jax", "google/jax"))
 
 
-def _has_file(repo: Path, ref: str, path: str) -> bool:
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{ref}:{path}"],
-                          capture_output=True).returncode == 0
-
-
-def _tags(repo: Path) -> list[str]:
-    done = subprocess.run(["git", "-C", str(repo), "tag", "--list", "jax-v*"],
-                          capture_output=True, text=True)
-    return done.stdout.split() if done.returncode == 0 else []
+def _release_tags(repo: Path) -> list[str]:
+    try:
+        return git.tags(repo, "jax-v*")
+    except git.GitFailed:
+        return []  # not a clone: said by the caller
 
 
 def ensure_tag(repo: Path, tag: str, say=lambda message: None) -> str:
     """``tag``'s commit in ``repo``, fetched from its remote when missing; a UserError where
     it cannot be had."""
-    if not _has(repo, tag):
+    if (sha := git.commit(repo, tag)) is None:
         say(f"{tag} is not in {shown_path(repo)}; fetching its tags …")
-        try:
-            subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--tags", "origin"],
-                           capture_output=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # said below: the tag is still missing
-    if not _has(repo, tag):
+        git.fetch_tags(repo)  # said below where the tag is still missing
+        sha = git.commit(repo, tag)
+    if sha is None:
         how = (f"`git -C {shown_path(repo)} fetch --tags` where you have the network"
                if is_jax(repo) else f"it is not a clone of jax: clone {JAX_GITHUB}")
         raise UserError(f"{shown_path(repo)} has no tag {tag} (and fetching it failed): {how}")
-    return git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
+    return sha
 
 
 _FIELDS = "%H%x1f%P%x1f%ct%x1f%cI%x1f%an%x1f%s%x1f%b%x1e"
@@ -293,8 +259,7 @@ _FIELDS = "%H%x1f%P%x1f%ct%x1f%cI%x1f%an%x1f%s%x1f%b%x1e"
 
 def _log(repo: Path, *specs: str, first_parent: bool = True) -> list[Commit]:
     """The commits of ``specs``, oldest first, with jax's version numbers at each."""
-    out = git(repo, "log", *(("--first-parent",) if first_parent else ()), "--reverse",
-              f"--format={_FIELDS}", *specs)
+    out = git.log(repo, *specs, fields=_FIELDS, first_parent=first_parent)
     rows = [row.strip("\n").split("\x1f") for row in out.split("\x1e") if row.strip()]
     versions = _versions(repo, [row[0] for row in rows])
     return [Commit(sha=sha, subject=subject, author=author, date=date,
@@ -307,31 +272,11 @@ def _log(repo: Path, *specs: str, first_parent: bool = True) -> list[Commit]:
 def _versions(repo: Path, shas: list[str]) -> dict[str, tuple[str, str]]:
     """jax's ``_version`` and ``_minimum_jaxlib_version`` at each commit, read in one git
     process (``cat-file --batch``)."""
-    if not shas:
-        return {}
-    try:
-        done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
-                              input="".join(f"{sha}:{VERSION_FILE}\n" for sha in shas).encode(),
-                              capture_output=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"git cat-file in {shown_path(repo)}: {exc}") from None
-    if done.returncode != 0:
-        raise UserError(f"git cat-file in {shown_path(repo)} failed: "
-                        f"{done.stderr.decode(errors='replace').strip()[-300:]}")
-    data, found, at = done.stdout, {}, 0
-    for sha in shas:
-        header_end = data.index(b"\n", at)
-        header = data[at:header_end].decode().split()
-        at = header_end + 1
-        if header[-1] == "missing":
-            found[sha] = ("", "")
-            continue
-        size = int(header[2])
-        text = data[at:at + size].decode(errors="replace")
-        at += size + 1
-        found[sha] = tuple(_assigned(text, name) for name in ("_version",
-                                                               "_minimum_jaxlib_version"))
-    return found
+    files = git.blobs(repo, [f"{sha}:{VERSION_FILE}" for sha in shas])
+    texts = {sha: "" if blob is None else blob.decode(errors="replace")
+             for sha, blob in zip(shas, files, strict=True)}
+    return {sha: (_assigned(text, "_version"), _assigned(text, "_minimum_jaxlib_version"))
+            for sha, text in texts.items()}
 
 
 def _assigned(text: str, name: str) -> str:
@@ -427,9 +372,8 @@ class Checkouts:
     def _switch(self, folder: Path, sha: str) -> None:
         if not (folder / ".git").exists():
             shutil.rmtree(folder, ignore_errors=True)
-            git(folder.parent, "clone", "--quiet", "--shared", "--no-checkout", str(self.repo),
-                folder.name)
-            git(folder, "sparse-checkout", "set", *SOURCE_DIRS)
+            git.clone_shared(self.repo, folder)
+            git.sparse_checkout(folder, SOURCE_DIRS)
         else:
             marker = folder / DONE
             # Trusted only where a switch finished: one stopped half-way (Ctrl-C) left HEAD as
@@ -438,14 +382,11 @@ class Checkouts:
             if finished == sha:
                 return
             marker.unlink(missing_ok=True)
-            here = subprocess.run(["git", "-C", str(folder), "rev-parse", "--verify", "--quiet",
-                                   "HEAD^{commit}"], capture_output=True, text=True).stdout.strip()
-            if here:  # bytecode is checked by a source's time and size: drop the changed ones'
-                for path in git(folder, "diff", "--name-only", here, sha, "--",
-                                *SOURCE_DIRS).split():
+            if here := git.commit(folder, "HEAD"):
+                # bytecode is checked by a source's time and size: drop the changed ones'
+                for path in git.changed_files(folder, here, sha, *SOURCE_DIRS):
                     stale(folder / path)
-        git(folder, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--force",
-            "--detach", sha)
+        git.checkout(folder, sha)
         (folder / DONE).write_text(sha + "\n")
 
 

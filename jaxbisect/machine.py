@@ -13,6 +13,8 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import git
+
 
 def _output(argv: list[str]) -> str | None:
     """What ``argv`` printed, where it ran and said something; else None."""
@@ -90,8 +92,8 @@ def machine_description(*, dated: bool = False) -> str:
         gpus = _output(["nvidia-smi", "-L"])  # MIG devices too, each on a line of its own
         lines += [f"gpu: {gpu}" for gpu in (gpus or "none visible").splitlines()]
     lines.append(f"python (driver): {sys.version.split()[0]}")
-    for what, argv in (("uv", [uv_binary() or "uv", "--version"]),
-                       ("toolkit commit", ["git", "rev-parse", "--short", "HEAD"])):
-        if found := _output(argv):
+    for what, found in (("uv", _output([uv_binary() or "uv", "--version"])),
+                        ("toolkit commit", git.short_head(Path(__file__).resolve().parent))):
+        if found:
             lines.append(f"{what}: {found}")
     return "\n".join(lines)

@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from . import git
 from .errors import UserError
 from .files import write_json
 
@@ -46,19 +46,14 @@ def xla_commit_from_pin(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(repo), *args],  # a bare clone too
-                          capture_output=True, text=True, check=False)
-
-
 def pin_at(repo: Path, ref: str) -> tuple[str, str] | None:
     """(XLA commit, pin file) at ``ref`` of a jax clone (bare or not); None where no pin."""
-    for pin in PIN_FILES:
-        done = _git(repo, "show", f"{ref}:third_party/xla/{pin}")
-        if done.returncode == 0 and (commit := xla_commit_from_pin(done.stdout)):
-            return commit, pin
-    done = _git(repo, "show", f"{ref}:WORKSPACE")
-    if done.returncode == 0 and (m := WORKSPACE_PIN.search(done.stdout)):
+    for pin_file in PIN_FILES:
+        text = git.file_at(repo, ref, f"third_party/xla/{pin_file}")
+        if text is not None and (xla := xla_commit_from_pin(text)):
+            return xla, pin_file
+    text = git.file_at(repo, ref, "WORKSPACE")
+    if text is not None and (m := WORKSPACE_PIN.search(text)):
         return m.group(1), "WORKSPACE"
     return None
 
@@ -81,7 +76,7 @@ class PinTable:
     made: str = ""            # the day the table was made
 
     @cached_property
-    def by_commit(self) -> dict[str, Pin]:
+    def by_jax_commit(self) -> dict[str, Pin]:
         return {p.jax_commit: p for p in self.pins.values()}
 
     def describe(self) -> dict:
@@ -116,7 +111,7 @@ def lookup(release: Mapping, table: PinTable) -> PinFound:
     commit or None): from the wheel's commit where the table has it, else from the tag."""
     jaxlib, wheel = release.get("jaxlib"), release.get("commit")
     where = f"the pins table ({table.source} at {table.newest_tag}, made {table.made})"
-    if wheel and (pin := table.by_commit.get(wheel)):
+    if wheel and (pin := table.by_jax_commit.get(wheel)):
         return PinFound(pin.xla_commit, wheel,
                         f"the wheel's commit {wheel[:10]} (tag {pin.tag}) in {where}")
     if jaxlib and (pin := table.tag_for(jaxlib)):
@@ -142,10 +137,11 @@ def load_table(path: Path = PIN_TABLE) -> PinTable | None:
 
 
 def release_tags(repo: Path) -> list[str]:
-    done = _git(repo, "tag", "--list")
-    if done.returncode != 0:
-        raise UserError(f"--jax-repo {repo}: not a git repository ({done.stderr.strip()})")
-    return sorted((t for t in done.stdout.split() if TAG.match(t)),
+    try:
+        tags = git.tags(repo)
+    except git.GitFailed as exc:
+        raise UserError(f"--jax-repo {repo}: not a git repository ({exc.said})") from None
+    return sorted((t for t in tags if TAG.match(t)),
                   key=lambda t: (Version(TAG.match(t).group(2)), t))
 
 
@@ -157,17 +153,17 @@ def make_table(repo: Path, remote: str | None = None,
         raise UserError(f"--jax-repo {repo}: no jax-v*/jaxlib-v* tags (a clone of jax-ml/jax?)")
     pins, without = {}, []
     for tag in tags:
-        commit = _git(repo, "rev-parse", f"{tag}^{{commit}}").stdout.strip()
-        found = pin_at(repo, commit) if commit else None
+        jax_commit = git.commit(repo, tag)
+        found = pin_at(repo, jax_commit) if jax_commit else None
         if found is None:  # before XLA left TensorFlow's tree jax pinned TensorFlow instead
             without.append(tag)
             continue
-        pins[tag] = {"jax_commit": commit, "xla_commit": found[0], "pin_file": found[1]}
+        pins[tag] = {"jax_commit": jax_commit, "xla_commit": found[0], "pin_file": found[1]}
     newest = max((t for t in tags if t.startswith("jax-v")), default=tags[-1],
                  key=lambda t: Version(TAG.match(t).group(2)))
-    newest_date = _git(repo, "log", "-1", "--format=%cs", f"{newest}^{{commit}}").stdout.strip()
+    newest_date = git.commit_day(repo, newest)
     if remote is None:
-        remote = _git(repo, "config", "--get", "remote.origin.url").stdout.strip() or str(repo)
+        remote = git.origin_url(repo) or str(repo)
     return {"schema": SCHEMA, "source": remote, "newest_tag": newest,
             "newest_tag_date": newest_date,
             "made": (today or dt.datetime.now(dt.UTC).date()).isoformat(),

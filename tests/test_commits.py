@@ -13,11 +13,11 @@ import pytest
 
 from jaxbisect.evidence.commits import (
     GitHubUnreachable,
-    commit_range,
     commits_touching,
     culprit_commits,
     most_likely,
-    xla_commit_online,
+    pin_online,
+    release_pins,
 )
 
 GITHUB = Path(__file__).parent / "data" / "github"
@@ -73,7 +73,7 @@ def document(version: str, git_hash: str | None) -> dict:
 
 
 def test_pins_from_the_wheels_commits_in_a_local_clone(repos):
-    found = commit_range(document("0.5.0", repos["jax_old"]), document("0.5.1", repos["jax_new"]),
+    found = release_pins(document("0.5.0", repos["jax_old"]), document("0.5.1", repos["jax_new"]),
                          repos["jax"])
     assert found["xla_commits"] == {"old": repos["x"][0], "new": repos["x"][4]}
     assert found["links"]["xla_compare"].endswith(f"compare/{repos['x'][0]}...{repos['x'][4]}")
@@ -82,10 +82,10 @@ def test_pins_from_the_wheels_commits_in_a_local_clone(repos):
 
 
 def test_a_commit_missing_from_the_clone_falls_back_to_the_release_tag(repos):
-    found = commit_range(document("0.5.0", "f" * 40), document("0.5.1", None), repos["jax"])
+    found = release_pins(document("0.5.0", "f" * 40), document("0.5.1", None), repos["jax"])
     assert found["xla_commits"] == {"old": repos["x"][0], "new": repos["x"][4]}
     assert found["xla_pin_sources"]["old"].endswith("at jax-v0.5.0")
-    unknown = commit_range(document("0.4.1", "f" * 40), document("0.5.1", None), repos["jax"])
+    unknown = release_pins(document("0.4.1", "f" * 40), document("0.5.1", None), repos["jax"])
     assert unknown["xla_commits"]["old"] is None and unknown["links"]["xla_compare"] is None
     assert str(repos["jax"]) in unknown["xla_note"]
 
@@ -109,14 +109,14 @@ def test_pins_from_github_recorded_answers_and_cached(tmp_path, monkeypatch):
         asked.append(url)
         return recorded_github(url)
 
-    found = commit_range(document("0.5.0", old), document("0.5.1", new), None, fetch)
+    found = release_pins(document("0.5.0", old), document("0.5.1", new), None, fetch)
     assert found["xla_commits"] == {"old": "1e81d47ecb624cb8e75890fe9c1e5b04558ef545",
                                     "new": "b00ea9a0cdde1e3261b31efc503da2788098f4d5"}
     assert found["xla_pin_sources"]["new"] == f"GitHub at {new}"
     assert any(u.endswith(f"{old}/third_party/xla/revision.bzl") for u in asked)  # 404, then
     assert any(u.endswith(f"{old}/third_party/xla/workspace.bzl") for u in asked)
     asked.clear()
-    assert xla_commit_online(old, fetch) == "1e81d47ecb624cb8e75890fe9c1e5b04558ef545"
+    assert pin_online(old, fetch) == "1e81d47ecb624cb8e75890fe9c1e5b04558ef545"
     assert asked == []                                     # a pin never changes: cached
 
 
@@ -129,8 +129,8 @@ def test_github_unreachable_is_said_once_and_not_asked_again(tmp_path, monkeypat
         raise urllib.error.URLError("Name or service not known")
 
     with pytest.raises(GitHubUnreachable):
-        xla_commit_online("a" * 40, offline)
-    found = commit_range(document("0.5.0", "a" * 40), document("0.5.1", "b" * 40), None, offline)
+        pin_online("a" * 40, offline)
+    found = release_pins(document("0.5.0", "a" * 40), document("0.5.1", "b" * 40), None, offline)
     assert found["xla_commits"] == {"old": None, "new": None}
     assert "GitHub could not be reached" in found["xla_note"] and len(asked) == 2
 

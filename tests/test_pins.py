@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence.commits import commit_range
+from jaxbisect.evidence.commits import release_pins
 from jaxbisect.evidence.handoff import render_xla_range, triage_handoff
 from jaxbisect.pins import PIN_TABLE, Pin, PinTable, load_table, lookup, main, make_table
 
@@ -151,7 +151,7 @@ def test_a_release_newer_than_the_table_falls_back_and_says_so(table, tmp_path, 
     assert lookup({"jaxlib": "0.4.99", "commit": None}, pins).note is None  # not newer
 
     # No clone, no GitHub: the table's side is filled, the newer one said to be newer.
-    found = commit_range(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
+    found = release_pins(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
                          table=pins)
     assert found["xla_commits"] == {"old": xla_sha(2), "new": None}
     assert found["links"]["xla_compare"] is None
@@ -167,13 +167,13 @@ def test_a_release_newer_than_the_table_falls_back_and_says_so(table, tmp_path, 
             return pin(xla_sha(5)).encode()
         raise urllib.error.HTTPError(url, 404, "Not Found", {}, io.BytesIO())
 
-    found = commit_range(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
+    found = release_pins(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
                          fetch=fetch, table=pins)
     assert found["xla_commits"] == {"old": xla_sha(2), "new": xla_sha(5)}
     assert found["xla_pin_sources"]["new"] == f"GitHub at {shas['after']}"
     assert all(shas["after"] in url for url in asked) and asked
     # A local clone still comes first, for both sides.
-    found = commit_range(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
+    found = release_pins(release("0.5.0", shas["0.5.0"]), release("0.6.0", shas["after"]),
                          repo, table=pins)
     assert found["xla_commits"] == {"old": xla_sha(2), "new": xla_sha(5)}
     assert found["xla_pin_jax_commits"]["new"] == shas["after"]
@@ -187,11 +187,11 @@ def test_the_xla_commits_between_the_pins_are_counted_in_an_xla_clone(tmp_path):
     pins = PinTable({f"jax-v{v}": Pin(f"jax-v{v}", c * 40, x) for v, c, x in
                      (("0.6.0", "a", made[1]), ("0.7.0", "b", made[4]), ("0.8.0", "c", "d" * 40))},
                     "a clone", "jax-v0.8.0", "2026-01-01", "2026-01-02")
-    found = commit_range(release("0.6.0", None), release("0.7.0", None), table=pins,
+    found = release_pins(release("0.6.0", None), release("0.7.0", None), table=pins,
                          xla_repo=xla)
     assert found["xla_commits"] == {"old": made[1], "new": made[4]}
     assert found["xla_commit_count"] == 3 and found["xla_note"] is None
-    found = commit_range(release("0.6.0", None), release("0.8.0", None), table=pins,
+    found = release_pins(release("0.6.0", None), release("0.8.0", None), table=pins,
                          xla_repo=xla)
     assert found["xla_commit_count"] is None        # the new pin is not in this clone
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import git
 from ..files import cache_dir, write_json
 from ..pins import PIN_FILES, PinFound, PinTable, lookup, pin_at, xla_commit_from_pin
 
@@ -48,7 +48,7 @@ def github(url: str) -> bytes:
         return response.read()
 
 
-def xla_commit_online(ref: str, fetch: Fetch | None = None) -> str | None:
+def pin_online(ref: str, fetch: Fetch | None = None) -> str | None:
     """The XLA commit pinned at ``ref`` (a JAX commit or tag), read from GitHub and cached:
     a pin at a commit never changes. None where GitHub has no pin there; GitHubUnreachable
     where it does not answer."""
@@ -58,59 +58,48 @@ def xla_commit_online(ref: str, fetch: Fetch | None = None) -> str | None:
         return json.loads(path.read_text())["xla_commit"]
     except (OSError, ValueError, KeyError):
         pass
-    for pin in PIN_FILES:
+    for pin_file in PIN_FILES:
         try:
-            text = (fetch or github)(RAW_URL.format(ref=ref, pin=pin)).decode()
+            text = (fetch or github)(RAW_URL.format(ref=ref, pin=pin_file)).decode()
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 continue  # this release keeps its pin in the other file (or no such ref)
             raise GitHubUnreachable(f"GitHub answered {exc.code}") from None
         except (OSError, ValueError) as exc:
             raise GitHubUnreachable(str(exc)) from None
-        commit = xla_commit_from_pin(text)
-        if commit:
-            write_json(path, {"ref": ref, "pin": pin, "xla_commit": commit})
-            return commit
+        if xla := xla_commit_from_pin(text):
+            write_json(path, {"ref": ref, "pin": pin_file, "xla_commit": xla})
+            return xla
     return None
 
 
-def pin_for(commit: dict, jax_repo: Path | None, fetch: Fetch | None = None,
+def pin_for(release: dict, jax_repo: Path | None, fetch: Fetch | None = None,
             table: PinTable | None = None) -> PinFound:
     """One release's XLA pin (``release_commit``'s dict): the wheel's JAX commit in the local
     clone, else the release tag there (the commit may be missing from the clone), else the
     pins table (the wheel's commit where it has it, else the tag's), else GitHub (both refs)
     where ``fetch`` is given. ``note`` says why the table had none (a release newer than it)."""
-    tag = f"jax-v{commit['jaxlib']}" if commit.get("jaxlib") else None
-    refs = [r for r in (commit.get("commit"), tag) if r]
+    tag = f"jax-v{release['jaxlib']}" if release.get("jaxlib") else None
+    refs = [r for r in (release.get("commit"), tag) if r]
     if jax_repo is not None:
         for ref in refs:
             if found := pin_at(jax_repo, ref):
-                resolved = subprocess.run(["git", "-C", str(jax_repo), "rev-parse",
-                                           f"{ref}^{{commit}}"], capture_output=True,
-                                          text=True, check=False).stdout.strip()
-                return PinFound(found[0], resolved or ref, f"a jax clone at {ref}")
+                return PinFound(found[0], git.commit(jax_repo, ref) or ref,
+                                f"a jax clone at {ref}")
     note = None
     if table is not None:
-        from_table = lookup(commit, table)
+        from_table = lookup(release, table)
         if from_table.xla_commit:
             return from_table
         note = from_table.note
     if fetch is not None:
         for ref in refs:
-            if found := xla_commit_online(ref, fetch):
+            if found := pin_online(ref, fetch):
                 return PinFound(found, ref, f"GitHub at {ref}", note)
     return PinFound(None, None, "", note)
 
 
-def commits_between(xla_repo: Path, old: str, new: str) -> int | None:
-    """How many commits ``old..new`` holds in a local openxla/xla clone; None where it lacks
-    them."""
-    done = subprocess.run(["git", "-C", str(xla_repo), "rev-list", "--count", f"{old}..{new}"],
-                          capture_output=True, text=True, check=False)
-    return int(done.stdout) if done.returncode == 0 and done.stdout.strip().isdigit() else None
-
-
-def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = None,
+def release_pins(old: dict | None, new: dict | None, jax_repo: Path | None = None,
                  fetch: Fetch | None = None, table: PinTable | None = None,
                  xla_repo: Path | None = None) -> dict:
     """The JAX commits of two releases' wheels, the XLA commits they pin (from a local jax
@@ -143,7 +132,7 @@ def commit_range(old: dict | None, new: dict | None, jax_repo: Path | None = Non
         links["xla_compare"] = f"{XLA_REPO_URL}/compare/{xla['old']}...{xla['new']}"
         xla_note = None
         if xla_repo is not None:
-            count = commits_between(xla_repo, xla["old"], xla["new"])
+            count = git.count_between(xla_repo, xla["old"], xla["new"])
     else:
         newer = (f"{' and '.join(notes)} {'is' if len(notes) == 1 else 'are'} newer than the "
                  f"pins table (newest {table.newest_tag}, made {table.made}): falling back to a "
@@ -175,21 +164,12 @@ def commits_touching(xla_repo: Path, old: str, new: str, name: str,
     """The commits in ``old..new`` of a local openxla/xla clone whose diff adds or removes a
     line naming ``name`` (``git log -G``; ``-S`` misses a default flipped in place), newest
     first."""
-    done = subprocess.run(["git", "-C", str(xla_repo), "log", "--format=%H%x09%s",
-                           "-G", re.escape(name), f"{old}..{new}"],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        return []
     out = []
-    for line in done.stdout.splitlines():
-        sha, _, subject = line.partition("\t")
-        sets = False
-        if new_value is not None:
-            shown = subprocess.run(["git", "-C", str(xla_repo), "show", "--format=", "-U0",
-                                    sha], capture_output=True, text=True, check=False).stdout
-            sets = any(added.startswith("+") and name in added
-                       and re.search(rf"\b{re.escape(new_value)}\b", added)
-                       for added in shown.splitlines())
+    for sha, subject in git.commits_changing(xla_repo, old, new, re.escape(name)):
+        sets = new_value is not None and any(
+            added.startswith("+") and name in added
+            and re.search(rf"\b{re.escape(new_value)}\b", added)
+            for added in git.patch(xla_repo, sha).splitlines())
         out.append(XlaCommit(sha, subject, sets))
     return out
 
