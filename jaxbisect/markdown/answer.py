@@ -9,6 +9,7 @@ import shlex
 from ..classify import Direction
 from ..figures import shown
 from ..known_flags import known_line
+from ..placing import Behaviour
 from ..search import Status
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
@@ -167,7 +168,8 @@ def culprit_line(doc: dict) -> str | None:
     change = next((f" (default {d['old']} → {d['new']})" for d in
                    c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
     line = f"- **Culprit:** {what} `{c['name']}`{change}"
-    checks = [w for w in c.get("workarounds") or () if w.get("brings", "old") == "old"]
+    checks = [w for w in c.get("workarounds") or ()
+              if w.get("brings", Behaviour.OLD) == Behaviour.OLD]
     if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
         checks = [{"xla_flags": f"--xla_disable_hlo_passes={c['name']}",
                    "release": doc["first_new"]["jax"], "safe": True}]

@@ -131,7 +131,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
                 if not w.get("safe", True) else
                 "- **Diagnostic** (a pass turned off: not a setting to run with): ")
         line += (f"`{w['xla_flags']}` under jax {w['release']} "
-                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == "new"
+                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else f"brings back the old {metric}"))
         if w.get("figure") is not None:
             line += f" ({figure_cell(metric, u, w['figure'])})"
