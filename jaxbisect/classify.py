@@ -63,7 +63,9 @@ DEFAULT_DF = 4.0
 RECOMMENDED_REMEASURES = 1
 
 
-class Label(str, enum.Enum):  # noqa: UP042 (the interface the driver codes against)
+class Label(enum.StrEnum):
+    """Where a classifier puts a release (the strings are the reports' JSON's)."""
+
     OLD = "old"
     NEW = "new"
     AMBIGUOUS = "ambiguous"
@@ -78,12 +80,18 @@ class Placement:
     reason: str | None = None  # one line for reports
 
 
+class Direction(enum.StrEnum):
+    """Which way the ends differ (the strings are the reports' JSON's)."""
+
+    REGRESSION = "regression"  # the new end bigger or slower
+    FIX = "fix"                # smaller or faster
+    CHANGED = "changed"        # a metric without an order (an output, an error)
+
+
 @dataclass(frozen=True)
 class Ends:
     distinct: bool  # the two ends can be told apart
-    # "regression" (new end bigger/slower) | "fix" (smaller/faster) | "changed" (non-ordered
-    # metric) | None when not distinct
-    direction: str | None
+    direction: Direction | None  # None when not distinct
     ratio: float | None  # typical(new)/typical(old) for scalar metrics, else None
     reason: str  # one line: why distinct or not
 
@@ -167,7 +175,7 @@ class _Matching:
             return Ends(False, None, None, f"{'old' if not self.old else 'new'} end: no value")
         if self.same(self.old[0], self.new[0]):
             return Ends(False, None, None, "the ends give the same value")
-        return Ends(True, "changed", None, "the ends give different values")
+        return Ends(True, Direction.CHANGED, None, "the ends give different values")
 
     def __call__(self, samples: Sequence) -> Placement:
         v, why = self.value(samples)
@@ -230,7 +238,7 @@ class _Outputs(_Matching):
             return Ends(False, None, None, "both ends' outputs differ between runs"
                         if o == NONDETERMINISTIC else "the ends give the same value")
         which = "old" if o == NONDETERMINISTIC else "new" if n == NONDETERMINISTIC else None
-        return Ends(True, "changed", None,
+        return Ends(True, Direction.CHANGED, None,
                     f"the {which} end's output differs between runs, the other's does not"
                     if which else "the ends give different values")
 
@@ -287,7 +295,7 @@ class _Deterministic(_Matching):
         shown = f"{_g(o)} vs {_g(n)}" + (f", {ratio:.3g}x" if ratio is not None else "")
         if self.same(o, n):
             return Ends(False, None, ratio, f"{shown}: within {self.threshold:.0%}")
-        direction = "regression" if n > o else "fix"
+        direction = Direction.REGRESSION if n > o else Direction.FIX
         return Ends(True, direction, ratio, f"{shown}: differ by more than {self.threshold:.0%}")
 
 
@@ -484,7 +492,7 @@ class _Noisy:
         alpha = 1 - self.confidence
         if p >= alpha:
             return Ends(False, None, ratio, f"{shown}: overlap (rank test p >= {alpha:.2g})")
-        direction = "regression" if ln > lo else "fix"
+        direction = Direction.REGRESSION if ln > lo else Direction.FIX
         return Ends(True, direction, ratio, shown)
 
     def __call__(self, samples: Sequence) -> Placement:
@@ -675,7 +683,7 @@ class Paired:
         shown = (f"last/first end {ratio:.3g}x over {m.n} interleaved pairs ({above} of "
                  f"{m.n} higher at the last end), pair spread ±{math.expm1(m.sd):.1%}")
 
-        def verdict(decided: bool, reason: str, direction: str | None = None) -> EndsVerdict:
+        def verdict(decided: bool, reason: str, direction: Direction | None = None) -> EndsVerdict:
             return EndsVerdict(Ends(direction is not None, direction, ratio, reason), decided,
                                m.n, m.sd)
 
@@ -688,7 +696,7 @@ class Paired:
         shown += (f"; change {math.exp(lo2):.3g}x … {math.exp(hi2):.3g}x at {1 - a:.4g} "
                   f"(look {look})")
         if (lo2 > 0 or hi2 < 0) and abs(m.mean) >= band:
-            return verdict(True, shown, "regression" if m.mean > 0 else "fix")
+            return verdict(True, shown, Direction.REGRESSION if m.mean > 0 else Direction.FIX)
         if lo > -band and hi < band:
             return verdict(True, f"{shown}: confidently within {self.threshold:.0%} "
                                  "(equivalence test)")
@@ -703,7 +711,7 @@ class Paired:
         se = max(spread, self._floor(2)) / math.sqrt(n)
         return max(math.exp(t_critical(a / 2, n - 1) * se), 1 + self.threshold)
 
-    def place(self, rounds: Sequence[tuple[float, float, float]], direction: str,
+    def place(self, rounds: Sequence[tuple[float, float, float]], direction: Direction,
               machine: tuple[float, int] | None = None,
               change: float | None = None, *, cap: int | None = None) -> Placement:
         """A release from rounds (old, release, new) of one moment each; ``direction`` the
@@ -720,7 +728,7 @@ class Paired:
         good = _positive(rounds)
         if not good:
             return Placement(Label.SKIP, None, reason="no usable round")
-        s = 1 if direction == "regression" else -1
+        s = 1 if direction == Direction.REGRESSION else -1
         to_old = [math.log(r / o) for o, r, n in good]
         to_new = [math.log(r / n) for o, r, n in good]
         us = [s * (a + b) for a, b in zip(to_old, to_new)]

@@ -21,8 +21,6 @@ from repro.process import join_flags
 from repro.xla_passes import pass_dumps as read_pass_dumps
 
 from .bisection import (
-    CANNOT_TELL,
-    CHANGED,
     MAX_RUNS_NOISY,
     MetricBisection,
     batch_size,
@@ -35,7 +33,7 @@ from .bisection import (
 )
 from .budgets import Deadline, explain_limit
 from .catalogue import Release, backend_words
-from .classify import Label
+from .classify import Direction, Label, Placement
 from .commands import display_path
 from .crashes import is_crash
 from .errors import InstallFailed
@@ -49,6 +47,7 @@ from .known_flags import xla_flag_list
 from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
+from .placing import Behaviour, Verdict
 from .question import Question
 from .report import series_of
 
@@ -145,9 +144,6 @@ def nothing(text: str) -> dict:
     return {"kind": "none", "name": None, "tests": [], "text": text}
 
 
-NOT_TESTED = "not tested"
-MUCH_SLOWER = "much slower"
-
 
 def _baseline_seconds(b: MetricBisection, release: Release) -> list[float]:
     """The seconds of the bisection's own runs of ``release`` that gave an answer."""
@@ -182,7 +178,7 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     baseline = _baseline_seconds(b, release)
     limit = explain_limit(req.timeout, baseline)
 
-    def answer(behaviour: str, error: str | None, **more) -> dict:
+    def answer(behaviour: Behaviour, error: str | None, **more) -> dict:
         return {"release": str(release.version), "xla_flags": extra_flags, "figure": None,
                 "error": error, "runs": len(runs), "limit": limit.as_json(),
                 "behaviour": behaviour, **more}
@@ -192,9 +188,9 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
 
     def hung() -> dict:
         if seconds_left() < limit.seconds:  # cut short by the budget, not by the bound
-            return answer(NOT_TESTED, "the explanation's budget ran out during it")
+            return answer(Behaviour.NOT_TESTED, "the explanation's budget ran out during it")
         typical = statistics.median(baseline) if baseline else None
-        return answer(MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
+        return answer(Behaviour.MUCH_SLOWER, f"a run went past {limit.seconds:.0f} s" + (
             f" (its runs without it: {typical:.1f} s)" if typical else ""),
             finding="makes the case much slower: this setting matters")
 
@@ -204,7 +200,7 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
     while True:
         for _ in range(batch):
             if deadline is not None and deadline.spent:
-                return answer(NOT_TESTED, "the explanation's budget was spent")
+                return answer(Behaviour.NOT_TESTED, "the explanation's budget was spent")
             say(f"explain: {extra_flags} under jax {release.version}"
                 f"{f' ({test}, ' if test else ' ('}run {len(runs) + 1} of {batch})")
             run = lab.run(release, req.backend, asked, len(runs) + 1, timeout=seconds_left())
@@ -214,14 +210,10 @@ def behaviour_under(b: MetricBisection, lab: Lab, classify, release: Release, ex
         values = values_of(runs, reduce)
         if not values:
             failure = next((r for r in runs if r.status != "ok"), None)
-            return answer("skip", failure.error if failure else "no samples")
+            return answer(Behaviour.SKIP, failure.error if failure else "no samples")
         placement = classify(values)
-        label = placement.label.value
-        if label != "ambiguous" or len(runs) + batch > most:
-            behaviour = ("third" if placement.third else
-                         label if label in ("old", "new") else "skip")
-            return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
-                          figure=middle(values))
+        if placement.label is not Label.AMBIGUOUS or len(runs) + batch > most:
+            return placed_answer(answer, placement, middle(values))
 
 
 def _placed_in_rounds(b: MetricBisection, lab: Lab, release: Release, asked: Question,
@@ -245,7 +237,7 @@ def _placed_in_rounds(b: MetricBisection, lab: Lab, release: Release, asked: Que
         got = {}
         for side, r, question, number in order if k % 2 else order[::-1]:
             if deadline is not None and deadline.spent:
-                return answer(NOT_TESTED, "the explanation's budget was spent")
+                return answer(Behaviour.NOT_TESTED, "the explanation's budget was spent")
             say(f"explain: {asked.xla_flags} under jax {release.version}"
                 f"{f' ({test}, ' if test else ' ('}round {k} of at most {cap})")
             run = lab.run(r, req.backend, question, number, timeout=seconds_left())
@@ -255,7 +247,7 @@ def _placed_in_rounds(b: MetricBisection, lab: Lab, release: Release, asked: Que
                     return hung()
             got[side] = run_figure(run, reduce)
         if got["it"] is None and len(runs) == 1:
-            return answer("skip", runs[0].error or "no figure")
+            return answer(Behaviour.SKIP, runs[0].error or "no figure")
         if None not in got.values():
             rounds.append((got["old"], got["it"], got["new"]))
         placement = paired.place(rounds, s.ends.direction, None, s.ends.ratio, cap=cap)
@@ -263,13 +255,18 @@ def _placed_in_rounds(b: MetricBisection, lab: Lab, release: Release, asked: Que
             break
     figure = middle(values_of(runs, reduce))
     if placement is None or placement.label is Label.AMBIGUOUS:
-        return answer(CANNOT_TELL, f"the paired test could not place it in {len(rounds)} "
+        return answer(Behaviour.CANNOT_TELL, f"the paired test could not place it in {len(rounds)} "
                       f"rounds" + (f" ({placement.reason})" if placement else ""),
                       figure=figure)
-    label = placement.label.value
-    behaviour = "third" if placement.third else label if label in ("old", "new") else "skip"
-    return answer(behaviour, None if behaviour in ("old", "new") else placement.reason,
-                  figure=figure)
+    return placed_answer(answer, placement, figure)
+
+
+def placed_answer(answer: Callable[..., dict], placement: Placement, figure) -> dict:
+    """A setting's test answered with its placement: old or new, else why not (a third
+    behaviour, a skip)."""
+    behaviour = Behaviour.of(placement)
+    return answer(behaviour, None if behaviour in (Behaviour.OLD, Behaviour.NEW)
+                  else placement.reason, figure=figure)
 
 
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
@@ -298,7 +295,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     made: dict[tuple[str, str], dict] = {}
     defaults = [{"name": c.name, "old": c.old, "new": c.new} for c in changes]
 
-    def test(side: str, flags: tuple[FlagChange, ...]) -> str:
+    def test(side: str, flags: tuple[FlagChange, ...]) -> Behaviour:
         setting = " ".join(f.setting(side) for f in flags)
         made[(side, setting)] = behaviour_under(
             b, lab, classify, sides[side], setting, say, deadline=deadline,
@@ -308,7 +305,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                   "flag_defaults_changed": defaults})
         return made[(side, setting)]["behaviour"]
 
-    search = search_flags(changes, test, "old", "new")
+    search = search_flags(changes, test, Behaviour.OLD, Behaviour.NEW)
     tests = [made.get((t.release, t.xla_flags)) or
              {"release": str(sides[t.release].version), "xla_flags": t.xla_flags,
               "behaviour": t.verdict} for t in search.tests]
@@ -320,12 +317,13 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
             "release": str(new.version), "xla_flags": back["xla_flags"],
             "figure": back["figure"],
             "reverse": ({"release": str(old.version), "xla_flags": reverse["xla_flags"],
-                         "tested": reverse["behaviour"] in ("old", "new", "third"),
+                         "tested": reverse["behaviour"] in (Behaviour.OLD, Behaviour.NEW,
+                                                             Behaviour.THIRD),
                          "behaviour": reverse["behaviour"], "figure": reverse["figure"],
                          "error": reverse["error"]} if reverse else
                         {"release": str(old.version), "tested": False, "behaviour": None,
                          "error": "not run"})})
-    untested = sum(t.get("behaviour") == NOT_TESTED for t in tests)
+    untested = sum(t.get("behaviour") == Behaviour.NOT_TESTED for t in tests)
     base = {"flag_defaults_changed": defaults, "tests": tests, "workarounds": workarounds,
             "not_tested": untested}
     spent = (f" ({untested} settings not tested: the explanation's budget was spent)"
@@ -408,16 +406,16 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     for k, name in enumerate(tried, 1):
         test = behaviour_under(b, lab, classify, new, DISABLE + name, say, deadline=deadline,
                                test=f"pass {k} of {len(tried)}", beside=PASS_TESTS + k)
-        if test["behaviour"] == MUCH_SLOWER:
+        if test["behaviour"] == Behaviour.MUCH_SLOWER:
             test["finding"] = "makes the case much slower: this pass matters"
         tests.append(test)
-        if test["behaviour"] == "old":
+        if test["behaviour"] == Behaviour.OLD:
             restoring.append(name)
         progress({**nothing(f"The pass search is under way ({k} of {len(tried)} passes "
                             f"tried)."), "tests": list(tests), "passes_changed": candidates,
                   "first_difference": first})
     fixing: list[str] = []  # a fix: passes without which the old release is already fixed
-    if b.direction == "fix" and dumps[old]:
+    if b.direction == Direction.FIX and dumps[old]:
         # Ways around the old behaviour for whoever stays on the release before the fix, as
         # the deleted pipeline searched the release that grows.
         before = passes_that_changed([d["file"] for d in dumps[old]])[:MAX_PASSES]
@@ -428,7 +426,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
                                    deadline=deadline, beside=PASS_TESTS + MAX_PASSES + k,
                                    test=f"pass {k} of {len(before)} under jax {old.version}")
             tests.append(test)
-            if test["behaviour"] == "new":
+            if test["behaviour"] == Behaviour.NEW:
                 fixing.append(name)
             progress({**nothing(f"The pass search is under way ({k} of {len(before)} passes "
                                 f"of jax {old.version} tried)."), "tests": list(tests),
@@ -441,10 +439,11 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
     chosen = next((n for n in at_difference if n in found),
                   next((n for n in found if is_safe(n)), found[0] if found else None))
 
-    def passes(behaviour: str) -> list[str]:
+    def passes(behaviour: Behaviour) -> list[str]:
         return [t["xla_flags"].removeprefix(DISABLE) for t in tests if t["behaviour"] == behaviour]
 
-    slower, changing, untested = passes(MUCH_SLOWER), passes("third"), passes(NOT_TESTED)
+    slower, changing, untested = (passes(Behaviour.MUCH_SLOWER), passes(Behaviour.THIRD),
+                                  passes(Behaviour.NOT_TESTED))
     base = {"tests": tests, "passes_changed": candidates, "first_difference": first,
             # A fix's passes that bring the old behaviour back explain it; they are no way
             # around anything (the ways around it are the old release's, ``fixing``).
@@ -452,8 +451,9 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
             "workarounds": [{"release": str(r.version), "xla_flags": DISABLE + n,
                              "safe": is_safe(n), "brings": brings}
                             for r, brings, names in (
-                                (new, "old", [] if b.direction == "fix" else restoring),
-                                (old, "new", fixing)) for n in names],
+                                (new, Behaviour.OLD,
+                                 [] if b.direction == Direction.FIX else restoring),
+                                (old, Behaviour.NEW, fixing)) for n in names],
             "much_slower": slower, "changes_otherwise": changing, "not_tested": untested}
     where = difference_sentence(first)
     more = ""
@@ -477,8 +477,9 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
         """The passes measured under ``release`` (not those that crashed or failed: a skip),
         and the words for those that did."""
         at = [t for t in tests if t["release"] == str(release.version)
-              and t["behaviour"] != NOT_TESTED]
-        failed = [t["xla_flags"].split("=", 1)[1] for t in at if t["behaviour"] == "skip"]
+              and t["behaviour"] != Behaviour.NOT_TESTED]
+        failed = [t["xla_flags"].split("=", 1)[1] for t in at
+                  if t["behaviour"] == Behaviour.SKIP]
         return len(at) - len(failed), (
             f" ({len(failed)} more crashed or gave no figure: "
             + ", ".join(f"`{n}`" for n in failed) + ")" if failed else "")
@@ -490,7 +491,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
             f"No single HLO pass, turned off under jax {new.version}, brings back jax "
             f"{old.version}'s {q.metric} ({tried_new} of the {len(candidates)} passes that "
             f"changed the module measured{failed_new}).")
-    if b.direction == "fix" and dumps[old]:
+    if b.direction == Direction.FIX and dumps[old]:
         tried_old, failed_old = measured(old)
         said += (f" Before the fix, turning off one at a time under jax {old.version} gives "
                  f"jax {new.version}'s {q.metric} for {len(fixing)} of the {tried_old} passes "
@@ -544,8 +545,8 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                              lambda k, without=without: run(without, k), question, threshold,
                              batch=batch, max_runs=pairs, reduce=reduce)
         test = {"xla_flags": flag, "figure": middle(c.b), "verdict": c.verdict,
-                "changes": c.verdict == CHANGED,
-                "direction": c.ends.direction if c.verdict == CHANGED else None,
+                "changes": c.verdict == Verdict.CHANGED,
+                "direction": c.ends.direction if c.verdict == Verdict.CHANGED else None,
                 "ratio": c.ends.ratio if c.ends else None, "runs": c.runs,
                 "reason": c.ends.reason if c.ends else None, "safe": is_safe(name),
                 # a shape's figures at each value without the pass (the word alone hides them)
@@ -558,7 +559,7 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                 doc["workarounds"].append({"release": str(release.version), "xla_flags": flag,
                                            "figure": test["figure"], "safe": test["safe"]})
     untold = [t["xla_flags"].removeprefix(DISABLE) for t in doc["tests"]
-              if t["verdict"] == CANNOT_TELL]
+              if t["verdict"] == Verdict.CANNOT_TELL]
     cannot = (f"; cannot tell for {len(untold)} (the paired test undecided within "
               f"{pairs} pairs of runs: " + ", ".join(f"`{n}`" for n in untold) + ")"
               if untold else "")
@@ -571,7 +572,8 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     def effect(t: dict) -> str:
         if isinstance(t["figure"], (list, tuple)):  # a shape: its word without the pass
             return f"{t['figure'][0]} without it"
-        return ({"fix": "lower", "regression": "higher"}.get(t["direction"], "different")
+        return ({Direction.FIX: "lower", Direction.REGRESSION: "higher"}.get(t["direction"],
+                                                                            "different")
                 + (f", {t['ratio']:.2f}×" if t["ratio"] else ""))
 
     shown = "; ".join(
@@ -593,4 +595,4 @@ def better_without(base: tuple, test: dict) -> bool:
     """A pass turned off gives a better figure: lower, or a shape that no longer grows."""
     if isinstance(base[0], (list, tuple)):
         return test["figure"][0] == "constant" and base[0][0] != "constant"
-    return test["direction"] == "fix"
+    return test["direction"] == Direction.FIX

@@ -14,24 +14,22 @@ Over the budget nothing is measured and the report keeps the sweep's command.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from .classify import Label, Paired, Placement
+from .classify import Label, Paired
 from .placing import (
+    AgainstEnds,
     MakeClassifier,
     MetricSearch,
     Placed,
     Reduce,
     RunAt,
     Say,
-    no_figure,
+    place_against_ends,
     run_figure,
     values_of,
 )
-
-OLD, DIFFERS, CANNOT_TELL = "old", "differs", "cannot tell"
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,7 @@ class Interior:
     per_release: float            # one release's share of it, from the ends' own runs
     measured: bool
     placed: dict = field(default_factory=dict)   # index -> Placed (the runs, the placement)
-    labels: dict = field(default_factory=dict)   # index -> old | differs | cannot tell
+    labels: dict = field(default_factory=dict)   # index -> AgainstEnds
     changes: tuple[Change, ...] = ()
 
     @property
@@ -113,7 +111,7 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
                      if noisy else
                      place_deterministic(search, i, run_at, make_classifier, batch=batch,
                                          reduce=reduce))
-    labels = {i: label_of(placed[i]) for i in inside}
+    labels = {i: AgainstEnds.of(placed[i].placement) for i in inside}
     return Interior(inside, budget, estimate, per, measured=True, placed=placed, labels=labels,
                     changes=changes_of(labels, n))
 
@@ -121,33 +119,24 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
 def place_deterministic(search: MetricSearch, i: int, run_at: RunAt,
                         make_classifier: MakeClassifier, *, batch: int,
                         reduce: Reduce) -> Placed:
-    """Candidate ``i`` in ``batch`` runs, placed by the classifier the search begins with
-    (learned from the two ends): like an end (both, the ends being alike) is ``old``, like
-    neither (a third behaviour) is ``differs``; a release whose own runs disagree, or that
-    gave no figure, is a skip (cannot tell)."""
+    """Candidate ``i`` in ``batch`` runs, placed against the ends by the classifier the search
+    begins with (learned from the two ends)."""
     n = max(search.placed) + 1
     runs = tuple(run_at(i, number) for number in range(1, batch + 1))
     seen = values_of(runs, reduce)
-    if not seen:
-        return Placed(i, runs, no_figure(runs))
-    placement = make_classifier(search.placed[0].values, search.placed[n - 1].values)(seen)
-    if not placement.third and placement.label in (Label.OLD, Label.NEW, Label.AMBIGUOUS):
-        placement = replace(placement, label=Label.OLD)  # (its reason says which end)
-    return Placed(i, runs, placement, seen)
+    against = make_classifier(search.placed[0].values, search.placed[n - 1].values)
+    return Placed(i, runs, place_against_ends(runs, seen, against), seen)
 
 
 def place_paired(search: MetricSearch, i: int, run_at: RunAt, test: Paired, *, max_runs: int,
                  reduce: Reduce, numbers: dict) -> Placed:
     """Candidate ``i`` in rounds (old end, it, new end), one after the other, until the
-    search's paired test decides whether it is the ends' behaviour: each round's pair is the
-    ends' geometric mean and the release (the test that found the ends alike). Undecided
-    after ``max_runs`` rounds: a skip with its figures (cannot tell). ``numbers``: the ends'
-    last run numbers, carried on."""
+    search's paired test decides whether it is the ends' behaviour, or ``max_runs`` rounds are
+    spent (a skip with its figures). ``numbers``: the ends' last run numbers, carried on."""
     n = max(search.placed) + 1
     numbers[i] = 0
     runs: list = []
     rounds: list[tuple[float, float, float]] = []
-    placement = None
     while len(runs) < max(max_runs, test.first_look):
         got = {}
         order = (0, i, n - 1) if len(runs) % 2 == 0 else (n - 1, i, 0)
@@ -157,39 +146,13 @@ def place_paired(search: MetricSearch, i: int, run_at: RunAt, test: Paired, *, m
             if j == i:
                 runs.append(run)
             got[j] = run_figure(run, reduce)
-        if got[i] is None and len(runs) == 1:
-            return Placed(i, tuple(runs), no_figure(runs))
         if None not in got.values():
             rounds.append((got[0], got[i], got[n - 1]))
-        if len(rounds) < test.first_look:
-            continue
-        verdict = test.ends([(math.sqrt(o * w), r) for o, r, w in rounds])
-        words = (verdict.ends.reason.replace("last/first end", "it/the ends", 1)
-                 .replace("higher at the last end", "higher for it", 1))
-        if verdict.decided:
-            placement = (Placement(Label.SKIP, None, third=True,
-                                   reason=f"unlike both ends ({words})")
-                         if verdict.ends.distinct else
-                         Placement(Label.OLD, None,
-                                   reason=f"like both ends ({words})"))
+        seen = tuple(f for f in (run_figure(r, reduce) for r in runs) if f is not None)
+        placement = place_against_ends(runs, seen, test, rounds)
+        if not seen or placement.label is Label.OLD or placement.third:
             break
-        placement = Placement(Label.SKIP, None, reason=f"cannot be placed after "
-                                                       f"{len(rounds)} rounds "
-                                                       f"({words})")
-    if placement is None:
-        placement = Placement(Label.SKIP, None, reason=f"cannot be placed after {len(rounds)} "
-                                                       f"rounds")
-    values = tuple(v for v in (run_figure(r, reduce) for r in runs) if v is not None)
-    return Placed(i, tuple(runs), placement, values, tuple(rounds))
-
-
-def label_of(placed: Placed) -> str:
-    p = placed.placement
-    if p is not None and p.label is Label.OLD:
-        return OLD
-    if p is not None and p.third:
-        return DIFFERS
-    return CANNOT_TELL
+    return Placed(i, tuple(runs), placement, seen, tuple(rounds))
 
 
 def changes_of(labels: dict, n: int) -> tuple[Change, ...]:
@@ -198,26 +161,27 @@ def changes_of(labels: dict, n: int) -> tuple[Change, ...]:
     the first ``old`` one after its last; a ``cannot tell`` between makes its pair inexact.
     Consecutive releases unlike the ends, ``cannot tell`` ones between them included, are
     one change."""
-    row = [OLD, *(labels[i] for i in range(1, n - 1)), OLD]
+    like, unlike = AgainstEnds.OLD, AgainstEnds.DIFFERS
+    row = [like, *(labels[i] for i in range(1, n - 1)), like]
     changes: list[Change] = []
     i = 1
     while i < n - 1:
-        if row[i] != DIFFERS:
+        if row[i] != unlike:
             i += 1
             continue
         first = last = i
         j = i + 1
-        while j < n - 1 and row[j] != OLD:
-            if row[j] == DIFFERS:
+        while j < n - 1 and row[j] != like:
+            if row[j] == unlike:
                 last = j
             j += 1
-        before = max(k for k in range(first) if row[k] == OLD)
-        after = min(k for k in range(last + 1, n) if row[k] == OLD)
+        before = max(k for k in range(first) if row[k] == like)
+        after = min(k for k in range(last + 1, n) if row[k] == like)
         changes.append(Change(came=(before, first), went=(last, after),
                               releases=tuple(k for k in range(first, last + 1)
-                                             if row[k] == DIFFERS),
+                                             if row[k] == unlike),
                               exact=before == first - 1 and after == last + 1
-                              and all(row[k] == DIFFERS for k in range(first, last + 1))))
+                              and all(row[k] == unlike for k in range(first, last + 1))))
         i = j
     return tuple(changes)
 

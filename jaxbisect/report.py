@@ -27,11 +27,13 @@ from .evidence.chart import write_png
 from .figures import figure, figure_text, nondeterministic, seen
 from .files import write_atomic, write_json_if_changed
 from .harness import target_label
-from .interior import CANNOT_TELL, changes_text
+from .interior import changes_text
 from .machine import machine_description
 from .markdown import KINDS, render
 from .markdown.tables import shape_chart
+from .placing import AgainstEnds, Shown
 from .question import over_text
+from .search import Status
 
 # 2: the scan report is the scan case's metric bisection (docs/schema.md maps schema 1's
 # fields to these).
@@ -53,7 +55,8 @@ def has_answer(json_path: Path) -> bool:
     """The report at ``json_path`` holds an answer (a change found, or the ends alike): a
     rerun that finds none (an end unmeasurable, the noise undecided) keeps it."""
     try:
-        return json.loads(json_path.read_text(encoding="utf-8"))["status"] in ("found", "alike")
+        status = json.loads(json_path.read_text(encoding="utf-8"))["status"]
+        return status in (Status.FOUND, Status.ALIKE)
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -168,7 +171,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         p = placed.placement
         # A release the search never placed (an end of a range without an answer) is
         # measured, or without a figure, never a skip.
-        unplaced = "measured" if placed.values else "no figure"
+        unplaced = Shown.MEASURED if placed.values else Shown.NO_FIGURE
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
             "label": p.label.value if p else unplaced,
@@ -198,10 +201,10 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "schema": SCHEMA, "kind": "metric", "from": req.start, "to": req.end,
         "backend": req.backend, "target": q.target or None, "measured": where(b),
         "status": b.status, "direction": b.direction,
-        "everywhere_error": b.everywhere_error.as_json() if b.status == "fails_everywhere"
+        "everywhere_error": b.everywhere_error.as_json() if b.status == Status.FAILS_EVERYWHERE
         else None,
         "calibration": s.calibration,
-        "exact": bool(s.result and s.result.exact and s.status == "found"
+        "exact": bool(s.result and s.result.exact and s.status == Status.FOUND
                       and not left_out_between(b)),
         "reason": s.reason,
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
@@ -258,7 +261,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     }
     doc.update(interior_document(b), machine=machine_description())
     doc.update(shown_apart(b, doc))
-    if s.status == "alike" and not (b.interior and b.interior.measured):
+    if s.status == Status.ALIKE and not (b.interior and b.interior.measured):
         doc["sweep"] = shlex.join(sweep_argv(b))
     if pair:
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
@@ -284,7 +287,7 @@ def shown_apart(b: MetricBisection, doc: dict, at: Path | None = None) -> dict:
     (by the error; with the yanked releases), a user's target spec."""
     req, q, r = b.request, b.request.question, b.search.result
     out = {}
-    if doc["status"] == "found" and not r.exact:
+    if doc["status"] == Status.FOUND and not r.exact:
         out["unplaced_between"] = [str(c.version)
                                    for c in b.candidates[r.last_old + 1:r.first_new]]
     if left_out_between(b):
@@ -332,7 +335,7 @@ def interior_document(b: MetricBisection) -> dict:
     elif inside.changes:
         text = changes_text(names, inside.changes, said_at)
     else:
-        unplaced = [names[i] for i in inside.indices if inside.labels[i] == CANNOT_TELL]
+        unplaced = [names[i] for i in inside.indices if inside.labels[i] == AgainstEnds.CANNOT_TELL]
         text = (f"Every release inside (jax {', '.join(names[i] for i in inside.indices)}) "
                 f"was measured too" + (f"; jax {', '.join(unplaced)} could not be told "
                                        f"(cannot tell), every other one behaves as the ends"
@@ -395,7 +398,7 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
                  ) -> tuple[Path, dict]:
     md_path = report_path(b, folder)
     doc = document(b, md_path, extra)
-    if b.search.status in ("unmeasurable", "undecided") \
+    if b.search.status in (Status.UNMEASURABLE, Status.UNDECIDED) \
             and has_answer(md_path.with_suffix(".json")):
         doc["report_kept"] = ("an earlier run's report holds an answer and this run found "
                               "none: it was left as it was")

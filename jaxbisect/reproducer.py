@@ -23,17 +23,19 @@ from packaging.version import Version
 from repro.verdict import relative_shape, shapes_alike
 
 from .catalogue import Release
+from .classify import Direction
 from .crashes import crash_of
 from .errors import InstallFailed, UserError
 from .executors import LOCAL
 from .harness import HarnessFailed, run_script
 from .program import FILE, Program, why_not, write_program
+from .search import Status
 from .store import Key
 
 RUNS = 2  # each end's runs: two that disagree make its output nondeterministic
 FIRST = ("jax", "jaxlib")  # an install line's first pins; then the rest by name
-ROLES = {"regression": ("last good", "first bad"), "changed": ("last good", "first bad"),
-         "fix": ("last bad", "fixed")}
+ROLES = {Direction.REGRESSION: ("last good", "first bad"),
+         Direction.CHANGED: ("last good", "first bad"), Direction.FIX: ("last bad", "fixed")}
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 Say = Callable[[str], None]
 
@@ -151,7 +153,7 @@ def _close(a: float, b: float, rtol: float) -> bool:
     return a == b or abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
-def shows(program: Program, direction: str | None, old: ProgramRun, new: ProgramRun, *,
+def shows(program: Program, direction: Direction | None, old: ProgramRun, new: ProgramRun, *,
           threshold: float | None = None) -> bool:
     """The two runs' outputs differ as the answer says: an error line that changes (and
     appears or goes where the answer's did), values that differ, a figure that moves by more
@@ -179,14 +181,15 @@ def shows(program: Program, direction: str | None, old: ProgramRun, new: Program
         order = (SHAPE_ORDER.get(before["status"]), SHAPE_ORDER.get(after["status"]))
         if None in order or order[0] == order[1]:  # both grow: faster is the regression
             order = (abs(before["rate"] or 0), abs(after["rate"] or 0))
-        went = "regression" if order[1] > order[0] else "fix" if order[1] < order[0] else None
+        went = (Direction.REGRESSION if order[1] > order[0] else
+                Direction.FIX if order[1] < order[0] else None)
         return went is not None and direction in (None, went)
     default = 0.01 if metric == "memory" else 0.10  # classify's thresholds
     t = threshold or default
     if len(a) != 1 or len(b) != 1 or a[0] <= 0 or b[0] <= 0:
         return False
     ratio = b[0] / a[0]
-    return ratio > 1 + t if direction == "regression" else ratio < 1 / (1 + t)
+    return ratio > 1 + t if direction == Direction.REGRESSION else ratio < 1 / (1 + t)
 
 
 def end_part(release: Release, role: str, runs: list[ProgramRun], program: Program) -> dict:
@@ -206,7 +209,7 @@ def deterministic_output(metric: str) -> bool:
 
 
 def reproducer(program: Program, ends: list[tuple[Release, str]], backend: str, lab, *,
-               direction: str | None, timeout: float, say: Say,
+               direction: Direction | None, timeout: float, say: Say,
                threshold: float | None = None) -> dict:
     """The ``reproducer`` part: ``program`` run RUNS times at each of ``ends`` (release,
     role), old end first."""
@@ -247,7 +250,7 @@ def sizes(b, minimal: dict | None = None) -> tuple[dict, tuple]:
 def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
     """The ``reproducer`` part of a bisection that found its pair (None where it found
     none): the program written from the case and run at both ends, or why there is none."""
-    if b.search.status != "found" or b.pair is None:
+    if b.search.status != Status.FOUND or b.pair is None:
         return None
     q = b.request.question
     why = why_not(q.metric, case=q.case, target=q.target)
@@ -255,7 +258,7 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
         return not_written(why)
     params, over = sizes(b, minimal)
     program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags)
-    old_role, new_role = ROLES.get(b.direction or "changed", ROLES["changed"])
+    old_role, new_role = ROLES.get(b.direction or Direction.CHANGED, ROLES[Direction.CHANGED])
     old, new = sorted(b.pair, key=lambda r: Version(str(r.version)))
     say(f"the standalone program: {program.lines} lines, run twice at jax {old.version} and "
         f"{new.version}")

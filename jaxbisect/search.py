@@ -24,9 +24,22 @@ class Outcome(enum.Enum):
     SKIP = "skip"
 
 
+class Status(enum.StrEnum):
+    """A search's answer, as its report's JSON says it (the strings stay the JSON's)."""
+
+    FOUND = "found"                        # the change is between two adjacent candidates
+    ALIKE = "alike"                        # the ends behave the same
+    UNMEASURABLE = "unmeasurable"          # an end gives no figure (a SKIP)
+    # A noisy metric's ends neither told apart nor alike within the runs allowed.
+    UNDECIDED = "undecided"
+    # The ends alike or unmeasurable, every release failing the same way (the bisection's).
+    FAILS_EVERYWHERE = "fails_everywhere"
+    SWEPT = "swept"                        # not a search: every candidate visited (the sweep's)
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    status: str  # "found" | "alike" (the ends behave the same) | "unmeasurable" (an end is SKIP)
+    status: Status  # FOUND, ALIKE or UNMEASURABLE from find_change; SWEPT from a visit of all
     last_old: int | None  # the last candidate known to behave like index 0 ...
     first_new: int | None  # ... and the first after it known to behave like index n-1
     exact: bool  # first_new == last_old + 1; else everything strictly between was skipped
@@ -73,9 +86,9 @@ def window(n: int, seen: Mapping[int, Outcome]) -> tuple[int, int]:
 
 
 def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1,
-               cheap: Cheap = lambda i: False, offset: int = 0) -> tuple[int, ...] | str:
+               cheap: Cheap = lambda i: False, offset: int = 0) -> tuple[int, ...] | Status:
     """The candidates to probe next, in ascending order, or the search's status once it is over
-    ("found", "alike" or "unmeasurable").
+    (FOUND, ALIKE or UNMEASURABLE).
 
     Probes both ends first (both, even when the first is a skip, so a report can name every
     unmeasurable end), then keeps ``lo`` on index 0's side and ``hi`` on index n-1's.
@@ -93,11 +106,11 @@ def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1,
         return ends if jobs >= 2 else ends[:1]
     old, new = seen[0], seen[n - 1]
     if Outcome.SKIP in (old, new):
-        return "unmeasurable"
+        return Status.UNMEASURABLE
     if old is new:
-        return "alike"
+        return Status.ALIKE
     lo, hi = window(n, seen)
-    return _split(lo, hi, seen, cheap, offset, jobs) or "found"
+    return _split(lo, hi, seen, cheap, offset, jobs) or Status.FOUND
 
 
 def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cheap: Cheap, offset: int,
@@ -197,7 +210,7 @@ def find_change(
     rounds: list[tuple[int, ...]] = []
     while True:
         step = next_round(n, seen, jobs=jobs, cheap=cheap, offset=offset)
-        if isinstance(step, str):
+        if isinstance(step, Status):
             break
         before = window(n, seen) if len(rounds) >= end_rounds(jobs) else None
         outcomes = list(probe_round(step))
@@ -213,6 +226,6 @@ def find_change(
             if (lo, hi) != before:
                 on_step(lo, hi, steps_left(lo, hi))
 
-    lo, hi = window(n, seen) if step == "found" else (None, None)
-    return SearchResult(step, lo, hi, step == "found" and hi == lo + 1, tuple(seen),
+    lo, hi = window(n, seen) if step is Status.FOUND else (None, None)
+    return SearchResult(step, lo, hi, step is Status.FOUND and hi == lo + 1, tuple(seen),
                         tuple(i for i in seen if seen[i] is Outcome.SKIP), tuple(rounds))

@@ -46,15 +46,11 @@ from repro.units import column
 
 from .bisection import (
     MAX_RUNS_NOISY,
-    MakeClassifier,
-    Placed,
-    Reduce,
     batch_size,
     classifier_for,
     paired_test,
     reduce_for,
     search_metric,
-    values_of,
     visit_every,
 )
 from .budgets import EndsTimer
@@ -84,15 +80,16 @@ from .harness import ignored_environment_note, target_label, target_option
 from .known_flags import FlagCheckedLab, lister
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
+from .placing import MakeClassifier, Placed, Reduce, Shown, place_against_ends, values_of
 from .question import Question, Run, compared_runs, question_from, with_compare, with_params
 from .report import series_of
+from .search import Status
 
 PROG = "python -m jaxbisect.sweep"
 SCHEMA = 2
 SUMMARY = "README.md"
 UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
-ALIKE = "like the ends"
 # The question's options, from python -m bisect's table (repro/options.py).
 QUESTION = {"case", "param", "over", "metric", "xla_flags", "devices", "samples", "metric_kind",
             "threshold", "runs", "max_runs", "n_outer", "n_inner", "n_res", "dtype"}
@@ -210,8 +207,9 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
     (search_metric), visiting every release instead of searching; ends alike or undecided
     leave nothing to place against, so each release between is measured and not labelled. A
     deterministic metric: the ends, then each release ``batch`` runs at a time while the
-    classifier cannot place it, up to ``max_runs``. The placements, and the ends (None where
-    an end gave no figure)."""
+    classifier cannot place it, up to ``max_runs``; against ends that agree, as a bisection
+    places a release inside (placing.place_against_ends: like them, a third behaviour or a
+    skip). The placements, and the ends (None where an end gave no figure)."""
     measured = list(range(n)) if measured is None else list(measured)
     placed: list[Placed | None] = [None] * n
     if noisy_metric and len(measured) > 1:
@@ -238,13 +236,21 @@ def place_every(n: int, run_at: Callable[[int, int], Run], make_classifier: Make
         return placed, None
     classifier = make_classifier(values(first), values(last))
     ends = classifier.ends()
+
+    def place(i: int) -> Placement | None:
+        if not values(i):
+            return None
+        if ends.distinct:
+            return classifier(values(i))
+        return place_against_ends(runs[i], values(i), classifier)
+
     for i, label in ((first, Label.OLD), (last, Label.NEW)):
         placed[i] = Placed(i, tuple(runs[i]), Placement(label, None, reason="an end"),
                            values(i))
     for i in measured[1:-1]:
         measure((i,), batch)
         while True:
-            placement = classifier(values(i)) if values(i) else None
+            placement = place(i)
             if placement is None or placement.label is not Label.AMBIGUOUS \
                     or len(runs[i]) + batch > max_runs:
                 break
@@ -263,14 +269,14 @@ def _place_paired(n: int, run_at: Callable[[int, int], Run], measured: list[int]
     placed: list[Placed | None] = [None] * n
     for j, p in s.placed.items():
         placed[measured[j]] = replace(p, index=measured[j])
-    if s.status == "unmeasurable":  # nothing to measure the others against
+    if s.status == Status.UNMEASURABLE:  # nothing to measure the others against
         return [replace(p, placement=None) if p else None for p in placed], None
-    if s.status in ("alike", "undecided"):  # each release measured as often as an end
+    if s.status in (Status.ALIKE, Status.UNDECIDED):  # each release measured as often as an end
         for j in range(1, m - 1):
             got = tuple(run_at(measured[j], number)
                         for number in range(1, len(s.placed[0].runs) + 1))
             placed[measured[j]] = Placed(measured[j], got, None, values_of(got, reduce))
-    if s.status == "undecided":  # no change told apart: neither end is "old" nor "new"
+    if s.status == Status.UNDECIDED:  # no change told apart: neither end is "old" nor "new"
         for j in (0, m - 1):
             p = placed[measured[j]]
             placed[measured[j]] = replace(p, placement=Placement(
@@ -278,18 +284,19 @@ def _place_paired(n: int, run_at: Callable[[int, int], Run], measured: list[int]
     return placed, s.ends
 
 
-def label_of(placed: Placed, ends) -> str:
-    """old | new | ambiguous | third behaviour | like the ends | measured | no figure."""
+def label_of(placed: Placed, ends) -> Label | Shown:
+    """Label.OLD, NEW, AMBIGUOUS, or Shown's: a third behaviour, like the ends (ends that
+    agree), measured (nothing to place it against), no figure."""
     p = placed.placement
     if p is None:
-        return "measured" if placed.values else "no figure"
+        return Shown.MEASURED if placed.values else Shown.NO_FIGURE
     if p.third:
-        return "third behaviour"
+        return Shown.THIRD
     if p.label is Label.SKIP:  # measured, but not placed within the cap
-        return "ambiguous" if placed.values else "no figure"
+        return Label.AMBIGUOUS if placed.values else Shown.NO_FIGURE
     if ends is not None and not ends.distinct and p.label in (Label.OLD, Label.NEW):
-        return ALIKE
-    return p.label.value
+        return Shown.LIKE_THE_ENDS
+    return p.label
 
 
 # -- one question over its releases ---------------------------------------------------------
@@ -419,7 +426,8 @@ def write_result(reports: Path, document: dict, where: str, say: Say) -> Path | 
     # Measured again with the same outcome (other timings, another machine's kernel or code
     # sizes only; one release swept alone, with nothing to label it against): the file stays
     # as it was, so that a clone's rerun (or nox -s repro_release) leaves it clean.
-    alone = frozenset({"label", "reason"}) if document.get("label") == "measured" else frozenset()
+    alone = (frozenset({"label", "reason"}) if document.get("label") == Shown.MEASURED
+             else frozenset())
     write_json_if_changed(path, document, also_ignore=RUN_DEPENDENT_KEYS | alone)
     return path
 
@@ -492,7 +500,7 @@ def note_of(d: dict) -> str:
         return f"compiled statistics empty: {d['series']['fallback']['reason']}"
     if d.get("error"):
         return d["error"]
-    if d.get("label") not in ("old", "new", ALIKE, "measured"):
+    if d.get("label") not in (Label.OLD, Label.NEW, Shown.LIKE_THE_ENDS, Shown.MEASURED):
         return d.get("reason") or ""
     return ""
 

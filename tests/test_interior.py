@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT, parse
-from jaxbisect.interior import CANNOT_TELL, DIFFERS, OLD, changes_of
+from jaxbisect.interior import changes_of
 from jaxbisect.markdown import render
 from jaxbisect.markdown.answer import answer_line
+from jaxbisect.placing import AgainstEnds
 from jaxbisect.question import Question, question_from
 from jaxbisect.report import document, report_stem
 
@@ -43,8 +44,8 @@ def test_a_change_that_came_and_went_is_answered_with_both_pairs(recorded_catalo
     doc = document(b, None)
     # The exit status stays the ends' own: alike.
     assert doc["status"] == "alike" and METRIC_EXIT[doc["status"]] == 1
-    assert [(r["jax"], r["label"]) for r in doc["interior"]] == [("0.4.36", DIFFERS),
-                                                                ("0.4.37", OLD)]
+    assert [(r["jax"], r["label"]) for r in doc["interior"]] == [("0.4.36", AgainstEnds.DIFFERS),
+                                                                ("0.4.37", AgainstEnds.OLD)]
     assert doc["interior"][0]["figure"]["value"].startswith("TypeError: result_paths()")
     assert doc["interior"][1]["figure"]["value"] == "no error"
     check = doc["interior_check"]
@@ -107,7 +108,7 @@ def test_within_the_budget_every_release_inside_is_measured_once(recorded_catalo
     assert lab.versions_asked == [names[0], names[-1], *names[1:-1]]
     assert all(count == 1 for count in (lab.versions_asked.count(v) for v in names))
     labels = {r["jax"]: r["label"] for r in doc["interior"]}
-    assert {v for v, label in labels.items() if label == DIFFERS} == wrong
+    assert {v for v, label in labels.items() if label == AgainstEnds.DIFFERS} == wrong
     changes = doc["interior_check"]["changes"]
     assert [(c["came"], c["went"]) for c in changes] == [
         (["0.4.22", "0.4.23"], ["0.4.24", "0.4.25"]), (["0.4.27", "0.4.28"], ["0.4.28",
@@ -124,7 +125,7 @@ def test_a_release_inside_without_a_figure_is_cannot_tell_never_old(recorded_cat
     b, _ = deterministic_bisection(recorded_catalogue, figure, seconds=1.0)
     doc = document(b, None)
     labels = {r["jax"]: r["label"] for r in doc["interior"]}
-    assert labels["0.4.25"] == CANNOT_TELL and labels["0.4.24"] == DIFFERS
+    assert labels["0.4.25"] == AgainstEnds.CANNOT_TELL and labels["0.4.24"] == AgainstEnds.DIFFERS
     assert doc["interior_check"]["changes"] == [{"came": ["0.4.23", "0.4.24"],
                                                  "went": ["0.4.24", "0.4.26"],
                                                  "releases": ["0.4.24"], "exact": False}]
@@ -139,8 +140,9 @@ def test_a_release_whose_own_runs_disagree_is_cannot_tell(recorded_catalogue):
                            else 5.0))
     doc = document(bisect_metric(recorded_catalogue, request, lab, lambda m: None), None)
     labels = {r["jax"]: r["label"] for r in doc["interior"]}
-    assert labels["0.4.25"] == CANNOT_TELL and "disagree" in doc["interior"][4]["reason"]
-    assert {label for v, label in labels.items() if v != "0.4.25"} == {OLD}
+    assert labels["0.4.25"] == AgainstEnds.CANNOT_TELL
+    assert "disagree" in doc["interior"][4]["reason"]
+    assert {label for v, label in labels.items() if v != "0.4.25"} == {AgainstEnds.OLD}
     assert doc["interior_check"]["changes"] == []
 
 
@@ -163,7 +165,8 @@ def test_a_noisy_metric_places_the_releases_inside_by_the_paired_test(recorded_c
     doc = document(b, None)
     assert doc["status"] == "alike" and "equivalence" in doc["ends"]["reason"]
     labels = {r["jax"]: r["label"] for r in doc["interior"]}
-    assert labels == {"0.4.31": OLD, "0.4.33": DIFFERS, "0.4.34": OLD}  # (0.4.32: yanked)
+    assert labels == {"0.4.31": AgainstEnds.OLD, "0.4.33": AgainstEnds.DIFFERS,
+                      "0.4.34": AgainstEnds.OLD}  # (0.4.32: yanked)
     rounds = {r["jax"]: r["rounds"] for r in doc["interior"]}
     assert all(len(r) >= 4 and all(len(one) == 3 for one in r) for r in rounds.values())
     assert doc["interior_check"]["changes"] == [{"came": ["0.4.31", "0.4.33"],
@@ -176,8 +179,8 @@ def test_a_noisy_release_the_test_cannot_decide_is_cannot_tell(recorded_catalogu
     cap): not "old", not "differs"."""
     b = noisy_bisection(recorded_catalogue, lambda v: 1.09 if v == "0.4.33" else 1.0)
     labels = {r["jax"]: r["label"] for r in document(b, None)["interior"]}
-    assert labels["0.4.33"] == CANNOT_TELL
-    assert labels["0.4.31"] == labels["0.4.34"] == OLD
+    assert labels["0.4.33"] == AgainstEnds.CANNOT_TELL
+    assert labels["0.4.31"] == labels["0.4.34"] == AgainstEnds.OLD
 
 
 def changes_oracle(row: list[str]) -> list[tuple]:
@@ -186,24 +189,24 @@ def changes_oracle(row: list[str]) -> list[tuple]:
     ``differs``."""
     out, k = [], 0
     while k < len(row):
-        if row[k] == OLD:
+        if row[k] == AgainstEnds.OLD:
             k += 1
             continue
         j = k
-        while j < len(row) and row[j] != OLD:
+        while j < len(row) and row[j] != AgainstEnds.OLD:
             j += 1
         block = range(k, j)
-        unlike = [m for m in block if row[m] == DIFFERS]
+        unlike = [m for m in block if row[m] == AgainstEnds.DIFFERS]
         if unlike:
             out.append(((k - 1, unlike[0]), (unlike[-1], j), tuple(unlike),
-                        all(row[m] == DIFFERS for m in block)))
+                        all(row[m] == AgainstEnds.DIFFERS for m in block)))
         k = j
     return out
 
 
-@given(st.lists(st.sampled_from([OLD, DIFFERS, CANNOT_TELL]), min_size=1, max_size=12))
+@given(st.lists(st.sampled_from(list(AgainstEnds)), min_size=1, max_size=12))
 def test_the_changes_are_read_off_in_release_order(inside):
-    row = [OLD, *inside, OLD]
+    row = [AgainstEnds.OLD, *inside, AgainstEnds.OLD]
     labels = {i: row[i] for i in range(1, len(row) - 1)}
     got = [(c.came, c.went, c.releases, c.exact) for c in changes_of(labels, len(row))]
     assert got == changes_oracle(row)

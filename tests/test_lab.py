@@ -122,7 +122,8 @@ def test_a_setting_is_measured_in_the_lab_and_placed_by_the_classifier(recorded_
     """The explanation's test of one setting (explain.behaviour_under): measured in
     the lab with the flag added, placed against the ends; a spent budget asks nothing."""
     from jaxbisect.budgets import Deadline
-    from jaxbisect.explain import NOT_TESTED, behaviour_under
+    from jaxbisect.explain import behaviour_under
+    from jaxbisect.placing import Behaviour
 
     held = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
     old_figure = held("0.5.0", question_from("memory", CASE, [], ()), 1)
@@ -144,7 +145,7 @@ def test_a_setting_is_measured_in_the_lab_and_placed_by_the_classifier(recorded_
     asked = len(lab.asked)
     spent = behaviour_under(b, lab, b.classifier(), new, "--xla_foo=false", lambda m: None,
                             deadline=Deadline(0))
-    assert spent["behaviour"] == NOT_TESTED and len(lab.asked) == asked
+    assert spent["behaviour"] == Behaviour.NOT_TESTED and len(lab.asked) == asked
 
 
 def bisected_in(catalogue, request, lab):

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from jaxbisect import sweep
 from jaxbisect.bisection import every_sample, search_metric
 from jaxbisect.classify import noisy
+from jaxbisect.placing import Shown
 from jaxbisect.question import Run
-from jaxbisect.sweep import ALIKE, label_of, place_every
+from jaxbisect.sweep import label_of, place_every
 
 REPO = Path(__file__).resolve().parent.parent
 REMAT = str(REPO / "repro" / "cases" / "remat_scan_memory.py")
@@ -101,8 +102,8 @@ def test_the_ends_are_measured_as_the_bisection_measured_them(drawn):
     # here is what follows from the ends' verdict, not that verdict.
     assume(not (ends.distinct and history[0] == history[-1]))
     labels = [label_of(p, ends) for p in placed]
-    assert all(label in ("old", "new", "ambiguous", "third behaviour", ALIKE, "measured")
-               for label in labels)
+    assert all(label in ("old", "new", "ambiguous", "third behaviour", Shown.LIKE_THE_ENDS,
+                         "measured") for label in labels)
     for i, truth in enumerate(history):
         assert 5 <= len(placed[i].runs)
         if 0 < i < len(history) - 1:

@@ -24,6 +24,8 @@ from ..environments import is_installed
 from ..errors import InstallFailed
 from ..files import write_atomic
 from ..harness import MODULE_ANSWERS, REPRO_SOURCE, HarnessFailed, run_module
+from ..placing import Behaviour
+from ..search import Status
 from .hlo_fuel import FUEL_PASSES, first_rewrite
 
 SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
@@ -44,7 +46,7 @@ def nothing(why: str) -> dict:
 def why_no_bundle(b, extra: dict) -> str | None:
     """Why this answer gets no module (None: it does)."""
     q = b.request.question
-    if b.search.status != "found" or b.pair is None:
+    if b.search.status != Status.FOUND or b.pair is None:
         return "no change was found: there is nothing for a module to reproduce"
     came_with = b.commits.came_with if b.commits is not None else None
     culprit = (extra.get("attribution") or {}).get("culprit")
@@ -133,16 +135,13 @@ def measure_modules(lab, release, backend: str, q, modules: list[tuple], *, time
     return lab.store.get_or_run(key, make, remeasure=lab.remeasure)
 
 
-def label_of(classify, doc: dict) -> str:
-    """old | new | third | skip: the bisection's classifier on the module's figure."""
+def label_of(classify, doc: dict) -> Behaviour:
+    """OLD, NEW, THIRD or SKIP: the bisection's classifier on the module's figure."""
     metric = doc.get("metric") or {}
     if doc.get("status") != "ok" or metric.get("status") != "ok":
-        return "skip"
+        return Behaviour.SKIP
     samples = tuple(tuple(s) if isinstance(s, list) else s for s in metric["samples"])
-    placement = classify(samples)
-    if placement.third:
-        return "third"
-    return placement.label.value if placement.label.value in ("old", "new") else "skip"
+    return Behaviour.of(classify(samples))
 
 
 def figure_of(doc: dict):
@@ -176,7 +175,7 @@ def culprit_setting(extra: dict) -> tuple[str | None, str | None]:
     if culprit.get("kind") == "pass" and culprit.get("name"):
         return culprit["name"], f"--xla_disable_hlo_passes={culprit['name']}"
     restoring = next((t["xla_flags"] for t in culprit.get("tests", ())
-                      if t.get("behaviour") == "old" and t.get("xla_flags")), None)
+                      if t.get("behaviour") == Behaviour.OLD and t.get("xla_flags")), None)
     return None, restoring
 
 
@@ -213,8 +212,8 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> di
                         "role": role, "figure": figure_of(doc), "unit": "MiB",
                         "label": label_of(classify, doc), "error": doc.get("error")})
     ends = {f["role"]: f["label"] for f in figures if f["role"] in ("last good", "first bad")}
-    reproduces = (None if "skip" in ends.values() or len(ends) < 2 else
-                  ends == {"last good": "old", "first bad": "new"})
+    reproduces = (None if Behaviour.SKIP in ends.values() or len(ends) < 2 else
+                  ends == {"last good": Behaviour.OLD, "first bad": Behaviour.NEW})
     pass_name, setting = culprit_setting(extra)
     check = None
     if setting:  # the culprit's setting on the module under the first bad release
@@ -272,11 +271,11 @@ def fuel_step(b, lab, q, modules, pass_name: str | None, classify, say) -> dict:
                        "error": zero_doc.get("error"),
                        "out_of_fuel": (zero_doc.get("out_of_fuel") or [None])[0]},
             "first_rewrite": None, "tried_fuel": [], "why": None}
-    if off != "old":
+    if off != Behaviour.OLD:
         part["why"] = (f"{pass_name} turned off does not bring the old figure back ({off}): "
                        f"its rewrites are not what changed it")
         return part
-    if zero != "old":
+    if zero != Behaviour.OLD:
         said = f"{zero}: {zero_doc.get('error')}" if zero_doc.get("error") else zero
         part["why"] = (f"fuel 0 does not measure like {pass_name} turned off ({said}): some "
                        f"of its work is not fuel-guarded, so fuel cannot narrow it")

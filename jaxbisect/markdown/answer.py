@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import shlex
 
+from ..classify import Direction
 from ..figures import shown
 from ..known_flags import known_line
+from ..placing import Behaviour
+from ..search import Status
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
 from .words import cut, label, probe_at, said, unit
 
-VERBS = {"regression": "Regression", "fix": "Fix", "changed": "Change"}
+VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
 OUTPUT_TOLERANCE = 1e-5  # bisection.OUTPUT_TOLERANCE
 # What a found change's pair is called, by its direction.
-PAIR_WORDS = {"regression": ("last good", "first bad"), "fix": ("last bad", "first fixed"),
-              "changed": ("last old", "first new")}
+PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
+              Direction.FIX: ("last bad", "first fixed"),
+              Direction.CHANGED: ("last old", "first new")}
 
 
 def ends_figures(doc: dict, found: bool = False) -> str:
@@ -89,15 +93,15 @@ def answer_line(doc: dict) -> str:
     subject = f"{doc['metric']['name']} of {label(doc)}"
     where, start, end = doc["measured"], doc["from"], doc["to"]
     status = doc["status"]
-    if status == "fails_everywhere":
+    if status == Status.FAILS_EVERYWHERE:
         e = doc.get("everywhere_error") or {}
         return (f"**Fails at every release measured ({where}) in jax {start} … {end}:** "
                 f"{cut(e.get('error') or doc.get('reason') or 'the same error', 300)}"
                 + (f" ({e['cause'].replace('_', ' ')})" if e.get("cause") else "")
                 + (f". To fix the case: {e['fix']}" if e.get("fix") else "") + ".")
-    if status == "unmeasurable":
+    if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
-    if status == "alike":
+    if status == Status.ALIKE:
         alike = f"{subject} is {ends_figures(doc)}: alike ({alike_how(doc)})"
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
@@ -106,7 +110,7 @@ def answer_line(doc: dict) -> str:
                     f"{inside['text']}.")
         return f"**No change ({where}) in jax {start} … {end}:** {alike}." + (
             f" {inside['text']}." if inside.get("text") else "")
-    if status == "undecided":
+    if status == Status.UNDECIDED:
         runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
         return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
@@ -119,21 +123,22 @@ def answer_line(doc: dict) -> str:
 def direction_of(doc: dict) -> str:
     """The change's direction; an error that appears is a regression, one that goes a fix."""
     direction = doc["direction"]
-    if doc["metric"]["name"] == "error" and direction == "changed":
+    if doc["metric"]["name"] == "error" and direction == Direction.CHANGED:
         old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
                     for k in ("last_old", "first_new"))
-        return "regression" if old == "no error" else "fix" if new == "no error" else direction
+        return (Direction.REGRESSION if old == "no error" else
+                Direction.FIX if new == "no error" else direction)
     return direction
 
 
 def pair_words(doc: dict) -> tuple[str, str]:
     """"last good" / "first bad", or the words of a fix or of a change."""
-    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS["changed"])
+    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS[Direction.CHANGED])
 
 
 def pair_line(doc: dict) -> str | None:
     """The releases either side of the change, with their jaxlib, and jax's compare link."""
-    if doc["status"] != "found":
+    if doc["status"] != Status.FOUND:
         return None
     old, new = doc["last_old"], doc["first_new"]
     before, after = pair_words(doc)
@@ -163,7 +168,8 @@ def culprit_line(doc: dict) -> str | None:
     change = next((f" (default {d['old']} → {d['new']})" for d in
                    c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
     line = f"- **Culprit:** {what} `{c['name']}`{change}"
-    checks = [w for w in c.get("workarounds") or () if w.get("brings", "old") == "old"]
+    checks = [w for w in c.get("workarounds") or ()
+              if w.get("brings", Behaviour.OLD) == Behaviour.OLD]
     if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
         checks = [{"xla_flags": f"--xla_disable_hlo_passes={c['name']}",
                    "release": doc["first_new"]["jax"], "safe": True}]
@@ -199,7 +205,7 @@ def setting_kind(doc: dict, w: dict) -> str:
 
 def fixed_line(doc: dict) -> str | None:
     """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
-    if doc["status"] == "found" and doc["direction"] == "fix":
+    if doc["status"] == Status.FOUND and doc["direction"] == Direction.FIX:
         return f"- **Fixed in:** jax {doc['first_new']['jax']}."
     went = [c["went"] for c in (doc.get("interior_check") or {}).get("changes") or ()]
     if went:

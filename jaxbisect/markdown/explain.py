@@ -3,7 +3,9 @@ release, from its document alone."""
 
 from __future__ import annotations
 
+from ..classify import Direction
 from ..figures import figure_cell, shown
+from ..placing import Verdict
 from .answer import setting_kind
 from .bisection import within_limit
 from .words import details, params_text, table
@@ -30,8 +32,9 @@ def render_explain(doc: dict) -> str:
 
     rows = [[t["xla_flags"].split("=", 1)[1], cell(t),
              f"{t['ratio']:.2f}×" if t["ratio"] else "",
-             {"fix": "lower", "regression": "higher", "changed": "different"}.get(
-                 t["direction"], "the same") if t.get("verdict") in ("changed", "same")
+             {Direction.FIX: "lower", Direction.REGRESSION: "higher",
+              Direction.CHANGED: "different"}.get(t["direction"], "the same")
+             if t.get("verdict") in (Verdict.CHANGED, Verdict.SAME)
              else t.get("verdict", "")] for t in explanation["tests"]]
     found = explanation.get("workarounds", [])
     ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "

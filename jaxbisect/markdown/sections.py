@@ -14,6 +14,8 @@ from ..evidence.hlo_render import details_lines
 from ..evidence.render import render_buffers_markdown
 from ..executors import cluster_markdown
 from ..figures import figure_cell
+from ..placing import Behaviour, Verdict
+from ..search import Status
 from .answer import setting_kind
 from .words import details, pair_or_ends, params_text, table, unit
 
@@ -30,7 +32,7 @@ def python_error(doc: dict) -> bool:
     """An error metric whose new behaviour is a Python exception (not a crash) that the HLO
     rule could not place (the program raises before a module exists): jax's Python is the
     first suspect, and ``--commits`` tells it from the jaxlib without a build."""
-    if doc["metric"]["name"] != "error" or doc["status"] != "found":
+    if doc["metric"]["name"] != "error" or doc["status"] != Status.FOUND:
         return False
     if (doc.get("attribution") or {}).get("culprit") in ("jax", "xla", "below-hlo"):
         return False
@@ -42,7 +44,7 @@ def python_error(doc: dict) -> bool:
 def commits_command(doc: dict) -> str:
     """The same question with ``--commits``: jax's own commits between the pair."""
     argv = shlex.split(doc["reproduce"])
-    if doc["status"] == "found":
+    if doc["status"] == Status.FOUND:
         argv[argv.index("--from") + 1] = doc["last_old"]["jax"]
         argv[argv.index("--to") + 1] = doc["first_new"]["jax"]
     return shlex.join(argv if "--commits" in argv else [*argv, "--commits"])
@@ -129,7 +131,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
                 if not w.get("safe", True) else
                 "- **Diagnostic** (a pass turned off: not a setting to run with): ")
         line += (f"`{w['xla_flags']}` under jax {w['release']} "
-                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == "new"
+                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else f"brings back the old {metric}"))
         if w.get("figure") is not None:
             line += f" ({figure_cell(metric, u, w['figure'])})"
@@ -170,8 +172,9 @@ def said_of(c: dict) -> str | None:
 
     def counted(m: re.Match) -> str:
         at = [t for t in c.get("tests") or () if t["release"] == m["release"]
-              and t["behaviour"] != "not tested"]
-        failed = [t["xla_flags"].split("=", 1)[1] for t in at if t["behaviour"] == "skip"]
+              and t["behaviour"] != Behaviour.NOT_TESTED]
+        failed = [t["xla_flags"].split("=", 1)[1] for t in at
+                  if t["behaviour"] == Behaviour.SKIP]
         more = (f" ({len(failed)} more crashed or gave no figure: "
                 + ", ".join(f"`{n}`" for n in failed) + ")" if failed else "")
         return (f"under jax {m['release']}{m['middle']} for {m['found']} of the "
@@ -239,7 +242,7 @@ def minimal_lines(doc: dict) -> list[str]:
     """``--minimize``: the smallest parameters at which the pair still behave apart, and the
     program at them."""
     m, title = doc["minimal"], "Minimal reproducer"
-    if m.get("at_start") == "cannot tell":
+    if m.get("at_start") == Verdict.CANNOT_TELL:
         return details(title, [f"Cannot tell whether jax {m['old']} and {m['new']} behave apart "
                                f"at the parameters asked for (the paired test left it "
                                f"undecided), so nothing was shrunk.", ""])

@@ -9,8 +9,11 @@ import itertools
 from packaging.version import Version
 
 from ..bisection import calibration_text
+from ..classify import Label
 from ..evidence.chart import chart_markdown
 from ..figures import MIB, column_unit, shown, shown_bare
+from ..placing import Shown
+from ..search import Status
 from .words import (
     by_release,
     details,
@@ -29,15 +32,15 @@ from .words import (
 def row_label(doc: dict, probe: dict) -> str:
     """A probe's behaviour in its row: old, new, skip; an end's where no change was found
     (no old or new without one)."""
-    placed = probe["label"] not in ("measured", "no figure")
-    if placed and doc["status"] != "found" and probe["jax"] in doc["measured_part"]:
+    placed = probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE)
+    if placed and doc["status"] != Status.FOUND and probe["jax"] in doc["measured_part"]:
         return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
     return probe["label"]
 
 
 def skip_reason(probe: dict) -> str:
     """Why a probe was skipped: its placement's reason, or its failed run's error."""
-    if probe["label"] not in ("measured", "no figure"):
+    if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
         return str(probe["reason"])
     failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
     return failure["error"] if failure and failure["error"] else "no answer"
@@ -110,12 +113,12 @@ def figure_columns(doc: dict):
 
     def cells(probe: dict) -> tuple[str, list, str]:
         fig, failure = probe["figure"], failure_of(probe)
-        row = "third behaviour" if probe["third"] else row_label(doc, probe)
-        if probe["confidence"] is not None and row in ("old", "new"):
+        row = Shown.THIRD if probe["third"] else row_label(doc, probe)
+        if probe["confidence"] is not None and row in (Label.OLD, Label.NEW):
             row += f" ({probe['confidence']:.3f})"
         spread = (f"{shown(metric, u, fig['min'])} … {shown(metric, u, fig['max'])}"
                   if "median" in fig and fig["n"] > 1 else "")
-        note = probe["reason"] if probe["reason"] and row not in ("old", "new") else ""
+        note = probe["reason"] if probe["reason"] and row not in (Label.OLD, Label.NEW) else ""
         if failure:
             note = failure["error"] or ""
         return row, [said(doc, fig) if fig["n"] else "–", spread, fig["n"],
@@ -208,7 +211,7 @@ def how_text(doc: dict) -> str:
         how += f" The ends: {doc['ends']['reason']}."
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
-    if noisy and doc["status"] == "found":
+    if noisy and doc["status"] == Status.FOUND:
         how += (" Each release between the ends was measured in rounds beside a fresh run of "
                 "each end (old, it, new, one after the other) and placed from the ratios within "
                 "its rounds.")
@@ -254,7 +257,7 @@ def probes_lines(doc: dict) -> list[str]:
     drawn = chart(doc)
     if drawn:
         lines += [drawn, ""]
-    skipped = [p for p in by_release(doc) if p["label"] not in ("old", "new")
+    skipped = [p for p in by_release(doc) if p["label"] not in (Label.OLD, Label.NEW)
                and p["jax"] not in doc["third_behaviour"]]
     if skipped or doc["skipped"]:
         lines += ["Skipped or left out:", "",

@@ -8,6 +8,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from ..figures import figure_text
+from ..search import Status
 
 LIMIT = 65_536  # GitHub's comment limit, in characters
 SUBJECT_WIDTH = 72
@@ -85,6 +86,6 @@ def cut(text: str, most: int) -> str:
 
 def pair_or_ends(doc: dict) -> list[str]:
     """The two releases an answer rests on: the pair found, else the ends measured."""
-    if doc["status"] == "found" and doc.get("last_old"):
+    if doc["status"] == Status.FOUND and doc.get("last_old"):
         return [doc["last_old"]["jax"], doc["first_new"]["jax"]]
     return list(doc["measured_part"])
