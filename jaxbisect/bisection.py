@@ -31,6 +31,7 @@ from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gp
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
+    Direction,
     Ends,
     Label,
     Paired,
@@ -45,7 +46,7 @@ from .crashes import CRASH_RUNS, is_crash, rate_of
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .failures import EverywhereError, everywhere_error
-from .interior import look_inside
+from .interior import look_inside, measure_asked
 from .lab import Lab
 from .machine import parallel_runs
 from .placing import (
@@ -55,6 +56,7 @@ from .placing import (
     Reduce,
     RunAt,
     Say,
+    Verdict,
     _quantile,
     no_figure,
     run_figure,
@@ -64,6 +66,7 @@ from .question import Question, Run, compared_runs, with_compare, with_params
 from .search import (
     Outcome,
     SearchResult,
+    Status,
     find_change,
     full_table,
     prefetch_order,
@@ -132,7 +135,7 @@ def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], **more) -> 
     ends'). An end that measured keeps its figures ("measured", not a skip); with no figure at
     the other end there is nothing to call it old or new against."""
     what = "the first" if i == 0 else "the last"
-    return MetricSearch("unmeasurable", None,
+    return MetricSearch(Status.UNMEASURABLE, None,
                         {j: Placed(j, tuple(made), values=values(j)) for j, made in runs.items()},
                         None, reason=f"{what} release gives no figure: "
                                      f"{no_figure(runs[i]).reason}", **more)
@@ -196,7 +199,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     ends = classifier.ends()
     placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
     if not ends.distinct:
-        return MetricSearch("alike", None, placed, ends)
+        return MetricSearch(Status.ALIKE, None, placed, ends)
     state = {"classifier": classifier, "remeasures": 0}
     lock = threading.Lock()
     thirds: list[int] = []
@@ -300,9 +303,6 @@ def paired_test(threshold: float | None) -> Paired:
     return Paired() if threshold is None else Paired(threshold=threshold)
 
 
-CHANGED, SAME, CANNOT_TELL, NO_FIGURE = "changed", "same", "cannot tell", "no figure"
-
-
 @dataclass(frozen=True)
 class Compared:
     """Two settings of one question (two releases, or one release with and without a flag)
@@ -329,9 +329,9 @@ def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
         made = [[run(k) for k in range(1, batch + 1)] for run in (run_a, run_b)]
         a, b = (values_of(runs, reduce) for runs in made)
         if not a or not b:
-            return Compared(NO_FIGURE, None, a, b, 2 * batch, tuple(made[1]))
+            return Compared(Verdict.NO_FIGURE, None, a, b, 2 * batch, tuple(made[1]))
         ends = classifier_for(question, threshold)(a, b).ends()
-        return Compared(CHANGED if ends.distinct else SAME, ends, a, b, 2 * batch,
+        return Compared(Verdict.CHANGED if ends.distinct else Verdict.SAME, ends, a, b, 2 * batch,
                         tuple(made[1]))
     test = paired_test(threshold)
     runs: dict[int, list[Run]] = {0: [], 1: []}
@@ -352,8 +352,9 @@ def compare_settings(run_a: Callable[[int], Run], run_b: Callable[[int], Run],
     a, b = (values_of(runs[side], reduce) for side in (0, 1))
     made = len(runs[0]) + len(runs[1])
     if not pairs:
-        return Compared(NO_FIGURE, None, a, b, made, tuple(runs[1]))
-    word = (CHANGED if verdict.ends.distinct else SAME) if verdict.decided else CANNOT_TELL
+        return Compared(Verdict.NO_FIGURE, None, a, b, made, tuple(runs[1]))
+    word = ((Verdict.CHANGED if verdict.ends.distinct else Verdict.SAME) if verdict.decided
+            else Verdict.CANNOT_TELL)
     return Compared(word, verdict.ends, a, b, made, tuple(runs[1]))
 
 
@@ -362,7 +363,7 @@ def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:
     measures and places each release exactly as a bisection places a probe)."""
     for i in range(1, n - 1):
         probe(i)
-    return SearchResult("swept", None, None, False, (0, n - 1, *range(1, n - 1)), ())
+    return SearchResult(Status.SWEPT, None, None, False, (0, n - 1, *range(1, n - 1)), ())
 
 
 def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce: Reduce,
@@ -419,7 +420,8 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce:
     ends = verdict.ends
     placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
     if not (verdict.decided and ends.distinct):
-        return MetricSearch("alike" if verdict.decided else "undecided", None, placed, ends,
+        return MetricSearch(Status.ALIKE if verdict.decided else Status.UNDECIDED, None, placed,
+                            ends,
                             calibration=calibration, max_runs=max_runs)
     thirds: list[int] = []
     # The machine's spread of u so far, as (sum of squares, degrees of freedom): the ends'
@@ -451,7 +453,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce:
         if placement.third:
             thirds.append(i)
         if len(rounds) >= 2:
-            s = 1 if ends.direction == "regression" else -1
+            s = 1 if ends.direction == Direction.REGRESSION else -1
             us = [s * math.log(r * r / (o * w)) for o, r, w in rounds]
             with lock:
                 pool[0] += sum((x - statistics.fmean(us)) ** 2 for x in us)
@@ -587,8 +589,8 @@ class MetricBisection:
     @property
     def status(self) -> str:
         """The answer's status: the search's, or ``fails_everywhere``."""
-        if self.search.status in ("alike", "unmeasurable") and self.everywhere_error:
-            return "fails_everywhere"
+        if self.search.status in (Status.ALIKE, Status.UNMEASURABLE) and self.everywhere_error:
+            return Status.FAILS_EVERYWHERE
         return self.search.status
 
     @property
@@ -617,7 +619,7 @@ class MetricBisection:
 
     @property
     def direction(self) -> str | None:
-        if self.search.status != "found":
+        if self.search.status != Status.FOUND:
             return None
         if self.request.question.over:  # "constant" then "grows" is a regression
             r, placed = self.search.result, self.search.placed
@@ -625,9 +627,10 @@ class MetricBisection:
                                                 for i in (r.last_old, r.first_new))
             old, new = SHAPE_ORDER.get(old), SHAPE_ORDER.get(new)
             if old is not None and new is not None and old != new:
-                return "regression" if new > old else "fix"
+                return Direction.REGRESSION if new > old else Direction.FIX
             if old == new and old and old_rate and new_rate:  # both grow: faster is worse
-                return "regression" if abs(new_rate) * old > abs(old_rate) * old else "fix"
+                return (Direction.REGRESSION if abs(new_rate) * old > abs(old_rate) * old
+                        else Direction.FIX)
         return self.search.ends.direction
 
     def classifier(self) -> Classifier:
@@ -652,14 +655,15 @@ class MetricBisection:
         change inside alike ends (where it ``came``, where it ``went``)."""
         if self.pair is not None:
             r = self.search.result
-            return [((r.last_old, r.first_new), "fix" if self.direction == "fix" else "came")]
+            kind = "fix" if self.direction == Direction.FIX else "came"
+            return [((r.last_old, r.first_new), kind)]
         changes = self.interior.changes if self.interior is not None else ()
         return [(at, kind) for c in changes for at, kind in ((c.came, "came"), (c.went, "went"))]
 
     @property
     def pair(self) -> tuple[Release, Release] | None:
         r = self.search.result
-        if self.search.status != "found" or r is None:
+        if self.search.status != Status.FOUND or r is None:
             return None
         return self.candidates[r.last_old], self.candidates[r.first_new]
 
@@ -906,25 +910,25 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
 
 def follow_up(search: MetricSearch, run: RunAt, candidates: Sequence[Release],
               request: MetricRequest, question: Question, say: Say, *,
-              between: Sequence[int] = ()) -> tuple[MetricSearch, object]:
+              between: Sequence[int] = (), noun: str = "release"
+              ) -> tuple[MetricSearch, object]:
     """The steps after a search, the same at either level (releases, or a release's jax
     commits): ends alike, the candidates ``between`` asked for measured against both (a
     yanked release people reported from) and the ones inside looked at within
     ``--interior-budget``; under a timing metric, a candidate that hung is beyond both ends
     (a third behaviour). The search, and the look inside (interior.Interior, or None)."""
-    q, n, said = question, len(candidates), naming(candidates, say)
-    if search.status == "alike" and between:
+    q, n = question, len(candidates)
+    placing = dict(noisy=q.noisy, test=paired_test(request.threshold),
+                   batch=batch_size(q, request.runs), max_runs=request.max_runs or MAX_RUNS_NOISY,
+                   reduce=reduce_for(q), say=naming(candidates, say))
+    if search.status == Status.ALIKE and between:
         # The ends agree, so the search probes nothing between them.
-        search = probe_between(search, between, run, classifier_for(q, request.threshold),
-                               batch=batch_size(q, request.runs), reduce=reduce_for(q),
-                               say=said)
+        search = measure_asked(search, between, run, classifier_for(q, request.threshold),
+                               **placing)
     interior = None
-    if search.status == "alike":  # what a sweep would answer, where the interior is cheap
+    if search.status == Status.ALIKE:  # what a sweep would answer, where the interior is cheap
         interior = look_inside(search, run, classifier_for(q, request.threshold),
-                               noisy=q.noisy, test=paired_test(request.threshold),
-                               batch=batch_size(q, request.runs),
-                               max_runs=request.max_runs or MAX_RUNS_NOISY,
-                               reduce=reduce_for(q), budget=request.interior_budget, say=said)
+                               budget=request.interior_budget, noun=noun, **placing)
     if q.metric in TIMING_METRICS:
         search = hangs_beyond_both_ends(search, (0, n - 1))
     return search, interior
@@ -937,7 +941,7 @@ def bisect_over(candidates: Sequence[Release], request: MetricRequest, question:
     then every step after it (follow_up) as a bisection over releases takes them."""
     n = len(candidates)
     search, run, timer = search_over(candidates, request, question, lab, say, noun=noun)
-    search, interior = follow_up(search, run, candidates, request, question, say)
+    search, interior = follow_up(search, run, candidates, request, question, say, noun=noun)
     return MetricBisection(request, tuple(candidates), (), search, probe_limit(n, request.jobs),
                            time_limit=timer.limit, interior=interior)
 
@@ -1010,41 +1014,14 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                               else searching(sized.question))
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     search, interior = follow_up(search, run, candidates, request, q, say, between=yanked)
-    if search.status in ("found", "alike"):
-        shown = full_table(n, search.result) if search.status == "found" else (0, n - 1)
+    if search.status in (Status.FOUND, Status.ALIKE):
+        shown = full_table(n, search.result) if search.status == Status.FOUND else (0, n - 1)
         sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
     return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
                            tuple(catalogue.yanked_between(request.start, request.end)),
                            timer.limit, sized=sized, interior=interior)
-
-
-def probe_between(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
-                  make_classifier: MakeClassifier, *, batch: int, reduce: Reduce,
-                  say: Say) -> MetricSearch:
-    """``search`` (ends alike) with the candidates at ``indices`` measured too (one batch
-    each) and placed against both ends: like them (old, the ends' behaviour), a third
-    behaviour, or a skip."""
-    n = max(search.placed) + 1
-    both_ends = search.placed[0].values + search.placed[n - 1].values
-    placed, thirds = dict(search.placed), list(search.thirds)
-    for i in indices:
-        say(f"candidate {i}: the ends agree; measuring it as asked (--include-yanked)")
-        runs = tuple(run_at(i, number) for number in range(1, batch + 1))
-        seen = values_of(runs, reduce)
-        if not seen:
-            placement = no_figure(runs)
-        else:  # the ends pooled as one behaviour, this release as the other
-            apart = make_classifier(both_ends, seen).ends()
-            placement = (Placement(Label.SKIP, None, third=True,
-                                   reason=f"differs from both ends ({apart.reason})")
-                         if apart.distinct else
-                         Placement(Label.OLD, None, reason=f"like both ends ({apart.reason})"))
-        if placement.third:
-            thirds.append(i)
-        placed[i] = Placed(i, runs, placement, seen)
-    return replace(search, placed=placed, thirds=tuple(sorted(thirds)))
 
 
 TIMING_METRICS = ("run_time", "compile_time")

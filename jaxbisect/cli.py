@@ -37,12 +37,14 @@ from .harness import ignored_environment_note, target_option
 from .known_flags import known_line
 from .machine import default_jobs
 from .pipeline import wider_range
+from .placing import Behaviour, Verdict
+from .search import Status
 
 EXIT_CODE_METRIC = "exit_code"  # a command's exit status, as git bisect run reads it
 
 # The exit status of each answer: "cannot tell" is never "no change".
-METRIC_EXIT = {"found": 0, "alike": 1, "undecided": 3, "fails_everywhere": 4,
-               "unmeasurable": 125}
+METRIC_EXIT = {Status.FOUND: 0, Status.ALIKE: 1, Status.UNDECIDED: 3,
+               Status.FAILS_EVERYWHERE: 4, Status.UNMEASURABLE: 125}
 EXIT_CODES = """exit status:
   0    a change was found (--explain: a flag or pass explains the figure)
   1    no change in the range: the ends confidently alike, even where a release inside
@@ -262,7 +264,8 @@ def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:
 
 
 def tried_line(tried: dict) -> str:
-    said = {"old": "brings the old behaviour back", "new": "keeps the new behaviour"}.get(
+    said = {Behaviour.OLD: "brings the old behaviour back",
+            Behaviour.NEW: "keeps the new behaviour"}.get(
         tried["behaviour"], f"gives no answer ({tried['behaviour']}: {tried['error']})")
     return f"--try-xla-flags {tried['xla_flags']} under jax {tried['release']}: {said}"
 
@@ -284,7 +287,7 @@ def probes_line(bisection) -> str:
 
 def minimal_line(minimal: dict) -> str:
     """``--minimize``'s answer on stdout: the minimal program's parameters."""
-    if minimal.get("at_start") == "cannot tell":
+    if minimal.get("at_start") == Verdict.CANNOT_TELL:
         return ("minimal: nothing shrunk (cannot tell whether the change shows at the "
                 "parameters asked for: the paired test left it undecided)")
     if not minimal.get("kept_at_start"):

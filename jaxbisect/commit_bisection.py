@@ -16,10 +16,11 @@ from packaging.version import Version
 
 from .bisection import MetricBisection, bisect_over, reduce_for
 from .catalogue import Release
+from .classify import Label
 from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .placing import Say, values_of
-from .search import probe_limit
+from .search import Status, probe_limit
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,10 @@ class NewerSide:
         if self.search is None:
             return None
         status = self.search.search.status
-        if status == "found" and self.labels in ((), ("old", "new")):
+        if status == Status.FOUND and self.labels in ((), (Label.OLD, Label.NEW)):
             return "both"
-        if status == "alike" and self.labels in ((), ("new", "new")) and self.start == 0 \
+        if status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)) \
+                and self.start == 0 \
                 and not came_and_went(self.search):
             return "jaxlib"
         return None
@@ -61,12 +63,12 @@ class NewerSide:
         if came_and_went(self.search):
             return (f"on jaxlib {self.jaxlib}, the commit ends agree but jax's Python between "
                     f"them changes and changes back: {changes_words(self.search)}")
-        if s.status == "alike" and self.labels in ((), ("new", "new")):
+        if s.status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)):
             return (f"on jaxlib {self.jaxlib}, jax's Python behaves as the newer release from "
                     f"{first.short}, the first commit that behaves as either release there; "
                     f"the {self.start} before it fail or behave as neither, so a jax commit "
                     f"among them that needs the newer jaxlib cannot be ruled out")
-        if self.labels and self.labels != ("old", "new"):
+        if self.labels and self.labels != (Label.OLD, Label.NEW):
             return (f"on jaxlib {self.jaxlib}, the commit ends behave as {self.labels[0]} and "
                     f"{self.labels[1]} by the release search's classifier, not as the older "
                     f"release then the newer")
@@ -90,12 +92,13 @@ class CommitBisection:
 
     @property
     def status(self) -> str:
-        return self.search.search.status if self.search else "unmeasurable"
+        return self.search.search.status if self.search else Status.UNMEASURABLE
 
     @property
     def older_alike(self) -> bool:
         """Every commit that runs on the older jaxlib behaves as the older release there."""
-        return (self.status == "alike" and self.ends_as_releases in ((), ("old", "old"))
+        return (self.status == Status.ALIKE
+                and self.ends_as_releases in ((), (Label.OLD, Label.OLD))
                 and self.unseen is None and not came_and_went(self.search))
 
     @property
@@ -107,7 +110,7 @@ class CommitBisection:
         jaxlib, measured both ways: jax's Python behaves as the older release at every commit
         on the older jaxlib and as the newer one at every commit on the newer jaxlib), or
         None: cannot tell."""
-        if self.status == "found":
+        if self.status == Status.FOUND:
             return "jax"
         if self.older_alike and self.newer is not None:
             return self.newer.came_with
@@ -208,7 +211,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
     found = bisect_over(candidates, b.request, b.searched, lab, say, noun="commit")
     search = found.search
     labels = ()
-    if search.status in ("alike", "found") and not b.searched.noisy:
+    if search.status in (Status.ALIKE, Status.FOUND) and not b.searched.noisy:
         # The commit ends as the release search's classifier places them: alike ends are the
         # jaxlib's doing only where both behave as the older release; a found change whose
         # new end is neither release's behaviour is said so.
@@ -275,7 +278,7 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
         if run.status != "ok":
             return False
         return release_classifier is None or release_classifier(
-            values_of([run], reduce_for(q))).label.value in ("old", "new")
+            values_of([run], reduce_for(q))).label in (Label.OLD, Label.NEW)
 
     say(f"the other half: jax's Python on jaxlib {jaxlib}, where {len(runnable)} commits of the "
         f"range pass jax's version check; the first that behaves as either release there …")
@@ -291,7 +294,7 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
     found = bisect_over(candidates, b.request, q, lab, say, noun="commit")
     search = found.search
     labels: tuple = ()
-    if search.status in ("alike", "found") and not q.noisy:
+    if search.status in (Status.ALIKE, Status.FOUND) and not q.noisy:
         release_classifier = classifier()
         labels = tuple(release_classifier(search.placed[i].values).label.value
                        for i in (0, n - 1))

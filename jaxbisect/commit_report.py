@@ -12,6 +12,7 @@ import shlex
 from .bisection import MetricBisection
 from .commit_bisection import CommitBisection
 from .figures import figure, seen
+from .search import Status
 
 
 def _commit(c, **more) -> dict | None:
@@ -75,7 +76,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                    jaxlib_gate=span.gate(first),
                    between=[_commit(d.candidates[i].commit)
                             for i in range(r.last_old + 1, r.first_new)])
-    if cb.status == "found":
+    if cb.status == Status.FOUND:
         r = s.result
         first = cb.first_bad
         doc.update(exact=r.exact,

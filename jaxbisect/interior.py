@@ -15,7 +15,7 @@ Over the budget nothing is measured and the report keeps the sweep's command.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .classify import Label, Paired
 from .placing import (
@@ -78,10 +78,11 @@ def per_release_seconds(search: MetricSearch, noisy: bool, test: Paired) -> floa
 
 def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassifier, *,
                 noisy: bool, test: Paired, batch: int, max_runs: int, reduce: Reduce,
-                budget: float, say: Say) -> Interior | None:
+                budget: float, say: Say, noun: str = "release") -> Interior | None:
     """``search`` (ends alike) with every candidate inside measured and placed, where the
     estimate from the ends' own run times is within ``budget`` seconds; None where there is
-    no release inside. Releases already measured (a yanked one asked for) are not run again."""
+    no candidate inside. Candidates already measured (a yanked release asked for) are not run
+    again. ``noun``: what the candidates are (release, commit), for the messages."""
     n = max(search.placed) + 1
     inside = tuple(range(1, n - 1))
     if not inside:
@@ -89,31 +90,58 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
     per = per_release_seconds(search, noisy, test)
     todo = [i for i in inside if i not in search.placed]
     estimate = per * len(todo)
+    these = f"the {len(todo)} {noun}{'' if len(todo) == 1 else 's'} inside"
     if budget <= 0:  # --interior-budget 0: off
-        say(f"the ends agree; the {len(todo)} releases inside are not measured "
+        say(f"the ends agree; {these} {'is' if len(todo) == 1 else 'are'} not measured "
             f"(--interior-budget 0)")
         return Interior(inside, budget, estimate, per, measured=False)
     if estimate > budget:
-        say(f"the ends agree; the {len(todo)} releases inside would take about "
+        say(f"the ends agree; {these} would take about "
             f"{estimate:.0f} s (the ends' own run times), over the interior budget of "
             f"{budget:.0f} s (--interior-budget): not measured")
         return Interior(inside, budget, estimate, per, measured=False)
-    say(f"the ends agree; measuring the {len(todo)} releases inside (about {estimate:.0f} s "
+    say(f"the ends agree; measuring {these} (about {estimate:.0f} s "
         f"from the ends' own run times, within --interior-budget {budget:.0f} s)")
     placed = {i: search.placed[i] for i in inside if i in search.placed}
+    placed.update(place_each(search, todo, run_at, make_classifier, noisy=noisy, test=test,
+                             batch=batch, max_runs=max_runs, reduce=reduce, say=say,
+                             why="measuring it against both ends"))
+    labels = {i: AgainstEnds.of(placed[i].placement) for i in inside}
+    return Interior(inside, budget, estimate, per, measured=True, placed=placed, labels=labels,
+                    changes=changes_of(labels, n))
+
+
+def measure_asked(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
+                  make_classifier: MakeClassifier, *, noisy: bool, test: Paired, batch: int,
+                  max_runs: int, reduce: Reduce, say: Say) -> MetricSearch:
+    """``search`` (ends alike) with the candidates at ``indices`` measured too, whatever the
+    budget (a yanked release asked for: the one people reported from), placed against both
+    ends as the look inside places a candidate: like them, a third behaviour, or a skip."""
+    placed = place_each(search, indices, run_at, make_classifier, noisy=noisy, test=test,
+                        batch=batch, max_runs=max_runs, reduce=reduce, say=say,
+                        why="measuring it as asked (--include-yanked)")
+    thirds = {*search.thirds, *(i for i, p in placed.items() if p.placement.third)}
+    return replace(search, placed={**search.placed, **placed}, thirds=tuple(sorted(thirds)))
+
+
+def place_each(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
+               make_classifier: MakeClassifier, *, noisy: bool, test: Paired, batch: int,
+               max_runs: int, reduce: Reduce, say: Say, why: str) -> dict[int, Placed]:
+    """Each candidate of ``indices`` measured and placed against the alike ends: a noisy
+    metric in rounds beside both ends, anything else by the classifier learned from them."""
+    n = max(search.placed) + 1
     # A noisy metric's ends run afresh in each round: their run numbers go on from the
-    # search's, across the releases inside (a number already made is a stored run).
+    # search's, across the candidates (a number already made is a stored run).
     numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
-    for i in todo:
-        say(f"candidate {i}: the ends agree; measuring it against both ends")
+    placed = {}
+    for i in indices:
+        say(f"candidate {i}: the ends agree; {why}")
         placed[i] = (place_paired(search, i, run_at, test, max_runs=max_runs, reduce=reduce,
                                   numbers=numbers)
                      if noisy else
                      place_deterministic(search, i, run_at, make_classifier, batch=batch,
                                          reduce=reduce))
-    labels = {i: AgainstEnds.of(placed[i].placement) for i in inside}
-    return Interior(inside, budget, estimate, per, measured=True, placed=placed, labels=labels,
-                    changes=changes_of(labels, n))
+    return placed
 
 
 def place_deterministic(search: MetricSearch, i: int, run_at: RunAt,

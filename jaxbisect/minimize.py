@@ -17,17 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 
-from .bisection import (
-    CANNOT_TELL,
-    CHANGED,
-    NO_FIGURE,
-    batch_size,
-    compare_settings,
-    middle,
-    reduce_for,
-)
+from .bisection import batch_size, compare_settings, middle, reduce_for
 from .catalogue import Release
 from .lab import Lab, Say
+from .placing import Verdict
 from .question import Question, with_compare
 
 FLOOR = 1
@@ -138,15 +131,16 @@ def minimize(old: Release, new: Release, backend: str, question: Question, lab: 
             c = compare_settings(*(lambda k, r=r: done[r][k - 1] for r in (old, new)),
                                  question, threshold, batch=batch, max_runs=max_runs,
                                  reduce=reduce)
-        if c.verdict == NO_FIGURE:
+        if c.verdict == Verdict.NO_FIGURE:
             return Trial(params, False, reason="no figure at one end", verdict="lost"), None
         reason = c.ends.reason if c.ends else ""
-        if c.verdict == CANNOT_TELL:
-            return Trial(params, False, middle(c.a), middle(c.b), reason, CANNOT_TELL), None
+        if c.verdict == Verdict.CANNOT_TELL:
+            return (Trial(params, False, middle(c.a), middle(c.b), reason, Verdict.CANNOT_TELL),
+                    None)
         # A shape keeps each side's own word ("constant" → "grows"): two growths at a size
         # too small for a stacked buffer to show are not the change.
         words = tuple(v[0][0] for v in (c.a, c.b)) if question.over else ()
-        kept = c.verdict == CHANGED and direction in (None, (c.ends.direction, words))
+        kept = c.verdict == Verdict.CHANGED and direction in (None, (c.ends.direction, words))
         return (Trial(params, kept, middle(c.a), middle(c.b), reason,
                       "kept" if kept else "lost"), (c.ends.direction, words))
 

@@ -31,7 +31,9 @@ from .jax_commits import locate_repo
 from .known_flags import FlagCheckedLab, flag_names, lister
 from .lab import Lab, RealLab
 from .machine import default_jobs
+from .placing import Behaviour
 from .question import question_from
+from .search import Status
 
 Say = Callable[[str], None]
 
@@ -58,7 +60,7 @@ class Bisecting:
 
     @property
     def found(self) -> bool:
-        return self.bisection.search.status == "found"
+        return self.bisection.search.status == Status.FOUND
 
     def flags_known(self) -> None:
         """Which releases' XLA know a flag asked for that some release's does not."""
@@ -158,7 +160,7 @@ def try_flags(b, lab: Lab, say: Say) -> list[dict]:
     for i, flags in enumerate(b.request.try_xla_flags):
         tried = behaviour_under(b, lab, classify, first_new, flags, say, test="--try-xla-flags",
                                 beside=TRIED_FLAGS + i)
-        out.append({**tried, "restores": tried["behaviour"] == "old"})
+        out.append({**tried, "restores": tried["behaviour"] == Behaviour.OLD})
     return out
 
 def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
@@ -214,7 +216,7 @@ def releases(s: Bisecting) -> None:
 
     s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say)
     s.flags_known()
-    if s.bisection.status == "alike" and not came_and_went(s.bisection):
+    if s.bisection.status == Status.ALIKE and not came_and_went(s.bisection):
         s.extra.update(wider_range(s.catalogue, s.bisection))
     md = report_path(s.bisection, s.args.reports)
     s.before = texts_of([md, md.with_suffix(".json")])

@@ -12,17 +12,10 @@ import pytest
 from fake_lab import FakeLab, _Version
 from noise_models import MODELS
 
-from jaxbisect.bisection import (
-    CANNOT_TELL,
-    CHANGED,
-    SAME,
-    MetricRequest,
-    bisect_metric,
-    compare_settings,
-    reduce_for,
-)
+from jaxbisect.bisection import MetricRequest, bisect_metric, compare_settings, reduce_for
 from jaxbisect.explain import behaviour_under, explain_release
 from jaxbisect.minimize import minimal_document, minimize
+from jaxbisect.placing import Verdict
 from jaxbisect.question import Question, Run, question_from
 from jaxbisect.store import COMPLETE, Store
 
@@ -70,19 +63,21 @@ def compared(ratio: float, model, seed: int, max_runs: int | None = None) -> str
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_a_doubled_time_is_never_called_the_same(name):
     seen = [compared(2.0, MODELS[name], seed) for seed in range(60)]
-    assert SAME not in seen and seen.count(CHANGED) >= 40, seen  # the rest: cannot tell
+    # the rest: cannot tell
+    assert Verdict.SAME not in seen and seen.count(Verdict.CHANGED) >= 40, seen
 
 
 @pytest.mark.parametrize("name", ["iid", "modes", "drifting"])
 def test_equal_settings_are_rarely_called_changed(name):
     seen = [compared(1.0, MODELS[name], seed) for seed in range(60)]
-    assert seen.count(CHANGED) <= 2, seen
+    assert seen.count(Verdict.CHANGED) <= 2, seen
 
 
 def test_too_few_pairs_to_decide_is_cannot_tell_never_the_same():
     """Four pairs under 10 % noise cannot put equal settings within 10 % of each other."""
     seen = [compared(1.0, MODELS["iid"], seed, max_runs=4) for seed in range(40)]
-    assert set(seen) <= {CANNOT_TELL, CHANGED} and seen.count(CANNOT_TELL) >= 35, seen
+    assert set(seen) <= {Verdict.CANNOT_TELL, Verdict.CHANGED}
+    assert seen.count(Verdict.CANNOT_TELL) >= 35, seen
 
 
 def hold_pass_dumps(lab: FakeLab, version: str, question: Question,
@@ -109,7 +104,7 @@ def test_explain_release_names_the_pass_that_halves_the_time(name, tmp_path):
         doc = explain_release(lab, _Version("0.5.0"), "cpu", q, lambda m: None)
         tests = {t["xla_flags"].split("=")[1]: t for t in doc["tests"]}
         seen.append((tests["slow-pass"]["verdict"], tests["idle-pass"]["verdict"]))
-        if tests["slow-pass"]["verdict"] == CHANGED:
+        if tests["slow-pass"]["verdict"] == Verdict.CHANGED:
             assert tests["slow-pass"]["direction"] == "fix"
             assert (doc["culprit"]["kind"], doc["culprit"]["name"]) == ("pass", "slow-pass")
         assert {w["xla_flags"] for w in doc["workarounds"]} <= {
@@ -119,8 +114,8 @@ def test_explain_release_names_the_pass_that_halves_the_time(name, tmp_path):
         with_every_pass = [k for _, flags, k in lab.made if flags == ""]
         assert len(with_every_pass) == len(set(with_every_pass)) > 5
     slow, idle = zip(*seen)
-    assert SAME not in slow and slow.count(CHANGED) >= 4, seen
-    assert idle.count(CHANGED) <= 1, seen
+    assert Verdict.SAME not in slow and slow.count(Verdict.CHANGED) >= 4, seen
+    assert idle.count(Verdict.CHANGED) <= 1, seen
 
 
 def test_explain_release_cannot_tell_within_a_few_pairs(tmp_path):
@@ -129,7 +124,7 @@ def test_explain_release_cannot_tell_within_a_few_pairs(tmp_path):
     hold_pass_dumps(lab, "0.5.0", q)
     doc = explain_release(lab, _Version("0.5.0"), "cpu", q, lambda m: None, max_runs=4)
     verdicts = [t["verdict"] for t in doc["tests"]]
-    assert CHANGED not in verdicts and CANNOT_TELL in verdicts
+    assert Verdict.CHANGED not in verdicts and Verdict.CANNOT_TELL in verdicts
     assert doc["culprit"]["kind"] == "none" and doc["workarounds"] == []
     assert "cannot tell" in doc["culprit"]["text"]
 
@@ -139,9 +134,9 @@ def test_minimize_starting_undecided_is_cannot_tell_not_lost(tmp_path):
     q = timing()
     old, new = _Version("0.4.31"), _Version("0.4.33")
     shrunk, first, names = minimize(old, new, "cpu", q, lab, lambda m: None, max_runs=4)
-    assert (first.kept, first.verdict) == (False, CANNOT_TELL)
+    assert (first.kept, first.verdict) == (False, Verdict.CANNOT_TELL)
     doc = minimal_document(shrunk, first, names, q, old, new, "s")
-    assert (doc["kept_at_start"], doc["at_start"]) == (False, CANNOT_TELL)
+    assert (doc["kept_at_start"], doc["at_start"]) == (False, Verdict.CANNOT_TELL)
 
 
 def test_minimize_keeps_a_doubled_time_judged_in_pairs(tmp_path):
@@ -174,6 +169,6 @@ def test_a_flag_in_a_noisy_bisection_is_placed_in_rounds_beside_the_pair(recorde
     assert back["behaviour"] == "old"
     asked = len(lab.asked)
     half = behaviour_under(b, lab, None, b.pair[1], "--xla_bar=1", lambda m: None, beside=1)
-    assert half["behaviour"] == CANNOT_TELL and half["runs"] == 6
+    assert half["behaviour"] == Verdict.CANNOT_TELL and half["runs"] == 6
     # rounds: the pair's old release, the setting, the pair's new release, one after another
     assert {v for v, _, _ in lab.asked[asked:asked + 3]} == {str(b.pair[0].version), "0.5.1"}
