@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 
 from .bisection import MetricBisection
+from .classify import Label
 from .commit_bisection import CommitBisection
 from .figures import figure, seen
 from .search import Status
@@ -47,7 +48,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
     doc.update(steps=steps, reason=cb.why_not or s.reason,
                skipped=[{"sha": st["sha"], "subject": st["subject"],
                          "why": st["error"] or st["reason"], "runs_on": st["runs_on"]}
-                        for st in steps if st["label"] == "skip"],
+                        for st in steps if st["label"] == Label.SKIP and not st.get("third")],
                search={"probes": len(s.placed), "runs": s.runs, "remeasures": s.remeasures,
                        "limit": {"probes": cb.search.limit[0], "rounds": cb.search.limit[1]},
                        "time_limit": (cb.search.time_limit.as_json()

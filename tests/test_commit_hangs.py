@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from fake_lab import FakeLab
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.commit_bisection import bisect_commits, commits_in
 from jaxbisect.commit_report import commits_document
+from jaxbisect.markdown import render
 from jaxbisect.question import Question, Run
+from jaxbisect.report import as_stored, document
 from jaxbisect.store import Store
 
 OLD, NEW = "0.4.30", "0.4.31"
@@ -87,6 +90,10 @@ def test_a_commit_that_hangs_is_a_third_behaviour_as_a_release_is(recorded_catal
     assert doc["third_behaviour"] == [shas[3]]
     step = next(s for s in doc["steps"] if s["sha"] == shas[3])
     assert step["third"] and step["reason"].startswith("hangs past")
+    assert shas[3] not in [x["sha"] for x in doc["skipped"]]  # a behaviour, not a skip
+    report = document(replace(b, commits=cb), tmp_path / "bisect.md")
+    assert report["commits"]["third_behaviour"] == [shas[3]]
+    assert f"`{shas[3][:10]}`" in render(as_stored(report))  # named in the report
 
     # A release that hangs in the same place of a bisection over releases: the same words.
     releases = bisect_metric(recorded_catalogue,

@@ -166,7 +166,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
                  (st.get("runs_on") or c["runs_on"])["jaxlib"],
                  st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
-                 st["label"]]
+                 "third behaviour" if st.get("third") else st["label"]]
                 for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
                     (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
         lines += details(f"Each commit measured ({len(rows)})", [
@@ -189,6 +189,13 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         if c["between"]:
             lines += [f"Not placed between them ({len(c['between'])}: they could not run):", "",
                       *[f"- {linked(x)}" for x in c["between"]], ""]
+    thirds = [st for st in c["steps"] if st.get("third")]
+    if thirds:  # a hang under a timing metric: beyond both ends, as a release's
+        lines += ["A third behaviour, like neither end (left out of the search, not filed "
+                  "under old or new):", "",
+                  *[f"- `{st['sha'][:10]}` {st['subject'][:SUBJECT_WIDTH]}: {st['reason']}"
+                    for st in thirds], ""]
+    lines += inside_lines(c)
     if c["skipped"]:
         lines += ["Skipped (as `git bisect run`'s exit 125: never read as a behaviour):", "",
                   *[f"- `{x['sha'][:10]}` {x['subject'][:SUBJECT_WIDTH]}: {x['why']}"
@@ -207,6 +214,26 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if c.get("reproduce"):
         lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
                          c["reproduce"], "sh")
+    return lines
+
+
+def inside_lines(c: dict) -> list[str]:
+    """Alike commit ends: the commits between them, looked at or not (``inside``)."""
+    lines = []
+    for side, part in (c.get("inside") or {}).items():
+        jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib", c["runs_on"]["jaxlib"])
+        these = f"the {part['commits']} commits between the alike ends on jaxlib {jaxlib}"
+        if not part["measured"]:
+            why = ("`--interior-budget 0`" if part["budget"] <= 0 else
+                   f"about {part['estimate']:.0f} s, over the interior budget of "
+                   f"{part['budget']:.0f} s (`--interior-budget`)")
+            lines += [f"Not looked at: {these} ({why}).", ""]
+        elif part["changes"]:
+            lines += [f"Looked at {these}: a change came and went among them: " + "; ".join(
+                f"came at {x['came'][0][:10]} → {x['came'][1][:10]}, went at "
+                f"{x['went'][0][:10]} → {x['went'][1][:10]}" for x in part["changes"]) + ".", ""]
+        else:
+            lines += [f"Looked at {these}: each behaves as the ends do.", ""]
     return lines
 
 
