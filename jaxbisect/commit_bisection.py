@@ -14,9 +14,10 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from .bisection import MetricBisection, bisect_over, reduce_for
+from .bisection import MetricBisection, bisect_over
 from .catalogue import Release
 from .classify import Label
+from .comparing import reduce_for
 from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .placing import Say, values_of

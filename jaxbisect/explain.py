@@ -20,21 +20,12 @@ from repro.dumps import MODULE_NAME
 from repro.process import join_flags
 from repro.xla_passes import pass_dumps as read_pass_dumps
 
-from .bisection import (
-    MAX_RUNS_NOISY,
-    MetricBisection,
-    batch_size,
-    compare_settings,
-    middle,
-    paired_test,
-    reduce_for,
-    run_figure,
-    values_of,
-)
+from .bisection import MetricBisection
 from .budgets import Deadline, explain_limit
 from .catalogue import Release, backend_words
 from .classify import Direction, Label, Placement
 from .commands import display_path
+from .comparing import MAX_RUNS_NOISY, batch_size, compare_settings, middle, paired_test, reduce_for
 from .crashes import is_crash
 from .errors import InstallFailed
 from .evidence.commits import github, release_pins
@@ -47,7 +38,7 @@ from .known_flags import xla_flag_list
 from .lab import Lab, Say
 from .machine import parallel_runs
 from .pins import load_table
-from .placing import Behaviour, Verdict
+from .placing import Behaviour, Verdict, run_figure, values_of
 from .question import Question
 from .report import series_of
 

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 
-from .bisection import batch_size, compare_settings, middle, reduce_for
 from .catalogue import Release
+from .comparing import batch_size, compare_settings, middle, reduce_for
 from .lab import Lab, Say
 from .placing import Verdict
 from .question import Question, with_compare

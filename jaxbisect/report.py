@@ -13,11 +13,7 @@ from pathlib import Path
 from repro.case import UNITS
 from repro.target import load as load_target
 
-from .bisection import (
-    MetricBisection,
-    Placed,
-    crashes_of,
-)
+from .bisection import MetricBisection
 from .budgets import INTERIOR_BUDGET
 from .catalogue import Release
 from .commands import display_path, explain_argv, inside_clone, reproduce_argv, sweep_argv
@@ -31,7 +27,8 @@ from .interior import changes_text
 from .machine import machine_description
 from .markdown import KINDS, render
 from .markdown.tables import shape_chart
-from .placing import AgainstEnds, Shown
+from .metric_search import crashes_of
+from .placing import AgainstEnds, Placed, Shown
 from .question import over_text
 from .search import Status
 

@@ -167,7 +167,7 @@ def shows(program: Program, direction: Direction | None, old: ProgramRun, new: P
     if a is None or b is None:
         return False
     if metric == "output":
-        from .bisection import OUTPUT_TOLERANCE
+        from .comparing import OUTPUT_TOLERANCE
 
         rtol = threshold or OUTPUT_TOLERANCE
         return len(a) != len(b) or not all(_close(x, y, rtol) for x, y in zip(a, b))

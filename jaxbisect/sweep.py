@@ -44,15 +44,6 @@ from repro.options import (
 )
 from repro.units import column
 
-from .bisection import (
-    MAX_RUNS_NOISY,
-    batch_size,
-    classifier_for,
-    paired_test,
-    reduce_for,
-    search_metric,
-    visit_every,
-)
 from .budgets import EndsTimer
 from .catalogue import (
     DEVICELESS,
@@ -65,6 +56,7 @@ from .catalogue import (
 )
 from .classify import Label, Paired, Placement
 from .commands import question_argv
+from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
 from .environments import resolve_backend
 from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
@@ -80,6 +72,7 @@ from .harness import ignored_environment_note, target_label, target_option
 from .known_flags import FlagCheckedLab, lister
 from .lab import Lab, RealLab
 from .machine import machine_description, parallel_runs
+from .metric_search import search_metric, visit_every
 from .placing import MakeClassifier, Placed, Reduce, Shown, place_against_ends, values_of
 from .question import Question, Run, compared_runs, question_from, with_compare, with_params
 from .report import series_of

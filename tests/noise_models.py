@@ -116,8 +116,8 @@ def main(argv: list[str]) -> None:
     import collections
     import time
 
-    from jaxbisect.bisection import search_metric
     from jaxbisect.classify import deterministic
+    from jaxbisect.metric_search import search_metric
 
     def search(n, run_at):
         return search_metric(n, run_at, deterministic, noisy_metric=True)

@@ -8,7 +8,6 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import search_metric
 from jaxbisect.budgets import (
     FIRST_RUN_LIMIT,
     HANGS,
@@ -22,6 +21,7 @@ from jaxbisect.budgets import (
     run_limit,
 )
 from jaxbisect.classify import deterministic, matching
+from jaxbisect.metric_search import search_metric
 from jaxbisect.question import Run
 
 seconds = st.floats(0.01, 5000, allow_nan=False)

@@ -123,9 +123,10 @@ def test_the_commit_level_check_of_a_crash_answers_git_bisect_run_s_codes(tmp_pa
     hand-off's check reads the crash in a shell and exits 0 (old) or 1 (new)."""
     import os
 
-    from jaxbisect.bisection import MetricBisection, MetricRequest, MetricSearch, Placed
+    from jaxbisect.bisection import MetricBisection, MetricRequest
     from jaxbisect.catalogue import load_catalogue
     from jaxbisect.explain import check_argv
+    from jaxbisect.placing import MetricSearch, Placed
     from jaxbisect.question import Question, Run, question_from
     from jaxbisect.search import SearchResult
 

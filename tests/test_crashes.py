@@ -8,9 +8,9 @@ import signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import crash_rated, crashes_of, search_metric
 from jaxbisect.classify import Label, matching
 from jaxbisect.crashes import CRASH_RUNS, crash_of, fatal_line, mask, rate_of, signal_of
+from jaxbisect.metric_search import crash_rated, crashes_of, search_metric
 from jaxbisect.question import Run
 
 ABORT = ("2026-11-30 13:35:40.341465: F external/xla/xla/service/cpu/cpu_compiler.cc:1021] "

@@ -9,12 +9,9 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import (
-    MetricRequest,
-    bisect_metric,
-    classifier_for,
-    search_metric,
-)
+from jaxbisect.bisection import MetricRequest, bisect_metric
+from jaxbisect.comparing import classifier_for
+from jaxbisect.metric_search import search_metric
 from jaxbisect.question import CommandAborted, Question, exit_status_run
 from jaxbisect.report import document
 from jaxbisect.store import Store

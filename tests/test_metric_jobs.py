@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import InstallsAhead, search_metric
+from jaxbisect.bisection import InstallsAhead
 from jaxbisect.classify import deterministic
+from jaxbisect.metric_search import search_metric
 from jaxbisect.question import Run
 
 

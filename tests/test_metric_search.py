@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import search_metric
 from jaxbisect.classify import Ends, EndsVerdict, Label, Paired, Placement, deterministic
+from jaxbisect.metric_search import search_metric
 from jaxbisect.question import Run
 from jaxbisect.search import steps_left
 

@@ -12,7 +12,8 @@ import pytest
 from fake_lab import FakeLab, _Version
 from noise_models import MODELS
 
-from jaxbisect.bisection import MetricRequest, bisect_metric, compare_settings, reduce_for
+from jaxbisect.bisection import MetricRequest, bisect_metric
+from jaxbisect.comparing import compare_settings, reduce_for
 from jaxbisect.explain import behaviour_under, explain_release
 from jaxbisect.minimize import minimal_document, minimize
 from jaxbisect.placing import Verdict

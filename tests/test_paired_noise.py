@@ -10,8 +10,8 @@ import random
 import pytest
 from noise_models import MODELS, simulate
 
-from jaxbisect.bisection import search_metric
 from jaxbisect.classify import Paired, deterministic, look_alpha, t_critical, t_sf
+from jaxbisect.metric_search import search_metric
 
 
 def search(n, run_at):

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import interior
-from jaxbisect.bisection import every_sample
 from jaxbisect.classify import DEFAULT_THRESHOLD, Label, Paired, deterministic, matching
+from jaxbisect.comparing import every_sample
 from jaxbisect.placing import (
     AgainstEnds,
     MetricSearch,

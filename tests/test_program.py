@@ -15,8 +15,9 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric, classifier_for
+from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.classify import NONDETERMINISTIC, Label
+from jaxbisect.comparing import classifier_for
 from jaxbisect.program import MAX_LINES, MIB_TEXT, case_source, why_not, write_program
 from jaxbisect.question import Question, Run, question_from
 from jaxbisect.report import document

@@ -21,8 +21,9 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import sweep
-from jaxbisect.bisection import every_sample, search_metric
 from jaxbisect.classify import noisy
+from jaxbisect.comparing import every_sample
+from jaxbisect.metric_search import search_metric
 from jaxbisect.placing import Shown
 from jaxbisect.question import Run
 from jaxbisect.sweep import label_of, place_every

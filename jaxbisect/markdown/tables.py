@@ -8,10 +8,10 @@ import itertools
 
 from packaging.version import Version
 
-from ..bisection import calibration_text
 from ..classify import Label
 from ..evidence.chart import chart_markdown
 from ..figures import MIB, column_unit, shown, shown_bare
+from ..metric_search import calibration_text
 from ..placing import Shown
 from ..search import Status
 from .words import (
