@@ -12,7 +12,7 @@ import shlex
 from .bisection import MetricBisection
 from .classify import Label
 from .commit_bisection import CommitBisection
-from .figures import figure, seen
+from .figures import placed_fields
 from .search import Status
 
 
@@ -101,18 +101,14 @@ def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dic
     for index, placed in s.placed.items():
         commit = search.candidates[index].commit
         failure = placed.failure
-        p = placed.placement
+        fields = placed_fields(q, placed)  # as a release's row says them
         steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
                       "date": commit.date,
                       "jax": str(search.candidates[index].version), "runs_on": runs_on,
-                      "label": as_release.get(index) or (p.label.value if p else "measured"),
-                      "reason": p.reason if p else None,
-                      "figure": figure(q.metric, seen(q, placed)),
+                      **fields, "label": as_release.get(index) or fields["label"],
                       "error": failure.error if failure and not placed.values else None,
-                      "runs": len(placed.runs), "cached": placed.cached,
-                      "seconds": round(sum(r.seconds for r in placed.runs), 2),
-                      # beyond both ends (a hang under a timing metric), as a release's row
-                      **({"third": True} if p and p.third else {})})
+                      "runs": len(placed.runs),
+                      "seconds": round(sum(r.seconds for r in placed.runs), 2)})
     return steps
 
 

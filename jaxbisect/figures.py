@@ -63,6 +63,27 @@ def nondeterministic(question, placed) -> bool:
         not outputs_agree(placed.samples)
 
 
+def placed_fields(question, placed) -> dict:
+    """What a document's row says of a placed candidate, a release or a commit alike: its
+    label (one the search never placed, an end of a range without an answer, is measured or
+    without a figure, never a skip), confidence, third behaviour and reason, its figure, what
+    the classifier saw and a noisy metric's rounds."""
+    from .placing import Shown
+
+    p, odd = placed.placement, nondeterministic(question, placed)
+    return {"label": p.label.value if p else (Shown.MEASURED if placed.values
+                                               else Shown.NO_FIGURE),
+            "confidence": p.confidence if p else None,
+            "third": bool(p and p.third),
+            "reason": (p.reason if p else None) if not odd else "; ".join(
+                filter(None, [p and p.reason, "its runs' outputs differ: nondeterministic"])),
+            "figure": figure(question.metric, seen(question, placed)), "cached": placed.cached,
+            **({"nondeterministic": True} if odd else {}),
+            "classified": [v if isinstance(v, (int, float, str)) else None
+                           for v in placed.values],
+            "rounds": [list(r) for r in placed.rounds]}
+
+
 def shown(metric: str, unit: str, number: float | None) -> str:
     """A number in its unit's words."""
     if number is None:

@@ -20,7 +20,7 @@ from .commands import display_path, explain_argv, inside_clone, reproduce_argv, 
 from .commit_report import commits_by_pair_document, commits_document
 from .errors import UserError
 from .evidence.chart import write_png
-from .figures import figure, figure_text, nondeterministic, seen
+from .figures import figure, figure_text, placed_fields, seen
 from .files import write_atomic, write_json_if_changed
 from .harness import target_label
 from .interior import changes_text
@@ -28,7 +28,7 @@ from .machine import machine_description
 from .markdown import KINDS, render
 from .markdown.tables import shape_chart
 from .metric_search import crashes_of
-from .placing import AgainstEnds, Placed, Shown
+from .placing import AgainstEnds, Placed
 from .question import over_text
 from .search import Status
 
@@ -165,17 +165,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
     probes = []
     for index, placed in s.placed.items():
         release = b.candidates[index]
-        p = placed.placement
-        # A release the search never placed (an end of a range without an answer) is
-        # measured, or without a figure, never a skip.
-        unplaced = Shown.MEASURED if placed.values else Shown.NO_FIGURE
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "label": p.label.value if p else unplaced,
-            "confidence": p.confidence if p else None,
-            "third": bool(p and p.third),
-            "reason": (p.reason if p else None) if not nondeterministic(q, placed) else
-            "; ".join(filter(None, [p and p.reason, "its runs' outputs differ: nondeterministic"])),
+            **placed_fields(q, placed),
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,
@@ -183,11 +175,6 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                      # Each run once: a release that hung is asked again by the search,
                      # and answered with its one hung run (budgets.EndsTimer).
                      for r in {r.number: r for r in placed.runs}.values()],
-            "figure": figure(q.metric, seen(q, placed)), "cached": placed.cached,
-            **({"nondeterministic": True} if nondeterministic(q, placed) else {}),
-            "classified": [v if isinstance(v, (int, float, str)) else None
-                           for v in placed.values],
-            "rounds": [list(r) for r in placed.rounds],
             "installed": next((r.installed for r in placed.runs if r.installed), {}),
             **({"series": series_of(b.full_run(index)),
                 "compare": {label: series_of(run) for label, run in

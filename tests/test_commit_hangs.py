@@ -94,6 +94,9 @@ def test_a_commit_that_hangs_is_a_third_behaviour_as_a_release_is(recorded_catal
     report = document(replace(b, commits=cb), tmp_path / "bisect.md")
     assert report["commits"]["third_behaviour"] == [shas[3]]
     assert f"`{shas[3][:10]}`" in render(as_stored(report))  # named in the report
+    # A commit's row says what a release's row says of its placement.
+    said = {"label", "confidence", "third", "reason", "figure", "classified", "rounds"}
+    assert said <= set(report["probes"][0]) and said <= set(step)
 
     # A release that hangs in the same place of a bisection over releases: the same words.
     releases = bisect_metric(recorded_catalogue,
