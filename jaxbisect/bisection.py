@@ -80,8 +80,6 @@ class MetricBisection:
     yanked: tuple[Release, ...] = ()  # the yanked releases inside the range (measured or not)
     time_limit: TimeLimit | None = None   # a run's limit once the ends had run
     sized: SearchSize | None = None   # the search at a smaller size, and the full-size runs
-    commits: object = None            # --commits: commit_bisection.CommitBisection
-    commits_by_pair: tuple = ()       # --commits where the answer names several pairs
     interior: object = None           # ends alike: the releases inside (interior.Interior)
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import budgets
@@ -53,6 +53,7 @@ class Bisecting:
     repo: Path | None = None         # --commits: the jax clone read
     executor: Executor = LOCAL
     bisection: object = None         # bisection.MetricBisection, once the releases ran
+    commits: tuple = ()              # --commits: a CommitBisection a pair the answer names
     extra: dict = field(default_factory=dict)
     before: dict = field(default_factory=dict)   # an earlier report's texts (files.texts_of)
     path: Path | None = None         # the report, once written
@@ -70,7 +71,7 @@ class Bisecting:
     def write(self) -> tuple[Path, dict]:
         from .report import write_report
 
-        return write_report(self.bisection, self.args.reports, self.extra)
+        return write_report(self.bisection, self.args.reports, self.extra, self.commits)
 
 
 def question_of(args: argparse.Namespace, command: tuple[str, ...]):
@@ -117,21 +118,20 @@ def came_and_went(b) -> bool:
     """Whether the releases inside alike ends hold a change (it came and went)."""
     return b.interior is not None and b.interior.came_and_went
 
-def with_commits(b, span_of, lab: Lab, say: Say):
-    """``b`` with the jax commits below every pair its answer names: the change found, or
-    where each change inside alike ends came and where it went (``commits_by_pair`` where
-    there are several)."""
+def with_commits(b, span_of, lab: Lab, say: Say) -> tuple:
+    """The jax commits below every pair ``b``'s answer names, bisected (CommitBisection, one
+    a pair): the change found, or where each change inside alike ends came and where it went;
+    with no pair, one part saying why nothing was searched."""
     pairs = b.named_pairs()
     if len(pairs) <= 1:
         at, kind = pairs[0] if pairs else (None, "came")
-        return replace(b, commits=bisect_commits(b, span_of, lab, say, kind=kind,
-                                                 pair=None if b.pair else at))
+        return (bisect_commits(b, span_of, lab, say, kind=kind, pair=None if b.pair else at),)
     parts = []
     for at, kind in pairs:
         old, new = (b.candidates[i].version for i in at)
         say(f"the jax commits where it {kind}, jax {old} → {new}")
         parts.append(bisect_commits(b, span_of, lab, say, pair=at, kind=kind))
-    return replace(b, commits_by_pair=tuple(parts))
+    return tuple(parts)
 
 def wider_range(catalogue, b, at: Path | None = None) -> dict:
     """Where to look next when the range holds no change: the same question up to the newest
@@ -224,7 +224,7 @@ def releases(s: Bisecting) -> None:
 
 def commits(s: Bisecting) -> None:
     """``--commits``: the jax commits below every pair the answer names."""
-    s.bisection = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
+    s.commits = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
 
 
 def reproducer(s: Bisecting) -> None:
@@ -275,8 +275,10 @@ def hlo_module(s: Bisecting) -> None:
     from .evidence.hlo import hlo_module as module_of
     from .report import report_path
 
+    came_with = s.commits[0].came_with if len(s.commits) == 1 else None
     s.extra["hlo_module"] = module_of(s.bisection, s.lab, s.extra, s.say,
-                                      report_path(s.bisection, s.args.reports))
+                                      report_path(s.bisection, s.args.reports),
+                                      came_with=came_with)
 
 
 def cluster(s: Bisecting) -> None:

@@ -160,7 +160,10 @@ def series_of(run) -> dict | None:
             "fallback": metric.get("fallback")}
 
 
-def document(b: MetricBisection, report_path: Path | None, extra: dict | None = None) -> dict:
+def document(b: MetricBisection, report_path: Path | None, extra: dict | None = None,
+             commits: tuple = ()) -> dict:
+    """The JSON document of a bisection over releases, with ``commits``: the bisections one
+    level down (commit_bisection.CommitBisection), one a pair the answer names."""
     req, q, s = b.request, b.request.question, b.search
     probes = []
     for index, placed in s.placed.items():
@@ -249,11 +252,11 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         doc["sweep"] = shlex.join(sweep_argv(b))
     if pair:
         doc["compare"] = JAX_COMPARE.format(old=pair[0].version, new=pair[1].version)
-    if b.commits is not None:
-        doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(b.commits, b))
-    if b.commits_by_pair:
+    if len(commits) == 1:  # one pair below the answer (or none to search, and why)
+        doc.update(schema=SCHEMA_WITH_COMMITS, commits=commits_document(commits[0], b))
+    elif commits:  # every pair the answer names: where it came, where it went
         doc.update(schema=SCHEMA_WITH_COMMITS,
-                   commits_by_pair=commits_by_pair_document(b.commits_by_pair, b))
+                   commits_by_pair=commits_by_pair_document(commits, b))
     doc.update(extra or {})
     return doc
 
@@ -378,10 +381,10 @@ def as_stored(doc: dict) -> dict:
     return json.loads(json.dumps(doc, sort_keys=True))
 
 
-def write_report(b: MetricBisection, folder: Path, extra: dict | None = None
-                 ) -> tuple[Path, dict]:
+def write_report(b: MetricBisection, folder: Path, extra: dict | None = None,
+                 commits: tuple = ()) -> tuple[Path, dict]:
     md_path = report_path(b, folder)
-    doc = document(b, md_path, extra)
+    doc = document(b, md_path, extra, commits)
     if b.search.status in (Status.UNMEASURABLE, Status.UNDECIDED) \
             and has_answer(md_path.with_suffix(".json")):
         doc["report_kept"] = ("an earlier run's report holds an answer and this run found "

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,7 +90,7 @@ def test_a_commit_that_hangs_is_a_third_behaviour_as_a_release_is(recorded_catal
     step = next(s for s in doc["steps"] if s["sha"] == shas[3])
     assert step["third"] and step["reason"].startswith("hangs past")
     assert shas[3] not in [x["sha"] for x in doc["skipped"]]  # a behaviour, not a skip
-    report = document(replace(b, commits=cb), tmp_path / "bisect.md")
+    report = document(b, tmp_path / "bisect.md", commits=(cb,))
     assert report["commits"]["third_behaviour"] == [shas[3]]
     assert f"`{shas[3][:10]}`" in render(as_stored(report))  # named in the report
     # A commit's row says what a release's row says of its placement.

@@ -83,7 +83,7 @@ def test_source_locations_are_left_out_and_nothing_else():
 
 def found_bisection(**changes):
     question = SimpleNamespace(case=object(), metric="memory", target="")
-    base = dict(search=SimpleNamespace(status="found"), pair=("old", "new"), commits=None,
+    base = dict(search=SimpleNamespace(status="found"), pair=("old", "new"),
                 request=SimpleNamespace(question=question, backend="cpu"))
     return SimpleNamespace(**{**base, **changes})
 
@@ -92,10 +92,9 @@ def test_no_bundle_where_the_change_is_in_jax():
     b = found_bisection()
     assert why_no_bundle(b, {"attribution": {"culprit": "xla"}}) is None
     assert "lowered modules differ" in why_no_bundle(b, {"attribution": {"culprit": "jax"}})
-    jax_commit = found_bisection(commits=SimpleNamespace(came_with="jax"))
-    assert "jax's Python" in why_no_bundle(jax_commit, {"attribution": {"culprit": "unknown"}})
-    jaxlib = found_bisection(commits=SimpleNamespace(came_with="jaxlib"))
-    assert why_no_bundle(jaxlib, {"attribution": {"culprit": "unknown"}}) is None
+    unknown = {"attribution": {"culprit": "unknown"}}
+    assert "jax's Python" in why_no_bundle(b, unknown, came_with="jax")
+    assert why_no_bundle(b, unknown, came_with="jaxlib") is None
     assert why_no_bundle(found_bisection(), {}) is not None  # not attributed: not claimed
     part = hlo_module(found_bisection(), None, {"attribution": {"culprit": "jax"}}, print,
                       Path("r.md"))

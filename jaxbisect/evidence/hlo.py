@@ -43,12 +43,12 @@ def nothing(why: str) -> dict:
             "fuel": None}
 
 
-def why_no_bundle(b, extra: dict) -> str | None:
-    """Why this answer gets no module (None: it does)."""
+def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
+    """Why this answer gets no module (None: it does); ``came_with``: what the commits below
+    the pair say (commit_bisection.CommitBisection.came_with), where they were searched."""
     q = b.request.question
     if b.search.status != Status.FOUND or b.pair is None:
         return "no change was found: there is nothing for a module to reproduce"
-    came_with = b.commits.came_with if b.commits is not None else None
     culprit = (extra.get("attribution") or {}).get("culprit")
     if came_with == "jax":
         return ("the commits say the change came with jax's Python (a jax commit): a module "
@@ -179,9 +179,10 @@ def culprit_setting(extra: dict) -> tuple[str | None, str | None]:
     return None, restoring
 
 
-def hlo_module(b, lab, extra: dict, say, report_md: Path, *, rewrite=None) -> dict:
+def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | None = None,
+               rewrite=None) -> dict:
     """The ``hlo_module`` part, the bundle written beside ``report_md`` where there is one."""
-    why = why_no_bundle(b, extra)
+    why = why_no_bundle(b, extra, came_with)
     if why is not None:
         return nothing(why)
     backend, (old, new) = b.request.backend, b.pair
