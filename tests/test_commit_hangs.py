@@ -135,3 +135,33 @@ def test_alike_commit_ends_are_looked_inside(recorded_catalogue, tmp_path, insid
         assert shas[2][:10] in cb.why_not
     else:
         assert inside_doc["changes"] == []
+
+
+# --- real: jax 0.5.0 and 0.5.1's wheels, and a history of a fake jax whose answer() decides
+# the figure; one commit's answer() never returns ---
+TIMED = ("import json, os, jax; new = jax.answer() if hasattr(jax, 'answer') else "
+         "int(os.environ['JAX_BISECT_RELEASE'] == '0.5.1'); "
+         "print(json.dumps({'run_time': 1.0 + 2.0 * new}))")
+BODIES = {"old": "def answer():\n    return 0\n", "new": "def answer():\n    return 1\n",
+          "hangs": "def answer():\n    while True:\n        pass\n"}
+
+
+@pytest.mark.jax
+def test_a_real_commit_that_hangs_is_named_as_a_third_behaviour(jax_python, tmp_path):
+    from test_commit_bisection import bisect_json, gated_history
+
+    jax_python("0.5.0"), jax_python("0.5.1")
+    repo, shas = gated_history(tmp_path, [BODIES[s] for s in
+                                          ("old", "old", "hangs", "new", "new")])
+    code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
+                                 "--commits", "--jax-repo", str(repo), "--timeout", "5",
+                                 "--metric", "run_time", "--metric-kind", "deterministic",
+                                 "--reports", str(tmp_path / "reports"), "--", "python", "-c",
+                                 TIMED, cwd=tmp_path)
+    assert code == 0, err
+    c = doc["commits"]
+    assert c["came_with"] == "jax" and c["first_bad"]["sha"] == shas[4]
+    assert c["third_behaviour"] == [shas[3]]
+    hung = next(st for st in c["steps"] if st["sha"] == shas[3])
+    assert hung["third"] and hung["reason"].startswith("hangs past 5 s")
+    assert shas[3] not in [x["sha"] for x in c["skipped"]]
