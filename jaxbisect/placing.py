@@ -1,5 +1,5 @@
 """A search's candidates as placed: each one's runs, what the classifier saw of them and where it
-put it, and the search's answer over them. Shared by the search (bisection.py), the look
+put it, and the search's answer over them. Shared by the search (metric_search.py), the look
 inside a range whose ends agree (interior.py) and the sweep, which all build on these records;
 with the words a report gives a placement, one vocabulary (the search's answer itself:
 search.Status; a placement's label: classify.Label).

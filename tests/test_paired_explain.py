@@ -1,5 +1,5 @@
 """The explanation and the minimizer judge a noisy metric as the search does: the paired test
-on interleaved runs (bisection.compare_settings), over simulated busy machines
+on interleaved runs (comparing.compare_settings), over simulated busy machines
 (tests/noise_models.py) in a fake lab. Its undecided answer is "cannot tell", never "the same"
 or "no change"."""
 
