@@ -22,8 +22,6 @@ from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gp
 from .classify import (
     Classifier,
     Direction,
-    Label,
-    Placement,
 )
 from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
 from .errors import UserError
@@ -33,18 +31,9 @@ from .interior import look_inside, measure_asked
 from .lab import Lab
 from .machine import parallel_runs
 from .metric_search import crash_rated, search_metric
-from .placing import (
-    MetricSearch,
-    Placed,
-    RunAt,
-    Say,
-)
+from .placing import MetricSearch, Placed, RunAt, Say, beyond_if_hung
 from .question import Question, Run, compared_runs, with_compare, with_params
-from .search import (
-    Status,
-    full_table,
-    probe_limit,
-)
+from .search import Status, full_table, probe_limit
 
 
 @dataclass(frozen=True)
@@ -412,6 +401,7 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
         search = search_metric(
             n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
             noisy_metric=q.noisy, batch=request.runs or (None if q.noisy else batch_size(q)),
+            noun=noun,
             max_runs=request.max_runs,
             reduce=reduce_for(q), say=naming(candidates, say),
             cheap=lambda i: lab.cheap(candidates[i], request.backend, question), offset=offset,
@@ -430,9 +420,13 @@ def follow_up(search: MetricSearch, run: RunAt, candidates: Sequence[Release],
     ``--interior-budget``; under a timing metric, a candidate that hung is beyond both ends
     (a third behaviour). The search, and the look inside (interior.Interior, or None)."""
     q, n = question, len(candidates)
+    # A noisy metric's ends run afresh beside each candidate placed: their run numbers go
+    # on from the search's, across every candidate placed here (a number made is stored).
+    numbers = {j: len(search.placed[j].runs) for j in (0, n - 1) if j in search.placed}
     placing = dict(noisy=q.noisy, test=paired_test(request.threshold),
                    batch=batch_size(q, request.runs), max_runs=request.max_runs or MAX_RUNS_NOISY,
-                   reduce=reduce_for(q), say=naming(candidates, say))
+                   reduce=reduce_for(q), say=naming(candidates, say), numbers=numbers,
+                   hangs_beyond=q.metric in TIMING_METRICS)
     if search.status == Status.ALIKE and between:
         # The ends agree, so the search probes nothing between them.
         search = measure_asked(search, between, run, classifier_for(q, request.threshold),
@@ -447,13 +441,17 @@ def follow_up(search: MetricSearch, run: RunAt, candidates: Sequence[Release],
 
 
 def bisect_over(candidates: Sequence[Release], request: MetricRequest, question: Question,
-                lab: Lab, say: Say, *, noun: str = "release") -> MetricBisection:
-    """``question`` bisected over ``candidates`` (a release's jax commits, each on that
-    release's environment: a commit is a candidate like a release) in ``lab``: the search,
-    then every step after it (follow_up) as a bisection over releases takes them."""
+                lab: Lab, say: Say, *, noun: str = "release", between: Sequence[int] = (),
+                offset: int = 0, searched: tuple | None = None) -> MetricBisection:
+    """``question`` bisected over ``candidates`` in ``lab``, at either level (releases, or a
+    release's jax commits, each on that release's environment: a commit is a candidate like a
+    release): the search, then every step after it (follow_up). ``searched``: the search
+    already made (search_over's search, run and timer: a release range's at a smaller size)."""
     n = len(candidates)
-    search, run, timer = search_over(candidates, request, question, lab, say, noun=noun)
-    search, interior = follow_up(search, run, candidates, request, question, say, noun=noun)
+    search, run, timer = searched or search_over(candidates, request, question, lab, say,
+                                                 offset=offset, noun=noun)
+    search, interior = follow_up(search, run, candidates, request, question, say,
+                                 between=between, noun=noun)
     return MetricBisection(request, tuple(candidates), (), search, probe_limit(n, request.jobs),
                            time_limit=timer.limit, interior=interior)
 
@@ -494,14 +492,13 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     everything = [r.version for r in catalogue.releases
                   if not r.yanked or request.include_yanked]
 
-    def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
-        return search_over(candidates, request, question, lab, say,
-                           offset=everything.index(candidates[0].version))
+    offset = everything.index(candidates[0].version)
 
-    sized, small = None, with_params(q, smaller_size(q))
-    if small == q:
-        search, run, timer = searching(q)
-    else:
+    def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
+        return search_over(candidates, request, question, lab, say, offset=offset)
+
+    sized, small, searched = None, with_params(q, smaller_size(q)), None
+    if small != q:
         slots = parallel_runs()
         at_small = ends_at(small, min(2, slots))
         # Where the machine holds a run more than the search's, the full size's ends run one
@@ -522,34 +519,31 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             full = ends_at(q, min(2, slots))
         sized = search_size(q, full, at_small)
         say(sized.note)
-        search, run, timer = (attempt if attempt and sized.question == small
-                              else searching(sized.question))
+        searched = attempt if attempt and sized.question == small else None
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
-    search, interior = follow_up(search, run, candidates, request, q, say, between=yanked)
+    b = bisect_over(candidates, request, sized.question if sized else q, lab, say,
+                    between=yanked, offset=offset, searched=searched)
+    search = b.search
     if search.status in (Status.FOUND, Status.ALIKE):
         shown = full_table(n, search.result) if search.status == Status.FOUND else (0, n - 1)
         sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
-    return MetricBisection(request, tuple(candidates), tuple(unusable), search, limit,
-                           tuple(catalogue.yanked_between(request.start, request.end)),
-                           timer.limit, sized=sized, interior=interior)
+    return replace(b, unusable=tuple(unusable), limit=limit,
+                   yanked=tuple(catalogue.yanked_between(request.start, request.end)),
+                   sized=sized)
 
 
 TIMING_METRICS = ("run_time", "compile_time")
 
 
 def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> MetricSearch:
-    """Under a timing metric, a release between the ends that hung is slower than both: a
-    third behaviour (left out of the search as the skip it already was), not a missing
-    figure."""
-    hung = {i: p for i, p in search.placed.items() if i not in ends and not p.values
-            and p.failure is not None and p.failure.status == "hung"}
+    """Under a timing metric, a candidate between the ends that hung is slower than both: a
+    third behaviour (placing.beyond_if_hung), not a missing figure."""
+    placed = {i: p if i in ends else beyond_if_hung(p) for i, p in search.placed.items()}
+    hung = {i for i, p in placed.items() if p is not search.placed[i]}
     if not hung:
         return search
-    placed = {i: (replace(p, placement=Placement(Label.SKIP, None, third=True,
-                                                 reason=p.failure.error))
-                  if i in hung else p) for i, p in search.placed.items()}
     return replace(search, placed=placed, thirds=tuple(sorted({*search.thirds, *hung})))
 
 

@@ -26,6 +26,7 @@ from .placing import (
     Reduce,
     RunAt,
     Say,
+    beyond_if_hung,
     place_against_ends,
     run_figure,
     values_of,
@@ -78,11 +79,13 @@ def per_release_seconds(search: MetricSearch, noisy: bool, test: Paired) -> floa
 
 def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassifier, *,
                 noisy: bool, test: Paired, batch: int, max_runs: int, reduce: Reduce,
-                budget: float, say: Say, noun: str = "release") -> Interior | None:
+                budget: float, say: Say, noun: str = "release", numbers: dict | None = None,
+                hangs_beyond: bool = False) -> Interior | None:
     """``search`` (ends alike) with every candidate inside measured and placed, where the
     estimate from the ends' own run times is within ``budget`` seconds; None where there is
     no candidate inside. Candidates already measured (a yanked release asked for) are not run
-    again. ``noun``: what the candidates are (release, commit), for the messages."""
+    again. ``noun``: what the candidates are (release, commit), for the messages; ``numbers``
+    and ``hangs_beyond``: see place_each."""
     n = max(search.placed) + 1
     inside = tuple(range(1, n - 1))
     if not inside:
@@ -105,7 +108,8 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
     placed = {i: search.placed[i] for i in inside if i in search.placed}
     placed.update(place_each(search, todo, run_at, make_classifier, noisy=noisy, test=test,
                              batch=batch, max_runs=max_runs, reduce=reduce, say=say,
-                             why="measuring it against both ends"))
+                             why="measuring it against both ends", numbers=numbers,
+                             hangs_beyond=hangs_beyond))
     labels = {i: AgainstEnds.of(placed[i].placement) for i in inside}
     return Interior(inside, budget, estimate, per, measured=True, placed=placed, labels=labels,
                     changes=changes_of(labels, n))
@@ -113,26 +117,31 @@ def look_inside(search: MetricSearch, run_at: RunAt, make_classifier: MakeClassi
 
 def measure_asked(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
                   make_classifier: MakeClassifier, *, noisy: bool, test: Paired, batch: int,
-                  max_runs: int, reduce: Reduce, say: Say) -> MetricSearch:
+                  max_runs: int, reduce: Reduce, say: Say, numbers: dict | None = None,
+                  hangs_beyond: bool = False) -> MetricSearch:
     """``search`` (ends alike) with the candidates at ``indices`` measured too, whatever the
     budget (a yanked release asked for: the one people reported from), placed against both
     ends as the look inside places a candidate: like them, a third behaviour, or a skip."""
     placed = place_each(search, indices, run_at, make_classifier, noisy=noisy, test=test,
                         batch=batch, max_runs=max_runs, reduce=reduce, say=say,
-                        why="measuring it as asked (--include-yanked)")
+                        why="measuring it as asked (--include-yanked)", numbers=numbers,
+                        hangs_beyond=hangs_beyond)
     thirds = {*search.thirds, *(i for i, p in placed.items() if p.placement.third)}
     return replace(search, placed={**search.placed, **placed}, thirds=tuple(sorted(thirds)))
 
 
 def place_each(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
                make_classifier: MakeClassifier, *, noisy: bool, test: Paired, batch: int,
-               max_runs: int, reduce: Reduce, say: Say, why: str) -> dict[int, Placed]:
+               max_runs: int, reduce: Reduce, say: Say, why: str, numbers: dict | None = None,
+               hangs_beyond: bool = False) -> dict[int, Placed]:
     """Each candidate of ``indices`` measured and placed against the alike ends: a noisy
-    metric in rounds beside both ends, anything else by the classifier learned from them."""
+    metric in rounds beside both ends, anything else by the classifier learned from them.
+    ``numbers``: the ends' last run numbers, carried on from call to call (a noisy metric's
+    ends run afresh in each round: a number already made is a stored run, never a new one);
+    ``hangs_beyond``: a timing metric's, where a candidate that hung is beyond both ends."""
     n = max(search.placed) + 1
-    # A noisy metric's ends run afresh in each round: their run numbers go on from the
-    # search's, across the candidates (a number already made is a stored run).
-    numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
+    if numbers is None:
+        numbers = {j: len(search.placed[j].runs) for j in (0, n - 1)}
     placed = {}
     for i in indices:
         say(f"candidate {i}: the ends agree; {why}")
@@ -141,6 +150,8 @@ def place_each(search: MetricSearch, indices: Sequence[int], run_at: RunAt,
                      if noisy else
                      place_deterministic(search, i, run_at, make_classifier, batch=batch,
                                          reduce=reduce))
+        if hangs_beyond:
+            placed[i] = beyond_if_hung(placed[i])
     return placed
 
 

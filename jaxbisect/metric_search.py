@@ -91,14 +91,15 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
     return visit(n, **how, cheap=cheap, on_step=on_step, offset=offset), spans
 
 
-def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], **more) -> MetricSearch:
+def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], noun: str = "release",
+                 **more) -> MetricSearch:
     """The search without an answer: end ``i`` (0 or the last) gives no figure (``runs``: the
     ends'). An end that measured keeps its figures ("measured", not a skip); with no figure at
     the other end there is nothing to call it old or new against."""
     what = "the first" if i == 0 else "the last"
     return MetricSearch(Status.UNMEASURABLE, None,
                         {j: Placed(j, tuple(made), values=values(j)) for j, made in runs.items()},
-                        None, reason=f"{what} release gives no figure: "
+                        None, reason=f"{what} {noun} gives no figure: "
                                      f"{no_figure(runs[i]).reason}", **more)
 
 
@@ -124,8 +125,10 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None, paired: Paired | None = None,
                   visit: Callable[..., SearchResult] = find_change,
-                  jobs: int = 1, ahead: Ahead | None = None) -> MetricSearch:
-    """The change between candidates 0 and n-1 by a metric, one probe at a time.
+                  jobs: int = 1, ahead: Ahead | None = None,
+                  noun: str = "release") -> MetricSearch:
+    """The change between candidates 0 and n-1 by a metric, one probe at a time (``noun``:
+    what they are, release or commit, for the words).
 
     A deterministic metric: a release is measured ``batch`` runs at a time (one) and placed by
     ``make_classifier``'s classifier. A noisy metric: :func:`search_paired` with ``paired``
@@ -137,7 +140,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
         if batch:
             test = replace(test, first_look=max(2, batch), first_place=max(2, batch))
         return search_paired(n, run_at, test, max_runs=max_runs or MAX_RUNS_NOISY,
-                             reduce=reduce, say=say, visit=visit, **search)
+                             reduce=reduce, say=say, visit=visit, noun=noun, **search)
     batch = batch or 1
     max_runs = max(batch, max_runs or 1)
     runs: dict[int, list[Run]] = {}
@@ -155,7 +158,7 @@ def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noi
     measure(ends_at, batch)
     for i in ends_at:
         if not values(i):  # (a crash at the other end is named in the answer)
-            return unmeasurable(i, runs, values)
+            return unmeasurable(i, runs, values, noun)
     classifier = make_classifier(values(0), values(n - 1))
     ends = classifier.ends()
     placed = {i: placed_end(i, runs[i], values(i)) for i in ends_at}
@@ -268,7 +271,8 @@ def visit_every(n: int, probe: Callable[[int], Outcome], **_) -> SearchResult:
 
 
 def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce: Reduce,
-                  say: Say, visit: Callable[..., SearchResult], **search) -> MetricSearch:
+                  say: Say, visit: Callable[..., SearchResult], noun: str = "release",
+                  **search) -> MetricSearch:
     """A noisy metric's search: the ends in interleaved pairs until ``test`` decides or
     ``max_runs`` pairs are spent; then each probed release in rounds (old end, it, new end),
     one after the other, until ``test`` places it or ``max_runs`` rounds are spent (a skip with
@@ -310,7 +314,7 @@ def search_paired(n: int, run_at: RunAt, test: Paired, *, max_runs: int, reduce:
         if len(runs[0]) == test.first_look:  # an end with no figure in a first look's runs
             for i in ends_at:
                 if all(v is None for v in figures[i]):
-                    return unmeasurable(i, runs, values, max_runs=max_runs)
+                    return unmeasurable(i, runs, values, noun, max_runs=max_runs)
         pairs = end_pairs()
         if calibration is None and len(pairs) >= test.first_look:
             calibration = paired_calibration(test, pairs, max_runs)

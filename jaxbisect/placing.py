@@ -184,6 +184,15 @@ def _place_rounds(rounds: Sequence[tuple[float, float, float]], test: Paired) ->
     return Placement(Label.OLD, None, reason=f"like both ends ({words})")
 
 
+def beyond_if_hung(placed: Placed) -> Placed:
+    """Under a timing metric, a candidate that hung is slower than both ends: a third
+    behaviour (left out of the search as the skip it already was), not a missing figure."""
+    if placed.values or placed.failure is None or placed.failure.status != "hung":
+        return placed
+    return replace(placed, placement=Placement(Label.SKIP, None, third=True,
+                                               reason=placed.failure.error))
+
+
 def run_figure(run: Run, reduce: Reduce) -> float | None:
     """A noisy run as one figure: its reduced samples' low quantile (most often its one
     figure already), None when it gave none."""

@@ -166,3 +166,16 @@ def test_a_real_commit_that_hangs_is_named_as_a_third_behaviour(jax_python, tmp_
     hung = next(st for st in c["steps"] if st["sha"] == shas[3])
     assert hung["third"] and hung["reason"].startswith("hangs past 5 s")
     assert shas[3] not in [x["sha"] for x in c["skipped"]]
+
+
+def test_a_hang_inside_alike_ends_is_a_third_behaviour_too(recorded_catalogue, tmp_path):
+    """The look inside places a candidate that hangs as the search does: beyond both ends."""
+    from jaxbisect.placing import AgainstEnds
+
+    lab = lab_of({"0.4.29": "old", OLD: "hangs", NEW: "old"}, tmp_path)
+    b = bisect_metric(recorded_catalogue, MetricRequest("0.4.29", NEW, "cpu", TIMING), lab,
+                      lambda m: None)
+    assert b.status == "alike" and b.interior.measured
+    (inside,) = b.interior.indices
+    assert b.interior.placed[inside].placement.third
+    assert b.interior.labels[inside] == AgainstEnds.DIFFERS and b.interior.came_and_went

@@ -146,12 +146,14 @@ def test_a_release_whose_own_runs_disagree_is_cannot_tell(recorded_catalogue):
     assert doc["interior_check"]["changes"] == []
 
 
-def noisy_bisection(catalogue, level):
+def noisy_bisection(catalogue, level, include_yanked: bool = False):
     """A noisy metric (seconds of a command) on simulated load: each run × exp(N(0, 2 %)).
-    Every run of a release is a fresh one: no (release, run number) is asked twice."""
+    Every run of a release is a fresh one: no (release, run number) is asked twice, the yanked
+    release asked for and the releases inside included (their rounds share the ends)."""
     rng = random.Random(11)
     question = Question(metric="seconds", command=("python", "time.py"), kind="noisy")
-    request = MetricRequest(start="0.4.30", end="0.4.35", backend="cpu", question=question)
+    request = MetricRequest(start="0.4.30", end="0.4.35", backend="cpu", question=question,
+                            include_yanked=include_yanked)
     lab = FakeLab(scripted(lambda version, number: level(version) * 0.02
                            * math.exp(rng.gauss(0, 0.02)), seconds=0.05))
     b = bisect_metric(catalogue, request, lab, lambda m: None)
@@ -172,6 +174,16 @@ def test_a_noisy_metric_places_the_releases_inside_by_the_paired_test(recorded_c
     assert doc["interior_check"]["changes"] == [{"came": ["0.4.31", "0.4.33"],
                                                  "went": ["0.4.33", "0.4.34"],
                                                  "releases": ["0.4.33"], "exact": True}]
+
+
+def test_a_yanked_release_asked_for_and_the_look_inside_share_fresh_end_runs(
+        recorded_catalogue):
+    b = noisy_bisection(recorded_catalogue, lambda v: 2.0 if v == "0.4.33" else 1.0,
+                        include_yanked=True)
+    doc = document(b, None)
+    labels = {r["jax"]: r["label"] for r in doc["interior"]}
+    assert labels == {"0.4.31": AgainstEnds.OLD, "0.4.32": AgainstEnds.OLD,
+                      "0.4.33": AgainstEnds.DIFFERS, "0.4.34": AgainstEnds.OLD}
 
 
 def test_a_noisy_release_the_test_cannot_decide_is_cannot_tell(recorded_catalogue):
