@@ -218,15 +218,27 @@ def plain(markdown: str) -> str:
 
 
 def commits_line(doc: dict) -> str | None:
-    """How many commits were probed and run (the probes line is the releases')."""
+    """How many commits were probed and run (the probes line is the releases'): the search's
+    probes, and the runs of every commit measured, both jaxlibs' and the commits looked at
+    inside alike ends."""
     parts = [p for p in [doc.get("commits"), *doc.get("commits_by_pair", ())]
              if p and p.get("search")]
     if not parts:
         return None
+
+    def inside(p: dict) -> list[dict]:
+        return [side for side in (p.get("inside") or {}).values() if side["measured"]]
+
+    def runs(p: dict) -> int:
+        return (p["search"]["runs"] + (p.get("newer") or {}).get("runs", 0)
+                + sum(side["runs"] for side in inside(p)))
+
     return "commits: " + "; ".join(
         (f"{p['kind']} {p['pair'][0]} → {p['pair'][1]}: " if "pair" in p else "")
-        + f"{p['search']['probes']} probes of {p['candidates']} candidates; runs: "
-          f"{p['search']['runs']}" for p in parts)
+        + f"{p['search']['probes']} probes of {p['candidates']} candidates"
+        + "".join(f", and {side['commits']} inside alike ends" for side in inside(p))
+        + f"; runs: {runs(p)}"
+        for p in parts)
 
 
 def terminal_lines(bisection, doc: dict, catalogue, here: Path) -> list[str]:

@@ -12,7 +12,8 @@ import shlex
 from .bisection import MetricBisection
 from .classify import Label
 from .commit_bisection import CommitBisection
-from .figures import placed_fields
+from .figures import figure, placed_fields, seen
+from .placing import AgainstEnds
 from .search import Status
 
 
@@ -59,12 +60,13 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
         doc["third_behaviour"] = thirds
     for part, side in ((cb.search, "older"), (newer.search if newer else None, "newer")):
         if part is not None and part.interior is not None:
-            doc.setdefault("inside", {})[side] = inside_document(part)
+            doc.setdefault("inside", {})[side] = inside_document(part, b.searched)
     if newer is not None:
         doc["newer"] = {"jaxlib": newer.jaxlib, "came_with": newer.came_with,
                         "reason": newer.why_not, "start": newer.start,
                         "ends_as_releases": list(newer.labels),
-                        "probes": len(newer.search.search.placed) if newer.search else 0}
+                        "probes": len(newer.search.search.placed) if newer.search else 0,
+                        "runs": newer.search.search.runs if newer.search else 0}
     if cb.came_with == "both":
         d = cb.deciding
         r = d.search.result
@@ -113,15 +115,24 @@ def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dic
     return steps
 
 
-def inside_document(search: MetricBisection) -> dict:
-    """Commit ends alike: the commits between them, measured within ``--interior-budget``
-    (the look inside a bisection over releases takes) or not, and where a change came and
-    went among them."""
+def inside_document(search: MetricBisection, q) -> dict:
+    """Commit ends alike: the commits between them, looked at within ``--interior-budget``
+    (as a bisection over releases looks inside alike ends) or not: each one measured (its
+    label against the ends, its figure, its runs), the ones that could not be told, and where
+    a change came and went among them."""
     inside = search.interior
-    short = [c.commit.sha for c in search.candidates]
+    sha = [c.commit.sha for c in search.candidates]
+    placed = {i: p for i, p in inside.placed.items() if i in inside.indices}
     return {"commits": len(inside.indices), "measured": inside.measured,
             "estimate": round(inside.estimate, 1), "budget": inside.budget,
-            "changes": [{"came": [short[i] for i in c.came], "went": [short[i] for i in c.went],
+            "rows": [{"sha": sha[i], "label": inside.labels[i],
+                      "figure": figure(q.metric, seen(q, p)),
+                      "reason": p.placement.reason if p.placement else None,
+                      "runs": len(p.runs)} for i, p in sorted(placed.items())],
+            "runs": sum(len(p.runs) for p in placed.values()),
+            "cannot_tell": [sha[i] for i in inside.indices
+                            if inside.labels.get(i) == AgainstEnds.CANNOT_TELL],
+            "changes": [{"came": [sha[i] for i in c.came], "went": [sha[i] for i in c.went],
                          "exact": c.exact} for c in inside.changes]}
 
 

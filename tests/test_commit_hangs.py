@@ -66,6 +66,9 @@ def lab_of(states: dict[str, str], tmp_path: Path) -> FakeLab:
         if state == "hangs":
             return Run(release=version, number=number, status="hung",
                        error="timed out", seconds=60.0)
+        if state == "broken":
+            return Run(release=version, number=number, status="failed",
+                       error="ImportError: cannot import name newer_api", seconds=0.01)
         return Run(release=version, number=number, status="ok",
                    samples=(SECONDS[state],), seconds=0.01)
 
@@ -110,7 +113,9 @@ def test_a_commit_that_hangs_is_a_third_behaviour_as_a_release_is(recorded_catal
 
 @pytest.mark.parametrize("inside, came_with", [(["old"] * 6, "jaxlib"),
                                                (["old", "old", "new", "old", "old", "old"],
-                                                None)])
+                                                None),
+                                               (["old", "old", "broken", "old", "old", "old"],
+                                                "jaxlib")])
 def test_alike_commit_ends_are_looked_inside(recorded_catalogue, tmp_path, inside, came_with):
     """Every commit on the older jaxlib as the older release (the ends, and within the budget
     those inside): the newer jaxlib's doing. A commit inside unlike both ends: it came and
@@ -130,6 +135,11 @@ def test_alike_commit_ends_are_looked_inside(recorded_catalogue, tmp_path, insid
     assert cb.came_with == came_with
     inside_doc = commits_document(cb, b)["inside"]["older"]
     assert inside_doc["measured"] and inside_doc["commits"] == 6
+    assert [row["sha"] for row in inside_doc["rows"]] == shas[1:7]
+    assert inside_doc["runs"] == 6  # one run a commit inside: counted with the search's
+    # A commit that cannot be told is said so, as a release inside alike ends is.
+    assert inside_doc["cannot_tell"] == [sha for sha, state in zip(shas[1:], inside)
+                                         if state == "broken"]
     if came_with is None:
         assert inside_doc["changes"] == [{"came": [shas[2], shas[3]],
                                           "went": [shas[3], shas[4]], "exact": True}]

@@ -220,9 +220,14 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
 def inside_lines(c: dict) -> list[str]:
     """Alike commit ends: the commits between them, looked at or not (``inside``)."""
     lines = []
-    for side, part in (c.get("inside") or {}).items():
-        jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib", c["runs_on"]["jaxlib"])
+    for side in ("older", "newer"):
+        part = (c.get("inside") or {}).get(side)
+        if part is None:
+            continue
+        jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib",
+                                                               c["runs_on"]["jaxlib"])
         these = f"the {part['commits']} commits between the alike ends on jaxlib {jaxlib}"
+        untold = [x[:10] for x in part.get("cannot_tell", ())]
         if not part["measured"]:
             why = ("`--interior-budget 0`" if part["budget"] <= 0 else
                    f"about {part['estimate']:.0f} s, over the interior budget of "
@@ -233,7 +238,10 @@ def inside_lines(c: dict) -> list[str]:
                 f"came at {x['came'][0][:10]} → {x['came'][1][:10]}, went at "
                 f"{x['went'][0][:10]} → {x['went'][1][:10]}" for x in part["changes"]) + ".", ""]
         else:
-            lines += [f"Looked at {these}: each behaves as the ends do.", ""]
+            lines += [f"Looked at {these}: "
+                      + (f"{', '.join(untold)} could not be told (cannot tell), every other "
+                         f"one behaves as the ends do." if untold else
+                         "each behaves as the ends do."), ""]
     return lines
 
 
