@@ -107,6 +107,19 @@ class Release:
         with checkouts(Path(self.commit.repo)).at(self.commit.sha) as folder:
             yield folder
 
+    @property
+    def key_fields(self) -> dict:
+        """What a stored result's key adds for this candidate: the release a commit runs on
+        (one commit runs on either release's jaxlib); nothing for a release."""
+        return {} if self.commit is None else {"runs_on": str(self.runs_on)}
+
+    @property
+    def jax_installed(self) -> dict:
+        """What a run's ``installed`` says of jax where it is not the environment's own: a
+        commit's version and sha; nothing for a release."""
+        return {} if self.commit is None else {"jax": str(self.version),
+                                               "jax_commit": self.commit.sha}
+
     def prepare(self, python: Path) -> None:
         """Ahead of its run: a commit's checkout switched and compiled by ``python`` (nothing
         to do for a release)."""

@@ -217,7 +217,7 @@ def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
         # jaxlib's doing only where both behave as the older release; a found change whose
         # new end is neither release's behaviour is said so.
         release_classifier = b.classifier() if pair is None else b.pair_classifier(*pair)
-        labels = tuple(release_classifier(search.placed[i].values).label.value
+        labels = tuple(release_classifier(search.placed[i].values).label
                        for i in (0, n - 1))
     # Commits after the new end that are not the newer release's own (its preparation, its
     # branch) are jax's Python of releases in between, never run: the jaxlib cannot be
@@ -297,7 +297,7 @@ def on_newer_jaxlib(b: MetricBisection, span: CommitRange, new: Release, lab: La
     labels: tuple = ()
     if search.status in (Status.ALIKE, Status.FOUND) and not q.noisy:
         release_classifier = classifier()
-        labels = tuple(release_classifier(search.placed[i].values).label.value
+        labels = tuple(release_classifier(search.placed[i].values).label
                        for i in (0, n - 1))
     return NewerSide(found, jaxlib, labels=labels, start=start)
 

@@ -157,7 +157,8 @@ class FlagCheckedLab:
         listed = self.listed(release, backend) if names else None
         if listed is None:
             return []
-        version = str(release.version)
+        # A jax commit's XLA is its release's jaxlib's: recorded under that release.
+        version = str(release.environment_release.version)
         with self._lock:
             self.unknown.setdefault(version, set()).update(n for n in names if n not in listed)
             self.known.setdefault(version, set()).update(n for n in names if n in listed)
@@ -184,9 +185,9 @@ class FlagCheckedLab:
             timeout: float) -> Run:
         missing = self.missing(release, backend, flag_names(question.xla_flags))
         if missing:
-            version = str(release.version)
-            return Run(release=version, number=number, status="failed",
-                       error="; ".join(self.unknown_text(version, n) for n in missing))
+            xla_of = str(release.environment_release.version)
+            return Run(release=str(release.version), number=number, status="failed",
+                       error="; ".join(self.unknown_text(xla_of, n) for n in missing))
         return self.lab.run(release, backend, question, number, timeout=timeout)
 
     def unknown_text(self, version: str, name: str) -> str:

@@ -126,8 +126,7 @@ class Question:
     def store_key(self, release: Release, backend: str, kind: str, **more: object) -> Key:
         """The store's key for a result of ``kind`` about this question under ``release`` (a
         commit's: on the release whose environment it runs in)."""
-        if release.commit is not None:
-            more = {**more, "runs_on": str(release.runs_on)}
+        more = {**more, **release.key_fields}
         return Key(str(release.version), backend, kind, {**self.key_fields(), **more},
                    self.harness())
 
@@ -297,9 +296,7 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
                          error=str(exc))
             keep = exc.lasting
         kept.append(keep)
-        installed = dict(env.installed)
-        if release.commit is not None:  # jax's Python is the commit's, on this jaxlib
-            installed.update(jax=version, jax_commit=release.commit.sha)
+        installed = {**env.installed, **release.jax_installed}
         return replace(run, installed=installed,
                        seconds=round(time.perf_counter() - started, 2))
 

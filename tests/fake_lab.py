@@ -31,6 +31,7 @@ class _Version:
 
     version: str
     commit: None = None
+    key_fields = {}  # a release adds nothing to a key (catalogue.Release.key_fields)
 
 
 class MissingRun(LookupError):
