@@ -88,6 +88,11 @@ class MetricBisection:
         return everywhere_error(errors)
 
     @property
+    def came_and_went(self) -> bool:
+        """Whether the candidates inside alike ends hold a change (it came and went)."""
+        return self.interior is not None and self.interior.came_and_went
+
+    @property
     def status(self) -> str:
         """The answer's status: the search's, or ``fails_everywhere``."""
         if self.search.status in (Status.ALIKE, Status.UNMEASURABLE) and self.everywhere_error:

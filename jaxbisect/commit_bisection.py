@@ -49,7 +49,7 @@ class NewerSide:
             return "both"
         if status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)) \
                 and self.start == 0 \
-                and not came_and_went(self.search):
+                and not self.search.came_and_went:
             return "jaxlib"
         return None
 
@@ -61,7 +61,7 @@ class NewerSide:
         if self.search is None:
             return self.reason
         s, first = self.search.search, self.search.candidates[0].commit
-        if came_and_went(self.search):
+        if self.search.came_and_went:
             return (f"on jaxlib {self.jaxlib}, the commit ends agree but jax's Python between "
                     f"them changes and changes back: {changes_words(self.search)}")
         if s.status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)):
@@ -100,7 +100,7 @@ class CommitBisection:
         """Every commit that runs on the older jaxlib behaves as the older release there."""
         return (self.status == Status.ALIKE
                 and self.ends_as_releases in ((), (Label.OLD, Label.OLD))
-                and self.unseen is None and not came_and_went(self.search))
+                and self.unseen is None and not self.search.came_and_went)
 
     @property
     def came_with(self) -> str | None:
@@ -124,7 +124,7 @@ class CommitBisection:
             return None
         if self.older_alike and self.newer is not None:
             return self.newer.why_not
-        if came_and_went(self.search):
+        if self.search is not None and self.search.came_and_went:
             return (f"on jaxlib {self.span.jaxlib}, the commit ends agree but jax's Python "
                     f"between them changes and changes back: {changes_words(self.search)}")
         return self.reason or self.unseen
@@ -150,11 +150,6 @@ class CommitBisection:
             return None
         d = self.deciding
         return d.candidates[d.search.result.first_new].commit
-
-
-def came_and_went(search: MetricBisection | None) -> bool:
-    """Whether the look inside alike commit ends found a change that came and went."""
-    return bool(search and search.interior is not None and search.interior.came_and_went)
 
 
 def changes_words(search: MetricBisection) -> str:

@@ -11,7 +11,6 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .catalogue import Release
 from .classify import (
     RECOMMENDED_REMEASURES,
     Classifier,
@@ -23,7 +22,6 @@ from .classify import (
     vectors_close,
 )
 from .classify import deterministic as deterministic_classifier
-from .lab import Lab
 from .placing import (
     MakeClassifier,
     Reduce,
@@ -125,13 +123,6 @@ def batch_size(question: Question, runs: int | None = None) -> int:
     two for an output (runs that differ: nondeterministic), one for anything else."""
     return runs or (RUNS_NOISY if question.noisy else
                     RUNS_OUTPUT if question.metric == "output" else 1)
-
-
-def measure_batch(lab: Lab, release: Release, backend: str, question: Question, first: int,
-                  count: int, *, timeout: float) -> list[Run]:
-    """Runs ``first`` … ``first + count - 1`` of ``question`` under ``release``."""
-    return [lab.run(release, backend, question, number, timeout=timeout)
-            for number in range(first, first + count)]
 
 
 def middle(values: Sequence):

@@ -6,7 +6,7 @@ range, the XLA flags against each end's own list, the reports folder); then ``ST
 order, each asked for or not by the answer so far and the options: the releases, the jax
 commits below the pair (the same bisection one level down), the standalone program, the
 explanation, the flags to try, the minimal program, the HLO module below jaxlib, the cluster.
-The report is written once, after the last stage (``finish``): a refusal or Ctrl-C at any
+The report is written once, after the last stage (``bisect``): a refusal or Ctrl-C at any
 stage leaves an earlier report as it was.
 """
 
@@ -114,10 +114,6 @@ def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> None:
     if part is not None:
         extra["reproducer"] = part
 
-def came_and_went(b) -> bool:
-    """Whether the releases inside alike ends hold a change (it came and went)."""
-    return b.interior is not None and b.interior.came_and_went
-
 def with_commits(b, span_of, lab: Lab, say: Say) -> tuple:
     """The jax commits below every pair ``b``'s answer names, bisected (CommitBisection, one
     a pair): the change found, or where each change inside alike ends came and where it went;
@@ -216,7 +212,7 @@ def releases(s: Bisecting) -> None:
 
     s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say)
     s.flags_known()
-    if s.bisection.status == Status.ALIKE and not came_and_went(s.bisection):
+    if s.bisection.status == Status.ALIKE and not s.bisection.came_and_went:
         s.extra.update(wider_range(s.catalogue, s.bisection))
     md = report_path(s.bisection, s.args.reports)
     s.before = texts_of([md, md.with_suffix(".json")])

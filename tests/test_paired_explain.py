@@ -16,7 +16,7 @@ from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.comparing import compare_settings, reduce_for
 from jaxbisect.explain import behaviour_under, explain_release
 from jaxbisect.minimize import minimal_document, minimize
-from jaxbisect.placing import Verdict
+from jaxbisect.placing import Behaviour, Verdict
 from jaxbisect.question import Question, Run, question_from
 from jaxbisect.store import COMPLETE, Store
 
@@ -170,6 +170,6 @@ def test_a_flag_in_a_noisy_bisection_is_placed_in_rounds_beside_the_pair(recorde
     assert back["behaviour"] == "old"
     asked = len(lab.asked)
     half = behaviour_under(b, lab, None, b.pair[1], "--xla_bar=1", lambda m: None, beside=1)
-    assert half["behaviour"] == Verdict.CANNOT_TELL and half["runs"] == 6
+    assert half["behaviour"] == Behaviour.CANNOT_TELL and half["runs"] == 6
     # rounds: the pair's old release, the setting, the pair's new release, one after another
     assert {v for v, _, _ in lab.asked[asked:asked + 3]} == {str(b.pair[0].version), "0.5.1"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import interior
@@ -59,7 +59,9 @@ def alike_ends_and_candidate(draw):
     old = draw(figures)
     new = old * (1 + draw(st.floats(0, T / 2)))
     centre = draw(st.sampled_from([old, new, old * 3, old / 3])) * (1 + draw(near) * T * 5)
-    seen = [centre * (1 + draw(near) * T) for _ in range(draw(st.integers(0, 4)))]
+    # Figures that agree among themselves, or spread well past the threshold (cannot tell).
+    spread = draw(st.sampled_from([1.0, 15.0]))
+    seen = [centre * (1 + draw(near) * T * spread) for _ in range(draw(st.integers(0, 4)))]
     return old, new, seen
 
 
@@ -70,6 +72,7 @@ def test_a_deterministic_figure_is_placed_as_the_arithmetic_says(drawn):
     runs = [ok(v) for v in seen] or [failed("no wheel for this Python")]
     placement = place_against_ends(runs, tuple(seen), deterministic([old], [new]))
     assert AgainstEnds.of(placement) == oracle(old, new, seen)
+    event(str(AgainstEnds.of(placement)))
     assert placement.label in (Label.OLD, Label.SKIP)  # never new, never ambiguous
     assert placement.third == (AgainstEnds.of(placement) is AgainstEnds.DIFFERS)
     if not seen:  # no figure: the failed run's error says why

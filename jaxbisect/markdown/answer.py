@@ -18,7 +18,7 @@ from .words import cut, label, probe_at, said, unit
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
-OUTPUT_TOLERANCE = 1e-5  # bisection.OUTPUT_TOLERANCE
+OUTPUT_TOLERANCE = 1e-5  # comparing.OUTPUT_TOLERANCE
 # What a found change's pair is called, by its direction.
 PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
               Direction.FIX: ("last bad", "first fixed"),
