@@ -307,18 +307,19 @@ STAGES = (
 
 
 def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
-          executor: Executor = LOCAL) -> Bisecting:
+          executor: Executor = LOCAL, lab: Lab | None = None) -> Bisecting:
     """Every check before anything is measured: bad input (the case, its parameters, the XLA
     flags against each end's own list), the clone ``--commits`` reads (found or made), the
-    range, the reports folder; one line and exit 2 where one fails."""
+    range, the reports folder; one line and exit 2 where one fails. ``lab``: the releases'
+    (the real one, uv environments and processes, unless one is given: tests)."""
     question = question_of(args, command)
     repo = locate_repo(args.jax_repo, say) if args.commits else None
     catalogue = load_catalogue(refresh=args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
     asked = [("--xla-flags", question.xla_flags),
              *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
-    real = RealLab(say, remeasure=request.remeasure, executor=executor)
-    lab = FlagCheckedLab(real, lister(real, say))
+    base = lab or RealLab(say, remeasure=request.remeasure, executor=executor)
+    lab = FlagCheckedLab(base, lister(base, say))
     measured, _ = releases_between(catalogue, request.start, request.end, request.backend,
                                    question.target, include_yanked=request.include_yanked)
     lab.check_at_ends(asked, [measured[0], measured[-1]], request.backend)
@@ -327,11 +328,11 @@ def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 
 
 def bisect(args: argparse.Namespace, command: tuple[str, ...], say: Say,
-           executor: Executor = LOCAL) -> Bisecting:
+           executor: Executor = LOCAL, lab: Lab | None = None) -> Bisecting:
     """The checks, every stage asked for, then the report (written once, whole: an earlier
     report of the same question is replaced only by a finished answer, and a rerun with the
     same figures leaves it as it was)."""
-    s = setup(args, command, say, executor)
+    s = setup(args, command, say, executor, lab)
     for stage in STAGES:
         if stage.asked(s):
             stage.run(s)
