@@ -63,10 +63,12 @@ PROG = "python -m bisect"
 LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
           "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
           "past its limit hangs: a behaviour, not retried (the error metric's value "
-          "'{HANGS}'). An explanation's run may take {TEST_FACTOR:g}× the release's own run, "
+          "'{HANGS}'; a timing's: beyond both ends), a release's or a commit's alike. An "
+          "explanation's run may take {TEST_FACTOR:g}× the release's own run, "
           "{TEST_FLOOR:.0f} s at least: past that, the setting 'makes the case much slower'. "
-          "Where the ends agree, the releases inside are measured too when the ends' own run "
-          "times put them within --interior-budget ({INTERIOR_BUDGET:.0f} s).")
+          "Where the ends agree, the releases (with --commits, the commits) inside are "
+          "measured too when the ends' own run times put them within --interior-budget "
+          "({INTERIOR_BUDGET:.0f} s, each search).")
 Say = Callable[[str], None]
 
 
