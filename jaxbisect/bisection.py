@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
 from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
@@ -161,10 +162,11 @@ class MetricBisection:
         change inside alike ends (where it ``came``, where it ``went``)."""
         if self.pair is not None:
             r = self.search.result
-            kind = "fix" if self.direction == Direction.FIX else "came"
+            kind = PairKind.FIX if self.direction == Direction.FIX else PairKind.CAME
             return [((r.last_old, r.first_new), kind)]
         changes = self.interior.changes if self.interior is not None else ()
-        return [(at, kind) for c in changes for at, kind in ((c.came, "came"), (c.went, "went"))]
+        return [(at, kind) for c in changes
+                for at, kind in ((c.came, PairKind.CAME), (c.went, PairKind.WENT))]
 
     @property
     def pair(self) -> tuple[Release, Release] | None:
@@ -540,6 +542,15 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
 
 
 TIMING_METRICS = ("run_time", "compile_time")
+
+
+class PairKind(StrEnum):
+    """What the answer names at a pair of releases: where a change came (or the fix that
+    undid a regression), or where a change inside alike ends went."""
+
+    CAME = "came"
+    WENT = "went"
+    FIX = "fix"
 
 
 def hangs_beyond_both_ends(search: MetricSearch, ends: tuple[int, int]) -> MetricSearch:

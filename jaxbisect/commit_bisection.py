@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.version import Version
 
-from .bisection import MetricBisection, bisect_over
+from .bisection import MetricBisection, PairKind, bisect_over
 from .catalogue import Release
 from .classify import Label
 from .comparing import reduce_for
@@ -22,6 +23,16 @@ from .jax_commits import CommitRange, commit_range
 from .lab import Lab
 from .placing import Say, values_of
 from .search import Status, probe_limit
+
+
+class CameWith(StrEnum):
+    """Where the commits say a change between two releases came from: a commit of jax's
+    Python (on the older jaxlib), a commit that changes it only on the newer jaxlib (needs
+    both), or the newer jaxlib itself (measured both ways)."""
+
+    JAX = "jax"
+    BOTH = "both"
+    JAXLIB = "jaxlib"
 
 
 @dataclass(frozen=True)
@@ -46,11 +57,11 @@ class NewerSide:
             return None
         status = self.search.search.status
         if status == Status.FOUND and self.labels in ((), (Label.OLD, Label.NEW)):
-            return "both"
+            return CameWith.BOTH
         if status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)) \
                 and self.start == 0 \
                 and not self.search.came_and_went:
-            return "jaxlib"
+            return CameWith.JAXLIB
         return None
 
     @property
@@ -89,7 +100,7 @@ class CommitBisection:
     unseen: str | None = None      # why an alike answer cannot be the newer jaxlib's
     newer: NewerSide | None = None  # the commits on the newer release's jaxlib
     pair: tuple = ()               # the two releases searched between (Release, Release)
-    kind: str = "came"             # what the release search named there: came | went | fix
+    kind: PairKind = PairKind.CAME  # what the release search named there
 
     @property
     def status(self) -> str:
@@ -112,7 +123,7 @@ class CommitBisection:
         on the older jaxlib and as the newer one at every commit on the newer jaxlib), or
         None: cannot tell."""
         if self.status == Status.FOUND:
-            return "jax"
+            return CameWith.JAX
         if self.older_alike and self.newer is not None:
             return self.newer.came_with
         return None
@@ -132,21 +143,21 @@ class CommitBisection:
     @property
     def deciding(self) -> MetricBisection | None:
         """The search the first bad commit comes from: the newer jaxlib's for ``both``."""
-        return self.newer.search if self.came_with == "both" else self.search
+        return self.newer.search if self.came_with == CameWith.BOTH else self.search
 
     def commit_at(self, index: int):
         return self.search.candidates[index].commit
 
     @property
     def last_good(self):
-        if self.came_with not in ("jax", "both"):
+        if self.came_with not in (CameWith.JAX, CameWith.BOTH):
             return None
         d = self.deciding
         return d.candidates[d.search.result.last_old].commit
 
     @property
     def first_bad(self):
-        if self.came_with not in ("jax", "both"):
+        if self.came_with not in (CameWith.JAX, CameWith.BOTH):
             return None
         d = self.deciding
         return d.candidates[d.search.result.first_new].commit
@@ -178,7 +189,7 @@ def commits_in(repo: Path, say: Say) -> SpanOf:
 
 def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,
                    say: Say, pair: tuple[int, int] | None = None,
-                   kind: str = "came") -> CommitBisection:
+                   kind: PairKind = PairKind.CAME) -> CommitBisection:
     """The jax commit between ``b``'s pair of releases that changed the answer, each commit's
     Python run on the older release's environment (its jaxlib), at the size the release
     search measured. Where the last commit that runs there still behaves as the older

@@ -11,7 +11,7 @@ import shlex
 
 from .bisection import MetricBisection
 from .classify import Label
-from .commit_bisection import CommitBisection
+from .commit_bisection import CameWith, CommitBisection
 from .figures import figure, placed_fields, seen
 from .placing import AgainstEnds
 from .search import Status
@@ -67,7 +67,7 @@ def commits_document(cb: CommitBisection, b: MetricBisection) -> dict:
                         "ends_as_releases": list(newer.labels),
                         "probes": len(newer.search.search.placed) if newer.search else 0,
                         "runs": newer.search.search.runs if newer.search else 0}
-    if cb.came_with == "both":
+    if cb.came_with == CameWith.BOTH:
         d = cb.deciding
         r = d.search.result
         first = cb.first_bad
@@ -145,13 +145,13 @@ def commits_by_pair_document(parts, b: MetricBisection) -> list[dict]:
 
 def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     """Plain git, pip and python lines that show the two commits the answer rests on."""
-    if c["came_with"] in ("jax", "both"):  # "both": on the newer jaxlib (runs_on says)
+    if c["came_with"] in (CameWith.JAX, CameWith.BOTH):  # both: on the newer jaxlib
         pair = [(c["last_good"], "old"), (c["first_bad"], "new")]
-    elif c["came_with"] == "jaxlib":
+    elif c["came_with"] == CameWith.JAXLIB:
         pair = [(c["old_end"], "old"), (c["new_end"], "old too")]
     else:
         return []
-    old = (c["runs_on"] if c["came_with"] != "both" else  # the pair ran on the newer jaxlib
+    old = (c["runs_on"] if c["came_with"] != CameWith.BOTH else  # it ran on the newer jaxlib
            {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     venv = f"venv-{old['jax']}"
     q = b.request.question

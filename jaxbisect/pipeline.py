@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import budgets
-from .bisection import MetricRequest, bisect_metric, releases_between
+from .bisection import MetricRequest, PairKind, bisect_metric, releases_between
 from .catalogue import load_catalogue
 from .commit_bisection import bisect_commits, commits_in
 from .environments import resolve_backend
@@ -120,7 +120,7 @@ def with_commits(b, span_of, lab: Lab, say: Say) -> tuple:
     with no pair, one part saying why nothing was searched."""
     pairs = b.named_pairs()
     if len(pairs) <= 1:
-        at, kind = pairs[0] if pairs else (None, "came")
+        at, kind = pairs[0] if pairs else (None, PairKind.CAME)
         return (bisect_commits(b, span_of, lab, say, kind=kind, pair=None if b.pair else at),)
     parts = []
     for at, kind in pairs:

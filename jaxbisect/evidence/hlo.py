@@ -20,6 +20,7 @@ from pathlib import Path
 
 from repro.hlo import target_spec
 
+from ..commit_bisection import CameWith
 from ..environments import is_installed
 from ..errors import InstallFailed
 from ..files import write_atomic
@@ -50,13 +51,13 @@ def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
     if b.search.status != Status.FOUND or b.pair is None:
         return "no change was found: there is nothing for a module to reproduce"
     culprit = (extra.get("attribution") or {}).get("culprit")
-    if came_with == "jax":
+    if came_with == CameWith.JAX:
         return ("the commits say the change came with jax's Python (a jax commit): a module "
                 "dumped from one release carries no part of it")
     if culprit == "jax":
         return ("the lowered modules differ: the change is in jax (its lowering), and a "
                 "module dumped at the last good release does not carry it")
-    if came_with != "jaxlib" and culprit not in ("xla", "below-hlo", "jaxlib"):
+    if came_with != CameWith.JAXLIB and culprit not in ("xla", "below-hlo", "jaxlib"):
         return ("where the change lies is not known (the lowered modules were not compared "
                 "and the commits were not searched): no module is claimed")
     if q.case is None:
