@@ -175,3 +175,24 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
     assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said
     stored = lab.store.read(question.store_key(release, "cpu", "metric", run=1))
     assert stored["status"] == "ok" and stored["samples"] == [84802880]
+
+
+def test_the_real_lab_tells_one_commit_on_two_jaxlibs_apart(recorded_catalogue, tmp_path):
+    """One jax commit run on the older release's jaxlib and on the newer one's: two
+    candidates (Release.identity), never one run handed back for the other."""
+    from jaxbisect.commit_bisection import commit_release
+    from jaxbisect.jax_commits import Commit
+    from jaxbisect.question import Question, exit_status_run
+
+    commit = Commit(sha="c0ffee".ljust(40, "0"), subject="", author="", date="", parents=(),
+                    pr=None, version="0.5.1", minimum_jaxlib="0.5.0", timestamp=1737100000)
+    on_old, on_new = (commit_release(recorded_catalogue.get(v), commit) for v in ("0.5.0", "0.5.1"))
+    assert on_old.version == on_new.version and on_old.identity != on_new.identity
+    question = Question(metric="exit_code", command=("true",))
+    store = Store(tmp_path / "store")
+    for release, status in ((on_old, 0), (on_new, 1)):
+        store.put(question.store_key(release, "cpu", "metric", run=1),
+                  exit_status_run(status, "", str(release.version), 1).as_json())
+    lab = RealLab(lambda m: None, store=store)
+    assert [lab.run(r, "cpu", question, 1, timeout=60).samples for r in (on_old, on_new)] == [
+        (0,), (1,)]
