@@ -283,9 +283,8 @@ OPTIONS: tuple[Option, ...] = (
             "spend measuring; what is left is reported as not tested (default {budget:.0f})",
             type=seconds, metavar="SECONDS", entries=(BISECT,), group="limits"),
     _option("--interior-budget", "where the ends agree, the most measuring the releases "
-            "inside may take, estimated from the ends' own run times (default {interior:.0f}; "
-            "with --commits, as much again for the commits inside alike commit ends, each "
-            "search); over it (or at 0: off), the report gives the sweep's command instead",
+            "inside may take, estimated from the ends' own run times (default {interior:.0f}); "
+            "over it (or at 0: off), the report gives the sweep's command instead",
             type=seconds_or_off,
             metavar="SECONDS", entries=(BISECT,), group="limits", shapes=True),
     _option("--json", "print one JSON document", action="store_true", group="output"),
