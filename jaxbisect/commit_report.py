@@ -107,7 +107,6 @@ def _steps(search, b: MetricBisection, labels: tuple, runs_on: dict) -> list[dic
         steps.append({"index": index, "sha": commit.sha, "subject": commit.subject,
                       "date": commit.date,
                       "jax": str(search.candidates[index].version), "runs_on": runs_on,
-                      "level": search.candidates[index].level,
                       **fields, "label": as_release.get(index) or fields["label"],
                       "error": failure.error if failure and not placed.values else None,
                       "runs": len(placed.runs),

@@ -170,7 +170,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         release = b.candidates[index]
         probes.append({
             "jax": str(release.version), "jaxlib": jaxlib_of(release, placed),
-            "level": release.level, **placed_fields(q, placed),
+            **placed_fields(q, placed),
             "runs": [{"number": r.number, "status": r.status, "error": r.error,
                       "samples": list(r.samples), "cached": r.cached, "seconds": r.seconds,
                       "crash": r.crash, "crash_rate": r.crash_rate,

@@ -99,7 +99,6 @@ def test_a_commit_that_hangs_is_a_third_behaviour_as_a_release_is(recorded_catal
     # A commit's row says what a release's row says of its placement.
     said = {"label", "confidence", "third", "reason", "figure", "classified", "rounds"}
     assert said <= set(report["probes"][0]) and said <= set(step)
-    assert (report["probes"][0]["level"], step["level"]) == ("release", "commit")
 
     # A release that hangs in the same place of a bisection over releases: the same words.
     releases = bisect_metric(recorded_catalogue,
