@@ -229,10 +229,10 @@ def inside_lines(c: dict) -> list[str]:
         these = f"the {part['commits']} commits between the alike ends on jaxlib {jaxlib}"
         untold = [x[:10] for x in part.get("cannot_tell", ())]
         if not part["measured"]:
-            why = ("`--interior-budget 0`" if part["budget"] <= 0 else
-                   f"about {part['estimate']:.0f} s, over the interior budget of "
-                   f"{part['budget']:.0f} s (`--interior-budget`)")
-            lines += [f"Not looked at: {these} ({why}).", ""]
+            why = ("`--interior-budget 0`: off" if part["budget"] <= 0 else
+                   f"about {part['estimate']:.0f} s from the ends' own run times, over "
+                   f"`--interior-budget` {part['budget']:.0f} s")
+            lines += [f"Not looked at: {these}; {why}.", ""]
         elif part["changes"]:
             lines += [f"Looked at {these}: a change came and went among them: " + "; ".join(
                 f"came at {x['came'][0][:10]} → {x['came'][1][:10]}, went at "
