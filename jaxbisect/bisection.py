@@ -536,7 +536,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         sized = beside(q, shown, run_of, sized, request.jobs)
         if sized:
             sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
-    return replace(b, unusable=tuple(unusable), limit=limit,
+    return replace(b, unusable=tuple(unusable),
                    yanked=tuple(catalogue.yanked_between(request.start, request.end)),
                    sized=sized)
 

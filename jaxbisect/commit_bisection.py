@@ -73,8 +73,7 @@ class NewerSide:
             return self.reason
         s, first = self.search.search, self.search.candidates[0].commit
         if self.search.came_and_went:
-            return (f"on jaxlib {self.jaxlib}, the commit ends agree but jax's Python between "
-                    f"them changes and changes back: {changes_words(self.search)}")
+            return came_and_went_words(self.jaxlib, self.search)
         if s.status == Status.ALIKE and self.labels in ((), (Label.NEW, Label.NEW)):
             return (f"on jaxlib {self.jaxlib}, jax's Python behaves as the newer release from "
                     f"{first.short}, the first commit that behaves as either release there; "
@@ -136,8 +135,7 @@ class CommitBisection:
         if self.older_alike and self.newer is not None:
             return self.newer.why_not
         if self.search is not None and self.search.came_and_went:
-            return (f"on jaxlib {self.span.jaxlib}, the commit ends agree but jax's Python "
-                    f"between them changes and changes back: {changes_words(self.search)}")
+            return came_and_went_words(self.span.jaxlib, self.search)
         return self.reason or self.unseen
 
     @property
@@ -150,26 +148,29 @@ class CommitBisection:
 
     @property
     def last_good(self):
-        if self.came_with not in (CameWith.JAX, CameWith.BOTH):
-            return None
-        d = self.deciding
-        return d.candidates[d.search.result.last_old].commit
+        return self._named("last_old")
 
     @property
     def first_bad(self):
+        return self._named("first_new")
+
+    def _named(self, side: str):
+        """The commit at the deciding search's ``last_old`` or ``first_new`` (None where no
+        jax commit is named)."""
         if self.came_with not in (CameWith.JAX, CameWith.BOTH):
             return None
         d = self.deciding
-        return d.candidates[d.search.result.first_new].commit
+        return d.candidates[getattr(d.search.result, side)].commit
 
 
-def changes_words(search: MetricBisection) -> str:
-    """Where each change inside alike commit ends came and went, by the commits' short
-    hashes."""
+def came_and_went_words(jaxlib: str, search: MetricBisection) -> str:
+    """Why alike commit ends tell nothing: where a change inside them came and went, by the
+    commits' short hashes."""
     short = [c.commit.short for c in search.candidates]
-    return "; ".join(f"came at {short[c.came[0]]} → {short[c.came[1]]}, went at "
-                     f"{short[c.went[0]]} → {short[c.went[1]]}"
-                     for c in search.interior.changes)
+    return (f"on jaxlib {jaxlib}, the commit ends agree but jax's Python between them changes "
+            f"and changes back: " + "; ".join(
+                f"came at {short[c.came[0]]} → {short[c.came[1]]}, went at "
+                f"{short[c.went[0]]} → {short[c.went[1]]}" for c in search.interior.changes))
 
 
 def commit_release(release: Release, commit) -> Release:

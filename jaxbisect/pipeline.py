@@ -65,8 +65,8 @@ class Bisecting:
 
     def flags_known(self) -> None:
         """Which releases' XLA know a flag asked for that some release's does not."""
-        if self.lab.document(self.asked):
-            self.extra["xla_flags_known"] = self.lab.document(self.asked)
+        if known := self.lab.document(self.asked):
+            self.extra["xla_flags_known"] = known
 
     def write(self) -> tuple[Path, dict]:
         from .report import write_report
