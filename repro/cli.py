@@ -198,18 +198,25 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump",
                                 pass_dumps=args.pass_dumps if dump_dir else None)
-            document = {"schema": SCHEMA, **describe_environment(compiler, asked),
-                        "xla_flags": asked, "mode": "case",
-                        "case": args.case.as_json(args.params)}
-            document["metric"] = (
+            # A real run's peak is measured in fresh processes, and a TPU is opened by one
+            # process at a time: this one touches no device until they are done.
+            fresh = args.metric == "peak_memory"
+            about = {} if fresh else describe_environment(compiler, asked)
+            metric = (
                 measure_series(args.case, args.params, args.over, args.metric, compiler,
                                sampling, hlo_out=args.hlo_out) if args.over else
                 measure(args.case, args.params, args.metric, compiler, sampling,
                         hlo_out=args.hlo_out))
+            compare = {}
             for other, params in args.compare.items():
                 rest, values = series_at(args.over, {**args.params, **params})
-                document.setdefault("compare", {})[other] = measure_series(
+                compare[other] = measure_series(
                     args.case, rest, (args.over[0], values), args.metric, compiler, sampling)
+            document = {"schema": SCHEMA,
+                        **(describe_environment(compiler, asked) if fresh else about),
+                        "xla_flags": asked, "mode": "case",
+                        "case": args.case.as_json(args.params), "metric": metric,
+                        **({"compare": compare} if compare else {})}
     except CaseError as exc:
         print(f"python -m repro: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -319,9 +326,10 @@ def summary(document: dict, label: str = "case") -> str:
             else ""
         mode = f"a real run's peak: {m['fallback']['reason']}" if m.get("fallback") else what
         shape = m["value"] if m["status"] == "ok" else m["error"]
+        beside = plan_beside(document, label)
         return (f"{head}\n{m['name']}{f' ({mode})' if mode else ''}\n\n"
                 f"{series_table(document, label)}\n\n"
-                f"shape: {shape}")
+                f"shape: {shape}{beside and chr(10) * 2 + beside}")
     if m["status"] != "ok":
         return f"{head}\n{m['name']}: {m['status']} ({m['error']})"
     if m["kind"] == "noisy":  # times in seconds, peaks in MiB from fresh processes
@@ -330,6 +338,9 @@ def summary(document: dict, label: str = "case") -> str:
         mid, low, high = (mib_number(m[key]) if size else format(m[key], ".6g")
                           for key in ("value", "min", "max"))
         shown = f"median {mid} {unit} (min {low}, max {high}; {len(m['samples'])} {each})"
+        if size and m.get("plan"):
+            shown += (f"\nXLA's plan for the same program: {mib(m['plan']['bytes'])} "
+                      f"({m['plan']['source']}); the run's peak {gap(m['value'], m['plan']['bytes'])}")
     elif m["name"] == "memory":
         shown = f"{mib(m['value'])} (output + temp, {m['source']})"
     elif m["name"] == "output":
@@ -359,6 +370,51 @@ def series_table(document: dict, label: str = "case") -> str:
     # Plain columns: a JAX environment holds jax and its needs only (no tabulate).
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
+
+
+def gap(measured: float, planned: float) -> str:
+    """How far a run's figure is from the plan's, in words and percent."""
+    if planned <= 0:
+        return "has no plan to compare with"
+    share = (measured - planned) / planned * 100
+    if abs(share) < 0.005:
+        return "agrees with it to under 0.01%"
+    return f"is {abs(share):.2f}% {'above' if share > 0 else 'below'} it"
+
+
+def plan_gaps(document: dict, label: str = "case") -> list[tuple[str, object, int, int]]:
+    """(program, over value, the run's peak, XLA's plan) for every real peak of a series that
+    has the plan of the same program beside it."""
+    m = document["metric"]
+    if m["name"] != "peak_memory":
+        return []
+    programs = [(label, m), *document.get("compare", {}).items()]
+    return [(name, p["at"], p["value"], p["plan"]["bytes"]) for name, got in programs
+            for p in got.get("points", []) if p.get("status") == "ok" and p.get("plan")]
+
+
+def plan_beside(document: dict, label: str = "case") -> str:
+    """Beside a series of real peaks, XLA's plan for the same programs and how far apart the
+    two are: "" where no point has a plan (a release without sizes)."""
+    gaps = plan_gaps(document, label)
+    if not gaps:
+        return ""
+
+    def planned(metric: dict) -> dict:
+        return {**metric, "points": [{**p, "value": p["plan"]["bytes"]} if p.get("plan")
+                                     else {**p, "status": "n/a"}
+                                     for p in metric.get("points", [])]}
+
+    m = document["metric"]
+    plans = {**document, "metric": planned(m), "compare": {
+        other: planned(got) for other, got in document.get("compare", {}).items()}}
+    source = next(p["plan"]["source"] for got in (m, *document.get("compare", {}).values())
+                  for p in got.get("points", []) if p.get("plan"))
+    program, at, measured, plan = max(gaps, key=lambda g: abs(g[2] - g[3]) / g[3])
+    return (f"XLA's plan for the same programs ({source})\n\n"
+            f"{series_table(plans, label)}\n\n"
+            f"the run's peak against the plan, farthest apart at {program} "
+            f"{m['over']['name']}={at}: {gap(measured, plan)}")
 
 
 def runtime_refusal(args: argparse.Namespace) -> str | None:

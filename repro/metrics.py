@@ -177,14 +177,26 @@ def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float
     for _ in range(sampling.samples):
         answer, error = run_child("repro.metrics", request, timeout)
         if answer is None or "error" in answer:
-            return {**fields, "status": "error", "error": (error or answer["error"])[:300]}
+            text = (error or answer["error"])[:300]
+            if "lockfile" in text:  # libtpu: the chip is this process's parent's, or another's
+                text = (f"{HELD_DEVICE} ({text})")[:300]
+            return {**fields, "status": "error", "error": text}
         fields["source"] = answer["source"]
         fields["samples"].append(answer["bytes"])
-    return fields
+        # What XLA planned for the same program, beside what the run held: on an accelerator
+        # they should agree, and how far apart they are is the first thing to ask of either.
+        fields.setdefault("plan", answer.get("plan"))
+        fields.setdefault("device_stats", answer.get("device_stats"))
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+HELD_DEVICE = ("the device is held by another process (a TPU is opened by one process at a "
+               "time: nothing else may touch it while the harness measures)")
 
 
 def peak_child(case: CaseFile, params: dict) -> dict:
-    """In a fresh process: compile, then run once, and the peak above what was resident."""
+    """In a fresh process: compile, then run once, and the peak above what was resident;
+    with it the compiled plan's own sizes (output + temp), where the release reports them."""
     import jax
 
     fn, args = build(case, params)
@@ -192,8 +204,26 @@ def peak_child(case: CaseFile, params: dict) -> dict:
     compiled = fn.lower(*arrays).compile()
     jax.block_until_ready(arrays)
     peak = peak_of_run(lambda: compiled(*arrays))
-    return {"source": peak["source"] + " above baseline",
-            "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"])}
+    answer = {"source": peak["source"] + " above baseline",
+              "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"])}
+    if "device_stats" in peak:
+        answer["device_stats"] = {**peak["device_stats"], "baseline_bytes": peak["baseline_bytes"]}
+    try:
+        fields = Compiler().sizes(compiled, None)[0]
+    except Exception:  # a release without memory_analysis(): the peak stands alone
+        fields = {}
+    if plan_bytes(fields):
+        answer["plan"] = run_plan(fields)
+    return answer
+
+
+def run_plan(fields: dict) -> dict:
+    """XLA's plan for what a run holds beyond its arguments, from memory_analysis()'s
+    ``fields``: a device holds the program's code beside its buffers (a TPU loads it into HBM
+    and counts it in use), so output + temp + generated code."""
+    code = fields.get("generated_code_bytes") or 0
+    return {"bytes": plan_bytes(fields) + code, "fields": fields,
+            "source": "memory_analysis() output + temp" + (" + generated code" if code else "")}
 
 
 SAMPLES = {"memory": memory, "compile_time": compile_time, "run_time": run_time,

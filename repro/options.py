@@ -155,7 +155,8 @@ OPTIONS: tuple[Option, ...] = (
     _option("--backend", "auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise",
             choices=("auto", "cpu", "cuda12"), default="auto", entries=(BISECT,), shapes=True),
     _option("--backend", "JAX platform to use (default: whatever JAX picks)",
-            choices=("auto", "cpu", "cuda", "cuda12", "gpu"), default="auto", entries=(REPRO,)),
+            choices=("auto", "cpu", "cuda", "cuda12", "gpu", "tpu"), default="auto",
+            entries=(REPRO,)),
     _option("--target", {
         BISECT: "bisect XLA's plan for this NVIDIA GPU, compiled without one: {targets} or a "
                 "spec file (releases from jax 0.4.34 on, less 0.4.36 and 0.4.37)",

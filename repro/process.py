@@ -19,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda"}
+PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda",
+             "tpu": "tpu"}
 
 
 def child_environ(backend: str = "cpu", xla_flags: str = "",

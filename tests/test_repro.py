@@ -138,6 +138,12 @@ def test_runtime_mode_agrees_with_compiled(jax_python, version, status):
     assert runtime["metric"]["name"] == "peak_memory"
     point = runtime["metric"]["points"][-1]
     assert point["value"] > 0 and point["source"].startswith("process peak RSS")
+    # Each real peak carries the plan of the same program, compiled in the same fresh process:
+    # its output + temp is the compiled mode's own figure.
+    for planned, ran in zip(compiled["metric"]["points"], runtime["metric"]["points"]):
+        fields = ran["plan"]["fields"]
+        assert fields["output_bytes"] + fields["temp_bytes"] == planned["value"]
+        assert ran["plan"]["bytes"] >= planned["value"]
 
 
 def test_runtime_mode_refuses_what_cannot_fit(jax_python):
