@@ -207,11 +207,7 @@ def fixed_line(doc: dict) -> str | None:
     """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
     if doc["status"] == Status.FOUND and doc["direction"] == Direction.FIX:
         return f"- **Fixed in:** jax {doc['first_new']['jax']}."
-    went = [c["went"] for c in (doc.get("interior_check") or {}).get("changes") or ()]
-    if went:
-        return "- **Gone again in:** " + "; ".join(f"jax {w[1]} (after {w[0]})"
-                                                   for w in went) + "."
-    return None
+    return None  # a change that came and went: the answer's sentence names where it went
 
 
 def hlo_line(doc: dict) -> str | None:
@@ -223,7 +219,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** (no jax needed): `{h['bundle']}/` beside this report {check}."
+    return f"- **HLO module** (no jax needed): compiled alone, it {check}."
 
 
 def first_screen(doc: dict) -> list[str]:

@@ -4,7 +4,8 @@ its line in the first screen and its section (each step, the skips, the commits 
 from __future__ import annotations
 
 from ..figures import figure_text
-from .words import SUBJECT_WIDTH, cut, details, linked, short, table, unit
+from .reproduce import shown_program
+from .words import cut, details, linked, short, subject, table, unit
 
 # What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
 AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib"),
@@ -163,7 +164,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         lines += [comparison, ""]
     if c["steps"]:
         older = c.get("old_jaxlib", c["runs_on"]["jaxlib"])
-        rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
+        rows = [[short(st), st["date"][:10], subject(st["subject"]),
                  (st.get("runs_on") or c["runs_on"])["jaxlib"],
                  st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
                  "third behaviour" if st.get("third") else st["label"]]
@@ -193,12 +194,12 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if thirds:  # a hang under a timing metric: beyond both ends, as a release's
         lines += ["A third behaviour, like neither end (left out of the search, not filed "
                   "under old or new):", "",
-                  *[f"- `{st['sha'][:10]}` {st['subject'][:SUBJECT_WIDTH]}: {st['reason']}"
+                  *[f"- `{st['sha'][:10]}` {subject(st['subject'])}: {st['reason']}"
                     for st in thirds], ""]
     lines += inside_lines(c)
     if c["skipped"]:
         lines += ["Skipped (as `git bisect run`'s exit 125: never read as a behaviour):", "",
-                  *[f"- `{x['sha'][:10]}` {x['subject'][:SUBJECT_WIDTH]}: {x['why']}"
+                  *[f"- `{x['sha'][:10]}` {subject(x['subject'])}: {x['why']}"
                     for x in c["skipped"]], ""]
     need = len(c["need_new"])
     if c["came_with"] != "both":
@@ -211,9 +212,41 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if c["need_new"]:
         lines += details("the commits that need the newer jaxlib",
                          [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
-    if c.get("reproduce"):
+    reproduce = commit_reproduce(doc, c)
+    if reproduce:
         lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
-                         c["reproduce"], "sh")
+                         reproduce, "sh")
+    return lines
+
+
+def commit_reproduce(doc: dict, c: dict) -> list[str]:
+    """Plain git, pip and python lines that run the report's own program at the two commits
+    the answer rests on, each with what it gave there; the document's own lines where the
+    report has no program (a command: the command, shown in full)."""
+    shown = shown_program(doc)
+    if c["came_with"] in ("jax", "both") and c.get("last_good") and c.get("first_bad"):
+        pair = [(c["last_good"], "last good"), (c["first_bad"], "first bad")]
+    elif c["came_with"] == "jaxlib" and c.get("old_end") and c.get("new_end"):
+        pair = [(c["old_end"], f"as jax {c['old']}"), (c["new_end"], f"as jax {c['old']} too")]
+    else:
+        return []
+    if shown is None:
+        return list(c.get("reproduce") or ())
+    on = (c["runs_on"] if c["came_with"] != "both" else
+          {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
+    install = next((e["install"] for e in shown["ends"] if e["jax"] == on["jax"]),
+                   f"pip install jax=={on['jax']} jaxlib=={on['jaxlib']}")
+    steps = {st["sha"]: st for st in c.get("steps") or ()}
+    lines = ["git clone https://github.com/jax-ml/jax jax-src",
+             f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
+             f"clone:", install]
+    for commit, role in pair:
+        st = steps.get(commit["sha"])
+        gave = (f": the toolkit measured {st['error'] or figure_text(doc['metric']['name'], unit(doc), st['figure'])}"
+                if st else "")
+        lines += [f"# {short(commit)}, {role}{gave}",
+                  f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
+                  f"{shown['ends'][0]['command']}"]
     return lines
 
 

@@ -17,7 +17,8 @@ from ..figures import figure_cell
 from ..placing import Behaviour, Verdict
 from ..search import Status
 from .answer import setting_kind
-from .words import details, pair_or_ends, params_text, table, unit
+from .reproduce import shown_program
+from .words import cut, details, pair_or_ends, params_text, plainly, table, unit
 
 
 def in_jax_python(doc: dict) -> bool:
@@ -58,15 +59,20 @@ def attribution_lines(doc: dict) -> list[str]:
     came_with = (doc.get("commits") or {}).get("came_with")
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
     links = a.get("links") or {}
-    if links.get("xla_compare"):
+    if came_with == "jax":  # jax's Python, measured: XLA's commits are beside the point
+        pass
+    elif links.get("xla_compare"):
         count = (f" ({a['xla_commit_count']} commits)" if a.get("xla_commit_count") is not None
                  else "")
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
-        lines += [a["xla_note"] + ".", ""]
-    if came_with in ("jax", "both"):
-        lines += ["Below the release: the first bad jax commit is named above (*jax commits*); "
-                  "the XLA range and the hand-off below it are not needed.", ""]
+        lines += [plainly(a["xla_note"]) + ".", ""]
+    if came_with == "jax":
+        lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
+                  "measured, so XLA's commits are not looked at.", ""]
+    elif came_with == "both":
+        lines += ["The first bad jax commit is named above (*jax commits*); it needs the newer "
+                  "jaxlib too, whose XLA commits are linked above.", ""]
     elif in_jax_python(doc) and came_with is None:
         lines += ["**Next step:** the change is in jax's Python, so jax's own commits between "
                   "the two releases name it, without building anything:", "", "```sh",
@@ -103,17 +109,24 @@ def evidence_lines(doc: dict) -> list[str]:
             *(["--target", doc["target"]] if doc.get("target") else
               ["--backend", doc["backend"]]),
             *([f"--xla-flags={doc['xla_flags']}"] if doc.get("xla_flags") else []), "--json"]
-    # Without the toolkit: the same compile with XLA's dump on, in the Reproduce section's
-    # environments, from the case file's folder.
-    keywords = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else repr(v)}"
-                         for k, v in params.items())  # double quotes: no shell escapes
-    code = (f"import {Path(case['path']).stem} as c; fn, args = c.case({keywords}); "
-            f"fn.lower(*args).compile()")
-    flags = [f"{doc.get('xla_flags') or ''} --xla_dump_to=dump-{v} --xla_dump_hlo_as_text"
-             .strip() for v in pair_or_ends(doc)]
-    plain = [f"XLA_FLAGS={shlex.quote(f)} venv-{v}/bin/python -c {shlex.quote(code)}"
-             for f, v in zip(flags, pair_or_ends(doc))]
-    text = render_buffers_markdown(evidence, shlex.join(argv), plain)
+    # Without the toolkit: the report's own program with XLA's dumps on, in the reproduce
+    # block's environments (never a file the report does not print).
+    shown = shown_program(doc)
+    text = render_buffers_markdown(evidence, shlex.join(argv), ())
+    if shown:
+        flags = doc.get("xla_flags") or ""
+        runs = [f"XLA_FLAGS="
+                + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
+                              .strip())
+                + f" python {shown['file']}   # in jax {e['jax']}'s environment"
+                for e in shown["ends"]]
+        text += "\n".join([
+            f"Without the toolkit: `{shown['file']}` (above) with XLA's dumps on, in each "
+            f"environment of the reproduce block; XLA writes "
+            f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
+            f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
+            f"program (its sizes, which may differ from the dump's above: "
+            f"{params_text(evidence['params'])}):", "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
     return details(title.removeprefix("## "), [body.strip(), ""])
 
@@ -145,7 +158,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
             else:
                 line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
                          f"{reverse['release']}) could not be tested: "
-                         f"{reverse.get('error') or 'it gave no figure'}")
+                         f"{plainly(reverse.get('error')) or 'it gave no figure'}")
         lines.append(line + ".")
     return lines + ([""] if lines else [])
 
@@ -153,7 +166,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
 def test_table(tests: list[dict], metric: str, u: str, summary: str) -> list[str]:
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
              figure_cell(metric, u, t.get("figure")),
-             (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
+             cut(plainly(t.get("finding") or t.get("error") or ""), 160)] for t in tests]
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
@@ -223,7 +236,7 @@ def tried_lines(doc: dict) -> list[str]:
     brings the old behaviour back."""
     tried, metric = doc["try_xla_flags"], doc["metric"]["name"]
     rows = [[f"`{t['xla_flags']}`", figure_cell(metric, unit(doc), t["figure"])
-             if t["figure"] is not None else t["error"] or "", t["behaviour"],
+             if t["figure"] is not None else plainly(t["error"]), t["behaviour"],
              "yes ✅" if t["restores"] else "no"] for t in tried]
     sized = params_text(doc["search_size"]["params"]) if doc.get("search_size") else ""
     return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",

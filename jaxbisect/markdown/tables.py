@@ -16,11 +16,13 @@ from ..placing import Shown
 from ..search import Status
 from .words import (
     by_release,
+    cut,
     details,
     failure_of,
     label,
     pair_or_ends,
     params_text,
+    plainly,
     probe_at,
     runs_of,
     said,
@@ -43,7 +45,7 @@ def skip_reason(probe: dict) -> str:
     if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
         return str(probe["reason"])
     failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
-    return failure["error"] if failure and failure["error"] else "no answer"
+    return plainly(failure["error"]) if failure and failure["error"] else "no answer"
 
 
 def compare_params(doc: dict) -> dict:
@@ -134,7 +136,8 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
     for probe in by_release(doc):
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
-        rows.append([probe["jax"], probe["jaxlib"], row, *middle, number, note[:160]])
+        rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
+                     cut(plainly(note), 160) if note else ""])
     if any(row[-1] for row in rows):
         return headers, rows
     return headers[:-1], [row[:-1] for row in rows]

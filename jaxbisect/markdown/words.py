@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from packaging.version import Version
@@ -72,10 +73,22 @@ def short(c: dict) -> str:
     return c["sha"][:10]
 
 
+def subject(text: str, most: int = SUBJECT_WIDTH) -> str:
+    """A commit's subject in at most about ``most`` characters, cut between words: a link is
+    kept whole or left out (a cut one would be autolinked to a page that does not exist)."""
+    words, kept = " ".join(str(text).split()).split(" "), []
+    for word in words:
+        link = "://" in word or word.startswith(("github.com/", "www."))
+        if len(" ".join([*kept, word])) > most and not (link and not kept):
+            return " ".join(kept) + " …" if kept else cut(word, most)
+        kept.append(word)
+    return " ".join(kept)
+
+
 def linked(c: dict) -> str:
     """A commit as a link, its subject and its pull request."""
     pr = f" ([#{c['pr']}]({c['pr_url']}))" if c.get("pr") else ""
-    return f"[`{short(c)}`]({c['url']}) {c['subject'][:SUBJECT_WIDTH]}{pr}"
+    return f"[`{short(c)}`]({c['url']}) {subject(c['subject'])}{pr}"
 
 
 def cut(text: str, most: int) -> str:
@@ -89,3 +102,17 @@ def pair_or_ends(doc: dict) -> list[str]:
     if doc["status"] == Status.FOUND and doc.get("last_old"):
         return [doc["last_old"]["jax"], doc["first_new"]["jax"]]
     return list(doc["measured_part"])
+
+
+NO_NETWORK = re.compile(r"\s*\(?<urlopen error [^>]*>\)?")
+XLA_FAILED = re.compile(r"\b(?:[\w.]+\.)?(?:Jax|Xla)RuntimeError:\s*(?:[A-Z_]+:\s*)?")
+RAISED = re.compile(r"\b(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)):\s*")
+
+
+def plainly(text: str | None) -> str:
+    """A failure of the toolkit's own (a network, a setting XLA refused, a step that raised)
+    said in words, without the exception's own text: never the program's measured error,
+    which is the bug and is shown as the program prints it."""
+    text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
+    text = XLA_FAILED.sub("XLA failed: ", text)
+    return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
