@@ -14,6 +14,7 @@ from repro.metrics import concrete
 from repro.units import MIB
 
 from ..classify import Direction
+from ..reproducer import install_line
 from ..program import FILE, WRITTEN, Program, series_values, write_program
 from ..search import Status
 from .words import cut, details, pair_or_ends, probe_at
@@ -154,10 +155,13 @@ def shown_program(doc: dict) -> dict | None:
                  if kind == "went" else PAIR_ROLES.get(doc.get("direction"), PAIR_ROLES[None]))
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
+            held = next((p.get("installed") for p in doc["probes"] if p["jax"] == jax), None)
             wheels = (shlex.quote(f"jax[cuda12]=={jax}") if gpu else
                       f"jax=={jax}" + (f" jaxlib=={jaxlib}" if jaxlib else ""))
+            install = (install_line(held) if held and not gpu and "jaxlib" in held
+                       else f"pip install {wheels}")  # what the probe's environment held
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
-                         "install": f"pip install {wheels}", "command": program.command,
+                         "install": install, "command": program.command,
                          "output": toolkit_output(doc, program, jax), "exit": None})
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
