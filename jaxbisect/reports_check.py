@@ -119,7 +119,7 @@ def check_report(path: Path, say) -> list[Checked]:
                 for a, b, kind in pairs]
     if doc.get("target") or doc["backend"] != "cpu":
         return [Checked(name, (a, b), kind,
-                        why=f"compiled for {doc['measured']}: the program needs that GPU; here "
+                        why=f"{doc['measured']}: the program needs that GPU; here "
                             f"only its text is checked (it runs on no CPU-only machine)")
                 for a, b, kind in pairs]
     program = program_of(doc, shown)
