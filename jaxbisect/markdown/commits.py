@@ -242,8 +242,9 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
              f"clone:", install]
     for commit, role in pair:
         st = steps.get(commit["sha"])
-        gave = (f": the toolkit measured {st['error'] or figure_text(doc['metric']['name'], unit(doc), st['figure'])}"
-                if st else "")
+        figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
+                  if st else None)
+        gave = f": the toolkit measured {figure}" if figure else ""
         lines += [f"# {short(commit)}, {role}{gave}",
                   f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
                   f"{shown['ends'][0]['command']}"]

@@ -14,8 +14,8 @@ from repro.metrics import concrete
 from repro.units import MIB
 
 from ..classify import Direction
-from ..reproducer import install_line
 from ..program import FILE, WRITTEN, Program, series_values, write_program
+from ..reproducer import install_line
 from ..search import Status
 from .words import cut, details, pair_or_ends, probe_at
 

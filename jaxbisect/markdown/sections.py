@@ -4,10 +4,8 @@ flags tried, the HLO bundle, where and on what the runs ran."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from pathlib import Path
 
 from ..evidence.handoff import render_culprit_commits, render_xla_range
 from ..evidence.hlo_render import details_lines
@@ -18,7 +16,7 @@ from ..placing import Behaviour, Verdict
 from ..search import Status
 from .answer import setting_kind
 from .reproduce import shown_program
-from .words import cut, details, pair_or_ends, params_text, plainly, table, unit
+from .words import cut, details, params_text, plainly, table, unit
 
 
 def in_jax_python(doc: dict) -> bool:
@@ -115,7 +113,7 @@ def evidence_lines(doc: dict) -> list[str]:
     text = render_buffers_markdown(evidence, shlex.join(argv), ())
     if shown:
         flags = doc.get("xla_flags") or ""
-        runs = [f"XLA_FLAGS="
+        runs = ["XLA_FLAGS="
                 + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
                               .strip())
                 + f" python {shown['file']}   # in jax {e['jax']}'s environment"
