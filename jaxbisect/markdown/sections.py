@@ -16,7 +16,7 @@ from ..placing import Behaviour, Verdict
 from ..search import Status
 from .answer import setting_kind
 from .reproduce import shown_program
-from .words import cut, details, params_text, plainly, table, unit
+from .words import cut, details, params_text, plainly, table, value_words
 
 
 def in_jax_python(doc: dict) -> bool:
@@ -133,7 +133,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
     """Every flag setting that brought the old figure back, one a line: the flag, the
     release, the figure, whether (and how) the reverse was tested, and whether it is a
     workaround (keeps the result right, a user's option on that target) or a diagnostic."""
-    metric, u = doc["metric"]["name"], unit(doc)
+    metric = doc["metric"]["name"]
     lines = []
     for w in workarounds:
         kind = setting_kind(doc, w)
@@ -145,14 +145,14 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
                  + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else f"brings back the old {metric}"))
         if w.get("figure") is not None:
-            line += f" ({figure_cell(metric, u, w['figure'])})"
+            line += f" ({value_words(doc, w['figure'])})"
         reverse = w.get("reverse")
         if reverse:
             if reverse.get("tested"):
                 line += (f"; the reverse, `{reverse['xla_flags']}` under jax "
                          f"{reverse['release']}, gives the {reverse['behaviour']} behaviour")
                 if reverse.get("figure") is not None:
-                    line += f" ({figure_cell(metric, u, reverse['figure'])})"
+                    line += f" ({value_words(doc, reverse['figure'])})"
             else:
                 line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
                          f"{reverse['release']}) could not be tested: "
@@ -161,9 +161,10 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
     return lines + ([""] if lines else [])
 
 
-def test_table(tests: list[dict], metric: str, u: str, summary: str) -> list[str]:
+def test_table(doc: dict, tests: list[dict], summary: str) -> list[str]:
+    metric = doc["metric"]["name"]
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
-             figure_cell(metric, u, t.get("figure")),
+             value_words(doc, t.get("figure")),
              cut(plainly(t.get("finding") or t.get("error") or ""), 160)] for t in tests]
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
@@ -197,7 +198,7 @@ def said_of(c: dict) -> str | None:
 def why_lines(doc: dict) -> list[str]:
     """The "Why" section from the explanation's document: what the flag and pass searches
     said, every setting that brought a release's figure back, and every setting measured."""
-    explanation, metric, u = doc["explanation"], doc["metric"]["name"], unit(doc)
+    explanation = doc["explanation"]
     culprit = explanation["culprit"]
     flags = culprit.get("flags") if culprit.get("flags") is not None else (
         culprit if "flag_defaults_changed" in culprit or culprit.get("kind") == "workaround"
@@ -214,9 +215,9 @@ def why_lines(doc: dict) -> list[str]:
         lines += [f"The explanation's budget ({budget['seconds']:.0f} s, --explain-budget) was "
                   f"spent: what it did not reach is marked not tested.", ""]
     if flags and flags.get("tests"):
-        lines += test_table(flags["tests"], metric, u, "Every flag setting measured")
+        lines += test_table(doc, flags["tests"], "Every flag setting measured")
     if passes and passes.get("tests"):
-        lines += test_table(passes["tests"], metric, u, "Every HLO pass turned off")
+        lines += test_table(doc, passes["tests"], "Every HLO pass turned off")
     first = (passes or {}).get("first_difference") or {}
     if first.get("status") == "differ" and first.get("diff"):
         files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
@@ -233,7 +234,7 @@ def tried_lines(doc: dict) -> list[str]:
     """``--try-xla-flags``: each set of flags under the first new release, and whether it
     brings the old behaviour back."""
     tried, metric = doc["try_xla_flags"], doc["metric"]["name"]
-    rows = [[f"`{t['xla_flags']}`", figure_cell(metric, unit(doc), t["figure"])
+    rows = [[f"`{t['xla_flags']}`", value_words(doc, t["figure"])
              if t["figure"] is not None else plainly(t["error"]), t["behaviour"],
              "yes ✅" if t["restores"] else "no"] for t in tried]
     sized = params_text(doc["search_size"]["params"]) if doc.get("search_size") else ""

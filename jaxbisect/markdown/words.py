@@ -47,8 +47,28 @@ def by_release(doc: dict) -> list[dict]:
 
 
 def said(doc: dict, fig: dict) -> str:
-    """A probe's figure in the metric's units."""
+    """A probe's figure in the metric's units; an output as what it is (its values, and its
+    dtype and shape), both runs' values where they differ."""
+    if doc["metric"]["name"] == "output" and (fig.get("nondeterministic") or "sha256" in fig):
+        return output_words(fig)
     return figure_text(doc["metric"]["name"], unit(doc), fig)
+
+
+def output_words(fig: dict) -> str:
+    """An output's figure in words: ``nan (float64)``, ``float32[3]: [0.0, 1.0, 2.0]``; a
+    nondeterministic one by each run's first value."""
+    if fig.get("nondeterministic"):
+        firsts = [str(r[0]) for r in fig.get("runs") or () if r]
+        return "differs between runs: " + "; ".join(firsts) if firsts else str(fig["value"])
+    values = [str(v) for v in fig.get("values") or ()]
+    shapes = fig.get("shapes") or []
+    shown = ", ".join(values[:3]) + (", …" if len(values) > 3 else "")
+    if len(shapes) != 1:
+        return f"[{shown}]" + (f" ({len(shapes)} arrays)" if len(shapes) > 1 else "")
+    dims, dtype = shapes[0]
+    if not dims:
+        return f"{shown} ({dtype})"
+    return f"{dtype}[{','.join(map(str, dims))}]: [{shown}]"
 
 
 def failure_of(probe: dict) -> dict | None:
@@ -116,3 +136,22 @@ def plainly(text: str | None) -> str:
     text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
     text = XLA_FAILED.sub("XLA failed: ", text)
     return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
+
+
+def value_words(doc: dict, value) -> str:
+    """One measured value in a table cell (a flag or pass tried): an output's as what it is,
+    never a raw list; anything else as the figures write it."""
+    from ..figures import figure_cell
+
+    metric = doc["metric"]["name"]
+    if metric == "output" and isinstance(value, (list, tuple)) and len(value) == 2 \
+            and isinstance(value[0], list) and isinstance(value[1], list):
+        shapes, values = value
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    if metric == "output" and isinstance(value, dict) and "values" in value:
+        shapes = value.get("shapes") or []
+        values = value["values"]
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    return figure_cell(metric, unit(doc), value)
