@@ -121,9 +121,11 @@ def test_no_sentence_counts_nothing_and_crashed_passes_are_said_apart():
     assert "passes tried" not in render(a6000)
 
 
-def test_a_pass_turned_off_on_a_gpu_is_a_diagnostic_never_a_workaround():
+def test_a_pass_turned_off_is_a_diagnostic_never_a_workaround():
     a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
     assert "**Workaround" not in render(a6000)
+    matvec = doc_of("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
+    assert "**Workaround" not in render(matvec) and "(workaround)" not in render(matvec)
     cpu = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")  # a CPU flag: a user's option
     assert "**Workaround:**" in render(cpu)
 

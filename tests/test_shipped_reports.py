@@ -167,3 +167,26 @@ def test_the_came_and_went_reports_show_where_it_came_and_where_it_went():
         outputs = [e.get("outputs") or [e["output"]] for e in (*r["ends"], r["went"]["ends"][1])]
         assert not set(outputs[0]) & set(outputs[1]) and not set(outputs[1]) & set(outputs[2])
         assert r["lines"] <= MAX_PROGRAM
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.stem)
+def test_a_pass_turned_off_is_never_called_a_workaround(path):
+    """One word for one kind of setting in every report: an HLO pass turned off is a
+    diagnostic (the JSON's settings, their flags)."""
+    doc, markdown = report(path)
+    culprit = (doc.get("explanation") or {}).get("culprit") or {}
+    settings = [w["xla_flags"] for c in (culprit, culprit.get("flags") or {})
+                if isinstance(c, dict) for w in c.get("workarounds") or ()]
+    for flags in settings:
+        for line in markdown.splitlines():
+            if flags in line and "xla_disable_hlo_passes" in flags:
+                assert "workaround" not in line.lower(), line
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if (report(p)[0].get("commits") or {})
+                                  .get("newer")], ids=lambda p: p.stem)
+def test_every_commit_is_said_only_where_every_commit_was_looked_at(path):
+    doc, markdown = report(path)
+    inside = ((doc["commits"].get("inside") or {}).get("newer") or {})
+    if not inside.get("measured"):
+        assert "every commit that runs there" not in markdown

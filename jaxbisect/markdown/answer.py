@@ -266,11 +266,10 @@ def check_command(doc: dict, w: dict) -> str:
 
 
 def setting_kind(doc: dict, w: dict) -> str:
-    """"workaround" for a setting that keeps the result right and that a user sets on that
-    target; "diagnostic" otherwise (a pass turned off on a GPU, a pass correctness needs)."""
-    pass_off = "xla_disable_hlo_passes" in w["xla_flags"]
-    on_gpu = doc.get("target") or doc.get("backend") not in (None, "cpu")
-    if not w.get("safe", True) or (pass_off and on_gpu):
+    """"workaround" for a flag setting that keeps the result right; "diagnostic" for any HLO
+    pass turned off (on every target alike: not a setting to run with) and for a setting
+    correctness depends on."""
+    if not w.get("safe", True) or "xla_disable_hlo_passes" in w["xla_flags"]:
         return "diagnostic"
     return "workaround"
 

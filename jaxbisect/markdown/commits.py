@@ -49,7 +49,7 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
     xla = "" if pair else compare_link(doc)
     if c["came_with"] == "jax" and c.get("first_bad"):
         first = c["first_bad"]
-        where = "" if c["exact"] else f" (or one of the {len(c['between'])} before it)"
+        where = "" if c["exact"] else f" (or {counted(len(c['between']), 'commit')} before it)"
         return (f"- **{FIRST_WORDS.get(c.get('kind'), FIRST_WORDS['came'])}{at}:** "
                 f"{linked(first)}{where}, "
                 f"{first['date'][:10]}{revert_words(first)}")
@@ -61,12 +61,24 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
                 f"{xla}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
-                     f"jax {c['new']}" if newer.get("came_with") == "jaxlib" else "")
+        both_ways = (newer_words(c) if newer.get("came_with") == "jaxlib" else "")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
                 f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
                 f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
+
+
+def newer_words(c: dict) -> str:
+    """What the newer jaxlib's half measured, no more: every commit only where the commits
+    between its ends were looked at, else its ends and the count left unseen."""
+    newer = c["newer"]
+    inside = (c.get("inside") or {}).get("newer") or {}
+    if inside.get("measured") and not inside.get("changes"):
+        return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                f"jax {c['new']}")
+    unseen = inside.get("commits")
+    return (f"; on jaxlib {newer['jaxlib']} the first and last commits that run there behave "
+            f"as jax {c['new']}" + (f" ({unseen} between them not looked at)" if unseen else ""))
 
 
 def commits_first_lines(doc: dict) -> list[str]:
@@ -78,7 +90,7 @@ def headline(doc: dict, c: dict) -> str:
     if c["came_with"] in ("jax", "both") and c.get("first_bad"):
         first = c["first_bad"]
         where = ("" if c["exact"] else
-                 f" (or one of the {len(c['between'])} commits before it that could not run)")
+                 f" (or {counted(len(c['between']), 'commit')} before it that could not run)")
         merged = first.get("side_commits") or []
         what = ("merging " + ", ".join(f"{short(x)} “{x['subject']}” by {x['author']}"
                                        for x in merged[:3])
@@ -102,8 +114,7 @@ def headline(doc: dict, c: dict) -> str:
                 f"{revert_words(first)}{before}.{gate}{third}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
-                     f"jax {c['new']}" if newer else "")
+        both_ways = newer_words(c) if newer else ""
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
                 f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
@@ -181,10 +192,10 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                   *([f"Its parent (last good): {c['last_good']['url']}"]
                     if c.get("last_good") else []), ""]
         if first.get("files"):
-            lines += details(f"the {len(first['files'])} files it touched", first["files"],
+            lines += details(f"{counted(len(first['files']), 'file')} it touched", first["files"],
                              "text")
         if first.get("side_commits"):
-            lines += details(f"the {len(first['side_commits'])} commits the merge brought in",
+            lines += details(f"{counted(len(first['side_commits']), 'commit')} the merge brought in",
                              [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
                               for x in first["side_commits"]], "text")
         if c["between"]:
@@ -282,3 +293,8 @@ def inside_lines(c: dict) -> list[str]:
 def commits_lines(doc: dict) -> list[str]:
     """Every commits part's section."""
     return [line for pair, c in parts(doc) for line in part_lines(doc, c, pair)]
+
+
+def counted(n: int, noun: str) -> str:
+    """"the commit", "the 3 commits": a count in words a maintainer writes."""
+    return f"the {noun}" if n == 1 else f"the {n} {noun}s"

@@ -86,7 +86,7 @@ def series_columns(doc: dict):
         if got["fallback"]:
             text += f" ({series_mode(doc, got, beside)})"
         if len(got["figures"]) < len(values):
-            text += f" ({name} {', '.join(got['figures'])} only)"
+            text += f" ({name} {', '.join(sorted(got['figures'], key=_number_key))} only)"
         return text
 
     def cells(probe: dict) -> tuple[str, list, str]:
@@ -141,6 +141,12 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
     if any(row[-1] for row in rows):
         return headers, rows
     return headers[:-1], [row[:-1] for row in rows]
+
+
+def _number_key(text: str) -> tuple:
+    """Numbers by value before anything else by its text (1, 2, 5, 10, not 1, 10, 2, 5)."""
+    n = _number(text)
+    return (0, n, "") if isinstance(n, (int, float)) else (1, 0, str(n))
 
 
 def _number(text: str):
