@@ -77,8 +77,8 @@ def newer_words(c: dict) -> str:
         return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
                 f"jax {c['new']}")
     unseen = inside.get("commits")
-    return (f"; on jaxlib {newer['jaxlib']} the first and last commits that run there behave "
-            f"as jax {c['new']}" + (f" ({unseen} between them not looked at)" if unseen else ""))
+    return (f"; on jaxlib {newer['jaxlib']} its first and last commits behave as jax "
+            f"{c['new']}" + (f", the {unseen} between not looked at" if unseen else ""))
 
 
 def commits_first_lines(doc: dict) -> list[str]:
