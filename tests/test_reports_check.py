@@ -74,3 +74,16 @@ def test_a_report_compiled_for_a_gpu_is_said_unchecked_and_nothing_runs():
     checked = check_report(path, say=lambda _: None)
     assert [c.result for c in checked] == ["cannot check"]
     assert "needs that GPU" in checked[0].why
+
+
+def test_an_output_whose_shape_alone_changes_differs():
+    """The same values in another shape, dtype or structure is a change (jax#-style: a
+    vector that became a column)."""
+    doc = shipped("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
+    shown = shown_program(doc)
+    program = program_of(doc, shown)
+    ends = shown["ends"]
+    assert differs_as_said(doc, program, "came", *ends, run("0.10.1", "[0, 1, 2]"),
+                           run("0.10.2", "[[0], [1], [2]]"))[0]
+    assert not differs_as_said(doc, program, "came", *ends, run("0.10.1", "[0, 1, 2]"),
+                               run("0.10.2", "[0, 1, 2]"))[0]

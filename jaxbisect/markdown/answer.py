@@ -99,6 +99,21 @@ def sized_as(doc: dict, series: dict) -> str:
                     else "")
 
 
+def changes_words(doc: dict) -> str:
+    """Each change inside alike ends, from the document's rows: where it came, where it went,
+    and what the releases unlike the ends gave (a nondeterministic one: each run's)."""
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    parts = []
+    for c in doc["interior_check"]["changes"]:
+        unlike = "; ".join(f"jax {v}: {said(doc, rows[v]['figure'])}" for v in c["releases"]
+                           if v in rows)
+        parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
+                     f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
+                     + ("" if c.get("exact", True) else
+                        "; a release between could not be told, so each pair spans it"))
+    return "; ".join(parts)
+
+
 def present_at_both(doc: dict) -> str:
     """Where the ends agree on the behaviour a report is about (a shape that grows, an error
     raised), that it is there at both: "no change" is not "no bug"."""
@@ -150,13 +165,13 @@ def alike_how(doc: dict) -> str:
     if doc["over"]:
         return "the same shape"
     if doc["metric"]["kind"] == "noisy":
-        return f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
+        return f"the same by an equivalence test on interleaved pairs ({doc['ends']['reason']})"
     if doc["metric"]["name"] == "error":  # messages, compared by equality
         return "the same message"
     if doc["metric"]["name"] == "output":  # values, within a relative tolerance
         return f"the same values within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative"
     share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
-    return f"within {share:.0%} of each other"
+    return f"the same within {share:.0%}"
 
 
 def answer_line(doc: dict) -> str:
@@ -173,13 +188,13 @@ def answer_line(doc: dict) -> str:
     if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
     if status == Status.ALIKE:
-        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}: alike "
-                 f"({alike_how(doc)})")
+        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}: "
+                 f"{alike_how(doc)}")
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
             return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
                     f"({alike}), but not every release between them does: "
-                    f"{inside['text']}.")
+                    f"{changes_words(doc)}.")
         return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
                 + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:

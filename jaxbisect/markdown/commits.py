@@ -195,7 +195,8 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
             lines += details(f"{counted(len(first['files']), 'file')} it touched", first["files"],
                              "text")
         if first.get("side_commits"):
-            lines += details(f"{counted(len(first['side_commits']), 'commit')} the merge brought in",
+            merged = counted(len(first["side_commits"]), "commit")
+            lines += details(f"{merged} the merge brought in",
                              [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
                               for x in first["side_commits"]], "text")
         if c["between"]:

@@ -222,14 +222,20 @@ def reproduce_block(doc: dict) -> list[str]:
         return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines), in a "
                 f"fresh environment each{said}:", "```sh", *lines, "```", "",
                 *details("The same question asked with this toolkit (its README's Quick start "
-                         "installs it)", [doc["reproduce"]], "sh")]
+                         f"installs it){saved_first(doc)}", [doc["reproduce"]], "sh")]
     r = doc.get("reproducer") or {}
-    saved = ("" if (doc.get("case") or {}).get("shipped", "/" in (doc.get("case") or {})
-                                                 .get("path", "/"))
-             else f" (save the program below as `{doc['case']['path']}` first)")
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
-    return [f"Reproduce with this toolkit (its README's Quick start installs it){saved}:{why}",
-            "", "```sh", doc["reproduce"], "```", ""]
+    return [f"Reproduce with this toolkit (its README's Quick start installs it)"
+            f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def saved_first(doc: dict) -> str:
+    """Where the toolkit's command names a case file the toolkit's clone does not hold: that
+    it is the case printed below, to be saved under that name first."""
+    case = doc.get("case") or {}
+    if case.get("shipped", "/" in case.get("path", "/")):
+        return ""
+    return f" (save the case printed below as `{case['path']}` first)"
 
 
 def standalone_script(doc: dict) -> str | None:

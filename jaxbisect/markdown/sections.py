@@ -56,6 +56,10 @@ def attribution_lines(doc: dict) -> list[str]:
     a = doc["attribution"]
     came_with = (doc.get("commits") or {}).get("came_with")
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
+    if doc["metric"]["name"] == "compile_time" and a.get("culprit") in ("xla", "below-hlo"):
+        lines += ["The HLO rule reads the modules only: a compile_time change can also lie in "
+                  "jax's own tracing and lowering (Python, before any module exists), which it "
+                  "cannot see; jax's commits (`--commits`) measure that.", ""]
     links = a.get("links") or {}
     if came_with == "jax":  # jax's Python, measured: XLA's commits are beside the point
         pass
