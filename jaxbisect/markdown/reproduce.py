@@ -19,6 +19,7 @@ from ..reproducer import install_line
 from ..search import Status
 from .words import cut, details, pair_or_ends, probe_at
 
+SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 OUTPUT_LINES = 2
 
@@ -215,18 +216,52 @@ def reproduce_block(doc: dict) -> list[str]:
         if shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if not shown["measured"]:
-            notes.append("the outputs are this toolkit's figures there"
+            notes.append("outputs: the toolkit's figures"
                          + (", compiled for the GPU without one: the program needs the GPU"
                             if doc.get("target") else ""))
         said = f" ({'; '.join(notes)})" if notes else ""
-        return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines), in a "
-                f"fresh environment each{said}:", "```sh", *lines, "```", "",
+        sizes = program_sizes(shown["text"])
+        return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
+                f"{'; ' + sizes if sizes else ''}), a fresh environment each{said}:",
+                "```sh", *lines, "```", "",
                 *details("The same question asked with this toolkit (its README's Quick start "
                          f"installs it){saved_first(doc)}", [doc["reproduce"]], "sh")]
     r = doc.get("reproducer") or {}
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
     return [f"Reproduce with this toolkit (its README's Quick start installs it)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def program_sizes(text: str) -> str:
+    """The sizes a program runs at, read from its own ``case(...)`` call and the values its
+    loop runs over (``n_res=32; n_outer 2, 5``): beside its figures, so that a figure at one
+    size is never read as another's."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == "case"]
+    defined = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "case"]
+    sizes = {}
+    for d in defined[:1]:
+        named = d.args.args[len(d.args.args) - len(d.args.defaults):]
+        sizes.update({a.arg: v.value for a, v in zip(named, d.args.defaults)
+                      if isinstance(v, ast.Constant)})
+    sizes.update({k.arg: k.value.value for c in calls[:1] for k in c.keywords
+                  if k.arg and isinstance(k.value, ast.Constant)})
+    given = [f"{k}={v!r}" for k, v in sizes.items() if isinstance(v, int)
+             and not isinstance(v, bool) and (k.startswith("n_") or k in SIZE_NAMES)
+             and not any(k == c.arg and isinstance(c.value, ast.Name)
+                         for call in calls[:1] for c in call.keywords)]
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For)
+             and isinstance(n.target, ast.Name) and n.target.id == "value"]
+    over = [f"{k.arg} {', '.join(map(str, ast.literal_eval(loops[0].iter)))}"
+            for c in calls[:1] for k in c.keywords
+            if loops and isinstance(k.value, ast.Name) and k.value.id == "value"]
+    return "; ".join(filter(None, [", ".join(given), *over]))
 
 
 def saved_first(doc: dict) -> str:
