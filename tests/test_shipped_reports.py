@@ -190,3 +190,23 @@ def test_every_commit_is_said_only_where_every_commit_was_looked_at(path):
     inside = ((doc["commits"].get("inside") or {}).get("newer") or {})
     if not inside.get("measured"):
         assert "every commit that runs there" not in markdown
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if report(p)[0].get("commits_by_pair")
+                                  or report(p)[0].get("commits")], ids=lambda p: p.stem)
+def test_a_parent_is_named_by_what_it_measured(path):
+    """Where a change went, the parent of the commit named still shows it: never "last good"
+    beside a parent whose measured figure is the change (the JSON's steps)."""
+    doc, markdown = report(path)
+    parts = doc.get("commits_by_pair") or [doc["commits"]]
+    for c in parts:
+        parent = c.get("last_good")
+        if not parent:
+            continue
+        said = next(line for line in markdown.splitlines()
+                    if line.startswith("Its parent (") and parent["url"] in line)
+        step = next((st for st in c["steps"] if st["sha"] == parent["sha"]), None)
+        if c.get("kind") == "went":
+            assert "last good" not in said
+        if step and step["label"] == "old" and c.get("kind") in (None, "came"):
+            assert "last good" in said

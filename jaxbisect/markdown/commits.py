@@ -14,6 +14,11 @@ CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
                    "both": "a jax commit on the newer jaxlib"}
 
 
+# A part's two commits (the parent, the commit named) in the words of what happened there:
+# where a change went, the parent still shows it.
+PARENT_WORDS = {"came": ("last good", "first bad"), "went": ("the last that still shows it",
+                                                             "the first without it"),
+                "fix": ("last bad", "fixed")}
 # The commit a part names, in the words of what happened there: where an error came, where
 # it went again (the first commit without it), where a fix undid a regression.
 FIRST_WORDS = {"came": "First bad commit", "went": "Gone with commit", "fix": "Fixed by commit"}
@@ -189,7 +194,8 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
         lines += [f"{words}: {first['url']}" + (f", pull request {first['pr_url']}"
                                                 if first.get("pr_url") else ""),
-                  *([f"Its parent (last good): {c['last_good']['url']}"]
+                  *([f"Its parent ({PARENT_WORDS[c.get('kind') or 'came'][0]}): "
+                     f"{c['last_good']['url']}"]
                     if c.get("last_good") else []), ""]
         if first.get("files"):
             lines += details(f"{counted(len(first['files']), 'file')} it touched", first["files"],
@@ -237,7 +243,7 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
     report has no program (a command: the command, shown in full)."""
     shown = shown_program(doc)
     if c["came_with"] in ("jax", "both") and c.get("last_good") and c.get("first_bad"):
-        pair = [(c["last_good"], "last good"), (c["first_bad"], "first bad")]
+        pair = list(zip((c["last_good"], c["first_bad"]), PARENT_WORDS[c.get("kind") or "came"]))
     elif c["came_with"] == "jaxlib" and c.get("old_end") and c.get("new_end"):
         pair = [(c["old_end"], f"as jax {c['old']}"), (c["new_end"], f"as jax {c['old']} too")]
     else:
