@@ -322,6 +322,14 @@ def standalone_lines(doc: dict) -> list[str]:
               "--exclude-newer DATE`.)", ""]
     script = standalone_script(doc)
     case = doc.get("case")
+    fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})
+                                         .get("fallback"))]
+    if script and fell_back and doc["metric"]["name"] == "memory":
+        reason = probe_at(doc, fell_back[0])["series"]["fallback"].get("reason") or ""
+        lines += [f"Under jax {', '.join(fell_back)} the script prints 0 bytes: "
+                  f"{reason or 'the compiled statistics are empty there'}; the toolkit "
+                  f"measured a run's peak there instead (the table above), which no short "
+                  f"script prints.", ""]
     if script:
         lines += ["`measure.py` is the case and the lines that measure its "
                   f"{doc['metric']['name']}; saved as `{case['path'].rsplit('/', 1)[-1]}` it "
