@@ -130,7 +130,24 @@ def evidence_lines(doc: dict) -> list[str]:
             f"program (its sizes, which may differ from the dump's above: "
             f"{params_text(evidence['params'])}):", "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
-    return details(title.removeprefix("## "), [body.strip(), ""])
+    return details(title.removeprefix("## "), [capped(body.strip()), ""])
+
+
+DUMP_LINES = 16  # a dump's code block beyond this is cut: the JSON document holds it whole
+TEXT_BLOCK = re.compile(r"^```text\n(?P<body>.*?)\n```$", re.MULTILINE | re.DOTALL)
+
+
+def capped(text: str, most: int = DUMP_LINES) -> str:
+    """Each dump's text block cut to its first ``most`` lines, with how many were left out
+    (a report is read, the JSON beside it is searched)."""
+    def cut_block(m: re.Match) -> str:
+        lines = m["body"].splitlines()
+        if len(lines) <= most:
+            return m[0]
+        kept = "\n".join(lines[:most])
+        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the JSON "
+                f"document beside the report holds what they show)\n```")
+    return TEXT_BLOCK.sub(cut_block, text)
 
 
 def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
