@@ -122,6 +122,10 @@ def test_nothing_runs_a_file_the_report_does_not_print(path):
             assert printed_program(markdown, name) or f"`{name}` is the case" in markdown, \
                 f"runs {name}, which the report does not print"
         assert not IMPORTED.search(body), IMPORTED.search(body)[0]
+        for m in re.finditer(r"--case[ =](?P<path>\S+)", body):  # a case outside the clone
+            if "/" not in m["path"]:
+                assert printed_program(markdown, m["path"]) or \
+                    f"`{m['path']}` is the case" in markdown, m["path"]
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.stem)

@@ -270,7 +270,7 @@ def saved_first(doc: dict) -> str:
     case = doc.get("case") or {}
     if case.get("shipped", "/" in case.get("path", "/")):
         return ""
-    return f" (save the case printed below as `{case['path']}` first)"
+    return f" (save the program below as `{case['path']}` first)"
 
 
 def standalone_script(doc: dict) -> str | None:
@@ -299,8 +299,12 @@ def standalone_lines(doc: dict) -> list[str]:
     (the case and the lines that measure its metric)."""
     shown = shown_program(doc)
     if shown:
-        return details(f"{shown['file']}: the standalone program ({shown['lines']} lines, "
-                       f"jax only)", [shown["text"].rstrip()], "python")
+        case = doc.get("case") or {}
+        own = ([] if not saved_first(doc) or not case.get("source") else
+               details(f"{case['path']}: the program this toolkit's command takes (save it "
+                       f"under that name)", [case["source"].rstrip()], "python"))
+        return [*details(f"{shown['file']}: the standalone program ({shown['lines']} lines, "
+                         f"jax only)", [shown["text"].rstrip()], "python"), *own]
     releases = pair_or_ends(doc)
     gpu = doc["backend"] != "cpu"
     gpu_name = doc["measured"].removeprefix("compiled for ").removesuffix(", without the GPU")
