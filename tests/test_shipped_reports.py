@@ -214,3 +214,12 @@ def test_a_parent_is_named_by_what_it_measured(path):
             assert "last good" not in said
         if step and step["label"] == "old" and c.get("kind") in (None, "came"):
             assert "last good" in said
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if report(p)[0].get("status") == "found"],
+                         ids=lambda p: p.stem)
+def test_the_headline_says_the_documents_direction(path):
+    """The markdown's word for the change is the JSON's ``direction``, never another."""
+    doc, markdown = report(path)
+    word = {"regression": "Regression", "fix": "Fix", "changed": "Change"}[doc["direction"]]
+    assert first_screen(markdown).splitlines()[2].startswith(f"**{word} (")

@@ -203,7 +203,7 @@ def answer_line(doc: dict) -> str:
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")
-    return (f"**{VERBS.get(direction_of(doc), 'Change')} ({where}):** "
+    return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
             f"{ends_figures(doc, found=True)}.")
 
 

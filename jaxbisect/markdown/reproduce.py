@@ -209,7 +209,12 @@ def reproduce_block(doc: dict) -> list[str]:
     behaviour differs, with what it printed there; else this toolkit's command."""
     shown = shown_program(doc)
     if shown:
-        lines = [line for end in shown["ends"] for line in end_lines(end, shown["measured"])]
+        ends = shown["ends"]
+        if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
+            from .answer import pair_words
+
+            ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
+        lines = [line for end in ends for line in end_lines(end, shown["measured"])]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
