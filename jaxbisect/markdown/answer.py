@@ -16,7 +16,7 @@ from ..placing import Behaviour
 from ..search import Status
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
-from .words import cut, label, plainly, probe_at, said, unit
+from .words import cut, label, plainly, probe_at, said, shape_words, unit
 
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
@@ -36,7 +36,7 @@ def ends_figures(doc: dict, found: bool = False) -> str:
     ends = [probe_at(doc, v) for v in versions]
     metric, joined = doc["metric"]["name"], " →" if found else " and"
     if doc["over"]:
-        shapes = [(p.get("series") or {}).get("shape") or "no shape" for p in ends]
+        shapes = [shape_words((p.get("series") or {}).get("shape")) or "no shape" for p in ends]
         name = doc["over"]["name"]
         if found:
             return (f"{metric} over {name}: {shapes[0]} at jax {versions[0]} → {shapes[1]} at "
@@ -305,7 +305,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** (no jax needed): compiled alone, it {check}."
+    return f"- **HLO module** alone (no jax): {check}."
 
 
 def first_screen(doc: dict) -> list[str]:

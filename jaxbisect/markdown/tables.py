@@ -26,6 +26,7 @@ from .words import (
     probe_at,
     runs_of,
     said,
+    shape_words,
     table,
     unit,
 )
@@ -102,7 +103,7 @@ def series_columns(doc: dict):
             *(shown_bare(u, figures.get(str(v))) for v in values),
             *(compared((probe.get("compare") or {}).get(c), beside)
               for c, beside in compare.items()),
-            series["shape"] if series else "–"], note
+            shape_words(series["shape"]) if series else "–"], note
     return headers, cells
 
 

@@ -155,3 +155,17 @@ def value_words(doc: dict, value) -> str:
         return output_words({"sha256": "", "shapes": shapes,
                              "values": values[:max(0, len(values) - 2 * len(shapes))]})
     return figure_cell(metric, unit(doc), value)
+
+
+PER_OUTER = re.compile(r"^(?P<status>\w+) \((?P<growth>[+-]\d+\.\d+)/outer\)$")
+
+
+def shape_words(label: str | None) -> str:
+    """The scan verdict's label in words: ``grows (+1.00/outer)`` is one more stacked buffer
+    held for each outer step (repro/verdict.py), ``constant (+0.00/outer)`` constant."""
+    m = PER_OUTER.match(label or "")
+    if not m:
+        return label or ""
+    if m["status"] == "constant":
+        return "constant"
+    return f"{m['status']} ({m['growth']} stacked buffers per n_outer step)"
