@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 
 from packaging.version import Version
 
@@ -30,6 +31,9 @@ from .words import (
     table,
     unit,
 )
+
+
+LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
 
 
 def row_label(doc: dict, probe: dict) -> str:
@@ -218,7 +222,7 @@ def how_text(doc: dict) -> str:
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {doc['ends']['reason']}."
+        how += f" The ends: {LOOK.sub('', doc['ends']['reason'])}."
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
