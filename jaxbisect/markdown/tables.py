@@ -32,7 +32,6 @@ from .words import (
     unit,
 )
 
-
 LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
 
 
