@@ -268,7 +268,12 @@ def tried_lines(doc: dict) -> list[str]:
 def hlo_lines(doc: dict) -> list[str]:
     """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
     the fuel step (evidence/hlo_render.py, the hlo helper's)."""
-    return details_lines(doc["hlo_module"])
+    lines = details_lines(doc["hlo_module"])
+    bundle = doc["hlo_module"].get("bundle")
+    if bundle and lines:  # a folder beside the report: no link survives a paste
+        lines += [f"The bundle is a folder, `{bundle}/`, beside the report's JSON, not a link: "
+                  f"pasted as a comment, attach it as `{bundle}.zip`.", ""]
+    return lines
 
 
 def minimal_lines(doc: dict) -> list[str]:
