@@ -189,9 +189,11 @@ def chart(doc: dict) -> str | None:
         drawn = shape_chart(doc)
         return chart_markdown(**drawn) if drawn else None
     metric, u = doc["metric"]["name"], unit(doc)
-    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u or metric})")
     points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
               if "median" in p["figure"]]
+    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u or metric})")
+    if u == "s" and points and all(v < 1 for _, v in points):  # the unit the tables show
+        scale, y = 1e-3, f"{metric} (ms)"
     if len(points) < 2:
         return None
     values = [v / scale for _, v in points]
