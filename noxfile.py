@@ -2,7 +2,8 @@
 
 Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
 Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
-`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `bench`, `tests`, `tests_fast`, `lint`.
+`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `reports_check`, `bench`, `tests`,
+`tests_fast`, `lint`.
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
@@ -137,6 +138,17 @@ def bisect(session: nox.Session) -> None:
         session.error("give the range: nox -s bisect -- --from 0.5.0 --to 0.10.2 [options]")
     _install_project(session)
     session.run("python", "-m", "jaxbisect", *session.posargs)
+
+
+@nox.session
+def reports_check(session: nox.Session) -> None:
+    """Every shipped report's program, run in plain environments of the installs it names
+    where the behaviour differs (uv environments of only the report's own pip lines, CPU);
+    fails where the outputs do not differ as the report says (a timing: under half the ratio
+    the report's headline shows). A report compiled for a GPU is said to be unchecked here.
+    ``-- --json`` prints the outcome as one document; ``-- reports/cases`` one folder."""
+    _install_project(session)
+    session.run("python", "-m", "jaxbisect.reports_check", *session.posargs)
 
 
 @nox.session

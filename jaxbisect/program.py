@@ -147,7 +147,7 @@ def _call(params: dict, defaults: dict, over_name: str | None = None) -> str:
     return f"case({', '.join(given)})"
 
 
-def _series_values(values: tuple) -> tuple:
+def series_values(values: tuple) -> tuple:
     """At most SERIES_VALUES of a shape's values: the first, the middle and the last."""
     if len(values) <= SERIES_VALUES:
         return tuple(values)
@@ -175,7 +175,7 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple) -> tuple[list
         size = f"(m.output_size_in_bytes + m.temp_size_in_bytes) / {MIB_TEXT}:.2f"
         if over:
             name, values = over
-            return needs, [f"for value in {_series_values(values)!r}:",
+            return needs, [f"for value in {series_values(values)!r}:",
                            f"    fn, args = {_call(params, case.defaults, name)}",
                            *(f"    {line}" for line in plan),
                            f"    print(f\"{name}={{value}}: {{{size}}} MiB\")"]

@@ -36,6 +36,7 @@ RUNS = 2  # each end's runs: two that disagree make its output nondeterministic
 FIRST = ("jax", "jaxlib")  # an install line's first pins; then the rest by name
 ROLES = {Direction.REGRESSION: ("last good", "first bad"),
          Direction.CHANGED: ("last good", "first bad"), Direction.FIX: ("last bad", "fixed")}
+LIKE, UNLIKE = "like the ends", "unlike the ends"  # a came-and-went pair's roles
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 Say = Callable[[str], None]
 
@@ -170,6 +171,8 @@ def shows(program: Program, direction: Direction | None, old: ProgramRun, new: P
         from .comparing import OUTPUT_TOLERANCE
 
         rtol = threshold or OUTPUT_TOLERANCE
+        if _NUMBER.sub("#", old.output) != _NUMBER.sub("#", new.output):
+            return True  # a shape, a dtype or a structure that changed, whatever the values
         return len(a) != len(b) or not all(_close(x, y, rtol) for x, y in zip(a, b))
     if program.over:
         values = program.over[1]
@@ -189,6 +192,8 @@ def shows(program: Program, direction: Direction | None, old: ProgramRun, new: P
     if len(a) != 1 or len(b) != 1 or a[0] <= 0 or b[0] <= 0:
         return False
     ratio = b[0] / a[0]
+    if direction is None:  # a change inside alike ends: either way
+        return ratio > 1 + t or ratio < 1 / (1 + t)
     return ratio > 1 + t if direction == Direction.REGRESSION else ratio < 1 / (1 + t)
 
 
@@ -248,9 +253,11 @@ def sizes(b, minimal: dict | None = None) -> tuple[dict, tuple]:
 
 
 def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
-    """The ``reproducer`` part of a bisection that found its pair (None where it found
-    none): the program written from the case and run at both ends, or why there is none."""
-    if b.search.status != Status.FOUND or b.pair is None:
+    """The ``reproducer`` part of a bisection that found its pair, or of a change that came
+    and went inside alike ends (None where there is neither): the program written from the
+    case and run where the behaviour differs, or why there is none."""
+    came_and_went = b.search.status == Status.ALIKE and getattr(b, "came_and_went", False)
+    if not came_and_went and (b.search.status != Status.FOUND or b.pair is None):
         return None
     q = b.request.question
     why = why_not(q.metric, case=q.case, target=q.target)
@@ -258,6 +265,8 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
         return not_written(why)
     params, over = sizes(b, minimal)
     program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags)
+    if came_and_went:
+        return came_and_went_part(b, program, lab, say)
     old_role, new_role = ROLES.get(b.direction or Direction.CHANGED, ROLES[Direction.CHANGED])
     old, new = sorted(b.pair, key=lambda r: Version(str(r.version)))
     say(f"the standalone program: {program.lines} lines, run twice at jax {old.version} and "
@@ -265,3 +274,20 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
     return reproducer(program, [(old, old_role), (new, new_role)], b.request.backend, lab,
                       direction=b.direction, timeout=b.timeout, say=say,
                       threshold=b.request.threshold)
+
+
+def came_and_went_part(b, program: Program, lab, say: Say) -> dict:
+    """The program where the first change inside alike ends came (``ends``) and where it went
+    (``went``): the releases either side of each, no direction (the ends agree)."""
+    change = b.interior.changes[0]
+    came, went = ([b.candidates[i] for i in pair] for pair in (change.came, change.went))
+    say(f"the standalone program: {program.lines} lines, run twice at jax "
+        f"{', '.join(str(r.version) for r in [*came, went[1]])}")
+    part = reproducer(program, [(came[0], LIKE), (came[1], UNLIKE)], b.request.backend,
+                      lab, direction=None, timeout=b.timeout, say=say,
+                      threshold=b.request.threshold)
+    gone = reproducer(program, [(went[0], UNLIKE), (went[1], LIKE)], b.request.backend, lab,
+                      direction=None, timeout=b.timeout, say=say,
+                      threshold=b.request.threshold)
+    part["went"] = {k: gone[k] for k in ("ends", "shows_change", "nondeterministic")}
+    return part

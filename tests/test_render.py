@@ -16,13 +16,14 @@ import pytest
 from jaxbisect.commit_report import commits_document  # noqa: F401  (the commits part's writer)
 from jaxbisect.jax_commits import Commit, CommitRange
 from jaxbisect.markdown import render
+from jaxbisect.markdown.reproduce import shown_program
 from jaxbisect.markdown.sections import commits_command, python_error
 from jaxbisect.markdown.words import LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
 SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
-FIRST_LINES, FIRST_CHARS = 20, 1500  # the short answer with its reproduce block
+FIRST_LINES, FIRST_CHARS = 20, 1800  # the short answer with its reproduce block
 # A path of this machine or a user's: a home, the clone, a temporary folder.
 LOCAL_PATH = re.compile(r"(?<![\w/.])(/home/|/root/|/Users/|/tmp/|/work/|/private/|[A-Z]:\\)")
 RELATIVE_IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?://)")
@@ -68,14 +69,14 @@ def test_every_shipped_report_opens_short_with_no_path_and_no_image_link(path):
                 *(x for c in (doc.get("interior_check") or {}).get("changes") or ()
                   for x in (*c["came"], *c["went"])),
                 *(x for p in doc["needs_a_gpu"] for x in (p["from"], p["to"])),
-                *(y["jax"] for y in doc["yanked"]),
+                *(y["jax"] for y in doc["yanked"]), *(s["jax"] for s in doc["skipped"]),
                 *((doc.get("next_step") or {}).get("newest"),)}
         assert set(VERSION.findall(screen)) <= held
         if doc["status"] == "found":
             assert doc["last_old"]["jax"] in screen and doc["first_new"]["jax"] in screen
-        r = doc.get("reproducer") or {}
-        if r.get("ends"):  # the standalone program's install line and output at each end
-            assert all(end["install"] in screen for end in r["ends"])
+        shown = shown_program(doc)
+        if shown:  # the standalone program's install line and output where it differs
+            assert all(end["install"] in screen for end in shown["ends"])
             assert doc["reproduce"] in markdown  # the toolkit's command, folded under it
         else:
             assert doc["reproduce"] in screen  # the toolkit's command
@@ -120,9 +121,11 @@ def test_no_sentence_counts_nothing_and_crashed_passes_are_said_apart():
     assert "passes tried" not in render(a6000)
 
 
-def test_a_pass_turned_off_on_a_gpu_is_a_diagnostic_never_a_workaround():
+def test_a_pass_turned_off_is_a_diagnostic_never_a_workaround():
     a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
     assert "**Workaround" not in render(a6000)
+    matvec = doc_of("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
+    assert "**Workaround" not in render(matvec) and "(workaround)" not in render(matvec)
     cpu = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")  # a CPU flag: a user's option
     assert "**Workaround:**" in render(cpu)
 
@@ -177,7 +180,7 @@ def test_the_parts_other_helpers_write_render_in_the_first_screen():
                                       "side_commits": []})
     screen = first_screen(render(both))
     assert "Needs both" in screen and "xla_extension_version >= 312" in screen
-    assert doc["hlo_module"]["bundle"] in screen
+    assert "**HLO module**" in screen and "reproduces the change" in screen
     assert both["commits"]["first_bad"]["url"] in screen
     assert_readable(render(both))
     pairs = copy.deepcopy(doc)

@@ -4,7 +4,10 @@ the sentences beside the answer that say what it does not cover."""
 
 from __future__ import annotations
 
+import re
 import shlex
+
+from packaging.version import Version
 
 from ..classify import Direction
 from ..figures import shown
@@ -13,7 +16,7 @@ from ..placing import Behaviour
 from ..search import Status
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
-from .words import cut, label, probe_at, said, unit
+from .words import cut, label, plainly, probe_at, said, shape_words, unit
 
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
@@ -33,7 +36,7 @@ def ends_figures(doc: dict, found: bool = False) -> str:
     ends = [probe_at(doc, v) for v in versions]
     metric, joined = doc["metric"]["name"], " →" if found else " and"
     if doc["over"]:
-        shapes = [(p.get("series") or {}).get("shape") or "no shape" for p in ends]
+        shapes = [shape_words((p.get("series") or {}).get("shape")) or "no shape" for p in ends]
         name = doc["over"]["name"]
         if found:
             return (f"{metric} over {name}: {shapes[0]} at jax {versions[0]} → {shapes[1]} at "
@@ -44,10 +47,23 @@ def ends_figures(doc: dict, found: bool = False) -> str:
             f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
     if metric == "error" and found:  # the error's words say what it is
         return line
-    if doc["ends"] and doc["ends"]["ratio"]:
+    shown = [said(doc, e["figure"]) for e in ends]
+    figures = [SHOWN.fullmatch(f) for f in shown]
+    if found and all(figures) and figures[0]["unit"] == figures[1]["unit"] \
+            and float(figures[0]["number"]) > 0:  # the ratio of the figures as shown
+        line += f" ({ratio_text(float(figures[1]['number']) / float(figures[0]['number']))})"
+    elif doc["ends"] and doc["ends"]["ratio"]:
         pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
         line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
     return f"{metric} {line}" if found else line
+
+
+SHOWN = re.compile(r"(?P<number>[0-9.]+(?:e[-+]?\d+)?) (?P<unit>[^\s(]+)")
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio in three significant figures (193.6× is not 214.99×'s neighbour by accident)."""
+    return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.3g}×"
 
 
 def sized_ends(doc: dict, ends: list[dict]) -> str:
@@ -60,7 +76,77 @@ def sized_ends(doc: dict, ends: list[dict]) -> str:
         return ""
     at = max(shared, key=lambda v: float(v) if v.replace(".", "", 1).isdigit() else 0)
     old, new = (shown(doc["metric"]["name"], unit(doc), f[at]) for f in figures)
-    return f" ({doc['over']['name']}={at}: {old} → {new})"
+    sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
+    if sizes[0] == sizes[1]:
+        return f" ({doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new})"
+    # Measured otherwise at each end (another size, a run's peak): each said with its own.
+    return (f" ({doc['over']['name']}={at}: {old} at {sizes[0] or 'the size asked'}, {new} at "
+            f"{sizes[1] or 'the size asked'}; not one quantity)")
+
+
+SIZES = ("n_res", "n", "rows", "cols", "size", "batch", "n_inner")
+
+
+def sized_as(doc: dict, series: dict) -> str:
+    """How a series was measured, beside its figures: its size parameters (``n_res=200``),
+    and a run's peak where compiled statistics were empty."""
+    params = series.get("params") or {}
+    over = (doc.get("over") or {}).get("name")
+    sized = ", ".join(f"{k}={v}" for k, v in params.items()
+                      if k != over and isinstance(v, int) and not isinstance(v, bool)
+                      and (k in SIZES or k.startswith("n_")) and k != "variant")
+    return sized + (", a run's peak (compiled statistics empty)" if series.get("fallback")
+                    else "")
+
+
+def changes_words(doc: dict) -> str:
+    """Each change inside alike ends, from the document's rows: where it came, where it went,
+    and what the releases unlike the ends gave (a nondeterministic one: each run's)."""
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    parts = []
+    for c in doc["interior_check"]["changes"]:
+        unlike = "; ".join(f"jax {v}: {said(doc, rows[v]['figure'])}" for v in c["releases"]
+                           if v in rows)
+        parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
+                     f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
+                     + ("" if c.get("exact", True) else
+                        "; a release between could not be told, so each pair spans it"))
+    return "; ".join(parts)
+
+
+def present_at_both(doc: dict) -> str:
+    """Where the ends agree on the behaviour a report is about (a shape that grows, an error
+    raised), that it is there at both: "no change" is not "no bug"."""
+    ends = [probe_at(doc, v) for v in doc["measured_part"]]
+    if doc["over"]:
+        shapes = [(p.get("series") or {}).get("status") for p in ends]
+        if shapes[0] == shapes[1] and shapes[0] in ("grows", "shrinks"):
+            return (f" It {shapes[0]} with {doc['over']['name']} at both ends: present "
+                    f"throughout the range, not new in it.")
+    if doc["metric"]["name"] == "error":
+        values = [p["figure"].get("value") for p in ends]
+        if values[0] == values[1] and values[0] not in (None, "no error"):
+            return " Both ends raise it: present throughout the range, not new in it."
+    return ""
+
+
+def inside_text(doc: dict) -> str:
+    """The releases inside alike ends, from the document's rows: those measured and how they
+    behave, those left out and why (never "every release" where some were not measured)."""
+    inside = doc.get("interior_check") or {}
+    if not inside.get("measured"):
+        return f" {inside['text']}." if inside.get("text") else ""
+    rows = doc.get("interior") or []
+    first, last = (Version(v) for v in doc["measured_part"])
+    left = [s for s in doc["skipped"] if first < Version(s["jax"]) < last]
+    alike = all(r["label"] == "old" for r in rows)
+    said = (f" The {len(rows)} release{'s' if len(rows) != 1 else ''} inside measured here "
+            f"(jax {', '.join(r['jax'] for r in rows)}) "
+            + ("behave as the ends." if alike else "do not all behave as the ends."))
+    if left:
+        said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
+                 f"({cut(plainly(left[0]['reason']), 120)}).")
+    return said
 
 
 def undecided_advice(doc: dict) -> str:
@@ -79,13 +165,13 @@ def alike_how(doc: dict) -> str:
     if doc["over"]:
         return "the same shape"
     if doc["metric"]["kind"] == "noisy":
-        return f"an equivalence test on interleaved pairs: {doc['ends']['reason']}"
+        return f"the same by an equivalence test on interleaved pairs ({doc['ends']['reason']})"
     if doc["metric"]["name"] == "error":  # messages, compared by equality
         return "the same message"
     if doc["metric"]["name"] == "output":  # values, within a relative tolerance
         return f"the same values within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative"
     share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
-    return f"within {share:.0%} of each other"
+    return f"the same within {share:.0%}"
 
 
 def answer_line(doc: dict) -> str:
@@ -102,21 +188,22 @@ def answer_line(doc: dict) -> str:
     if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
     if status == Status.ALIKE:
-        alike = f"{subject} is {ends_figures(doc)}: alike ({alike_how(doc)})"
+        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}: "
+                 f"{alike_how(doc)}")
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
             return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
                     f"({alike}), but not every release between them does: "
-                    f"{inside['text']}.")
-        return f"**No change ({where}) in jax {start} … {end}:** {alike}." + (
-            f" {inside['text']}." if inside.get("text") else "")
+                    f"{changes_words(doc)}.")
+        return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
+                + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:
         runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
         return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")
-    return (f"**{VERBS.get(direction_of(doc), 'Change')} ({where}):** "
+    return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
             f"{ends_figures(doc, found=True)}.")
 
 
@@ -194,11 +281,10 @@ def check_command(doc: dict, w: dict) -> str:
 
 
 def setting_kind(doc: dict, w: dict) -> str:
-    """"workaround" for a setting that keeps the result right and that a user sets on that
-    target; "diagnostic" otherwise (a pass turned off on a GPU, a pass correctness needs)."""
-    pass_off = "xla_disable_hlo_passes" in w["xla_flags"]
-    on_gpu = doc.get("target") or doc.get("backend") not in (None, "cpu")
-    if not w.get("safe", True) or (pass_off and on_gpu):
+    """"workaround" for a flag setting that keeps the result right; "diagnostic" for any HLO
+    pass turned off (on every target alike: not a setting to run with) and for a setting
+    correctness depends on."""
+    if not w.get("safe", True) or "xla_disable_hlo_passes" in w["xla_flags"]:
         return "diagnostic"
     return "workaround"
 
@@ -207,11 +293,7 @@ def fixed_line(doc: dict) -> str | None:
     """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
     if doc["status"] == Status.FOUND and doc["direction"] == Direction.FIX:
         return f"- **Fixed in:** jax {doc['first_new']['jax']}."
-    went = [c["went"] for c in (doc.get("interior_check") or {}).get("changes") or ()]
-    if went:
-        return "- **Gone again in:** " + "; ".join(f"jax {w[1]} (after {w[0]})"
-                                                   for w in went) + "."
-    return None
+    return None  # a change that came and went: the answer's sentence names where it went
 
 
 def hlo_line(doc: dict) -> str | None:
@@ -223,7 +305,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** (no jax needed): `{h['bundle']}/` beside this report {check}."
+    return f"- **HLO module** alone (no jax): {check}."
 
 
 def first_screen(doc: dict) -> list[str]:

@@ -4,7 +4,8 @@ its line in the first screen and its section (each step, the skips, the commits 
 from __future__ import annotations
 
 from ..figures import figure_text
-from .words import SUBJECT_WIDTH, cut, details, linked, short, table, unit
+from .reproduce import shown_program
+from .words import cut, details, linked, short, subject, table, unit
 
 # What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
 AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib"),
@@ -13,6 +14,11 @@ CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
                    "both": "a jax commit on the newer jaxlib"}
 
 
+# A part's two commits (the parent, the commit named) in the words of what happened there:
+# where a change went, the parent still shows it.
+PARENT_WORDS = {"came": ("last good", "first bad"), "went": ("the last that still shows it",
+                                                             "the first without it"),
+                "fix": ("last bad", "fixed")}
 # The commit a part names, in the words of what happened there: where an error came, where
 # it went again (the first commit without it), where a fix undid a regression.
 FIRST_WORDS = {"came": "First bad commit", "went": "Gone with commit", "fix": "Fixed by commit"}
@@ -48,7 +54,7 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
     xla = "" if pair else compare_link(doc)
     if c["came_with"] == "jax" and c.get("first_bad"):
         first = c["first_bad"]
-        where = "" if c["exact"] else f" (or one of the {len(c['between'])} before it)"
+        where = "" if c["exact"] else f" (or {counted(len(c['between']), 'commit')} before it)"
         return (f"- **{FIRST_WORDS.get(c.get('kind'), FIRST_WORDS['came'])}{at}:** "
                 f"{linked(first)}{where}, "
                 f"{first['date'][:10]}{revert_words(first)}")
@@ -60,12 +66,24 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
                 f"{xla}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
-                     f"jax {c['new']}" if newer.get("came_with") == "jaxlib" else "")
+        both_ways = (newer_words(c) if newer.get("came_with") == "jaxlib" else "")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
                 f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
                 f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
+
+
+def newer_words(c: dict) -> str:
+    """What the newer jaxlib's half measured, no more: every commit only where the commits
+    between its ends were looked at, else its ends and the count left unseen."""
+    newer = c["newer"]
+    inside = (c.get("inside") or {}).get("newer") or {}
+    if inside.get("measured") and not inside.get("changes"):
+        return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                f"jax {c['new']}")
+    unseen = inside.get("commits")
+    return (f"; on jaxlib {newer['jaxlib']} its first and last commits behave as jax "
+            f"{c['new']}" + (f", the {unseen} between not looked at" if unseen else ""))
 
 
 def commits_first_lines(doc: dict) -> list[str]:
@@ -77,7 +95,7 @@ def headline(doc: dict, c: dict) -> str:
     if c["came_with"] in ("jax", "both") and c.get("first_bad"):
         first = c["first_bad"]
         where = ("" if c["exact"] else
-                 f" (or one of the {len(c['between'])} commits before it that could not run)")
+                 f" (or {counted(len(c['between']), 'commit')} before it that could not run)")
         merged = first.get("side_commits") or []
         what = ("merging " + ", ".join(f"{short(x)} “{x['subject']}” by {x['author']}"
                                        for x in merged[:3])
@@ -101,8 +119,7 @@ def headline(doc: dict, c: dict) -> str:
                 f"{revert_words(first)}{before}.{gate}{third}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
-                     f"jax {c['new']}" if newer else "")
+        both_ways = newer_words(c) if newer else ""
         return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
                 f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
                 f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
@@ -163,7 +180,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         lines += [comparison, ""]
     if c["steps"]:
         older = c.get("old_jaxlib", c["runs_on"]["jaxlib"])
-        rows = [[short(st), st["date"][:10], st["subject"][:SUBJECT_WIDTH],
+        rows = [[short(st), st["date"][:10], subject(st["subject"]),
                  (st.get("runs_on") or c["runs_on"])["jaxlib"],
                  st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
                  "third behaviour" if st.get("third") else st["label"]]
@@ -177,13 +194,15 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
         lines += [f"{words}: {first['url']}" + (f", pull request {first['pr_url']}"
                                                 if first.get("pr_url") else ""),
-                  *([f"Its parent (last good): {c['last_good']['url']}"]
+                  *([f"Its parent ({PARENT_WORDS[c.get('kind') or 'came'][0]}): "
+                     f"{c['last_good']['url']}"]
                     if c.get("last_good") else []), ""]
         if first.get("files"):
-            lines += details(f"the {len(first['files'])} files it touched", first["files"],
+            lines += details(f"{counted(len(first['files']), 'file')} it touched", first["files"],
                              "text")
         if first.get("side_commits"):
-            lines += details(f"the {len(first['side_commits'])} commits the merge brought in",
+            merged = counted(len(first["side_commits"]), "commit")
+            lines += details(f"{merged} the merge brought in",
                              [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
                               for x in first["side_commits"]], "text")
         if c["between"]:
@@ -193,12 +212,12 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if thirds:  # a hang under a timing metric: beyond both ends, as a release's
         lines += ["A third behaviour, like neither end (left out of the search, not filed "
                   "under old or new):", "",
-                  *[f"- `{st['sha'][:10]}` {st['subject'][:SUBJECT_WIDTH]}: {st['reason']}"
+                  *[f"- `{st['sha'][:10]}` {subject(st['subject'])}: {st['reason']}"
                     for st in thirds], ""]
     lines += inside_lines(c)
     if c["skipped"]:
         lines += ["Skipped (as `git bisect run`'s exit 125: never read as a behaviour):", "",
-                  *[f"- `{x['sha'][:10]}` {x['subject'][:SUBJECT_WIDTH]}: {x['why']}"
+                  *[f"- `{x['sha'][:10]}` {subject(x['subject'])}: {x['why']}"
                     for x in c["skipped"]], ""]
     need = len(c["need_new"])
     if c["came_with"] != "both":
@@ -211,9 +230,42 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     if c["need_new"]:
         lines += details("the commits that need the newer jaxlib",
                          [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
-    if c.get("reproduce"):
+    reproduce = commit_reproduce(doc, c)
+    if reproduce:
         lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
-                         c["reproduce"], "sh")
+                         reproduce, "sh")
+    return lines
+
+
+def commit_reproduce(doc: dict, c: dict) -> list[str]:
+    """Plain git, pip and python lines that run the report's own program at the two commits
+    the answer rests on, each with what it gave there; the document's own lines where the
+    report has no program (a command: the command, shown in full)."""
+    shown = shown_program(doc)
+    if c["came_with"] in ("jax", "both") and c.get("last_good") and c.get("first_bad"):
+        pair = list(zip((c["last_good"], c["first_bad"]), PARENT_WORDS[c.get("kind") or "came"]))
+    elif c["came_with"] == "jaxlib" and c.get("old_end") and c.get("new_end"):
+        pair = [(c["old_end"], f"as jax {c['old']}"), (c["new_end"], f"as jax {c['old']} too")]
+    else:
+        return []
+    if shown is None:
+        return list(c.get("reproduce") or ())
+    on = (c["runs_on"] if c["came_with"] != "both" else
+          {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
+    install = next((e["install"] for e in shown["ends"] if e["jax"] == on["jax"]),
+                   f"pip install jax=={on['jax']} jaxlib=={on['jaxlib']}")
+    steps = {st["sha"]: st for st in c.get("steps") or ()}
+    lines = ["git clone https://github.com/jax-ml/jax jax-src",
+             f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
+             f"clone:", install]
+    for commit, role in pair:
+        st = steps.get(commit["sha"])
+        figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
+                  if st else None)
+        gave = f": the toolkit measured {figure}" if figure else ""
+        lines += [f"# {short(commit)}, {role}{gave}",
+                  f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
+                  f"{shown['ends'][0]['command']}"]
     return lines
 
 
@@ -248,3 +300,8 @@ def inside_lines(c: dict) -> list[str]:
 def commits_lines(doc: dict) -> list[str]:
     """Every commits part's section."""
     return [line for pair, c in parts(doc) for line in part_lines(doc, c, pair)]
+
+
+def counted(n: int, noun: str) -> str:
+    """"the commit", "the 3 commits": a count in words a maintainer writes."""
+    return f"the {noun}" if n == 1 else f"the {n} {noun}s"

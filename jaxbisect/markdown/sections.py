@@ -4,10 +4,8 @@ flags tried, the HLO bundle, where and on what the runs ran."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from pathlib import Path
 
 from ..evidence.handoff import render_culprit_commits, render_xla_range
 from ..evidence.hlo_render import details_lines
@@ -17,7 +15,8 @@ from ..figures import figure_cell
 from ..placing import Behaviour, Verdict
 from ..search import Status
 from .answer import setting_kind
-from .words import details, pair_or_ends, params_text, table, unit
+from .reproduce import shown_program
+from .words import cut, details, params_text, plainly, table, value_words
 
 
 def in_jax_python(doc: dict) -> bool:
@@ -57,16 +56,25 @@ def attribution_lines(doc: dict) -> list[str]:
     a = doc["attribution"]
     came_with = (doc.get("commits") or {}).get("came_with")
     lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
+    if doc["metric"]["name"] == "compile_time" and a.get("culprit") in ("xla", "below-hlo"):
+        lines += ["The HLO rule reads the modules only: a compile_time change can also lie in "
+                  "jax's own tracing and lowering (Python, before any module exists), which it "
+                  "cannot see; jax's commits (`--commits`) measure that.", ""]
     links = a.get("links") or {}
-    if links.get("xla_compare"):
+    if came_with == "jax":  # jax's Python, measured: XLA's commits are beside the point
+        pass
+    elif links.get("xla_compare"):
         count = (f" ({a['xla_commit_count']} commits)" if a.get("xla_commit_count") is not None
                  else "")
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
-        lines += [a["xla_note"] + ".", ""]
-    if came_with in ("jax", "both"):
-        lines += ["Below the release: the first bad jax commit is named above (*jax commits*); "
-                  "the XLA range and the hand-off below it are not needed.", ""]
+        lines += [plainly(a["xla_note"]) + ".", ""]
+    if came_with == "jax":
+        lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
+                  "measured, so XLA's commits are not looked at.", ""]
+    elif came_with == "both":
+        lines += ["The first bad jax commit is named above (*jax commits*); it needs the newer "
+                  "jaxlib too, whose XLA commits are linked above.", ""]
     elif in_jax_python(doc) and came_with is None:
         lines += ["**Next step:** the change is in jax's Python, so jax's own commits between "
                   "the two releases name it, without building anything:", "", "```sh",
@@ -103,26 +111,50 @@ def evidence_lines(doc: dict) -> list[str]:
             *(["--target", doc["target"]] if doc.get("target") else
               ["--backend", doc["backend"]]),
             *([f"--xla-flags={doc['xla_flags']}"] if doc.get("xla_flags") else []), "--json"]
-    # Without the toolkit: the same compile with XLA's dump on, in the Reproduce section's
-    # environments, from the case file's folder.
-    keywords = ", ".join(f"{k}={json.dumps(v) if isinstance(v, str) else repr(v)}"
-                         for k, v in params.items())  # double quotes: no shell escapes
-    code = (f"import {Path(case['path']).stem} as c; fn, args = c.case({keywords}); "
-            f"fn.lower(*args).compile()")
-    flags = [f"{doc.get('xla_flags') or ''} --xla_dump_to=dump-{v} --xla_dump_hlo_as_text"
-             .strip() for v in pair_or_ends(doc)]
-    plain = [f"XLA_FLAGS={shlex.quote(f)} venv-{v}/bin/python -c {shlex.quote(code)}"
-             for f, v in zip(flags, pair_or_ends(doc))]
-    text = render_buffers_markdown(evidence, shlex.join(argv), plain)
+    # Without the toolkit: the report's own program with XLA's dumps on, in the reproduce
+    # block's environments (never a file the report does not print).
+    shown = shown_program(doc)
+    text = render_buffers_markdown(evidence, shlex.join(argv), ())
+    if shown:
+        flags = doc.get("xla_flags") or ""
+        runs = ["XLA_FLAGS="
+                + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
+                              .strip())
+                + f" python {shown['file']}   # in jax {e['jax']}'s environment"
+                for e in shown["ends"]]
+        text += "\n".join([
+            f"Without the toolkit: `{shown['file']}` (above) with XLA's dumps on, in each "
+            f"environment of the reproduce block; XLA writes "
+            f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
+            f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
+            f"program (its sizes, which may differ from the dump's above: "
+            f"{params_text(evidence['params'])}):", "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
-    return details(title.removeprefix("## "), [body.strip(), ""])
+    return details(title.removeprefix("## "), [capped(body.strip()), ""])
+
+
+DUMP_LINES = 16  # a dump's code block beyond this is cut: the JSON document holds it whole
+TEXT_BLOCK = re.compile(r"^```text\n(?P<body>.*?)\n```$", re.MULTILINE | re.DOTALL)
+
+
+def capped(text: str, most: int = DUMP_LINES) -> str:
+    """Each dump's text block cut to its first ``most`` lines, with how many were left out
+    (a report is read, the JSON beside it is searched)."""
+    def cut_block(m: re.Match) -> str:
+        lines = m["body"].splitlines()
+        if len(lines) <= most:
+            return m[0]
+        kept = "\n".join(lines[:most])
+        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the JSON "
+                f"document beside the report holds what they show)\n```")
+    return TEXT_BLOCK.sub(cut_block, text)
 
 
 def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
     """Every flag setting that brought the old figure back, one a line: the flag, the
     release, the figure, whether (and how) the reverse was tested, and whether it is a
     workaround (keeps the result right, a user's option on that target) or a diagnostic."""
-    metric, u = doc["metric"]["name"], unit(doc)
+    metric = doc["metric"]["name"]
     lines = []
     for w in workarounds:
         kind = setting_kind(doc, w)
@@ -134,26 +166,27 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
                  + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else f"brings back the old {metric}"))
         if w.get("figure") is not None:
-            line += f" ({figure_cell(metric, u, w['figure'])})"
+            line += f" ({value_words(doc, w['figure'])})"
         reverse = w.get("reverse")
         if reverse:
             if reverse.get("tested"):
                 line += (f"; the reverse, `{reverse['xla_flags']}` under jax "
                          f"{reverse['release']}, gives the {reverse['behaviour']} behaviour")
                 if reverse.get("figure") is not None:
-                    line += f" ({figure_cell(metric, u, reverse['figure'])})"
+                    line += f" ({value_words(doc, reverse['figure'])})"
             else:
                 line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
                          f"{reverse['release']}) could not be tested: "
-                         f"{reverse.get('error') or 'it gave no figure'}")
+                         f"{plainly(reverse.get('error')) or 'it gave no figure'}")
         lines.append(line + ".")
     return lines + ([""] if lines else [])
 
 
-def test_table(tests: list[dict], metric: str, u: str, summary: str) -> list[str]:
+def test_table(doc: dict, tests: list[dict], summary: str) -> list[str]:
+    metric = doc["metric"]["name"]
     rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
-             figure_cell(metric, u, t.get("figure")),
-             (t.get("finding") or t.get("error") or "")[:160]] for t in tests]
+             value_words(doc, t.get("figure")),
+             cut(plainly(t.get("finding") or t.get("error") or ""), 160)] for t in tests]
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
@@ -186,7 +219,7 @@ def said_of(c: dict) -> str | None:
 def why_lines(doc: dict) -> list[str]:
     """The "Why" section from the explanation's document: what the flag and pass searches
     said, every setting that brought a release's figure back, and every setting measured."""
-    explanation, metric, u = doc["explanation"], doc["metric"]["name"], unit(doc)
+    explanation = doc["explanation"]
     culprit = explanation["culprit"]
     flags = culprit.get("flags") if culprit.get("flags") is not None else (
         culprit if "flag_defaults_changed" in culprit or culprit.get("kind") == "workaround"
@@ -203,9 +236,9 @@ def why_lines(doc: dict) -> list[str]:
         lines += [f"The explanation's budget ({budget['seconds']:.0f} s, --explain-budget) was "
                   f"spent: what it did not reach is marked not tested.", ""]
     if flags and flags.get("tests"):
-        lines += test_table(flags["tests"], metric, u, "Every flag setting measured")
+        lines += test_table(doc, flags["tests"], "Every flag setting measured")
     if passes and passes.get("tests"):
-        lines += test_table(passes["tests"], metric, u, "Every HLO pass turned off")
+        lines += test_table(doc, passes["tests"], "Every HLO pass turned off")
     first = (passes or {}).get("first_difference") or {}
     if first.get("status") == "differ" and first.get("diff"):
         files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
@@ -222,8 +255,8 @@ def tried_lines(doc: dict) -> list[str]:
     """``--try-xla-flags``: each set of flags under the first new release, and whether it
     brings the old behaviour back."""
     tried, metric = doc["try_xla_flags"], doc["metric"]["name"]
-    rows = [[f"`{t['xla_flags']}`", figure_cell(metric, unit(doc), t["figure"])
-             if t["figure"] is not None else t["error"] or "", t["behaviour"],
+    rows = [[f"`{t['xla_flags']}`", value_words(doc, t["figure"])
+             if t["figure"] is not None else plainly(t["error"]), t["behaviour"],
              "yes ✅" if t["restores"] else "no"] for t in tried]
     sized = params_text(doc["search_size"]["params"]) if doc.get("search_size") else ""
     return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
@@ -235,7 +268,12 @@ def tried_lines(doc: dict) -> list[str]:
 def hlo_lines(doc: dict) -> list[str]:
     """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
     the fuel step (evidence/hlo_render.py, the hlo helper's)."""
-    return details_lines(doc["hlo_module"])
+    lines = details_lines(doc["hlo_module"])
+    bundle = doc["hlo_module"].get("bundle")
+    if bundle and lines:  # a folder beside the report: no link survives a paste
+        lines += [f"The bundle is a folder, `{bundle}/`, beside the report's JSON, not a link: "
+                  f"pasted as a comment, attach it as `{bundle}.zip`.", ""]
+    return lines
 
 
 def minimal_lines(doc: dict) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 
 from packaging.version import Version
 
@@ -16,17 +17,22 @@ from ..placing import Shown
 from ..search import Status
 from .words import (
     by_release,
+    cut,
     details,
     failure_of,
     label,
     pair_or_ends,
     params_text,
+    plainly,
     probe_at,
     runs_of,
     said,
+    shape_words,
     table,
     unit,
 )
+
+LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
 
 
 def row_label(doc: dict, probe: dict) -> str:
@@ -43,7 +49,7 @@ def skip_reason(probe: dict) -> str:
     if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
         return str(probe["reason"])
     failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
-    return failure["error"] if failure and failure["error"] else "no answer"
+    return plainly(failure["error"]) if failure and failure["error"] else "no answer"
 
 
 def compare_params(doc: dict) -> dict:
@@ -84,7 +90,7 @@ def series_columns(doc: dict):
         if got["fallback"]:
             text += f" ({series_mode(doc, got, beside)})"
         if len(got["figures"]) < len(values):
-            text += f" ({name} {', '.join(got['figures'])} only)"
+            text += f" ({name} {', '.join(sorted(got['figures'], key=_number_key))} only)"
         return text
 
     def cells(probe: dict) -> tuple[str, list, str]:
@@ -100,7 +106,7 @@ def series_columns(doc: dict):
             *(shown_bare(u, figures.get(str(v))) for v in values),
             *(compared((probe.get("compare") or {}).get(c), beside)
               for c, beside in compare.items()),
-            series["shape"] if series else "–"], note
+            shape_words(series["shape"]) if series else "–"], note
     return headers, cells
 
 
@@ -134,10 +140,17 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
     for probe in by_release(doc):
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
-        rows.append([probe["jax"], probe["jaxlib"], row, *middle, number, note[:160]])
+        rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
+                     cut(plainly(note), 160) if note else ""])
     if any(row[-1] for row in rows):
         return headers, rows
     return headers[:-1], [row[:-1] for row in rows]
+
+
+def _number_key(text: str) -> tuple:
+    """Numbers by value before anything else by its text (1, 2, 5, 10, not 1, 10, 2, 5)."""
+    n = _number(text)
+    return (0, n, "") if isinstance(n, (int, float)) else (1, 0, str(n))
 
 
 def _number(text: str):
@@ -176,9 +189,11 @@ def chart(doc: dict) -> str | None:
         drawn = shape_chart(doc)
         return chart_markdown(**drawn) if drawn else None
     metric, u = doc["metric"]["name"], unit(doc)
-    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u or metric})")
     points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
               if "median" in p["figure"]]
+    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u or metric})")
+    if u == "s" and points and all(v < 1 for _, v in points):  # the unit the tables show
+        scale, y = 1e-3, f"{metric} (ms)"
     if len(points) < 2:
         return None
     values = [v / scale for _, v in points]
@@ -208,7 +223,7 @@ def how_text(doc: dict) -> str:
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {doc['ends']['reason']}."
+        how += f" The ends: {LOOK.sub('', doc['ends']['reason'])}."
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from packaging.version import Version
@@ -46,8 +47,28 @@ def by_release(doc: dict) -> list[dict]:
 
 
 def said(doc: dict, fig: dict) -> str:
-    """A probe's figure in the metric's units."""
+    """A probe's figure in the metric's units; an output as what it is (its values, and its
+    dtype and shape), both runs' values where they differ."""
+    if doc["metric"]["name"] == "output" and (fig.get("nondeterministic") or "sha256" in fig):
+        return output_words(fig)
     return figure_text(doc["metric"]["name"], unit(doc), fig)
+
+
+def output_words(fig: dict) -> str:
+    """An output's figure in words: ``nan (float64)``, ``float32[3]: [0.0, 1.0, 2.0]``; a
+    nondeterministic one by each run's first value."""
+    if fig.get("nondeterministic"):
+        firsts = [str(r[0]) for r in fig.get("runs") or () if r]
+        return "differs between runs: " + "; ".join(firsts) if firsts else str(fig["value"])
+    values = [str(v) for v in fig.get("values") or ()]
+    shapes = fig.get("shapes") or []
+    shown = ", ".join(values[:3]) + (", …" if len(values) > 3 else "")
+    if len(shapes) != 1:
+        return f"[{shown}]" + (f" ({len(shapes)} arrays)" if len(shapes) > 1 else "")
+    dims, dtype = shapes[0]
+    if not dims:
+        return f"{shown} ({dtype})"
+    return f"{dtype}[{','.join(map(str, dims))}]: [{shown}]"
 
 
 def failure_of(probe: dict) -> dict | None:
@@ -72,10 +93,22 @@ def short(c: dict) -> str:
     return c["sha"][:10]
 
 
+def subject(text: str, most: int = SUBJECT_WIDTH) -> str:
+    """A commit's subject in at most about ``most`` characters, cut between words: a link is
+    kept whole or left out (a cut one would be autolinked to a page that does not exist)."""
+    words, kept = " ".join(str(text).split()).split(" "), []
+    for word in words:
+        link = "://" in word or word.startswith(("github.com/", "www."))
+        if len(" ".join([*kept, word])) > most and not (link and not kept):
+            return " ".join(kept) + " …" if kept else cut(word, most)
+        kept.append(word)
+    return " ".join(kept)
+
+
 def linked(c: dict) -> str:
     """A commit as a link, its subject and its pull request."""
     pr = f" ([#{c['pr']}]({c['pr_url']}))" if c.get("pr") else ""
-    return f"[`{short(c)}`]({c['url']}) {c['subject'][:SUBJECT_WIDTH]}{pr}"
+    return f"[`{short(c)}`]({c['url']}) {subject(c['subject'])}{pr}"
 
 
 def cut(text: str, most: int) -> str:
@@ -89,3 +122,50 @@ def pair_or_ends(doc: dict) -> list[str]:
     if doc["status"] == Status.FOUND and doc.get("last_old"):
         return [doc["last_old"]["jax"], doc["first_new"]["jax"]]
     return list(doc["measured_part"])
+
+
+NO_NETWORK = re.compile(r"\s*\(?<urlopen error [^>]*>\)?")
+XLA_FAILED = re.compile(r"\b(?:[\w.]+\.)?(?:Jax|Xla)RuntimeError:\s*(?:[A-Z_]+:\s*)?")
+RAISED = re.compile(r"\b(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)):\s*")
+
+
+def plainly(text: str | None) -> str:
+    """A failure of the toolkit's own (a network, a setting XLA refused, a step that raised)
+    said in words, without the exception's own text: never the program's measured error,
+    which is the bug and is shown as the program prints it."""
+    text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
+    text = XLA_FAILED.sub("XLA failed: ", text)
+    return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
+
+
+def value_words(doc: dict, value) -> str:
+    """One measured value in a table cell (a flag or pass tried): an output's as what it is,
+    never a raw list; anything else as the figures write it."""
+    from ..figures import figure_cell
+
+    metric = doc["metric"]["name"]
+    if metric == "output" and isinstance(value, (list, tuple)) and len(value) == 2 \
+            and isinstance(value[0], list) and isinstance(value[1], list):
+        shapes, values = value
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    if metric == "output" and isinstance(value, dict) and "values" in value:
+        shapes = value.get("shapes") or []
+        values = value["values"]
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    return figure_cell(metric, unit(doc), value)
+
+
+PER_OUTER = re.compile(r"^(?P<status>\w+) \((?P<growth>[+-]\d+\.\d+)/outer\)$")
+
+
+def shape_words(label: str | None) -> str:
+    """The scan verdict's label in words: ``grows (+1.00/outer)`` is one more stacked buffer
+    held for each outer step (repro/verdict.py), ``constant (+0.00/outer)`` constant."""
+    m = PER_OUTER.match(label or "")
+    if not m:
+        return label or ""
+    if m["status"] == "constant":
+        return "constant"
+    return f"{m['status']} ({m['growth']} stacked buffers per n_outer step)"

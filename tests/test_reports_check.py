@@ -1,0 +1,90 @@
+"""``nox -s reports_check``'s judgement, on the shipped reports' own programs and outputs: a
+timing passes at half the ratio the headline shows or more, an error or an output that does
+not change fails, a report compiled for a GPU is said to be unchecked (nothing is run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jaxbisect.markdown.reproduce import shown_program
+from jaxbisect.reports_check import check_report, differs_as_said, program_of
+from jaxbisect.reproducer import ProgramRun
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+def shipped(name: str) -> dict:
+    return json.loads(next(REPORTS.rglob(name)).read_text())
+
+
+def run(jax: str, output: str, exit: int = 0) -> ProgramRun:
+    return ProgramRun(jax, 1, output, exit, {})
+
+
+def test_a_timing_passes_only_at_half_the_ratio_the_headline_shows():
+    doc = shipped("bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    shown = shown_program(doc)
+    program, (old, new) = program_of(doc, shown), shown["ends"]
+    medians = [next(p["figure"]["median"] for p in doc["probes"] if p["jax"] == e["jax"])
+               for e in (old, new)]  # the headline's 0.215 ms → 41.621 ms
+    half = medians[1] / medians[0] / 2
+    fast = run("0.4.31", "run_time: 1.000 ms (median of 100 calls)")
+    for ratio, ok in ((half * 1.05, True), (half * 0.95, False), (1.0, False)):
+        slow = run("0.4.33", f"run_time: {ratio:.3f} ms (median of 5 calls)")
+        got = differs_as_said(doc, program, "came", old, new, fast, slow)
+        assert got[0] is ok and abs(got[3] - half) < 1e-9
+
+
+def test_an_error_or_an_output_that_does_not_change_fails():
+    doc = shipped("bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
+    shown = shown_program(doc)
+    program = program_of(doc, shown)
+    came = [e for e in shown["ends"] if e["jax"] in ("0.4.35", "0.4.36")]
+    raised = "TypeError: result_paths() got multiple values for argument 'f'"
+    assert differs_as_said(doc, program, "came", *came, run("0.4.35", "no error"),
+                           run("0.4.36", raised, 1))[0]
+    assert not differs_as_said(doc, program, "came", *came, run("0.4.35", "no error"),
+                               run("0.4.36", "no error"))[0]
+    nan = shipped("bisect-0.6.0-0.7.0-cpu-exp_nan_under_jit-output.json")
+    shown = shown_program(nan)
+    program = program_of(nan, shown)
+    assert differs_as_said(nan, program, "came", *shown["ends"][:2], run("0.6.1", "nan"),
+                           run("0.6.2", "6.9e-310"))[0]
+    assert not differs_as_said(nan, program, "came", *shown["ends"][:2], run("0.6.1", "nan"),
+                               run("0.6.2", "nan"))[0]
+
+
+def test_a_shape_that_does_not_move_fails():
+    doc = shipped("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")
+    shown = shown_program(doc)
+    program = program_of(doc, shown)
+    assert program.over == ("n_outer", (2, 5))
+    flat = "n_outer=2: 25.25 MiB\nn_outer=5: 25.25 MiB"
+    grows = "n_outer=2: 25.25 MiB\nn_outer=5: 62.75 MiB"
+    ends = shown["ends"]
+    assert differs_as_said(doc, program, "came", *ends, run("0.5.0", flat), run("0.5.1", grows))[0]
+    assert not differs_as_said(doc, program, "came", *ends, run("0.5.0", flat),
+                               run("0.5.1", flat))[0]
+    assert not differs_as_said(doc, program, "came", *ends, run("0.5.0", grows),
+                               run("0.5.1", flat))[0]  # a fix is not the regression said
+
+
+def test_a_report_compiled_for_a_gpu_is_said_unchecked_and_nothing_runs():
+    path = next(REPORTS.glob("bisect-0.10.2-0.12.0.1-a6000-*.json"))
+    checked = check_report(path, say=lambda _: None)
+    assert [c.result for c in checked] == ["cannot check"]
+    assert "needs that GPU" in checked[0].why
+
+
+def test_an_output_whose_shape_alone_changes_differs():
+    """The same values in another shape, dtype or structure is a change (jax#-style: a
+    vector that became a column)."""
+    doc = shipped("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
+    shown = shown_program(doc)
+    program = program_of(doc, shown)
+    ends = shown["ends"]
+    assert differs_as_said(doc, program, "came", *ends, run("0.10.1", "[0, 1, 2]"),
+                           run("0.10.2", "[[0], [1], [2]]"))[0]
+    assert not differs_as_said(doc, program, "came", *ends, run("0.10.1", "[0, 1, 2]"),
+                               run("0.10.2", "[0, 1, 2]"))[0]
