@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from repro.metrics import concrete
 
+from .. import backends
 from .words import cut, details, pair_or_ends, probe_at
 
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -109,10 +110,8 @@ def standalone_lines(doc: dict) -> list[str]:
         return details(f"{r['file']}: the standalone program ({r['lines']} lines, jax only)",
                        [r["program"].rstrip()], "python")
     releases = pair_or_ends(doc)
-    gpu = doc["backend"] != "cpu"
-    gpu_name = doc["measured"].removeprefix("compiled for ").removesuffix(", without the GPU")
-    on = (f" on a machine with the GPU ({gpu_name})" if doc.get("target")
-          else " on a machine with an NVIDIA GPU" if gpu else "")
+    backend = backends.get(doc["backend"])
+    on = backend.machine_words(doc)
     flags = f"XLA_FLAGS={shlex.quote(doc['xla_flags'])} " if doc.get("xla_flags") else ""
     python = "3.12" if any(Version(v) >= PY312_FROM for v in releases) else "3.11"
     lines = ["```sh"]
@@ -121,8 +120,7 @@ def standalone_lines(doc: dict) -> list[str]:
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        wheels = (shlex.quote(f"jax[cuda12]=={version}") if gpu
-                  else f"jax=={version} jaxlib=={jaxlib}")
+        wheels = backend.pip_words(version, jaxlib, probe_at(doc, version).get("installed"))
         lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
     lines += ["```", "", "(Old releases may need the packages of their day: the toolkit "
               "resolves each environment as of its release's date, e.g. `uv pip install "
