@@ -161,7 +161,7 @@ def help_text() -> str:
 
 
 def resolve(asked: str, target: str = "", *, elsewhere: bool = False,
-            visible: Callable[[Backend], bool] = Backend.visible) -> str:
+            visible: Callable[[Backend], bool] = lambda backend: backend.visible()) -> str:
     """The backend a run asked for ``asked`` uses. ``auto``: the visible one of highest
     rank, else cpu. A backend whose device is not here is refused at once, before minutes of
     installs, unless the probes run ``elsewhere`` (a cluster's nodes). A ``target`` needs no
