@@ -211,6 +211,8 @@ class Tpu(Backend):
         if pin is None:
             return None, (f"cannot read jax {version}'s libtpu pin: no package index is "
                           f"reachable ({self.pins.failure})")
+        if not pin["wheel"]:
+            return None, f"jax {version} has no wheel on PyPI to read its libtpu pin from"
         if not pin["libtpu"]:
             nightly = f" (it pins {NIGHTLY}{pin['nightly']}, not on PyPI)" if pin["nightly"] \
                 else ""
