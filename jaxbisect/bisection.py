@@ -20,12 +20,13 @@ from pathlib import Path
 
 from . import backends
 from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
-from .catalogue import Catalogue, Release
+from .catalogue import Catalogue, Release, offline_line
 from .classify import (
     Classifier,
     Direction,
 )
 from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
+from .environments import is_installed
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .failures import EverywhereError, everywhere_error
@@ -285,6 +286,15 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
             raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
                             f"as the end of the range")
     usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
+    if catalogue.unreachable:  # no index answers: only what is installed already can run
+        missing = [r for r in usable if not is_installed(r, backend)]
+        if start in missing or end in missing:
+            asked = "jax " + ", ".join(str(r.version) for r in missing)
+            raise UserError(offline_line(asked, catalogue.unreachable))
+        usable = [r for r in usable if r not in missing]
+        unusable = sorted([*unusable, *((r, f"not installed here, and no package index is "
+                                           f"reachable ({catalogue.unreachable})")
+                                        for r in missing)], key=lambda u: u[0].version)
     chosen = backends.get(backend)
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)

@@ -142,6 +142,7 @@ class Catalogue:
     fetched_at: datetime
     from_cache: bool
     stale: bool  # PyPI could not be reached; this is an older cached copy
+    unreachable: str | None = None  # why PyPI could not be reached, where it could not
 
     def get(self, version: str, *, allow_yanked: bool = True) -> Release:
         try:
@@ -295,16 +296,49 @@ def load_catalogue(
         if not cached:
             raise NoNetwork(
                 f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
-                f"in {_cache_path()}; connect once to fill it"
+                f"in {_cache_path()}; connect once to fill it", cause=_describe(error)
             ) from None
         print(f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
               f"cached {_oldest(cached):%Y-%m-%d %H:%M} UTC", file=sys.stderr)
-        return _build(cached, from_cache=True, stale=True)
+        return replace(_build(cached, from_cache=True, stale=True),
+                       unreachable=_describe(error))
     for name, doc in documents.items():
         write_json(_cache_path() / f"{name}.json",
                    {"format": CACHE_FORMAT, "fetched_at": _iso(now), "pypi": doc})
     return _build({name: (now, _versions(doc)) for name, doc in documents.items()},
                   from_cache=False, stale=False)
+
+
+def installed_here() -> str | None:
+    """The jax this Python holds (its metadata read, never imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def offline_line(asked: str, cause: str, *, catalogue: bool = True) -> str:
+    """The one line for releases that cannot be installed because no package index answers
+    (a TPU VM, an air-gapped cluster): which, why, and what can be measured here instead."""
+    jax = installed_here()
+    here = (f"; this Python has jax {jax}: python -m repro measures it in place" if jax
+            else "")
+    return (f"cannot install {asked} here: no package index is reachable ({cause})"
+            + ("" if catalogue else " and no release catalogue is cached") + here)
+
+
+def catalogue_for(asked: str, refresh: bool = False) -> Catalogue:
+    """The release catalogue for a run that asks for ``asked`` ("jax 0.5.0 … 0.10.2"); where
+    no index answers and none is cached, the one line that says which releases cannot be
+    installed and why."""
+    try:
+        return load_catalogue(refresh=refresh)
+    except NoNetwork as exc:
+        if not exc.cause:  # a damaged cache: its own words
+            raise
+        raise NoNetwork(offline_line(asked, exc.cause, catalogue=False)) from None
 
 
 def trim(document: dict) -> dict:

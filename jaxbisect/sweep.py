@@ -47,11 +47,11 @@ from repro.units import column
 
 from . import backends
 from .budgets import EndsTimer
-from .catalogue import Catalogue, Release, load_catalogue, needs_another_python
+from .catalogue import Catalogue, Release, catalogue_for, needs_another_python, offline_line
 from .classify import Label, Paired, Placement
 from .commands import question_argv
 from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
-from .environments import resolve_backend
+from .environments import is_installed, resolve_backend
 from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .figures import figure, figure_text, seen, shown_bare
@@ -150,7 +150,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Planned]:
-    """The releases asked for, checked before anything is installed.
+    """The releases asked for, checked before anything is installed; where no package index
+    answers, only those installed already (the others one line, or skipped with the reason
+    under ``--if-installable`` or inside a range).
 
     A release named on its own that cannot be installed here is an error (exit 2, one line),
     unless ``--if-installable``; inside a range it is listed as skipped, with the reason.
@@ -183,6 +185,22 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
     usable, unusable = catalogue.between(first, last, backend)
     planned = [Planned(r) for r in usable] + [Planned(r, why) for r, why in unusable]
     return sorted(planned, key=lambda p: p.release.version)
+
+
+def offline(planned: list[Planned], catalogue: Catalogue, args: argparse.Namespace,
+            backend: str) -> list[Planned]:
+    """``planned`` where no package index answers (a TPU VM, say): a release not installed
+    already is skipped, saying why; one named on its own (not ``--if-installable``), or all
+    of them, is the one line that says which cannot be installed and why."""
+    if not catalogue.unreachable:
+        return planned
+    missing = [p for p in planned if not p.skip and not is_installed(p.release, backend)]
+    if missing and (len(missing) == sum(not p.skip for p in planned)
+                    or (args.releases and not args.if_installable)):
+        raise UserError(offline_line("jax " + ", ".join(str(p.release.version) for p in missing),
+                                     catalogue.unreachable))
+    why = f"not installed here, and no package index is reachable ({catalogue.unreachable})"
+    return [replace(p, skip=why) if p in missing else p for p in planned]
 
 
 # -- placing every release as a bisection places a probe ------------------------------------
@@ -675,12 +693,14 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     backend = resolve_backend(args.backend, target, gpu_elsewhere=executor is not LOCAL)
     reports: Path = args.reports or (Path("reports") / (
         "repro" if args.case is None else f"{question.case.name}-{question.metric}"))
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    asked = (" ".join(f"jax {r}" for r in args.releases) if args.releases
+             else f"jax {args.first or 'the oldest'} … {args.last or 'the newest'}")
+    catalogue = catalogue_for(asked, args.refresh_catalogue)
     real = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
     # As a bisection: a flag no end of the range knows is refused before anything is measured;
     # a release whose XLA does not know one is a failed run that says so, never a crash.
     lab = FlagCheckedLab(real, lister(real, say))
-    planned = select(catalogue, args, backend)
+    planned = offline(select(catalogue, args, backend), catalogue, args, backend)
     measured = [p.release for p in planned if not p.skip]
     if measured:
         lab.check_at_ends([("--xla-flags", question.xla_flags)], [measured[0], measured[-1]],
@@ -690,7 +710,8 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(question, target=target_option(args.also_target))
         compile_only = backends.resolve("auto", also.target)
-        sweeps.append(Sweep(also, compile_only, select(catalogue, args, compile_only),
+        sweeps.append(Sweep(also, compile_only, offline(select(catalogue, args, compile_only),
+                                                        catalogue, args, compile_only),
                             args.timeout, lab))
     say(f"{question.metric} of {question.label}; results in {reports}/")
     for s in sweeps:
