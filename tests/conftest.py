@@ -117,10 +117,14 @@ def only_this_python(monkeypatch):
 
 
 def pytest_collection_modifyitems(items):
-    """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``)."""
+    """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``);
+    those marked ``tpu`` (a libtpu environment) run only under ``nox -s tests_tpu``."""
     for item in items:
         if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
+        if "tpu" in item.keywords and os.environ.get("JAX_SCAN_REPRO_TPU_TESTS") != "1":
+            item.add_marker(pytest.mark.skip(reason="compiles with a real libtpu: "
+                                                    "nox -s tests_tpu"))
 
 
 @pytest.fixture(scope="session")
