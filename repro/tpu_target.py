@@ -62,10 +62,15 @@ class Target:
     def configure(self, environ: MutableMapping[str, str]) -> None:
         """What libtpu reads at start-up to describe the topology without the chips (without
         them it asks a TPU VM's metadata server, which a machine elsewhere does not have):
-        the CPU is JAX's platform, so that no chip is opened, here or on a TPU VM."""
+        the CPU is JAX's platform, so that no chip is opened, here or on a TPU VM. libtpu
+        takes a lock file (/tmp/libtpu_lockfile) in every process that loads it, chip or not:
+        a second compile-only process at once failed "Internal error when accessing libtpu
+        multi-process lockfile" (two releases measured at once); this process opens no chip,
+        so it loads libtpu beside others (ALLOW_MULTIPLE_LIBTPU_LOAD, as jax's own
+        multi-process tests set it)."""
         environ.update(TPU_SKIP_MDS_QUERY="true", TPU_ACCELERATOR_TYPE=self.accelerator,
                        TPU_WORKER_HOSTNAMES="localhost", TPU_WORKER_ID="0",
-                       JAX_PLATFORMS="cpu")
+                       JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
 
     def compile_only(self) -> CompileOnly:
         return CompileOnly(self)

@@ -217,7 +217,7 @@ def test_the_tpu_targets():
     v5e.configure(environ)
     assert environ == {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "true",
                        "TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_HOSTNAMES": "localhost",
-                       "TPU_WORKER_ID": "0"}
+                       "TPU_WORKER_ID": "0", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
     assert v5e.sha256 != targets.load("v6e").sha256
     assert "libtpu is not installed" in v5e.explain_error(
         "RuntimeError: JAX TPU support not installed; cannot generate TPU topology.")
