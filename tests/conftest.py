@@ -122,7 +122,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
-        if "tpu" in item.keywords and os.environ.get("JAX_SCAN_REPRO_TPU_TESTS") != "1":
+        if item.get_closest_marker("tpu") and os.environ.get("JAX_SCAN_REPRO_TPU_TESTS") != "1":
             item.add_marker(pytest.mark.skip(reason="compiles with a real libtpu: "
                                                     "nox -s tests_tpu"))
 
