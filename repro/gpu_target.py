@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .process import join_flags
-from .target import TargetError
 
 TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 SPEC_SUFFIX = ".txtpb"
@@ -114,6 +113,8 @@ def is_spec_path(key: str) -> bool:
 def load(name_or_path: str) -> Target:
     """A built-in target by name (``a6000``), or a spec file by path (target.load's callers
     check the names first)."""
+    from .target import TargetError  # here: target.py imports this module
+
     key = name_or_path.strip()
     path = TARGETS_DIR / f"{key.lower()}{SPEC_SUFFIX}"
     if key.lower() in built_in():
@@ -213,6 +214,8 @@ def capture_spec() -> str:
     """The spec of the GPU at hand (run on a machine with one), to reuse as a target file."""
     import jax
     from jax._src.lib import xla_client
+
+    from .target import TargetError
 
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if not gpus:

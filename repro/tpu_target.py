@@ -17,8 +17,6 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from importlib import metadata
 
-from .target import TargetError
-
 KIND = "tpu"
 PLATFORM = "tpu"
 PLATFORMS = {"tpu": "tpu"}  # python -m repro --backend tpu: the chip itself
@@ -104,6 +102,8 @@ def built_in() -> list[str]:
 
 
 def load(name: str) -> Target:
+    from .target import TargetError  # here: target.py imports this module
+
     try:
         return TARGETS[name.strip().lower()]
     except KeyError:
