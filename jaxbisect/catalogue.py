@@ -321,7 +321,8 @@ def installed_here() -> str | None:
 
 def offline_line(asked: str, cause: str, *, catalogue: bool = True) -> str:
     """The one line for releases that cannot be installed because no package index answers
-    (a TPU VM, an air-gapped cluster): which, why, and what can be measured here instead."""
+    (an accelerator VM, an air-gapped cluster): which, why, and what can be measured here
+    instead."""
     jax = installed_here()
     here = (f"; this Python has jax {jax}: python -m repro measures it in place" if jax
             else "")

@@ -189,7 +189,7 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
 
 def offline(planned: list[Planned], catalogue: Catalogue, args: argparse.Namespace,
             backend: str) -> list[Planned]:
-    """``planned`` where no package index answers (a TPU VM, say): a release not installed
+    """``planned`` where no package index answers (an accelerator VM, say): a release not installed
     already is skipped, saying why; one named on its own (not ``--if-installable``), or all
     of them, is the one line that says which cannot be installed and why."""
     if not catalogue.unreachable:
