@@ -131,7 +131,13 @@ class CompileOnly:
         from jax.experimental import topologies
 
         self.target = target
-        topology = topologies.get_topology_desc(target.topology, "tpu")
+        try:
+            topology = topologies.get_topology_desc(target.topology, "tpu")
+        except Exception as exc:  # no libtpu, or one that does not know the topology
+            said = f"{type(exc).__name__}: {exc}"
+            if (why := target.explain_error(said)) is None:
+                raise
+            raise RuntimeError(why) from exc
         self.device = topology.devices[0]
         self._sharding = jax.sharding.SingleDeviceSharding(self.device)
 
