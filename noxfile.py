@@ -3,7 +3,7 @@
 Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
 Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
 `nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `reports_check`, `bench`, `tests`,
-`tests_fast`, `lint`.
+`tests_fast`, `tests_tpu`, `lint`.
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
@@ -204,6 +204,17 @@ def tests_fast(session: nox.Session) -> None:
     session.run("pytest", "-m", "not jax and not slurm", "-n", "auto",
                 *(session.posargs or ["-q"]),
                 env=OFFLINE)
+
+
+@nox.session
+def tests_tpu(session: nox.Session) -> None:
+    """The test that compiles for a TPU v5e with a real libtpu, on any machine (no TPU needed):
+    it installs jax 0.5.0's TPU environment (jax, jaxlib, libtpu: about 0.7 GB), so it stays
+    out of ``nox -s tests`` and CI, where it is skipped."""
+    _install_project(session, project=".[test]")
+    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
+    session.env["JAX_SCAN_REPRO_TPU_TESTS"] = "1"
+    session.run("pytest", "-m", "tpu", "-p", "no:xdist", *(session.posargs or ["-q"]))
 
 
 @nox.session

@@ -37,6 +37,7 @@ from tabulate import tabulate
 
 from repro.options import OneLineParser
 
+from . import backends
 from .catalogue import Release, load_catalogue
 from .environments import ensure_environment, resolve_backend
 from .errors import UserError
@@ -439,12 +440,12 @@ def bench_harness(args: argparse.Namespace, scratch: Path, say: Say) -> float:
     # As the toolkit runs its harness (harness_environ): no PYTHON* setting of the caller's, so
     # a run writes its bytecode as on any machine and the median is a warm run.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JAX_"))}
-    platform = "gpu" if args.backend == "cuda12" else "cpu"
+    platform = backends.get(args.backend).harness_args()
     times = []
     for attempt in range(3):
         say(f"bench: one harness run, jax {HARNESS_RELEASE} ({attempt + 1} of 3) …")
-        seconds, _ = _timed(lambda: _run([str(python), "-m", "repro", "--quiet", "--backend",
-                                          platform], env=env, cwd=REPO))
+        seconds, _ = _timed(lambda: _run([str(python), "-m", "repro", "--quiet", *platform],
+                                         env=env, cwd=REPO))
         times.append(seconds)
     unit = sorted(times)[1]
     say(f"bench: one harness run: {unit:.2f} s (runs: "
@@ -525,7 +526,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", choices=sorted(BENCHMARKS), action="append",
                    help="run only this benchmark (repeatable; default: all)")
     p.add_argument("--release", default="0.5.0", help="the release whose environment is timed")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda12"), default="cpu",
+    p.add_argument("--backend", choices=backends.choices(), default="cpu",
                    help="backend of the nox -s repro runs (default cpu)")
     p.add_argument("--fresh-machine", action="store_true",
                    help="cold nox -s repro with an empty uv cache too (downloads every wheel)")

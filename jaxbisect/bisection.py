@@ -18,13 +18,15 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from . import backends
 from .budgets import INTERIOR_BUDGET, EndsTimer, TimeLimit, run_limit
-from .catalogue import DEVICELESS, Catalogue, Release, backend_words, needs_a_gpu
+from .catalogue import Catalogue, Release, offline_line
 from .classify import (
     Classifier,
     Direction,
 )
 from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
+from .environments import is_installed
 from .errors import UserError
 from .executors import LOCAL, Executor
 from .failures import EverywhereError, everywhere_error
@@ -270,7 +272,7 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
                      *, include_yanked: bool = False
                      ) -> tuple[list[Release], list[tuple[Release, str]]]:
     """The installable releases from ``first`` to ``last`` on ``backend`` (``target``: the
-    compile-only GPU, for messages), yanked ones inside the range with ``include_yanked``;
+    compile-only device, for messages), yanked ones inside the range with ``include_yanked``;
     bad or empty ranges are UserErrors."""
     start, end = catalogue.get(first), catalogue.get(last)
     if start.version == end.version:
@@ -284,21 +286,27 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
             raise UserError(f"jax {end_release.version} was yanked; pick a neighbouring release "
                             f"as the end of the range")
     usable, unusable = catalogue.between(first, last, backend, include_yanked=include_yanked)
+    if catalogue.unreachable:  # no index answers: only what is installed already can run
+        missing = [r for r in usable if not is_installed(r, backend)]
+        if start in missing or end in missing:
+            asked = "jax " + ", ".join(str(r.version) for r in missing)
+            raise UserError(offline_line(asked, catalogue.unreachable))
+        usable = [r for r in usable if r not in missing]
+        unusable = sorted([*unusable, *((r, f"not installed here, and no package index is "
+                                           f"reachable ({catalogue.unreachable})")
+                                        for r in missing)], key=lambda u: u[0].version)
+    chosen = backends.get(backend)
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)
-        # A target's end that only a real GPU can compile for narrows the range to the part
-        # that can be measured here; the report names the rest and the command for it.
-        if why and not (backend == DEVICELESS and needs_a_gpu(why)):
+        # A target's end that only the real device can compile for narrows the range to the
+        # part that can be measured here; the report names the rest and the command for it.
+        if why and not chosen.needs_device(why):
             raise UserError(f"jax {end_release.version} cannot be installed here for "
-                            f"{backend_words(backend, target)}: {why}")
+                            f"{backends.words(backend, target)}: {why}")
     if len(usable) < 2:
-        if backend == DEVICELESS:
-            raise UserError(f"no two releases in jax {start.version} … {end.version} can compile "
-                            f"for --target {target} without a GPU (jax 0.4.34 "
-                            f"on, less 0.4.36 and 0.4.37); on a machine with an NVIDIA GPU: "
-                            f"python -m bisect --from {start.version} --to {end.version} "
-                            f"--backend cuda12")
-        raise UserError(f"no installable releases between {start.version} and {end.version}")
+        raise UserError(chosen.range_refusal(str(start.version), str(end.version), target)
+                        or f"no installable releases between {start.version} and "
+                           f"{end.version}")
     return usable, unusable
 
 
@@ -402,7 +410,7 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
     timer = EndsTimer(real_run, (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
-                      say=say)
+                      say=say, first=backends.get(request.backend).first_run_limit)
     run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
     with InstallsAhead(install, max(2, request.jobs)) as ahead:
         search = search_metric(
@@ -474,18 +482,19 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         say(f"leaving out jax {release.version}: {why}")
     n, q, names = len(candidates), request.question, [str(r.version) for r in candidates]
     limit = probe_limit(n, request.jobs)
+    first_limit = backends.get(request.backend).first_run_limit
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {limit[0]} probes"
         + (f" in {limit[1]} rounds of up to {request.jobs} at once" if request.jobs > 1 else "")
         + (f"; the ends in interleaved pairs, each release in rounds beside both ends, "
            f"until decided (at most {request.max_runs or MAX_RUNS_NOISY} pairs or rounds)"
            if q.noisy else "")
-        + (f"; a run may take {run_limit(None, [None, None]).seconds:.0f} s until the ends' "
+        + (f"; a run may take {first_limit:.0f} s until the ends' "
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
     def run_of(question: Question, i: int) -> Run:  # one run beside the search
-        seconds = request.timeout or run_limit(None, [None, None]).seconds
+        seconds = request.timeout or run_limit(None, [None, None], first_limit).seconds
         return lab.run(candidates[i % n], request.backend, question, 1, timeout=seconds)
 
     def ends_at(question: Question, at_once: int) -> list[Run]:

@@ -37,18 +37,20 @@ class TimeLimit:
         return {"seconds": round(self.seconds, 1), "why": self.why}
 
 
-def run_limit(explicit: float | None, first_runs: Sequence[float | None]) -> TimeLimit:
+def run_limit(explicit: float | None, first_runs: Sequence[float | None],
+              first: float = FIRST_RUN_LIMIT) -> TimeLimit:
     """The limit of the next run of a bisection. ``first_runs``: each end's first run, its
-    seconds (``math.inf`` where it hung, None where it has not run yet)."""
+    seconds (``math.inf`` where it hung, None where it has not run yet); ``first``: an end's
+    first run's (a backend whose compiles are known to take minutes allows more:
+    backends.Backend.first_run_limit)."""
     if explicit is not None:
         return TimeLimit(explicit, "--timeout")
     finished = [s for s in first_runs if s is not None and math.isfinite(s)]
     if not finished:
-        return TimeLimit(FIRST_RUN_LIMIT, "an end's first run, before any time is known")
+        return TimeLimit(first, "an end's first run, before any time is known")
     slower = max(finished)
     if any(s is None for s in first_runs):  # the other end's first run is still ahead
-        return _scaled(RUN_FACTOR, "the other end's", slower, FIRST_RUN_LIMIT,
-                       "an end's first run: ")
+        return _scaled(RUN_FACTOR, "the other end's", slower, first, "an end's first run: ")
     return _scaled(RUN_FACTOR, "the slower end's first run", slower, RUN_FLOOR)
 
 
@@ -76,15 +78,17 @@ class EndsTimer:
     hang is the run's answer (the sample ``HANGS``), not a missing figure."""
 
     def __init__(self, measure: Callable, ends: tuple[int, int], explicit: float | None,
-                 *, hang_is_value: bool = False, say: Callable[[str], None] = lambda m: None):
+                 *, hang_is_value: bool = False, say: Callable[[str], None] = lambda m: None,
+                 first: float = FIRST_RUN_LIMIT):
         self.measure, self.ends, self.explicit, self.say = measure, ends, explicit, say
-        self.hang_is_value = hang_is_value
+        self.hang_is_value, self.first_limit = hang_is_value, first
         self.first: dict[int, float] = {}
         self.hung: dict[int, object] = {}
 
     @property
     def limit(self) -> TimeLimit:
-        return run_limit(self.explicit, [self.first.get(i) for i in self.ends])
+        return run_limit(self.explicit, [self.first.get(i) for i in self.ends],
+                         self.first_limit)
 
     def __call__(self, index: int, number: int):
         if index in self.hung:

@@ -25,19 +25,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from . import backends
 from .errors import NoNetwork, UnknownRelease, UserError
 from .files import cache_dir, write_json
 from .interpreters import Interpreter, find_interpreters, own
 
 PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
 PYPI_JSON = "https://pypi.org/pypi/{}/json"
-BACKENDS = ("cpu", "cuda12", "cuda12-deviceless")
-# The environments of ``--target``: the CUDA 12 plugin, compiled for a GPU that is not here.
-DEVICELESS = "cuda12-deviceless"  # an internal key (cache folders): never shown as it stands
-
-# Which releases can compile for a GPU without one (docs/targets.md, measured here).
-FIRST_DEVICELESS = Version("0.4.34")  # before it the topology comes from a real client
-NO_DEVICELESS = {Version("0.4.36"), Version("0.4.37")}  # "could not find registered platform"
 
 # Added to the last upload so the cut-off also admits sibling files this catalogue does not
 # track (jax-cuda12-pjrt lands minutes after the plugin), while staying far shorter than the
@@ -46,10 +40,6 @@ CUTOFF_MARGIN = timedelta(days=1)
 # A paired jaxlib whose wheels landed this long after the jax release was re-uploaded later
 # (jaxlib 0.4.13's are from 2025): a date cut-off admitting it would pull in that year's numpy.
 LATE_JAXLIB = timedelta(days=7)
-
-FIRST_CUDA12_FIND_LINKS = Version("0.4.13")  # first jaxlib built as +cuda12.cudnn89
-FIRST_CUDA12_PLUGIN = Version("0.4.22")  # first jax-cuda12-plugin on PyPI
-LAST_CUDA12_FIND_LINKS = Version("0.4.21")  # last release with no plugin at all
 
 Fetch = Callable[[str], bytes]
 # The cache's format: 2 keeps each file's yanked_reason. A cache of another format is read
@@ -134,14 +124,11 @@ class Release:
         environment it runs in (one jax commit runs on either release's jaxlib)."""
         return str(self.version), str(self.environment_release.version)
 
-    def cutoff(self, backend: str = "cpu") -> datetime:
-        """The ``--exclude-newer`` time that resolves this release's dependencies as of its day.
-
-        For ``cuda12`` it also admits the CUDA plugin, whose wheels can land after jaxlib's.
-        """
-        times = [self.uploaded, self.jaxlib_uploaded]
-        if backend.startswith("cuda12"):
-            times.append(self.cuda_plugin_uploaded)
+    def cutoff(self, backend=None) -> datetime:
+        """The ``--exclude-newer`` time that resolves this release's dependencies as of its day
+        (``backend``: whatever more its wheels need admitted, backends.Backend.cutoff_times)."""
+        times = [self.uploaded, self.jaxlib_uploaded,
+                 *(backend.cutoff_times(self) if backend is not None else ())]
         newest = max(t for t in times if t is not None)
         return (newest + CUTOFF_MARGIN).replace(microsecond=0)
 
@@ -155,6 +142,7 @@ class Catalogue:
     fetched_at: datetime
     from_cache: bool
     stale: bool  # PyPI could not be reached; this is an older cached copy
+    unreachable: str | None = None  # why PyPI could not be reached, where it could not
 
     def get(self, version: str, *, allow_yanked: bool = True) -> Release:
         try:
@@ -202,6 +190,8 @@ class Catalogue:
         first, last = self.get(lo), self.get(hi)
         if first.version > last.version:
             raise UserError(f"empty range: {first.version} is newer than {last.version}")
+        backends.get(backend).prepare(r for r in self.releases
+                                      if first.version <= r.version <= last.version)
         usable: list[Release] = []
         unusable: list[tuple[Release, str]] = []
         for release in self.releases:
@@ -235,17 +225,14 @@ def yanked_words(release: Release) -> str:
 def _unusable(release: Release, backend: str, python: tuple[int, int],
               allow_yanked: bool) -> str | None:
     """None when ``release`` installs for ``backend`` on this Python; otherwise why not."""
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    chosen = backends.get(backend)
     major, minor = python
     tag = f"cp{major}{minor}"
     here = f"linux {platform.machine()}"
     if release.yanked and not allow_yanked:
         return "yanked"
-    if backend == DEVICELESS:  # first: what a real GPU would cure, whatever else stands
-        why = deviceless_reason(release.version)
-        if why:
-            return why
+    if why := chosen.unavailable(release):  # first: what the real device would cure
+        return why
     if release.requires_python:
         try:
             if f"{major}.{minor}" not in SpecifierSet(release.requires_python):
@@ -261,33 +248,7 @@ def _unusable(release: Release, backend: str, python: tuple[int, int],
         return "only linux is supported"
     if tag not in release.jaxlib_pythons:
         return f"no jaxlib {release.jaxlib} wheel for {tag} on {here}"
-    if backend.startswith("cuda12"):
-        if release.version < FIRST_CUDA12_FIND_LINKS:
-            return f"no CUDA 12 wheels before {FIRST_CUDA12_FIND_LINKS} are supported"
-        if release.version >= FIRST_CUDA12_PLUGIN:
-            if release.cuda_plugin is None:
-                return f"no jax-cuda12-plugin {release.jaxlib} on PyPI"
-            if tag not in release.cuda_plugin_pythons:
-                return f"no jax-cuda12-plugin {release.cuda_plugin} wheel for {tag} on {here}"
-    return None
-
-
-NEEDS_A_GPU = "needs a real GPU"
-
-
-def deviceless_reason(version: Version) -> str | None:
-    """None when this jax release can compile for a GPU target without the GPU; else why not."""
-    if version < FIRST_DEVICELESS:
-        return (f"{NEEDS_A_GPU}: before jax {FIRST_DEVICELESS} a GPU topology comes from a real "
-                f"client (\"No visible GPU devices\")")
-    if version in NO_DEVICELESS:
-        return (f"{NEEDS_A_GPU}: jax 0.4.36 and 0.4.37 cannot compile without one (\"could not "
-                f"find registered platform with id\"; no workaround known)")
-    return None
-
-
-def needs_a_gpu(why: str | None) -> bool:
-    return bool(why) and why.startswith(NEEDS_A_GPU)
+    return chosen.unusable(release, python)
 
 
 PYTHON_REASONS = ("requires Python", "wheel for cp")  # what another interpreter may cure
@@ -335,16 +296,50 @@ def load_catalogue(
         if not cached:
             raise NoNetwork(
                 f"cannot reach PyPI ({_describe(error)}) and no release catalogue is cached "
-                f"in {_cache_path()}; connect once to fill it"
+                f"in {_cache_path()}; connect once to fill it", cause=_describe(error)
             ) from None
         print(f"warning: cannot reach PyPI ({_describe(error)}); using the release catalogue "
               f"cached {_oldest(cached):%Y-%m-%d %H:%M} UTC", file=sys.stderr)
-        return _build(cached, from_cache=True, stale=True)
+        return replace(_build(cached, from_cache=True, stale=True),
+                       unreachable=_describe(error))
     for name, doc in documents.items():
         write_json(_cache_path() / f"{name}.json",
                    {"format": CACHE_FORMAT, "fetched_at": _iso(now), "pypi": doc})
     return _build({name: (now, _versions(doc)) for name, doc in documents.items()},
                   from_cache=False, stale=False)
+
+
+def installed_here() -> str | None:
+    """The jax this Python holds (its metadata read, never imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def offline_line(asked: str, cause: str, *, catalogue: bool = True) -> str:
+    """The one line for releases that cannot be installed because no package index answers
+    (an accelerator VM, an air-gapped cluster): which, why, and what can be measured here
+    instead."""
+    jax = installed_here()
+    here = (f"; this Python has jax {jax}: python -m repro measures it in place" if jax
+            else "")
+    return (f"cannot install {asked} here: no package index is reachable ({cause})"
+            + ("" if catalogue else " and no release catalogue is cached") + here)
+
+
+def catalogue_for(asked: str, refresh: bool = False) -> Catalogue:
+    """The release catalogue for a run that asks for ``asked`` ("jax 0.5.0 … 0.10.2"); where
+    no index answers and none is cached, the one line that says which releases cannot be
+    installed and why."""
+    try:
+        return load_catalogue(refresh=refresh)
+    except NoNetwork as exc:
+        if not exc.cause:  # a damaged cache: its own words
+            raise
+        raise NoNetwork(offline_line(asked, exc.cause, catalogue=False)) from None
 
 
 def trim(document: dict) -> dict:
@@ -498,13 +493,3 @@ def _build(cached: dict[str, tuple[datetime, Versions]], *, from_cache: bool,
         ))
     return Catalogue(tuple(releases), _oldest(cached), from_cache=from_cache, stale=stale)
 
-
-def backend_words(backend: str, target: str = "") -> str:
-    """A backend as people read it: a target by its name ("A6000 (compiled without the GPU)"),
-    the compile-only environment as such; never the internal key ``cuda12-deviceless``."""
-    if target:
-        name = Path(target).name if "/" in target else target.upper()
-        return f"{name}, compiled without the GPU"
-    if backend == DEVICELESS:
-        return "CUDA 12, compiled without a GPU"
-    return backend

@@ -30,7 +30,7 @@ from repro.options import (
     read_sizes,
 )
 
-from . import budgets, pipeline
+from . import backends, budgets, pipeline
 from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .harness import ignored_environment_note, target_option
@@ -60,7 +60,8 @@ EXIT_CODES = """exit status:
 
 
 PROG = "python -m bisect"
-LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s; every later "
+LIMITS = ("Without --timeout, an end's first run may take {FIRST_RUN_LIMIT:.0f} s (a backend whose "
+          "compiles take minutes allows more: docs/targets.md); every later "
           "run {RUN_FACTOR:g}× the slower end's first run, {RUN_FLOOR:.0f} s at least. A run "
           "past its limit hangs: a behaviour, not retried (the error metric's value "
           "'{HANGS}'; a timing's: beyond both ends), a release's or a commit's alike. An "
@@ -87,7 +88,7 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
         # The time limits of a bisection (jaxbisect/budgets.py).
         "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
             vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET,
-        interior=budgets.INTERIOR_BUDGET)
+        interior=budgets.INTERIOR_BUDGET, backends=backends.help_text())
     p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET,
                    interior_budget=budgets.INTERIOR_BUDGET)
     add_executor_options(p)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from . import backends
 from .bisection import MetricBisection
 from .classify import Label
 from .commit_bisection import CameWith, CommitBisection
@@ -155,7 +156,7 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     venv = f"venv-{old['jax']}"
     q = b.request.question
     flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
-    jax = "jax[cuda12]" if b.request.backend == "cuda12" else "jax"
+    jax = f"jax{backends.get(b.request.backend).jax_extra}"
     run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
            f"{shlex.join(q.command)})" if q.command
            else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")

@@ -2,16 +2,8 @@
 
 Environments live in ``cache_dir()/envs/jax-<version>-<backend>-py<major><minor>/``. One is
 complete only once ``.complete.json`` has been written, last; anything else is deleted and
-rebuilt, so an interrupted install never passes for a finished one.
-
-CUDA 12 wheels come from three channels over JAX's history (see docs/jax-facts.md):
-
-- <= 0.4.21: only JAX's find-links page, as ``jaxlib==X+cuda12.cudnn89``. The page has no upload
-  times, so jaxlib (pinned exactly) is exempted from the date cut-off while everything else from
-  PyPI still honours it. The page is ``JAX_CUDA_FIND_LINKS``; set ``JAX_SCAN_REPRO_FIND_LINKS``
-  to use a mirror or a local directory of wheels instead.
-- 0.4.22 - 0.4.29: JAX's page or PyPI's ``jax-cuda12-plugin``; we use PyPI, which date-filters.
-- >= 0.4.30: only PyPI, as ``jax[cuda12]``.
+rebuilt, so an interrupted install never passes for a finished one. What an environment holds
+is its backend's install plan (jaxbisect/backends/).
 """
 
 from __future__ import annotations
@@ -30,25 +22,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
-from .catalogue import (
-    BACKENDS,
-    DEVICELESS,
-    LAST_CUDA12_FIND_LINKS,
-    Release,
-    backend_words,
-    interpreter_for,
-)
-from .errors import InstallFailed, UserError
+from . import backends
+from .backends import InstallPlan
+from .catalogue import Release, interpreter_for
+from .errors import InstallFailed
 from .files import cache_dir, shown_path, write_json
 from .interpreters import Interpreter, own
 from .locks import held, holder_words, is_ours, part_of_run
-from .machine import nvidia_gpus, uv_binary
+from .machine import uv_binary
 
-JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
-FIRST_CUDA12_PJRT = Version("0.4.23")
-FIRST_CUDA12_EXTRA = Version("0.4.30")  # jax[cuda12] installs the PyPI plugin from here on
 MARKER = ".complete.json"
 MARKER_SCHEMA = 1
 RECORDED = {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"}
@@ -61,64 +44,19 @@ Progress = Callable[[str], None]
 
 
 def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False) -> str:
-    """``auto`` becomes ``cuda12`` where an NVIDIA GPU is visible, else ``cpu``; ``cuda12``
-    where none is visible is refused at once, before minutes of CUDA installs, unless the
-    probes run elsewhere (``gpu_elsewhere``: a cluster's GPU nodes). A ``target`` needs no
-    GPU: its environments are the compile-only ``cuda12-deviceless`` ones."""
-    if target:
-        if backend not in ("auto", "cuda12", DEVICELESS):
-            raise UserError(f"--target {target} compiles for a CUDA GPU; --backend {backend} "
-                            "contradicts it")
-        return DEVICELESS
-    if backend == "cuda12" and not gpu_elsewhere and not _nvidia_gpu_visible():
-        raise UserError("--backend cuda12, but no NVIDIA GPU is visible here (no /dev/nvidia0, "
-                        "nvidia-smi -L lists none); use --backend cpu or auto")
-    if backend in BACKENDS:
-        return backend
-    if backend != "auto":
-        raise UserError(f"unknown backend {backend!r}; choose auto, {', '.join(BACKENDS)}")
-    return "cuda12" if _nvidia_gpu_visible() else "cpu"
-
-
-def _nvidia_gpu_visible() -> bool:
-    return Path("/dev/nvidia0").exists() or bool(nvidia_gpus())
-
-
-@dataclass(frozen=True)
-class InstallPlan:
-    requirements: tuple[str, ...]
-    exclude_newer: datetime | None  # resolve everything as of this moment
-    find_links: str | None = None
-    # Pinned exactly and served from find-links, which has no upload times to filter on.
-    date_exempt: tuple[str, ...] = ()
+    """The backend a run asked for ``backend`` uses (backends.resolve): ``auto`` the device
+    visible here, else the CPU; one whose device is not here refused at once, unless the
+    probes run elsewhere; a ``target``'s compile-only environments."""
+    return backends.resolve(backend, target, elsewhere=gpu_elsewhere)
 
 
 def install_plan(release: Release, backend: str) -> InstallPlan:
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    chosen = backends.get(backend)
     release = release.environment_release
     if release.jaxlib is None:
         raise InstallFailed(f"cannot install jax {release.version}: "
                             "no jaxlib on PyPI pairs with it")
-    jax, jaxlib, cutoff = release.version, release.jaxlib, release.cutoff(backend)
-    if backend == "cpu":
-        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}"), cutoff)
-    if backend == DEVICELESS:
-        # The small install (~350 MB): the plugin and PJRT wheels without the CUDA libraries
-        # (nothing runs), and the nvcc wheel, whose ptxas XLA runs while compiling.
-        plugin = release.cuda_plugin or jaxlib
-        return InstallPlan((f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin=={plugin}",
-                            f"jax-cuda12-pjrt=={plugin}", "nvidia-cuda-nvcc-cu12"), cutoff)
-    if jax <= LAST_CUDA12_FIND_LINKS:
-        return InstallPlan((f"jax[cuda12_pip]=={jax}", f"jaxlib=={jaxlib}+cuda12.cudnn89"), cutoff,
-                           os.environ.get("JAX_SCAN_REPRO_FIND_LINKS") or JAX_CUDA_FIND_LINKS,
-                           date_exempt=("jaxlib",))
-    if jax >= FIRST_CUDA12_EXTRA:
-        return InstallPlan((f"jax[cuda12]=={jax}", f"jaxlib=={jaxlib}"), cutoff)
-    pins = [f"jax=={jax}", f"jaxlib=={jaxlib}", f"jax-cuda12-plugin[with_cuda]=={jaxlib}"]
-    if jaxlib >= FIRST_CUDA12_PJRT:  # before it, the plugin carried the PJRT library itself
-        pins.append(f"jax-cuda12-pjrt=={jaxlib}")
-    return InstallPlan(tuple(pins), cutoff)
+    return chosen.install_plan(release)
 
 
 @dataclass(frozen=True)
@@ -166,7 +104,7 @@ def ensure_environment(
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
-    what = f"jax {release.version} ({backend_words(backend)})"
+    what = f"jax {release.version} ({backends.words(backend)})"
 
     def waiting(who: dict | None) -> None:
         if is_ours(who):  # another part of this run: said once an environment
@@ -253,7 +191,7 @@ def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
 
 def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
            python: Interpreter) -> dict:
-    what = f"jax {release.version} ({backend_words(backend)})"
+    what = f"jax {release.version} ({backends.words(backend)})"
     _uv(what, "venv", "--quiet", "--python", str(python.path), str(path))
     args = ["pip", "install", "--python", str(path / "bin" / "python")]
     if plan.exclude_newer is not None:
@@ -264,7 +202,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
         args += ["--find-links", plan.find_links]
     _uv(what, *args, *plan.requirements)
     installed = {name: version for name, version in sorted(_installed(path).items())
-                 if name in RECORDED or name.startswith(("jax-cuda", "nvidia-"))}
+                 if name in RECORDED or name.startswith(backends.get(backend).recorded or "\0")}
     if installed.get("jax") != str(release.version) or "jaxlib" not in installed:
         raise InstallFailed(f"installing {what} left jax {installed.get('jax')} and "
                             f"jaxlib {installed.get('jaxlib')} in {shown_path(path)}")

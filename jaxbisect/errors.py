@@ -8,7 +8,11 @@ class UserError(Exception):
 
 
 class NoNetwork(UserError):
-    """PyPI could not be reached and nothing cached can stand in."""
+    """PyPI could not be reached and nothing cached can stand in (``cause``: why not)."""
+
+    def __init__(self, message: str, *, cause: str = ""):
+        super().__init__(message)
+        self.cause = cause
 
 
 class UnknownRelease(UserError):

@@ -20,9 +20,10 @@ from repro.dumps import MODULE_NAME
 from repro.process import join_flags
 from repro.xla_passes import pass_dumps as read_pass_dumps
 
+from . import backends
 from .bisection import MetricBisection
 from .budgets import Deadline, explain_limit
-from .catalogue import Release, backend_words
+from .catalogue import Release
 from .classify import Direction, Label, Placement
 from .commands import display_path
 from .comparing import MAX_RUNS_NOISY, batch_size, compare_settings, middle, paired_test, reduce_for
@@ -279,7 +280,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
         return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
-    on = backend_words(req.backend, q.target)  # never the internal cuda12-deviceless
+    on = backends.words(req.backend, q.target)  # never an internal key
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
         f"{new.version} that can matter on {on}; measuring {q.metric} with each set "
         f"back")

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import repro
 from repro import SCHEMA
-from repro.target import TargetError
+from repro.target import TargetError, built_in
 from repro.target import load as load_target
 
+from . import backends
 from .crashes import FATAL_LOG, crash_of
 from .environments import Environment, import_error
 from .errors import UserError
@@ -42,7 +43,7 @@ def target_option(text: str | None) -> str:
     if text is None:
         return ""
     if not text.strip():
-        raise UserError("--target needs a name (a6000, a100, h100, h200) or a spec file")
+        raise UserError(f"--target needs a name ({', '.join(built_in())}) or a spec file")
     try:
         target = load_target(text)
     except TargetError as exc:
@@ -91,11 +92,11 @@ def staged_harness() -> Path:
     return stage
 
 
-def platform_args(backend: str) -> list[str]:
-    """The harness's ``--backend`` for an environment of ``backend``: a CUDA environment must
-    run on the GPU (JAX falling back to the CPU is a failure), a CPU one on the CPU; a
-    target's compiles for the GPU it names (none)."""
-    return {"cpu": ["--backend", "cpu"], "cuda12": ["--backend", "gpu"]}.get(backend, [])
+def platform_args(backend: str, target: str = "") -> list[str]:
+    """The harness's ``--backend`` for an environment of ``backend``: a device's environment
+    must run on it (JAX falling back to the CPU is a failure), a CPU one on the CPU; a
+    ``target``'s compiles for the device it names (none)."""
+    return backends.get(backend).harness_args(target)
 
 
 def ignored_environment_note() -> str | None:

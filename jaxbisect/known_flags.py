@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import backends
 from .catalogue import Release
 from .errors import UserError
 from .harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module
@@ -76,9 +77,9 @@ def unknown_at_both(asked: Asked, lists: Sequence[set[str]],
 
 def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -> list[dict]:
     """XLA's flags in the release (``python -m repro.xla_flags``), stored like a probe."""
-    # A target (cuda12-deviceless) lists its flags from a CPU process: XLA's flag list is one
-    # for every backend, and a compile-only process has no GPU client to start.
-    platform = "cuda" if backend == "cuda12" else "cpu"
+    # A backend says which process lists them (backends.Backend.flags_platform): XLA's flag
+    # list is one for every backend, and a compile-only process has no device to start.
+    platform = backends.get(backend).flags_platform()
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
 
     def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time

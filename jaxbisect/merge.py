@@ -36,8 +36,8 @@ class Result:
 
     @property
     def group(self) -> tuple[str, str]:
-        """Where a row belongs: the environment's backend (cpu, cuda12, or the GPU target
-        compiled for) and the device."""
+        """Where a row belongs: the environment's backend, or the target compiled for, and
+        the device."""
         d = self.document
         return (d.get("target") or d["backend"],
                 NOT_MEASURED if d.get("skipped") else str(d.get("device") or "?"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import budgets
 from .bisection import MetricRequest, PairKind, bisect_metric, releases_between
-from .catalogue import load_catalogue
+from .catalogue import catalogue_for
 from .commit_bisection import bisect_commits, commits_in
 from .environments import resolve_backend
 from .errors import UserError
@@ -314,7 +314,7 @@ def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     (the real one, uv environments and processes, unless one is given: tests)."""
     question = question_of(args, command)
     repo = locate_repo(args.jax_repo, say) if args.commits else None
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    catalogue = catalogue_for(f"jax {args.start} … {args.end}", args.refresh_catalogue)
     request = request_from(args, question, catalogue, executor)
     asked = [("--xla-flags", question.xla_flags),
              *(("--try-xla-flags", flags) for flags in request.try_xla_flags)]
@@ -352,7 +352,7 @@ def explain_one(args: argparse.Namespace, say: Say) -> tuple[Path, dict, dict]:
     asked = question_of(args, ())
     # A shape is scale-free: explained at the case's search size, as a bisection's is.
     question = with_params(asked, smaller_size(asked))
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    catalogue = catalogue_for(f"jax {args.explain}", args.refresh_catalogue)
     release = catalogue.get(args.explain)
     backend = resolve_backend(args.backend, question.target)
     why = catalogue.unusable_reason(release, backend)

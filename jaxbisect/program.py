@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass
 
 from repro.case import CONSTANTS, CaseFile
+from repro.target import load as load_target
 
 FILE = "repro.py"
 MAX_LINES = 40
@@ -55,6 +56,10 @@ def why_not(metric: str, *, case: CaseFile | None, target: str = "") -> str | No
     if case is None:
         return "the question is a command: the command is its own reproducer"
     if target:
+        described = load_target(target)
+        if described.kind != "gpu":
+            return (f"compiled for a {described.description} without one (--target): a plain "
+                    f"program needs one to run")
         return ("compiled for a GPU without one (--target): a plain program needs that GPU "
                 "to run")
     if metric not in WRITTEN:

@@ -308,7 +308,8 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 def _harness_run(env, version: str, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL,
                  source: Path | None = None) -> Run:
-    document = run_repro(env, question.harness_argv() + platform_args(env.backend), timeout,
+    document = run_repro(env, question.harness_argv() + platform_args(env.backend,
+                                                                      question.target), timeout,
                          answers=(0, 125), executor=executor, jax_source=source)
     return run_of_document(document, version, number)
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from repro.case import UNITS
 from repro.target import load as load_target
+from repro.target import plan_words
 
+from . import backends
 from .bisection import MetricBisection
 from .budgets import INTERIOR_BUDGET
 from .catalogue import Release
@@ -66,8 +68,8 @@ def needs_a_gpu(b: MetricBisection, at: Path | None = None) -> list[dict]:
     first, last = str(b.candidates[0].version), str(b.candidates[-1].version)
     if not q.target:
         return []
-    on_gpu = replace(b, request=replace(req, backend="cuda12",
-                                        question=replace(q, target="")))
+    device = backends.get(req.backend).device_backend().name
+    on_gpu = replace(b, request=replace(req, backend=device, question=replace(q, target="")))
     parts = [(req.start, first)] if req.start != first else []
     parts += [(last, req.end)] if req.end != last else []
     return [{"from": lo, "to": hi, "command": shlex.join(reproduce_argv(on_gpu, lo, hi, at=at))}
@@ -79,9 +81,9 @@ def where(b: MetricBisection) -> str:
     if q.target:
         doc = next((r.document for _, p in b.probes for r in p.runs if r.document), None)
         described = (doc or {}).get("target") or {}
-        if not described.get("description"):  # no run described it: the spec's own words
-            described = {"description": load_target(q.target).description}
-        return f"compiled for {described['description']}, without the GPU"
+        if not described.get("description"):  # no run described it: the target's own words
+            return load_target(q.target).plan_words
+        return plan_words(described)
     return b.request.backend
 
 

@@ -33,7 +33,7 @@ class Key:
     """What a stored result depends on."""
 
     release: str                   # the jax version
-    backend: str                   # cpu, cuda12, cuda12-deviceless (the target: in options)
+    backend: str                   # backends.Backend.name (a target: in options)
     kind: str                      # what was run: probe, command, metric, xla-flags, …
     options: object = field(default_factory=dict)  # the case and its options (JSON-able)
     harness: str = ""              # the harness's digest ("" for what does not run it)

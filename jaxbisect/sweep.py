@@ -42,22 +42,16 @@ from repro.options import (
     read_sizes,
     seconds,
 )
+from repro.target import built_in
 from repro.units import column
 
+from . import backends
 from .budgets import EndsTimer
-from .catalogue import (
-    DEVICELESS,
-    Catalogue,
-    Release,
-    backend_words,
-    load_catalogue,
-    needs_a_gpu,
-    needs_another_python,
-)
+from .catalogue import Catalogue, Release, catalogue_for, needs_another_python, offline_line
 from .classify import Label, Paired, Placement
 from .commands import question_argv
 from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
-from .environments import resolve_backend
+from .environments import is_installed, resolve_backend
 from .errors import UnknownRelease, UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .figures import figure, figure_text, seen, shown_bare
@@ -108,10 +102,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     which.add_argument("--to", dest="last", metavar="VERSION",
                        help="last release of a range (default: the newest installable here)")
     p.add_argument("--target", metavar="NAME|FILE",
-                   help="XLA's plan for this NVIDIA GPU, compiled without one (a6000, a100, "
-                        "h100, h200 or a spec file); releases that cannot are listed as such")
+                   help=f"XLA's plan for this accelerator, compiled without one "
+                        f"({', '.join(built_in())} or a GPU spec file); releases that cannot "
+                        f"are listed as such")
     p.add_argument("--also-target", metavar="NAME|FILE",
-                   help="measure the same releases for this GPU target too (compiled without "
+                   help="measure the same releases for this target too (compiled without "
                         "it), in the same pool of --jobs (nox -s repro: a6000)")
     p.add_argument("--reports", type=Path, default=None, metavar="DIR",
                    help=f"where the JSON results and {SUMMARY} go (default: reports/repro for "
@@ -134,7 +129,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for option in options_of(BISECT):
         if option.dest in QUESTION | AS_BISECT:
             (c if option.dest in QUESTION else p).add_argument(
-                option.flag, help=option.help_for(REPRO) or option.help_for(BISECT),
+                option.flag, help=option.help_for(REPRO, backends=backends.help_text())
+                or option.help_for(BISECT, backends=backends.help_text()),
                 **option.settings)
     args = p.parse_args(argv)
     if not args.releases and args.first is None and args.last is None:
@@ -154,7 +150,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list[Planned]:
-    """The releases asked for, checked before anything is installed.
+    """The releases asked for, checked before anything is installed; where no package index
+    answers, only those installed already (the others one line, or skipped with the reason
+    under ``--if-installable`` or inside a range).
 
     A release named on its own that cannot be installed here is an error (exit 2, one line),
     unless ``--if-installable``; inside a range it is listed as skipped, with the reason.
@@ -171,12 +169,13 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
                 continue
             seen_.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
-            if why and not (args.if_installable
-                            and (needs_another_python(why) or needs_a_gpu(why))):
+            if why and not (args.if_installable and (needs_another_python(why)
+                                                     or backends.get(backend).needs_device(why))):
                 raise UserError(f"jax {release.version} cannot be installed here "
-                                f"({backend_words(backend, args.target or '')}): {why}")
+                                f"({backends.words(backend, args.target or '')}): {why}")
             planned.append(Planned(release, why))
         return planned
+    backends.get(backend).prepare(catalogue.releases)
     installable = [r for r in catalogue.releases
                    if catalogue.unusable_reason(r, backend) is None]
     if not installable:
@@ -186,6 +185,22 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
     usable, unusable = catalogue.between(first, last, backend)
     planned = [Planned(r) for r in usable] + [Planned(r, why) for r, why in unusable]
     return sorted(planned, key=lambda p: p.release.version)
+
+
+def offline(planned: list[Planned], catalogue: Catalogue, args: argparse.Namespace,
+            backend: str) -> list[Planned]:
+    """``planned`` where no package index answers (an accelerator VM, say): a release not installed
+    already is skipped, saying why; one named on its own (not ``--if-installable``), or all
+    of them, is the one line that says which cannot be installed and why."""
+    if not catalogue.unreachable:
+        return planned
+    missing = [p for p in planned if not p.skip and not is_installed(p.release, backend)]
+    if missing and (len(missing) == sum(not p.skip for p in planned)
+                    or (args.releases and not args.if_installable)):
+        raise UserError(offline_line("jax " + ", ".join(str(p.release.version) for p in missing),
+                                     catalogue.unreachable))
+    why = f"not installed here, and no package index is reachable ({catalogue.unreachable})"
+    return [replace(p, skip=why) if p in missing else p for p in planned]
 
 
 # -- placing every release as a bisection places a probe ------------------------------------
@@ -320,7 +335,8 @@ class Sweep:
             if not self.measured.compare}
         usable = self.usable
         self.timer = EndsTimer(self._measure, (usable[0], usable[-1]) if usable else (0, 0),
-                               self.timeout, hang_is_value=q.metric == "error")
+                               self.timeout, hang_is_value=q.metric == "error",
+                               first=backends.get(self.backend).first_run_limit)
 
     @property
     def usable(self) -> list[int]:
@@ -466,7 +482,7 @@ def version_key(text: str):
 
 
 def where_words(d: dict) -> str:
-    return backend_words(d["backend"], d.get("target") or "")
+    return backends.words(d["backend"], d.get("target") or "")
 
 
 def asked_line(d: dict) -> str:
@@ -487,7 +503,7 @@ def mode_of(d: dict) -> str:
 
 def note_of(d: dict) -> str:
     if d.get("skipped"):
-        return d["skipped"] if needs_a_gpu(d["skipped"]) \
+        return d["skipped"] if backends.get(d["backend"]).needs_device(d["skipped"]) \
             else f"not installable here: {d['skipped']}"
     if (d.get("series") or {}).get("fallback"):
         return f"compiled statistics empty: {d['series']['fallback']['reason']}"
@@ -644,15 +660,16 @@ def plan_line(s: Sweep) -> str:
     skipped = [p for p in s.planned if p.skip]
     stored = [k for k in s.usable if s.stored(k)]
     to_measure = len(s.usable) - len(stored)
-    on = backend_words(s.backend, s.question.target)
+    chosen = backends.get(s.backend)
+    on = backends.words(s.backend, s.question.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
              else f"nothing to measure on {on}"]
     if stored:
         parts.append(f"{_releases(len(stored))} stored from earlier runs"
                      + (" (--remeasure measures again)" if not to_measure else ""))
-    gpu_only = [p for p in skipped if needs_a_gpu(p.skip)]
+    gpu_only = [p for p in skipped if chosen.needs_device(p.skip)]
     if gpu_only:
-        parts.append(f"{_releases(len(gpu_only))} only a real GPU can compile for")
+        parts.append(f"{_releases(len(gpu_only))} only {chosen.real_device} can compile for")
     if len(skipped) > len(gpu_only):
         parts.append(f"{_releases(len(skipped) - len(gpu_only))} not installable here")
     return ", ".join(parts)
@@ -676,12 +693,14 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     backend = resolve_backend(args.backend, target, gpu_elsewhere=executor is not LOCAL)
     reports: Path = args.reports or (Path("reports") / (
         "repro" if args.case is None else f"{question.case.name}-{question.metric}"))
-    catalogue = load_catalogue(refresh=args.refresh_catalogue)
+    asked = (" ".join(f"jax {r}" for r in args.releases) if args.releases
+             else f"jax {args.first or 'the oldest'} … {args.last or 'the newest'}")
+    catalogue = catalogue_for(asked, args.refresh_catalogue)
     real = lab or RealLab(say, remeasure=args.remeasure, executor=executor)
     # As a bisection: a flag no end of the range knows is refused before anything is measured;
     # a release whose XLA does not know one is a failed run that says so, never a crash.
     lab = FlagCheckedLab(real, lister(real, say))
-    planned = select(catalogue, args, backend)
+    planned = offline(select(catalogue, args, backend), catalogue, args, backend)
     measured = [p.release for p in planned if not p.skip]
     if measured:
         lab.check_at_ends([("--xla-flags", question.xla_flags)], [measured[0], measured[-1]],
@@ -690,7 +709,9 @@ def _run(args: argparse.Namespace, say: Say, executor: Executor, lab: Lab | None
     sweeps = [Sweep(question, backend, planned, args.timeout, lab)]
     if args.also_target:  # one pool for both: neither waits for the other's slowest release
         also = replace(question, target=target_option(args.also_target))
-        sweeps.append(Sweep(also, DEVICELESS, select(catalogue, args, DEVICELESS),
+        compile_only = backends.resolve("auto", also.target)
+        sweeps.append(Sweep(also, compile_only, offline(select(catalogue, args, compile_only),
+                                                        catalogue, args, compile_only),
                             args.timeout, lab))
     say(f"{question.metric} of {question.label}; results in {reports}/")
     for s in sweeps:
@@ -756,7 +777,7 @@ def write_sweep(s: Sweep, reports: Path, args: argparse.Namespace, say: Say) -> 
             p = Placed(k, runs, None, values_of(runs, reduce))
         document = result_document(s, planned, p, ends)
         s.results.append(document)
-        where = f"jax {document['release']} ({backend_words(s.backend, s.question.target)})"
+        where = f"jax {document['release']} ({backends.words(s.backend, s.question.target)})"
         if p is None:
             say(f"{where}: skipped, {planned.skip}")
         else:

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         devices = args.devices or args.case.devices
         configure_this_process(args.backend, join_flags(host_devices(devices), args.xla_flags,
                                                         dumps),
-                               target=args.target is not None, params=args.params)
+                               target=args.target, params=args.params)
         with stdout_to_stderr():  # what it prints at import: never in the JSON
             import_before_backend(args.case)
         return _run(args, dump_dir)
@@ -283,8 +283,8 @@ def describe_environment(compiler, xla_flags_asked: str) -> dict:
     info["target"] = compiler.describe()
     info["deviceless"] = info["target"] is not None
     if info["deviceless"]:
-        info["host_backend"], info["backend"] = info["backend"], targets.COMPILE_ONLY
-        info["device"] = targets.device_label(info["target"]["description"])
+        info["host_backend"], info["backend"] = info["backend"], compiler.target.backend_label
+        info["device"] = compiler.target.device_label
         info["device_count"] = 1
     # Newer releases print XLA_FLAGS too: show the flags asked for, not the harness's own
     # additions (a temporary dump folder, this machine's paths), so that a result reads the
@@ -308,8 +308,7 @@ def device_line(document: dict) -> str:
     """Where the figures come from, in the words every report uses."""
     target = document.get("target")
     if target:
-        return (f"compiled for {target['description']}, without the GPU (target "
-                f"{target['name']}, {target['source']})")
+        return f"{targets.plan_words(target)} (target {target['name']}, {target['source']})"
     return f"{document['backend']} ({document['device']})"
 
 

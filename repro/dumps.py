@@ -204,7 +204,7 @@ def run_with_dumps(args, prefix: str, what: str, gather) -> int:
     (stdout: the JSON document only), exit 0 where it is ok, 2 otherwise."""
     with dump_folder(prefix) as dump_dir:
         configure_this_process(args.backend, join_flags(args.xla_flags, dump_flags(dump_dir, what)),
-                               target=args.target is not None, params=args.params)
+                               target=args.target, params=args.params)
         with stdout_to_stderr():
             document = gather(args, dump_dir)
     print(json.dumps(document, indent=1))

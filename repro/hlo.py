@@ -22,10 +22,11 @@ from pathlib import Path
 
 from . import SCHEMA
 from .case import SCAN_CASE, CaseError, build, load_module, parse_over, parse_params, read_case
+from .gpu_target import TARGETS_DIR
 from .measure import Compiler, error_text, plan_bytes
 from .options import OneLineParser
 from .process import configure_this_process, dump_folder, join_flags, stdout_to_stderr
-from .target import TARGETS_DIR
+from .target import TargetError
 from .target import load as load_target
 from .verdict import relative_shape
 
@@ -152,7 +153,8 @@ def dump(args) -> dict:
         configure_this_process(args.backend, join_flags(
             args.xla_flags, f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_proto '
                             f'--xla_dump_hlo_as_text --xla_dump_disable_metadata=true'),
-            target=bool(args.target), params=args.params)
+            target=load_target(args.target) if args.target else None,
+            params=args.params)
         with stdout_to_stderr():
             try:
                 import jax
@@ -211,8 +213,11 @@ def compile_one(path: str, xla_flags: str, target: str = "") -> tuple[dict, list
 
 
 def target_spec(target: str) -> Path:
-    """The spec file of a target: a built-in's in repro/targets/, or the path given."""
+    """The spec file of a GPU target: a built-in's in repro/targets/, or the path given."""
     loaded = load_target(target)
+    if loaded.kind != "gpu":
+        raise TargetError(f"the module alone compiles for the CPU or a GPU target's spec; "
+                          f"{loaded.description} has no spec file")
     return (TARGETS_DIR / f"{loaded.name}.txtpb") if loaded.built_in else Path(loaded.source)
 
 

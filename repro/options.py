@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .case import METRICS, SCAN_CASE
-from .process import PLATFORMS
-from .target import TargetError, built_in
+from .target import PLATFORMS, TargetError, built_in
 from .target import load as load_target
 from .verdict import size_problem
 
@@ -122,7 +121,8 @@ class Option:
     def help_for(self, entry: str, **fill) -> str | None:
         """The help ``entry`` shows, with the values it names ({targets}, …) filled in."""
         text = self.help.get(entry) if isinstance(self.help, Mapping) else self.help
-        return text.format(**{"targets": ", ".join(built_in()), **fill}) if text else None
+        return text.format(**{"targets": ", ".join(built_in()), "backends": "auto", **fill}) \
+            if text else None
 
     def words(self, value) -> list[str]:
         """The arguments that give this option ``value`` (one of an append's values)."""
@@ -152,17 +152,19 @@ OPTIONS: tuple[Option, ...] = (
     _option("--explain", "no bisection: which HLO passes, turned off, change the case's metric "
             "under this one release (default: v0's growth), instead of --from/--to",
             metavar="RELEASE", entries=(BISECT,), shapes=True),
-    _option("--backend", "auto: cuda12 where an NVIDIA GPU is visible, cpu otherwise",
-            choices=("auto", "cpu", "cuda12"), default="auto", entries=(BISECT,), shapes=True),
+    # The driver's backends are its own (jaxbisect/backends/): it fills in their names and
+    # checks the one given.
+    _option("--backend", "where the probes run: {backends}", metavar="NAME",
+            default="auto", entries=(BISECT,), shapes=True),
     _option("--backend", "JAX platform to use (default: whatever JAX picks)",
-            choices=("auto", "cpu", "cuda", "cuda12", "gpu", "tpu"), default="auto",
-            entries=(REPRO,)),
+            choices=tuple(PLATFORMS), default="auto", entries=(REPRO,)),
     _option("--target", {
-        BISECT: "bisect XLA's plan for this NVIDIA GPU, compiled without one: {targets} or a "
-                "spec file (releases from jax 0.4.34 on, less 0.4.36 and 0.4.37)",
-        REPRO: "compile for this NVIDIA GPU without one: {targets} or a GpuTargetConfigProto "
-               "spec file (needs jax >= 0.4.34 with the CUDA 12 plugin; memory, compile_time "
-               "or error)"}, metavar="NAME|FILE", shapes=True, harness=True),
+        BISECT: "bisect XLA's plan for this accelerator, compiled without one: {targets}, or "
+                "a GPU spec file (which releases can: docs/targets.md)",
+        REPRO: "compile for this accelerator without one: {targets}, or a "
+               "GpuTargetConfigProto spec file (GPUs: jax >= 0.4.34 with the CUDA 12 plugin; "
+               "the others: jax with the runtime it pins; memory, compile_time or error)"},
+            metavar="NAME|FILE", shapes=True, harness=True),
     _option("--case", "a Python file defining case(**params) -> (fn, args) (default: the "
             "report's, repro/cases/scan_growth.py)", metavar="FILE", group="case", shapes=True,
             harness=True),
@@ -367,11 +369,14 @@ def read_sizes(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[int
 
 
 def target_argument(p: argparse.ArgumentParser, text: str, backend: str):
-    """``--target NAME|FILE`` loaded as a Target; a backend that is not CUDA, or a spec that
-    cannot be used, is the parser's one-line error."""
-    if PLATFORMS[backend] not in (None, "cuda"):
-        p.error(f"--target compiles for a CUDA GPU; --backend {backend} contradicts it")
+    """``--target NAME|FILE`` loaded as a Target (repro/target.py); a backend of another
+    platform than the target's, or a target that cannot be used, is the parser's one-line
+    error."""
     try:
-        return load_target(text)
+        target = load_target(text)
     except TargetError as exc:
         p.error(str(exc))
+    if PLATFORMS[backend] not in (None, target.platform):
+        p.error(f"--target {target.name} compiles for {target.description}; --backend "
+                f"{backend} contradicts it")
+    return target

@@ -8,10 +8,8 @@ first ``import jax``. Standard library only (no jax).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import shlex
 import shutil
 import sys
 import tempfile
@@ -19,14 +17,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "cuda12": "cuda",
-             "tpu": "tpu"}
-
 
 def child_environ(backend: str = "cpu", xla_flags: str = "",
                   base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) with JAX_PLATFORMS for ``backend`` and
     ``xla_flags`` after any XLA_FLAGS already set."""
+    from .target import PLATFORMS
+
     env = dict(os.environ if base is None else base)
     if PLATFORMS.get(backend):
         env["JAX_PLATFORMS"] = PLATFORMS[backend]
@@ -37,18 +34,18 @@ def child_environ(backend: str = "cpu", xla_flags: str = "",
     return env
 
 
-def configure_this_process(backend: str = "cpu", xla_flags: str = "", *, target: bool = False,
+def configure_this_process(backend: str = "cpu", xla_flags: str = "", *, target=None,
                            params: Mapping = {}) -> None:
     """The same set-up for this process, before the first ``import jax``: for a compile-only
-    ``target``, every platform (its CUDA plugin must load) and configure_for_target's; JAX's
-    64-bit types where a case's parameter asks for float64."""
+    ``target`` (repro/target.py's protocol), whatever it sets (its platforms, its variables);
+    JAX's 64-bit types where a case's parameter asks for float64."""
     wanted = child_environ("auto" if target else backend, xla_flags, base=dict(os.environ))
     if "float64" in params.values():
         wanted["JAX_ENABLE_X64"] = "1"
+    if target:
+        target.configure(wanted)
     os.environ.clear()
     os.environ.update(wanted)
-    if target:
-        configure_for_target()
 
 
 def host_devices(count: int | None) -> str:
@@ -93,61 +90,6 @@ def dump_folder(prefix: str, wanted: bool = True) -> Iterator[Path | None]:
         if folder is not None:
             DUMP_FOLDERS.remove(folder)
             shutil.rmtree(folder, ignore_errors=True)
-
-
-# -- compiling for a GPU without one (repro/target.py) -------------------------------------
-
-# Sizes come from buffer assignment, which XLA finishes before it generates machine code, so
-# ptxas's optimizations change no figure; they cost most of a compile that makes many kernels
-# such as v2's unrolled loop (how much: docs/benchmarks.md; tests/test_target.py checks the
-# sizes agree).
-PTXAS_OPTIMIZATIONS_FLAG = "--xla_gpu_disable_gpuasm_optimizations"
-PTXAS_UNOPTIMIZED = f"{PTXAS_OPTIMIZATIONS_FLAG}=true"
-
-
-def configure_for_target() -> None:
-    """Environment variables JAX and XLA read at start-up to compile for a target's
-    compile-only GPU; call before ``import jax``."""
-    # From jax 0.6.2 the CUDA plugin checks the driver's CUDA version at start-up; with no
-    # driver that check fails (cuInit error 303), the plugin is not registered, and the
-    # topology cannot be made ("topology not implemented for cuda").
-    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-    asked = os.environ.get("XLA_FLAGS", "")
-    nvcc = nvcc_wheel_dir()
-    os.environ["XLA_FLAGS"] = join_flags(
-        "" if PTXAS_OPTIMIZATIONS_FLAG in asked else PTXAS_UNOPTIMIZED,  # unless the caller says
-        asked,
-        # XLA runs ptxas while compiling: use the date-resolved wheel's, never whatever CUDA
-        # toolkit the machine happens to have, so that a result says which one it used.
-        f'--xla_gpu_cuda_data_dir="{nvcc}"' if nvcc is not None else "")
-
-
-def nvcc_wheel_dir() -> Path | None:
-    """``site-packages/nvidia/cuda_nvcc`` of this environment, found without importing it."""
-    try:
-        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
-    except (ImportError, ValueError):
-        return None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(location) / "bin" / "ptxas").exists():
-            return Path(location)
-    return None
-
-
-def ptxas_optimizations() -> str:
-    """Whether ptxas optimized the machine code: what the last mention in XLA_FLAGS says."""
-    setting = "false"
-    flags = os.environ.get("XLA_FLAGS", "")
-    try:
-        flags = shlex.split(flags)
-    except ValueError:  # an unbalanced quote: XLA splits on spaces then
-        flags = flags.split()
-    for name, _, value in (flag.partition("=") for flag in flags):
-        if name == PTXAS_OPTIMIZATIONS_FLAG:
-            setting = value.lower() or "true"
-    if setting in ("true", "1"):
-        return "off (-O0): machine code only, generated after buffer assignment"
-    return "on (ptxas's default)"
 
 
 # -- python -m repro ----------------------------------------------------------------------

@@ -1,198 +1,97 @@
-"""Compile for an NVIDIA GPU on a machine without one (see docs/targets.md).
+"""Compiling for an accelerator that is not here: what every target is, and which there are
+(docs/targets.md).
 
-JAX compiles for a compile-only CUDA topology described by a target spec (a
-``GpuTargetConfigProto`` in text format): XLA runs the same passes, scheduler and buffer
-assignment as for the real GPU, but nothing is run or allocated. What comes out is XLA's plan
-for that GPU, never a measurement on one.
+A target is XLA's plan for a device this machine lacks, never a run on one. Each kind lives in
+a module of its own that keeps this protocol: ``gpu_target.py`` (an NVIDIA GPU described by a
+spec file) and ``tpu_target.py`` (a topology of Google's accelerator). What a
+target is, to the rest of the harness:
 
-Built-in specs live in ``repro/targets/`` (trimmed copies of XLA's own, Apache-2.0); a path to
-any spec file works too. jax and the standard library only, like the rest of ``repro``.
+- ``name``, ``kind`` ("gpu", …), ``description`` (the device's name), ``source`` (where it
+  was read from), ``built_in``, ``sha256`` (what a stored result depends on), ``platform``
+  (the JAX platform of the real device), ``backend_label`` ("gpu (compile-only)", …),
+  ``device_label`` and ``plan_words`` (what the figures are, in every report's words),
+  ``as_json()``;
+- ``configure(environ)``: what must be set before ``import jax``;
+- ``compile_only()``, after ``import jax``: the compile-only device, with
+  ``struct(shape, dtype)`` (an argument placed on it) and ``describe()`` (the harness
+  document's ``target``: ``as_json()`` and what this environment compiled with);
+- ``explain_error(text)``: one line for an error the target's own values cause (or None).
+
+jax and the standard library only, like the rest of ``repro``; nothing here imports jax.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
-from pathlib import Path
+import importlib
+from types import ModuleType
 
-from .process import nvcc_wheel_dir, ptxas_optimizations
-
-TARGETS_DIR = Path(__file__).resolve().parent / "targets"
-SPEC_SUFFIX = ".txtpb"
-_CAPABILITY = re.compile(r"cuda_compute_capability\s*\{\s*major:\s*(\d+)\s*minor:\s*(\d+)")
-_DESCRIPTION = re.compile(r'^\s*device_description_str:\s*"((?:[^"\\]|\\.)*)"', re.MULTILINE)
-# The packages a compile-only CUDA environment holds; their versions go into every result.
-PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")
+# The modules of the kinds of target, each with KIND, PLATFORMS, built_in(), load(name) and
+# plan_words(described); the first whose built-in names hold a name loads it; a path is a
+# spec file (SPEC_FILES' kind).
+KINDS = ("gpu_target", "tpu_target")
+SPEC_FILES = "gpu_target"
 
 
 class TargetError(ValueError):
     """A target name or spec file that cannot be used (one line for the user)."""
 
 
-@dataclass(frozen=True)
-class Target:
-    name: str          # "a6000", or the spec file's stem
-    description: str   # the spec's device_description_str: "NVIDIA RTX A6000"
-    source: str        # "built in: repro/targets/a6000.txtpb" or the file's absolute path
-    text: str
-    sha256: str
-
-    def as_json(self) -> dict:
-        # A spec file by its name only: documents travel in reports, the user's folders do not.
-        source = self.source if self.built_in else f"spec file {Path(self.source).name}"
-        return {"name": self.name, "description": self.description, "source": source,
-                "sha256": self.sha256}
-
-    @property
-    def built_in(self) -> bool:
-        return self.source.startswith("built in")
-
-    @property
-    def compute_capability(self) -> str | None:
-        """``major.minor`` of the spec's ``cuda_compute_capability`` (None if it has none)."""
-        found = _CAPABILITY.search(self.text)
-        return f"{found[1]}.{found[2]}" if found else None
-
-    def explain_error(self, text: str) -> str | None:
-        """One line for an error XLA gives because of this spec's values (None otherwise): a
-        compute capability the release's ptxas does not know ("ptxas too old", "ptxas does not
-        support CC") is never a release's fault but the spec's."""
-        if "ptxas too old" not in text and "does not support CC" not in text:
-            return None
-        return (f"this jaxlib's ptxas cannot compile for compute capability "
-                f"{self.compute_capability} (cuda_compute_capability in the target spec "
-                f"{self.name}{SPEC_SUFFIX}): no GPU it knows has it; check the spec's values")
+def _kinds() -> list[ModuleType]:
+    return [importlib.import_module(f"{__package__}.{name}") for name in KINDS]
 
 
-COMPILE_ONLY = "gpu (compile-only)"  # the backend of a deviceless result, never "gpu"
+def _kind(name: str) -> ModuleType:
+    return importlib.import_module(f"{__package__}.{name}")
 
 
-def device_label(description: str) -> str:
-    """The device of a deviceless result: the GPU's name, and that it was not there."""
-    return f"{description}, compiled without the GPU"
+def built_in(kind: str | None = None) -> list[str]:
+    """Every built-in target's name (of one ``kind`` where given), sorted."""
+    return sorted(name for module in _kinds() if kind in (None, module.KIND)
+                  for name in module.built_in())
 
 
-def built_in() -> list[str]:
-    return sorted(p.stem for p in TARGETS_DIR.glob(f"*{SPEC_SUFFIX}"))
-
-
-def load(name_or_path: str) -> Target:
-    """A built-in target by name (``a6000``), or a spec file by path."""
+def load(name_or_path: str):
+    """A built-in target by name (``a6000``, ``v5e``), or a GPU spec file by path."""
     key = name_or_path.strip()
-    path = TARGETS_DIR / f"{key.lower()}{SPEC_SUFFIX}"
-    if key.lower() in built_in():
-        source = f"built in: repro/targets/{path.name}"
-    elif os.sep in key or key.endswith(SPEC_SUFFIX) or Path(key).is_file():
-        path = Path(key).expanduser().resolve()
-        source = str(path)
-    else:
-        raise TargetError(f"unknown target {key!r}: choose one of {', '.join(built_in())} "
-                          f"or give the path of a GpuTargetConfigProto spec file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TargetError(f"cannot read the target spec {path}: "
-                          f"{getattr(exc, 'strerror', None) or exc}") from None
-    found = _DESCRIPTION.search(text)
-    if "gpu_device_info" not in text or not found:
-        raise TargetError(f"{path} is not a GPU target spec (a GpuTargetConfigProto in text "
-                          f"format with gpu_device_info and device_description_str)")
-    return Target(name=path.stem, description=found[1],
-                  source=source, text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+    for module in _kinds():
+        if key.lower() in module.built_in():
+            return module.load(key)
+    specs = _kind(SPEC_FILES)
+    if specs.is_spec_path(key):
+        return specs.load(key)
+    raise TargetError(f"unknown target {key!r}: choose one of {', '.join(built_in())} "
+                      f"or give the path of a GpuTargetConfigProto spec file")
 
 
-def _patch_gpu_platform_name() -> None:
-    """jax 0.4.34 and 0.4.35 lower for platform 'gpu', which a compile-only client does not
-    know ("Unknown backend: 'gpu' requested", jax-ml/jax#23971, fixed in 0.4.36): map it to
-    'cuda', the one change that makes these two releases compile without a GPU."""
-    import jax
-    from jax._src import xla_bridge
-
-    if jax.__version__ not in ("0.4.34", "0.4.35"):
-        return
-    original = xla_bridge.canonicalize_platform
-    if getattr(original, "_jax_scan_repro", False):
-        return
-
-    def canonicalize_platform(platform: str) -> str:
-        return original("cuda" if platform == "gpu" else platform)
-
-    canonicalize_platform._jax_scan_repro = True
-    xla_bridge.canonicalize_platform = canonicalize_platform
+def kind_of(described: dict) -> ModuleType:
+    """The module of a described target (a harness document's ``target``): its ``kind``
+    (documents from before there were kinds describe a GPU)."""
+    kind = described.get("kind") or "gpu"
+    return next((m for m in _kinds() if m.KIND == kind), _kind(SPEC_FILES))
 
 
-class CompileOnly:
-    """The compile-only device of one target, and arguments placed on it."""
-
-    def __init__(self, target: Target):
-        import jax
-        from jax.experimental import topologies
-
-        _patch_gpu_platform_name()
-        self.target = target
-        topology = topologies.get_topology_desc(platform="cuda", target_config=target.text,
-                                                topology="1x1x1")
-        self.device = topology.devices[0]
-        mesh = topologies.make_mesh(topology, (1,), ("x",))
-        self._sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-
-    def struct(self, shape, dtype):
-        import jax
-
-        return jax.ShapeDtypeStruct(shape, dtype, sharding=self._sharding)
-
-    def describe(self) -> dict:
-        """What the harness document says about a deviceless result."""
-        from importlib import metadata
-
-        plugins = {}
-        for name in PLUGIN_PACKAGES:
-            try:
-                plugins[name] = metadata.version(name)
-            except metadata.PackageNotFoundError:
-                plugins[name] = None
-        return {**self.target.as_json(), "device_kind": getattr(self.device, "device_kind", None),
-                "plugins": plugins, "ptxas": ptxas()}
+def plan_words(described: dict) -> str:
+    """What a described target's figures are, in its kind's words ("compiled for NVIDIA RTX
+    A6000, without the GPU")."""
+    return kind_of(described).plan_words(described)
 
 
-def ptxas() -> dict:
-    """The ptxas XLA compiles with: the nvcc wheel's (process.configure_for_target points XLA
-    at it), else the first one XLA would find on the machine. ``$ENV`` stands for the
-    environment."""
-    wheel = nvcc_wheel_dir()
-    candidates = ([wheel / "bin" / "ptxas"] if wheel else []) + [
-        Path(p) for p in filter(None, [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"])]
-    path = next((p for p in candidates if p.exists()), None)
-    if path is None:
-        return {"path": None, "version": None, "from": None, "optimizations": None}
-    try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
-        version = (done.stdout.strip().splitlines() or [None])[-1]
-    except (OSError, subprocess.TimeoutExpired):
-        version = None
-    # The same wheel reads the same everywhere.
-    shown = f"$ENV/{path.relative_to(sys.prefix)}" if path.is_relative_to(sys.prefix) else str(path)
-    return {"path": shown, "version": version, "optimizations": ptxas_optimizations(),
-            "from": "nvidia-cuda-nvcc-cu12 wheel" if wheel and path.is_relative_to(wheel)
-            else "the machine's CUDA toolkit"}
+def CompileOnly(target):  # noqa: N802 (the name repro/measure.py has always called)
+    """The compile-only device of ``target`` (call after ``import jax``)."""
+    return target.compile_only()
 
 
 def capture_spec() -> str:
-    """The spec of the GPU at hand (run on a machine with one), to reuse as a target file."""
-    import jax
-    from jax._src.lib import xla_client
+    """The spec of the GPU at hand, to reuse as a target file (``--write-target-spec``)."""
+    return _kind(SPEC_FILES).capture_spec()
 
-    gpus = [d for d in jax.devices() if d.platform == "gpu"]
-    if not gpus:
-        raise TargetError("no GPU is visible to JAX here: --write-target-spec needs one")
-    config = xla_client.get_topology_for_devices(gpus[:1]).target_config
-    text = config.decode() if isinstance(config, bytes) else str(config)
-    header = (f"# Written by `python -m repro --write-target-spec` on a machine with a "
-              f"{gpus[0].device_kind}, jax {jax.__version__}.\n"
-              f"# proto-message: stream_executor.GpuTargetConfigProto\n\n")
-    return header + text
+
+def _platforms() -> dict[str, str | None]:
+    """``python -m repro --backend``'s words and the JAX platform each names."""
+    words: dict[str, str | None] = {"auto": None, "cpu": "cpu"}
+    for module in _kinds():
+        words.update(module.PLATFORMS)
+    return words
+
+
+PLATFORMS = _platforms()

@@ -13,7 +13,8 @@ from importlib import metadata
 
 from . import SCHEMA
 from .options import OneLineParser
-from .process import PLATFORMS, child_environ
+from .process import child_environ
+from .target import PLATFORMS
 
 
 def parse_flag_help(text: str) -> list[dict]:

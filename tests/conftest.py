@@ -46,7 +46,8 @@ def jax_python():
 def target_python():
     """``target_python("0.5.0")`` -> the interpreter of that release's compile-only CUDA env
     (jax, jaxlib, the CUDA 12 plugin and PJRT wheels, nvcc's ptxas: ~350 MB, no GPU needed)."""
-    from jaxbisect.catalogue import DEVICELESS, load_catalogue
+    from jaxbisect.backends.cuda12 import CUDA12_COMPILE_ONLY
+    from jaxbisect.catalogue import load_catalogue
     from jaxbisect.environments import ensure_environment
 
     catalogue = load_catalogue()
@@ -54,7 +55,8 @@ def target_python():
 
     def get(version: str) -> Path:
         if version not in made:
-            made[version] = ensure_environment(catalogue.get(version), DEVICELESS).python
+            made[version] = ensure_environment(catalogue.get(version),
+                                               CUDA12_COMPILE_ONLY.name).python
         return made[version]
 
     return get
@@ -115,10 +117,14 @@ def only_this_python(monkeypatch):
 
 
 def pytest_collection_modifyitems(items):
-    """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``)."""
+    """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``);
+    those marked ``tpu`` (a libtpu environment) run only under ``nox -s tests_tpu``."""
     for item in items:
         if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
+        if item.get_closest_marker("tpu") and os.environ.get("JAX_SCAN_REPRO_TPU_TESTS") != "1":
+            item.add_marker(pytest.mark.skip(reason="compiles with a real libtpu: "
+                                                    "nox -s tests_tpu"))
 
 
 @pytest.fixture(scope="session")

@@ -185,7 +185,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     # XLA's "invalid shape".
     (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "2", "2"], "two distinct values"),
     (["--from", "0.4.30", "--to", "0.5.0", "--n-res", "10000000"], "use --n-res 115410 or less"),
-    (["--from", "0.4.30", "--to", "0.5.0", "--backend", "tpu"], "invalid choice"),
+    (["--from", "0.4.30", "--to", "0.5.0", "--backend", "metal"], "unknown backend 'metal'"),
     (["--from", "0.4.30", "--to", "0.5.0", "--"], "nothing after"),
     (["--to", "0.5.0"], "--from"),
     (["--from", "0.4.30", "--to", "0.5.0", "--n-outer", "1", "2", "5", "--over",
@@ -205,7 +205,8 @@ def test_no_network_and_no_cache_is_one_line(tmp_path):
     done = bisect("--from", "0.4.30", "--to", "0.5.0",
                   env={"JAX_SCAN_REPRO_CACHE": str(tmp_path), "HTTPS_PROXY": "http://127.0.0.1:9",
                        "https_proxy": "http://127.0.0.1:9"})
-    assert "cannot reach PyPI" in one_line_error(done)
+    assert "cannot install jax 0.4.30 … 0.5.0 here: no package index is reachable" in (
+        one_line_error(done))
 
 
 @pytest.mark.jax

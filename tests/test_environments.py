@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from jaxbisect import environments
+from jaxbisect import backends, environments
+from jaxbisect.backends import InstallPlan
+from jaxbisect.backends.cuda12 import JAX_CUDA_FIND_LINKS
 from jaxbisect.catalogue import Catalogue, load_catalogue
-from jaxbisect.environments import (
-    JAX_CUDA_FIND_LINKS,
-    InstallPlan,
-    ensure_environment,
-    install_plan,
-    resolve_backend,
-)
+from jaxbisect.environments import ensure_environment, install_plan, resolve_backend
 from jaxbisect.errors import InstallFailed, UserError
 
 DATA = Path(__file__).parent / "data"
@@ -54,16 +50,27 @@ def quiet(message: str) -> None:
 
 # --- backends --------------------------------------------------------------------------------
 
-def test_resolve_backend(monkeypatch):
-    assert resolve_backend("cpu") == "cpu"
-    with pytest.raises(UserError, match="unknown backend 'tpu'"):
-        resolve_backend("tpu")
-    monkeypatch.setattr(environments, "_nvidia_gpu_visible", lambda: True)
-    assert resolve_backend("auto") == "cuda12" and resolve_backend("cuda12") == "cuda12"
-    monkeypatch.setattr(environments, "_nvidia_gpu_visible", lambda: False)
-    assert resolve_backend("auto") == "cpu"
+def test_resolve_backend():
+    def only(*names):
+        return lambda backend: backend.name in names
+
+    assert backends.resolve("cpu", visible=only("cpu")) == "cpu"
+    with pytest.raises(UserError, match="unknown backend 'metal'"):
+        backends.resolve("metal")
+    with pytest.raises(UserError, match="unknown backend 'cuda12-deviceless'"):
+        backends.resolve("cuda12-deviceless")  # a target's own, never asked by name
+    gpu = only("cpu", "cuda12")
+    assert backends.resolve("auto", visible=gpu) == "cuda12"
+    assert backends.resolve("cuda12", visible=gpu) == "cuda12"
+    assert backends.resolve("auto", visible=only("cpu")) == "cpu"
     with pytest.raises(UserError, match="no NVIDIA GPU is visible"):
-        resolve_backend("cuda12")
+        backends.resolve("cuda12", visible=only("cpu"))
+    assert backends.resolve("cuda12", visible=only("cpu"), elsewhere=True) == "cuda12"
+    # a target needs no device: its kind's compile-only backend
+    assert backends.resolve("auto", "a6000", visible=only("cpu")) == "cuda12-deviceless"
+    assert backends.resolve("cuda12", "a6000", visible=only("cpu")) == "cuda12-deviceless"
+    with pytest.raises(UserError, match="contradicts it"):
+        backends.resolve("cpu", "a6000")
 
 
 @pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="a real GPU is visible here")

@@ -17,8 +17,9 @@ import pytest
 from conftest import REPO, SYSTEM_PYTHON, run_repro
 from packaging.version import Version
 
-from jaxbisect.catalogue import DEVICELESS, deviceless_reason, needs_a_gpu
+from jaxbisect.backends.cuda12 import CUDA12_COMPILE_ONLY, compile_only_reason
 from jaxbisect.environments import install_plan
+from repro import gpu_target
 from repro import target as targets
 from repro.measure import sizes_from_buffer_assignment
 
@@ -43,11 +44,12 @@ def cases(document):
 # -- the specs ----------------------------------------------------------------------------
 
 def test_built_in_targets_are_the_report_gpu_and_the_common_ones():
-    assert {"a6000", "a100", "h100", "h200"} <= set(targets.built_in())
+    assert {"a6000", "a100", "h100", "h200"} == set(targets.built_in("gpu"))
+    assert set(targets.built_in("gpu")) < set(targets.built_in())  # and the other kinds'
     a6000 = targets.load("A6000")
     assert a6000.description == "NVIDIA RTX A6000"
     assert a6000.source == "built in: repro/targets/a6000.txtpb"
-    for name in targets.built_in():
+    for name in targets.built_in("gpu"):
         text = targets.load(name).text
         assert "Apache License, Version 2.0" in text and "openxla/xla/blob/" in text
         fields = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
@@ -78,13 +80,13 @@ def test_a_spec_file_path_works_and_bad_ones_say_why(tmp_path):
                                           ("0.4.37", False), ("0.4.38", True), ("0.5.0", True),
                                           ("0.10.2", True)])
 def test_which_releases_compile_without_a_gpu(version, can):
-    why = deviceless_reason(Version(version))
+    why = compile_only_reason(Version(version))
     assert (why is None) is can
-    assert can or needs_a_gpu(why)
+    assert can or CUDA12_COMPILE_ONLY.needs_device(why)
 
 
 def test_the_small_install(recorded_catalogue):
-    plan = install_plan(recorded_catalogue.get("0.5.0"), DEVICELESS)
+    plan = install_plan(recorded_catalogue.get("0.5.0"), CUDA12_COMPILE_ONLY.name)
     assert plan.requirements == ("jax==0.5.0", "jaxlib==0.5.0", "jax-cuda12-plugin==0.5.0",
                                  "jax-cuda12-pjrt==0.5.0", "nvidia-cuda-nvcc-cu12")
     assert plan.exclude_newer is not None and plan.find_links is None
@@ -219,10 +221,10 @@ def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_p
     """The trimmed specs parse from the first release that can compile without a GPU (0.4.34,
     with the harness's one workaround) to the newest on this Python."""
     for version in ("0.4.34", "0.10.2"):
-        for name in targets.built_in():
+        for name in targets.built_in("gpu"):
             doc = repro_json(target_python(version), "--target", name, "--n-res", "8",
                              "--n-inner", "4", "--n-outer", "2", "3", "--variants", "v0")
-            assert doc["device"] == targets.device_label(targets.load(name).description)
+            assert doc["device"] == gpu_target.device_label(targets.load(name).description)
             assert all(c["status"] == "ok" for c in cases(doc).values()), (version, name, doc)
 
 

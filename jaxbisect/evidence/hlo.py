@@ -19,7 +19,9 @@ import shlex
 from pathlib import Path
 
 from repro.hlo import target_spec
+from repro.target import load as load_target
 
+from .. import backends
 from ..commit_bisection import CameWith
 from ..environments import is_installed
 from ..errors import InstallFailed
@@ -65,9 +67,10 @@ def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
     if q.metric != "memory":
         return (f"the module's figure is the compiled plan's memory; this question's metric "
                 f"is {q.metric}")
-    if not q.target and b.request.backend != "cpu":
+    if (b.request.backend != "cpu" and not q.target) or (
+            q.target and load_target(q.target).kind != "gpu"):
         return (f"the bundle's script compiles for the CPU or a compile-only GPU target; this "
-                f"answer is for {b.request.backend}")
+                f"answer is for {backends.words(b.request.backend, q.target)}")
     return None
 
 
@@ -305,7 +308,7 @@ def pip_line(run_installed: dict, release) -> str:
     pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
         k: v for k, v in (run_installed or {}).items()
         if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
-                 "jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12")}}
+                 *backends.pip_extras())}}
     return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
 
 

@@ -13,6 +13,7 @@ from repro.case import CaseFile
 from repro.metrics import concrete
 from repro.units import MIB
 
+from .. import backends
 from ..classify import Direction
 from ..program import FILE, WRITTEN, Program, series_values, write_program
 from ..reproducer import install_line
@@ -148,7 +149,8 @@ def shown_program(doc: dict) -> dict | None:
     program = written_program(doc)
     if program is None:
         return None
-    gpu = doc.get("target") or doc["backend"] != "cpu"
+    backend = backends.get(doc["backend"])
+    plain = doc["backend"] == "cpu" and not doc.get("target")  # its pins are a plain install's
     ends = []
     for old, new, kind in changed_pairs(doc):
         roles = (("like the ends", "unlike the ends") if kind == "came" and
@@ -157,9 +159,8 @@ def shown_program(doc: dict) -> dict | None:
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
             held = next((p.get("installed") for p in doc["probes"] if p["jax"] == jax), None)
-            wheels = (shlex.quote(f"jax[cuda12]=={jax}") if gpu else
-                      f"jax=={jax}" + (f" jaxlib=={jaxlib}" if jaxlib else ""))
-            install = (install_line(held) if held and not gpu and "jaxlib" in held
+            wheels = (backend.pip_words(jax, jaxlib, held) if jaxlib else f"jax=={jax}")
+            install = (install_line(held) if held and plain and "jaxlib" in held
                        else f"pip install {wheels}")  # what the probe's environment held
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
                          "install": install, "command": program.command,
@@ -311,10 +312,8 @@ def standalone_lines(doc: dict) -> list[str]:
         return [*details(f"{shown['file']}: the standalone program ({shown['lines']} lines, "
                          f"jax only)", [shown["text"].rstrip()], "python"), *own]
     releases = pair_or_ends(doc)
-    gpu = doc["backend"] != "cpu"
-    gpu_name = doc["measured"].removeprefix("compiled for ").removesuffix(", without the GPU")
-    on = (f" on a machine with the GPU ({gpu_name})" if doc.get("target")
-          else " on a machine with an NVIDIA GPU" if gpu else "")
+    backend = backends.get(doc["backend"])
+    on = backend.machine_words(doc)
     flags = f"XLA_FLAGS={shlex.quote(doc['xla_flags'])} " if doc.get("xla_flags") else ""
     python = "3.12" if any(Version(v) >= PY312_FROM for v in releases) else "3.11"
     lines = ["```sh"]
@@ -323,8 +322,7 @@ def standalone_lines(doc: dict) -> list[str]:
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        wheels = (shlex.quote(f"jax[cuda12]=={version}") if gpu
-                  else f"jax=={version} jaxlib=={jaxlib}")
+        wheels = backend.pip_words(version, jaxlib, probe_at(doc, version).get("installed"))
         lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
     lines += ["```", "", "(Old releases may need the packages of their day: the toolkit "
               "resolves each environment as of its release's date, e.g. `uv pip install "
