@@ -43,6 +43,7 @@ from .process import (
     DUMP_FOLDERS,
     MODULES,
     PASSES,
+    child_environ,
     configure_this_process,
     dump_flags,
     dump_folder,
@@ -180,6 +181,14 @@ def main(argv: list[str] | None = None) -> int:
                  if dump_dir else
                  dump_flags(args.pass_dumps, PASSES) if args.pass_dumps is not None else "")
         devices = args.devices or args.case.devices
+        # Where a target's device is here, fresh processes measure it beside the plan: they
+        # open the device, which this process (compiling without it) never does.
+        args.on_device = None
+        if args.target is not None and args.metric == "memory" and args.target.here():
+            args.on_device = child_environ(args.target.platform, join_flags(
+                host_devices(devices), args.xla_flags))
+            if "float64" in args.params.values():
+                args.on_device["JAX_ENABLE_X64"] = "1"
         configure_this_process(args.backend, join_flags(host_devices(devices), args.xla_flags,
                                                         dumps),
                                target=args.target, params=args.params)
@@ -190,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     from .measure import Compiler
-    from .metrics import Sampling, measure, measure_series
+    from .metrics import Sampling, measure, measure_series, on_the_device
 
     sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
     asked = args.xla_flags.strip()
@@ -212,6 +221,12 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
                 rest, values = series_at(args.over, {**args.params, **params})
                 compare[other] = measure_series(
                     args.case, rest, (args.over[0], values), args.metric, compiler, sampling)
+            if args.on_device is not None:
+                beside_the_plan(args, metric, args.params, on_the_device)
+                for other, params in args.compare.items():
+                    beside_the_plan(args, compare[other],
+                                    series_at(args.over, {**args.params, **params})[0],
+                                    on_the_device)
             document = {"schema": SCHEMA,
                         **(describe_environment(compiler, asked) if fresh else about),
                         "xla_flags": asked, "mode": "case",
@@ -236,6 +251,18 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     else:
         print(summary(document, args.label))
     return EXIT_MEASURED if document["metric"]["status"] == "ok" else EXIT_UNMEASURABLE
+
+
+def beside_the_plan(args: argparse.Namespace, metric: dict, params: dict, measure) -> None:
+    """The device's own figure (``measure``: metrics.on_the_device) at each point of a
+    target's plan, as ``device`` (the point's or the metric's)."""
+    if "points" not in metric:
+        metric["device"] = measure(args.case, params, args.on_device)
+        return
+    rest, _ = series_at(args.over, params)
+    for point in metric["points"]:
+        point["device"] = measure(args.case, {**rest, metric["over"]["name"]: point["at"]},
+                                  args.on_device)
 
 
 def first_values_for_a_target(programs: dict, target: str | None) -> dict:
@@ -325,7 +352,7 @@ def summary(document: dict, label: str = "case") -> str:
             else ""
         mode = f"a real run's peak: {m['fallback']['reason']}" if m.get("fallback") else what
         shape = m["value"] if m["status"] == "ok" else m["error"]
-        beside = plan_beside(document, label)
+        beside = plan_beside(document, label) or device_beside(document, label)
         return (f"{head}\n{m['name']}{f' ({mode})' if mode else ''}\n\n"
                 f"{series_table(document, label)}\n\n"
                 f"shape: {shape}{beside and chr(10) * 2 + beside}")
@@ -338,10 +365,13 @@ def summary(document: dict, label: str = "case") -> str:
                           for key in ("value", "min", "max"))
         shown = f"median {mid} {unit} (min {low}, max {high}; {len(m['samples'])} {each})"
         if size and m.get("plan"):
-            shown += (f"\nXLA's plan for the same program: {mib(m['plan']['bytes'])} "
-                      f"({m['plan']['source']}); the run's peak {gap(m['value'], m['plan']['bytes'])}")
+            planned = m["plan"]["bytes"]
+            shown += (f"\nXLA's plan for the same program: {mib(planned)} "
+                      f"({m['plan']['source']}); the run's peak {gap(m['value'], planned)}")
     elif m["name"] == "memory":
         shown = f"{mib(m['value'])} (output + temp, {m['source']})"
+        if beside := device_beside(document, label):
+            shown += f"\n{beside}"
     elif m["name"] == "output":
         shown = f"sha256 {m['value']['sha256'][:16]}, shapes {m['value']['shapes']}"
     else:
@@ -414,6 +444,54 @@ def plan_beside(document: dict, label: str = "case") -> str:
             f"{series_table(plans, label)}\n\n"
             f"the run's peak against the plan, farthest apart at {program} "
             f"{m['over']['name']}={at}: {gap(measured, plan)}")
+
+
+def as_device_run(document: dict) -> dict:
+    """A target's plan with its device's own figures beside it (``device``), read as a real
+    run's peaks each with the plan of what a run holds (output + temp + generated code)."""
+    from .metrics import run_plan
+
+    def ran(metric: dict) -> dict:
+        points = [metric] if "points" not in metric else metric["points"]
+        read = [{**p, "status": "ok", "value": p["device"]["bytes"],
+                 "plan": run_plan(p["fields"])}
+                if "bytes" in (p.get("device") or {}) and p.get("fields")
+                else {**p, "status": "n/a", "plan": None} for p in points]
+        return {**metric, "name": "peak_memory", **(
+            {"points": read} if "points" in metric else read[0])}
+
+    return {**document, "metric": ran(document["metric"]),
+            "compare": {k: ran(v) for k, v in document.get("compare", {}).items()}}
+
+
+def device_beside(document: dict, label: str = "case") -> str:
+    """Beside a target's plan, where its device was here: the device's own peaks and how far
+    they are from the plan ("" where it was not)."""
+    m = document["metric"]
+    every = [p for got in (m, *document.get("compare", {}).values())
+             for p in (got.get("points") or [got])]
+    measured = [p["device"] for p in every if p.get("device")]
+    if m["name"] != "memory" or not measured:
+        return ""
+    kind = next((d["device"] for d in measured if d.get("device")), "the device")
+    failed = next((d["error"] for d in measured if d.get("error")), None)
+    ran = as_device_run(document)
+    gaps = [(label, None, ran["metric"]["value"], ran["metric"]["plan"]["bytes"])] \
+        if "points" not in m and ran["metric"].get("plan") else plan_gaps(ran, label)
+    lines = [f"on the device itself ({kind}, here): a run's peak in a fresh process, "
+             f"in use + reserved above what was resident"]
+    if "points" in m:
+        lines += ["", series_table(ran, label)]
+    elif gaps:
+        lines[0] += f": {mib(gaps[0][2])}"
+    if gaps:
+        name, at, ran_bytes, planned = max(gaps, key=lambda g: abs(g[2] - g[3]) / g[3])
+        where = f" farthest apart at {name} {m['over']['name']}={at}" if "over" in m else ""
+        lines += ["", f"the device against the plan (output + temp + generated code),{where}: "
+                  f"{gap(ran_bytes, planned)}"]
+    if failed:
+        lines.append(f"on the device: {failed}")
+    return "\n".join(lines)
 
 
 def runtime_refusal(args: argparse.Namespace) -> str | None:

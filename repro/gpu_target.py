@@ -71,6 +71,10 @@ class Target:
     def configure(self, environ: MutableMapping[str, str]) -> None:
         configure(environ)
 
+    def here(self, root: str = "/") -> bool:
+        """Whether the GPU itself is here (not asked: a GPU's plan is never set beside it)."""
+        return False
+
     def compile_only(self) -> CompileOnly:
         return CompileOnly(self)
 

@@ -30,23 +30,33 @@ def error_text(exc: BaseException) -> str:
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {first}".strip(": "))[:300]
 
 
-# XLA refuses at compile a plan that exceeds the device's memory (a TPU's HBM): "Ran out of
-# memory on HBM, the total memory required for HLO temporaries (17.98G) exceeds available HBM
-# (15.75G)". A behaviour with its figures, never a crash of the harness.
-_OUT_OF_MEMORY = re.compile(
-    r"RESOURCE_EXHAUSTED.*?memory (?:required )?for (?P<what>[\w ]+?) \((?P<needed>[\d.]+\s*[KMGT]i?B?)\)"
-    r" exceeds available (?P<memory>\w+) \((?P<available>[\d.]+\s*[KMGT]i?B?)\)")
+# XLA refuses at compile a plan that exceeds the device's memory (a TPU's HBM), in words that
+# differ by release: libtpu 0.0.42.1 "Ran out of memory on HBM, the total memory required for
+# HLO temporaries (17.98G) exceeds available HBM (15.75G)", libtpu 0.0.8 "Allocation
+# (size=18923520000) would exceed memory (size=17179869184)". A behaviour with its figures,
+# never a crash of the harness.
+_SIZE = r"[\d.]+\s*[KMGT]i?B?"
+_OUT_OF_MEMORY = (
+    re.compile(rf"RESOURCE_EXHAUSTED.*?memory (?:required )?for (?P<what>[\w ]+?) "
+               rf"\((?P<needed>{_SIZE})\) exceeds available (?P<memory>\w+) "
+               rf"\((?P<available>{_SIZE})\)"),
+    re.compile(r"RESOURCE_EXHAUSTED.*?Allocation \(size=(?P<needed>\d+)\) would exceed "
+               r"(?P<memory>memory) \(size=(?P<available>\d+)\)"))
 
 
 def out_of_memory(text: str) -> dict | None:
-    """What an out-of-device-memory error says: needed and available as XLA wrote them, and
-    one line in words (None for any other error)."""
-    found = _OUT_OF_MEMORY.search(text)
+    """What an out-of-device-memory error says: needed and available as XLA wrote them (bytes
+    where it gave bytes), and one line in words (None for any other error)."""
+    found = next(filter(None, (pattern.search(text) for pattern in _OUT_OF_MEMORY)), None)
     if found is None:
         return None
-    fields = {k: found[k].strip() for k in ("what", "needed", "memory", "available")}
-    return {**fields, "words": f"out of device memory: needs {fields['needed']} of "
-            f"{fields['memory']} for {fields['what']}, the device has {fields['available']}"}
+    fields = {k: found[k].strip() for k in ("needed", "memory", "available")}
+    fields["what"] = (found.groupdict().get("what") or "its buffers").strip()
+    fields["memory"] = "HBM" if fields["memory"] == "memory" else fields["memory"]
+    needed, available = (f"{fields[k]} bytes" if fields[k].isdigit() else fields[k]
+                         for k in ("needed", "available"))
+    return {**fields, "words": f"out of device memory: needs {needed} of {fields['memory']} for "
+            f"{fields['what']}, the device has {available}"}
 
 
 def _memory_fields(stats) -> dict:
@@ -250,10 +260,12 @@ def peak_of_run(run) -> dict:
             "baseline_bytes": baseline * 1024, "peak_bytes": peak * 1024}
 
 
-def run_child(module: str, request: str, timeout: float) -> tuple[dict | None, str | None]:
-    """``python -m MODULE REQUEST`` in a fresh process (this package first on its path): the
-    JSON object it printed last, or one line saying why there is none."""
-    env = dict(os.environ)
+def run_child(module: str, request: str, timeout: float,
+              base: dict | None = None) -> tuple[dict | None, str | None]:
+    """``python -m MODULE REQUEST`` in a fresh process (this package first on its path;
+    ``base``: its environment, else this one's): the JSON object it printed last, or one line
+    saying why there is none."""
+    env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
     try:
         done = subprocess.run([sys.executable, "-m", module, request], env=env,

@@ -170,12 +170,14 @@ def error(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     return {"samples": [NO_ERROR]}
 
 
-def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float = 900) -> dict:
-    """Each sample from a fresh process, so that other samples' peaks do not mix in."""
+def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float = 900,
+                environ: dict | None = None) -> dict:
+    """Each sample from a fresh process (``environ``: its environment, else this one's), so
+    that other samples' peaks do not mix in."""
     fields: dict = {"samples": []}
     request = json.dumps({"case": case.path, "params": params})
     for _ in range(sampling.samples):
-        answer, error = run_child("repro.metrics", request, timeout)
+        answer, error = run_child("repro.metrics", request, timeout, environ)
         if answer is None or "error" in answer:
             text = (error or answer["error"])[:300]
             if "lockfile" in text:  # libtpu: the chip is this process's parent's, or another's
@@ -187,6 +189,7 @@ def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float
         # they should agree, and how far apart they are is the first thing to ask of either.
         fields.setdefault("plan", answer.get("plan"))
         fields.setdefault("device_stats", answer.get("device_stats"))
+        fields.setdefault("device", answer.get("device"))
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -205,7 +208,8 @@ def peak_child(case: CaseFile, params: dict) -> dict:
     jax.block_until_ready(arrays)
     peak = peak_of_run(lambda: compiled(*arrays))
     answer = {"source": peak["source"] + " above baseline",
-              "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"])}
+              "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"]),
+              "device": jax.devices()[0].device_kind}
     if "device_stats" in peak:
         answer["device_stats"] = {**peak["device_stats"], "baseline_bytes": peak["baseline_bytes"]}
     try:
@@ -224,6 +228,16 @@ def run_plan(fields: dict) -> dict:
     code = fields.get("generated_code_bytes") or 0
     return {"bytes": plan_bytes(fields) + code, "fields": fields,
             "source": "memory_analysis() output + temp" + (" + generated code" if code else "")}
+
+
+def on_the_device(case: CaseFile, params: dict, environ: dict, timeout: float = 900) -> dict:
+    """Beside a target's plan where its device is here: one run's peak on the device, in a
+    fresh process whose environment (``environ``) opens it, with that compile's own plan."""
+    got = peak_memory(case, params, Sampling(samples=1), timeout, environ)
+    if got.get("status") == "error":
+        return {"error": got["error"]}
+    return {"bytes": got["samples"][0],
+            **{k: got[k] for k in ("source", "device", "plan", "device_stats") if k in got}}
 
 
 SAMPLES = {"memory": memory, "compile_time": compile_time, "run_time": run_time,

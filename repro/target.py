@@ -15,7 +15,9 @@ target is, to the rest of the harness:
 - ``compile_only()``, after ``import jax``: the compile-only device, with
   ``struct(shape, dtype)`` (an argument placed on it) and ``describe()`` (the harness
   document's ``target``: ``as_json()`` and what this environment compiled with);
-- ``explain_error(text)``: one line for an error the target's own values cause (or None).
+- ``explain_error(text)``: one line for an error the target's own values cause (or None);
+- ``here()``: whether the device itself is on this machine, seen without opening it: then
+  the harness measures it too, in fresh processes, beside the plan.
 
 jax and the standard library only, like the rest of ``repro``; nothing here imports jax.
 """

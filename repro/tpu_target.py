@@ -11,16 +11,47 @@ own count (docs/targets.md). jax and the standard library only, like the rest of
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import os
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 KIND = "tpu"
 PLATFORM = "tpu"
 PLATFORMS = {"tpu": "tpu"}  # python -m repro --backend tpu: the chip itself
 COMPILE_ONLY = "tpu (compile-only)"  # the backend of a compile-only result, never "tpu"
+
+
+GOOGLE_VENDOR = "0x1ae0"  # PCI vendor of a TPU chip (JAX's own test: jax/_src/hardware_utils.py)
+CHIPS = {"0x0027": "v3", "0x0056": "plc", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e",
+         "0x006f": "v6e", "0x0076": "tpu7x"}
+
+
+def chips(root: str = "/") -> list[str]:
+    """The TPU chips on this machine's PCI bus, by generation (as JAX itself finds them),
+    seen without opening one (a chip is opened by one process at a time)."""
+    found = []
+    for vendor in sorted(glob.glob(os.path.join(root, "sys/bus/pci/devices/*/vendor"))):
+        try:
+            if Path(vendor).read_text().strip() != GOOGLE_VENDOR:
+                continue
+            device = (Path(vendor).parent / "device").read_text().strip()
+        except OSError:
+            continue
+        if device in CHIPS:
+            found.append(CHIPS[device])
+    return found
+
+
+def accelerator_files(root: str = "/") -> list[str]:
+    """A TPU VM's device files: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e, v6e)."""
+    return sorted(glob.glob(os.path.join(root, "dev/accel*"))
+                  + [p for p in glob.glob(os.path.join(root, "dev/vfio/*"))
+                     if os.path.basename(p).isdigit()])
 
 
 @dataclass(frozen=True)
@@ -72,6 +103,10 @@ class Target:
 
     def compile_only(self) -> CompileOnly:
         return CompileOnly(self)
+
+    def here(self, root: str = "/") -> bool:
+        """A chip of this generation is on this machine: its own figures go beside the plan."""
+        return self.name in chips(root)
 
     def explain_error(self, text: str) -> str | None:
         """One line where the error is libtpu's absence or its not knowing this topology."""

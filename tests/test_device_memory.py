@@ -6,7 +6,6 @@ n_res 200); the chip test at the end runs only where a TPU is here."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -17,9 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repro.cli import gap, plan_beside, plan_gaps, summary
+from repro.cli import as_device_run, device_beside, gap, plan_beside, plan_gaps, summary
 from repro.measure import device_peak, error_text, out_of_memory
 from repro.metrics import run_plan
+from repro.tpu_target import accelerator_files, chips
 
 DATA = Path(__file__).parent / "data"
 # The chip's document as the harness wrote it then (its plan: output + temp), each plan then
@@ -119,24 +119,81 @@ def test_out_of_memory_keeps_the_figures_as_xla_wrote_them(needed, available, sc
 
 def _tpu_here() -> bool:
     """A TPU VM's chips, seen without opening them (opening one here would hold it)."""
-    return bool(glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")
-                or os.environ.get("JAX_SCAN_REPRO_TPU_HERE") == "1")
+    return bool(chips() or accelerator_files())
+
+
+def _repro_on_the_chip(*args: str) -> dict:
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "repro", *args, "--n-res", "100", "--n-outer",
+                           "1", "2", "--variants", "v0", "v1", "--json", "--quiet"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 125), done.stderr[-2000:]
+    return json.loads(done.stdout)
 
 
 @pytest.mark.skipif(not _tpu_here(), reason="needs a TPU chip (none is visible here)")
 def test_on_the_chip_peak_memory_agrees_with_the_plan():
     """Run where a TPU is: the harness measures in fresh processes that each open the chip
     (its own process never touches it first) and agrees with the plan within 1%."""
-    repo = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "repro", "--backend", "tpu", "--metric",
-                           "peak_memory", "--n-res", "100", "--n-outer", "1", "2",
-                           "--variants", "v0", "v1", "--samples", "1", "--json", "--quiet"],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 125), done.stderr[-2000:]
-    document = json.loads(done.stdout)
+    document = _repro_on_the_chip("--backend", "tpu", "--metric", "peak_memory",
+                                  "--samples", "1")
     assert document["backend"] == "tpu"
     gaps = plan_gaps(document, "v0")
     assert len(gaps) == 4
     assert all(abs(m - p) / p < 0.01 for _, _, m, p in gaps), gaps
+
+
+@pytest.mark.skipif("v5e" not in chips(), reason="needs a TPU v5e chip (none is visible here)")
+def test_on_the_chip_a_v5e_target_measures_the_chip_beside_its_plan():
+    document = _repro_on_the_chip("--target", "v5e")
+    assert document["deviceless"] is True
+    gaps = plan_gaps(as_device_run(document), "v0")
+    assert len(gaps) == 4
+    assert all(abs(m - p) / p < 0.01 for _, _, m, p in gaps), gaps
+
+
+def _target_document(device: dict | None) -> dict:
+    """A v5e target's plan of the scan case's v0 (n_res 200, n_outer 1), as compiled without
+    the chip on the chip's own machine, with the chip's run beside it where given."""
+    fields = {"output_bytes": 40960000, "temp_bytes": 4096129536,
+              "generated_code_bytes": 344576, "argument_bytes": 40960000}
+    point = {"at": 1, "name": "memory", "status": "ok", "value": 4137089536,
+             "fields": fields, "source": "memory_analysis()",
+             **({"device": device} if device else {})}
+    return {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "tpu (compile-only)",
+            "device": "TPU v5e, XLA's plan, not a measurement on one",
+            "target": {"name": "v5e", "kind": "tpu", "description": "TPU v5e",
+                       "source": "built in: topology v5e:2x2"},
+            "case": {"name": "scan_growth", "params": {"n_res": 200}},
+            "metric": {"name": "memory", "unit": "bytes", "kind": "deterministic",
+                       "status": "ok", "value": "constant", "samples": [["constant", 0.0]],
+                       "over": {"name": "n_outer", "values": [1]}, "points": [point]}}
+
+
+def test_a_target_whose_chip_is_here_shows_the_chip_beside_the_plan():
+    """python -m repro --target v5e run on the chip's own machine (n_res 200): the plan
+    compiled without the chip, each point's chip run beside it, within 0.01%."""
+    document = json.loads((DATA / "tpu-v5e-target-on-chip-0.10.2.json").read_text())
+    assert document["deviceless"] is True and document["target"]["name"] == "v5e"
+    gaps = plan_gaps(as_device_run(document), "v0")
+    assert {(name, at) for name, at, *_ in gaps} == {
+        (v, n) for v in ("v0", "v1") for n in (1, 2, 5)}
+    for name, at, measured, planned in gaps:
+        assert abs(measured - planned) / planned < 1e-4, (name, at)
+    v0 = document["metric"]["points"][0]
+    assert planned_without_chip(v0) == v0["device"]["plan"]["bytes"]  # one compiler, one plan
+    assert device_beside(document, "v0").count("n_outer=5") == 2  # its table and the farthest
+
+
+def planned_without_chip(point: dict) -> int:
+    return run_plan(point["fields"])["bytes"]
+
+
+def test_a_target_without_its_chip_says_nothing_of_one():
+    assert device_beside(_target_document(None), "v0") == ""
+    failed = _target_document({"error": "out of device memory: needs 17.98G of HBM for HLO "
+                                        "temporaries, the device has 15.75G"})
+    assert plan_gaps(as_device_run(failed), "v0") == []
+    assert "17.98G" in device_beside(failed, "v0")

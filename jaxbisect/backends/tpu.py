@@ -13,9 +13,7 @@ metadata never changes) and kept beside the release catalogue.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import platform
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -25,39 +23,16 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from repro.tpu_target import accelerator_files, chips
+
 from ..files import cache_dir, write_json
 from ..wheel_metadata import RangedFetch, http_get, metadata_text, requirements, wheel_files
 from . import Backend, InstallPlan
 
 LIBTPU = "libtpu"
 NIGHTLY = "libtpu-nightly"
-GOOGLE_VENDOR = "0x1ae0"  # PCI vendor of a TPU chip (JAX's own test: jax/_src/hardware_utils.py)
-CHIPS = {"0x0027": "v3", "0x0056": "plc", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e",
-         "0x006f": "v6e", "0x0076": "tpu7x"}
 PINS_FORMAT = 1
 LIST_AGE = timedelta(hours=6)  # libtpu's own release list, refreshed as the catalogue is
-
-
-def chips(root: str = "/") -> list[str]:
-    """The TPU chips on this machine's PCI bus, by generation (as JAX itself finds them)."""
-    found = []
-    for vendor in sorted(glob.glob(os.path.join(root, "sys/bus/pci/devices/*/vendor"))):
-        try:
-            if Path(vendor).read_text().strip() != GOOGLE_VENDOR:
-                continue
-            device = (Path(vendor).parent / "device").read_text().strip()
-        except OSError:
-            continue
-        if device in CHIPS:
-            found.append(CHIPS[device])
-    return found
-
-
-def accelerator_files(root: str = "/") -> list[str]:
-    """A TPU VM's device files: /dev/accel* (v4, v5p) or /dev/vfio/N (v5e, v6e)."""
-    return sorted(glob.glob(os.path.join(root, "dev/accel*"))
-                  + [p for p in glob.glob(os.path.join(root, "dev/vfio/*"))
-                     if os.path.basename(p).isdigit()])
 
 
 class Pins:
