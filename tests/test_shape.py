@@ -21,6 +21,7 @@ from jaxbisect.machine import parallel_runs
 from jaxbisect.markdown import render
 from jaxbisect.markdown.reproduce import standalone_script
 from jaxbisect.markdown.tables import probe_rows
+from jaxbisect.markdown.words import shape_words
 from jaxbisect.question import Run, question_from, with_params
 from jaxbisect.report import document, write_report
 from repro.case import CaseError, read_case
@@ -173,9 +174,10 @@ def test_the_report_is_read_from_its_json_document(recorded_catalogue):
     new = stored["probes"][1]
     new["series"]["shape"], new["series"]["figures"]["15"] = "grows (+9.99/outer)", 7 * MB
     shown = render(stored)
-    assert "grows (+9.99/outer) at jax 0.5.1" in shown  # the answer's line
+    said = shape_words("grows (+9.99/outer)")  # the stored label, in the report's words
     row = next(line for line in shown.splitlines() if line.startswith("| 0.5.1"))
-    assert "grows (+9.99/outer)" in row and "| 7.00 " in row  # the table's
+    assert said in row and "| 7.00 " in row  # the table's
+    assert "+1.00" not in row
 
 
 def test_the_small_size_is_used_only_where_both_ends_agree():
