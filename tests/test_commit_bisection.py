@@ -446,6 +446,7 @@ def test_a_real_history_gives_its_first_bad_commit_and_names_the_skips(jax_histo
 
 
 @pytest.mark.jax
+@pytest.mark.full  # the scan case on both jaxlibs; the real history's answer: above
 def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp_path):
     """The scan report's growth at 0.5.0 → 0.5.1: jax's Python up to 0.5.1's last commit on
     jaxlib 0.5.0 keeps v0 constant, and on jaxlib 0.5.1 the commits grow (two runs a side)."""
@@ -518,6 +519,7 @@ def gated_history(root: Path, bodies: list[str]) -> tuple[Path, list[str]]:
     # already new, the change could be among those before it
     ([OLD_API] * 3 + [NEW_PATH] * 3, None, None),
 ], ids=["both", "jaxlib", "cannot-tell"])
+@pytest.mark.full  # three real commit searches; the oracle lab tests the logic above
 def test_a_gate_on_the_jaxlib_is_found_from_both_sides(jax_python, tmp_path, bodies, came_with,
                                                         first_bad):
     jax_python("0.5.0"), jax_python("0.5.1")
