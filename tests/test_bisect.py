@@ -34,6 +34,9 @@ def one_line_error(done: subprocess.CompletedProcess, status: int = 2) -> str:
 
 
 @pytest.mark.jax
+# Its probes of 0.5.0 and 0.5.1 are the ones test_slurm's local run compares the cluster's
+# with: on that worker, before it, that run reads them from the store (paid once).
+@pytest.mark.xdist_group("slurm")
 def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
     """0.5.0 is constant on the CPU, 0.5.1 grows: with no --case, the scan case by its shape
     over n_outer; the first run measures, the rerun not."""
