@@ -77,7 +77,10 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
 
     again = bisect(*args)  # how fast this is belongs to `nox -s bench`, not to a test
     redo = json.loads(again.stdout)
-    assert all(p["cached"] for p in redo["probes"]), redo["probes"]
+    cached = {p["jax"]: (p["cached"], [r["cached"] for r in p["runs"]],
+                         {k: c.get("cached") for k, c in p["compare"].items()})
+              for p in redo["probes"]}
+    assert all(p["cached"] for p in redo["probes"]), (cached, again.stderr[-3000:])
     assert [p["jax"] for p in redo["probes"]] == probed
     assert (redo["last_old"], redo["first_new"]) == (doc["last_old"], doc["first_new"])
 
