@@ -27,6 +27,7 @@ def bisect(*args: str, timeout: float = 900, env: dict | None = None
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.full  # one pipeline: test_repro's built-in options spell the case harness
 def test_case_memory_is_the_builtin_harness_figure(jax_python):
     """The scan report as a case gives v0's figure of the built-in harness, byte for byte."""
     for version in ("0.5.0", "0.5.1"):
@@ -111,19 +112,16 @@ def results_files(cache: Path) -> set[Path]:
     return set((cache / "results").rglob("metric-*.json"))
 
 
-# The case at SMALL under 0.5.0 and 0.5.1, measured here, is the sweep's below: one worker,
-# this one first, and the sweep reads them from the store (paid once).
-SCAN_SMALL = pytest.mark.xdist_group("scan-small")
-
-
 @pytest.mark.jax
-@SCAN_SMALL
 def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python):
     for version in ("0.5.0", "0.5.1", "0.5.2"):
         jax_python(version)
     args = ["--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--case", SCAN, *SMALL,
             "--reports", str(tmp_path), "--json"]
-    first = bisect(*args)
+    # A store of its own: the rerun must read back exactly what the first run stored, while
+    # other workers' tests may store the same runs meanwhile (with their own seconds).
+    env = cache_sharing_environments(tmp_path / "cache")
+    first = bisect(*args, env=env)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
     assert (doc["kind"], doc["status"], doc["direction"], doc["exact"]) == (
@@ -159,7 +157,7 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
     assert "--case" in doc["reproduce"] and "--param n_res=32" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "```python" in report and "pip install jax==0.5.1 jaxlib==0.5.1" in report
-    again = json.loads(bisect(*args).stdout)
+    again = json.loads(bisect(*args, env=env).stdout)
     assert all(p["cached"] for p in again["probes"])
     assert again["evidence"] == doc["evidence"]  # read back from the store
     assert again["probes"] == [dict(p, runs=[dict(r, cached=True) for r in p["runs"]],
@@ -213,7 +211,7 @@ def test_driver_bad_input_is_one_line_and_fetches_nothing(args, words, tmp_path)
 
 
 @pytest.mark.jax
-@SCAN_SMALL
+@pytest.mark.full  # the sweep on real releases: test_sweep
 def test_sweeps_a_case_over_releases(tmp_path, jax_python):
     """Every release's figure, where bisection would only see the ends."""
     for version in ("0.5.0", "0.5.1"):
