@@ -190,12 +190,12 @@ def _pytest(session: nox.Session, *args: str) -> None:
                       "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
                       "arguments": session.posargs,
                       "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        said = (f"nox -s {name}: pytest took {seconds:.0f} s (budget {budget} s on two cores; "
-                f"load average {load:.1f} at its start, {os.cpu_count()} cores; kept in "
+        said = (f"nox -s {name}: pytest took {seconds:.0f} s, its budget {budget} s on two "
+                f"cores (here {os.cpu_count()}, load average {load:.1f} at its start; kept in "
                 f"{SUITE_TIMES})")
         if whole and passed and seconds > budget:
             busy = (" — the machine was busy with other work, which may be why"
-                    if load > (os.cpu_count() or 2) / 2 else "")
+                    if load >= (os.cpu_count() or 2) / 2 else "")
             session.warn(f"{said}: over its budget{busy}. The slowest tests: the durations "
                          f"above; move a heavy one to tests_full (@pytest.mark.full) or make "
                          f"it smaller (docs/benchmarks.md)")
