@@ -2,8 +2,8 @@
 
 Any releases: `nox -s repro_range -- --from 0.4.30 --to 0.5.0` (or `-- --release 0.6.0 0.7.0`).
 Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
-`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `reports_check`, `bench`, `tests`,
-`tests_fast`, `tests_tpu`, `lint`.
+`nox -s bisect -- --from 0.5.0 --to 0.10.2`. Also `reports_check`, `bench`, `tests` (CI's),
+`tests_full`, `tests_fast`, `tests_tpu`, `lint`.
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
@@ -14,8 +14,10 @@ Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
+import time
 from pathlib import Path
 
 import nox
@@ -168,19 +170,85 @@ def bench(session: nox.Session) -> None:
 # a worker waits on uv and on its subprocesses a good part of its time.
 TEST_WORKERS = str(min(os.cpu_count() or 2, 4))
 
+# What each tier may take, pytest's wall time on a two-core machine (the CI's; `.ci/run` on a
+# fresh clone has to stay within 300 s, installs included). A run over it says so; the
+# figures and what each tier holds: docs/benchmarks.md. Speed is watched here, never in a
+# timed unit test.
+BUDGETS = {"tests": 240, "tests_full": 900, "tests_fast": 60}
+# Where each run's time is kept: the tests' own cache, never a tracked file.
+SUITE_TIMES = Path(".cache", "tests", "suite-times.json")
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    """pytest over ``args`` and the session's arguments, its wall time kept in SUITE_TIMES
+    and held against the session's budget (when nothing after ``--`` narrows the run)."""
+    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
+    # This machine's caller may forbid bytecode (PYTHONDONTWRITEBYTECODE): every CLI run of
+    # the driver would then compile it and matplotlib again (0.3 s and 0.8 s a process).
+    session.env["PYTHONDONTWRITEBYTECODE"] = None
+    name, budget = session.name, BUDGETS[session.name]
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    passed = False
+    try:
+        session.run("pytest", *args, *(session.posargs or ["-q", "--durations=10"]))
+        passed = True
+    finally:
+        seconds = time.monotonic() - started
+        whole = not session.posargs
+        _record_time({"session": name, "seconds": round(seconds, 1), "budget": budget,
+                      "whole": whole, "passed": passed, "cores": os.cpu_count(),
+                      "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
+                      "arguments": session.posargs,
+                      "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        said = (f"nox -s {name}: pytest took {seconds:.0f} s, its budget {budget} s on two "
+                f"cores (here {os.cpu_count()}, load average {load:.1f} at its start; kept in "
+                f"{SUITE_TIMES})")
+        if whole and passed and seconds > budget:
+            busy = (" — the machine was busy with other work, which may be why"
+                    if load >= (os.cpu_count() or 2) / 2 else "")
+            session.warn(f"{said}: over its budget{busy}. The slowest tests: the durations "
+                         f"above; move a heavy one to tests_full (@pytest.mark.full) or make "
+                         f"it smaller (docs/benchmarks.md)")
+        else:
+            session.log(said)
+
+
+def _record_time(run: dict) -> None:
+    """The last 50 runs, newest last, written whole (a temp file, then os.replace)."""
+    try:
+        runs = json.loads(SUITE_TIMES.read_text())["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        runs = []
+    SUITE_TIMES.parent.mkdir(parents=True, exist_ok=True)
+    temp = SUITE_TIMES.with_name(f".{SUITE_TIMES.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps({"runs": [*runs, run][-50:]}, indent=1) + "\n")
+    os.replace(temp, SUITE_TIMES)
+
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite: real JAX CPU releases installed with uv, property tests, the CLI; one
-    worker a core (``-- -n 0`` runs in one process), each test file in one worker (a file's
-    tests share its fixtures, the SLURM cluster included).
+    """The test suite CI runs (the README's test command): every pure test, the CLI, and the
+    real runs that show each behaviour once, cheapest: a real end-to-end bisection per metric
+    kind (memory, run_time, output, error), --commits on a real jax history, SLURM, Ctrl-C and
+    resume, real JAX CPU releases installed with uv. ``@pytest.mark.full`` tests (heavier
+    real runs: the report's own sizes, every shipped case, compile-only GPU targets, …) are
+    tests_full's. One worker a core (``-- -n 0`` runs in one process); a SLURM cluster for
+    the session, its tests on one worker (xdist_group).
 
     Its environments and results live in .cache/tests/ inside the clone (kept between runs,
-    shared by the workers), never in the user's cache."""
+    shared by the workers), never in the user's cache; its time in .cache/tests/
+    suite-times.json, against its budget (BUDGETS)."""
     session.install("-e", ".[test]", "pytest-xdist>=3")
-    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
-    session.run("pytest", "-n", TEST_WORKERS, "--dist", "loadfile",
-                *(session.posargs or ["-q"]))
+    _pytest(session, "-m", "not full", "-n", TEST_WORKERS, "--dist", "loadgroup")
+
+
+@nox.session
+def tests_full(session: nox.Session) -> None:
+    """Every test: nox -s tests and the ``full`` ones (heavier real runs, each also shown
+    more cheaply in nox -s tests). Its time: README, docs/benchmarks.md."""
+    session.install("-e", ".[test]", "pytest-xdist>=3")
+    _pytest(session, "-n", TEST_WORKERS, "--dist", "loadgroup")
 
 
 # No proxy answers here: a test that reaches for the network fails in tests_fast, so a test
@@ -199,11 +267,9 @@ def tests_fast(session: nox.Session) -> None:
     Installs once (like the other sessions; later runs work offline); ``-- -n 0`` runs in one
     process. Its time: docs/benchmarks.md."""
     _install_project(session, "pytest-xdist>=3", project=".[test]")
-    session.env["JAX_SCAN_REPRO_CACHE"] = str(Path(".cache", "tests").resolve())
+    session.env.update(OFFLINE)
     # The SLURM tests start one cluster for the session: not one a worker (nox -s tests).
-    session.run("pytest", "-m", "not jax and not slurm", "-n", "auto",
-                *(session.posargs or ["-q"]),
-                env=OFFLINE)
+    _pytest(session, "-m", "not jax and not slurm", "-n", "auto")
 
 
 @nox.session

@@ -19,6 +19,11 @@ TEST_CACHE = REPO / ".cache" / "tests"
 os.environ["JAX_SCAN_REPRO_CACHE"] = str(TEST_CACHE)
 # matplotlib (the report's chart) keeps a font cache under HOME otherwise.
 os.environ.setdefault("MPLCONFIGDIR", str(REPO / ".cache" / "matplotlib"))
+# A caller that forbids bytecode (PYTHONDONTWRITEBYTECODE) would have every CLI run a test
+# starts compile the driver and matplotlib again (0.3 s and 0.8 s a process, hundreds of
+# processes); the harness's own runs write theirs anyway (harness_environ).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="session")
@@ -118,13 +123,20 @@ def only_this_python(monkeypatch):
 
 def pytest_collection_modifyitems(items):
     """Tests that install real JAX releases are marked ``jax`` (deselect: ``-m 'not jax'``);
-    those marked ``tpu`` (a libtpu environment) run only under ``nox -s tests_tpu``."""
+    those marked ``tpu`` (a libtpu environment) run only under ``nox -s tests_tpu``.
+
+    The real runs (``jax``, ``slurm``) go first, in their files' order, the quick tests after
+    them: under xdist a worker that ends early then fills in with quick tests instead of
+    waiting for the other one's last real run (the same order on every worker, as xdist
+    needs)."""
     for item in items:
         if {"jax_python", "target_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jax)
         if item.get_closest_marker("tpu") and os.environ.get("JAX_SCAN_REPRO_TPU_TESTS") != "1":
             item.add_marker(pytest.mark.skip(reason="compiles with a real libtpu: "
                                                     "nox -s tests_tpu"))
+    items.sort(key=lambda item: not (item.get_closest_marker("jax")
+                                     or item.get_closest_marker("slurm")))
 
 
 @pytest.fixture(scope="session")

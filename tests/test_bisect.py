@@ -34,9 +34,17 @@ def one_line_error(done: subprocess.CompletedProcess, status: int = 2) -> str:
 
 
 @pytest.mark.jax
-def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
+# Its probes of 0.5.0 and 0.5.1 are the ones test_slurm's local run compares the cluster's
+# with: on that worker, before it, that run reads them from the store (paid once).
+@pytest.mark.xdist_group("slurm")
+def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path, jax_python):
     """0.5.0 is constant on the CPU, 0.5.1 grows: with no --case, the scan case by its shape
     over n_outer; the first run measures, the rerun not."""
+    # Every release's environment first: the search prefers probes that are cheap (stored or
+    # installed), and other tests install environments meanwhile; with all of them there,
+    # both runs take the same path.
+    for version in ("0.5.0", "0.5.1", "0.5.2", "0.5.3"):
+        jax_python(version)
     args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", *SMALL, "--no-evidence",
             "--reports", str(tmp_path), "--json"]
     first = bisect(*args)
@@ -74,12 +82,16 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path):
 
     again = bisect(*args)  # how fast this is belongs to `nox -s bench`, not to a test
     redo = json.loads(again.stdout)
-    assert all(p["cached"] for p in redo["probes"]), redo["probes"]
+    cached = {p["jax"]: (p["cached"], [r["cached"] for r in p["runs"]],
+                         {k: c.get("cached") for k, c in p["compare"].items()})
+              for p in redo["probes"]}
+    assert all(p["cached"] for p in redo["probes"]), (cached, again.stderr[-3000:])
     assert [p["jax"] for p in redo["probes"]] == probed
     assert (redo["last_old"], redo["first_new"]) == (doc["last_old"], doc["first_new"])
 
 
 @pytest.mark.jax
+@pytest.mark.full  # real runs at RUNTIME_PARAMS; the harness's fallback: test_repro
 def test_empty_compiled_stats_fall_back_to_a_real_run(tmp_path):
     """jaxlib 0.4.28 reports zeros on the CPU: its shape comes from a real run instead (at
     the scan case's RUNTIME_PARAMS, over the n_outer values both allow: 1, 2, 5)."""
@@ -101,6 +113,7 @@ def test_empty_compiled_stats_fall_back_to_a_real_run(tmp_path):
 
 
 @pytest.mark.jax
+@pytest.mark.full  # exit codes: the --commits history's release ends, test_crash_releases
 def test_bisects_with_a_command(tmp_path):
     """git bisect run's contract: 0 old, 1-127 new, run inside each release's environment."""
     check = ("import jax, sys; "
@@ -147,7 +160,8 @@ def test_a_command_sees_xla_flags_and_never_the_callers(tmp_path):
 
 @pytest.mark.jax
 def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
-    args = ["--from", "0.5.0", "--to", "0.5.3", "--backend", "cpu", "--n-res", "15",
+    # The two ends alone: the rerun's search goes on from the one stored.
+    args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "15",
             "--n-inner", "10", "--n-outer", "1", "3", "6", "--no-evidence", "--reports",
             str(tmp_path), "--json"]
     env = cache_sharing_environments(tmp_path / "cache")
@@ -159,7 +173,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_resumes(tmp_path):
     seen = []
     for line in child.stderr:
         seen.append(line)
-        if line.startswith("jax 0.5.3: "):  # the first end's run is stored
+        if line.startswith("jax 0.5.1: "):  # the first end's run is stored
             child.send_signal(signal.SIGINT)
             break
     rest = child.stderr.read()

@@ -27,6 +27,7 @@ def bisect(*args: str, timeout: float = 900, env: dict | None = None
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.full  # one pipeline: test_repro's built-in options spell the case harness
 def test_case_memory_is_the_builtin_harness_figure(jax_python):
     """The scan report as a case gives v0's figure of the built-in harness, byte for byte."""
     for version in ("0.5.0", "0.5.1"):
@@ -117,7 +118,10 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
         jax_python(version)
     args = ["--from", "0.5.0", "--to", "0.5.2", "--backend", "cpu", "--case", SCAN, *SMALL,
             "--reports", str(tmp_path), "--json"]
-    first = bisect(*args)
+    # A store of its own: the rerun must read back exactly what the first run stored, while
+    # other workers' tests may store the same runs meanwhile (with their own seconds).
+    env = cache_sharing_environments(tmp_path / "cache")
+    first = bisect(*args, env=env)
     assert first.returncode == 0, first.stderr
     doc = json.loads(first.stdout)
     assert (doc["kind"], doc["status"], doc["direction"], doc["exact"]) == (
@@ -153,7 +157,7 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
     assert "--case" in doc["reproduce"] and "--param n_res=32" in doc["reproduce"]
     report = Path(doc["report"]).read_text()
     assert "```python" in report and "pip install jax==0.5.1 jaxlib==0.5.1" in report
-    again = json.loads(bisect(*args).stdout)
+    again = json.loads(bisect(*args, env=env).stdout)
     assert all(p["cached"] for p in again["probes"])
     assert again["evidence"] == doc["evidence"]  # read back from the store
     assert again["probes"] == [dict(p, runs=[dict(r, cached=True) for r in p["runs"]],
@@ -207,6 +211,7 @@ def test_driver_bad_input_is_one_line_and_fetches_nothing(args, words, tmp_path)
 
 
 @pytest.mark.jax
+@pytest.mark.full  # the sweep on real releases: test_sweep
 def test_sweeps_a_case_over_releases(tmp_path, jax_python):
     """Every release's figure, where bisection would only see the ends."""
     for version in ("0.5.0", "0.5.1"):
@@ -228,6 +233,7 @@ def test_sweeps_a_case_over_releases(tmp_path, jax_python):
 
 
 @pytest.mark.jax
+@pytest.mark.full  # 17+ trials
 def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_python):
     for version in ("0.5.0", "0.5.1"):
         jax_python(version)
@@ -252,6 +258,7 @@ def test_minimize_shrinks_a_case_and_the_pair_still_tells_apart(tmp_path, jax_py
 
 
 @pytest.mark.jax
+@pytest.mark.full  # every pass's run; the pipeline's explanation: the memory bisection above
 def test_explain_one_release_names_the_passes_that_shape_a_case(tmp_path, jax_python):
     jax_python("0.5.1")
     done = bisect("--explain", "0.5.1", "--backend", "cpu", "--case", SCAN, *SMALL, "--json",
@@ -286,16 +293,18 @@ def test_a_hanging_case_hangs_once_an_end_and_answers(jax_python, tmp_path):
     again; the answer says it hangs."""
     jax_python("0.5.2"), jax_python("0.5.3")  # releases other tests install anyway
     hanging = str(REPO / "tests" / "data" / "cases" / "hanging_while_loop.py")
-    done = bisect("--from", "0.5.2", "--to", "0.5.3", "--case", hanging, "--timeout", "5",
+    # 2 s: any limit ends it (a run is hung past it, whatever the machine's speed)
+    done = bisect("--from", "0.5.2", "--to", "0.5.3", "--case", hanging, "--timeout", "2",
                   "--reports", str(tmp_path), "--json", timeout=300)
     assert done.returncode == 125, done.stderr[-2000:]   # cannot measure
     doc = json.loads(done.stdout)
-    assert doc["status"] == "unmeasurable" and "hangs past 5 s" in doc["reason"]
-    assert doc["time_limit"] == {"seconds": 5.0, "why": "--timeout", "explicit": True}
+    assert doc["status"] == "unmeasurable" and "hangs past 2 s" in doc["reason"]
+    assert doc["time_limit"] == {"seconds": 2.0, "why": "--timeout", "explicit": True}
     for probe in doc["probes"]:
         assert [r["status"] for r in probe["runs"]] in (["hung"], [])
 
 
+@pytest.mark.full  # the case's full sizes; small: test_bisect
 def test_the_scan_case_bisects_by_its_shape_with_the_builtin_figures(tmp_path, jax_python):
     """No --over: the case's own (n_outer 1 … 15, searched at n_res 32, v1 and v2 beside):
     the built-in report's answer and MB figures (reports/bisect-0.5.0-0.5.1-cpu.md)."""
@@ -318,6 +327,7 @@ def test_the_scan_case_bisects_by_its_shape_with_the_builtin_figures(tmp_path, j
                 == {30.52}
 
 
+@pytest.mark.full  # real runs' peaks; test_repro's fallback is full too
 def test_empty_compiled_statistics_fall_back_to_a_real_runs_peak(jax_python):
     """jaxlib < 0.4.29 on the CPU reports 0 bytes: the shape comes from a real run's peak RSS
     at the case's RUNTIME_PARAMS, and is still "constant"."""

@@ -52,7 +52,7 @@ def devices_used(python, path, *more: str) -> int:
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("version", ["0.4.36", "0.10.2"])
+@pytest.mark.parametrize("version", [pytest.param("0.4.36", marks=pytest.mark.full), "0.10.2"])
 def test_a_case_runs_as_its_script_would(jax_python, tmp_path, version):
     python = jax_python(version)
     plain = tmp_path / "plain.py"

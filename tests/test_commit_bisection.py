@@ -299,6 +299,15 @@ def test_a_folder_that_is_not_a_jax_clone_is_refused(tmp_path):
 
 # --- real: a jax repository made of the 0.5.0 and 0.5.1 wheels' sources ---
 QUESTION = "import sys, jax.lax; sys.exit(1 if hasattr(jax.lax, 'reduce_and') else 0)"
+# QUESTION, and where the environment asks it (STALL), a commit's run that waits: the moment
+# test_stopping interrupts the commit search. One command for the tests of this history here
+# and there, run from one folder (the history's): the same question, so that the store hands
+# a search one test paid for to the next (their xdist group runs them one after the other).
+STALLING = ("import os, sys, time\n"
+            "if os.environ.get('STALL') and 'checkouts' in os.environ.get('PYTHONPATH', ''):\n"
+            "    open(os.environ['STALL'], 'w').close()\n"
+            "    time.sleep(120)\n" + QUESTION.replace("; ", "\n"))
+ON_THE_HISTORY = pytest.mark.xdist_group("jax-history")
 BROKEN = ("\nfrom jax._src.lib import xla_client as _xc\n"
           "_xc.an_api_newer_than_this_jaxlib  # a newer jaxlib's, as mid-range commits do\n")
 
@@ -319,14 +328,16 @@ def version_py(source: Path, minimum: str) -> str:
                   flags=re.MULTILINE)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def jax_history(jax_python, tmp_path_factory):
     """(repo, shas): a jax repository whose history from jax-v0.5.0 to jax-v0.5.1 is, by
     index: 0 the 0.5.0 wheel's jax/ (tagged), 1 0.5.1's version number, 2 the rest of 0.5.1
     but jax/lax/__init__.py, 3 the minimum jaxlib raised to 0.5.1 (refused on 0.5.0), 4 back
     to 0.5.0, 5 an import of a newer jaxlib's API (does not import), 6 undone, 7 0.5.1's
     jax/lax/__init__.py (jax.lax.reduce_and: the first bad commit), 8-11 unrelated, 12 0.5.1's
-    version.py (needs jaxlib 0.5.1; tagged jax-v0.5.1)."""
+    version.py (needs jaxlib 0.5.1; tagged jax-v0.5.1). Built once a worker; its folder's
+    parent is where the searches over it run (their command's folder is part of the
+    question)."""
     sources = {v: jax_python(v).parent.parent / "lib" / "python3.11" / "site-packages" / "jax"
                for v in ("0.5.0", "0.5.1")}
     repo = tmp_path_factory.mktemp("jax-history") / "jax"
@@ -373,6 +384,7 @@ def jax_history(jax_python, tmp_path_factory):
     return repo, shas
 
 
+@ON_THE_HISTORY
 def test_the_range_runs_from_the_tag_to_the_last_commit_on_the_older_jaxlib(jax_history):
     repo, shas = jax_history
     span = commit_range(repo, "0.5.0", "0.5.1", "0.5.0")
@@ -384,6 +396,7 @@ def test_the_range_runs_from_the_tag_to_the_last_commit_on_the_older_jaxlib(jax_
     assert span.files(span.candidates[7]) == ["jax/lax/__init__.py"]
 
 
+@ON_THE_HISTORY
 def test_a_checkout_is_the_commit_file_for_file(jax_history, jax_python):
     repo, shas = jax_history
     python = jax_python("0.5.0")
@@ -423,12 +436,14 @@ def bisect_json(*args: str, cwd: Path) -> tuple[int, dict, str]:
 
 
 @pytest.mark.jax
+@ON_THE_HISTORY
 def test_a_real_history_gives_its_first_bad_commit_and_names_the_skips(jax_history, jax_python,
                                                                         tmp_path):
     repo, shas = jax_history
     code, doc, err = bisect_json("--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu",
                                  "--commits", "--jax-repo", str(repo), "--reports",
-                                 str(tmp_path), "--", "python", "-c", QUESTION, cwd=tmp_path)
+                                 str(tmp_path), "--", "python", "-c", STALLING,
+                                 cwd=repo.parent)
     assert code == 0, err
     c = doc["commits"]
     assert doc["status"] == "found" and c["came_with"] == "jax"
@@ -446,6 +461,7 @@ def test_a_real_history_gives_its_first_bad_commit_and_names_the_skips(jax_histo
 
 
 @pytest.mark.jax
+@pytest.mark.full  # the scan case on both jaxlibs; the real history's answer: above
 def test_the_scan_case_came_with_jaxlib_in_two_runs(jax_history, jax_python, tmp_path):
     """The scan report's growth at 0.5.0 → 0.5.1: jax's Python up to 0.5.1's last commit on
     jaxlib 0.5.0 keeps v0 constant, and on jaxlib 0.5.1 the commits grow (two runs a side)."""
@@ -518,6 +534,7 @@ def gated_history(root: Path, bodies: list[str]) -> tuple[Path, list[str]]:
     # already new, the change could be among those before it
     ([OLD_API] * 3 + [NEW_PATH] * 3, None, None),
 ], ids=["both", "jaxlib", "cannot-tell"])
+@pytest.mark.full  # three real commit searches; the oracle lab tests the logic above
 def test_a_gate_on_the_jaxlib_is_found_from_both_sides(jax_python, tmp_path, bodies, came_with,
                                                         first_bad):
     jax_python("0.5.0"), jax_python("0.5.1")

@@ -157,6 +157,7 @@ BODIES = {"old": "def answer():\n    return 0\n", "new": "def answer():\n    ret
 
 
 @pytest.mark.jax
+@pytest.mark.full  # waits out a 5 s limit; a release that hangs: test_case_releases
 def test_a_real_commit_that_hangs_is_named_as_a_third_behaviour(jax_python, tmp_path):
     from test_commit_bisection import bisect_json, gated_history
 

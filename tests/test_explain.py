@@ -13,6 +13,7 @@ CPU_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
 
 
 @pytest.mark.jax
+@pytest.mark.full  # a run a pass; the pipeline's explanation: test_case_releases
 def test_explains_one_release_by_its_passes_and_reruns_from_the_store(tmp_path):
     args = ["--explain", "0.5.1", "--backend", "cpu", "--n-inner", "10", "--reports",
             str(tmp_path), "--json"]
@@ -51,6 +52,8 @@ def test_explain_bad_input_is_one_line(args, needle):
 
 
 @pytest.mark.jax
+# the flag search both ways and --try-xla-flags: test_case_releases's bisection shows the flag
+@pytest.mark.full
 def test_a_found_change_is_explained_by_the_flag_both_ways(tmp_path):
     """0.5.0 -> 0.5.1 on the CPU with no hint: the concurrency-optimised scheduler, proven
     both ways; --try-xla-flags says it restores the old shape; a rerun measures nothing."""

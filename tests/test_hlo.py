@@ -160,6 +160,7 @@ def test_the_module_dumped_under_one_release_reproduces_under_another(jax_python
 
 
 @pytest.mark.jax
+@pytest.mark.full  # the module's dump and replay: the test above
 def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(jax_python,
                                                                                  tmp_path):
     """hlo_module on a found answer between jax 0.5.0 (constant) and 0.10.2 (grows), XLA's side:
@@ -215,6 +216,7 @@ def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(
 
 
 @pytest.mark.jax
+@pytest.mark.full  # a CUDA compile-only environment of its own
 def test_a_compile_only_gpu_module_and_why_fuel_cannot_narrow_priority_fusion(target_python,
                                                                              tmp_path):
     """The scan case's module for the A6000 target (jax 0.5.0, no GPU), n_outer 5: compiled

@@ -206,6 +206,7 @@ def test_a_flag_no_end_knows_is_one_line_exit_2_and_nothing_measured(jax_python,
 
 
 @pytest.mark.jax
+@pytest.mark.full  # the bisection's check: the tests above
 def test_the_sweep_checks_its_flags_as_a_bisection_does(jax_python, tmp_path):
     """``nox -s repro_range -- --xla-flags …`` (jaxbisect.sweep): a flag neither end of the
     releases asked knows is one line, exit 2, nothing written or run; one that an end does not

@@ -74,7 +74,10 @@ def swapped(argv: list[str], **values: str) -> list[str]:
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("where", ["clone", "case's folder"])
+# From the case's folder (the entry point, the case by a relative path) in nox -s tests; both
+# forms are also checked offline below.
+@pytest.mark.parametrize("where", [pytest.param("clone", marks=pytest.mark.full),
+                                   "case's folder"])
 def test_every_printed_command_runs_as_pasted(jax_python, tmp_path, where):
     """The yanked line's, the sweep's and the wider range's commands: each run where the
     bisection was run (the wider range's over the range already measured, so it is quick;

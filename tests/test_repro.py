@@ -32,6 +32,7 @@ def total_mb(document, variant, n_outer):
     return point["value"] / MB
 
 
+@pytest.mark.full  # the report's sizes; the A6000's report figures: test_target
 def test_report_figures_under_0_10_2(jax_python):
     """The upstream report's figures, at its sizes: v0 grows by one stacked buffer per
     outer iteration, v1 and v2 stay at 30.52 MiB."""
@@ -71,6 +72,7 @@ def test_json_document_is_the_scan_cases(jax_python):
     assert set(doc["metric"]["shape"]) >= {"status", "growth_per_outer", "unit_bytes"}
 
 
+@pytest.mark.full  # n_outer up to 15; --check's codes: test_case_releases
 def test_verdict_same_at_small_size_and_check_exit_codes(jax_python):
     """Scale-free: 0.10.2 grows at n_res 32 as at 200; 0.5.0 (CPU) is constant."""
     grows = run_repro(jax_python("0.10.2"), "--check", "--n-res", "32", "--n-outer", "1", "5",
@@ -95,6 +97,7 @@ def test_the_built_in_options_spell_the_case_harness(jax_python):
     assert built_in["metric"]["shape"] == case["metric"]["shape"]
 
 
+@pytest.mark.full  # real runs' peaks at RUNTIME_PARAMS
 def test_zero_stats_release_is_unavailable_not_constant(jax_python):
     """jaxlib before 0.4.29 reports all-zero sizes on the CPU: the compiled plan says 0
     bytes (compiled once: the other values would say so again), so v0's shape is a real
@@ -117,7 +120,9 @@ def test_zero_stats_release_is_unavailable_not_constant(jax_python):
     assert "Traceback" not in check.stderr
 
 
-@pytest.mark.parametrize("version", ["0.4.20", "0.4.30", "0.5.0"])
+# 0.4.20 (real runs: its statistics are empty) and 0.4.30: nox -s tests_full
+@pytest.mark.parametrize("version", [pytest.param("0.4.20", marks=pytest.mark.full),
+                                     pytest.param("0.4.30", marks=pytest.mark.full), "0.5.0"])
 def test_runs_cleanly_across_releases(jax_python, version):
     """0.4.20's shape comes from a real run (its compiled statistics are empty): n_outer
     values a real run fits (the case's RUNTIME_PARAMS: 1, 2, 5, 10)."""
@@ -129,7 +134,8 @@ def test_runs_cleanly_across_releases(jax_python, version):
     assert "shape:" in done.stdout
 
 
-@pytest.mark.parametrize("version,status", [("0.5.0", "constant"), ("0.10.2", "grows")])
+@pytest.mark.parametrize("version,status", [
+    pytest.param("0.5.0", "constant", marks=pytest.mark.full), ("0.10.2", "grows")])
 def test_runtime_mode_agrees_with_compiled(jax_python, version, status):
     args = ("--n-res", "24", "--n-inner", "50", "--n-outer", "1", "2", "4", "--variants", "v0")
     compiled = repro_json(jax_python(version), *args)

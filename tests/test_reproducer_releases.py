@@ -66,7 +66,10 @@ def as_pasted(python: Path, program: str, tmp: Path) -> subprocess.CompletedProc
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("metric", list(ENDS))
+# The error case in nox -s tests, the quickest (the shipped cases' bisections run each
+# program at both ends too, as the pipeline does); every metric in nox -s tests_full.
+@pytest.mark.parametrize("metric", [m if m == "error" else pytest.param(m, marks=pytest.mark.full)
+                                    for m in ENDS])
 def test_the_program_shows_the_change_at_both_ends_as_pasted(metric, tmp_path, jax_python):
     name, params, old, new, direction = ENDS[metric]
     case = read_case(CASES / f"{name}.py")

@@ -22,6 +22,16 @@ CASES = sorted((REPO / "repro" / "cases").glob("*.py"))
 # 10): where 6 pairs do not tell a 2x change apart the machine is too busy for it, and the
 # answer is undecided (accepted below) in 12 runs rather than 20.
 TIMING = ("--max-runs", "6")
+# One shipped case of each metric kind in nox -s tests, the one quickest to bisect (memory:
+# test_bisect's and test_case_releases's bisections of the scan case); every case in
+# nox -s tests_full.
+QUICK = {"while_loop_cpu_slowdown": "run_time", "exp_nan_under_jit": "output",
+         "scan_pytree_aux_data": "error"}
+
+
+def each_case(paths: list[Path]) -> list:
+    return [pytest.param(p, id=p.stem, marks=() if p.stem in QUICK else pytest.mark.full)
+            for p in paths]
 
 
 def bisect(case: Path, start: str, end: str, tmp_path: Path, *extra: str) -> dict:
@@ -43,8 +53,7 @@ def test_every_shipped_case_reads_and_records_its_answer():
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("path", [p for p in CASES if p.stem != "scan_growth"],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", each_case([p for p in CASES if p.stem != "scan_growth"]))
 def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
     """Over the recorded pair itself (the whole recommended range is what reports/cases/ shows;
     the pair keeps the suite to the environments it needs)."""
@@ -82,6 +91,7 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
 
 
 @pytest.mark.jax
+@pytest.mark.full  # a timing bisection over four releases
 def test_a_release_beyond_the_new_end_is_named_or_placed_never_misfiled(tmp_path, jax_python):
     """while_loop over 0.4.31 … 0.4.34: 0.4.33 is slower again than 0.4.34 (by about 3x, the
     classifier's third-behaviour factor, so on a busy machine it may fall either side). Either
@@ -102,7 +112,8 @@ def test_a_release_beyond_the_new_end_is_named_or_placed_never_misfiled(tmp_path
 @pytest.mark.jax
 @pytest.mark.parametrize("name, start, inside, end", [
     ("exp_nan_under_jit", "0.6.1", "0.6.2", "0.7.0"),
-    ("jit_kwarg_named_f", "0.4.35", "0.4.36", "0.4.37")], ids=lambda v: v)
+    pytest.param("jit_kwarg_named_f", "0.4.35", "0.4.36", "0.4.37", marks=pytest.mark.full)],
+    ids=lambda v: v)
 def test_a_change_that_came_and_went_is_answered_with_both_pairs(name, start, inside, end,
                                                                  tmp_path, jax_python):
     """exp(x * nan) is nan at jax 0.6.1 and 0.7.0, garbage at 0.6.2 between them; a keyword

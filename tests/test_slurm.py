@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TEST_CACHE
+from conftest import REPO, TEST_CACHE, cache_sharing_environments
 
 from jaxbisect.errors import UserError
 from jaxbisect.executors import ProbeLost, SlurmExecutor, cluster_document, job_info
 
-pytestmark = pytest.mark.slurm
+# One cluster for the session: its tests on one xdist worker (--dist loadgroup).
+pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 ENV = {"PATH": "/usr/bin:/bin", "GREETING": "hello there"}
 
 
@@ -240,16 +241,20 @@ def test_a_bisection_through_slurm_answers_as_locally(slurm_cluster, tmp_path):
     """Real releases (0.5.0 constant, 0.5.1 grows on the CPU): every probe a job, the same
     answer and figures as the local run, and the report names the jobs. The two ends only,
     as two jobs at once (--jobs 2): the search over a middle release is the same code with
-    either executor (tests/test_bisect.py)."""
+    either executor (tests/test_bisect.py). The local figures are the tests' store's, where
+    test_bisect measured the same probes just before (its xdist group); the cluster measures
+    every one into a store of its own (no other test's run is measured again)."""
     args = ["--from", "0.5.0", "--to", "0.5.1", "--backend", "cpu", "--n-res", "16",
             "--n-inner", "10", "--n-outer", "1", "3", "6", "--no-evidence", "--json",
-            "--remeasure", "--jobs", "2"]
+            "--jobs", "2"]
+    stores = {"local": {**os.environ, "JAX_SCAN_REPRO_CACHE": str(TEST_CACHE)},
+              "slurm": cache_sharing_environments(tmp_path / "cache")}
     docs = {}
     for executor in ("local", "slurm"):
         done = subprocess.run([sys.executable, "-m", "bisect", *args, "--executor", executor,
                                "--reports", str(tmp_path / executor)], cwd=REPO,
                               capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "JAX_SCAN_REPRO_CACHE": str(TEST_CACHE)})
+                              env=stores[executor])
         assert done.returncode == 0, done.stderr
         docs[executor] = json.loads(done.stdout)
     local, slurm = docs["local"], docs["slurm"]
@@ -262,6 +267,7 @@ def test_a_bisection_through_slurm_answers_as_locally(slurm_cluster, tmp_path):
 
     assert figures(slurm) == figures(local)
     assert "cluster" not in local
+    assert not any(p["cached"] for p in slurm["probes"])
     ran = [r["ran_on"] for p in slurm["probes"] for r in p["runs"]]
     assert all(r["job"] and r["node"] for r in ran)
     assert {r["job"] for r in ran} <= set(slurm["cluster"]["jobs"])

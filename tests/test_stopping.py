@@ -15,20 +15,18 @@ from pathlib import Path
 
 import pytest
 from fake_lab import FakeLab
-from test_commit_bisection import QUESTION, git, jax_history  # noqa: F401 (a fixture)
+from test_commit_bisection import (  # noqa: F401 (a fixture)
+    ON_THE_HISTORY,
+    STALLING,
+    git,
+    jax_history,
+)
 
 from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.jax_commits import Commit, CommitRange
 from jaxbisect.pipeline import with_commits
 from jaxbisect.question import Question, exit_status_run
 from jaxbisect.store import Store
-
-# QUESTION, and where the environment asks it (STALL), a commit's run that waits: the moment
-# to interrupt the commit search. The command is the same either way (the same question).
-STALLING = ("import os, sys, time\n"
-            "if os.environ.get('STALL') and 'checkouts' in os.environ.get('PYTHONPATH', ''):\n"
-            "    open(os.environ['STALL'], 'w').close()\n"
-            "    time.sleep(120)\n" + QUESTION.replace("; ", "\n"))
 
 
 def bisect(*args: str, cwd: Path, env: dict | None = None, **popen) -> subprocess.Popen:
@@ -58,11 +56,12 @@ def interrupt(process: subprocess.Popen) -> tuple[int, float]:
 
 
 @pytest.mark.jax
+@ON_THE_HISTORY
 def test_a_refused_or_interrupted_commit_stage_leaves_the_finished_report(
         jax_history, jax_python, tmp_path):  # noqa: F811
     repo, shas = jax_history
     reports = tmp_path / "reports"
-    done = bisect(*question(repo, reports), cwd=tmp_path)
+    done = bisect(*question(repo, reports), cwd=repo.parent)
     out, err = done.communicate(timeout=600)
     assert done.returncode == 0, err
     files = sorted(reports.glob("bisect-*"))
@@ -75,14 +74,14 @@ def test_a_refused_or_interrupted_commit_stage_leaves_the_finished_report(
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(lacking)], check=True)
     git(lacking, "tag", "-d", "jax-v0.5.1")
     git(lacking, "remote", "remove", "origin")
-    refused = bisect(*question(lacking, reports), cwd=tmp_path)
+    refused = bisect(*question(lacking, reports), cwd=repo.parent)
     out, err = refused.communicate(timeout=600)
     assert refused.returncode == 2 and "jax-v0.5.1" in err, err
     assert {p: p.read_bytes() for p in sorted(reports.glob("bisect-*"))} == finished
 
     # Ctrl-C while a commit runs (measured again: --remeasure): 130 at once, nothing written.
     stall = tmp_path / "stalled"
-    stopped = bisect(*question(repo, reports, "--remeasure"), cwd=tmp_path,
+    stopped = bisect(*question(repo, reports, "--remeasure"), cwd=repo.parent,
                      env={"STALL": str(stall)})
     deadline = time.monotonic() + 300
     while not stall.exists() and stopped.poll() is None and time.monotonic() < deadline:
@@ -94,6 +93,7 @@ def test_a_refused_or_interrupted_commit_stage_leaves_the_finished_report(
 
 
 @pytest.mark.jax
+@ON_THE_HISTORY
 def test_ctrl_c_at_any_moment_exits_130_at_once_and_a_rerun_resumes(
         jax_history, jax_python, tmp_path):  # noqa: F811
     """SIGINT to the process group at moments spread over a run measured afresh (the ends,
@@ -102,7 +102,7 @@ def test_ctrl_c_at_any_moment_exits_130_at_once_and_a_rerun_resumes(
     reports = tmp_path / "reports"
     codes = []
     for moment in (0.6, 1.5, 3.0, 5.0):
-        run = bisect(*question(repo, reports, "--remeasure"), cwd=tmp_path)
+        run = bisect(*question(repo, reports, "--remeasure"), cwd=repo.parent)
         try:
             run.wait(timeout=moment)
             codes.append(("finished", run.returncode))
@@ -113,7 +113,7 @@ def test_ctrl_c_at_any_moment_exits_130_at_once_and_a_rerun_resumes(
         assert code == 130 and seconds < 3, (moment, code, seconds, run.stderr.read())
         codes.append((moment, code))
     assert sum(code == 130 for _, code in codes) >= 3, codes
-    done = bisect(*question(repo, reports), cwd=tmp_path)
+    done = bisect(*question(repo, reports), cwd=repo.parent)
     out, err = done.communicate(timeout=600)
     assert done.returncode == 0, err
     doc = json.loads(next(reports.glob("bisect-*.json")).read_text())

@@ -135,6 +135,7 @@ def test_report_figures_for_the_a6000_under_0_5_0(target_python):
     assert "cuda_12" in target["ptxas"]["version"]
 
 
+@pytest.mark.full
 def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(target_python,
                                                                                tmp_path):
     """Issue 17, item 6: an A6000 spec edited to compute capability 99 ends in one line about
@@ -155,7 +156,7 @@ def test_a_spec_with_a_compute_capability_no_ptxas_knows_is_said_in_its_words(ta
     assert str(tmp_path) not in json.dumps(doc)
 
 
-@pytest.mark.parametrize("where", ["cpu", "target"])
+@pytest.mark.parametrize("where", ["cpu", pytest.param("target", marks=pytest.mark.full)])
 def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
     """Where both exist (jax 0.10.2, on the CPU and for the A6000 target), XLA's
     buffer-assignment dump gives memory_analysis()'s sizes byte for byte."""
@@ -179,6 +180,7 @@ def test_dump_and_memory_analysis_agree(jax_python, target_python, where):
     assert analysis["metric"]["shape"] == dump["metric"]["shape"]
 
 
+@pytest.mark.full  # v2's kernels compiled twice
 def test_ptxas_optimizations_change_no_size(target_python):
     """The harness compiles for a target with ptxas at -O0 (minutes saved in a sweep): every
     size, v2's many kernels included, is the same as with ptxas's default, asked for through
@@ -201,6 +203,7 @@ def test_ptxas_optimizations_change_no_size(target_python):
             assert case[field] == other[field], (key, field)
 
 
+@pytest.mark.full  # the pass dumps for a target: the last test here
 def test_pass_dumps_for_a_target_say_what_they_were_compiled_for(target_python):
     """``python -m repro.xla_passes --target``: the per-pass dumps the explanation compares,
     in a document that says it is a compile-only plan and for which GPU (stdout: JSON only)."""
@@ -217,6 +220,7 @@ def test_pass_dumps_for_a_target_say_what_they_were_compiled_for(target_python):
     assert any("copy-insertion" in d["file"] for d in doc["dumps"])
 
 
+@pytest.mark.full  # every spec on two releases
 def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_python):
     """The trimmed specs parse from the first release that can compile without a GPU (0.4.34,
     with the harness's one workaround) to the newest on this Python."""
@@ -228,6 +232,7 @@ def test_every_built_in_spec_compiles_on_the_oldest_and_newest_releases(target_p
             assert all(c["status"] == "ok" for c in cases(doc).values()), (version, name, doc)
 
 
+@pytest.mark.full
 def test_summary_says_compiled_without_the_gpu(target_python):
     done = run_repro(target_python("0.10.2"), "--target", "h100", *SMALL)
     assert done.returncode == 0, done.stderr
@@ -261,6 +266,7 @@ def test_write_target_spec_needs_a_gpu(jax_python, tmp_path):
     assert not (tmp_path / "mine.txtpb").exists()
 
 
+@pytest.mark.full
 def test_users_range_on_the_a6000_measures_what_it_can(target_python, tmp_path):
     """jax 0.4.20 … 0.5.0 for the A6000 on a CPU-only machine: the part from 0.4.34 is
     measured and answered, the rest is named with the command for a real GPU; exit 1."""
@@ -302,6 +308,7 @@ def test_system_python_has_no_jax():
     assert done.stdout.strip() == "False", done.stderr
 
 
+@pytest.mark.full  # an environment of its own (0.6.1)
 def test_json_stdout_stays_one_document_where_the_plugin_prints(target_python):
     """jax 0.6.1's CUDA plugin prints a line to stdout when its constraints check is skipped:
     the harness keeps stdout for its JSON document alone (the line goes to stderr)."""
@@ -311,6 +318,7 @@ def test_json_stdout_stays_one_document_where_the_plugin_prints(target_python):
     assert "Skipped CUDA versions constraints check" in done.stderr
 
 
+@pytest.mark.full  # an environment of its own (0.8.2)
 def test_releases_that_cannot_describe_a_compile_only_output_are_read_from_the_dump(
         target_python):
     """jax 0.8.2 compiles for the target, then fails describing the outputs of a device that
