@@ -207,7 +207,7 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         with stdout_to_stderr():
             compiler = Compiler(args.target, dump_dir, from_dump=args.sizes_from == "dump",
                                 pass_dumps=args.pass_dumps if dump_dir else None)
-            # A real run's peak is measured in fresh processes, and a TPU is opened by one
+            # A real run's peak is measured in fresh processes, and a chip may be opened by one
             # process at a time: this one touches no device until they are done.
             fresh = args.metric == "peak_memory"
             about = {} if fresh else describe_environment(compiler, asked)
