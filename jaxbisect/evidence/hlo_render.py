@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from .passes import SETTING_WORDS, is_safe, setting_kind
+
 SCRIPT = "compile_hlo.py"
 RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
 SAID = {True: "yes", False: "no", None: "cannot tell"}
@@ -71,6 +73,14 @@ def _figure_note(side: dict) -> str:
     return f" ({figure} MiB)" if figure is not None else ""
 
 
+def setting_said(culprit: dict) -> str:
+    """The setting that undoes the change, said as what it is (the first screen's words)."""
+    kind = setting_kind(culprit["setting"], is_safe(culprit["pass"]) if culprit.get("pass")
+                        else True)
+    return (f"{kind.capitalize()} ({SETTING_WORDS[kind]}): `{culprit['setting']}`"
+            + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else ""))
+
+
 def details_lines(part: dict) -> list[str]:
     """The report's <details> section on the module; without a bundle, one line saying why
     (the short answer leaves it out)."""
@@ -84,9 +94,8 @@ def details_lines(part: dict) -> list[str]:
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
             + ".", ""]
     if culprit.get("setting"):
-        body += [f"Culprit: `{culprit['setting']}`" + (
-            f" (pass `{culprit['pass']}`)" if culprit.get("pass") else "") + "; in XLA "
-            "(a Bazel target of XLA's, not run here):", "", "```sh",
+        body += [f"{setting_said(culprit)}; in XLA (a Bazel target of XLA's, not run here):",
+                 "", "```sh",
             run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
         body += [f"XLA compare: {part['xla_compare']}", ""]
@@ -132,10 +141,9 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
     culprit = part.get("culprit") or {}
     if culprit.get("setting"):
         lines += ["## In XLA", "",
-                  f"The culprit: `{culprit['setting']}`"
-                  + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else "")
-                  + f". With it the first bad jaxlib's figure is "
-                  f"{culprit.get('under_first_bad') or 'not measured'} (measured):", "", "```sh",
+                  f"{setting_said(culprit)}. With it the first bad jaxlib "
+                  + (f"behaves as the {culprit['under_first_bad']} one (measured):"
+                     if culprit.get("under_first_bad") else "was not measured:"), "", "```sh",
                   f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",
                   "From an XLA checkout (`run_hlo_module` is a Bazel target of XLA's; not run "
                   "by the toolkit" + ("; it runs the module, on a machine with the GPU"

@@ -63,6 +63,23 @@ def is_safe(pass_name: str) -> bool:
     return pass_name not in DIAGNOSTIC_ONLY
 
 
+def setting_kind(xla_flags: str, safe: bool = True) -> str:
+    """What a flag setting that brings the old behaviour back is, in a maintainer's words:
+    "workaround" for a flag set back to its old value (results kept right, a user's option on
+    the new release); "diagnostic" for any HLO pass turned off (it shows where the change is,
+    on every target alike; not a setting to run with) and for a setting correctness depends
+    on."""
+    if not safe or "xla_disable_hlo_passes" in xla_flags:
+        return "diagnostic"
+    return "workaround"
+
+
+SETTING_WORDS = {
+    "workaround": "a flag setting that restores the old behaviour on the new release",
+    "diagnostic": "a pass turned off: it shows where the change is, it is not a fix",
+}
+
+
 def first_difference(old: list[dict], new: list[dict], context: int = 1,
                      max_lines: int = 40) -> dict:
     """Walk two releases' per-pass dumps (``{"file", "text"}``) in order, paired by pipeline

@@ -10,6 +10,7 @@ import shlex
 from packaging.version import Version
 
 from ..classify import Direction
+from ..evidence.passes import setting_kind as kind_of_setting
 from ..figures import shown
 from ..known_flags import known_line
 from ..placing import Behaviour
@@ -254,7 +255,9 @@ def culprit_line(doc: dict) -> str | None:
     what = "XLA flag" if c["kind"] == "flag" else "HLO pass"
     change = next((f" (default {d['old']} → {d['new']})" for d in
                    c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
-    line = f"- **Culprit:** {what} `{c['name']}`{change}"
+    # A flag is proven both ways (flags.py); a pass is where the modules part, not a cause.
+    said = "Culprit" if c["kind"] == "flag" else "Where it changes"
+    line = f"- **{said}:** {what} `{c['name']}`{change}"
     checks = [w for w in c.get("workarounds") or ()
               if w.get("brings", Behaviour.OLD) == Behaviour.OLD]
     if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
@@ -281,12 +284,8 @@ def check_command(doc: dict, w: dict) -> str:
 
 
 def setting_kind(doc: dict, w: dict) -> str:
-    """"workaround" for a flag setting that keeps the result right; "diagnostic" for any HLO
-    pass turned off (on every target alike: not a setting to run with) and for a setting
-    correctness depends on."""
-    if not w.get("safe", True) or "xla_disable_hlo_passes" in w["xla_flags"]:
-        return "diagnostic"
-    return "workaround"
+    """"workaround" or "diagnostic" (evidence/passes.py's one rule, the HLO section's too)."""
+    return kind_of_setting(w["xla_flags"], w.get("safe", True))
 
 
 def fixed_line(doc: dict) -> str | None:
