@@ -378,3 +378,53 @@ def test_a_chart_drawn_before_from_the_same_figures_is_not_drawn_again(tmp_path,
     imported.clear()
     write_png({"jax 0.5.1": [(1, 12.75), (2, 50.5)]}, path)
     assert imported and path.read_bytes() != first
+
+
+OLD_LOWERED = """module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8xf32> loc("x")) -> (tensor<8xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<8xf32> loc(#loc3)
+    %1 = stablehlo.add %0, %arg0 : tensor<8xf32> loc(#loc4)
+    return %1 : tensor<8xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+NEW_LOWERED = """module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8xf32> loc("x")) -> (tensor<8xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<8xf32> loc(#loc3)
+    %1 = stablehlo.add %0, %arg0 : tensor<8xf32> loc(#loc4)
+    %2 = "stablehlo.all_reduce"(%1) <{replica_groups = dense<0> : tensor<1x1xi64>}> ({
+    ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):
+      %3 = stablehlo.add %arg1, %arg2 : tensor<f32>
+      stablehlo.return %3 : tensor<f32>
+    }) : (tensor<8xf32>) -> tensor<8xf32> loc(#loc5)
+    return %2 : tensor<8xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+
+
+def defined(lines: list[str]) -> list[str]:
+    return [m.group(1) for line in lines for m in [re.match(r"(%\w+)(?::\d+)? = ", line)] if m]
+
+
+def test_the_lowered_diff_numbers_each_side_as_it_is():
+    """Context lines are the new module's: a value the new side returns is the one it defines,
+    and no value is defined twice on either side (issue 49: `+%v19 = …all_reduce` followed by
+    ` return %v18`)."""
+    result = compare_lowering(OLD_LOWERED, NEW_LOWERED)
+    assert result["lowering"] == "changed"
+    body = [d for d in result["diff"] if not d.startswith(("---", "+++", "@@"))]
+    new_side = [d[1:] for d in body if d[0] in " +"]
+    old_side = [d[1:] for d in body if d[0] in " -"]
+    assert any("all_reduce" in line for line in new_side)
+    for side in (new_side, old_side):
+        assert len(defined(side)) == len(set(defined(side))), side
+    reduced = defined([line for line in new_side if "all_reduce" in line])[0]
+    returned = [line for line in new_side if line.startswith("return ")]
+    assert returned == [f"return {reduced} : tensor<8xf32>"], result["diff"]
+    old_return = [line for line in old_side if line.startswith("return ")]
+    assert old_return and old_return != returned  # the return changed: shown as changed
+    new_lines = normalize_lowered(NEW_LOWERED).splitlines()
+    assert all(line in new_lines for line in new_side)
+    old_lines = normalize_lowered(OLD_LOWERED).splitlines()
+    assert all(line in old_lines for line in old_side)

@@ -125,27 +125,66 @@ def normalize_lowered(text: str) -> str:
 
 
 def meaningful_diff(old: list[str], new: list[str], context: int = 1) -> list[str]:
-    """A unified diff of normalised modules, aligned with value names masked.
+    """A unified diff of normalised modules, aligned with value names masked, each side
+    numbered as it is: context lines are the new module's.
 
     One inserted definition renumbers every later ``%vN``; aligning on lines with the names
-    masked keeps those renumbered-but-equal lines out of the diff. When the modules differ
-    only in how values connect, the masked lines are all equal: then a plain diff.
+    masked keeps those renumbered-but-equal lines out of the diff. A masked-equal line whose
+    values are not the aligned ones (``return %v18`` where the new module returns the
+    inserted ``%v19``) is a change and shows as one. When the modules differ only in how
+    values connect, the masked lines are all equal: then a plain diff.
     """
     masked_old = [_SSA.sub("%_", line) for line in old]
     masked_new = [_SSA.sub("%_", line) for line in new]
     matcher = difflib.SequenceMatcher(None, masked_old, masked_new, autojunk=False)
     if matcher.ratio() == 1.0:
         return list(difflib.unified_diff(old, new, "old", "new", n=context, lineterm=""))
+    codes = _values_checked(matcher.get_opcodes(), old, new)
+    matcher.get_opcodes = lambda: codes  # grouped below as difflib groups its own
     out = ["--- old", "+++ new"]
     for group in matcher.get_grouped_opcodes(context):
         (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
         out.append(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@")
         for tag, a1, a2, b1, b2 in group:
             if tag == "equal":
-                out += [" " + line for line in old[a1:a2]]
+                out += [" " + line for line in new[b1:b2]]
                 continue
             out += ["-" + line for line in old[a1:a2]]
             out += ["+" + line for line in new[b1:b2]]
+    return out
+
+
+def _values_checked(codes: list[tuple], old: list[str], new: list[str]) -> list[tuple]:
+    """Split each equal run where an aligned line's values are not the aligned ones: the
+    first appearance of an old value pairs it with the new value in its place; a later one
+    that meets another new value (or a new value already paired) is a changed line."""
+    pairs: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def same_values(a: str, b: str) -> bool:
+        ok = True
+        for x, y in zip(_SSA.findall(a), _SSA.findall(b)):
+            if x in pairs:
+                ok = ok and pairs[x] == y
+            elif y in taken:
+                ok = False
+            else:
+                pairs[x] = y
+                taken.add(y)
+        return ok
+
+    out: list[tuple] = []
+    for tag, a1, a2, b1, b2 in codes:
+        if tag != "equal":
+            out.append((tag, a1, a2, b1, b2))
+            continue
+        for k in range(a2 - a1):
+            kind = "equal" if same_values(old[a1 + k], new[b1 + k]) else "replace"
+            last = out[-1] if out else None
+            if last and last[0] == kind and last[2] == a1 + k and last[4] == b1 + k:
+                out[-1] = (kind, last[1], a1 + k + 1, last[3], b1 + k + 1)
+            else:
+                out.append((kind, a1 + k, a1 + k + 1, b1 + k, b1 + k + 1))
     return out
 
 
