@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .. import git
 from ..files import cache_dir, write_json
-from ..pins import PIN_FILES, PinFound, PinTable, lookup, pin_at, xla_commit_from_pin
+from ..pins import (PIN_FILES, TABLE_WORDS, PinFound, PinTable, lookup, pin_at,
+                    xla_commit_from_pin)
 
 JAX_REPO_URL = "https://github.com/jax-ml/jax"
 XLA_REPO_URL = "https://github.com/openxla/xla"
@@ -134,8 +135,8 @@ def release_pins(old: dict | None, new: dict | None, jax_repo: Path | None = Non
         if xla_repo is not None:
             count = git.count_between(xla_repo, xla["old"], xla["new"])
     else:
-        newer = (f"{' and '.join(notes)} {'is' if len(notes) == 1 else 'are'} newer than the "
-                 f"pins table (newest {table.newest_tag}, made {table.made}): falling back to a "
+        newer = (f"{' and '.join(notes)} {'is' if len(notes) == 1 else 'are'} newer than "
+                 f"{TABLE_WORDS} (newest {table.newest_tag}, made {table.made}): falling back to a "
                  f"local clone or GitHub; " if notes and table is not None else "")
         xla_note = ("XLA commits not derived: " + newer
                     + "the wheels record only the JAX commit, and the "
