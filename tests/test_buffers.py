@@ -4,7 +4,9 @@ property test of the reduction against a plain recount, and one real run of repr
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +27,7 @@ from jaxbisect.evidence.release import (
     case_reading,
     new_at_peak,
 )
-from jaxbisect.evidence.render import render_buffers_markdown
+from jaxbisect.evidence.render import render_buffers_markdown, what_differs
 from jaxbisect.harness import MODULE_ANSWERS, run_module
 from jaxbisect.question import Question
 from repro.case import read_case
@@ -243,3 +245,30 @@ def test_repro_dumps_bad_input_is_one_line_before_jax(module, args, words):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+
+
+dump_lines = st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=30)
+
+
+@given(dump_lines, dump_lines)
+def test_two_dumps_are_cut_to_what_differs(old, new):
+    """Each side, its stretches left out put back (their stated lengths), is the dump as it
+    was; every line not in the longest common run of both (difflib's oracle) is shown."""
+    shown = what_differs(old, new)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for side, lines, (lo, hi) in ((0, old, (1, 2)), (1, new, (3, 4))):
+        rebuilt, kept = [], set()
+        for line in shown[side]:
+            m = re.fullmatch(r"… (\d+) lines? the same under both left out", line)
+            if m:
+                rebuilt += [None] * int(m[1])
+            else:
+                kept.add(len(rebuilt))
+                rebuilt.append(line)
+        assert len(rebuilt) == len(lines)
+        assert all(r is None or r == x for r, x in zip(rebuilt, lines))
+        for code in matcher.get_opcodes():
+            if code[0] != "equal":
+                assert set(range(code[lo], code[hi])) <= kept
+    if old == new:
+        assert all(line.startswith("…") for line in shown[0] + shown[1])

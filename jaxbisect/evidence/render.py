@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from tabulate import tabulate
@@ -36,6 +37,37 @@ def details(summary: str, lines: Sequence[str], language: str | None = None) -> 
 
 def _code(lines: Sequence[str], language: str = "text") -> str:
     return f"```{language}\n" + "\n".join(lines) + "\n```"
+
+
+def what_differs(old: Sequence[str], new: Sequence[str],
+                 context: int = 1) -> tuple[list[str], list[str]]:
+    """Two dumps shown side by side cut to the lines where they differ, ``context`` lines
+    around each; every stretch left out said with its length."""
+    matcher = difflib.SequenceMatcher(None, list(old), list(new), autojunk=False)
+    keep_old, keep_new = set(), set()
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag != "equal":
+            keep_old.update(range(max(a1 - context, 0), min(a2 + context, len(old))))
+            keep_new.update(range(max(b1 - context, 0), min(b2 + context, len(new))))
+    return _kept(old, keep_old), _kept(new, keep_new)
+
+
+def _kept(lines: Sequence[str], keep: set[int]) -> list[str]:
+    out: list[str] = []
+    left_out = 0
+    for i, line in enumerate(lines):
+        if i in keep:
+            if left_out:
+                out.append(f"… {left_out} line{'s' if left_out > 1 else ''} the same under "
+                           f"both left out")
+                left_out = 0
+            out.append(line)
+        else:
+            left_out += 1
+    if left_out:
+        out.append(f"… {left_out} line{'s' if left_out > 1 else ''} the same under both "
+                   f"left out")
+    return out
 
 
 def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
@@ -93,10 +125,15 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                                            f"({_bytes(v['size_bytes'])} each)"
                                            for v in a["values"]), ""]
         schedule += [f"{label}:", *release["schedule"], ""]
-        for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
-            if release["raw"].get(key):
-                raw += [f"**{label}, {key.replace('_', ' ')}**", "",
-                        _code(release["raw"][key]), ""]
+    for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
+        pair = [r["raw"].get(key) or [] for r in (old, new)]
+        if pair[0] and pair[0] == pair[1]:
+            raw += [f"**{key.replace('_', ' ').capitalize()}**, the same under {o} and {n} "
+                    f"({len(pair[0])} lines):", "", _code(pair[0]), ""]
+            continue
+        for label, lines in zip((o, n), what_differs(*pair) if all(pair) else pair):
+            if lines:
+                raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
     out += errors
     if values:
         out += details("The values of the largest allocation, by shape", values[:-1], "text")
