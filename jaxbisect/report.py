@@ -22,6 +22,7 @@ from .commands import display_path, explain_argv, inside_clone, reproduce_argv, 
 from .commit_report import commits_by_pair_document, commits_document
 from .errors import UserError
 from .evidence.chart import write_png
+from .evidence.hlo_render import rerender_readme
 from .figures import figure, figure_text, placed_fields, seen
 from .files import write_atomic, write_json_if_changed
 from .harness import target_label
@@ -459,6 +460,7 @@ def rerender(json_path: Path) -> Path:
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UserError(f"--render: {json_path} lacks a part its schema has ({exc!r})") from None
     write_rendered(md_path, text)
+    rerender_readme(json_path, doc)
     return md_path
 
 

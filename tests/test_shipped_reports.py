@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from jaxbisect.evidence.passes import is_safe, setting_kind
 from jaxbisect.markdown.reproduce import changed_pairs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,6 +186,33 @@ def test_a_pass_turned_off_is_never_called_a_workaround(path):
         for line in markdown.splitlines():
             if flags in line and "xla_disable_hlo_passes" in flags:
                 assert "workaround" not in line.lower(), line
+
+
+def hlo_setting(path: Path) -> dict:
+    return ((report(path)[0].get("hlo_module") or {}).get("culprit") or {})
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if hlo_setting(p).get("setting")],
+                         ids=lambda p: p.stem)
+def test_the_setting_that_undoes_a_change_is_said_as_what_it_is(path):
+    """The HLO section's (and its bundle README's) setting is a workaround or a diagnostic by
+    the one rule the first screen uses, never "the culprit"."""
+    culprit = hlo_setting(path)
+    kind = setting_kind(culprit["setting"], is_safe(culprit["pass"]) if culprit.get("pass")
+                        else True)
+    other = {"workaround": "diagnostic", "diagnostic": "workaround"}[kind]
+    texts = [path.with_suffix(".md").read_text()]
+    bundle = (report(path)[0].get("hlo_module") or {}).get("bundle")
+    if bundle and (path.parent / bundle / "README.md").is_file():
+        texts.append((path.parent / bundle / "README.md").read_text())
+    for text in texts:
+        said = [line for line in text.splitlines()  # lines that label it: "Label: `setting`"
+                for before in [line.partition(f"`{culprit['setting']}`")[0]]
+                if before.endswith(": ") and "`" not in before]
+        assert said, "the setting is labelled"
+        for line in said:
+            assert kind in line.lower() and other not in line.lower(), line
+            assert "culprit" not in line.lower(), line
 
 
 @pytest.mark.parametrize("path", [p for p in DOCUMENTS if (report(p)[0].get("commits") or {})

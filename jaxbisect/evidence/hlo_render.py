@@ -3,6 +3,9 @@ line is markdown/answer.py's) and the bundle's README (docs/hlo.md). Reads the J
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 from tabulate import tabulate
 
 from .passes import SETTING_WORDS, is_safe, setting_kind
@@ -155,6 +158,28 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
     if fuel:
         lines += ["## Fuel", "", *fuel, ""]
     return "\n".join(lines)
+
+
+def rerender_readme(json_path: Path, doc: dict) -> Path | None:
+    """``--render``: the bundle README beside a report remade from the report's document (its
+    ``hlo_module`` part, the ends' installs as the probes recorded them), where the bundle is
+    there; written only where it differs."""
+    from .hlo import pip_line, write_atomic_if_changed
+
+    part = doc.get("hlo_module") or {}
+    readme = json_path.parent / part["bundle"] / "README.md" if part.get("bundle") else None
+    if readme is None or not readme.is_file() or not part.get("figures"):
+        return None
+    installs = {}
+    for role, end in (("last good", doc.get("last_old")), ("first bad", doc.get("first_new"))):
+        probe = next((p for p in doc.get("probes") or ()
+                      if end and (p.get("installed") or {}).get("jax") == end["jax"]), None)
+        if probe:
+            release = SimpleNamespace(version=end["jax"], jaxlib=end["jaxlib"])
+            installs[role] = pip_line(probe["installed"], release)
+    files = sorted(part["files"])
+    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs))
+    return readme
 
 
 def _said_figure(figure) -> str:
