@@ -115,7 +115,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                                 f"({sign}{_bytes(e[change])})" for e in moved[key][:5]) + ".", ""]
     if not any(moved.values()) and old["at_peak"] and new["at_peak"]:
         out += ["Both plans hold the same shapes in as many places at the peak.", ""]
-    errors, values, schedule, raw = [], [], [], []
+    errors, values, raw = [], [], []
     for label, release in ((o, old), (n, new)):
         errors += [f"_{label}: {release['error']}_", ""] if release["error"] else []
         a = release["largest_allocation"]
@@ -124,7 +124,6 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                        f"{a['kind']})", *(f"  {v['values']:3d} × {v['shape']} "
                                            f"({_bytes(v['size_bytes'])} each)"
                                            for v in a["values"]), ""]
-        schedule += [f"{label}:", *release["schedule"], ""]
     for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
         pair = [r["raw"].get(key) or [] for r in (old, new)]
         if pair[0] and pair[0] == pair[1]:
@@ -139,8 +138,13 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
         out += details("The values of the largest allocation, by shape", values[:-1], "text")
     if old["schedule"] or new["schedule"]:
         out += [f"The scheduled entry computation (XLA's *after_optimizations* HLO): where "
-                f"{shape} buffers ({named}) are made relative to the while loops.", "",
-                _code(schedule[:-1]), ""]
+                f"{shape} buffers ({named}) are made relative to the while loops"
+                + (", cut to where the releases differ:" if old["schedule"] and new["schedule"]
+                   else "."), ""]
+        pair = ((old["schedule"], new["schedule"]) if not (old["schedule"] and new["schedule"])
+                else what_differs(old["schedule"], new["schedule"]))
+        out += [line for label, lines in zip((o, n), pair) if lines
+                for line in (_code([f"{label}:", *lines]), "")]
     if raw:
         out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
     out += ["One release's dump, in its environment (the document holds the dump files):", "",
