@@ -380,7 +380,9 @@ def test_a_chart_drawn_before_from_the_same_figures_is_not_drawn_again(tmp_path,
     assert imported and path.read_bytes() != first
 
 
-OLD_LOWERED = """module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+MODULE_LINE = ("module @jit_f attributes {mhlo.num_partitions = 1 : i32, "
+               "mhlo.num_replicas = 1 : i32} {")
+OLD_LOWERED = MODULE_LINE + """
   func.func public @main(%arg0: tensor<8xf32> loc("x")) -> (tensor<8xf32> {jax.result_info = ""}) {
     %0 = stablehlo.multiply %arg0, %arg0 : tensor<8xf32> loc(#loc3)
     %1 = stablehlo.add %0, %arg0 : tensor<8xf32> loc(#loc4)
@@ -388,7 +390,7 @@ OLD_LOWERED = """module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.n
   } loc(#loc)
 } loc(#loc)
 """
-NEW_LOWERED = """module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+NEW_LOWERED = MODULE_LINE + """
   func.func public @main(%arg0: tensor<8xf32> loc("x")) -> (tensor<8xf32> {jax.result_info = ""}) {
     %0 = stablehlo.multiply %arg0, %arg0 : tensor<8xf32> loc(#loc3)
     %1 = stablehlo.add %0, %arg0 : tensor<8xf32> loc(#loc4)

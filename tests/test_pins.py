@@ -17,7 +17,16 @@ import pytest
 
 from jaxbisect.evidence.commits import release_pins
 from jaxbisect.evidence.handoff import render_xla_range, triage_handoff
-from jaxbisect.pins import PIN_TABLE, TABLE_WORDS, Pin, PinTable, load_table, lookup, main, make_table
+from jaxbisect.pins import (
+    PIN_TABLE,
+    TABLE_WORDS,
+    Pin,
+    PinTable,
+    load_table,
+    lookup,
+    main,
+    make_table,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from .. import git
 from ..files import cache_dir, write_json
-from ..pins import (PIN_FILES, TABLE_WORDS, PinFound, PinTable, lookup, pin_at,
-                    xla_commit_from_pin)
+from ..pins import PIN_FILES, TABLE_WORDS, PinFound, PinTable, lookup, pin_at, xla_commit_from_pin
 
 JAX_REPO_URL = "https://github.com/jax-ml/jax"
 XLA_REPO_URL = "https://github.com/openxla/xla"
