@@ -216,6 +216,24 @@ def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path):
         assert not (tmp_path / bad).with_suffix(".md").exists()
 
 
+@pytest.mark.parametrize("source", [p for p in SHIPPED if (p.parent / (
+    (json.loads(p.read_text()).get("hlo_module") or {}).get("bundle") or "-") / "README.md")
+    .is_file()], ids=lambda p: p.stem)
+def test_render_remakes_the_bundle_readme_from_the_json_alone(tmp_path, source):
+    """A stale README beside a copied report comes back as shipped: its install lines from
+    the probes' recorded packages, its words from the current renderer."""
+    bundle = json.loads(source.read_text())["hlo_module"]["bundle"]
+    copied = tmp_path / source.name
+    copied.write_text(source.read_text())
+    (tmp_path / bundle).mkdir()
+    (tmp_path / bundle / "README.md").write_text("stale\n")
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--render", str(copied)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert ((tmp_path / bundle / "README.md").read_text()
+            == (source.parent / bundle / "README.md").read_text())
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@b",
                            *args], capture_output=True, text=True, check=True).stdout.strip()
