@@ -2,9 +2,10 @@
 
 For a change on jaxlib's side (the lowered modules alike, or the commits say it came with
 jaxlib): the module XLA was handed, dumped before its optimisations under the last good
-release at the answer's sizes (one module per value of the parameter a shape is over),
-compiled with no jax tracing under both ends' jaxlibs (and the releases between whose
-environments exist), each in its own process, and placed by the bisection's classifier. A
+release at the answer's sizes (one module per value of the parameter a shape is over, all by
+one process), compiled with no jax tracing under both ends' jaxlibs (one process a release,
+the two at once; other releases of the range where ``--hlo-releases`` asks, or where their
+figure is stored already), and placed by the bisection's classifier. A
 bundle beside the report holds the modules, the plain script that compiled them and a README
 with each end's install line, the ``run_hlo_module`` line and the XLA range. Where the culprit
 pass consumes fuel, the fuel step names its first rewrite that changes the figure.
