@@ -181,6 +181,8 @@ def shows(program: Program, direction: Direction | None, old: ProgramRun, new: P
         if len(a) != len(values) or len(b) != len(values):
             return False
         before, after = (relative_shape(program.over[0], list(zip(values, f))) for f in (a, b))
+        if "unavailable" in (before["status"], after["status"]):
+            return False  # a figure it printed is 0 (a minimal case's, at 2 decimals): no shape
         if shapes_alike([before["status"], before["rate"]], [after["status"], after["rate"]]):
             return False
         order = (SHAPE_ORDER.get(before["status"]), SHAPE_ORDER.get(after["status"]))

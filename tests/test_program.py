@@ -167,6 +167,8 @@ def test_shows_the_change_the_way_the_answer_says():
     assert shows(program, "regression", constant, grows)
     assert not shows(program, "fix", constant, grows)
     assert not shows(program, "regression", grows, grows)
+    tiny = run("n_outer=2: 0.00 MiB\nn_outer=5: 0.00 MiB")  # a minimal case, at 2 decimals
+    assert not shows(program, "regression", tiny, tiny)
     _, timing = answer_program(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py")
     fast, slow = run("run_time: 0.210 ms (median of 100 calls)"), \
         run("run_time: 23.400 ms (median of 13 calls)")
