@@ -67,6 +67,7 @@ class Bisecting:
     path: Path | None = None         # the report, once written
     doc: dict | None = None
     jobs: int = 1                    # the evidence's processes at once (--jobs)
+    tabled: bool = False             # the tables at the full size are in (or not asked)
     dumped: object = None            # the HLO module dumped and compiled, before its culprit
     timings: Timings = field(default_factory=Timings)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -94,8 +95,9 @@ class Bisecting:
 
     def landed(self) -> object:
         """A part of the evidence landed: with no earlier report, the report is written
-        with what has landed (Ctrl-C, even a kill, keeps it); else nothing yet."""
-        return None if self.before else self.write()
+        with what has landed (Ctrl-C, even a kill, keeps it), once the tables are in (its
+        chart is drawn from them: drawn once, not again when they land); else nothing yet."""
+        return None if self.before or not self.tabled else self.write()
 
     def flags_known(self) -> None:
         """Which releases' XLA know a flag asked for that some release's does not."""
@@ -274,6 +276,7 @@ def releases(s: Bisecting) -> None:
     from .report import report_path
 
     s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say, tables=False)
+    s.tabled = not _tables(s)
     s.flags_known()
     if s.bisection.status == Status.ALIKE and not s.bisection.came_and_went:
         s.extra.update(wider_range(s.catalogue, s.bisection))
@@ -290,6 +293,7 @@ def tables(s: Bisecting) -> None:
     """The report's tables: the full size and the case's COMPARE programs at the ends and
     the pair (bisection.full_size_tables)."""
     s.bisection = full_size_tables(s.bisection, s.evidence_lab)
+    s.tabled = True
 
 
 def reproducer(s: Bisecting) -> None:
@@ -360,6 +364,11 @@ def cluster(s: Bisecting) -> None:
         s.extra["cluster"] = part
 
 
+def _tables(s: Bisecting) -> bool:
+    q = s.request.question
+    return s.bisection.sized is not None or bool(q.case and q.case.compare)
+
+
 def _evidence(s: Bisecting) -> bool:
     return s.found and not s.args.no_evidence
 
@@ -375,9 +384,7 @@ SERIAL = None  # after every step before it, in the pipeline's own thread: the s
 STAGES = (
     Step("releases", lambda s: True, releases, SERIAL),
     Step("jax commits", lambda s: s.repo is not None, commits, SERIAL),
-    Step("tables", lambda s: s.bisection.sized is not None
-         or bool(s.request.question.case and s.request.question.case.compare), tables,
-         ("where the change lies",), first=5),
+    Step("tables", _tables, tables, ("where the change lies",), first=5),
     Step("minimal program", _minimize, minimal, (), first=4),
     Step("standalone program", lambda s: True, reproducer,
          ("minimal program", "where the change lies"), first=6),
