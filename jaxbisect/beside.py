@@ -4,8 +4,8 @@ finished, and at most ``jobs`` processes of theirs at a time (``--jobs``).
 ``Slots`` is that limit: a process of a step takes a slot while it runs (a harness run, a
 dump, a flag list, a module compiled alone); a result read back from the store takes none.
 Where several wait, the step with the lowest ``first`` goes first (the pipeline gives it to
-the longest chain: where the change lies, the explanation, the module and its culprit). ``SlottedLab`` is a lab
-whose processes take slots; ``run_stages`` the scheduler. One job is the order of old: each
+the longest chain: where the change lies, the explanation, the module and its culprit).
+``SlottedLab`` is a lab whose processes take slots; ``run_stages`` the scheduler. One job is the order of old: each
 step in the caller's thread, one after the other.
 """
 
@@ -35,8 +35,9 @@ class Slots:
     """At most ``size`` processes at once. Where several wait, the lowest priority goes
     first, then the first come; and a slot stays free for each step that goes before the
     asker (a lower priority) and is under way between two of its processes, or before its
-    first (its next one does not queue behind a later step's that took the slot meanwhile). A thread that holds a slot takes none again
-    (a step's process that asks the store for another result inside it). Once ``stop``ped,
+    first (its next one does not queue behind a later step's that took the slot meanwhile).
+    A thread that holds a slot takes none again (a step's process that asks the store for
+    another result inside it). Once ``stop``ped,
     a slot asked for is ``Stopped``."""
 
     def __init__(self, size: int):
