@@ -5,8 +5,8 @@ finished, and at most ``jobs`` processes of theirs at a time (``--jobs``).
 dump, a flag list, a module compiled alone); a result read back from the store takes none.
 Where several wait, the step with the lowest ``first`` goes first (the pipeline gives it to
 the longest chain: where the change lies, the explanation, the module and its culprit).
-``SlottedLab`` is a lab whose processes take slots; ``run_stages`` the scheduler. One job is the order of old: each
-step in the caller's thread, one after the other.
+``SlottedLab`` is a lab whose processes take slots; ``run_stages`` the scheduler. One job
+is the order of old: each step in the caller's thread, one after the other.
 """
 
 from __future__ import annotations
