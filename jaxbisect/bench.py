@@ -255,9 +255,9 @@ def step_note(step: Step, got: dict) -> str:
                   f"{s['remeasures']} re-measured, {s['runs']} runs",
         f"{sum(p['cached'] for p in probes)} of {len(probes)} probes stored",
         *([f"search probes at {size}"] if size else []), f"answer {_answer(got)}",
-        *([f"the search {timings['releases']['seconds']:.1f} s, then "
-           + ", ".join(f"{name} {t['seconds']:.1f} s" for name, t in timings.items()
-                       if name not in ("setup", "releases") and t["seconds"] >= 0.05)]
+        *([f"the search {timings['releases']['seconds']:.1f} s"
+           + "".join(f", {name} {t['seconds']:.1f} s" for name, t in timings.items()
+                     if name not in ("setup", "releases") and t["seconds"] >= 0.05)]
           if "releases" in timings else [])])
 
 
