@@ -472,9 +472,11 @@ def bisect_over(candidates: Sequence[Release], request: MetricRequest, question:
 
 
 def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
-                  say: Say) -> MetricBisection:
+                  say: Say, *, tables: bool = True) -> MetricBisection:
     """The metric bisection over the releases of ``request``'s range, run in ``lab``: the
-    search, at the case's smaller size where its shape allows, and the runs beside it."""
+    search, at the case's smaller size where its shape allows, and the runs beside it
+    (``tables``: the full size and COMPARE where the answer shows them; without, the caller
+    asks ``full_size_tables`` for them: the pipeline runs them beside the evidence)."""
     candidates, unusable = releases_between(catalogue, request.start, request.end,
                                             request.backend, request.question.target,
                                             include_yanked=request.include_yanked)
@@ -493,9 +495,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
            f"own times are known (--timeout sets it)" if request.timeout is None
            else f"; a run may take {request.timeout:.0f} s (--timeout)"))
 
-    def run_of(question: Question, i: int) -> Run:  # one run beside the search
-        seconds = request.timeout or run_limit(None, [None, None], first_limit).seconds
-        return lab.run(candidates[i % n], request.backend, question, 1, timeout=seconds)
+    run_of = runs_beside(candidates, request, lab)
 
     def ends_at(question: Question, at_once: int) -> list[Run]:
         # The full size is asked with COMPARE beside it, as the runs beside the search ask it
@@ -539,15 +539,38 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     b = bisect_over(candidates, request, sized.question if sized else q, lab, say,
                     between=yanked, offset=offset, searched=searched)
-    search = b.search
-    if search.status in (Status.FOUND, Status.ALIKE):
-        shown = full_table(n, search.result) if search.status == Status.FOUND else (0, n - 1)
-        sized = beside(q, shown, run_of, sized, request.jobs)
-        if sized:
-            sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
-    return replace(b, unusable=tuple(unusable),
-                   yanked=tuple(catalogue.yanked_between(request.start, request.end)),
-                   sized=sized)
+    b = replace(b, unusable=tuple(unusable),
+                yanked=tuple(catalogue.yanked_between(request.start, request.end)),
+                sized=sized)
+    return full_size_tables(b, lab) if tables else b
+
+
+def runs_beside(candidates: Sequence[Release], request: MetricRequest,
+                lab: Lab) -> Callable[[Question, int], Run]:
+    """One run of a question at candidate ``i`` beside the search (the ends, the tables)."""
+    n = len(candidates)
+
+    first_limit = backends.get(request.backend).first_run_limit
+
+    def run_of(question: Question, i: int) -> Run:
+        seconds = request.timeout or run_limit(None, [None, None], first_limit).seconds
+        return lab.run(candidates[i % n], request.backend, question, 1, timeout=seconds)
+
+    return run_of
+
+
+def full_size_tables(b: MetricBisection, lab: Lab) -> MetricBisection:
+    """``b`` with the runs its report's tables show beside the search's: the full size and
+    the case's COMPARE programs at the ends and, where a change was found, at the pair."""
+    search, n, q = b.search, len(b.candidates), b.request.question
+    if search.status not in (Status.FOUND, Status.ALIKE):
+        return b
+    shown = full_table(n, search.result) if search.status == Status.FOUND else (0, n - 1)
+    sized = beside(q, shown, runs_beside(b.candidates, b.request, lab), b.sized,
+                   b.request.jobs)
+    if sized:
+        sized = replace(sized, full={i % n: r for i, r in sized.full.items()})
+    return replace(b, sized=sized)
 
 
 TIMING_METRICS = ("run_time", "compile_time")

@@ -35,7 +35,7 @@ from .errors import UserError
 from .executors import LOCAL, Executor, add_executor_options, executor_from
 from .harness import ignored_environment_note, target_option
 from .known_flags import known_line
-from .machine import default_jobs
+from .machine import default_jobs, parallel_runs
 from .pipeline import wider_range
 from .placing import Behaviour, Verdict
 from .search import Status
@@ -87,7 +87,8 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
                  "as its last line (--metric NAME -- CMD)"),
         # The time limits of a bisection (jaxbisect/budgets.py).
         "limits": ("time limits (docs/cases.md)", textwrap.fill(LIMITS.format_map(
-            vars(budgets)), 88))}, jobs=default_jobs(), budget=budgets.EXPLAIN_BUDGET,
+            vars(budgets)), 88))}, jobs=default_jobs(), cores=parallel_runs(),
+        budget=budgets.EXPLAIN_BUDGET,
         interior=budgets.INTERIOR_BUDGET, backends=backends.help_text())
     p.set_defaults(explain_budget=budgets.EXPLAIN_BUDGET,
                    interior_budget=budgets.INTERIOR_BUDGET)
@@ -174,13 +175,22 @@ def run_metric(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     ends are alike, 3 when this machine's noise leaves it undecided, 4 when every release
     fails alike, 125 when an end cannot be measured."""
     done = pipeline.bisect(args, command, say, executor)
-    if args.json:
-        print(json.dumps(done.doc, indent=2))
+    if args.json:  # this run's times beside the report's document, never in its file
+        print(json.dumps({**done.doc, "timings": done.timings.as_json()}, indent=2))
     else:
         print("\n".join(terminal_lines(done.bisection, done.doc, done.catalogue, Path.cwd())))
+    say(timings_line(done.timings.as_json()))
     say(f"report: {done.path}" + (" kept: it holds an answer from an earlier run, this run "
                                   "found none" if done.doc.get("report_kept") else ""))
     return METRIC_EXIT[done.bisection.status]
+
+
+def timings_line(timings: dict) -> str:
+    """Where this run's time went: each step, in the order they began (those after the
+    answer ran beside each other where they could)."""
+    steps = sorted(timings["steps"].items(), key=lambda item: item[1]["began"])
+    return (f"time: {timings['seconds']:.1f} s in all; "
+            + ", ".join(f"{name} {t['seconds']:.1f} s" for name, t in steps))
 
 
 def run_explain_case(args: argparse.Namespace, say: Say) -> int:

@@ -29,6 +29,7 @@ from .commands import display_path
 from .comparing import MAX_RUNS_NOISY, batch_size, compare_settings, middle, paired_test, reduce_for
 from .crashes import is_crash
 from .errors import InstallFailed
+from .evidence.collect import case_dumps, dump_params, modules_point, with_modules
 from .evidence.commits import github, release_pins
 from .evidence.flags import FlagChange, changed_defaults, relevant_to, search_flags
 from .evidence.handoff import triage_handoff
@@ -42,6 +43,7 @@ from .pins import load_table
 from .placing import Behaviour, Verdict, run_figure, values_of
 from .question import Question
 from .report import series_of
+from .store import COMPLETE
 
 
 def modules_folder(lab: Lab, release: Release, backend: str, question: Question, kind: str,
@@ -66,8 +68,18 @@ def modules_folder(lab: Lab, release: Release, backend: str, question: Question,
 
 
 def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
-              timeout: float, say: Say) -> dict:
-    """The case's lowered and optimized modules under ``release`` (stored once written)."""
+              timeout: float, say: Say, dumps: Callable[[Release], dict] | None = None
+              ) -> dict:
+    """The case's lowered and optimized modules under ``release`` (stored once written).
+    ``dumps``: the release's XLA dumps of the case (evidence.collect.case_dumps), whose
+    document holds the same two texts where it was made at the same point: read there
+    rather than compiled again, unless the modules are stored already."""
+    stored = (lab.store.folder(question.store_key(release, backend, "hlo")) / COMPLETE).exists()
+    if dumps is not None and not stored:
+        doc = dumps(release)
+        modules = doc.get("modules") or {}
+        if modules.get("params") == modules_point(question) and modules.get("lowered"):
+            return {"lowered": modules["lowered"], "optimized": modules.get("optimized")}
     folder = modules_folder(lab, release, backend, question, "hlo", timeout=timeout, say=say)
     paths = {name: folder / f"{name}.txt" for name in ("lowered", "optimized")}
     return {name: path.read_text(encoding="utf-8") if path.exists() else None
@@ -115,9 +127,16 @@ def attribution(b: MetricBisection, lab: Lab, say: Say, *, jax_repo: Path | None
     if q.case is None:
         return {**unknown, "text": "a command's program is not known to the toolkit: its "
                                    "modules were not compared"}
+    dumps = None
+    if with_modules(q) is not None:
+        # A memory case's XLA dumps (the buffers at the peak) write its modules too: one
+        # process an end for both.
+        params = dump_params(b)
+        dumps = lambda r: case_dumps(lab, r, b.request.backend, q, params,  # noqa: E731
+                                     timeout=b.timeout, say=say)
     try:
         texts = both(lambda r: hlo_texts(lab, r, b.request.backend, q, timeout=b.timeout,
-                                         say=say), (old, new))
+                                         say=say, dumps=dumps), (old, new))
     except (InstallFailed, HarnessFailed) as exc:
         return {**unknown, "text": f"the modules could not be made: {exc}"}
     return {**where_the_change_is(texts[0]["lowered"], texts[1]["lowered"],

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import budgets
-from .bisection import MetricRequest, PairKind, bisect_metric, releases_between
+from .beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
+from .bisection import (
+    MetricRequest,
+    PairKind,
+    bisect_metric,
+    full_size_tables,
+    releases_between,
+)
 from .catalogue import catalogue_for
 from .commit_bisection import bisect_commits, commits_in
 from .environments import resolve_backend
@@ -30,7 +38,7 @@ from .harness import DEFAULT_TIMEOUT, target_option
 from .jax_commits import locate_repo
 from .known_flags import FlagCheckedLab, flag_names, lister
 from .lab import Lab, RealLab
-from .machine import default_jobs
+from .machine import default_jobs, parallel_runs
 from .placing import Behaviour
 from .question import question_from
 from .search import Status
@@ -58,10 +66,38 @@ class Bisecting:
     before: dict = field(default_factory=dict)   # an earlier report's texts (files.texts_of)
     path: Path | None = None         # the report, once written
     doc: dict | None = None
+    jobs: int = 1                    # the evidence's processes at once (--jobs)
+    tabled: bool = False             # the tables at the full size are in (or not asked)
+    dumped: object = None            # the HLO module dumped and compiled, before its culprit
+    timings: Timings = field(default_factory=Timings)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.slots = Slots(self.jobs) if self.jobs > 1 else None
+
+    @property
+    def evidence_lab(self) -> Lab:
+        """The lab a step after the answer asks: beside other steps, its processes take
+        slots (``--jobs``), at its step's place in the queue."""
+        if self.slots is None:
+            return self.lab
+        return SlottedLab(self.lab, self.slots, getattr(STEP, "first", 0))
 
     @property
     def found(self) -> bool:
         return self.bisection.search.status == Status.FOUND
+
+    @property
+    def answered(self) -> bool:
+        """Whether the searches are over (the releases', and the commits' where asked)."""
+        return "releases" in self.timings.steps and (
+            self.repo is None or "jax commits" in self.timings.steps)
+
+    def landed(self) -> object:
+        """A part of the evidence landed: with no earlier report, the report is written
+        with what has landed (Ctrl-C, even a kill, keeps it), once the tables are in (its
+        chart is drawn from them: drawn once, not again when they land); else nothing yet."""
+        return None if self.before or not self.tabled else self.write()
 
     def flags_known(self) -> None:
         """Which releases' XLA know a flag asked for that some release's does not."""
@@ -71,7 +107,9 @@ class Bisecting:
     def write(self) -> tuple[Path, dict]:
         from .report import write_report
 
-        return write_report(self.bisection, self.args.reports, self.extra, self.commits)
+        with self._lock:  # steps land beside each other: one writing at a time
+            return write_report(self.bisection, self.args.reports, dict(self.extra),
+                                self.commits)
 
 
 def question_of(args: argparse.Namespace, command: tuple[str, ...]):
@@ -105,12 +143,12 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          # each other) and as many as the machine holds for anything else.
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
 
-def add_reproducer(bisection, lab: Lab, extra: dict, say: Say) -> None:
+def add_reproducer(bisection, lab: Lab, extra: dict, say: Say, jobs: int = 1) -> None:
     """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
-    into ``extra``."""
+    into ``extra``; ``jobs`` runs at once."""
     from .reproducer import reproducer_of
 
-    part = reproducer_of(bisection, lab, say, extra.get("minimal"))
+    part = reproducer_of(bisection, lab, say, extra.get("minimal"), jobs=jobs)
     if part is not None:
         extra["reproducer"] = part
 
@@ -159,31 +197,42 @@ def try_flags(b, lab: Lab, say: Say) -> list[dict]:
         out.append({**tried, "restores": tried["behaviour"] == Behaviour.OLD})
     return out
 
-def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
-            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
-    """Where the change lies, then which XLA flag or HLO pass brings the old figure back,
-    within ``--explain-budget`` seconds; ``extra`` filled (and ``rewrite`` called) as each
-    part lands. ``searches``: (attribution, explain_flags, explain_passes), for tests."""
-    from .evidence.collect import buffers_at_peak
-
-    if searches is None:
-        from .explain import attribution, explain_flags, explain_passes
-    else:
-        attribution, explain_flags, explain_passes = searches
-
+def attribute(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+              rewrite: Callable[[], object], attribution: Callable | None = None) -> None:
+    """Where the change lies (JAX's lowering, XLA's HLO passes, below HLO) and the commits
+    between the pair's pins, into ``extra["attribution"]``."""
+    if attribution is None:
+        from .explain import attribution
     extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
                                       xla_repo=args.xla_repo)
     rewrite()
-    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
-    if extra["attribution"]["culprit"] not in ("xla", "below-hlo", "jaxlib"):
+
+
+def explained(extra: dict) -> bool:
+    """Whether the attribution asks for the flag or pass behind the change."""
+    return (extra.get("attribution") or {}).get("culprit") in ("xla", "below-hlo", "jaxlib")
+
+
+def explain_culprit(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+                    rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Which XLA flag or HLO pass brings the old figure back, within ``--explain-budget``
+    seconds, where the attribution puts the change on XLA's side; ``extra["explanation"]``
+    set (and ``rewrite`` called) as each part lands. ``searches``: (explain_flags,
+    explain_passes), for tests."""
+    if not explained(extra):
         return
+    if searches is None:
+        from .explain import explain_flags, explain_passes
+    else:
+        explain_flags, explain_passes = searches
     deadline = budgets.Deadline(args.explain_budget)
     budget = {"seconds": args.explain_budget}
     say(f"explaining it: XLA flags, then HLO passes, within {args.explain_budget:.0f} s "
         f"(--explain-budget)")
 
     def landed(culprit: dict) -> None:
-        extra["explanation"] = {"culprit": culprit, "budget": budget}
+        # A part once in ``extra`` is never changed: the report may be written beside it.
+        extra["explanation"] = {"culprit": culprit, "budget": dict(budget)}
         rewrite()
 
     culprit = explain_flags(bisection, lab, say, deadline=deadline, progress=landed)
@@ -200,17 +249,34 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     if args.xla_repo is not None:  # the commits that touch what explains it
         from .evidence.commits import culprit_commits
 
-        extra["attribution"]["xla_culprit_commits"] = culprit_commits(
-            culprit, extra["attribution"], args.xla_repo)
+        extra["attribution"] = {**extra["attribution"], "xla_culprit_commits": culprit_commits(
+            culprit, extra["attribution"], args.xla_repo)}
     landed(culprit)
 
 
+def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say,
+            rewrite: Callable[[], object], *, searches: tuple | None = None) -> None:
+    """Where the change lies, XLA's dumps of a memory case, then which XLA flag or HLO pass
+    brings the old figure back, one after the other (the pipeline runs them beside each
+    other where it may); ``extra`` filled (and ``rewrite`` called) as each part lands.
+    ``searches``: (attribution, explain_flags, explain_passes), for tests."""
+    from .evidence.collect import buffers_at_peak
+
+    attribute(bisection, lab, args, extra, say, rewrite,
+              None if searches is None else searches[0])
+    buffers_at_peak(bisection, lab, say, extra, rewrite)  # a memory case: XLA's dumps
+    explain_culprit(bisection, lab, args, extra, say, rewrite,
+                    searches=None if searches is None else searches[1:])
+
+
 def releases(s: Bisecting) -> None:
-    """The bisection over the releases of the range; where the ends agree and nothing came and
-    went inside, the wider range to look in next."""
+    """The bisection over the releases of the range (its tables at the full size apart:
+    ``tables``); where the ends agree and nothing came and went inside, the wider range to
+    look in next."""
     from .report import report_path
 
-    s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say)
+    s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say, tables=False)
+    s.tabled = not _tables(s)
     s.flags_known()
     if s.bisection.status == Status.ALIKE and not s.bisection.came_and_went:
         s.extra.update(wider_range(s.catalogue, s.bisection))
@@ -223,34 +289,46 @@ def commits(s: Bisecting) -> None:
     s.commits = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
 
 
+def tables(s: Bisecting) -> None:
+    """The report's tables: the full size and the case's COMPARE programs at the ends and
+    the pair (bisection.full_size_tables)."""
+    if s.slots is not None and s.request.question.over and _measures_tables(s):
+        # The chart is drawn from these figures once they land, at the end: its library
+        # (1.3 CPU-s to import) is imported now, beside the runs, not after the last.
+        threading.Thread(target=_chart_library, name="chart", daemon=True).start()
+    s.bisection = full_size_tables(s.bisection, s.evidence_lab)
+    s.tabled = True
+
+
 def reproducer(s: Bisecting) -> None:
-    add_reproducer(s.bisection, s.lab, s.extra, s.say)
+    add_reproducer(s.bisection, s.evidence_lab, s.extra, s.say, s.jobs)
+
+
+def where(s: Bisecting) -> None:
+    """Where the change lies (explain.attribution)."""
+    attribute(s.bisection, s.evidence_lab, s.args, s.extra, s.say, s.landed)
+
+
+def buffers(s: Bisecting) -> None:
+    """A memory case: both ends' XLA dumps, the buffers at the peak (evidence.collect)."""
+    from .evidence.collect import buffers_at_peak
+
+    buffers_at_peak(s.bisection, s.evidence_lab, s.say, s.extra, s.landed)
 
 
 def explanation(s: Bisecting) -> None:
-    """Where the change lies and what explains it (explain). With no earlier report, its
-    parts are written as they land: Ctrl-C keeps what it measured."""
-    def landed() -> object:
-        return None if s.before else s.write()
-
-    try:
-        explain(s.bisection, s.lab, s.args, s.extra, s.say, landed)
-    except KeyboardInterrupt:
-        if not s.before:
-            s.extra["interrupted"] = ("the explanation was interrupted (Ctrl-C): what it "
-                                      "measured is kept")
-            s.say(f"report: {s.write()[0]} (interrupted)")
-        raise
+    """Which XLA flag or HLO pass explains it, where the change lies on XLA's side."""
+    explain_culprit(s.bisection, s.evidence_lab, s.args, s.extra, s.say, s.landed)
 
 
 def tried_flags(s: Bisecting) -> None:
-    s.extra["try_xla_flags"] = try_flags(s.bisection, s.lab, s.say)
+    s.extra["try_xla_flags"] = try_flags(s.bisection, s.evidence_lab, s.say)
     s.flags_known()
 
 
 def minimal(s: Bisecting) -> None:
-    """``--minimize``: the smallest parameters that still show the change, and the standalone
-    program again at them."""
+    """``--minimize``: the smallest parameters that still show the change (the standalone
+    program and the HLO module are made at them after it)."""
     from .commands import display_path
     from .minimize import minimal_document, minimize
     from .report import unit_of
@@ -258,23 +336,31 @@ def minimal(s: Bisecting) -> None:
     b, req = s.bisection, s.request
     q = b.request.question
     old, new = b.pair
-    shrunk, first, names = minimize(old, new, req.backend, q, s.lab, s.say,
+    shrunk, first, names = minimize(old, new, req.backend, q, s.evidence_lab, s.say,
                                     threshold=req.threshold, timeout=b.timeout, runs=req.runs,
                                     max_runs=req.max_runs, budget=s.args.minimize_budget)
-    s.extra["minimal"] = minimal_document(shrunk, first, names, q, old, new, unit_of(b))
-    s.extra["minimal"]["case_path"] = display_path(q.case.path)
-    add_reproducer(b, s.lab, s.extra, s.say)
+    s.extra["minimal"] = {**minimal_document(shrunk, first, names, q, old, new, unit_of(b)),
+                          "case_path": display_path(q.case.path)}
+
+
+def hlo_dumped(s: Bisecting) -> None:
+    """Below jaxlib: the module dumped at the last good release, compiled alone at the pair
+    (and the releases ``--hlo-releases`` asks for)."""
+    from .evidence.hlo import dump_and_compile
+
+    came_with = s.commits[0].came_with if len(s.commits) == 1 else None
+    s.dumped = dump_and_compile(s.bisection, s.evidence_lab, s.extra, s.say,
+                                came_with=came_with, releases=s.args.hlo_releases,
+                                jobs=s.jobs)
 
 
 def hlo_module(s: Bisecting) -> None:
-    """Below jaxlib: the HLO module that shows an XLA-side change without jax."""
-    from .evidence.hlo import hlo_module as module_of
+    """The module with the explanation's culprit set, and the bundle beside the report."""
+    from .evidence.hlo import with_culprit
     from .report import report_path
 
-    came_with = s.commits[0].came_with if len(s.commits) == 1 else None
-    s.extra["hlo_module"] = module_of(s.bisection, s.lab, s.extra, s.say,
-                                      report_path(s.bisection, s.args.reports),
-                                      came_with=came_with)
+    s.extra["hlo_module"] = with_culprit(s.bisection, s.evidence_lab, s.extra, s.say,
+                                         report_path(s.bisection, s.args.reports), s.dumped)
 
 
 def cluster(s: Bisecting) -> None:
@@ -282,27 +368,61 @@ def cluster(s: Bisecting) -> None:
         s.extra["cluster"] = part
 
 
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    asked: Callable[[Bisecting], bool]
-    run: Callable[[Bisecting], None]
+def _measures_tables(s: Bisecting) -> bool:
+    """Whether the pair's tables are measured now (not all stored: a new chart follows)."""
+    from .question import with_compare
+
+    b = s.bisection
+    full = with_compare(b.request.question)
+    return b.pair is not None and any(
+        not s.lab.store.path(full.store_key(r, b.request.backend, "metric", run=1)).is_file()
+        for r in b.pair)
+
+
+def _chart_library() -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:  # no chart library here: the report says so as before
+        pass
+
+
+def _tables(s: Bisecting) -> bool:
+    q = s.request.question
+    return s.bisection.sized is not None or bool(q.case and q.case.compare)
 
 
 def _evidence(s: Bisecting) -> bool:
     return s.found and not s.args.no_evidence
 
 
+def _minimize(s: Bisecting) -> bool:
+    return s.found and s.args.minimize and s.request.question.case is not None
+
+
+SERIAL = None  # after every step before it, in the pipeline's own thread: the searches
+# In the order one job runs them; beside each other, each after the steps it names, and
+# where several wait for a process slot the lowest ``first`` goes first: the longest chain
+# (where it lies, the explanation, the module with its culprit) before the rest.
 STAGES = (
-    Stage("releases", lambda s: True, releases),
-    Stage("jax commits", lambda s: s.repo is not None, commits),
-    Stage("standalone program", lambda s: True, reproducer),
-    Stage("explanation", _evidence, explanation),
-    Stage("flags to try", lambda s: s.found and bool(s.request.try_xla_flags), tried_flags),
-    Stage("minimal program", lambda s: s.found and s.args.minimize
-          and s.request.question.case is not None, minimal),
-    Stage("HLO module", _evidence, hlo_module),
-    Stage("cluster", lambda s: True, cluster),
+    Step("releases", lambda s: True, releases, SERIAL),
+    Step("jax commits", lambda s: s.repo is not None, commits, SERIAL),
+    Step("tables", _tables, tables, ("where the change lies",), first=5),
+    Step("minimal program", _minimize, minimal, (), first=4),
+    Step("standalone program", lambda s: True, reproducer,
+         ("minimal program", "where the change lies"), first=6),
+    Step("where the change lies", _evidence, where, (), first=0),
+    Step("buffers at the peak", _evidence, buffers, (), first=7),
+    Step("explanation", _evidence, explanation, ("where the change lies",), first=1),
+    Step("flags to try", lambda s: s.found and bool(s.request.try_xla_flags), tried_flags, (),
+         first=8),
+    Step("HLO module", _evidence, hlo_dumped, ("where the change lies", "minimal program"),
+         first=2),
+    Step("HLO module's culprit", lambda s: s.dumped is not None, hlo_module,
+         ("HLO module", "explanation"), first=3),
+    Step("cluster", lambda s: True, cluster, (), first=9),
 )
 
 
@@ -312,6 +432,8 @@ def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     flags against each end's own list), the clone ``--commits`` reads (found or made), the
     range, the reports folder; one line and exit 2 where one fails. ``lab``: the releases'
     (the real one, uv environments and processes, unless one is given: tests)."""
+    from .evidence.hlo import check_releases
+
     question = question_of(args, command)
     repo = locate_repo(args.jax_repo, say) if args.commits else None
     catalogue = catalogue_for(f"jax {args.start} … {args.end}", args.refresh_catalogue)
@@ -322,22 +444,40 @@ def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     lab = FlagCheckedLab(base, lister(base, say))
     measured, _ = releases_between(catalogue, request.start, request.end, request.backend,
                                    question.target, include_yanked=request.include_yanked)
+    check_releases(args.hlo_releases, measured)
     lab.check_at_ends(asked, [measured[0], measured[-1]], request.backend)
     check_reports_folder(args.reports)
-    return Bisecting(args, say, question, catalogue, request, lab, asked, repo, executor)
+    # Unasked, the evidence's processes one a core, as the machine holds them; a timing's
+    # one at a time, as its search's (two runs at once on one machine load each other).
+    jobs = args.jobs or (1 if question.noisy else parallel_runs())
+    return Bisecting(args, say, question, catalogue, request, lab, asked, repo, executor,
+                     jobs=jobs)
+
+
+INTERRUPTED = "the evidence was interrupted (Ctrl-C): what it measured is kept"
 
 
 def bisect(args: argparse.Namespace, command: tuple[str, ...], say: Say,
            executor: Executor = LOCAL, lab: Lab | None = None) -> Bisecting:
     """The checks, every stage asked for, then the report (written once, whole: an earlier
     report of the same question is replaced only by a finished answer, and a rerun with the
-    same figures leaves it as it was)."""
-    s = setup(args, command, say, executor, lab)
-    for stage in STAGES:
-        if stage.asked(s):
-            stage.run(s)
-    s.path, s.doc = s.write()
-    keep_if_steady(s.before)
+    same figures leaves it as it was). Every step's time: ``s.timings``."""
+    timings = Timings()
+    with timings.timed("setup"):
+        s = setup(args, command, say, executor, lab)
+    s.timings = timings
+    try:
+        run_stages(STAGES, s, jobs=s.jobs, timings=timings, slots=s.slots)
+    except KeyboardInterrupt:
+        # With no earlier report, the evidence after a finished answer is kept: the parts
+        # that landed (their runs are stored either way).
+        if s.answered and not s.before:
+            s.extra["interrupted"] = INTERRUPTED
+            s.say(f"report: {s.write()[0]} (interrupted)")
+        raise
+    with timings.timed("report"):
+        s.path, s.doc = s.write()
+        keep_if_steady(s.before)
     return s
 
 

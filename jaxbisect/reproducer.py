@@ -1,12 +1,15 @@
 """The standalone reproducer's stage: once a bisection found its pair, the plain program
 (program.py) at the sizes the answer used, run as pasted in each end's environment.
 
-Each end runs it twice (a stored run each, like a probe's: a rerun measures nothing) in a
-folder of its own with nothing of the toolkit on its path (harness.run_script). The part it
-gives the bisection's document (``reproducer``, docs/schema.md): the program, each end's pip
-line pinning what its environment held, the command, the output and the exit status, whether
-the outputs differ the way the answer says (``shows_change``, measured) and whether an end's
-two runs printed different things (``nondeterministic``).
+Each end runs it (a stored run each, like a probe's: a rerun measures nothing) in a folder
+of its own with nothing of the toolkit on its path (harness.run_script): twice where two runs
+can print different things (an output, an error: is it nondeterministic? a time: the quicker
+of two), once for a compiled plan's memory, one figure however often it is compiled, as the
+search measures it. The part it gives the bisection's document (``reproducer``,
+docs/schema.md): the program, each end's pip line pinning what its environment held, the
+command, the output and the exit status, whether the outputs differ the way the answer says
+(``shows_change``, measured) and whether an end's two runs printed different things
+(``nondeterministic``; null where each end ran once).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import math
 import re
 import shlex
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from packaging.version import Version
@@ -33,6 +37,7 @@ from .search import Status
 from .store import Key
 
 RUNS = 2  # each end's runs: two that disagree make its output nondeterministic
+ONCE = ("memory",)  # a compiled plan's memory: one figure, run once (the search's too)
 FIRST = ("jax", "jaxlib")  # an install line's first pins; then the rest by name
 ROLES = {Direction.REGRESSION: ("last good", "first bad"),
          Direction.CHANGED: ("last good", "first bad"), Direction.FIX: ("last bad", "fixed")}
@@ -179,6 +184,8 @@ def shows(program: Program, direction: Direction | None, old: ProgramRun, new: P
         if len(a) != len(values) or len(b) != len(values):
             return False
         before, after = (relative_shape(program.over[0], list(zip(values, f))) for f in (a, b))
+        if "unavailable" in (before["status"], after["status"]):
+            return False  # a figure it printed is 0 (a minimal case's, at 2 decimals): no shape
         if shapes_alike([before["status"], before["rate"]], [after["status"], after["rate"]]):
             return False
         order = (SHAPE_ORDER.get(before["status"]), SHAPE_ORDER.get(after["status"]))
@@ -213,13 +220,23 @@ def deterministic_output(metric: str) -> bool:
     return metric in ("memory", "output", "error")
 
 
+def runs_of(metric: str) -> int:
+    """How many times each end runs the program: once for a compiled plan's memory, else
+    RUNS."""
+    return 1 if metric in ONCE else RUNS
+
+
 def reproducer(program: Program, ends: list[tuple[Release, str]], backend: str, lab, *,
                direction: Direction | None, timeout: float, say: Say,
-               threshold: float | None = None) -> dict:
-    """The ``reproducer`` part: ``program`` run RUNS times at each of ``ends`` (release,
-    role), old end first."""
-    runs = [[run_program(lab, release, backend, program, k, timeout=timeout, say=say)
-             for k in range(1, RUNS + 1)] for release, _ in ends]
+               threshold: float | None = None, jobs: int = 1) -> dict:
+    """The ``reproducer`` part: ``program`` run ``runs_of`` its metric times at each of
+    ``ends`` (release, role), old end first; ``jobs`` runs at once."""
+    asked = [(release, k) for release, _ in ends for k in range(1, runs_of(program.metric) + 1)]
+    with ThreadPoolExecutor(max(1, min(jobs, len(asked))), thread_name_prefix="program") as pool:
+        made = list(pool.map(lambda a: run_program(lab, a[0], backend, program, a[1],
+                                                   timeout=timeout, say=say), asked))
+    runs = [[run for (release, _), run in zip(asked, made) if release == end]
+            for end, _ in ends]
     ran = all(r.exit is not None for made in runs for r in made)
     shows_change = None
     if ran:
@@ -229,8 +246,9 @@ def reproducer(program: Program, ends: list[tuple[Release, str]], backend: str, 
                         for made in (old, new))
         shows_change = all(shows(program, direction, a, b, threshold=threshold)
                            for a in old for b in new)
-    nondeterministic = deterministic_output(program.metric) and any(
-        len({r.output for r in made if r.exit is not None}) > 1 for made in runs)
+    nondeterministic = None if runs_of(program.metric) == 1 else (
+        deterministic_output(program.metric) and any(
+            len({r.output for r in made if r.exit is not None}) > 1 for made in runs))
     return {"file": FILE, "program": program.text, "lines": program.lines,
             "ends": [end_part(release, role, made, program)
                      for (release, role), made in zip(ends, runs)],
@@ -252,10 +270,11 @@ def sizes(b, minimal: dict | None = None) -> tuple[dict, tuple]:
     return dict(q.params), q.over
 
 
-def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
+def reproducer_of(b, lab, say: Say, minimal: dict | None = None, *,
+                  jobs: int = 1) -> dict | None:
     """The ``reproducer`` part of a bisection that found its pair, or of a change that came
     and went inside alike ends (None where there is neither): the program written from the
-    case and run where the behaviour differs, or why there is none."""
+    case and run where the behaviour differs (``jobs`` runs at once), or why there is none."""
     came_and_went = b.search.status == Status.ALIKE and getattr(b, "came_and_went", False)
     if not came_and_went and (b.search.status != Status.FOUND or b.pair is None):
         return None
@@ -266,17 +285,18 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None) -> dict | None:
     params, over = sizes(b, minimal)
     program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags)
     if came_and_went:
-        return came_and_went_part(b, program, lab, say)
+        return came_and_went_part(b, program, lab, say, jobs)
     old_role, new_role = ROLES.get(b.direction or Direction.CHANGED, ROLES[Direction.CHANGED])
     old, new = sorted(b.pair, key=lambda r: Version(str(r.version)))
-    say(f"the standalone program: {program.lines} lines, run twice at jax {old.version} and "
+    say(f"the standalone program: {program.lines} lines, run "
+        f"{'once' if runs_of(q.metric) == 1 else 'twice'} at jax {old.version} and "
         f"{new.version}")
     return reproducer(program, [(old, old_role), (new, new_role)], b.request.backend, lab,
                       direction=b.direction, timeout=b.timeout, say=say,
-                      threshold=b.request.threshold)
+                      threshold=b.request.threshold, jobs=jobs)
 
 
-def came_and_went_part(b, program: Program, lab, say: Say) -> dict:
+def came_and_went_part(b, program: Program, lab, say: Say, jobs: int = 1) -> dict:
     """The program where the first change inside alike ends came (``ends``) and where it went
     (``went``): the releases either side of each, no direction (the ends agree)."""
     change = b.interior.changes[0]
@@ -285,9 +305,9 @@ def came_and_went_part(b, program: Program, lab, say: Say) -> dict:
         f"{', '.join(str(r.version) for r in [*came, went[1]])}")
     part = reproducer(program, [(came[0], LIKE), (came[1], UNLIKE)], b.request.backend,
                       lab, direction=None, timeout=b.timeout, say=say,
-                      threshold=b.request.threshold)
+                      threshold=b.request.threshold, jobs=jobs)
     gone = reproducer(program, [(went[0], UNLIKE), (went[1], LIKE)], b.request.backend, lab,
                       direction=None, timeout=b.timeout, say=say,
-                      threshold=b.request.threshold)
+                      threshold=b.request.threshold, jobs=jobs)
     part["went"] = {k: gone[k] for k in ("ends", "shows_change", "nondeterministic")}
     return part

@@ -44,15 +44,30 @@ def parse_args(argv: list[str] | None, *, prog: str = "python -m repro.dumps",
     p = OneLineParser(prog=prog, description=description)
     add_options(p, REPRO, only=("--case", "--param", "--backend", "--xla-flags", "--target",
                                 "--json"))
+    p.add_argument("--modules", metavar='["NAME=VALUE", ...]',
+                   help="also the lowered module and XLA's optimized HLO at these parameters "
+                        "(the harness's --hlo-out), in this process")
     args = p.parse_args(argv)
     try:
         args.case = read_case(args.case or SCAN_CASE)
         args.params = parse_params(args.case, args.param)
+        args.modules = None if args.modules is None else parse_params(
+            args.case, _items(args.modules))
     except CaseError as exc:
         p.error(str(exc))
     if args.target is not None:
         args.target = target_argument(p, args.target, args.backend)
     return args
+
+
+def _items(text: str) -> list[str]:
+    try:
+        items = json.loads(text)
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        raise CaseError(f"--modules {text!r}: write '[\"NAME=VALUE\", ...]'")
+    return items
 
 
 # -- XLA's dump ---------------------------------------------------------------------------
@@ -193,9 +208,31 @@ def gather(args, dump_dir: Path) -> dict:
     except Exception as exc:  # no usable jax here, or a case that does not build
         document.update(status="error", error=f"cannot build the case here: {error_text(exc)}")
         return document
+    at = args.case.resolve(args.modules) if args.modules is not None else None
+    if at is not None and at != document["case"]["params"]:
+        # First: the dump read below is of the last module XLA dumped, the plan's.
+        document["modules"] = modules_at(args.case, at, compiler)
     document["lowered"], document["compiled"], document["dump"] = lower_and_dump(
         fn, fn_args, compiler, dump_dir)
+    if at is not None and at == document["case"]["params"]:
+        document["modules"] = {"params": at, "lowered": document["lowered"]["text"],
+                               "optimized": document["compiled"]["hlo"],
+                               "error": document["compiled"]["error"]}
     return document
+
+
+def modules_at(case, params: dict, compiler) -> dict:
+    """The case's lowered module and XLA's optimized HLO at ``params``, as the harness's
+    ``--hlo-out`` writes them (metrics.write_hlo)."""
+    part = {"params": params, "lowered": None, "optimized": None, "error": None}
+    try:
+        fn, fn_args = build(case, params)
+        lowered = fn.lower(*compiler.structs(fn_args))
+        part["lowered"] = lowered.as_text()
+        part["optimized"] = lowered.compile().as_text() or ""
+    except Exception as exc:
+        part["error"] = error_text(exc)
+    return part
 
 
 def run_with_dumps(args, prefix: str, what: str, gather) -> int:

@@ -4,11 +4,15 @@ measured from that module alone (no jax tracing), for an XLA maintainer (docs/hl
 ``dump --out DIR``: the case at ``--param`` lowered and compiled once with XLA dumping the
 module it was handed (``--xla_dump_hlo_as_proto``): ``DIR/module.pb`` (the HloModuleProto, the
 form every jaxlib from 0.4.30 to 0.12 reads) and ``DIR/module.txt`` (its text, for reading).
+``dump --point '["NAME=VALUE", ...]=DIR' …``: the same for each point, in this one process.
 
 ``measure --module AT=PATH …``: each module compiled by ``hlo_compile.py`` (the plain script the
-bundle ships) in its own process, ``--xla-flags`` as its XLA_FLAGS, and the figures read as a
-metric's series (``--over``, the case's own shape) or one figure. jax and the standard library
-only; one JSON document on stdout.
+bundle ships), ``--xla-flags`` as its XLA_FLAGS, and the figures read as a metric's series
+(``--over``, the case's own shape) or one figure: every module in this one process (XLA reads
+its flags once a process, and they are the same for each), or each in its own where the flags
+hold fuel (one pool a process, whose "Out of fuel" lines are a module's own), for a
+compile-only GPU (its dump of the buffer assignment), or with ``--apart``. jax and the
+standard library only; one JSON document on stdout.
 """
 
 from __future__ import annotations
@@ -46,18 +50,33 @@ def parse_args(argv: list[str] | None):
     p.add_argument("--xla-flags", default="")
     p.add_argument("--target", default="", metavar="NAME_OR_SPEC")
     p.add_argument("--out", metavar="DIR")
+    p.add_argument("--point", action="append", default=[], metavar="PARAMS=DIR")
     p.add_argument("--module", action="append", default=[], metavar="AT=PATH")
+    p.add_argument("--apart", action="store_true", help="each module in its own process")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
         args.case = read_case(args.case)
         args.params = parse_params(args.case, args.param)
         args.over = parse_over(args.case, args.over)
+        args.points = [_point(args.case, text) for text in args.point]
     except CaseError as exc:
         p.error(str(exc))
-    if args.action == "dump" and not args.out:
-        p.error("dump needs --out DIR")
+    if args.action == "dump" and not (args.out or args.points):
+        p.error("dump needs --out DIR or --point PARAMS=DIR")
     return args
+
+
+def _point(case, text: str) -> tuple[dict, Path]:
+    """``--point '["NAME=VALUE", ...]=DIR'``: the case's parameters there, and its folder."""
+    end = text.find("]=")
+    try:
+        items = json.loads(text[:end + 1]) if end >= 0 else None
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        raise CaseError(f"--point {text!r}: write '[\"NAME=VALUE\", ...]=DIR'")
+    return parse_params(case, items), Path(text[end + 2:])
 
 
 # -- the module ---------------------------------------------------------------------------
@@ -136,9 +155,22 @@ def without_sources(module: bytes) -> bytes:
     return strip(module, top)
 
 
-def module_files(dump_dir: Path) -> tuple[Path, Path]:
-    """The last jitted module XLA dumped before its optimisations: its proto and its text."""
-    protos = sorted(p for p in dump_dir.glob(f"module_*.jit_*{BEFORE}.hlo.pb"))
+MODULE_ID = 5  # HloModuleProto.id: XLA's count of modules made in this process
+
+
+def with_id_of(module: bytes, first: bytes) -> bytes:
+    """``module`` with ``first``'s id: a module dumped after others in one process carries a
+    later count, and would differ in that alone from the same module dumped on its own."""
+    ids = [whole for number, _, whole, _ in _fields(first) if number == MODULE_ID]
+    return b"".join((ids[0] if ids else b"") if number == MODULE_ID else whole
+                    for number, _, whole, _ in _fields(module))
+
+
+def module_files(dump_dir: Path, made: list[Path] | None = None) -> tuple[Path, Path]:
+    """The last jitted module XLA dumped before its optimisations (of the files ``made``,
+    where given: one compile's): its proto and its text."""
+    protos = sorted(p for p in (dump_dir.iterdir() if made is None else made)
+                    if p.match(f"module_*.jit_*{BEFORE}.hlo.pb"))
     if not protos:
         listed = ", ".join(sorted(p.name for p in dump_dir.iterdir())[:10]) or "none"
         raise RuntimeError(f"XLA dumped no *{BEFORE}.hlo.pb (files: {listed})")
@@ -147,34 +179,49 @@ def module_files(dump_dir: Path) -> tuple[Path, Path]:
 
 
 def dump(args) -> dict:
-    document = {"schema": SCHEMA, "kind": "hlo-module", "status": "ok", "error": None,
-                "params": args.case.resolve(args.params)}
+    points = args.points or [(args.params, Path(args.out))]
+    first = {**args.params, **points[0][0]}
+    documents = [{"schema": SCHEMA, "kind": "hlo-module", "status": "ok", "error": None,
+                  "params": args.case.resolve({**args.params, **params})}
+                 for params, _ in points]
     with dump_folder("repro-hlo-") as dump_dir:
         configure_this_process(args.backend, join_flags(
             args.xla_flags, f'--xla_dump_to="{dump_dir}" --xla_dump_hlo_as_proto '
                             f'--xla_dump_hlo_as_text --xla_dump_disable_metadata=true'),
             target=load_target(args.target) if args.target else None,
-            params=args.params)
+            params=first)
         with stdout_to_stderr():
-            try:
-                import jax
+            compiler, first = None, None
+            for document, (params, out) in zip(documents, points):
+                try:
+                    import jax
 
-                document.update(jax=jax.__version__, jaxlib=_jaxlib())
-                fn, fn_args = build(args.case, args.params)
-                compiler = Compiler(load_target(args.target) if args.target else None)
-                compiled, _ = compiler.compile(fn, *compiler.structs(fn_args))
-                assignment = sorted(dump_dir.glob("module_*.jit_*buffer-assignment.txt"))
-                document["jax_bytes"] = plan_bytes(compiler.sizes(compiled, assignment[-1]
-                                                   .read_text() if assignment else None)[0])
-                proto, text = module_files(dump_dir)
-                out = Path(args.out)
-                out.mkdir(parents=True, exist_ok=True)
-                (out / "module.pb").write_bytes(without_sources(proto_field(proto.read_bytes(), 1)))
-                (out / "module.txt").write_text(text.read_text(errors="replace"))
-                document.update(name=proto.name.split(".")[1], files=["module.pb", "module.txt"])
-            except Exception as exc:
-                document.update(status="error", error=error_text(exc))
-    return document
+                    document.update(jax=jax.__version__, jaxlib=_jaxlib())
+                    fn, fn_args = build(args.case, {**args.params, **params})
+                    compiler = compiler or Compiler(load_target(args.target) if args.target
+                                                    else None)
+                    before = set(dump_dir.iterdir())
+                    compiled, _ = compiler.compile(fn, *compiler.structs(fn_args))
+                    made = [p for p in dump_dir.iterdir() if p not in before]
+                    assignment = sorted(p for p in made
+                                        if p.match("module_*.jit_*buffer-assignment.txt"))
+                    document["jax_bytes"] = plan_bytes(compiler.sizes(
+                        compiled, assignment[-1].read_text() if assignment else None)[0])
+                    proto, text = module_files(dump_dir, made)
+                    module = without_sources(proto_field(proto.read_bytes(), 1))
+                    first = first or module
+                    out.mkdir(parents=True, exist_ok=True)
+                    (out / "module.pb").write_bytes(with_id_of(module, first))
+                    (out / "module.txt").write_text(text.read_text(errors="replace"))
+                    document.update(name=proto.name.split(".")[1],
+                                    files=["module.pb", "module.txt"])
+                except Exception as exc:
+                    document.update(status="error", error=error_text(exc))
+    if not args.points:
+        return documents[0]
+    failed = next((d for d in documents if d["status"] != "ok"), None)
+    return {"schema": SCHEMA, "kind": "hlo-modules", "status": "error" if failed else "ok",
+            "error": failed["error"] if failed else None, "points": documents}
 
 
 def _jaxlib() -> str:
@@ -212,6 +259,20 @@ def compile_one(path: str, xla_flags: str, target: str = "") -> tuple[dict, list
     return answer, fuel
 
 
+def compile_here(path: str, xla_flags: str) -> tuple[dict, list[str]]:
+    """``hlo_compile.py``'s compile of ``path`` in this process (its first call sets the
+    process up: the CPU, ``xla_flags`` as XLA_FLAGS): its answer, and no fuel lines."""
+    if "jax" not in sys.modules:
+        configure_this_process("cpu", xla_flags)
+    from . import hlo_compile
+
+    with stdout_to_stderr():
+        try:
+            return hlo_compile.compile_module(path), []
+        except Exception as exc:
+            return {"module": path, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}, []
+
+
 def target_spec(target: str) -> Path:
     """The spec file of a GPU target: a built-in's in repro/targets/, or the path given."""
     loaded = load_target(target)
@@ -231,8 +292,10 @@ def measure(args) -> dict:
     document = {"schema": SCHEMA, "kind": "hlo-measure", "status": "ok", "error": None,
                 "xla_flags": args.xla_flags.strip(), "compiled": [], "out_of_fuel": []}
     points = []
+    together = not (args.apart or args.target or "--xla_fuel" in args.xla_flags)
     for at, _, path in modules:
-        answer, fuel = compile_one(path, args.xla_flags, args.target)
+        answer, fuel = (compile_here(path, args.xla_flags) if together else
+                        compile_one(path, args.xla_flags, args.target))
         document["compiled"].append({"at": at, **answer})
         document["out_of_fuel"] += fuel
         points.append(answer)

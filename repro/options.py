@@ -273,9 +273,16 @@ OPTIONS: tuple[Option, ...] = (
     _option("--xla-repo", "a local clone of openxla/xla: list the commits between the two "
             "releases' XLA pins that touch the culprit flag or pass", type=Path, metavar="PATH",
             entries=(BISECT,), local=True),
-    _option("--jobs", "probe up to N releases at once, splitting the window into N+1 parts "
-            "(default here: {jobs}, from the cores and memory; 1 for a timing metric, whose "
-            "runs would load each other)", type=positive_int, metavar="N", entries=(BISECT,)),
+    _option("--jobs", "probe up to N releases at once, splitting the window into N+1 parts, "
+            "and once the answer is found run up to N processes of its evidence at once "
+            "(default here: {jobs} probes and {cores} processes, from the cores and memory; 1 "
+            "for a timing metric, whose runs would load each other)", type=positive_int,
+            metavar="N", entries=(BISECT,)),
+    _option("--hlo-releases", "below jaxlib, which jaxlibs compile the HLO module alone: pair "
+            "(the last good and first bad, and releases already measured; the default), "
+            "installed (every release of the range whose environment exists), or releases "
+            "of the range, comma-separated", default="pair", metavar="WHICH",
+            entries=(BISECT,)),
     _option("--remeasure", "measure every probe again instead of reusing stored results",
             action="store_true", entries=(BISECT,)),
     _option("--no-evidence", "skip the JAX-or-XLA attribution and the buffer evidence",

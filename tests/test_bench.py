@@ -28,6 +28,10 @@ def test_a_bisection_step_says_its_search_and_answer():
     assert "search probes at n_res 32, n_outer 2,5" in note
     assert note.endswith("answer 0.5.0 → 0.5.1")
     assert bench.step_note(bench.COLD, {"harness": 12.34}).endswith("harness 12.3 s")
+    steps = {"setup": {"began": 0.0, "seconds": 0.1}, "releases": {"began": 0.1, "seconds": 17.2},
+             "tables": {"began": 17.3, "seconds": 4.0}}
+    timed = bench.step_note(bench.TYPED_COLD, {**recorded(), "timings": {"steps": steps}})
+    assert timed.endswith("the search 17.2 s, tables 4.0 s")
 
 
 def test_the_bisect_targets_follow_the_figures():
@@ -38,10 +42,16 @@ def test_the_bisect_targets_follow_the_figures():
     slow = {**fast, "cold": (41.0, doc), "stored": (1.1, doc)}
     assert [c.met for c in bench.bisect_checks(slow, unit, argparse.Namespace())][:2] == \
         [False, False]
-    assert [c.met for c in bench.long_checks(fast, unit, argparse.Namespace())] == [True]
+    timed = {**doc, "timings": {"steps": {"releases": {"began": 0.1, "seconds": 17.2}}}}
+    typed = {"cold": (24.0, timed), "stored": (0.4, timed)}
+    checks = bench.long_checks(typed, unit, argparse.Namespace())
+    assert [c.met for c in checks] == [True, True]
+    assert "the search 1.72 (17.2 s), the evidence after it 0.68" in checks[0].figure
+    assert [c.met for c in bench.long_checks({"cold": (26.0, timed), "stored": (0.6, timed)},
+                                             unit, argparse.Namespace())] == [False, False]
     wrong = {**doc, "first_new": {**doc["first_new"], "jax": "0.5.2"}}
-    assert [c.met for c in bench.long_checks({"cold": (30.0, wrong)}, unit,
-                                             argparse.Namespace())] == [False]
+    assert [c.met for c in bench.long_checks({"cold": (20.0, wrong), "stored": (0.4, wrong)},
+                                             unit, argparse.Namespace())][0] is False
 
 
 def test_the_repro_targets_use_the_harness_share():

@@ -15,6 +15,7 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jaxbisect.errors import UserError
 from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
 from jaxbisect.evidence.hlo_fuel import first_rewrite
 from jaxbisect.evidence.hlo_render import details_lines
@@ -102,6 +103,48 @@ def test_no_bundle_where_the_change_is_in_jax():
     assert details_lines(part) == [f"No HLO module: {part['why_not']}.", ""]
 
 
+# -- which jaxlibs compile the module alone ------------------------------------------------
+
+def test_the_pair_compiles_the_module_and_other_releases_where_stored_or_asked(
+        recorded_catalogue, tmp_path):
+    """By default the last good and first bad only, and a release of the range whose module
+    was compiled alone before (read back, no cost); ``installed`` or named releases on
+    request; a release outside the range is one line, exit 2."""
+    from jaxbisect.evidence.hlo import check_releases, measure_key, releases_to_compile
+    from jaxbisect.question import question_from, with_params
+    from jaxbisect.store import Store
+
+    candidates = tuple(recorded_catalogue.get(v) for v in ("0.4.38", "0.5.0", "0.5.1", "0.5.2"))
+    b = SimpleNamespace(pair=candidates[1:3], candidates=candidates,
+                        request=SimpleNamespace(backend="cpu"))
+    q = with_params(question_from("memory", str(SCAN), [], ()), {"n_res": 32})
+    module = tmp_path / "module.pb"
+    module.write_bytes(b"HloModuleProto")
+    lab = SimpleNamespace(store=Store(tmp_path / "store"))
+    versions = lambda asked: [str(r.version) for r in  # noqa: E731
+                              releases_to_compile(b, asked, lab, q, [(None, str(module))])]
+    assert versions("pair") == ["0.5.0", "0.5.1"]
+    lab.store.put(measure_key(candidates[3], "cpu", q, [(None, str(module))]), {"status": "ok"})
+    assert versions("pair") == ["0.5.0", "0.5.1", "0.5.2"]  # stored: the report keeps its row
+    assert versions("0.4.38") == ["0.4.38", "0.5.0", "0.5.1"]
+    for fine in ("pair", "installed", "0.4.38,0.5.2"):
+        check_releases(fine, candidates)
+    with pytest.raises(UserError, match="0.3.1 is not a release of the range"):
+        check_releases("0.5.0,0.3.1", candidates)
+
+
+def test_a_later_module_of_one_process_carries_the_first_ones_id():
+    """XLA counts the modules a process makes (HloModuleProto.id): the second module dumped
+    in one process is written with the first's id, as it would be dumped on its own."""
+    from repro.hlo import MODULE_ID, with_id_of
+
+    first = field(1, b"jit_f") + bytes([MODULE_ID << 3, 1])  # id 1, a varint
+    later = field(1, b"jit_f") + bytes([MODULE_ID << 3, 3]) + field(3, b"computation")
+    same = with_id_of(later, first)
+    assert same == field(1, b"jit_f") + bytes([MODULE_ID << 3, 1]) + field(3, b"computation")
+    assert with_id_of(first, first) == first
+
+
 # -- real releases --------------------------------------------------------------------------
 
 def plain_run(python: Path, argv: list[str], cwd: Path, **env) -> subprocess.CompletedProcess:
@@ -157,6 +200,23 @@ def test_the_module_dumped_under_one_release_reproduces_under_another(jax_python
     doc = json.loads(measured.stdout)
     assert doc["metric"]["samples"] == [["grows", 1.0]]
     assert [p["value"] for p in doc["metric"]["points"]] == figures["0.10.2"]
+    # Both modules compiled in that one process: the figures of one process each (--apart).
+    apart = subprocess.run([*measured.args, "--apart"], cwd=REPO, capture_output=True,
+                           text=True, timeout=600)
+    assert json.loads(apart.stdout)["metric"] == doc["metric"]
+    # Both points dumped by one process: the same bytes as one process a point.
+    done = subprocess.run(
+        [str(old), "-m", "repro.hlo", "dump", "--json", "--case", str(SCAN),
+         *[f"--point={json.dumps(['n_res=32', f'n_outer={n}'])}={tmp_path / f'p{n}'}"
+           for n in (2, 5)]], cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
+    together = json.loads(done.stdout)
+    assert together["status"] == "ok", together["error"]
+    assert [d["jax_bytes"] for d in together["points"]] == [jax_bytes[2], jax_bytes[5]]
+    for n in (2, 5):
+        for name in ("module.pb", "module.txt"):
+            assert (tmp_path / f"p{n}" / name).read_bytes() == \
+                (tmp_path / f"m{n}" / name).read_bytes()
 
 
 @pytest.mark.jax

@@ -72,3 +72,22 @@ def test_a_later_stage_stopped_leaves_the_finished_report_as_it_was(recorded_cat
     # Finished again with the same figures: the files as they were
     run(repo, tmp_path / "reports", lab_of(store, shas))
     assert {p: p.read_bytes() for p in files} == texts
+
+
+def test_every_step_is_timed_and_the_times_stay_out_of_the_report(recorded_catalogue,
+                                                                   tmp_path):
+    """What each step cost is the run's (``timings``: printed with ``--json``), never the
+    report's: a rerun with the same figures leaves the report's files as they were."""
+    from jaxbisect.cli import timings_line
+
+    repo, shas = history(tmp_path, 8)
+    store = Store(tmp_path / "store")
+    done = run(repo, tmp_path / "reports", lab_of(store, shas))
+    timings = done.timings.as_json()
+    assert {"setup", "releases", "jax commits", "report"} <= set(timings["steps"])
+    assert "explanation" not in timings["steps"]  # --no-evidence: not asked, not timed
+    assert all(t["seconds"] >= 0 and t["began"] <= timings["seconds"]
+               for t in timings["steps"].values())
+    assert timings_line(timings).startswith("time: ")
+    for path in (tmp_path / "reports").glob("*.json"):
+        assert "timings" not in path.read_text()

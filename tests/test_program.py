@@ -167,6 +167,8 @@ def test_shows_the_change_the_way_the_answer_says():
     assert shows(program, "regression", constant, grows)
     assert not shows(program, "fix", constant, grows)
     assert not shows(program, "regression", grows, grows)
+    tiny = run("n_outer=2: 0.00 MiB\nn_outer=5: 0.00 MiB")  # a minimal case, at 2 decimals
+    assert not shows(program, "regression", tiny, tiny)
     _, timing = answer_program(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py")
     fast, slow = run("run_time: 0.210 ms (median of 100 calls)"), \
         run("run_time: 23.400 ms (median of 13 calls)")
@@ -318,3 +320,10 @@ def test_the_program_is_nondeterministic_exactly_where_one_ends_runs_differ(
                   {"0.4.31": ["run_time: 0.2 ms", "run_time: 0.3 ms"],
                    "0.4.33": ["run_time: 60 ms", "run_time: 61 ms"]})
     assert not times["nondeterministic"]
+    # A compiled plan's memory is one figure: each end runs once (a second run stored here
+    # is never read), and whether its output varies is not asked.
+    plan = stage("memory", "remat_scan_memory.py",
+                 {"0.5.0": ["memory: 80.87 MiB", "memory: 1.00 MiB"],
+                  "0.5.1": ["memory: 420.80 MiB"]})
+    assert plan["nondeterministic"] is None
+    assert [e["output"] for e in plan["ends"]] == ["memory: 80.87 MiB", "memory: 420.80 MiB"]

@@ -6,6 +6,7 @@ the case, reduced to the plan's bytes and the buffers at its peak.
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 from repro.options import REPRO, command_line
@@ -45,17 +46,44 @@ def dumps_argv(q, params: dict, backend: str) -> list[str]:
     return ["--json", *command_line(REPRO, values, lambda option: option.dest in values)]
 
 
+def modules_point(q) -> dict:
+    """The parameters the harness writes a case's modules at (``--hlo-out``): for a shape,
+    its value of the case's own over the values asked, else the last of them."""
+    params = q.case.resolve(q.params)
+    if not q.over:
+        return params
+    name, values = q.over
+    here = q.params.get(name, q.case.defaults[name])
+    return {**params, name: here if here in values else values[-1]}
+
+
+def with_modules(q) -> dict | None:
+    """Where a memory case's dumps also write its modules for the attribution (one process
+    an end for both): the point the harness writes them at; None where they cannot (a
+    compile-only target, host devices the dumps do not set up)."""
+    if q.metric not in MEMORY_METRICS or q.case is None or q.target \
+            or q.devices or q.case.devices:
+        return None
+    return modules_point(q)
+
+
 def case_dumps(lab, release, backend: str, q, params: dict, *, timeout: float, say) -> dict:
     """``python -m repro.dumps --case …`` in ``release``'s environment, stored in the lab's
-    store (a document that says why it has no dump is the release's answer, and kept)."""
+    store (a document that says why it has no dump is the release's answer, and kept); for a
+    memory case, the modules the attribution compares too (``with_modules``)."""
+    modules = with_modules(q)
+
     def make() -> dict:
         env = lab.environment(release, backend)
         say(f"jax {release.version}: dumping XLA's plan of {q.label} (buffers at the peak)")
-        return run_module(env.python, "repro.dumps", dumps_argv(q, params, backend), timeout,
-                          answers=MODULE_ANSWERS)
+        more = ([] if modules is None else
+                ["--modules", json.dumps([f"{k}={v}" for k, v in modules.items()])])
+        return run_module(env.python, "repro.dumps", [*dumps_argv(q, params, backend), *more],
+                          timeout, answers=MODULE_ANSWERS)
 
-    return lab.store.get_or_run(q.store_key(release, backend, "dumps", dump_params=params),
-                                make, remeasure=lab.remeasure)
+    key = q.store_key(release, backend, "dumps", dump_params=params,
+                      **({} if modules is None else {"modules_at": modules}))
+    return lab.store.get_or_run(key, make, remeasure=lab.remeasure)
 
 
 def buffers_at_peak(b, lab, say, extra: dict, rewrite) -> None:

@@ -2,9 +2,10 @@
 
 For a change on jaxlib's side (the lowered modules alike, or the commits say it came with
 jaxlib): the module XLA was handed, dumped before its optimisations under the last good
-release at the answer's sizes (one module per value of the parameter a shape is over),
-compiled with no jax tracing under both ends' jaxlibs (and the releases between whose
-environments exist), each in its own process, and placed by the bisection's classifier. A
+release at the answer's sizes (one module per value of the parameter a shape is over, all by
+one process), compiled with no jax tracing under both ends' jaxlibs (one process a release,
+the two at once; other releases of the range where ``--hlo-releases`` asks, or where their
+figure is stored already), and placed by the bisection's classifier. A
 bundle beside the report holds the modules, the plain script that compiled them and a README
 with each end's install line, the ``run_hlo_module`` line and the XLA range. Where the culprit
 pass consumes fuel, the fuel step names its first rewrite that changes the figure.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from repro.hlo import target_spec
@@ -24,11 +27,12 @@ from repro.target import load as load_target
 from .. import backends
 from ..commit_bisection import CameWith
 from ..environments import is_installed
-from ..errors import InstallFailed
+from ..errors import InstallFailed, UserError
 from ..files import write_atomic
-from ..harness import MODULE_ANSWERS, REPRO_SOURCE, HarnessFailed, run_module
+from ..harness import MODULE_ANSWERS, REPRO_SOURCE, HarnessFailed, RunTimedOut, run_module
 from ..placing import Behaviour
 from ..search import Status
+from ..store import COMPLETE
 from .hlo_fuel import FUEL_PASSES, first_rewrite
 
 SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
@@ -94,49 +98,80 @@ def module_stem(q, at) -> str:
     return "module" if at is None else f"module-{q.over[0]}-{at}"
 
 
-def dump_module(lab, release, backend: str, q, params: dict, *, timeout: float, say) -> Path:
-    """``python -m repro.hlo dump`` under ``release``: the stored folder holding module.pb,
-    module.txt and hlo.json (its document)."""
-    def make(folder: Path) -> None:
+def dump_key(q, release, backend: str, params: dict):
+    return q.store_key(release, backend, "hlo-module", dump_params=params)
+
+
+def dump_modules(lab, release, backend: str, q, points: list[tuple], *, timeout: float,
+                 say) -> list[tuple]:
+    """``python -m repro.hlo dump`` under ``release``: for each point (the over value or
+    None, the case's parameters) the stored folder holding module.pb, module.txt and hlo.json
+    (its document); those not stored yet dumped by one process."""
+    folders = [(at, lab.store.folder(dump_key(q, release, backend, params)))
+               for at, params in points]
+    missing = [(at, params, folder) for (at, params), (_, folder) in zip(points, folders)
+               if lab.remeasure or not (folder / COMPLETE).exists()]
+    if not missing:
+        return folders
+
+    def make(_: Path) -> None:
         env = lab.environment(release, backend)
-        say(f"jax {release.version}: dumping the HLO module of {q.label} "
-            f"({', '.join(f'{k}={v}' for k, v in params.items())})")
+        shown = "; ".join(", ".join(f"{k}={v}" for k, v in params.items())
+                          for _, params, _ in missing)
+        say(f"jax {release.version}: dumping the HLO module of {q.label} ({shown})")
         doc = run_module(env.python, "repro.hlo", [
-            "dump", "--json", "--case", q.case.path, "--out", str(folder),
-            *[f"--param={k}={v}" for k, v in params.items()],
+            "dump", "--json", "--case", q.case.path,
+            *[f"--point={json.dumps([f'{k}={v}' for k, v in params.items()])}={folder}"
+              for _, params, folder in missing],
             *(["--target", q.target] if q.target else []),
             *(["--xla-flags", q.xla_flags] if q.xla_flags else [])], timeout,
             answers=MODULE_ANSWERS)
-        write_atomic(folder / "hlo.json", json.dumps(doc, indent=1))
+        for (_, _, folder), part in zip(missing, doc.get("points") or [doc] * len(missing)):
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(folder / "hlo.json", json.dumps(part, indent=1))
+        for _, _, folder in missing[1:]:  # the first is marked by the store
+            (folder / COMPLETE).write_text("")
 
-    key = q.store_key(release, backend, "hlo-module", dump_params=params)
-    return lab.store.get_or_make_folder(key, make, remeasure=lab.remeasure)
+    # One process for every point missing; the store marks the first point's folder.
+    lab.store.get_or_make_folder(dump_key(q, release, backend, missing[0][1]), make,
+                                 remeasure=True)
+    return folders
 
 
 def measure_modules(lab, release, backend: str, q, modules: list[tuple], *, timeout: float,
                     say, xla_flags: str = "") -> dict:
-    """``python -m repro.hlo measure`` under ``release``: each module compiled by the plain
-    script in its own process (``xla_flags`` its XLA_FLAGS), read as the question's metric."""
-    digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-               for _, path in modules]
-
+    """``python -m repro.hlo measure`` under ``release``: the modules compiled by the plain
+    script's code, in one process where it may (``xla_flags`` its XLA_FLAGS), read as the
+    question's metric. Where XLA aborts that process, each module again in its own: which
+    one, and XLA's words."""
     def make() -> dict:
         env = lab.environment(release, backend)
         say(f"jax {release.version}: compiling the HLO module alone"
             + (f" with {xla_flags}" if xla_flags else ""))
         over = (["--over", f"{q.over[0]}={','.join(str(at) for at, _ in modules)}"]
                 if q.over else [])
-        return run_module(env.python, "repro.hlo", [
-            "measure", "--json", "--case", q.case.path, *over,
-            *[f"--param={k}={v}" for k, v in q.params.items()],
-            *[f"--module={'' if at is None else at}={path}" for at, path in modules],
-            *(["--target", q.target] if q.target else []),
-            *(["--xla-flags", flags] if (flags := " ".join(
-                filter(None, [q.xla_flags, xla_flags]))) else [])], timeout,
-            answers=MODULE_ANSWERS)
+        argv = ["measure", "--json", "--case", q.case.path, *over,
+                *[f"--param={k}={v}" for k, v in q.params.items()],
+                *[f"--module={'' if at is None else at}={path}" for at, path in modules],
+                *(["--target", q.target] if q.target else []),
+                *(["--xla-flags", flags] if (flags := " ".join(
+                    filter(None, [q.xla_flags, xla_flags]))) else [])]
+        try:
+            return run_module(env.python, "repro.hlo", argv, timeout, answers=MODULE_ANSWERS)
+        except HarnessFailed as exc:
+            if isinstance(exc, RunTimedOut) or len(modules) < 2:
+                raise
+            return run_module(env.python, "repro.hlo", [*argv, "--apart"], timeout,
+                              answers=MODULE_ANSWERS)
 
-    key = q.store_key(release, backend, "hlo-measure", modules=digests, hlo_flags=xla_flags)
-    return lab.store.get_or_run(key, make, remeasure=lab.remeasure)
+    return lab.store.get_or_run(measure_key(release, backend, q, modules, xla_flags), make,
+                                remeasure=lab.remeasure)
+
+
+def measure_key(release, backend: str, q, modules: list[tuple], xla_flags: str = ""):
+    digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+               for _, path in modules]
+    return q.store_key(release, backend, "hlo-measure", modules=digests, hlo_flags=xla_flags)
 
 
 def label_of(classify, doc: dict) -> Behaviour:
@@ -163,14 +198,41 @@ def mib(value: int) -> float:
     return float(f"{value / MIB:.4g}")
 
 
-def releases_to_compile(b) -> list:
-    """Both ends of the pair, and the releases of the range whose environment exists."""
+# --hlo-releases: the releases whose jaxlib compiles the module alone, besides the pair's.
+PAIR, INSTALLED = "pair", "installed"
+
+
+def releases_to_compile(b, asked: str = PAIR, lab=None, q=None, modules=()) -> list:
+    """The pair, and (``asked``) the releases of the range whose environment exists
+    (``installed``) or those named (``0.5.2,0.6.0``); with ``pair``, also those whose module
+    is already compiled alone in the store (``lab``, ``q``, ``modules``: no cost, and the
+    report keeps the rows an earlier run measured). In release order."""
     old, new = b.pair
-    between = [r for r in b.candidates if old.version < r.version < new.version
-               and is_installed(r, b.request.backend)]
-    others = [r for r in b.candidates if r not in (old, new, *between)
-              and is_installed(r, b.request.backend)]
-    return sorted({*between, *others, old, new}, key=lambda r: r.version)
+    backend = b.request.backend
+    if asked == INSTALLED:
+        more = [r for r in b.candidates if is_installed(r, backend)]
+    elif asked != PAIR:
+        named = set(asked.split(","))
+        more = [r for r in b.candidates if str(r.version) in named]
+    elif lab is not None and modules:
+        more = [r for r in b.candidates if r not in (old, new)
+                and lab.store.path(measure_key(r, backend, q, modules)).is_file()]
+    else:
+        more = []
+    return sorted({*more, old, new}, key=lambda r: r.version)
+
+
+def check_releases(asked: str, candidates) -> None:
+    """``--hlo-releases``: pair, installed, or releases of the range (a UserError names one
+    that is not)."""
+    if asked in (PAIR, INSTALLED):
+        return
+    known = {str(r.version) for r in candidates}
+    unknown = [v for v in asked.split(",") if v not in known]
+    if unknown:
+        raise UserError(f"--hlo-releases: {', '.join(unknown)} is not a release of the range "
+                        f"measured here (pair, installed, or releases like "
+                        f"{','.join(sorted(known)[:2])})")
 
 
 def culprit_setting(extra: dict) -> tuple[str | None, str | None]:
@@ -183,17 +245,33 @@ def culprit_setting(extra: dict) -> tuple[str | None, str | None]:
     return None, restoring
 
 
-def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | None = None,
-               rewrite=None) -> dict:
-    """The ``hlo_module`` part, the bundle written beside ``report_md`` where there is one."""
+@dataclass(frozen=True)
+class Dumped:
+    """The module dumped at the last good release and compiled alone at the pair (and the
+    releases asked for): what the culprit's step needs to finish the part."""
+
+    q: object                 # the question at the answer's sizes
+    folders: tuple            # (over value or None, the stored folder of its module)
+    figures: tuple            # the rows: each release's figure, placed
+    reproduces: bool | None
+
+    @property
+    def modules(self) -> list[tuple]:
+        return [(at, str(f / "module.pb")) for at, f in self.folders]
+
+
+def dump_and_compile(b, lab, extra: dict, say, *, came_with: str | None = None,
+                     releases: str = PAIR, jobs: int = 1) -> Dumped | dict:
+    """The module dumped under the last good release and compiled alone under the pair's
+    jaxlibs (and those ``releases`` asks for), ``jobs`` at once: a ``Dumped``, or the part
+    that says why there is none (``nothing``)."""
     why = why_no_bundle(b, extra, came_with)
     if why is not None:
         return nothing(why)
     backend, (old, new) = b.request.backend, b.pair
     q, points = answer_sizes(b, extra)
     try:
-        folders = [(at, dump_module(lab, old, backend, q, params, timeout=b.timeout, say=say))
-                   for at, params in points]
+        folders = dump_modules(lab, old, backend, q, points, timeout=b.timeout, say=say)
     except (InstallFailed, HarnessFailed) as exc:
         return nothing(f"the module could not be dumped under jax {old.version}: {exc}")
     dumped = [json.loads((f / "hlo.json").read_text()) for _, f in folders]
@@ -203,8 +281,8 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | No
                        f"{failed.get('error')}")
     modules = [(at, str(f / "module.pb")) for at, f in folders]
     classify = b.classifier()
-    figures = []
-    for release in releases_to_compile(b):
+
+    def figure(release) -> dict:
         try:
             doc = measure_modules(lab, release, backend, q, modules, timeout=b.timeout,
                                   say=say)
@@ -213,12 +291,29 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | No
         role = ("last good" if release == old else "first bad" if release == new
                 else "older" if release.version < old.version
                 else "newer" if release.version > new.version else "between")
-        figures.append({"jax": str(release.version), "jaxlib": doc.get("jaxlib"),
-                        "role": role, "figure": figure_of(doc), "unit": "MiB",
-                        "label": label_of(classify, doc), "error": doc.get("error")})
+        return {"jax": str(release.version), "jaxlib": doc.get("jaxlib"),
+                "role": role, "figure": figure_of(doc), "unit": "MiB",
+                "label": label_of(classify, doc), "error": doc.get("error")}
+
+    compiled = releases_to_compile(b, releases, lab, q, modules)
+    # The pair first (the answer's rows), then the others; each release its own process.
+    first = sorted(compiled, key=lambda r: r not in (old, new))
+    with ThreadPoolExecutor(max(1, min(jobs, len(first))), thread_name_prefix="hlo") as pool:
+        made = dict(zip(first, pool.map(figure, first)))
+    figures = [made[r] for r in compiled]
     ends = {f["role"]: f["label"] for f in figures if f["role"] in ("last good", "first bad")}
     reproduces = (None if Behaviour.SKIP in ends.values() or len(ends) < 2 else
                   ends == {"last good": Behaviour.OLD, "first bad": Behaviour.NEW})
+    return Dumped(q, tuple(folders), tuple(figures), reproduces)
+
+
+def with_culprit(b, lab, extra: dict, say, report_md: Path, dumped: Dumped | dict) -> dict:
+    """The ``hlo_module`` part: the culprit's setting measured on the module under the
+    first bad release, the fuel step, and the bundle written beside ``report_md``."""
+    if isinstance(dumped, dict):
+        return dumped
+    backend, new, q = b.request.backend, b.pair[1], dumped.q
+    modules, classify = dumped.modules, b.classifier()
     pass_name, setting = culprit_setting(extra)
     check = None
     if setting:  # the culprit's setting on the module under the first bad release
@@ -228,15 +323,27 @@ def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | No
                                                        xla_flags=setting))
         except (InstallFailed, HarnessFailed) as exc:
             check = f"skip: {exc}"
-    part = {"bundle": bundle_name(report_md), "files": [], "reproduces": reproduces,
-            "figures": figures, "why_not": None, "params": dict(q.params),
+    part = {"bundle": bundle_name(report_md), "files": [], "reproduces": dumped.reproduces,
+            "figures": [dict(f) for f in dumped.figures], "why_not": None,
+            "params": dict(q.params),
             "over": {"name": q.over[0], "values": [at for at, _ in modules]} if q.over else None,
             "culprit": {"pass": pass_name, "setting": setting, "under_first_bad": check},
             "xla_compare": xla_compare(extra), "fuel": None,
             "target": Path(target_spec(q.target)).name if q.target else None}
     part["fuel"] = fuel_step(b, lab, q, modules, pass_name, classify, say)
-    part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part, folders, q, b)
+    part["files"] = write_bundle(Path(report_md).parent / part["bundle"], part,
+                                 list(dumped.folders), q, b)
     return part
+
+
+def hlo_module(b, lab, extra: dict, say, report_md: Path, *, came_with: str | None = None,
+               releases: str = PAIR, jobs: int = 1) -> dict:
+    """The ``hlo_module`` part, the bundle written beside ``report_md`` where there is one:
+    the module dumped and compiled alone, then the culprit's setting on it (the pipeline
+    runs the two apart: the second once the explanation has landed)."""
+    dumped = dump_and_compile(b, lab, extra, say, came_with=came_with, releases=releases,
+                              jobs=jobs)
+    return with_culprit(b, lab, extra, say, report_md, dumped)
 
 
 def xla_compare(extra: dict) -> str | None:
