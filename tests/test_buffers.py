@@ -175,6 +175,7 @@ def test_the_dump_is_made_where_the_ends_first_differ():
 def test_the_dumps_come_through_the_lab_and_its_store(tmp_path):
     """Stored documents are read back without an environment; where none is stored and the
     lab cannot install, each side says why, and nothing is raised."""
+    from jaxbisect.evidence.collect import dumps_key
     from jaxbisect.store import Store
 
     case = read_case(ROOT / "repro" / "cases" / "remat_scan_memory.py")
@@ -187,8 +188,8 @@ def test_the_dumps_come_through_the_lab_and_its_store(tmp_path):
     assert all("installs nothing" in extra["evidence"]["releases"][s]["error"]
                for s in ("old", "new"))
     for version in (OLD, NEW):
-        lab.store.put(q.store_key(_Version(version), "cpu", "dumps",
-                                  dump_params={"rows": 20}), remat_document(version))
+        lab.store.put(dumps_key(q, _Version(version), "cpu", {"rows": 20}),
+                      remat_document(version))
     buffers_at_peak(b, lab, lambda line: None, extra, lambda: None)
     assert extra["evidence"]["followed"] == [10, 20, 10]
     assert extra["evidence"]["releases"]["new"]["jax"] == NEW

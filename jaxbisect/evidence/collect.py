@@ -81,9 +81,16 @@ def case_dumps(lab, release, backend: str, q, params: dict, *, timeout: float, s
         return run_module(env.python, "repro.dumps", [*dumps_argv(q, params, backend), *more],
                           timeout, answers=MODULE_ANSWERS)
 
-    key = q.store_key(release, backend, "dumps", dump_params=params,
-                      **({} if modules is None else {"modules_at": modules}))
-    return lab.store.get_or_run(key, make, remeasure=lab.remeasure)
+    return lab.store.get_or_run(dumps_key(q, release, backend, params), make,
+                                remeasure=lab.remeasure)
+
+
+def dumps_key(q, release, backend: str, params: dict):
+    """Where a release's dumps of ``q`` at ``params`` are stored (with the modules' point,
+    where the same process writes them)."""
+    modules = with_modules(q)
+    return q.store_key(release, backend, "dumps", dump_params=params,
+                       **({} if modules is None else {"modules_at": modules}))
 
 
 def buffers_at_peak(b, lab, say, extra: dict, rewrite) -> None:
