@@ -146,8 +146,9 @@ def bisect(session: nox.Session) -> None:
 def reports_check(session: nox.Session) -> None:
     """Every shipped report's program, run in plain environments of the installs it names
     where the behaviour differs (uv environments of only the report's own pip lines, CPU);
-    fails where the outputs do not differ as the report says (a timing: under half the ratio
-    the report's headline shows). A report compiled for a GPU is said to be unchecked here.
+    fails where the outputs do not differ as the report says (a timing: nearer no change
+    than the ratio the report's headline shows). A report compiled for a GPU is said to be
+    unchecked here.
     ``-- --json`` prints the outcome as one document; ``-- reports/cases`` one folder."""
     _install_project(session)
     session.run("python", "-m", "jaxbisect.reports_check", *session.posargs)
