@@ -1,6 +1,7 @@
 """``nox -s reports_check``'s judgement, on the shipped reports' own programs and outputs: a
 timing passes nearer the ratio the headline shows than no change (its square root or more),
-an error or an output that does not change fails, a report compiled for a GPU is said to be unchecked (nothing is run)."""
+an error or an output that does not change fails, a report compiled for a GPU is said to be
+unchecked (nothing is run)."""
 
 from __future__ import annotations
 
