@@ -19,13 +19,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+from packaging.version import Version
 
 from ..budgets import FIRST_RUN_LIMIT
 from ..errors import UserError
 
-if TYPE_CHECKING:
-    from ..catalogue import Release
+
+class Release(Protocol):
+    """What a backend reads of a release (a catalogue.Release: the catalogue asks the backends,
+    so they do not import it)."""
+
+    version: Version
+    jaxlib: Version | None
 
 
 @dataclass(frozen=True)

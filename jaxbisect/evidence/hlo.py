@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from ..placing import Behaviour
 from ..search import Status
 from ..store import COMPLETE
 from .hlo_fuel import FUEL_PASSES, first_rewrite
+from .hlo_render import pip_line, readme_text, write_atomic_if_changed
 
 SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
 MIB = 2 ** 20
@@ -409,16 +409,6 @@ def fuel_step(b, lab, q, modules, pass_name: str | None, classify, say) -> dict:
     return part
 
 
-def pip_line(run_installed: dict, release) -> str:
-    """The install line of an end: jax and jaxlib as the release pins them, and the packages
-    its environment held."""
-    pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
-        k: v for k, v in (run_installed or {}).items()
-        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
-                 *backends.pip_extras())}}
-    return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
-
-
 def end_installed(b, release) -> dict:
     index = b.candidates.index(release)
     placed = b.search.placed.get(index)
@@ -452,14 +442,7 @@ def write_bundle(folder: Path, part: dict, folders, q, b) -> list[str]:
     return files
 
 
-def write_atomic_if_changed(path: Path, text: str) -> None:
-    if not path.is_file() or path.read_text() != text:
-        write_atomic(path, text)
-
-
 def readme(part: dict, files: list[str], q, b) -> str:
-    from .hlo_render import readme_text
-
     old, new = b.pair
     return readme_text(part, files, q.label, {
         "last good": pip_line(end_installed(b, old), old),

@@ -3,11 +3,14 @@ line is markdown/answer.py's) and the bundle's README (docs/hlo.md). Reads the J
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
 from tabulate import tabulate
 
+from .. import backends
+from ..files import write_atomic
 from .passes import SETTING_WORDS, is_safe, setting_kind
 
 SCRIPT = "compile_hlo.py"
@@ -164,7 +167,6 @@ def rerender_readme(json_path: Path, doc: dict) -> Path | None:
     """``--render``: the bundle README beside a report remade from the report's document (its
     ``hlo_module`` part, the ends' installs as the probes recorded them), where the bundle is
     there; written only where it differs."""
-    from .hlo import pip_line, write_atomic_if_changed
 
     part = doc.get("hlo_module") or {}
     readme = json_path.parent / part["bundle"] / "README.md" if part.get("bundle") else None
@@ -186,3 +188,18 @@ def _said_figure(figure) -> str:
     if isinstance(figure, dict):
         return " / ".join(f"{v} MiB" for v in figure.values())
     return f"{figure} MiB" if figure is not None else "no figure"
+
+
+def pip_line(run_installed: dict, release) -> str:
+    """The install line of an end: jax and jaxlib as the release pins them, and the packages
+    its environment held."""
+    pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
+        k: v for k, v in (run_installed or {}).items()
+        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
+                 *backends.pip_extras())}}
+    return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
+
+
+def write_atomic_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        write_atomic(path, text)

@@ -17,16 +17,21 @@ from ..placing import Behaviour
 from ..search import Status
 from .commits import commits_first_lines
 from .reproduce import reproduce_block
-from .words import cut, label, plainly, probe_at, said, shape_words, unit
+from .words import (
+    cut,
+    label,
+    pair_words,
+    plainly,
+    probe_at,
+    said,
+    shape_words,
+    unit,
+)
 
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
 OUTPUT_TOLERANCE = 1e-5  # comparing.OUTPUT_TOLERANCE
-# What a found change's pair is called, by its direction.
-PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
-              Direction.FIX: ("last bad", "first fixed"),
-              Direction.CHANGED: ("last old", "first new")}
 
 
 def ends_figures(doc: dict, found: bool = False) -> str:
@@ -206,22 +211,6 @@ def answer_line(doc: dict) -> str:
                 f"{undecided_advice(doc)}")
     return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
             f"{ends_figures(doc, found=True)}.")
-
-
-def direction_of(doc: dict) -> str:
-    """The change's direction; an error that appears is a regression, one that goes a fix."""
-    direction = doc["direction"]
-    if doc["metric"]["name"] == "error" and direction == Direction.CHANGED:
-        old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
-                    for k in ("last_old", "first_new"))
-        return (Direction.REGRESSION if old == "no error" else
-                Direction.FIX if new == "no error" else direction)
-    return direction
-
-
-def pair_words(doc: dict) -> tuple[str, str]:
-    """"last good" / "first bad", or the words of a fix or of a change."""
-    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS[Direction.CHANGED])
 
 
 def pair_line(doc: dict) -> str | None:

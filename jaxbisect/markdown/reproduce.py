@@ -18,7 +18,7 @@ from ..classify import Direction
 from ..program import FILE, WRITTEN, Program, series_values, write_program
 from ..reproducer import install_line
 from ..search import Status
-from .words import cut, details, pair_or_ends, probe_at
+from .words import cut, details, pair_or_ends, pair_words, probe_at
 
 SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -212,8 +212,6 @@ def reproduce_block(doc: dict) -> list[str]:
     if shown:
         ends = shown["ends"]
         if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
-            from .answer import pair_words
-
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
         lines = [line for end in ends for line in end_lines(end, shown["measured"])]
         notes = []

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from packaging.version import Version
 from tabulate import tabulate
 
+from ..classify import Direction
 from ..figures import figure_text
 from ..search import Status
 
@@ -169,3 +170,25 @@ def shape_words(label: str | None) -> str:
     if m["status"] == "constant":
         return "constant"
     return f"{m['status']} ({m['growth']} stacked buffers per n_outer step)"
+
+
+# What a found change's pair is called, by its direction.
+PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
+              Direction.FIX: ("last bad", "first fixed"),
+              Direction.CHANGED: ("last old", "first new")}
+
+
+def direction_of(doc: dict) -> str:
+    """The change's direction; an error that appears is a regression, one that goes a fix."""
+    direction = doc["direction"]
+    if doc["metric"]["name"] == "error" and direction == Direction.CHANGED:
+        old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
+                    for k in ("last_old", "first_new"))
+        return (Direction.REGRESSION if old == "no error" else
+                Direction.FIX if new == "no error" else direction)
+    return direction
+
+
+def pair_words(doc: dict) -> tuple[str, str]:
+    """"last good" / "first bad", or the words of a fix or of a change."""
+    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS[Direction.CHANGED])
