@@ -23,7 +23,7 @@ from jaxbisect.markdown.words import LIMIT
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
 SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
-FIRST_LINES, FIRST_CHARS = 20, 1800  # the short answer with its reproduce block
+FIRST_LINES, FIRST_CHARS = 20, 1500  # the short answer with its reproduce block
 # A path of this machine or a user's: a home, the clone, a temporary folder.
 LOCAL_PATH = re.compile(r"(?<![\w/.])(/home/|/root/|/Users/|/tmp/|/work/|/private/|[A-Z]:\\)")
 RELATIVE_IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?://)")

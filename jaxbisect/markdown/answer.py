@@ -199,8 +199,7 @@ def answer_line(doc: dict) -> str:
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
             return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
-                    f"({alike}), but not every release between them does: "
-                    f"{changes_words(doc)}.")
+                    f"({alike}); inside them it {changes_words(doc)}.")
         return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
                 + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:
@@ -219,8 +218,8 @@ def pair_line(doc: dict) -> str | None:
         return None
     old, new = doc["last_old"], doc["first_new"]
     before, after = pair_words(doc)
-    line = (f"- **{before.capitalize()}:** jax {old['jax']} (jaxlib {old['jaxlib']}); "
-            f"**{after}:** jax {new['jax']} (jaxlib {new['jaxlib']})")
+    line = (f"- **{before.capitalize()}:** jax {old['jax']}{own_jaxlib(old)}; "
+            f"**{after}:** jax {new['jax']}{own_jaxlib(new)}")
     unplaced, left_out = doc.get("unplaced_between"), doc.get("left_out_between")
     if unplaced:
         line += f" (or jax {', '.join(unplaced)} in between, which could not be placed)"
@@ -230,6 +229,11 @@ def pair_line(doc: dict) -> str | None:
     if not doc["exact"] and not unplaced and not left_out:
         line += " (not exact: a release between them could not be placed)"
     return line + (f"; {doc['compare']}" if doc.get("compare") else "")
+
+
+def own_jaxlib(end: dict) -> str:
+    """An end's jaxlib where it is not the jax release's own number (jax 0.4.37 runs on 0.4.36)."""
+    return "" if end.get("jaxlib") == end["jax"] else f" (jaxlib {end.get('jaxlib')})"
 
 
 def culprit_line(doc: dict) -> str | None:
@@ -255,7 +259,7 @@ def culprit_line(doc: dict) -> str | None:
     if checks:
         w = checks[0]
         before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
-        line += (f"; check: {check_command(doc, w)} brings back {before} "
+        line += (f"; check: {check_command(doc, w)} restores {before} "
                  f"{doc['metric']['name']} ({setting_kind(doc, w)})")
     elif c["kind"] == "pass":
         line += "; the releases' HLO modules first differ after it"

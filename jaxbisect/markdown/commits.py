@@ -67,8 +67,8 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
         both_ways = (newer_words(c) if newer.get("came_with") == "jaxlib" else "")
-        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (jax's "
-                f"Python at `{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
+        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (its commit "
+                f"`{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
                 f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
@@ -82,8 +82,8 @@ def newer_words(c: dict) -> str:
         return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
                 f"jax {c['new']}")
     unseen = inside.get("commits")
-    return (f"; on jaxlib {newer['jaxlib']} its first and last commits behave as jax "
-            f"{c['new']}" + (f", the {unseen} between not looked at" if unseen else ""))
+    return (f"; on jaxlib {newer['jaxlib']} the first and last behave as jax "
+            f"{c['new']}" + (f"; {unseen} between not looked at" if unseen else ""))
 
 
 def commits_first_lines(doc: dict) -> list[str]:

@@ -169,7 +169,7 @@ def shape_words(label: str | None) -> str:
         return label or ""
     if m["status"] == "constant":
         return "constant"
-    return f"{m['status']} ({m['growth']} stacked buffers per n_outer step)"
+    return f"{m['status']} ({m['growth']} stacked buffers per n_outer)"
 
 
 # What a found change's pair is called, by its direction.
