@@ -422,24 +422,36 @@ def plan_gaps(document: dict, label: str = "case") -> list[tuple[str, object, in
             for p in got.get("points", []) if p.get("status") == "ok" and p.get("plan")]
 
 
+def each_point(document: dict, read) -> dict:
+    """``document`` with every point of its metric and its COMPARE programs read anew
+    (``read(point)``); a metric without points is its own one point."""
+
+    def series(metric: dict) -> dict:
+        if "points" not in metric:
+            return {**metric, **read(metric)}
+        return {**metric, "points": [read(p) for p in metric["points"]]}
+
+    return {**document, "metric": series(document["metric"]),
+            "compare": {k: series(v) for k, v in document.get("compare", {}).items()}}
+
+
+def farthest(gaps: list[tuple]) -> tuple:
+    """Of (program, at, measured, planned) gaps, the one farthest from its plan."""
+    return max(gaps, key=lambda g: abs(g[2] - g[3]) / g[3])
+
+
 def plan_beside(document: dict, label: str = "case") -> str:
     """Beside a series of real peaks, XLA's plan for the same programs and how far apart the
     two are: "" where no point has a plan (a release without sizes)."""
     gaps = plan_gaps(document, label)
     if not gaps:
         return ""
-
-    def planned(metric: dict) -> dict:
-        return {**metric, "points": [{**p, "value": p["plan"]["bytes"]} if p.get("plan")
-                                     else {**p, "status": "n/a"}
-                                     for p in metric.get("points", [])]}
-
     m = document["metric"]
-    plans = {**document, "metric": planned(m), "compare": {
-        other: planned(got) for other, got in document.get("compare", {}).items()}}
+    plans = each_point(document, lambda p: {**p, "value": p["plan"]["bytes"]} if p.get("plan")
+                       else {**p, "status": "n/a"})
     source = next(p["plan"]["source"] for got in (m, *document.get("compare", {}).values())
                   for p in got.get("points", []) if p.get("plan"))
-    program, at, measured, plan = max(gaps, key=lambda g: abs(g[2] - g[3]) / g[3])
+    program, at, measured, plan = farthest(gaps)
     return (f"XLA's plan for the same programs ({source})\n\n"
             f"{series_table(plans, label)}\n\n"
             f"the run's peak against the plan, farthest apart at {program} "
@@ -451,17 +463,17 @@ def as_device_run(document: dict) -> dict:
     run's peaks each with the plan of what a run holds (output + temp + generated code)."""
     from .metrics import run_plan
 
-    def ran(metric: dict) -> dict:
-        points = [metric] if "points" not in metric else metric["points"]
-        read = [{**p, "status": "ok", "value": p["device"]["bytes"],
-                 "plan": run_plan(p["fields"])}
-                if "bytes" in (p.get("device") or {}) and p.get("fields")
-                else {**p, "status": "n/a", "plan": None} for p in points]
-        return {**metric, "name": "peak_memory", **(
-            {"points": read} if "points" in metric else read[0])}
+    def ran(p: dict) -> dict:
+        if "bytes" in (p.get("device") or {}) and p.get("fields"):
+            return {**p, "status": "ok", "value": p["device"]["bytes"],
+                    "plan": run_plan(p["fields"])}
+        return {**p, "status": "n/a", "plan": None}
 
-    return {**document, "metric": ran(document["metric"]),
-            "compare": {k: ran(v) for k, v in document.get("compare", {}).items()}}
+    read = each_point(document, ran)
+    read["metric"]["name"] = "peak_memory"
+    for got in read["compare"].values():
+        got["name"] = "peak_memory"
+    return read
 
 
 def device_beside(document: dict, label: str = "case") -> str:
@@ -485,7 +497,7 @@ def device_beside(document: dict, label: str = "case") -> str:
     elif gaps:
         lines[0] += f": {mib(gaps[0][2])}"
     if gaps:
-        name, at, ran_bytes, planned = max(gaps, key=lambda g: abs(g[2] - g[3]) / g[3])
+        name, at, ran_bytes, planned = farthest(gaps)
         where = f" farthest apart at {name} {m['over']['name']}={at}" if "over" in m else ""
         lines += ["", f"the device against the plan (output + temp + generated code),{where}: "
                   f"{gap(ran_bytes, planned)}"]
