@@ -14,6 +14,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -36,7 +37,7 @@ from .machine import parallel_runs
 from .metric_search import crash_rated, search_metric
 from .placing import MetricSearch, Placed, RunAt, Say, beyond_if_hung
 from .question import Question, Run, compared_runs, with_compare, with_params
-from .search import Status, full_table, probe_limit
+from .search import Status, full_table, opening, probe_limit
 
 
 @dataclass(frozen=True)
@@ -316,17 +317,30 @@ class InstallsAhead:
     finishes (the environment's lock holds a probe that needs it until it is ready). A fresh
     install then imports jax once at the lowest priority (a first import writes the bytecode:
     1.3 s of a first probe's 2.1 s here), never waited for: stopped once its release is no
-    longer ahead (its probe began, or the search left its side) or the search is over."""
+    longer ahead (its probe began, or the search left its side) or the search is over.
 
-    def __init__(self, install: Callable[[int], object], workers: int):
+    ``for_the_answer(i)``, for a candidate the round shows certain to be in the pair found
+    (``search.certain_in_pair``), begins the runs the answer will show there (its tables, at
+    the full size), one candidate at a time, beside the round: they go on after the search,
+    into the steps after it, which find them made (the lab makes a run once)."""
+
+    def __init__(self, install: Callable[[int], object], workers: int,
+                 for_the_answer: Callable[[int], object] | None = None):
         self.install, self.queued, self.warming = install, {}, {}
         self.wanted: set[int] = set()
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="install")
         self.lock = threading.Lock()
         self.closed = False
+        self.for_the_answer = for_the_answer
+        self.answers = ThreadPoolExecutor(1, thread_name_prefix="answer")
+        self.begun: set[int] = set()
 
-    def __call__(self, indices: list[int]) -> None:
+    def __call__(self, indices: list[int], certain: Sequence[int] = ()) -> None:
         with self.lock:
+            for i in certain:
+                if self.for_the_answer is not None and not self.closed and i not in self.begun:
+                    self.begun.add(i)
+                    self.answers.submit(self.for_the_answer, i)
             self.wanted = set(indices)
             self._stop_warm_ups()
             for i, future in list(self.queued.items()):
@@ -365,11 +379,13 @@ class InstallsAhead:
     def __enter__(self) -> InstallsAhead:
         return self
 
-    def __exit__(self, *_) -> None:
+    def __exit__(self, failed, *_) -> None:
         with self.lock:
             self.closed = True
             self._stop_warm_ups()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        # The answer's runs go on, unless the search failed (Ctrl-C: the lab stops them).
+        self.answers.shutdown(wait=False, cancel_futures=failed is not None)
 
 
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
@@ -386,12 +402,26 @@ def naming(candidates: Sequence[Release], say: Say) -> Say:
     return named
 
 
+def installs_ahead(candidates: Sequence[Release], request: MetricRequest, lab: Lab,
+                   for_the_answer: Callable[[int], object] | None = None) -> InstallsAhead:
+    """The environments of ``candidates`` built ahead of their probes (and, with
+    ``for_the_answer``, the runs the answer shows at a candidate certain to be in it)."""
+    def install(i: int):
+        try:
+            return lab.environment(candidates[i], request.backend)
+        except UserError:
+            return None  # the probe, if it comes, says why
+
+    return InstallsAhead(install, max(2, request.jobs), for_the_answer)
+
+
 def search_over(candidates: Sequence[Release], request: MetricRequest, question: Question,
-                lab: Lab, say: Say, *, offset: int = 0, noun: str = "release"
-                ) -> tuple[MetricSearch, RunAt, EndsTimer]:
+                lab: Lab, say: Say, *, offset: int = 0, noun: str = "release",
+                ahead: InstallsAhead | None = None) -> tuple[MetricSearch, RunAt, EndsTimer]:
     """The search for ``question``'s change over ``candidates`` (releases, or a release's
     jax commits), run in ``lab`` as ``request`` asks (jobs, runs, threshold, time limits):
-    the search, its run (for runs after it) and its timer (the time limit it learned)."""
+    the search, its run (for runs after it) and its timer (the time limit it learned).
+    ``ahead``: the installs ahead already under way (else the search's own)."""
     n, q = len(candidates), request.question
     names = [str(r.version) for r in candidates]
 
@@ -402,17 +432,11 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
                              f"{candidates[i].refused}")
         return lab.run(candidates[i], request.backend, question, number, timeout=seconds)
 
-    def install(i: int):
-        try:
-            return lab.environment(candidates[i], request.backend)
-        except UserError:
-            return None  # the probe, if it comes, says why
-
     # A run's limit from the ends' own times; a release that hung once is not run again.
     timer = EndsTimer(real_run, (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
                       say=say, first=backends.get(request.backend).first_run_limit)
     run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
-    with InstallsAhead(install, max(2, request.jobs)) as ahead:
+    with nullcontext(ahead) if ahead else installs_ahead(candidates, request, lab) as ahead:
         search = search_metric(
             n, run, classifier_for(q, request.threshold), paired=paired_test(request.threshold),
             noisy_metric=q.noisy, batch=request.runs or (None if q.noisy else batch_size(q)),
@@ -510,29 +534,34 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
 
     offset = everything.index(candidates[0].version)
 
-    def searching(question: Question) -> tuple[MetricSearch, RunAt, EndsTimer]:
-        return search_over(candidates, request, question, lab, say, offset=offset)
-
     sized, small, searched = None, with_params(q, smaller_size(q)), None
     if small != q:
         slots = parallel_runs()
-        at_small = ends_at(small, min(2, slots))
-        # Where the machine holds a run more than the search's, the full size's ends run one
-        # at a time beside a search at the small size: their shape confirms that search or
-        # sends it back to the full size.
-        attempt = None
-        if slots > request.jobs and all(r.status == "ok" for r in at_small):
-            with ThreadPoolExecutor(1, thread_name_prefix="end") as behind:
-                ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
-                try:
-                    attempt = searching(small)
-                except BaseException:  # Ctrl-C, a refusal: the end not yet begun is not run
-                    for end in ends:
-                        end.cancel()
-                    raise
-                full = [end.result() for end in ends]
-        else:
-            full = ends_at(q, min(2, slots))
+        # The first rounds' environments are built while the ends are measured; the last
+        # round's candidate (in the pair, whatever it answers) measured at the full size
+        # beside its probe, for the tables.
+        with installs_ahead(candidates, request, lab,
+                            for_the_answer=lambda i: run_of(with_compare(q), i)) as ahead:
+            ahead(list(opening(n, jobs=request.jobs, offset=offset, cheap=lambda i: lab.cheap(
+                candidates[i], request.backend, small))))
+            at_small = ends_at(small, min(2, slots))
+            # Where the machine holds a run more than the search's, the full size's ends run
+            # one at a time beside a search at the small size: their shape confirms that
+            # search or sends it back to the full size.
+            attempt = None
+            if slots > request.jobs and all(r.status == "ok" for r in at_small):
+                with ThreadPoolExecutor(1, thread_name_prefix="end") as behind:
+                    ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
+                    try:
+                        attempt = search_over(candidates, request, small, lab, say,
+                                              offset=offset, ahead=ahead)
+                    except BaseException:  # Ctrl-C, a refusal: the end not yet begun is not run
+                        for end in ends:
+                            end.cancel()
+                        raise
+                    full = [end.result() for end in ends]
+            else:
+                full = ends_at(q, min(2, slots))
         sized = search_size(q, full, at_small)
         say(sized.note)
         searched = attempt if attempt and sized.question == small else None

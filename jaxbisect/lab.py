@@ -10,6 +10,7 @@ once, from the request's executor and ``--remeasure``. Tests pass a lab of recor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -21,6 +22,24 @@ from .question import Question, Run, measure_run
 from .store import STORE, Store
 
 Say = Callable[[str], None]
+
+
+class Made:
+    """Each key's value made once, however many threads ask for it at once: the others wait
+    for the first (a run begun ahead of the answer, then asked for by the answer's step)."""
+
+    def __init__(self):
+        self.values: dict = {}
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key, make: Callable[[], object]):
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self.values:
+                self.values[key] = make()
+        return self.values[key]
 
 
 class Lab(Protocol):
@@ -52,7 +71,7 @@ class RealLab:
     remeasure: bool = False
     executor: Executor = field(default=LOCAL, compare=False)
     store: Store = STORE
-    made: dict = field(default_factory=dict, compare=False)  # this invocation's runs
+    made: Made = field(default_factory=Made, compare=False)  # this invocation's runs
 
     def environment(self, release: Release, backend: str) -> Environment:
         env = ensure_environment(release, backend, progress=self.say, verify=self.remeasure)
@@ -63,12 +82,10 @@ class RealLab:
             timeout: float) -> Run:
         # Asked twice (the ends, then beside the search), a run is made once: under
         # --remeasure too, which measures again what earlier invocations stored.
-        key = (release.identity, backend, question.key(), number)
-        if key not in self.made:
-            self.made[key] = measure_run(release, backend, question, number, timeout=timeout,
-                                         remeasure=self.remeasure, say=self.say,
-                                         store=self.store, executor=self.executor)
-        return self.made[key]
+        return self.made.get((release.identity, backend, question.key(), number), lambda: (
+            measure_run(release, backend, question, number, timeout=timeout,
+                        remeasure=self.remeasure, say=self.say, store=self.store,
+                        executor=self.executor)))
 
     def cheap(self, release: Release, backend: str, question: Question) -> bool:
         if self.remeasure:

@@ -46,11 +46,14 @@ from .search import (
     Outcome,
     SearchResult,
     Status,
+    certain_in_pair,
     find_change,
     prefetch_order,
 )
 
-Ahead = Callable[[list[int]], None]                # candidates to install while a round runs
+# While a round runs: the candidates to install (the next round could ask for them), and those
+# of the round certain to be in the pair found (their runs for the answer can begin).
+Ahead = Callable[[list[int], tuple[int, ...]], None]
 
 
 def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int], Outcome], *,
@@ -77,7 +80,8 @@ def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int],
     def probe_round(indices: tuple[int, ...]) -> list[Outcome]:
         if ahead is not None:
             ahead([i for i in prefetch_order(n, seen, indices, jobs=jobs, cheap=cheap,
-                                             offset=offset) if not cheap(i)])
+                                             offset=offset) if not cheap(i)],
+                  certain_in_pair(n, seen, indices))
         if len(indices) == 1:
             outcomes = [probe(indices[0])]
         else:

@@ -174,6 +174,30 @@ def prefetch_order(n: int, seen: Mapping[int, Outcome], round_: Sequence[int], *
     return tuple(order)
 
 
+def opening(n: int, *, jobs: int = 1, cheap: Cheap = lambda i: False,
+            offset: int = 0) -> tuple[int, ...]:
+    """The candidates worth installing while the two ends are measured: the round after them
+    (were they to differ), then every candidate the round after that could ask for."""
+    seen = {0: Outcome.OLD, n - 1: Outcome.NEW}
+    first = next_round(n, seen, jobs=jobs, cheap=cheap, offset=offset)
+    if not isinstance(first, tuple):
+        return ()
+    after = prefetch_order(n, seen, first, jobs=jobs, cheap=cheap, offset=offset)
+    return first + tuple(i for i in after if i not in first)
+
+
+def certain_in_pair(n: int, seen: Mapping[int, Outcome], round_: Sequence[int]) -> tuple[int, ...]:
+    """The candidates of ``round_`` that the pair found will hold whatever the round answers
+    (unless skipped): the last round's one candidate, the only one left between the two it
+    lies between."""
+    if len(round_) != 1 or 0 not in seen or n - 1 not in seen or seen[0] is seen[n - 1] \
+            or Outcome.SKIP in (seen[0], seen[n - 1]):
+        return ()
+    lo, hi = window(n, seen)
+    return tuple(round_) if [i for i in range(lo + 1, hi) if i not in seen] == list(round_) \
+        else ()
+
+
 def full_table(n: int, result: SearchResult) -> tuple[int, ...]:
     """The candidates the report measures in full (every variant at every n_outer): the two ends
     and the two candidates either side of the change."""

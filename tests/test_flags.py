@@ -61,7 +61,9 @@ def test_defaults_that_changed_from_0_5_0_to_0_5_1():
     assert [c.name for c in changes] == sorted(c.name for c in changes)
     assert all(c.old != c.new for c in changes)
     cpu = [c.name for c in changes if relevant_to("cpu", c.name)]
-    assert cpu == [CPU_FLAG, "xla_dump_hlo_as_long_text"]
+    # a dump flag changes what XLA writes beside a compile, never the program: not tested
+    assert "xla_dump_hlo_as_long_text" in {c.name for c in changes}
+    assert cpu == [CPU_FLAG]
     cuda = [c.name for c in changes if relevant_to("cuda12", c.name)]
     assert CPU_FLAG not in cuda and "xla_gpu_triton_gemm_any" in cuda
     # flags only one release knows cannot be set in the other: never "changed"

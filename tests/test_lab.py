@@ -196,3 +196,29 @@ def test_the_real_lab_tells_one_commit_on_two_jaxlibs_apart(recorded_catalogue, 
     lab = RealLab(lambda m: None, store=store)
     assert [lab.run(r, "cpu", question, 1, timeout=60).samples for r in (on_old, on_new)] == [
         (0,), (1,)]
+
+
+def test_a_run_asked_for_while_it_is_made_is_made_once():
+    """The real lab's runs (Made): a run begun ahead of the answer and asked for again by the
+    answer's step while it is still being made is waited for, not made twice."""
+    import threading
+    import time
+
+    from jaxbisect.lab import Made
+
+    made, calls, inside = Made(), [], threading.Event()
+
+    def make():
+        calls.append(1)
+        inside.set()
+        time.sleep(0.2)
+        return object()
+
+    first = threading.Thread(target=lambda: got.append(made.get("k", make)))
+    got: list = []
+    first.start()
+    inside.wait(5)
+    second = made.get("k", make)
+    first.join()
+    assert len(calls) == 1 and got == [second]
+    assert made.get("other", lambda: 1) == 1 and len(calls) == 1

@@ -96,10 +96,12 @@ def test_every_probe_was_installed_ahead_and_nothing_cheap(drawn, jobs, every):
     lab = Lab(history, noisy=False)
     named: list[set[int]] = []
     probed_before: list[int] = []
+    certain: set[int] = set()
 
-    def ahead(indices: list[int]) -> None:
+    def ahead(indices: list[int], sure: tuple[int, ...]) -> None:
         named.append(set(indices))
         probed_before.append(len(lab.asked))
+        certain.update(sure)
 
     def cheap(i: int) -> bool:
         return i % every == 0
@@ -114,6 +116,8 @@ def test_every_probe_was_installed_ahead_and_nothing_cheap(drawn, jobs, every):
             assert any(i in names and before <= first
                        for names, before in zip(named, probed_before)), (i, named)
     assert not any(cheap(i) for names in named for i in names)
+    # a release named certain to be in the pair is in the pair found
+    assert certain <= {s.result.last_old, s.result.first_new}
 
 
 def _sleeper(tmp_path):
@@ -169,3 +173,51 @@ def test_no_warm_up_for_a_reused_environment_or_a_release_no_longer_ahead(tmp_pa
         ahead.warm(3, python)
         time.sleep(0.3)
     assert not pid_file.exists()
+
+
+def test_the_answers_runs_begin_once_each_and_outlive_the_search():
+    """A candidate certain to be in the pair has the answer's runs begun beside the round, once
+    however often the rounds name it, and the search's end does not wait for them (the steps
+    after it find them made)."""
+    begun: list[int] = []
+    release = threading.Event()
+
+    def for_the_answer(i: int) -> None:
+        begun.append(i)
+        release.wait(5)
+
+    started = time.monotonic()
+    with InstallsAhead(lambda i: None, 1, for_the_answer) as ahead:
+        ahead([], (7,))
+        ahead([], (7,))
+        ahead([4], ())
+    assert time.monotonic() - started < 2  # not waited for
+    release.set()
+    ahead.answers.shutdown(wait=True)
+    assert begun == [7]
+
+
+def test_a_failed_search_begins_no_more_of_the_answers_runs():
+    """Ctrl-C or a refusal in the search: the answer's runs not yet begun never start."""
+    begun: list[int] = []
+    gate = threading.Event()
+
+    def for_the_answer(i: int) -> None:
+        begun.append(i)
+        gate.wait(5)
+
+    with pytest.raises(KeyboardInterrupt), \
+            InstallsAhead(lambda i: None, 1, for_the_answer) as ahead:
+        ahead([], (3,))
+        ahead([], (5,))  # queued behind 3
+        while not begun:
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+    gate.set()
+    ahead.answers.shutdown(wait=True)
+    assert begun == [3]
+    with InstallsAhead(lambda i: None, 1, for_the_answer) as ahead:
+        pass
+    ahead([], (9,))  # after the search: nothing begins
+    ahead.answers.shutdown(wait=True)
+    assert 9 not in begun

@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from jaxbisect.search import (
     Outcome,
     SearchResult,
+    certain_in_pair,
     find_change,
     full_table,
     next_round,
+    opening,
     prefetch_order,
     probe_limit,
     window,
@@ -337,6 +339,73 @@ def test_prefetch_examples():
     # change's possible places from left to right.
     assert prefetch_order(21, {}, (0, 20), jobs=2) == next_round(21, {0: OLD, 20: NEW}, jobs=2)
     assert len(prefetch_order(28, {0: OLD, 27: NEW}, (9, 18), jobs=2)) == 6
+
+
+@given(monotone(max_n=80, skips=False), JOBS)
+def test_the_opening_holds_the_rounds_after_the_ends(outcomes, jobs):
+    """While the ends run: the round after them, then every candidate the round after that
+    asks for, whichever way the ends go (the old end may be either)."""
+    n = len(outcomes)
+    result = run_rounds(outcomes, jobs)
+    ahead = opening(n, jobs=jobs)
+    assert len(set(ahead)) == len(ahead) and not {0, n - 1} & set(ahead)
+    later = [r for r in result.rounds if not set(r) <= {0, n - 1}]
+    assert set(later[0] if later else ()) <= set(ahead[:len(later[0])] if later else ())
+    if len(later) > 1:
+        assert set(later[1]) <= set(ahead)
+
+
+def test_opening_examples():
+    # 29 CPU releases (0.4.30 … 0.10.2): the first midpoint, then both it could lead to.
+    first = next_round(29, {0: OLD, 28: NEW})
+    assert opening(29) == first + prefetch_order(29, {0: OLD, 28: NEW}, first)
+    assert len(opening(29)) == 3
+    assert opening(2) == ()  # nothing between the ends
+    assert opening(3) == (1,)
+
+
+def pairs_found(n: int, seen: dict, round_: tuple[int, ...]) -> set[tuple[int, int]]:
+    """Oracle: every (last_old, first_new) a search that saw ``seen`` can still end with,
+    over every sequence with one change and no skip that agrees with ``seen``."""
+    found = set()
+    for change in range(1, n):
+        outcomes = [seen[0] if i < change else seen[n - 1] for i in range(n)]
+        if any(outcomes[i] is not o for i, o in seen.items()):
+            continue
+        done = dict(seen)
+        while isinstance(step := next_round(n, done), tuple):
+            done.update((i, outcomes[i]) for i in step)
+        found.add(window(n, done))
+    return found
+
+
+@given(monotone(max_n=60, skips=False), st.data())
+def test_a_certain_candidate_is_in_every_pair_the_round_can_lead_to(outcomes, data):
+    """Checked against the oracle at every round of a search: a candidate named certain is
+    in the pair found whatever the round answers; the last round's one candidate always is."""
+    n = len(outcomes)
+    result = run(outcomes)
+    seen: dict[int, Outcome] = {}
+    for round_ in result.rounds:
+        certain = certain_in_pair(n, seen, round_)
+        if {0, n - 1} <= set(seen):
+            pairs = pairs_found(n, seen, round_)
+            assert all(i in pair for i in certain for pair in pairs)
+            lo, hi = window(n, seen)
+            if hi - lo == 2:
+                assert certain == round_
+        else:
+            assert certain == ()
+        seen.update((i, outcomes[i]) for i in round_)
+
+
+def test_nothing_is_certain_while_the_window_is_wide_or_the_ends_alike():
+    assert certain_in_pair(9, {0: OLD, 8: NEW}, (4,)) == ()
+    assert certain_in_pair(9, {0: OLD, 8: NEW, 4: NEW, 2: OLD}, (3,)) == (3,)
+    assert certain_in_pair(9, {0: OLD, 8: OLD}, (4,)) == ()
+    assert certain_in_pair(9, {0: OLD, 8: NEW, 4: NEW, 2: OLD}, (1, 3)) == ()
+    # a skipped neighbour widens the window: the one left between is still certain
+    assert certain_in_pair(9, {0: OLD, 8: NEW, 4: NEW, 2: SKIP, 1: OLD}, (3,)) == (3,)
 
 
 # -- which candidates the report measures in full ---------------------------------------------

@@ -60,9 +60,11 @@ def changed_defaults(old: Iterable[dict], new: Iterable[dict]) -> list[FlagChang
 
 def relevant_to(backend: str, name: str) -> bool:
     """Whether a flag can matter on ``backend``: CPU flags for the CPU, GPU flags for CUDA,
-    the backend-neutral ones for both."""
+    the backend-neutral ones for both; never a dump flag (``xla_dump_*`` says what XLA writes
+    beside a compile, never what it compiles: jax 0.5.1's ``xla_dump_hlo_as_long_text``
+    cost a flag test of its own)."""
     other = "xla_gpu_" if backend == "cpu" else "xla_cpu_"
-    return not name.startswith(other)
+    return not name.startswith((other, "xla_dump_"))
 
 
 def search_flags(changes: Sequence[FlagChange], test: Callable[[str, tuple[FlagChange, ...]], str],
