@@ -559,6 +559,10 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                         for end in ends:
                             end.cancel()
                         raise
+                    if (found := attempt[0]).status == Status.FOUND:
+                        # The pair's other release too, the longest run the answer needs:
+                        # begun now, the shorter steps after the search fill in beside it.
+                        ahead([], (found.result.last_old, found.result.first_new))
                     full = [end.result() for end in ends]
             else:
                 full = ends_at(q, min(2, slots))
