@@ -149,7 +149,7 @@ class FlagCheckedLab:
     def environment(self, release: Release, backend: str):
         return self.lab.environment(release, backend)
 
-    def cheap(self, release: Release, backend: str, question: Question) -> bool:
+    def cheap(self, release: Release, backend: str, question: Question) -> int:
         return self.lab.cheap(release, backend, question)
 
     def missing(self, release: Release, backend: str, names: Sequence[str]) -> list[str]:

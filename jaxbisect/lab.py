@@ -58,8 +58,9 @@ class Lab(Protocol):
             timeout: float) -> Run:
         """Run ``number`` of ``question`` under ``release``: stored, or made now."""
 
-    def cheap(self, release: Release, backend: str, question: Question) -> bool:
-        """A run of ``question`` under ``release`` would cost little."""
+    def cheap(self, release: Release, backend: str, question: Question) -> int:
+        """How little a run of ``question`` under ``release`` would cost: 0 a real run, 1 its
+        environment is there, 2 it is stored (search.Cheap)."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,10 @@ class RealLab:
                         remeasure=self.remeasure, say=self.say, store=self.store,
                         executor=self.executor)))
 
-    def cheap(self, release: Release, backend: str, question: Question) -> bool:
+    def cheap(self, release: Release, backend: str, question: Question) -> int:
         if self.remeasure:
-            return False
-        stored = self.store.path(question.store_key(release, backend, "metric", run=1))
+            return 0
+        if self.store.path(question.store_key(release, backend, "metric", run=1)).is_file():
+            return 2
         # A commit's environment is its release's, installed for all of them: not the cost.
-        return stored.is_file() or (release.level == "release"
-                                    and is_installed(release, backend))
+        return int(release.level == "release" and is_installed(release, backend))

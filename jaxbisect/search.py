@@ -48,7 +48,9 @@ class SearchResult:
     rounds: tuple[tuple[int, ...], ...] = ()  # the probes, grouped as they were made together
 
 
-Cheap = Callable[[int], bool]
+# How little a probe of a candidate would cost: 0 (or False) a real probe, anything more a
+# cheaper one, the higher the cheaper (the lab: 2 stored, 1 its environment installed).
+Cheap = Callable[[int], int]
 
 
 def steps_left(lo: int, hi: int) -> int:
@@ -92,8 +94,10 @@ def next_round(n: int, seen: Mapping[int, Outcome], *, jobs: int = 1,
 
     Probes both ends first (both, even when the first is a skip, so a report can name every
     unmeasurable end), then keeps ``lo`` on index 0's side and ``hi`` on index n-1's.
-    ``cheap(i)`` says a probe of ``i`` would be free; such an index is preferred whenever it
-    costs no extra worst-case round. ``offset`` is index 0's position in the full list of
+    ``cheap(i)`` says a probe of ``i`` would cost little (the higher, the less); such an
+    index is preferred whenever it costs no extra worst-case round, the cheapest first (a
+    stored answer before an installed environment: a rerun probes what it stored, whatever
+    was installed since). ``offset`` is index 0's position in the full list of
     candidates: the default choice depends on it only, so searches over overlapping ranges of
     that list pick the same candidates and reuse each other's probes.
     """
@@ -137,9 +141,10 @@ def _split(lo: int, hi: int, tried: Mapping[int, Outcome], cheap: Cheap, offset:
         allowed = range(max(previous + 1, hi - part * (jobs + 1 - j)),
                         min(hi - 1, previous + part) + 1)
         ideal = lo + j * (hi - lo) / (jobs + 1)
-        free = [i for i in allowed if i not in tried and cheap(i)]
-        if free:
-            pick = max(free, key=stability)
+        costs = {i: cheap(i) for i in allowed if i not in tried}
+        cheapest = max(costs.values(), default=0)
+        if cheapest:
+            pick = max((i for i, c in costs.items() if c == cheapest), key=stability)
         else:
             centre = max(allowed, key=stability) if allowed else round(ideal)
             # If the centre was skipped, step to its nearest untried neighbours, alternately

@@ -152,6 +152,36 @@ def test_prefers_a_cached_midpoint_that_costs_nothing(outcomes, data):
         lo, hi = (lo, i) if outcomes[i] is outcomes[-1] else (i, hi)
 
 
+@given(monotone(skips=False), st.data())
+def test_prefers_the_cheapest_midpoint_a_stored_one_first(outcomes, data):
+    """Costs in ranks (the lab's: 2 stored, 1 installed, 0 a real probe): every probe keeps the
+    worst case and, where a balanced candidate is cheaper than none, is one of the cheapest."""
+    n = len(outcomes)
+    cost = data.draw(st.lists(st.sampled_from([0, 1, 2]), min_size=n, max_size=n))
+    result = run(outcomes, cheap=cost.__getitem__)
+    assert len(result.probes) <= bound(n)
+    lo, hi = 0, n - 1
+    for i in result.probes[2:]:
+        balanced = [
+            j for j in range(lo + 1, hi) if needed(max(j - lo, hi - j)) == needed(hi - lo) - 1
+        ]
+        assert i in balanced
+        assert cost[i] == max(cost[j] for j in balanced)
+        lo, hi = (lo, i) if outcomes[i] is outcomes[-1] else (i, hi)
+
+
+def test_a_rerun_probes_what_it_stored_whatever_was_installed_since():
+    """The first search took the one release whose environment was there (1) over the tree's
+    midpoint (3); everything else installed since is cheap too, but the rerun takes what it
+    stored and measures nothing (any cheap one first, as before, probed 3 again)."""
+    outcomes = [OLD] + [NEW] * 5
+    first = run(outcomes, cheap=lambda i: i == 1)
+    assert first.probes == (0, 5, 1)
+    stored = set(first.probes)
+    rerun = run(outcomes, cheap=lambda i: 2 if i in stored else 1)
+    assert rerun.probes == first.probes
+
+
 @given(monotone())
 def test_on_step_reports_each_narrowing(outcomes):
     steps = []
