@@ -22,6 +22,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from .locks import KeyedLocks
 from .store import COMPLETE
 
 STEP = threading.local()  # the step a thread runs: its ``first`` (SlottedLab's priority)
@@ -47,7 +48,8 @@ class Slots:
         self._order = itertools.count()
         self._condition = threading.Condition()
         self._local = threading.local()
-        self._making: dict[str, threading.Lock] = {}  # a stored result being made: its lock
+        self.making = KeyedLocks()  # a stored result's lock: asked for by two steps at once,
+        # it is made once (the second finds it stored)
         self.made: set[str] = set()  # the stored results made by these steps
         # By priority: the steps under way, the slots they hold, the slots they wait for.
         self._under_way: Counter[int] = Counter()
@@ -68,12 +70,6 @@ class Slots:
         with self._condition:
             self._stopped = True
             self._condition.notify_all()
-
-    def making(self, name: str) -> threading.Lock:
-        """The lock of one stored result: asked for by two steps at once, it is made once
-        (the second finds it stored)."""
-        with self._condition:
-            return self._making.setdefault(name, threading.Lock())
 
     def _fits(self, ticket: tuple[int, int]) -> bool:
         priority = ticket[0]

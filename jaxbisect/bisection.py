@@ -322,7 +322,11 @@ class InstallsAhead:
     ``for_the_answer(i)``, for a candidate the round shows certain to be in the pair found
     (``search.certain_in_pair``), begins the runs the answer will show there (its tables, at
     the full size), one candidate at a time, beside the round: they go on after the search,
-    into the steps after it, which find them made (the lab makes a run once)."""
+    into the steps after it, which find them made (the lab makes a run once; one that failed
+    here is made again by the step that needs it, which says why). It is one process beyond
+    the round's (and the full size's ends, where they still run): the last round's, when the
+    other core would otherwise wait. A search whose size the full size then refutes wasted
+    that run."""
 
     def __init__(self, install: Callable[[int], object], workers: int,
                  for_the_answer: Callable[[int], object] | None = None):
@@ -540,10 +544,13 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         # The first rounds' environments are built while the ends are measured; the last
         # round's candidate (in the pair, whatever it answers) measured at the full size
         # beside its probe, for the tables.
+        def cheap(i: int) -> int:
+            return lab.cheap(candidates[i], request.backend, small)
+
         with installs_ahead(candidates, request, lab,
                             for_the_answer=lambda i: run_of(with_compare(q), i)) as ahead:
-            ahead(list(opening(n, jobs=request.jobs, offset=offset, cheap=lambda i: lab.cheap(
-                candidates[i], request.backend, small))))
+            ahead([i for i in opening(n, jobs=request.jobs, offset=offset, cheap=cheap)
+                   if not cheap(i)])
             at_small = ends_at(small, min(2, slots))
             # Where the machine holds a run more than the search's, the full size's ends run
             # one at a time beside a search at the small size: their shape confirms that
@@ -559,16 +566,19 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
                         for end in ends:
                             end.cancel()
                         raise
-                    if (found := attempt[0]).status == Status.FOUND:
-                        # The pair's other release too, the longest run the answer needs:
-                        # begun now, the shorter steps after the search fill in beside it.
-                        ahead([], (found.result.last_old, found.result.first_new))
+                    ahead([])  # the search is over: nothing more to install, nor to warm
                     full = [end.result() for end in ends]
             else:
                 full = ends_at(q, min(2, slots))
-        sized = search_size(q, full, at_small)
+            sized = search_size(q, full, at_small)
+            searched = attempt if attempt and sized.question == small else None
+            if searched and (found := searched[0]).status == Status.FOUND:
+                # The pair's other release too (an end's run is made already), the longest
+                # run the answer needs: begun now, the shorter steps after the search fill
+                # in beside it.
+                ahead([], tuple(i for i in (found.result.last_old, found.result.first_new)
+                                if 0 < i < n - 1))
         say(sized.note)
-        searched = attempt if attempt and sized.question == small else None
     yanked = [i for i, r in enumerate(candidates) if r.yanked and 0 < i < n - 1]
     b = bisect_over(candidates, request, sized.question if sized else q, lab, say,
                     between=yanked, offset=offset, searched=searched)

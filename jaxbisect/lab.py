@@ -10,7 +10,6 @@ once, from the request's executor and ``--remeasure``. Tests pass a lab of recor
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -18,6 +17,7 @@ from typing import Protocol
 from .catalogue import Release
 from .environments import Environment, ensure_environment, is_installed
 from .executors import LOCAL, Executor
+from .locks import KeyedLocks
 from .question import Question, Run, measure_run
 from .store import STORE, Store
 
@@ -30,13 +30,10 @@ class Made:
 
     def __init__(self):
         self.values: dict = {}
-        self._locks: dict = {}
-        self._lock = threading.Lock()
+        self._making = KeyedLocks()
 
     def get(self, key, make: Callable[[], object]):
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
+        with self._making(key):
             if key not in self.values:
                 self.values[key] = make()
         return self.values[key]

@@ -32,6 +32,19 @@ PARTS = (("install", "install ahead"), ("probe", "probe"), ("end", "run of an en
          ("MainThread", "search"))
 
 
+class KeyedLocks:
+    """One lock a key, in this process: what two threads make under the same key is made once
+    (the second finds it made)."""
+
+    def __init__(self):
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, key) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -43,6 +43,7 @@ from .placing import (
 )
 from .question import Run
 from .search import (
+    Cheap,
     Outcome,
     SearchResult,
     Status,
@@ -58,7 +59,7 @@ Ahead = Callable[[list[int], tuple[int, ...]], None]
 
 def probing(visit: Callable[..., SearchResult], n: int, measure: Callable[[int], Outcome], *,
             jobs: int = 1, ahead: Ahead | None = None,
-            cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
+            cheap: Cheap = lambda i: False, offset: int = 0,
             on_step: Callable[[int, int, int], None] | None = None) -> tuple[SearchResult, dict]:
     """``visit`` (find_change, or visit_every) over candidates 0 … n-1 with ``measure`` as its
     probe: one release at a time, or (``jobs`` > 1) each round's releases at once, in threads
@@ -125,7 +126,7 @@ def skip_if_unplaced(placement: Placement, spent: str) -> Placement:
 def search_metric(n: int, run_at: RunAt, make_classifier: MakeClassifier, *, noisy_metric: bool,
                   batch: int | None = None, max_runs: int | None = None,
                   reduce: Reduce = every_sample,
-                  cheap: Callable[[int], bool] = lambda i: False, offset: int = 0,
+                  cheap: Cheap = lambda i: False, offset: int = 0,
                   on_step: Callable[[int, int, int], None] | None = None,
                   say: Say = lambda m: None, paired: Paired | None = None,
                   visit: Callable[..., SearchResult] = find_change,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from jaxbisect.catalogue import Release
 from jaxbisect.errors import InstallFailed
+from jaxbisect.lab import Made
 from jaxbisect.question import Question, Run, run_of_document
 from jaxbisect.store import COMPLETE, Store
 
@@ -58,12 +59,19 @@ class FakeLab:
     by_jaxlib: bool = False
     asked: list[tuple[str, int, float]] = field(default_factory=list)  # version, run, timeout
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _made: Made = field(default_factory=Made, repr=False)
 
     def environment(self, release: Release, backend: str):
         raise InstallFailed(f"the fake lab installs nothing (jax {release.version})")
 
     def run(self, release: Release, backend: str, question: Question, number: int, *,
             timeout: float) -> Run:
+        # As the real lab: a run asked for again (or while it is made) is made once.
+        return self._made.get((getattr(release, "identity", str(release.version)), backend,
+                               question.key(), number),
+                              lambda: self._run(release, question, number, timeout))
+
+    def _run(self, release: Release, question: Question, number: int, timeout: float) -> Run:
         version = str(release.version)
         asked = (f"{version}@{release.runs_on}" if self.by_jaxlib and release.commit is not None
                  else version)

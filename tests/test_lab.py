@@ -73,13 +73,13 @@ def test_the_real_lab_is_cheap_where_a_run_is_stored_and_never_under_remeasure(
     release = recorded_catalogue.get("0.5.0")
     store = Store(tmp_path / "store")
     lab = RealLab(lambda m: None, store=store)
-    assert not lab.cheap(release, "cpu", question)  # no environment in this cache, no run
+    assert lab.cheap(release, "cpu", question) == 0  # no environment in this cache, no run
     store.put(question.store_key(release, "cpu", "metric", run=1), {"stored": True})
-    assert lab.cheap(release, "cpu", question)
-    assert not RealLab(lambda m: None, remeasure=True, store=store).cheap(release, "cpu",
-                                                                          question)
+    assert lab.cheap(release, "cpu", question) == 2  # stored: cheaper than installed (1)
+    assert RealLab(lambda m: None, remeasure=True, store=store).cheap(release, "cpu",
+                                                                      question) == 0
     other = question_from("memory", CASE, ["rows=10"], ())  # another question: not stored
-    assert not lab.cheap(release, "cpu", other)
+    assert lab.cheap(release, "cpu", other) == 0
 
 
 HLO = Path(__file__).resolve().parent / "data" / "hlo"
@@ -169,7 +169,7 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
     said: list[str] = []
     lab = RealLab(said.append, store=Store(tmp_path / "store"))
     question = question_from("memory", CASE, [], ())
-    assert lab.cheap(release, "cpu", question)  # it still looks complete
+    assert lab.cheap(release, "cpu", question) == 1  # it still looks complete
     run = lab.run(release, "cpu", question, 1, timeout=300)
     assert (run.status, run.samples) == ("ok", (84802880,)), run.error
     assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from fake_lab import FakeLab, MissingRun
 from hypothesis import given
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from jaxbisect.bisection import MetricRequest, bisect_metric, search_size, smaller_size
 from jaxbisect.commands import reproduce_argv
@@ -149,10 +152,10 @@ def test_a_release_beside_the_search_is_one_process(recorded_catalogue):
     """The full size and the COMPARE programs of a release are one question (the harness's
     --compare), asked at the ends first and found again beside the pair: a release costs
     its search-size run and one full-size run, not one a program."""
-    asked = set()
+    asked = Counter()
 
     def measure(release, question, number):
-        asked.add((release, question.key()))
+        asked[(release, question.key())] += 1
         return fake_measure(release, question, number)
 
     q = question_from(None, SCAN, [], ())
@@ -160,6 +163,7 @@ def test_a_release_beside_the_search_is_one_process(recorded_catalogue):
     doc = document(bisect_metric(recorded_catalogue, request, FakeLab(measure),
                                  lambda m: None), None)
     assert sorted(release for release, _ in asked) == ["0.5.0", "0.5.0", "0.5.1", "0.5.1"]
+    assert set(asked.values()) == {1}  # each made once
     assert [sorted(p["compare"]) for p in doc["probes"]] == [["v1", "v2"], ["v1", "v2"]]
 
 
@@ -306,3 +310,37 @@ def test_a_shape_report_draws_its_series(recorded_catalogue, tmp_path):
     assert json.loads(path.with_suffix(".json").read_text())["chart"] == doc["chart"]
     assert '    line "jax 0.5.1" [3112.79, 6164.55, 15319.82, 30578.61, 45837.4]' in \
         path.read_text()
+
+
+def test_the_answers_full_size_runs_begin_during_the_search_and_are_made_once(
+        recorded_catalogue):
+    """Over eleven releases: the last round's release (in the pair whatever it answers) and,
+    once the search ends, the pair's other one are measured at the full size beside the
+    search; the tables find them made. Every question is asked of a release once, the full
+    size at the ends and the pair only."""
+    change = "0.4.36"
+    asked = Counter()
+    order: list[tuple[str, bool]] = []
+    made_by: dict[tuple[str, bool], str] = {}
+
+    def measure(release, question, number):
+        asked[(release, question.key())] += 1
+        full = question.params.get("n_res") != 32
+        order.append((release, full))
+        made_by[(release, full)] = threading.current_thread().name
+        grows = Version(release) >= Version(change)
+        return shape_run(release, "grows" if grows else "constant", 1.0 if grows else 0.0)
+
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.4.30", end="0.5.1", backend="cpu", question=q)
+    b = bisect_metric(recorded_catalogue, request, FakeLab(measure), lambda m: None)
+    doc = document(b, None)
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.4.35", change)
+    assert set(asked.values()) == {1}
+    full = [release for release, is_full in order if is_full]
+    assert sorted(full) == sorted({"0.4.30", "0.5.1", "0.4.35", change})
+    assert set(doc["search"]["rounds"][-1]) < {"0.4.35", change}  # the certain one
+    # the pair's full size made ahead of the tables, by the answer's own thread; the ends'
+    # beside the search
+    assert {made_by[(r, True)].split("_")[0] for r in ("0.4.35", change)} == {"answer"}
+    assert {made_by[(r, True)].split("_")[0] for r in ("0.4.30", "0.5.1")} == {"end"}
