@@ -458,13 +458,20 @@ def plan_beside(document: dict, label: str = "case") -> str:
             f"{m['over']['name']}={at}: {gap(measured, plan)}")
 
 
+def on_device(point: dict) -> dict:
+    """A point's own figures from its device ({} where it has none: a real run's point names
+    its device's kind there, a string)."""
+    device = point.get("device")
+    return device if isinstance(device, dict) else {}
+
+
 def as_device_run(document: dict) -> dict:
     """A target's plan with its device's own figures beside it (``device``), read as a real
     run's peaks each with the plan of what a run holds (output + temp + generated code)."""
     from .metrics import run_plan
 
     def ran(p: dict) -> dict:
-        if "bytes" in (p.get("device") or {}) and p.get("fields"):
+        if "bytes" in on_device(p) and p.get("fields"):
             return {**p, "status": "ok", "value": p["device"]["bytes"],
                     "plan": run_plan(p["fields"])}
         return {**p, "status": "n/a", "plan": None}
@@ -482,7 +489,7 @@ def device_beside(document: dict, label: str = "case") -> str:
     m = document["metric"]
     every = [p for got in (m, *document.get("compare", {}).values())
              for p in (got.get("points") or [got])]
-    measured = [p["device"] for p in every if p.get("device")]
+    measured = [on_device(p) for p in every if on_device(p)]
     if m["name"] != "memory" or not measured:
         return ""
     kind = next((d["device"] for d in measured if d.get("device")), "the device")
