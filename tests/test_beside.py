@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from in_flight import InFlight
 
 from jaxbisect.beside import Slots, SlottedStore, Step, Timings, run_stages
 from jaxbisect.errors import UserError
@@ -95,24 +96,18 @@ def test_a_failure_stops_the_steps_after_it_and_is_raised_once_the_others_stoppe
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 3), st.lists(st.integers(0, 5), min_size=1, max_size=8))
 def test_never_more_processes_than_slots(size, priorities):
-    slots = Slots(size)
-    held, most, lock = [0], [0], threading.Lock()
+    slots, held = Slots(size), InFlight()
 
     def one(priority: int) -> None:
-        with slots.slot(priority):
-            with lock:
-                held[0] += 1
-                most[0] = max(most[0], held[0])
+        with slots.slot(priority), held:
             time.sleep(0.002)
-            with lock:
-                held[0] -= 1
 
     threads = [threading.Thread(target=one, args=(p,)) for p in priorities]
     for t in threads:
         t.start()
     for t in threads:
         t.join(5)
-    assert most[0] <= size and held[0] == 0
+    assert held.most <= size and held.now == 0
 
 
 def test_waiting_processes_go_by_their_steps_priority():

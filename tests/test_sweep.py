@@ -259,30 +259,26 @@ def test_a_target_beside_the_backend_is_one_pool_and_one_summary(recorded_catalo
 
 def test_releases_are_measured_side_by_side(recorded_catalogue, tmp_path):
     """--jobs 2: a deterministic metric's runs of two releases overlap."""
-    import threading
     import time
 
+    from in_flight import InFlight
+
     inner = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
-    live, most = [0], [0]
-    lock = threading.Lock()
+    live = InFlight()
 
     def answer(version, question, number):
-        with lock:
-            live[0] += 1
-            most[0] = max(most[0], live[0])
-        time.sleep(0.05)
-        with lock:
-            live[0] -= 1
+        with live:
+            time.sleep(0.05)
         return inner(version, question, number)
 
     args = ["--release", *REMAT_VERSIONS, "--backend", "cpu", "--case", REMAT, "-q"]
     assert sweep.main([*args, "--jobs", "2", "--reports", str(tmp_path / "a")],
                       lab=FakeLab(answer)) == 0
-    assert most[0] == 2
-    most[0] = 0
+    assert live.most == 2
+    live.most = 0
     assert sweep.main([*args, "--jobs", "1", "--reports", str(tmp_path / "b")],
                       lab=FakeLab(answer)) == 0
-    assert most[0] == 1
+    assert live.most == 1
     assert results(tmp_path / "a") == results(tmp_path / "b")
 
 
