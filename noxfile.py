@@ -7,7 +7,7 @@ Results of many machines: `nox -s merge -- artifacts/`. The bisect driver:
 """
 
 # uv is nox's backend here; JAX releases themselves live in environments made by
-# jaxbisect.environments (one per release and backend, shared with the bisect driver), so a
+# jaxbisect.lab.environments (one per release and backend, shared with the bisect driver), so a
 # session's own virtualenv only holds this project (packaging, tabulate, uv). This file imports
 # nothing but nox and the standard library: `nox -l` must work wherever nox does.
 
@@ -151,7 +151,7 @@ def reports_check(session: nox.Session) -> None:
     unchecked here.
     ``-- --json`` prints the outcome as one document; ``-- reports/cases`` one folder."""
     _install_project(session)
-    session.run("python", "-m", "jaxbisect.reports_check", *session.posargs)
+    session.run("python", "-m", "jaxbisect.tools.reports_check", *session.posargs)
 
 
 @nox.session
@@ -164,7 +164,7 @@ def bench(session: nox.Session) -> None:
     runs one part.
     """
     _install_project(session, "nox")
-    session.run("python", "-m", "jaxbisect.bench", *session.posargs)
+    session.run("python", "-m", "jaxbisect.tools.bench", *session.posargs)
 
 
 # Workers for `nox -s tests`: one a core, at most four (docs/benchmarks.md has the figures):

@@ -1,7 +1,7 @@
 import sys
 
 try:
-    from .cli import main
+    from jaxbisect.cli import main
 except KeyboardInterrupt:  # Ctrl-C while it loads: interrupted, as at any later moment
     sys.exit(130)
 

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import UserError
+from jaxbisect.errors import UserError
 
 
 def cache_dir() -> Path:
@@ -158,3 +158,20 @@ def check_reports_folder(folder: Path) -> None:
     except OSError as exc:
         raise UserError(f"--reports {folder}: cannot write there "
                         f"({exc.strerror or exc})") from None
+
+
+CLONE = Path(__file__).resolve().parent.parent  # the toolkit's own clone
+
+
+def display_path(path: str, clone: Path = CLONE) -> str:
+    """A case's path as a maintainer would type it: relative to the toolkit's clone where it
+    lies inside it; elsewhere (the user's own folder) its file name, which the report's
+    Reproduce section says to save the program under."""
+    try:
+        return str(Path(path).resolve().relative_to(clone))
+    except ValueError:
+        return Path(path).name
+
+
+def inside_clone(path: str, clone: Path = CLONE) -> bool:
+    return Path(path).resolve().is_relative_to(clone)

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from jaxbisect.errors import UserError
+from jaxbisect.files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, steady, write_atomic
+from jaxbisect.report.sweep_summary import read_result, result_order, results_table, version_key
 from repro.options import OneLineParser
-
-from .errors import UserError
-from .files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, steady, write_atomic
-from .sweep import read_result, result_order, results_table, version_key
 
 PROG = "python -m jaxbisect.merge"
 DEFAULT_OUT = Path("reports") / "merged.md"

@@ -13,35 +13,36 @@ stage leaves an earlier report as it was.
 from __future__ import annotations
 
 import argparse
-import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import budgets
-from .beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
-from .bisection import (
+from jaxbisect.errors import UserError
+from jaxbisect.files import check_reports_folder, keep_if_steady, texts_of
+from jaxbisect.lab.catalogue import catalogue_for
+from jaxbisect.lab.environments import resolve_backend
+from jaxbisect.lab.executors import LOCAL, Executor, cluster_document
+from jaxbisect.lab.harness import DEFAULT_TIMEOUT, target_option
+from jaxbisect.lab.jax_history import locate_repo
+from jaxbisect.lab.known_flags import FlagCheckedLab, flag_names, lister
+from jaxbisect.lab.lab import Lab, RealLab
+from jaxbisect.lab.machine import default_jobs, parallel_runs
+from jaxbisect.lab.runs import store_key
+from jaxbisect.report.commands import wider_range
+from jaxbisect.search import budgets
+from jaxbisect.search.placing import Behaviour
+from jaxbisect.search.question import question_from
+from jaxbisect.search.rounds import Status
+from jaxbisect.stages.beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
+from jaxbisect.stages.commits import bisect_commits, commits_in
+from jaxbisect.stages.releases import (
     MetricRequest,
     PairKind,
     bisect_metric,
     full_size_tables,
     releases_between,
 )
-from .catalogue import catalogue_for
-from .commit_bisection import bisect_commits, commits_in
-from .environments import resolve_backend
-from .errors import UserError
-from .executors import LOCAL, Executor, cluster_document
-from .files import check_reports_folder, keep_if_steady, texts_of
-from .harness import DEFAULT_TIMEOUT, target_option
-from .jax_commits import locate_repo
-from .known_flags import FlagCheckedLab, flag_names, lister
-from .lab import Lab, RealLab
-from .machine import default_jobs, parallel_runs
-from .placing import Behaviour
-from .question import question_from
-from .search import Status
 
 Say = Callable[[str], None]
 
@@ -105,7 +106,7 @@ class Bisecting:
             self.extra["xla_flags_known"] = known
 
     def write(self) -> tuple[Path, dict]:
-        from .report import write_report
+        from jaxbisect.report.document import write_report
 
         with self._lock:  # steps land beside each other: one writing at a time
             return write_report(self.bisection, self.args.reports, dict(self.extra),
@@ -144,9 +145,9 @@ def request_from(args: argparse.Namespace, question, catalogue,
                          jobs=args.jobs or (1 if question.noisy else default_jobs()))
 
 def add_reproducer(bisection, lab: Lab, extra: dict, say: Say, jobs: int = 1) -> None:
-    """The standalone program of a found pair, run at both ends (jaxbisect/reproducer.py),
+    """The standalone program of a found pair, run at both ends (jaxbisect/stages/program_runs.py),
     into ``extra``; ``jobs`` runs at once."""
-    from .reproducer import reproducer_of
+    from jaxbisect.stages.program_runs import reproducer_of
 
     part = reproducer_of(bisection, lab, say, extra.get("minimal"), jobs=jobs)
     if part is not None:
@@ -167,27 +168,12 @@ def with_commits(b, span_of, lab: Lab, say: Say) -> tuple:
         parts.append(bisect_commits(b, span_of, lab, say, pair=at, kind=kind))
     return tuple(parts)
 
-def wider_range(catalogue, b, at: Path | None = None) -> dict:
-    """Where to look next when the range holds no change: the same question up to the newest
-    release installable here ({} where the range already ends there); ``at``: the command as
-    typed in that folder (report.reproduce_argv)."""
-    from .commands import reproduce_argv
-
-    req = b.request
-    newest = max((r for r in catalogue.releases
-                  if catalogue.unusable_reason(r, req.backend) is None),
-                 key=lambda r: r.version, default=None)
-    if newest is None or newest.version <= catalogue.get(req.end).version:
-        return {}
-    return {"next_step": {"newest": str(newest.version),
-                          "command": shlex.join(reproduce_argv(b, req.end,
-                                                               str(newest.version), at=at))}}
 
 def try_flags(b, lab: Lab, say: Say) -> list[dict]:
     """``--try-xla-flags``: the first new release measured with each set of flags added (at
     the search's size), placed by the bisection's classifier: ``restores`` where it gives the
     old behaviour back."""
-    from .explain import TRIED_FLAGS, behaviour_under
+    from jaxbisect.evidence.explain import TRIED_FLAGS, behaviour_under
 
     classify, first_new = b.classifier(), b.pair[1]
     out = []
@@ -202,7 +188,7 @@ def attribute(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: S
     """Where the change lies (JAX's lowering, XLA's HLO passes, below HLO) and the commits
     between the pair's pins, into ``extra["attribution"]``."""
     if attribution is None:
-        from .explain import attribution
+        from jaxbisect.evidence.explain import attribution
     extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
                                       xla_repo=args.xla_repo)
     rewrite()
@@ -222,7 +208,7 @@ def explain_culprit(bisection, lab: Lab, args: argparse.Namespace, extra: dict, 
     if not explained(extra):
         return
     if searches is None:
-        from .explain import explain_flags, explain_passes
+        from jaxbisect.evidence.explain import explain_flags, explain_passes
     else:
         explain_flags, explain_passes = searches
     deadline = budgets.Deadline(args.explain_budget)
@@ -247,7 +233,7 @@ def explain_culprit(bisection, lab: Lab, args: argparse.Namespace, extra: dict, 
     budget.update(spent=round(args.explain_budget - deadline.left, 1),
                   exhausted=deadline.spent)
     if args.xla_repo is not None:  # the commits that touch what explains it
-        from .evidence.commits import culprit_commits
+        from jaxbisect.evidence.pin_ranges import culprit_commits
 
         extra["attribution"] = {**extra["attribution"], "xla_culprit_commits": culprit_commits(
             culprit, extra["attribution"], args.xla_repo)}
@@ -260,7 +246,7 @@ def explain(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: Say
     brings the old figure back, one after the other (the pipeline runs them beside each
     other where it may); ``extra`` filled (and ``rewrite`` called) as each part lands.
     ``searches``: (attribution, explain_flags, explain_passes), for tests."""
-    from .evidence.collect import buffers_at_peak
+    from jaxbisect.evidence.collect import buffers_at_peak
 
     attribute(bisection, lab, args, extra, say, rewrite,
               None if searches is None else searches[0])
@@ -273,7 +259,7 @@ def releases(s: Bisecting) -> None:
     """The bisection over the releases of the range (its tables at the full size apart:
     ``tables``); where the ends agree and nothing came and went inside, the wider range to
     look in next."""
-    from .report import report_path
+    from jaxbisect.report.document import report_path
 
     s.bisection = bisect_metric(s.catalogue, s.request, s.lab, s.say, tables=False)
     s.tabled = not _tables(s)
@@ -311,7 +297,7 @@ def where(s: Bisecting) -> None:
 
 def buffers(s: Bisecting) -> None:
     """A memory case: both ends' XLA dumps, the buffers at the peak (evidence.collect)."""
-    from .evidence.collect import buffers_at_peak
+    from jaxbisect.evidence.collect import buffers_at_peak
 
     buffers_at_peak(s.bisection, s.evidence_lab, s.say, s.extra, s.landed)
 
@@ -329,9 +315,9 @@ def tried_flags(s: Bisecting) -> None:
 def minimal(s: Bisecting) -> None:
     """``--minimize``: the smallest parameters that still show the change (the standalone
     program and the HLO module are made at them after it)."""
-    from .commands import display_path
-    from .minimize import minimal_document, minimize
-    from .report import unit_of
+    from jaxbisect.files import display_path
+    from jaxbisect.report.document import unit_of
+    from jaxbisect.stages.minimize import minimal_document, minimize
 
     b, req = s.bisection, s.request
     q = b.request.question
@@ -346,7 +332,7 @@ def minimal(s: Bisecting) -> None:
 def hlo_dumped(s: Bisecting) -> None:
     """Below jaxlib: the module dumped at the last good release, compiled alone at the pair
     (and the releases ``--hlo-releases`` asks for)."""
-    from .evidence.hlo import dump_and_compile
+    from jaxbisect.evidence.hlo import dump_and_compile
 
     came_with = s.commits[0].came_with if len(s.commits) == 1 else None
     s.dumped = dump_and_compile(s.bisection, s.evidence_lab, s.extra, s.say,
@@ -356,8 +342,8 @@ def hlo_dumped(s: Bisecting) -> None:
 
 def hlo_module(s: Bisecting) -> None:
     """The module with the explanation's culprit set, and the bundle beside the report."""
-    from .evidence.hlo import with_culprit
-    from .report import report_path
+    from jaxbisect.evidence.hlo import with_culprit
+    from jaxbisect.report.document import report_path
 
     s.extra["hlo_module"] = with_culprit(s.bisection, s.evidence_lab, s.extra, s.say,
                                          report_path(s.bisection, s.args.reports), s.dumped)
@@ -370,12 +356,12 @@ def cluster(s: Bisecting) -> None:
 
 def _measures_tables(s: Bisecting) -> bool:
     """Whether the pair's tables are measured now (not all stored: a new chart follows)."""
-    from .question import with_compare
+    from jaxbisect.search.question import with_compare
 
     b = s.bisection
     full = with_compare(b.request.question)
     return b.pair is not None and any(
-        not s.lab.store.path(full.store_key(r, b.request.backend, "metric", run=1)).is_file()
+        not s.lab.store.path(store_key(full, r, b.request.backend, "metric", run=1)).is_file()
         for r in b.pair)
 
 
@@ -432,7 +418,7 @@ def setup(args: argparse.Namespace, command: tuple[str, ...], say: Say,
     flags against each end's own list), the clone ``--commits`` reads (found or made), the
     range, the reports folder; one line and exit 2 where one fails. ``lab``: the releases'
     (the real one, uv environments and processes, unless one is given: tests)."""
-    from .evidence.hlo import check_releases
+    from jaxbisect.evidence.hlo import check_releases
 
     question = question_of(args, command)
     repo = locate_repo(args.jax_repo, say) if args.commits else None
@@ -484,10 +470,10 @@ def bisect(args: argparse.Namespace, command: tuple[str, ...], say: Say,
 def explain_one(args: argparse.Namespace, say: Say) -> tuple[Path, dict, dict]:
     """``--explain RELEASE --case FILE``: which HLO passes change the case's metric under one
     release. The report, its document and the explanation."""
-    from .bisection import smaller_size
-    from .explain import explain_release
-    from .question import with_params
-    from .report import write_explain_report
+    from jaxbisect.evidence.explain import explain_release
+    from jaxbisect.report.document import write_explain_report
+    from jaxbisect.search.question import with_params
+    from jaxbisect.stages.releases import smaller_size
 
     asked = question_of(args, ())
     # A shape is scale-free: explained at the case's search size, as a bisection's is.

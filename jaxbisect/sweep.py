@@ -19,18 +19,72 @@ replaced by a failure (measured runs are in the store: a rerun reads them back).
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-from tabulate import tabulate
-
+from jaxbisect.errors import UnknownRelease, UserError
+from jaxbisect.files import (
+    RUN_DEPENDENT_KEYS,
+    check_reports_folder,
+    write_json_if_changed,
+)
+from jaxbisect.lab import backends
+from jaxbisect.lab.catalogue import (
+    Catalogue,
+    Release,
+    catalogue_for,
+    needs_another_python,
+    offline_line,
+)
+from jaxbisect.lab.environments import is_installed, resolve_backend
+from jaxbisect.lab.executors import LOCAL, Executor, add_executor_options, executor_from
+from jaxbisect.lab.harness import ignored_environment_note, target_label, target_option
+from jaxbisect.lab.known_flags import FlagCheckedLab, lister
+from jaxbisect.lab.lab import Lab, RealLab
+from jaxbisect.lab.machine import parallel_runs
+from jaxbisect.lab.runs import store_key
+from jaxbisect.report.commands import question_argv
+from jaxbisect.report.figures import figure, figure_text, seen
+from jaxbisect.report.sweep_summary import (
+    SUMMARY,
+    load_results,
+    read_result,
+    results_table,
+    where_words,
+    write_summary,
+)
+from jaxbisect.search.budgets import EndsTimer
+from jaxbisect.search.classify import Label, Paired, Placement
+from jaxbisect.search.comparing import (
+    MAX_RUNS_NOISY,
+    batch_size,
+    classifier_for,
+    paired_test,
+    reduce_for,
+)
+from jaxbisect.search.metric_search import search_metric, visit_every
+from jaxbisect.search.placing import (
+    MakeClassifier,
+    Placed,
+    Reduce,
+    Shown,
+    place_against_ends,
+    values_of,
+)
+from jaxbisect.search.question import (
+    Question,
+    Run,
+    compared_runs,
+    question_from,
+    series_of,
+    with_compare,
+    with_params,
+)
+from jaxbisect.search.rounds import Status
 from repro.case import SCAN_CASE, UNITS
 from repro.options import (
     BISECT,
@@ -43,40 +97,9 @@ from repro.options import (
     seconds,
 )
 from repro.target import built_in
-from repro.units import column
-
-from . import backends
-from .budgets import EndsTimer
-from .catalogue import Catalogue, Release, catalogue_for, needs_another_python, offline_line
-from .classify import Label, Paired, Placement
-from .commands import question_argv
-from .comparing import MAX_RUNS_NOISY, batch_size, classifier_for, paired_test, reduce_for
-from .environments import is_installed, resolve_backend
-from .errors import UnknownRelease, UserError
-from .executors import LOCAL, Executor, add_executor_options, executor_from
-from .figures import figure, figure_text, seen, shown_bare
-from .files import (
-    RUN_DEPENDENT_KEYS,
-    VOLATILE_LINES,
-    check_reports_folder,
-    write_atomic,
-    write_json_if_changed,
-)
-from .harness import ignored_environment_note, target_label, target_option
-from .known_flags import FlagCheckedLab, lister
-from .lab import Lab, RealLab
-from .machine import machine_description, parallel_runs
-from .metric_search import search_metric, visit_every
-from .placing import MakeClassifier, Placed, Reduce, Shown, place_against_ends, values_of
-from .question import Question, Run, compared_runs, question_from, with_compare, with_params
-from .report import series_of
-from .search import Status
 
 PROG = "python -m jaxbisect.sweep"
 SCHEMA = 2
-SUMMARY = "README.md"
-UPDATED = "- Updated: "  # the one summary line that changes on every run
-MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 # The question's options, from python -m bisect's table (repro/options.py).
 QUESTION = {"case", "param", "over", "metric", "xla_flags", "devices", "samples", "metric_kind",
             "threshold", "runs", "max_runs", "n_outer", "n_inner", "n_res", "dtype"}
@@ -379,7 +402,7 @@ class Sweep:
     def stored(self, k: int) -> bool:
         release = self.planned[k].release
         return not self.lab.remeasure and all(
-            self.lab.store.path(q.store_key(release, self.backend, "metric", run=1)).is_file()
+            self.lab.store.path(store_key(q, release, self.backend, "metric", run=1)).is_file()
             for q in (self.measured, *self.beside.values()))
 
     def place(self, runs: int | None, max_runs: int | None, threshold: float | None):
@@ -445,207 +468,7 @@ def has_figure(document: dict) -> bool:
     return bool((document.get("figure") or {}).get("n"))
 
 
-def read_result(path: Path) -> dict | None:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(document, dict) and document.get("kind") == "sweep-result"
-    return document if ok else None
-
-
 # -- the summary ----------------------------------------------------------------------------
-
-
-def load_results(folder: Path) -> tuple[list[dict], list[str]]:
-    """Every result directly in ``folder``, by where (the backend first) then release; and
-    the JSON files that are not one."""
-    found, unreadable = [], []
-    for path in sorted(folder.glob("*.json")):
-        document = read_result(path)
-        if document is None:
-            unreadable.append(path.name)
-        else:
-            found.append(document)
-    return sorted(found, key=result_order), unreadable
-
-
-def result_order(d: dict):
-    return (d.get("target") or "", d["backend"], version_key(d["release"]))
-
-
-def version_key(text: str):
-    try:
-        return (0, Version(text))
-    except InvalidVersion:
-        return (1, text)
-
-
-def where_words(d: dict) -> str:
-    return backends.words(d["backend"], d.get("target") or "")
-
-
-def asked_line(d: dict) -> str:
-    return shlex.join(["python", "-m", "repro", *d["asked"]])
-
-
-def mode_of(d: dict) -> str:
-    """How a series was measured: compiled (or the metric), or a real run's peak where the
-    compiled statistics were empty, with any size that is not the one asked."""
-    series = d.get("series") or {}
-    asked = (d.get("case") or {}).get("params") or {}
-    smaller = ", ".join(f"{k} {v}" for k, v in (series.get("params") or {}).items()
-                        if asked.get(k) != v)
-    mode = "runtime" if series.get("fallback") else \
-        "compiled" if d["metric"] == "memory" else d["metric"]
-    return mode + (f", {smaller}" if smaller else "")
-
-
-def note_of(d: dict) -> str:
-    if d.get("skipped"):
-        return d["skipped"] if backends.get(d["backend"]).needs_device(d["skipped"]) \
-            else f"not installable here: {d['skipped']}"
-    if (d.get("series") or {}).get("fallback"):
-        return f"compiled statistics empty: {d['series']['fallback']['reason']}"
-    if d.get("error"):
-        return d["error"]
-    if d.get("label") not in (Label.OLD, Label.NEW, Shown.LIKE_THE_ENDS, Shown.MEASURED):
-        return d.get("reason") or ""
-    return ""
-
-
-def series_cell(unit: str, got: dict | None, values: list) -> str:
-    """A COMPARE program's series in one cell: its figure, or the range it spans, and the
-    values it was measured at where not every one."""
-    figures = [f for f in ((got or {}).get("figures") or {}).values() if f is not None]
-    if not figures:
-        return "–"
-    ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
-    text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
-    measured = [str(v) for v in values if str(v) in got["figures"]]
-    if got.get("fallback"):
-        text += " (runtime)"
-    if len(measured) < len(values):
-        text += f" ({got['over']} {', '.join(measured)} only)"
-    return text
-
-
-def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """A row a result: the release, where it ran, its label; a shape's figure at each value
-    of its parameter and its COMPARE programs beside it, or a figure with its spread."""
-    unit = next((d["unit"] for d in results), "")
-    scale = column(unit)
-    over = next((d["over"] for d in results if d.get("over")), None)
-    headers = ["jax", "jaxlib", "backend", "device", "label"]
-    if over:
-        values = sorted({v for d in results if d.get("over") for v in d["over"][1]})
-        compare = sorted({label for d in results for label in d.get("compare") or {}})
-        headers += ["mode", *(f"{over[0]}={v}{scale}" for v in values),
-                    *(f"{label}{scale}" for label in compare), "shape"]
-    else:
-        metric = results[0]["metric"] if results else ""
-        headers += [metric, "spread", "runs"]
-    rows = []
-    for d in results:
-        where = where_words(d)
-        device = d.get("device") or ""
-        row = [d["release"], d.get("jaxlib") or "?",
-               where if d.get("target") or d.get("skipped") else d["backend"],
-               device,
-               d["label"]]
-        fig = d.get("figure") or {"n": 0}
-        if over:
-            series = d.get("series") or {}
-            row += [mode_of(d) if not d.get("skipped") else "",
-                    *(shown_bare(unit, series.get("figures", {}).get(str(v)))
-                      if series else "" for v in values),
-                    *(series_cell(unit, (d.get("compare") or {}).get(label), values)
-                      if series else "" for label in compare),
-                    series.get("shape") or ""]
-        else:
-            spread = (f"{figure_text(d['metric'], unit, {'median': fig['min']})} … "
-                      f"{figure_text(d['metric'], unit, {'median': fig['max']})}"
-                      if "median" in fig and fig["n"] > 1 else "")
-            row += [figure_text(d["metric"], unit, fig) if fig["n"] else "", spread,
-                    str(len(d.get("runs") or []))]
-        rows.append([*row, note_of(d)[:160]])
-    headers.append("note")
-    if rows and all(row[2] == "cpu" and row[3] in ("cpu", "") for row in rows):
-        headers = headers[:2] + headers[4:]
-        rows = [row[:2] + row[4:] for row in rows]
-    if not any(row[-1] for row in rows):
-        headers.pop()
-        rows = [row[:-1] for row in rows]
-    return headers, rows
-
-
-def results_table(results: list[dict]) -> str:
-    headers, rows = results_rows(results)
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-
-
-def summary_text(results: list[dict], unreadable: list[str], command: str, now: datetime,
-                 machine: Callable[[], str] = machine_description) -> str:
-    measured = [d for d in results if not d.get("skipped")]
-    first = (measured or results or [{}])[0]
-    name = (first.get("case") or {}).get("name", "?")
-    lines = [f"# {name}: {first.get('metric', '?')} by jax release", "",
-             ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
-              "by hand, rerun the command instead."), "",
-             f"- Command: `{command}`", f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC"]
-    by_asked: dict[str, list[str]] = {}
-    for d in measured:
-        by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
-    for asked, releases in by_asked.items():
-        which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
-        lines.append(f"- Asked{which}: `{asked}`")
-    lines += [("- Label: each release as a bisection places a probe, by the classifier "
-               "learned from the ends of the releases swept together (old, new, ambiguous, "
-               "third behaviour; the ends alike: like the ends; one release: measured). A GPU "
-               "target's rows are XLA's plan for that GPU, compiled on this machine without "
-               "it."), "", results_table(results) if results else "_No results yet._", ""]
-    if unreadable:
-        lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
-    lines += [MACHINE_SUMMARY, "", "```text", machine(), "```", "", "</details>", ""]
-    infos = [d for d in measured if d.get("environment")]
-    if infos:
-        lines += ["<details><summary><code>jax.print_environment_info()</code> of each "
-                  "release</summary>", ""]
-        for d in infos:
-            lines += [f"jax {d['release']} ({where_words(d)}):", "", "```text",
-                      d["environment"].rstrip(), "```", ""]
-        lines += ["</details>", ""]
-    return "\n".join(lines)
-
-
-def write_summary(reports: Path, command: str,
-                  machine: Callable[[], str] = machine_description) -> Path:
-    """Rebuild ``REPORTS/README.md``; left untouched when only its date or the machine that
-    reran it would change (the results it tabulates were kept as they were)."""
-    results, unreadable = load_results(reports)
-    path = reports / SUMMARY
-    text = summary_text(results, unreadable, command, datetime.now(UTC), machine)
-    try:
-        old = path.read_text(encoding="utf-8")
-    except OSError:
-        old = None
-    if old is None or undated(old) != undated(text):
-        write_atomic(path, text)
-    return path
-
-
-def undated(text: str) -> list[str]:
-    """The summary less its date and its Machine block (that block describes the machine of
-    the last run that changed a result)."""
-    lines, in_machine = [], False
-    for line in text.splitlines():
-        if line == MACHINE_SUMMARY:
-            in_machine = True
-        elif in_machine and line == "</details>":
-            in_machine = False
-        elif not in_machine and not line.startswith((UPDATED, *VOLATILE_LINES)):
-            lines.append(line)
-    return lines
 
 
 # -- main -----------------------------------------------------------------------------------

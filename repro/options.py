@@ -152,7 +152,7 @@ OPTIONS: tuple[Option, ...] = (
     _option("--explain", "no bisection: which HLO passes, turned off, change the case's metric "
             "under this one release (default: v0's growth), instead of --from/--to",
             metavar="RELEASE", entries=(BISECT,), shapes=True),
-    # The driver's backends are its own (jaxbisect/backends/): it fills in their names and
+    # The driver's backends are its own (jaxbisect/lab/backends/): it fills in their names and
     # checks the one given.
     _option("--backend", "where the probes run: {backends}", metavar="NAME",
             default="auto", entries=(BISECT,), shapes=True),

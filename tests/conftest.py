@@ -33,8 +33,8 @@ def jax_python():
     Environments go to the tests' cache inside the clone (TEST_CACHE, kept between test
     runs), so only the first run of a clone installs anything.
     """
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.environments import ensure_environment
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.lab.environments import ensure_environment
 
     catalogue = load_catalogue()
     made = {}
@@ -51,9 +51,9 @@ def jax_python():
 def target_python():
     """``target_python("0.5.0")`` -> the interpreter of that release's compile-only CUDA env
     (jax, jaxlib, the CUDA 12 plugin and PJRT wheels, nvcc's ptxas: ~350 MB, no GPU needed)."""
-    from jaxbisect.backends.cuda12 import CUDA12_COMPILE_ONLY
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.environments import ensure_environment
+    from jaxbisect.lab.backends.cuda12 import CUDA12_COMPILE_ONLY
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.lab.environments import ensure_environment
 
     catalogue = load_catalogue()
     made = {}
@@ -102,7 +102,7 @@ def recorded_pypi(url: str) -> bytes:
 @pytest.fixture
 def recorded_catalogue(tmp_path, monkeypatch):
     """The release catalogue as PyPI answered when the fixtures were recorded."""
-    from jaxbisect.catalogue import load_catalogue
+    from jaxbisect.lab.catalogue import load_catalogue
 
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))
     return load_catalogue(fetch=recorded_pypi)
@@ -113,7 +113,7 @@ def only_this_python(monkeypatch):
     """Every test sees the driver's own Python only, whatever else this machine has (so jax
     0.11+, which needs 3.12, is "not installable here" alike everywhere); tests of the
     interpreter search undo this."""
-    from jaxbisect.interpreters import find_interpreters
+    from jaxbisect.lab.interpreters import find_interpreters
 
     monkeypatch.setenv("JAX_SCAN_REPRO_PYTHONS", "")
     find_interpreters.cache_clear()

@@ -1,4 +1,4 @@
-"""A lab (jaxbisect/lab.py) of recorded runs, for tests: nothing is installed or run.
+"""A lab (jaxbisect/lab/lab.py) of recorded runs, for tests: nothing is installed or run.
 
 ``FakeLab(answer)``: run k of a question under a release is ``answer(version, question, k)``,
 a Run or a harness document (turned into its run as the real lab turns one). ``recorded``
@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxbisect.catalogue import Release
 from jaxbisect.errors import InstallFailed
-from jaxbisect.lab import Made
-from jaxbisect.question import Question, Run, run_of_document
-from jaxbisect.store import COMPLETE, Store
+from jaxbisect.lab.catalogue import Release
+from jaxbisect.lab.lab import Made
+from jaxbisect.lab.runs import question_key, run_of_document, store_key
+from jaxbisect.lab.store import COMPLETE, Store
+from jaxbisect.search.question import Question, Run
 
 RECORDED = Path(__file__).resolve().parent / "data" / "lab"
 
@@ -68,12 +69,12 @@ class FakeLab:
             timeout: float) -> Run:
         # As the real lab: a run asked for again (or while it is made) is made once.
         return self._made.get((getattr(release, "identity", str(release.version)), backend,
-                               question.key(), number),
+                               question_key(question), number),
                               lambda: self._run(release, question, number, timeout))
 
     def _run(self, release: Release, question: Question, number: int, timeout: float) -> Run:
         version = str(release.version)
-        asked = (f"{version}@{release.runs_on}" if self.by_jaxlib and release.commit is not None
+        asked = (f"{version}@{release.runs_on}" if self.by_jaxlib and release.level == "commit"
                  else version)
         with self._lock:
             self.asked.append((asked, number, timeout))
@@ -92,7 +93,7 @@ class FakeLab:
                      optimized: str) -> None:
         """Keep a release's lowered and optimized modules in the store, as the explanation
         finds them once made (explain.hlo_texts)."""
-        folder = self.store.folder(question.store_key(_Version(version), backend, "hlo"))
+        folder = self.store.folder(store_key(question, _Version(version), backend, "hlo"))
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "lowered.txt").write_text(lowered)
         (folder / "optimized.txt").write_text(optimized)

@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Callable
 
-from jaxbisect.question import Run
+from jaxbisect.search.question import Run
 
 Model = Callable[[random.Random], Callable[[int], float]]  # rng -> (run count -> factor)
 
@@ -116,8 +116,8 @@ def main(argv: list[str]) -> None:
     import collections
     import time
 
-    from jaxbisect.classify import deterministic
-    from jaxbisect.metric_search import search_metric
+    from jaxbisect.search.classify import deterministic
+    from jaxbisect.search.metric_search import search_metric
 
     def search(n, run_at):
         return search_metric(n, run_at, deterministic, noisy_metric=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect import bench
+from jaxbisect.tools import bench
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "reports" / "bisect-0.5.0-0.10.2-cpu-scan_growth-memory.json"
@@ -95,4 +95,4 @@ def test_bad_input_is_one_line(capsys):
         bench.main(["--only", "nope"])
     assert exited.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("python -m jaxbisect.bench: error: argument --only")
+    assert line.startswith("python -m jaxbisect.tools.bench: error: argument --only")

@@ -1,6 +1,6 @@
-"""The steps after the answer run beside each other (jaxbisect/beside.py): each after the steps
-it needs, at most ``jobs`` processes at once, the waiting ones by priority; a failure stops
-the rest and is raised; one job runs them one after the other in the caller's thread."""
+"""The steps after the answer run beside each other (jaxbisect/stages/beside.py): each after
+the steps it needs, at most ``jobs`` processes at once, the waiting ones by priority; a failure
+stops the rest and is raised; one job runs them one after the other in the caller's thread."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from in_flight import InFlight
 
-from jaxbisect.beside import Slots, SlottedStore, Step, Timings, run_stages
 from jaxbisect.errors import UserError
-from jaxbisect.store import Key, Store
+from jaxbisect.lab.store import Key, Store
+from jaxbisect.stages.beside import Slots, SlottedStore, Step, Timings, run_stages
 
 
 def steps_logging(log: list, spec: dict[str, tuple], slots: Slots | None = None) -> list[Step]:

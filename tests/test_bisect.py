@@ -353,9 +353,9 @@ def test_a_damaged_catalogue_offline_is_one_line_naming_it(recorded_catalogue):
 
 @pytest.mark.jax
 def test_nothing_is_written_into_home_or_the_users_cache(tmp_path):
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.environments import ensure_environment
     from jaxbisect.files import cache_dir
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.lab.environments import ensure_environment
 
     assert cache_dir() == TEST_CACHE and TEST_CACHE.is_relative_to(REPO)
     ignored = subprocess.run(["git", "check-ignore", "-q", str(TEST_CACHE)], cwd=REPO)

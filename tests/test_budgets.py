@@ -1,4 +1,4 @@
-"""Time limits from what was measured (jaxbisect/budgets.py): the pure policy against its
+"""Time limits from what was measured (jaxbisect/search/budgets.py): the pure policy against its
 rules over random times, and the bisection's run_at wrapper with injected runs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.budgets import (
+from jaxbisect.search.budgets import (
     FIRST_RUN_LIMIT,
     HANGS,
     RUN_FACTOR,
@@ -20,9 +20,9 @@ from jaxbisect.budgets import (
     explain_limit,
     run_limit,
 )
-from jaxbisect.classify import deterministic, matching
-from jaxbisect.metric_search import search_metric
-from jaxbisect.question import Run
+from jaxbisect.search.classify import deterministic, matching
+from jaxbisect.search.metric_search import search_metric
+from jaxbisect.search.question import Run
 
 seconds = st.floats(0.01, 5000, allow_nan=False)
 first_run = st.one_of(st.none(), st.just(math.inf), seconds)
@@ -126,7 +126,7 @@ def test_a_deadline_is_spent_by_its_clock():
 
 
 def test_under_a_timing_metric_a_release_that_hung_is_beyond_both_ends():
-    from jaxbisect.bisection import hangs_beyond_both_ends
+    from jaxbisect.stages.releases import hangs_beyond_both_ends
 
     calls: list = []
     truth = {0: "old", 1: "old", 2: "hang", 3: "new", 4: "new"}

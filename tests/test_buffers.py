@@ -27,9 +27,9 @@ from jaxbisect.evidence.release import (
     case_reading,
     new_at_peak,
 )
-from jaxbisect.evidence.render import render_buffers_markdown, what_differs
-from jaxbisect.harness import MODULE_ANSWERS, run_module
-from jaxbisect.question import Question
+from jaxbisect.lab.harness import MODULE_ANSWERS, run_module
+from jaxbisect.report.markdown.evidence import render_buffers_markdown, what_differs
+from jaxbisect.search.question import Question
 from repro.case import read_case
 
 DATA = Path(__file__).resolve().parent / "data" / "dumps"
@@ -176,7 +176,7 @@ def test_the_dumps_come_through_the_lab_and_its_store(tmp_path):
     """Stored documents are read back without an environment; where none is stored and the
     lab cannot install, each side says why, and nothing is raised."""
     from jaxbisect.evidence.collect import dumps_key
-    from jaxbisect.store import Store
+    from jaxbisect.lab.store import Store
 
     case = read_case(ROOT / "repro" / "cases" / "remat_scan_memory.py")
     q = Question(metric="memory", case=case, params={"rows": 20})

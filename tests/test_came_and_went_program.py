@@ -1,16 +1,17 @@
 """A change that came and went inside alike ends gets the standalone program where it came and
-where it went (jaxbisect/reproducer.py, issue 49), on the fake lab's recorded jit_kwarg_named_f
-runs (jax#25329: raises under jax 0.4.36 only). The fake lab installs nothing, so each end's
-program run says so and shows_change is null: what is checked is which releases it is run at."""
+where it went (jaxbisect/stages/program_runs.py, issue 49), on the fake lab's recorded
+jit_kwarg_named_f runs (jax#25329: raises under jax 0.4.36 only). The fake lab installs nothing,
+so each end's program run says so and shows_change is null: what is checked is which releases it
+is run at."""
 
 from __future__ import annotations
 
 from conftest import REPO
 from fake_lab import FakeLab, recorded, recorded_documents
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.question import question_from
-from jaxbisect.reproducer import LIKE, UNLIKE, reproducer_of
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.program_runs import LIKE, UNLIKE, reproducer_of
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 CASE = REPO / "repro" / "cases" / "jit_kwarg_named_f.py"
 

@@ -7,11 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
-from jaxbisect.question import Question, command_value, question_from
+from jaxbisect.lab.runs import command_value, question_key
+from jaxbisect.search.question import Question, question_from
 from repro.case import CaseError, parse_params, parse_value, read_case
 
 GOOD = '''"""A case."""
 import jax
+from jaxbisect.runs import question_key
 
 METRIC = "run_time"
 FIXED = ("n",)
@@ -103,9 +105,9 @@ def test_question_from_the_command_line(tmp_path):
     assert question_from("memory", path, [], (), kind="noisy").noisy is True
     # The key follows the program's content and every option, not the file's name.
     edited = write(tmp_path, GOOD.replace("128", "256"), "other.py")
-    assert q.key() != question_from(None, str(edited), ["n=8"], ()).key()
-    assert q.key() == question_from(None, path, ["n=8"], ()).key()
-    assert q.key() != question_from(None, path, ["n=9"], ()).key()
+    assert question_key(q) != question_key(question_from(None, str(edited), ["n=8"], ()))
+    assert question_key(q) == question_key(question_from(None, path, ["n=8"], ()))
+    assert question_key(q) != question_key(question_from(None, path, ["n=9"], ()))
 
 
 @pytest.mark.parametrize("args, words", [

@@ -1,7 +1,7 @@
 """The release catalogue, from PyPI responses recorded in tests/data/ (no network).
 
 The fixtures are PyPI's JSON for jax, jaxlib and jax-cuda12-plugin, recorded 2026-11-30 and cut
-down with ``jaxbisect.catalogue.trim`` (one file entry a line). To re-record one:
+down with ``jaxbisect.lab.catalogue.trim`` (one file entry a line). To re-record one:
 ``curl -s https://pypi.org/pypi/jaxlib/json`` and write ``trim(json.load(...))`` in that shape.
 """
 
@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from jaxbisect import catalogue as catalogue_module
-from jaxbisect.catalogue import Catalogue, Release, load_catalogue, trim
 from jaxbisect.errors import NoNetwork, UnknownRelease, UserError
+from jaxbisect.lab import catalogue as catalogue_module
+from jaxbisect.lab.catalogue import Catalogue, Release, load_catalogue, trim
 
 DATA = Path(__file__).parent / "data"
 PY311 = (3, 11)

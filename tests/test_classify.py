@@ -1,4 +1,4 @@
-"""The metric-bisection classifiers (jaxbisect/classify.py).
+"""The metric-bisection classifiers (jaxbisect/search/classify.py).
 
 Noisy metrics: simulated populations, counted over many trials with fixed seeds, with the
 driver's usage modelled (ends of 10 samples, 5 more each when not distinct; a release of 5
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.classify import (
+from jaxbisect.search.classify import (
     DEFAULT_THRESHOLD,
     Ends,
     Label,

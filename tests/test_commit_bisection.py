@@ -21,11 +21,19 @@ from fake_lab import FakeLab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.commit_bisection import bisect_commits
-from jaxbisect.jax_commits import Commit, CommitRange, checkouts, commit_range, pr_number, refusal
-from jaxbisect.question import Question, Run, exit_status_run
-from jaxbisect.store import Store
+from jaxbisect.lab.jax_history import (
+    Commit,
+    CommitRange,
+    checkouts,
+    commit_range,
+    pr_number,
+    refusal,
+)
+from jaxbisect.lab.runs import exit_status_run
+from jaxbisect.lab.store import Store
+from jaxbisect.search.question import Question, Run
+from jaxbisect.stages.commits import bisect_commits
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from fake_lab import FakeLab
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.commit_bisection import bisect_commits, commits_in
-from jaxbisect.commit_report import commits_document
-from jaxbisect.markdown import render
-from jaxbisect.question import Question, Run
-from jaxbisect.report import as_stored, document
-from jaxbisect.store import Store
+from jaxbisect.lab.store import Store
+from jaxbisect.report.commits import commits_document
+from jaxbisect.report.document import as_stored, document
+from jaxbisect.report.markdown import render
+from jaxbisect.search.question import Question, Run
+from jaxbisect.stages.commits import bisect_commits, commits_in
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 OLD, NEW = "0.4.30", "0.4.31"
 # A timing read from a command's JSON, declared deterministic so that one run places it.
@@ -180,7 +180,7 @@ def test_a_real_commit_that_hangs_is_named_as_a_third_behaviour(jax_python, tmp_
 
 def test_a_hang_inside_alike_ends_is_a_third_behaviour_too(recorded_catalogue, tmp_path):
     """The look inside places a candidate that hangs as the search does: beyond both ends."""
-    from jaxbisect.placing import AgainstEnds
+    from jaxbisect.search.placing import AgainstEnds
 
     lab = lab_of({"0.4.29": "old", OLD: "hangs", NEW: "old"}, tmp_path)
     b = bisect_metric(recorded_catalogue, MetricRequest("0.4.29", NEW, "cpu", TIMING), lab,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence.commits import (
+from jaxbisect.evidence.pin_ranges import (
     GitHubUnreachable,
     commits_touching,
     culprit_commits,

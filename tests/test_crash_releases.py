@@ -123,12 +123,12 @@ def test_the_commit_level_check_of_a_crash_answers_git_bisect_run_s_codes(tmp_pa
     hand-off's check reads the crash in a shell and exits 0 (old) or 1 (new)."""
     import os
 
-    from jaxbisect.bisection import MetricBisection, MetricRequest
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.explain import check_argv
-    from jaxbisect.placing import MetricSearch, Placed
-    from jaxbisect.question import Question, Run, question_from
-    from jaxbisect.search import SearchResult
+    from jaxbisect.evidence.explain import check_argv
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.search.placing import MetricSearch, Placed
+    from jaxbisect.search.question import Question, Run, question_from
+    from jaxbisect.search.rounds import SearchResult
+    from jaxbisect.stages.releases import MetricBisection, MetricRequest
 
     case = write_case(tmp_path, ("0.5.1",))
     q: Question = question_from("error", case, [], ())

@@ -8,10 +8,10 @@ import signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.classify import Label, matching
-from jaxbisect.crashes import CRASH_RUNS, crash_of, fatal_line, mask, rate_of, signal_of
-from jaxbisect.metric_search import crash_rated, crashes_of, search_metric
-from jaxbisect.question import Run
+from jaxbisect.search.classify import Label, matching
+from jaxbisect.search.crashes import CRASH_RUNS, crash_of, fatal_line, mask, rate_of, signal_of
+from jaxbisect.search.metric_search import crash_rated, crashes_of, search_metric
+from jaxbisect.search.question import Run
 
 ABORT = ("2026-11-30 13:35:40.341465: F external/xla/xla/service/cpu/cpu_compiler.cc:1021] "
          "Check failed: buffer != nullptr at 0x7f3a2c001a40 (pid 61724)")
@@ -136,7 +136,7 @@ def test_under_another_metric_a_crashing_end_is_named_and_the_other_end_measured
                        crash="crashed: SIGSEGV")
         return Run(release="0", number=number, status="ok", samples=(0.01,))
 
-    from jaxbisect.classify import noisy
+    from jaxbisect.search.classify import noisy
 
     s = search_metric(2, run_at, noisy, noisy_metric=True)
     assert s.status == "unmeasurable" and "crashed: SIGSEGV" in s.reason

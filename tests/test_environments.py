@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from jaxbisect import backends, environments
-from jaxbisect.backends import InstallPlan
-from jaxbisect.backends.cuda12 import JAX_CUDA_FIND_LINKS
-from jaxbisect.catalogue import Catalogue, load_catalogue
-from jaxbisect.environments import ensure_environment, install_plan, resolve_backend
 from jaxbisect.errors import InstallFailed, UserError
+from jaxbisect.lab import backends, environments
+from jaxbisect.lab.backends import InstallPlan
+from jaxbisect.lab.backends.cuda12 import JAX_CUDA_FIND_LINKS
+from jaxbisect.lab.catalogue import Catalogue, load_catalogue
+from jaxbisect.lab.environments import ensure_environment, install_plan, resolve_backend
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent

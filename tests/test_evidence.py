@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence.chart import chart_markdown, write_png
 from jaxbisect.evidence.lowering import compare_lowering, normalize_lowered
 from jaxbisect.evidence.release import (
     BufferAssignment,
@@ -22,7 +21,8 @@ from jaxbisect.evidence.release import (
     stacked_buffers_live,
 )
 from jaxbisect.evidence.schedule import parse_entry_computation, schedule_summary
-from jaxbisect.pins import pin_at, xla_commit_from_pin
+from jaxbisect.lab.pins import pin_at, xla_commit_from_pin
+from jaxbisect.report.chart import chart_markdown, write_png
 from repro.dumps import trim_after_optimizations, trim_buffer_assignment
 
 DATA = Path(__file__).parent / "data"

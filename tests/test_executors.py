@@ -1,4 +1,4 @@
-"""The executor seam (jaxbisect/executors.py) without a scheduler: the local executor is
+"""The executor seam (jaxbisect/lab/executors.py) without a scheduler: the local executor is
 subprocess.run, and the cluster's section of a report is computed from what was recorded."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from jaxbisect.errors import UserError
-from jaxbisect.executors import (
+from jaxbisect.lab.executors import (
     LOCAL,
     _exit_code,
     cluster_document,

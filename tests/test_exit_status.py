@@ -9,12 +9,13 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.comparing import classifier_for
-from jaxbisect.metric_search import search_metric
-from jaxbisect.question import CommandAborted, Question, exit_status_run
-from jaxbisect.report import document
-from jaxbisect.store import Store
+from jaxbisect.lab.runs import CommandAborted, exit_status_run
+from jaxbisect.lab.store import Store
+from jaxbisect.report.document import document
+from jaxbisect.search.comparing import classifier_for
+from jaxbisect.search.metric_search import search_metric
+from jaxbisect.search.question import Question
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 COMMAND = Question(metric="exit_code", command=("python", "check.py"))
 NEW_CODES = st.integers(1, 127).filter(lambda c: c != 125)

@@ -9,9 +9,9 @@ from fake_lab import FakeLab
 from test_paired_explain import _Version, hold_pass_dumps
 
 from jaxbisect.cli import SCAN_CASE
-from jaxbisect.explain import explain_release
-from jaxbisect.question import Run, question_from
-from jaxbisect.store import Store
+from jaxbisect.evidence.explain import explain_release
+from jaxbisect.lab.store import Store
+from jaxbisect.search.question import Run, question_from
 
 
 def test_a_target_names_the_passes_whose_removal_keeps_it_constant(tmp_path):
@@ -45,9 +45,9 @@ def test_a_fix_on_a_target_names_the_ways_around_it_before_the_fix(recorded_cata
     stays there (the deleted pipeline searched the release that grows); the new release's
     passes that bring the growth back explain the fix and are no workaround."""
     from jaxbisect import cli
-    from jaxbisect.bisection import bisect_metric
-    from jaxbisect.explain import explain_passes
+    from jaxbisect.evidence.explain import explain_passes
     from jaxbisect.pipeline import question_of, request_from
+    from jaxbisect.stages.releases import bisect_metric
 
     def answer(version, q, number):
         grows = (version == "0.4.35") != q.xla_flags.endswith(

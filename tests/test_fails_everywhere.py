@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from fake_lab import FakeLab
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
-from jaxbisect.failures import cause_of, everywhere_error
-from jaxbisect.markdown.answer import answer_line
-from jaxbisect.question import Question, Run
-from jaxbisect.report import document
+from jaxbisect.report.document import document
+from jaxbisect.report.markdown.answer import answer_line
+from jaxbisect.search.failures import cause_of, everywhere_error
+from jaxbisect.search.question import Question, Run
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 # jax's own words, as releases 0.4.3x … 0.10 raise them (the devices' first one: the issue's).
 TOO_FEW = "ValueError: Number of devices 1 must be >= the number of mesh axes' product 4"

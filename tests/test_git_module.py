@@ -1,4 +1,4 @@
-"""jaxbisect/git.py is the one module that runs git (read with ``ast`` in every module of the
+"""jaxbisect/lab/git.py is the one module that runs git (read with ``ast`` in every module of the
 toolkit and the harness), and each of its functions asked of a real repository built here."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect import git
 from jaxbisect.errors import UserError
 from jaxbisect.files import shown_path
+from jaxbisect.lab import git
 
 ROOT = Path(__file__).resolve().parent.parent
-THE_GIT_MODULE = ROOT / "jaxbisect" / "git.py"
+THE_GIT_MODULE = ROOT / "jaxbisect" / "lab" / "git.py"
 RUNNERS = {"subprocess", "os"}  # modules whose functions start a program
 
 

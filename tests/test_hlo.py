@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
 from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
+from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.evidence.hlo_fuel import first_rewrite
-from jaxbisect.evidence.hlo_render import details_lines
 from repro.hlo import _encoded, _fields, proto_field, without_sources
 
 SCAN = REPO / "repro" / "cases" / "scan_growth.py"
@@ -111,8 +111,8 @@ def test_the_pair_compiles_the_module_and_other_releases_where_stored_or_asked(
     was compiled alone before (read back, no cost); ``installed`` or named releases on
     request; a release outside the range is one line, exit 2."""
     from jaxbisect.evidence.hlo import check_releases, measure_key, releases_to_compile
-    from jaxbisect.question import question_from, with_params
-    from jaxbisect.store import Store
+    from jaxbisect.lab.store import Store
+    from jaxbisect.search.question import question_from, with_params
 
     candidates = tuple(recorded_catalogue.get(v) for v in ("0.4.38", "0.5.0", "0.5.1", "0.5.2"))
     b = SimpleNamespace(pair=candidates[1:3], candidates=candidates,
@@ -227,11 +227,11 @@ def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(
     the modules dumped under 0.5.0 at the search's sizes, compiled alone under both, placed by
     the classifier; the bundle beside the report; a rerun reads the store and rewrites
     nothing."""
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.classify import matching
-    from jaxbisect.lab import RealLab
-    from jaxbisect.question import question_from, with_params
-    from jaxbisect.store import Store
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.lab.lab import RealLab
+    from jaxbisect.lab.store import Store
+    from jaxbisect.search.classify import matching
+    from jaxbisect.search.question import question_from, with_params
     from repro.verdict import shapes_alike
 
     jax_python("0.5.0"), jax_python("0.10.2")  # installed in the tests' cache

@@ -1,5 +1,5 @@
-"""Ends alike, the interior checked (jaxbisect/interior.py): the releases inside a range whose
-ends agree, measured where cheap and placed as the search places a probe, on the fake lab.
+"""Ends alike, the interior checked (jaxbisect/search/interior.py): the releases inside a range
+whose ends agree, measured where cheap and placed as the search places a probe, on the fake lab.
 
 The recorded case is jax#25329 (repro/cases/jit_kwarg_named_f.py): a jit called with a
 keyword argument named ``f`` raises under jax 0.4.36 only, so 0.4.35 and 0.4.38 agree; the
@@ -17,14 +17,14 @@ from fake_lab import FakeLab, recorded, recorded_documents, scripted
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT, parse
-from jaxbisect.interior import changes_of
-from jaxbisect.markdown import render
-from jaxbisect.markdown.answer import answer_line
-from jaxbisect.placing import AgainstEnds
-from jaxbisect.question import Question, question_from
-from jaxbisect.report import document, report_stem
+from jaxbisect.report.document import document, report_stem
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.answer import answer_line
+from jaxbisect.search.interior import changes_of
+from jaxbisect.search.placing import AgainstEnds
+from jaxbisect.search.question import Question, question_from
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 CASE = REPO / "repro" / "cases" / "jit_kwarg_named_f.py"
 

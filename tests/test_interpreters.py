@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect import catalogue as catalogue_module
-from jaxbisect.catalogue import interpreter_for, load_catalogue
-from jaxbisect.environments import ensure_environment, environment_path
-from jaxbisect.interpreters import Interpreter, find_interpreters, own
+from jaxbisect.lab import catalogue as catalogue_module
+from jaxbisect.lab.catalogue import interpreter_for, load_catalogue
+from jaxbisect.lab.environments import ensure_environment, environment_path
+from jaxbisect.lab.interpreters import Interpreter, find_interpreters, own
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The user's XLA flags against each release's own flag list (jaxbisect/known_flags.py).
+"""The user's XLA flags against each release's own flag list (jaxbisect/lab/known_flags.py).
 
 Pure parts against an oracle; a bisection in a lab of scripted runs where some releases' XLA
 does not know a flag; and the command line with real releases: a flag no end knows is one line
@@ -21,17 +21,12 @@ from fake_lab import FakeLab, scripted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.errors import UserError
-from jaxbisect.known_flags import (
-    FlagCheckedLab,
-    flag_names,
-    nearest,
-    unknown_at_both,
-)
-from jaxbisect.question import question_from
-from jaxbisect.report import document
-from jaxbisect.store import Store
+from jaxbisect.lab.known_flags import FlagCheckedLab, flag_names, nearest, unknown_at_both
+from jaxbisect.lab.store import Store
+from jaxbisect.report.document import document
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.xla_flags import parse_flag_help
 
 DATA = Path(__file__).parent / "data" / "xla-flags"

@@ -1,4 +1,4 @@
-"""The lab seam (jaxbisect/lab.py): a bisection run in a fake lab of documents recorded from
+"""The lab seam (jaxbisect/lab/lab.py): a bisection run in a fake lab of documents recorded from
 real runs finds the recorded pair and asks only for what it holds; a run it does not hold is an
 error naming the run; what is cheap orders the probes; the real lab's cheapness is the store's
 and the environments' own."""
@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from fake_lab import FakeLab, MissingRun, recorded, recorded_documents, scripted
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.lab import RealLab
-from jaxbisect.question import question_from
-from jaxbisect.report import document
-from jaxbisect.store import Store
+from jaxbisect.lab.lab import RealLab
+from jaxbisect.lab.runs import store_key
+from jaxbisect.lab.store import Store
+from jaxbisect.report.document import document
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 CASE = str(Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py")
 
@@ -74,7 +75,7 @@ def test_the_real_lab_is_cheap_where_a_run_is_stored_and_never_under_remeasure(
     store = Store(tmp_path / "store")
     lab = RealLab(lambda m: None, store=store)
     assert lab.cheap(release, "cpu", question) == 0  # no environment in this cache, no run
-    store.put(question.store_key(release, "cpu", "metric", run=1), {"stored": True})
+    store.put(store_key(question, release, "cpu", "metric", run=1), {"stored": True})
     assert lab.cheap(release, "cpu", question) == 2  # stored: cheaper than installed (1)
     assert RealLab(lambda m: None, remeasure=True, store=store).cheap(release, "cpu",
                                                                       question) == 0
@@ -90,7 +91,7 @@ def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp
     """The modules recorded at 0.10.1 and 0.10.2 (tests/data/hlo) kept in the lab's store:
     the attribution compares them (below HLO) and installs nothing; a lab without them says
     the modules could not be made, naming the release."""
-    from jaxbisect.explain import attribution
+    from jaxbisect.evidence.explain import attribution
 
     question = question_from("memory", SCAN, ["n_res=32", "n_outer=3"], (), over="none")
     request = MetricRequest(start="0.10.1", end="0.10.2", backend="cpu", question=question)
@@ -121,9 +122,9 @@ def test_a_setting_is_measured_in_the_lab_and_placed_by_the_classifier(recorded_
                                                                        tmp_path):
     """The explanation's test of one setting (explain.behaviour_under): measured in
     the lab with the flag added, placed against the ends; a spent budget asks nothing."""
-    from jaxbisect.budgets import Deadline
-    from jaxbisect.explain import behaviour_under
-    from jaxbisect.placing import Behaviour
+    from jaxbisect.evidence.explain import behaviour_under
+    from jaxbisect.search.budgets import Deadline
+    from jaxbisect.search.placing import Behaviour
 
     held = recorded(recorded_documents("remat_scan_memory-jax-*.json"))
     old_figure = held("0.5.0", question_from("memory", CASE, [], ()), 1)
@@ -156,8 +157,8 @@ def bisected_in(catalogue, request, lab):
 def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monkeypatch):
     """A complete environment whose jaxlib shared library is gone: the run rebuilds it once,
     answers as the release does, and stores that answer (never the failure)."""
-    from jaxbisect.catalogue import load_catalogue
-    from jaxbisect.environments import ensure_environment
+    from jaxbisect.lab.catalogue import load_catalogue
+    from jaxbisect.lab.environments import ensure_environment
 
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))  # breaks one on purpose
     release = load_catalogue().get("0.5.0")
@@ -173,16 +174,17 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
     run = lab.run(release, "cpu", question, 1, timeout=300)
     assert (run.status, run.samples) == ("ok", (84802880,)), run.error
     assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said
-    stored = lab.store.read(question.store_key(release, "cpu", "metric", run=1))
+    stored = lab.store.read(store_key(question, release, "cpu", "metric", run=1))
     assert stored["status"] == "ok" and stored["samples"] == [84802880]
 
 
 def test_the_real_lab_tells_one_commit_on_two_jaxlibs_apart(recorded_catalogue, tmp_path):
     """One jax commit run on the older release's jaxlib and on the newer one's: two
     candidates (Release.identity), never one run handed back for the other."""
-    from jaxbisect.commit_bisection import commit_release
-    from jaxbisect.jax_commits import Commit
-    from jaxbisect.question import Question, exit_status_run
+    from jaxbisect.lab.jax_history import Commit
+    from jaxbisect.lab.runs import exit_status_run
+    from jaxbisect.search.question import Question
+    from jaxbisect.stages.commits import commit_release
 
     commit = Commit(sha="c0ffee".ljust(40, "0"), subject="", author="", date="", parents=(),
                     pr=None, version="0.5.1", minimum_jaxlib="0.5.0", timestamp=1737100000)
@@ -191,7 +193,7 @@ def test_the_real_lab_tells_one_commit_on_two_jaxlibs_apart(recorded_catalogue, 
     question = Question(metric="exit_code", command=("true",))
     store = Store(tmp_path / "store")
     for release, status in ((on_old, 0), (on_new, 1)):
-        store.put(question.store_key(release, "cpu", "metric", run=1),
+        store.put(store_key(question, release, "cpu", "metric", run=1),
                   exit_status_run(status, "", str(release.version), 1).as_json())
     lab = RealLab(lambda m: None, store=store)
     assert [lab.run(r, "cpu", question, 1, timeout=60).samples for r in (on_old, on_new)] == [
@@ -204,7 +206,7 @@ def test_a_run_asked_for_while_it_is_made_is_made_once():
     import threading
     import time
 
-    from jaxbisect.lab import Made
+    from jaxbisect.lab.lab import Made
 
     made, calls, inside = Made(), [], threading.Event()
 

@@ -1,4 +1,4 @@
-"""The environment lock (jaxbisect/locks.py): mkdir-based, across processes and hosts."""
+"""The environment lock (jaxbisect/lab/locks.py): mkdir-based, across processes and hosts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from jaxbisect.locks import HOLDER, held, is_stale
+from jaxbisect.lab.locks import HOLDER, held, is_stale
 
 
 def _hold_and_count(lock: str, log: str, n: int) -> None:
@@ -89,7 +89,7 @@ def test_a_wait_on_this_runs_own_worker_names_it_never_another_run(tmp_path):
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from jaxbisect.locks import holder_words, is_ours
+    from jaxbisect.lab.locks import holder_words, is_ours
 
     lock, taken, release = tmp_path / "env.lock-dir", threading.Event(), threading.Event()
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import InstallsAhead
-from jaxbisect.classify import deterministic
-from jaxbisect.metric_search import search_metric
-from jaxbisect.question import Run
+from jaxbisect.search.classify import deterministic
+from jaxbisect.search.metric_search import search_metric
+from jaxbisect.search.question import Run
+from jaxbisect.stages.releases import InstallsAhead
 
 
 class Lab:

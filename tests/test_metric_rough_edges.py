@@ -9,10 +9,10 @@ from pathlib import Path
 
 from fake_lab import FakeLab, scripted
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.markdown import render
-from jaxbisect.question import Question
-from jaxbisect.report import document
+from jaxbisect.report.document import document
+from jaxbisect.report.markdown import render
+from jaxbisect.search.question import Question
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.case import read_case
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,7 +74,7 @@ def test_an_end_that_measured_is_not_a_skip(recorded_catalogue):
 def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catalogue):
     from dataclasses import replace
 
-    from jaxbisect.cli import probes_line
+    from jaxbisect.report.terminal import probes_line
 
     names = ["0.4.30", "0.4.31", "0.4.33", "0.4.34", "0.4.35"]
     b, _ = bisected(recorded_catalogue, SHIPPED, dict(zip(names, [1.0, 1.0, 5.0, 5.0, 5.0])))
@@ -86,7 +86,7 @@ def test_the_probes_line_counts_the_runs_read_back_from_the_store(recorded_catal
 
 
 def test_minimize_prints_the_minimal_parameters():
-    from jaxbisect.cli import minimal_line
+    from jaxbisect.report.terminal import minimal_line
 
     line = minimal_line({"kept_at_start": True, "params": {"steps": 2048, "n": 3},
                          "metric": "run_time", "old_value": 0.01, "new_value": 0.0004,

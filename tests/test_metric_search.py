@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.classify import Ends, EndsVerdict, Label, Paired, Placement, deterministic
-from jaxbisect.metric_search import search_metric
-from jaxbisect.question import Run
-from jaxbisect.search import steps_left
+from jaxbisect.search.classify import Ends, EndsVerdict, Label, Paired, Placement, deterministic
+from jaxbisect.search.metric_search import search_metric
+from jaxbisect.search.question import Run
+from jaxbisect.search.rounds import steps_left
 
 OLD, NEW = 100.0, 300.0
 VALUES = {"old": OLD, "new": NEW, "third": 9000.0}

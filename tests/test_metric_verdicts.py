@@ -10,13 +10,13 @@ import random
 
 from fake_lab import FakeLab, scripted
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
 from jaxbisect.cli import METRIC_EXIT
-from jaxbisect.markdown import render
-from jaxbisect.markdown.answer import answer_line
-from jaxbisect.markdown.tables import probe_rows
-from jaxbisect.question import question_from
-from jaxbisect.report import document, write_report
+from jaxbisect.report.document import document, write_report
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.answer import answer_line
+from jaxbisect.report.markdown.tables import probe_rows
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 COMMAND = ("python", "measure.py")
 

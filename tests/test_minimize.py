@@ -7,7 +7,7 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.minimize import Trial, shrink, with_defaults
+from jaxbisect.stages.minimize import Trial, shrink, with_defaults
 
 
 @settings(max_examples=300, deadline=None)
@@ -62,8 +62,8 @@ def test_minimize_runs_both_releases_in_the_lab_until_the_thresholds(recorded_ca
 
     from fake_lab import FakeLab
 
-    from jaxbisect.minimize import minimize
-    from jaxbisect.question import Run, question_from
+    from jaxbisect.search.question import Run, question_from
+    from jaxbisect.stages.minimize import minimize
 
     case = Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py"
     question = question_from("memory", str(case), [], ())
@@ -91,8 +91,8 @@ def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
     stops at n_res 8."""
     from fake_lab import FakeLab
 
-    from jaxbisect.minimize import minimize
-    from jaxbisect.question import Run, question_from
+    from jaxbisect.search.question import Run, question_from
+    from jaxbisect.stages.minimize import minimize
     from repro.case import SCAN_CASE
 
     question = question_from(None, str(SCAN_CASE), ["n_inner=4", "n_res=40"], ())

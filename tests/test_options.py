@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli as bisect_cli
-from jaxbisect.bisection import MetricRequest
-from jaxbisect.commands import explain_argv, reproduce_argv
-from jaxbisect.question import KEYED, question_from
+from jaxbisect.lab.runs import KEYED, key_fields, question_key
+from jaxbisect.report.commands import explain_argv, reproduce_argv
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.releases import MetricRequest
 from repro import cli as repro_cli
 from repro.options import (
     BISECT,
@@ -148,8 +149,8 @@ def test_every_option_the_harness_takes_is_in_the_stored_runs_key(tmp_path):
     assert set(changed) == set(KEYED)
     for dest, q in changed.items():
         field = KEYED[dest][0]
-        assert q.key_fields().get(field) != base.key_fields().get(field), dest
-        assert q.key() != base.key(), dest
+        assert key_fields(q).get(field) != key_fields(base).get(field), dest
+        assert question_key(q) != question_key(base), dest
 
 
 def test_every_option_that_shapes_the_answer_is_in_the_suggested_commands():

@@ -12,13 +12,14 @@ import pytest
 from fake_lab import FakeLab, _Version
 from noise_models import MODELS
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.comparing import compare_settings, reduce_for
-from jaxbisect.explain import behaviour_under, explain_release
-from jaxbisect.minimize import minimal_document, minimize
-from jaxbisect.placing import Behaviour, Verdict
-from jaxbisect.question import Question, Run, question_from
-from jaxbisect.store import COMPLETE, Store
+from jaxbisect.evidence.explain import behaviour_under, explain_release
+from jaxbisect.lab.runs import store_key
+from jaxbisect.lab.store import COMPLETE, Store
+from jaxbisect.search.comparing import compare_settings, reduce_for
+from jaxbisect.search.placing import Behaviour, Verdict
+from jaxbisect.search.question import Question, Run, question_from
+from jaxbisect.stages.minimize import minimal_document, minimize
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 CASE = str(Path(__file__).resolve().parents[1] / "repro" / "cases"
            / "batched_solve_cpu_slowdown.py")
@@ -84,7 +85,7 @@ def test_too_few_pairs_to_decide_is_cannot_tell_never_the_same():
 def hold_pass_dumps(lab: FakeLab, version: str, question: Question,
                     backend: str = "cpu") -> None:
     """The per-pass dumps the explanation reads (explain.pass_dumps), in the lab's store."""
-    folder = lab.store.folder(question.store_key(_Version(version), backend, "passes"))
+    folder = lab.store.folder(store_key(question, _Version(version), backend, "passes"))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "lowered.txt").write_text("module @jit_solve {\n}\n")
     for k, name in enumerate(PASSES, 1):

@@ -10,8 +10,8 @@ import random
 import pytest
 from noise_models import MODELS, simulate
 
-from jaxbisect.classify import Paired, deterministic, look_alpha, t_critical, t_sf
-from jaxbisect.metric_search import search_metric
+from jaxbisect.search.classify import Paired, deterministic, look_alpha, t_critical, t_sf
+from jaxbisect.search.metric_search import search_metric
 
 
 def search(n, run_at):
@@ -74,7 +74,7 @@ def test_pairs_cancel_a_load_the_two_populations_do_not():
 def test_one_round_in_five_against_does_not_keep_a_plain_release_unplaced():
     """A release like the old end, 2x from the new: one burst round of seven on the wrong
     side still lets it be placed; in three rounds one against it keeps it unplaced."""
-    from jaxbisect.classify import Label, Paired
+    from jaxbisect.search.classify import Label, Paired
 
     like_old = [(1.0, 1.02, 2.0), (1.0, 0.97, 2.1), (1.0, 1.01, 1.9), (1.0, 1.0, 2.0),
                 (1.0, 0.99, 2.05), (1.0, 1.03, 1.95)]
@@ -90,7 +90,7 @@ def test_a_release_near_the_old_end_on_a_quiet_machine_is_placed_within_the_cap(
     """The batched case's 0.4.31 in a real bisection on this machine, quiet (each run 14.5 or
     20.5 ms, whichever mode its process landed in): u = -0.66 +- 0.15 over 10 rounds. The
     open-ended error series left it unplaced; the looks a cap allows, one-sided, place it."""
-    from jaxbisect.classify import Label
+    from jaxbisect.search.classify import Label
 
     rounds = [(0.02079, 0.01439, 0.03865), (0.01570, 0.02360, 0.03373),
               (0.02002, 0.01519, 0.03936), (0.02180, 0.01703, 0.03758),

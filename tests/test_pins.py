@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.evidence.commits import release_pins
-from jaxbisect.evidence.handoff import render_xla_range, triage_handoff
-from jaxbisect.pins import (
+from jaxbisect.evidence.handoff import triage_handoff
+from jaxbisect.evidence.pin_ranges import release_pins
+from jaxbisect.lab.pins import (
     PIN_TABLE,
     TABLE_WORDS,
     Pin,
@@ -27,6 +27,7 @@ from jaxbisect.pins import (
     main,
     make_table,
 )
+from jaxbisect.report.markdown.handoff import render_xla_range
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -119,8 +120,9 @@ def test_a_bad_clone_is_one_line_and_exit_2(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["--jax-repo", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("python -m jaxbisect.pins: ") for line in err)
-    done = subprocess.run([sys.executable, "-m", "jaxbisect.pins", "--jax-repo",
+    assert len(err) == 2 and all(line.startswith("python -m jaxbisect.lab.pins: ")
+                                 for line in err)
+    done = subprocess.run([sys.executable, "-m", "jaxbisect.lab.pins", "--jax-repo",
                            str(tmp_path / "nowhere")], capture_output=True, text=True,
                           cwd=REPO, check=False)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

@@ -14,9 +14,9 @@ from test_commit_hangs import git, history
 from jaxbisect import pipeline
 from jaxbisect.cli import parse
 from jaxbisect.errors import UserError
-from jaxbisect.question import exit_status_run
-from jaxbisect.search import Status
-from jaxbisect.store import Store
+from jaxbisect.lab.runs import exit_status_run
+from jaxbisect.lab.store import Store
+from jaxbisect.search.rounds import Status
 
 OLD, NEW = "0.4.30", "0.4.31"
 FIRST_BAD = 5  # of history()'s 8 commits: 0 the old tag … 7 the release's preparation
@@ -78,7 +78,7 @@ def test_every_step_is_timed_and_the_times_stay_out_of_the_report(recorded_catal
                                                                    tmp_path):
     """What each step cost is the run's (``timings``: printed with ``--json``), never the
     report's: a rerun with the same figures leaves the report's files as they were."""
-    from jaxbisect.cli import timings_line
+    from jaxbisect.report.terminal import timings_line
 
     repo, shas = history(tmp_path, 8)
     store = Store(tmp_path / "store")

@@ -11,18 +11,12 @@ import math
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from jaxbisect import interior
-from jaxbisect.classify import DEFAULT_THRESHOLD, Label, Paired, deterministic, matching
-from jaxbisect.comparing import every_sample
-from jaxbisect.placing import (
-    AgainstEnds,
-    MetricSearch,
-    Shown,
-    place_against_ends,
-    values_of,
-)
-from jaxbisect.question import Run
-from jaxbisect.search import Status
+from jaxbisect.search import interior
+from jaxbisect.search.classify import DEFAULT_THRESHOLD, Label, Paired, deterministic, matching
+from jaxbisect.search.comparing import every_sample
+from jaxbisect.search.placing import AgainstEnds, MetricSearch, Shown, place_against_ends, values_of
+from jaxbisect.search.question import Run
+from jaxbisect.search.rounds import Status
 from jaxbisect.sweep import label_of, place_every
 
 T = DEFAULT_THRESHOLD

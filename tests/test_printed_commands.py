@@ -16,14 +16,13 @@ from conftest import REPO
 from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli, sweep
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.cli import terminal_lines
-from jaxbisect.commands import reproduce_argv
-from jaxbisect.markdown.answer import raised_line
-from jaxbisect.pipeline import wider_range
-from jaxbisect.question import question_from
-from jaxbisect.report import document
-from jaxbisect.store import Store
+from jaxbisect.lab.store import Store
+from jaxbisect.report.commands import reproduce_argv, wider_range
+from jaxbisect.report.document import document
+from jaxbisect.report.markdown.answer import raised_line
+from jaxbisect.report.terminal import terminal_lines
+from jaxbisect.search.question import question_from
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 BIN = Path(sys.executable).parent  # the environment's python, jax-bisect and nox
 PROGRAMS = ("python -m bisect", "jax-bisect", "nox ")

@@ -9,12 +9,13 @@ import json
 
 import pytest
 
-from jaxbisect import harness
-from jaxbisect.catalogue import load_catalogue
-from jaxbisect.environments import ensure_environment
-from jaxbisect.lab import RealLab
-from jaxbisect.question import question_from
-from jaxbisect.store import STORE
+from jaxbisect.lab import harness
+from jaxbisect.lab.catalogue import load_catalogue
+from jaxbisect.lab.environments import ensure_environment
+from jaxbisect.lab.lab import RealLab
+from jaxbisect.lab.runs import store_key
+from jaxbisect.lab.store import STORE
+from jaxbisect.search.question import question_from
 from repro.case import SCAN_CASE
 
 
@@ -77,7 +78,7 @@ def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(priva
     run = RealLab(said.append).run(release, "cpu", question, 1, timeout=300)
     assert run.status == "ok" and run.samples[0][0] == "constant", run.error
     assert any("rebuilding it" in line for line in said), said
-    stored = json.loads(STORE.path(question.store_key(release, "cpu", "metric",
+    stored = json.loads(STORE.path(store_key(question, release, "cpu", "metric",
                                                       run=1)).read_text())
     assert stored["error"] is None and stored["status"] == "ok"
 
@@ -124,7 +125,7 @@ def test_an_interrupted_harness_is_an_interruption_not_a_result(recorded_catalog
                                                                  status):
     """Issue 17, item 9: the driver never reads a harness that Ctrl-C ended as the release's
     answer (nothing is said of it, nothing stored): it is interrupted too."""
-    from jaxbisect.environments import Environment
+    from jaxbisect.lab.environments import Environment
 
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nkill -INT $$\nexit 130\n" if status == -2 else

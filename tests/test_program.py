@@ -1,5 +1,5 @@
 """The standalone reproducer's pure parts: the program written from a case (jaxbisect/
-program.py), what its runs say (jaxbisect/reproducer.py), and a nondeterministic output
+program.py), what its runs say (jaxbisect/stages/program_runs.py), and a nondeterministic output
 in the bisection (classify.outputs). No JAX release: tests/test_reproducer_releases.py runs
 the programs."""
 
@@ -15,13 +15,13 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.classify import NONDETERMINISTIC, Label
-from jaxbisect.comparing import classifier_for
-from jaxbisect.program import MAX_LINES, MIB_TEXT, case_source, why_not, write_program
-from jaxbisect.question import Question, Run, question_from
-from jaxbisect.report import document
-from jaxbisect.reproducer import ProgramRun, error_line, figures, install_line, shows
+from jaxbisect.report.document import document
+from jaxbisect.search.classify import NONDETERMINISTIC, Label
+from jaxbisect.search.comparing import classifier_for
+from jaxbisect.search.question import Question, Run, question_from
+from jaxbisect.stages.program import MAX_LINES, MIB_TEXT, case_source, why_not, write_program
+from jaxbisect.stages.program_runs import ProgramRun, error_line, figures, install_line, shows
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.case import CONSTANTS, read_case
 from repro.units import MIB, column, mib
 
@@ -239,7 +239,7 @@ def test_a_bisection_says_which_releases_are_nondeterministic(recorded_catalogue
 
 
 def test_a_plain_program_gets_a_shells_environment(monkeypatch):
-    from jaxbisect.harness import plain_environ
+    from jaxbisect.lab.harness import plain_environ
 
     monkeypatch.setenv("PYTHONPATH", "/somewhere/repro")
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
@@ -257,8 +257,8 @@ def test_the_stage_writes_at_the_search_size_and_says_when_an_end_cannot_run(
     answer (shows_change null), and nothing of it is stored: a rerun tries again."""
     from fake_lab import scripted
 
-    from jaxbisect.reproducer import reproducer_of, sizes
-    from jaxbisect.store import Store
+    from jaxbisect.lab.store import Store
+    from jaxbisect.stages.program_runs import reproducer_of, sizes
     from repro.case import SCAN_CASE
 
     def shape(version: str, number: int):
@@ -289,8 +289,8 @@ def test_the_program_is_nondeterministic_exactly_where_one_ends_runs_differ(
     import hashlib
     from types import SimpleNamespace
 
-    from jaxbisect.reproducer import RUNS, reproducer
-    from jaxbisect.store import Key, Store
+    from jaxbisect.lab.store import Key, Store
+    from jaxbisect.stages.program_runs import RUNS, reproducer
 
     def stage(metric: str, case: str, printed: dict) -> dict:
         program = write_program(read_case(REPO / "repro" / "cases" / case), metric, {}, ())

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from jaxbisect.commit_report import commits_document  # noqa: F401  (the commits part's writer)
-from jaxbisect.jax_commits import Commit, CommitRange
-from jaxbisect.markdown import render
-from jaxbisect.markdown.reproduce import shown_program
-from jaxbisect.markdown.sections import commits_command, python_error
-from jaxbisect.markdown.words import LIMIT
+from jaxbisect.lab.jax_history import Commit, CommitRange
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.reproduce import shown_program
+from jaxbisect.report.markdown.sections import commits_command, python_error
+from jaxbisect.report.markdown.words import LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
@@ -267,11 +266,11 @@ def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
     """The error metric runs each end three times (a crash rate): all three are counted."""
     from fake_lab import FakeLab, scripted
 
-    from jaxbisect.bisection import MetricRequest, bisect_metric
-    from jaxbisect.cli import probes_line
-    from jaxbisect.markdown.tables import probe_rows
-    from jaxbisect.question import question_from
-    from jaxbisect.report import document
+    from jaxbisect.report.document import document
+    from jaxbisect.report.markdown.tables import probe_rows
+    from jaxbisect.report.terminal import probes_line
+    from jaxbisect.search.question import question_from
+    from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
     case = REPO / "repro" / "cases" / "jvp_vmap_symbolic_zero.py"
     request = MetricRequest(start="0.5.3", end="0.6.0", backend="cpu",

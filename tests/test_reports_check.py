@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jaxbisect.markdown.reproduce import shown_program
-from jaxbisect.reports_check import check_report, differs_as_said, program_of
-from jaxbisect.reproducer import ProgramRun
+from jaxbisect.report.markdown.reproduce import shown_program
+from jaxbisect.stages.program_runs import ProgramRun
+from jaxbisect.tools.reports_check import check_report, differs_as_said, program_of
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 

@@ -1,6 +1,6 @@
 """The standalone reproducer on real releases: the program written from a shipped case, run
-by the pipeline's stage at both ends of its answer (jaxbisect/reproducer.py), then run again
-as a maintainer would, in plain environments installed only from the ``install`` line the
+by the pipeline's stage at both ends of its answer (jaxbisect/stages/program_runs.py), then run
+again as a maintainer would, in plain environments installed only from the ``install`` line the
 part records (no toolkit, nothing else on the path).
 
 Small sizes where the case has them (the scan case's search size); one run is 2-5 s.
@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO, TEST_CACHE
 
-from jaxbisect.catalogue import load_catalogue
-from jaxbisect.lab import RealLab
-from jaxbisect.machine import uv_binary
-from jaxbisect.program import FILE, MAX_LINES, write_program
-from jaxbisect.reproducer import RUNS, figures, reproducer
-from jaxbisect.store import Store
+from jaxbisect.lab.catalogue import load_catalogue
+from jaxbisect.lab.lab import RealLab
+from jaxbisect.lab.machine import uv_binary
+from jaxbisect.lab.store import Store
+from jaxbisect.stages.program import FILE, MAX_LINES, write_program
+from jaxbisect.stages.program_runs import RUNS, figures, reproducer
 from repro.case import read_case
 
 CASES = REPO / "repro" / "cases"

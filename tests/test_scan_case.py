@@ -15,16 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import cli
-from jaxbisect.bisection import MetricRequest, bisect_metric, narrowed_line
-from jaxbisect.commands import reproduce_argv
-from jaxbisect.markdown import render
-from jaxbisect.markdown.answer import pair_line
-from jaxbisect.markdown.reproduce import standalone_lines
-from jaxbisect.markdown.tables import series_mode
-from jaxbisect.pipeline import question_of, request_from, wider_range
-from jaxbisect.question import Run
-from jaxbisect.report import document, report_stem, write_report
-from jaxbisect.store import Store
+from jaxbisect.lab.store import Store
+from jaxbisect.pipeline import question_of, request_from
+from jaxbisect.report.commands import reproduce_argv, wider_range
+from jaxbisect.report.document import document, report_stem, write_report
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.answer import pair_line
+from jaxbisect.report.markdown.reproduce import standalone_lines
+from jaxbisect.report.markdown.tables import series_mode
+from jaxbisect.search.question import Run
+from jaxbisect.stages.releases import MetricRequest, bisect_metric, narrowed_line
 from repro.case import SCAN_CASE
 
 REUSE = settings(max_examples=25, deadline=None,
@@ -270,7 +270,7 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
 def test_the_report_lists_each_probed_environments_packages_oldest_first():
     """As the deleted report did: every package of each probed release's date-resolved
     environment, from the document's probes (a probe with none recorded left out)."""
-    from jaxbisect.markdown.tables import packages_lines
+    from jaxbisect.report.markdown.tables import packages_lines
 
     probes = [{"jax": "0.10.2", "installed": {"jax": "0.10.2", "jaxlib": "0.10.2",
                                               "numpy": "2.4.6"}},

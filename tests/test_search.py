@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxbisect.search import (
+from jaxbisect.search.rounds import (
     Outcome,
     SearchResult,
     certain_in_pair,

@@ -17,16 +17,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from jaxbisect.bisection import MetricRequest, bisect_metric, search_size, smaller_size
-from jaxbisect.commands import reproduce_argv
 from jaxbisect.errors import UserError
-from jaxbisect.machine import parallel_runs
-from jaxbisect.markdown import render
-from jaxbisect.markdown.reproduce import standalone_script
-from jaxbisect.markdown.tables import probe_rows
-from jaxbisect.markdown.words import shape_words
-from jaxbisect.question import Run, question_from, with_params
-from jaxbisect.report import document, write_report
+from jaxbisect.lab.machine import parallel_runs
+from jaxbisect.lab.runs import question_key
+from jaxbisect.report.commands import reproduce_argv
+from jaxbisect.report.document import document, write_report
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.reproduce import standalone_script
+from jaxbisect.report.markdown.tables import probe_rows
+from jaxbisect.report.markdown.words import shape_words
+from jaxbisect.search.question import Run, question_from, with_params
+from jaxbisect.stages.releases import MetricRequest, bisect_metric, search_size, smaller_size
 from repro.case import CaseError, read_case
 from repro.units import MIB
 from repro.verdict import RATE_FACTOR, RELATIVE_AT, relative_shape, shapes_alike
@@ -71,7 +72,7 @@ def test_the_question_takes_the_cases_shape_and_refuses_a_value_for_its_paramete
     one = question_from(None, SCAN, ["n_outer=3"], (), over="none")
     argv = one.harness_argv()
     assert one.over == () and argv[argv.index("--over") + 1] == "none"
-    assert one.key() != q.key()
+    assert question_key(one) != question_key(q)
     with pytest.raises(UserError, match="measured over n_outer"):
         question_from(None, SCAN, ["n_outer=3"], ())
     with pytest.raises(UserError, match="series of numbers"):
@@ -155,7 +156,7 @@ def test_a_release_beside_the_search_is_one_process(recorded_catalogue):
     asked = Counter()
 
     def measure(release, question, number):
-        asked[(release, question.key())] += 1
+        asked[(release, question_key(question))] += 1
         return fake_measure(release, question, number)
 
     q = question_from(None, SCAN, [], ())
@@ -324,7 +325,7 @@ def test_the_answers_full_size_runs_begin_during_the_search_and_are_made_once(
     made_by: dict[tuple[str, bool], str] = {}
 
     def measure(release, question, number):
-        asked[(release, question.key())] += 1
+        asked[(release, question_key(question))] += 1
         full = question.params.get("n_res") != 32
         order.append((release, full))
         made_by[(release, full)] = threading.current_thread().name

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.evidence.passes import is_safe, setting_kind
-from jaxbisect.markdown.reproduce import changed_pairs
+from jaxbisect.report.markdown.reproduce import changed_pairs
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, TEST_CACHE, cache_sharing_environments
 
 from jaxbisect.errors import UserError
-from jaxbisect.executors import ProbeLost, SlurmExecutor, cluster_document, job_info
+from jaxbisect.lab.executors import ProbeLost, SlurmExecutor, cluster_document, job_info
 
 # One cluster for the session: its tests on one xdist worker (--dist loadgroup).
 pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm")]

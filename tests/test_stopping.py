@@ -22,11 +22,12 @@ from test_commit_bisection import (  # noqa: F401 (a fixture)
     jax_history,
 )
 
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.jax_commits import Commit, CommitRange
+from jaxbisect.lab.jax_history import Commit, CommitRange
+from jaxbisect.lab.runs import exit_status_run
+from jaxbisect.lab.store import Store
 from jaxbisect.pipeline import with_commits
-from jaxbisect.question import Question, exit_status_run
-from jaxbisect.store import Store
+from jaxbisect.search.question import Question
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 
 def bisect(*args: str, cwd: Path, env: dict | None = None, **popen) -> subprocess.Popen:
@@ -195,7 +196,7 @@ def test_the_terminals_commands_carry_the_clone_the_reports_never(tmp_path):
     from types import SimpleNamespace
 
     from jaxbisect import cli
-    from jaxbisect.report import reproduce_argv, sweep_argv
+    from jaxbisect.report.document import reproduce_argv, sweep_argv
 
     (tmp_path / "src" / "jax").mkdir(parents=True)
     request = MetricRequest("0.4.35", "0.4.38", "cpu",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jaxbisect.files import keep_if_steady, texts_of, write_json, write_json_if_changed
-from jaxbisect.store import Key, Store
+from jaxbisect.lab.store import Key, Store
 
 KEY = Key("0.5.0", "cpu", "probe", {"n_res": 8}, "abc123")
 

@@ -21,11 +21,12 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import sweep
-from jaxbisect.classify import noisy
-from jaxbisect.comparing import every_sample
-from jaxbisect.metric_search import search_metric
-from jaxbisect.placing import Shown
-from jaxbisect.question import Run
+from jaxbisect.report import sweep_summary
+from jaxbisect.search.classify import noisy
+from jaxbisect.search.comparing import every_sample
+from jaxbisect.search.metric_search import search_metric
+from jaxbisect.search.placing import Shown
+from jaxbisect.search.question import Run
 from jaxbisect.sweep import label_of, place_every
 
 REPO = Path(__file__).resolve().parent.parent
@@ -191,7 +192,7 @@ def test_no_case_is_the_scan_case_with_its_shape_and_compare_programs(recorded_c
     fallback = docs["0.4.20"]["series"]["fallback"]
     assert fallback["metric"] == "peak_memory" and "0 bytes" in fallback["reason"]
     assert docs["0.4.20"]["series"]["params"]["n_res"] == 32
-    headers, rows = sweep.results_rows(list(docs.values()))
+    headers, rows = sweep_summary.results_rows(list(docs.values()))
     assert headers[:4] == ["jax", "jaxlib", "label", "mode"] and headers[-4:-2] == \
         ["v1 (MiB)", "v2 (MiB)"]
     by_release = {row[0]: dict(zip(headers, row)) for row in rows}
@@ -336,7 +337,7 @@ def test_a_result_without_a_figure_never_replaces_one_with_it(tmp_path):
     failed = {**good, "figure": {"n": 0}, "error": "the harness failed: boom"}
     assert sweep.write_result(tmp_path, good, "cpu", print) == tmp_path / "jax-0.5.0-cpu.json"
     assert sweep.write_result(tmp_path, failed, "cpu", lambda m: None) is None
-    assert sweep.read_result(tmp_path / "jax-0.5.0-cpu.json") == good
+    assert sweep_summary.read_result(tmp_path / "jax-0.5.0-cpu.json") == good
     fresh = tmp_path / "elsewhere"
     assert sweep.write_result(fresh, failed, "cpu", print) == fresh / "jax-0.5.0-cpu.json"
 
@@ -360,14 +361,14 @@ def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_
     reports.mkdir()
     for path in (REPO / "reports" / "repro").iterdir():
         (reports / path.name).write_bytes(path.read_bytes())
-    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
+    sweep_summary.write_summary(reports, "nox -s repro", machine=lambda: "platform: This")
     assert "deviceless" not in (reports / "README.md").read_text()  # issue 17, item 10
-    assert not sweep.load_results(reports)[1]  # every file there is a result
+    assert not sweep_summary.load_results(reports)[1]  # every file there is a result
     before = {p.name: p.read_bytes() for p in reports.iterdir()}
     for name, where in (("jax-0.5.0-cpu.json", "cpu"), ("jax-0.5.1-a6000.json", "a6000")):
         again = _another_machines_run(json.loads((reports / name).read_text()))
         assert sweep.write_result(reports, again, where, print) == reports / name
-    sweep.write_summary(reports, "nox -s repro",
+    sweep_summary.write_summary(reports, "nox -s repro",
                         machine=lambda: "platform: Other\ncores: 64\ntoolkit commit: 0000000")
     assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
     # A figure that changed is written, and the summary with it.
@@ -375,7 +376,7 @@ def test_a_rerun_elsewhere_with_the_same_figures_leaves_the_tracked_results(tmp_
     doc["series"]["figures"]["1"] += 1
     sweep.write_result(reports, doc, "cpu", print)
     assert json.loads((reports / "jax-0.5.0-cpu.json").read_text())["series"] == doc["series"]
-    sweep.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
+    sweep_summary.write_summary(reports, "nox -s repro", machine=lambda: "platform: Other")
     assert "platform: Other" in (reports / "README.md").read_text()
 
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import REPO, SYSTEM_PYTHON, run_repro
 from packaging.version import Version
 
-from jaxbisect.backends.cuda12 import CUDA12_COMPILE_ONLY, compile_only_reason
-from jaxbisect.environments import install_plan
+from jaxbisect.lab.backends.cuda12 import CUDA12_COMPILE_ONLY, compile_only_reason
+from jaxbisect.lab.environments import install_plan
 from repro import gpu_target
 from repro import target as targets
 from repro.measure import sizes_from_buffer_assignment

@@ -1,4 +1,4 @@
-"""TPUs without a TPU: the targets (repro/tpu_target.py), the backend (jaxbisect/backends/
+"""TPUs without a TPU: the targets (repro/tpu_target.py), the backend (jaxbisect/lab/backends/
 tpu.py) with libtpu faked (its pins read from real wheel-shaped zips served by a fake index,
 a sysfs tree of files for a chip), and the driver's one-line refusals. The compile with a real
 libtpu: test_tpu_compile.py (nox -s tests_tpu)."""
@@ -19,11 +19,11 @@ import pytest
 from conftest import REPO
 from packaging.version import Version
 
-from jaxbisect import backends
-from jaxbisect.backends.tpu import Pins, Tpu, accelerator_files, chips
-from jaxbisect.catalogue import Release
 from jaxbisect.errors import UserError
-from jaxbisect.wheel_metadata import member, metadata_text, requirements
+from jaxbisect.lab import backends
+from jaxbisect.lab.backends.tpu import Pins, Tpu, accelerator_files, chips
+from jaxbisect.lab.catalogue import Release
+from jaxbisect.lab.wheel_metadata import member, metadata_text, requirements
 from repro import target as targets
 from repro.options import OneLineParser, target_argument
 
@@ -279,7 +279,7 @@ def test_help_lists_the_tpu_targets_and_backend():
 def test_a_report_names_the_tpu_and_says_it_is_a_plan():
     """The first screen of a TPU target's report, rendered from a document as the pipeline
     writes it (the real run: nox -s tests_tpu)."""
-    from jaxbisect.markdown import render
+    from jaxbisect.report.markdown import render
 
     doc = json.loads((DATA / "tpu-v5e-report.json").read_text())
     text = render(doc)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jaxbisect.explain import difference_sentence
-from jaxbisect.markdown.sections import why_lines as section_lines
+from jaxbisect.evidence.explain import difference_sentence
+from jaxbisect.report.markdown.sections import why_lines as section_lines
 
 RECORDED = Path(__file__).parent / "data" / "explanation-thunk-runtime.json"
 

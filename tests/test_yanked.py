@@ -12,11 +12,11 @@ from conftest import recorded_pypi
 from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli
-from jaxbisect.bisection import MetricRequest, bisect_metric
-from jaxbisect.catalogue import CACHE_FORMAT, load_catalogue
-from jaxbisect.commands import sweep_argv
-from jaxbisect.question import Question
-from jaxbisect.report import document as metric_document
+from jaxbisect.lab.catalogue import CACHE_FORMAT, load_catalogue
+from jaxbisect.report.commands import sweep_argv
+from jaxbisect.report.document import document as metric_document
+from jaxbisect.search.question import Question
+from jaxbisect.stages.releases import MetricRequest, bisect_metric
 
 
 def versions(releases) -> list[str]:
@@ -84,7 +84,7 @@ def test_a_metric_bisection_names_the_yanked_release_it_left_out(recorded_catalo
     assert doc["status"] == "alike" and "0.4.32" not in measured
     assert doc["yanked"] == [{"jax": "0.4.32", "jaxlib": "0.4.32", "reason": None,
                               "candidate": False, "probed": False}]
-    from jaxbisect.markdown.answer import yanked_line
+    from jaxbisect.report.markdown.answer import yanked_line
 
     command = shlex.split(yanked_line(metric_document(b, None)).rsplit("`", 2)[-2])
     assert "--include-yanked" in command and command[command.index("--from") + 1] == "0.4.31"
@@ -105,9 +105,9 @@ def test_the_scan_report_names_the_yanked_release_and_its_hint_reruns_with_it(
         recorded_catalogue):
     """No --case: the scan case, whose yanked line's command parses back into a request that
     measures the yanked release too; its report has another name."""
-    from jaxbisect.markdown.answer import yanked_line
     from jaxbisect.pipeline import question_of, request_from
-    from jaxbisect.report import report_stem
+    from jaxbisect.report.document import report_stem
+    from jaxbisect.report.markdown.answer import yanked_line
 
     args, command = cli.parse(["--from", "0.4.31", "--to", "0.4.33", "--backend", "cpu"])
     request = request_from(args, question_of(args, command), recorded_catalogue)

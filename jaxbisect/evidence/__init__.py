@@ -1,7 +1,7 @@
 """Where and what: after a bisection, the evidence a maintainer asks for next.
 
 One module per kind of evidence, pure logic on what the harness wrote, the I/O in
-``collect`` and ``jaxbisect.explain``, the renderer apart:
+``collect`` and ``jaxbisect.evidence.explain``, the renderer apart:
 
 - ``lowering``, ``where``: JAX, XLA's HLO passes or below HLO (one attribution rule on
   normalized modules); ``passes``, ``flags``: which HLO pass or XLA flag default is behind it.

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+from jaxbisect.errors import InstallFailed
+from jaxbisect.evidence.common import array_dims
+from jaxbisect.evidence.release import case_reading, new_at_peak
+from jaxbisect.lab.harness import MODULE_ANSWERS, HarnessFailed, run_module
+from jaxbisect.lab.runs import store_key
 from repro.options import REPRO, command_line
-
-from ..errors import InstallFailed
-from ..harness import MODULE_ANSWERS, HarnessFailed, run_module
-from .common import array_dims
-from .release import case_reading, new_at_peak
 
 MEMORY_METRICS = ("memory", "peak_memory")
 
@@ -89,7 +89,7 @@ def dumps_key(q, release, backend: str, params: dict):
     """Where a release's dumps of ``q`` at ``params`` are stored (with the modules' point,
     where the same process writes them)."""
     modules = with_modules(q)
-    return q.store_key(release, backend, "dumps", dump_params=params,
+    return store_key(q, release, backend, "dumps", dump_params=params,
                        **({} if modules is None else {"modules_at": modules}))
 
 

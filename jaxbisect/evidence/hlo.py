@@ -20,20 +20,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxbisect.errors import InstallFailed, UserError
+from jaxbisect.evidence.hlo_bundle import pip_line, readme_text, write_atomic_if_changed
+from jaxbisect.evidence.hlo_fuel import FUEL_PASSES, first_rewrite
+from jaxbisect.files import write_atomic
+from jaxbisect.lab import backends
+from jaxbisect.lab.environments import is_installed
+from jaxbisect.lab.harness import (
+    MODULE_ANSWERS,
+    REPRO_SOURCE,
+    HarnessFailed,
+    RunTimedOut,
+    run_module,
+)
+from jaxbisect.lab.runs import store_key
+from jaxbisect.lab.store import COMPLETE
+from jaxbisect.search.placing import Behaviour
+from jaxbisect.search.rounds import Status
+from jaxbisect.stages.commits import CameWith
 from repro.hlo import target_spec
 from repro.target import load as load_target
-
-from .. import backends
-from ..commit_bisection import CameWith
-from ..environments import is_installed
-from ..errors import InstallFailed, UserError
-from ..files import write_atomic
-from ..harness import MODULE_ANSWERS, REPRO_SOURCE, HarnessFailed, RunTimedOut, run_module
-from ..placing import Behaviour
-from ..search import Status
-from ..store import COMPLETE
-from .hlo_fuel import FUEL_PASSES, first_rewrite
-from .hlo_render import pip_line, readme_text, write_atomic_if_changed
 
 SCRIPT = "compile_hlo.py"  # the bundle's copy of repro/hlo_compile.py
 MIB = 2 ** 20
@@ -81,7 +87,7 @@ def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
 def answer_sizes(b, extra: dict):
     """The question at the answer's sizes (the minimizer's where it shrank them, else the
     search's) and the points to dump: (the over value or None, the case's parameters)."""
-    from ..question import with_params
+    from jaxbisect.search.question import with_params
 
     minimal = extra.get("minimal") or {}
     # The minimizer shrinks the question as asked (its over values), the search measured its
@@ -99,7 +105,7 @@ def module_stem(q, at) -> str:
 
 
 def dump_key(q, release, backend: str, params: dict):
-    return q.store_key(release, backend, "hlo-module", dump_params=params)
+    return store_key(q, release, backend, "hlo-module", dump_params=params)
 
 
 def dump_modules(lab, release, backend: str, q, points: list[tuple], *, timeout: float,
@@ -171,7 +177,7 @@ def measure_modules(lab, release, backend: str, q, modules: list[tuple], *, time
 def measure_key(release, backend: str, q, modules: list[tuple], xla_flags: str = ""):
     digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
                for _, path in modules]
-    return q.store_key(release, backend, "hlo-measure", modules=digests, hlo_flags=xla_flags)
+    return store_key(q, release, backend, "hlo-measure", modules=digests, hlo_flags=xla_flags)
 
 
 def label_of(classify, doc: dict) -> Behaviour:

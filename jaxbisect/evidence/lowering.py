@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from .common import QUOTED, balanced_end, shortened, split_top_level
+from jaxbisect.evidence.common import QUOTED, balanced_end, shortened, split_top_level
 
 MAX_DIFF_LINES = 60
 

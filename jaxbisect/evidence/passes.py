@@ -12,7 +12,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from .where import normalize_optimized
+from jaxbisect.evidence.where import normalize_optimized
 
 # Passes a correct program depends on (buffers that must not alias, layouts the code generator
 # needs, calls it cannot emit): turning one off may hide the growth, but only as a diagnosis.

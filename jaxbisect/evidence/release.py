@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .common import is_stacked, split_top_level
-from .schedule import INSTRUCTION, parse_entry_computation, schedule_summary
+from jaxbisect.evidence.common import is_stacked, split_top_level
+from jaxbisect.evidence.schedule import INSTRUCTION, parse_entry_computation, schedule_summary
 
 _TOTAL = re.compile(r"^Total bytes used:\s*(\d+)")
 _REPORT_TOTAL = re.compile(r"^Total bytes(?: used)?:\s*(\d+)")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
-from .common import balanced_end, is_stacked, split_top_level
+from jaxbisect.evidence.common import balanced_end, is_stacked, split_top_level
 
 
 @dataclass(frozen=True)

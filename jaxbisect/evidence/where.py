@@ -14,8 +14,8 @@ import difflib
 import json
 import re
 
-from .common import QUOTED, balanced_end, shortened
-from .lowering import compare_lowering
+from jaxbisect.evidence.common import QUOTED, balanced_end, shortened
+from jaxbisect.evidence.lowering import compare_lowering
 
 MAX_DIFF_LINES = 40
 

@@ -1,0 +1,205 @@
+"""The ``hlo_module`` part in words: its <details> section in the report (the first screen's
+line is markdown/answer.py's) and the bundle's README (docs/hlo.md). Reads the JSON part only."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+from tabulate import tabulate
+
+from jaxbisect.evidence.passes import SETTING_WORDS, is_safe, setting_kind
+from jaxbisect.files import write_atomic
+from jaxbisect.lab import backends
+
+SCRIPT = "compile_hlo.py"
+RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
+SAID = {True: "yes", False: "no", None: "cannot tell"}
+
+
+def figure_columns(part: dict) -> list[str]:
+    over = part.get("over")
+    if over:
+        return [f"{over['name']}={v} (MiB)" for v in over["values"]]
+    return ["figure (MiB)"]
+
+
+def figure_cells(part: dict, figure) -> list:
+    over = part.get("over")
+    if over:
+        return [(figure or {}).get(str(v), "–") for v in over["values"]]
+    return [figure if figure is not None else "–"]
+
+
+def figures_table(part: dict) -> str:
+    rows = [[f.get("jax", "–"), f.get("jaxlib") or "–", f.get("role", "–"),
+             *figure_cells(part, f.get("figure")),
+             f.get("label", "–") if not f.get("error") else f"{f.get('label')}: {f['error']}"]
+            for f in part.get("figures") or ()]
+    return tabulate(rows, ["jax", "jaxlib", "end", *figure_columns(part), "behaviour"],
+                    tablefmt="github")
+
+
+def modules(part: dict) -> list[str]:
+    return sorted(f for f in part["files"] if f.endswith(".pb"))
+
+
+def run_hlo_module_line(part: dict) -> str:
+    text = next((f for f in reversed(sorted(part["files"])) if f.endswith(".txt")), "module.txt")
+    setting = (part.get("culprit") or {}).get("setting") or ""
+    platform = "CUDA" if part.get("target") else "cpu"  # CUDA: on a machine with the GPU
+    return (f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo --xla_dump_to=dump "
+            f"--xla_dump_hlo_as_text $PWD/{text}" + (f" {setting}" if setting else ""))
+
+
+def fuel_lines(fuel: dict | None) -> list[str]:
+    if not fuel:
+        return []
+    if not fuel.get("tried"):
+        return [f"Fuel (`--xla_fuel`): not tried: {fuel['why']}."]
+    said = (f"Fuel (`--xla_fuel={fuel['pass']}=N`, under jax {fuel['release']}): "
+            f"{fuel['pass']} turned off gives {fuel['pass_off']['label']}"
+            f"{_figure_note(fuel['pass_off'])}, fuel 0 gives {fuel['fuel_0']['label']}"
+            f"{_figure_note(fuel['fuel_0'])}")
+    first = fuel.get("first_rewrite")
+    if first:
+        return [f"{said}; the first rewrite that changes the figure is number "
+                f"{first['fuel']}; XLA's line at fuel {first['fuel'] - 1}:",
+                "", "```text", first["out_of_fuel"] or "(none logged)", "```"]
+    return [f"{said}: {fuel['why']}."]
+
+
+def _figure_note(side: dict) -> str:
+    if side.get("error"):
+        return f" ({side['error']})"
+    figure = side.get("figure")
+    if isinstance(figure, dict):
+        return " (" + ", ".join(f"{k}: {v} MiB" for k, v in figure.items()) + ")"
+    return f" ({figure} MiB)" if figure is not None else ""
+
+
+def setting_said(culprit: dict) -> str:
+    """The setting that undoes the change, said as what it is (the first screen's words)."""
+    kind = setting_kind(culprit["setting"], is_safe(culprit["pass"]) if culprit.get("pass")
+                        else True)
+    return (f"{kind.capitalize()} ({SETTING_WORDS[kind]}): `{culprit['setting']}`"
+            + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else ""))
+
+
+def details_lines(part: dict) -> list[str]:
+    """The report's <details> section on the module; without a bundle, one line saying why
+    (the short answer leaves it out)."""
+    if not part.get("bundle"):
+        return [f"No HLO module: {part['why_not']}.", ""] if part.get("why_not") else []
+    culprit = part.get("culprit") or {}
+    body = [f"The module XLA was handed, dumped before its optimisations under the last good "
+            f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
+            f"each jaxlib, one process a module, placed by the bisection's classifier:", "",
+            figures_table(part), "",
+            f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
+            + ".", ""]
+    if culprit.get("setting"):
+        body += [f"{setting_said(culprit)}; in XLA (a Bazel target of XLA's, not run here):",
+                 "", "```sh",
+            run_hlo_module_line(part), "```", ""]
+    if part.get("xla_compare"):
+        body += [f"XLA compare: {part['xla_compare']}", ""]
+    body += fuel_lines(part.get("fuel"))
+    summary = (f"The HLO module alone (no jax, XLA's side): reproduces: "
+               f"{SAID[part.get('reproduces')]}; bundle {part['bundle']}/")
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str:
+    """The bundle's README: what it holds, how to run it, what was measured."""
+    pbs = " ".join(sorted(f for f in files if f.endswith(".pb")))
+    if part.get("target"):  # compiled for a compile-only GPU: no GPU needed
+        pbs += f" --target {part['target']}"
+    ends = {f["role"]: f for f in part["figures"]}
+    lines = [f"# {label}: the HLO module that reproduces it without jax", "",
+             f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
+             f"the toolkit with `{SCRIPT}` below under each jaxlib).", "",
+             figures_table(part), "",
+             "At " + ", ".join(f"{k}={v}" for k, v in (part.get("params") or {}).items())
+             + (f", over {part['over']['name']} (one module each)" if part.get("over") else "")
+             + ".", "", "## Files", ""]
+    for f in sorted(files):
+        if f.endswith(".pb"):
+            lines.append(f"- `{f}`: the HloModuleProto jax "
+                         f"{ends.get('last good', {}).get('jax', '?')} handed XLA, before its "
+                         f"optimisations (source locations left out)")
+        elif f.endswith(".txt"):
+            lines.append(f"- `{f}`: the same module as text, for reading")
+        elif f.endswith(".txtpb"):
+            lines.append(f"- `{f}`: the GPU the modules are compiled for without it (a "
+                         f"GpuTargetConfigProto; the CUDA plugin wheels of the install lines "
+                         f"are needed, no GPU)")
+    lines += [f"- `{SCRIPT}`: compiles each .pb with the installed jaxlib (no jax tracing, "
+              f"one process a module) and prints the compiled plan's output + temp memory",
+              "", "## Run it", "", "```sh"]
+    for role, venv in (("last good", "old"), ("first bad", "new")):
+        if role in installs and role in ends:
+            lines += [f"python3 -m venv {venv} && {venv}/bin/{installs[role]}",
+                      f"{venv}/bin/python {SCRIPT} {pbs}   # jax {ends[role]['jax']}: "
+                      f"{_said_figure(ends[role]['figure'])}"]
+    lines += ["```", ""]
+    culprit = part.get("culprit") or {}
+    if culprit.get("setting"):
+        lines += ["## In XLA", "",
+                  f"{setting_said(culprit)}. With it the first bad jaxlib "
+                  + (f"behaves as the {culprit['under_first_bad']} one (measured):"
+                     if culprit.get("under_first_bad") else "was not measured:"), "", "```sh",
+                  f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",
+                  "From an XLA checkout (`run_hlo_module` is a Bazel target of XLA's; not run "
+                  "by the toolkit" + ("; it runs the module, on a machine with the GPU"
+                                      if part.get("target") else "") + "):", "", "```sh",
+                  run_hlo_module_line(part), "```", ""]
+    if part.get("xla_compare"):
+        lines += [f"XLA commits between the two jaxlibs: {part['xla_compare']}", ""]
+    fuel = fuel_lines(part.get("fuel"))
+    if fuel:
+        lines += ["## Fuel", "", *fuel, ""]
+    return "\n".join(lines)
+
+
+def rerender_readme(json_path: Path, doc: dict) -> Path | None:
+    """``--render``: the bundle README beside a report remade from the report's document (its
+    ``hlo_module`` part, the ends' installs as the probes recorded them), where the bundle is
+    there; written only where it differs."""
+
+    part = doc.get("hlo_module") or {}
+    readme = json_path.parent / part["bundle"] / "README.md" if part.get("bundle") else None
+    if readme is None or not readme.is_file() or not part.get("figures"):
+        return None
+    installs = {}
+    for role, end in (("last good", doc.get("last_old")), ("first bad", doc.get("first_new"))):
+        probe = next((p for p in doc.get("probes") or ()
+                      if end and (p.get("installed") or {}).get("jax") == end["jax"]), None)
+        if probe:
+            release = SimpleNamespace(version=end["jax"], jaxlib=end["jaxlib"])
+            installs[role] = pip_line(probe["installed"], release)
+    files = sorted(part["files"])
+    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs))
+    return readme
+
+
+def _said_figure(figure) -> str:
+    if isinstance(figure, dict):
+        return " / ".join(f"{v} MiB" for v in figure.values())
+    return f"{figure} MiB" if figure is not None else "no figure"
+
+
+def pip_line(run_installed: dict, release) -> str:
+    """The install line of an end: jax and jaxlib as the release pins them, and the packages
+    its environment held."""
+    pins = {"jax": str(release.version), "jaxlib": str(release.jaxlib), **{
+        k: v for k, v in (run_installed or {}).items()
+        if k in ("numpy", "ml-dtypes", "ml_dtypes", "scipy", "opt-einsum", "opt_einsum",
+                 *backends.pip_extras())}}
+    return "pip install " + " ".join(shlex.quote(f"{k}=={v}") for k, v in pins.items())
+
+
+def write_atomic_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        write_atomic(path, text)

@@ -1,0 +1,384 @@
+"""The short answer a maintainer reads first: the symptom, the pair, the commit or the jaxlib,
+the culprit, "fixed in", the HLO bundle and one reproduce block (docs/bisect.md's order), and
+the sentences beside the answer that say what it does not cover."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from packaging.version import Version
+
+from jaxbisect.evidence.passes import setting_kind as kind_of_setting
+from jaxbisect.lab.known_flags import known_line
+from jaxbisect.report.figures import shown
+from jaxbisect.report.markdown.commits import commits_first_lines
+from jaxbisect.report.markdown.reproduce import reproduce_block
+from jaxbisect.report.markdown.words import (
+    cut,
+    label,
+    pair_words,
+    plainly,
+    probe_at,
+    said,
+    shape_words,
+    unit,
+)
+from jaxbisect.search.classify import Direction
+from jaxbisect.search.placing import Behaviour
+from jaxbisect.search.rounds import Status
+
+VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
+CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
+DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
+OUTPUT_TOLERANCE = 1e-5  # comparing.OUTPUT_TOLERANCE
+
+
+def ends_figures(doc: dict, found: bool = False) -> str:
+    """The figures (a shape's words) of the pair found, after the metric's name, or of the
+    ends, without calling either old or new."""
+    versions = ((doc["last_old"]["jax"], doc["first_new"]["jax"]) if found
+                else doc["measured_part"])
+    ends = [probe_at(doc, v) for v in versions]
+    metric, joined = doc["metric"]["name"], " →" if found else " and"
+    if doc["over"]:
+        shapes = [shape_words((p.get("series") or {}).get("shape")) or "no shape" for p in ends]
+        name = doc["over"]["name"]
+        if found:
+            return (f"{metric} over {name}: {shapes[0]} at jax {versions[0]} → {shapes[1]} at "
+                    f"jax {versions[1]}" + sized_ends(doc, ends))
+        return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
+                f"{versions[1]}" + sized_ends(doc, ends))
+    line = (f"{said(doc, ends[0]['figure'])} at jax {versions[0]}{joined} "
+            f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
+    if metric == "error" and found:  # the error's words say what it is
+        return line
+    shown = [said(doc, e["figure"]) for e in ends]
+    figures = [SHOWN.fullmatch(f) for f in shown]
+    if found and all(figures) and figures[0]["unit"] == figures[1]["unit"] \
+            and float(figures[0]["number"]) > 0:  # the ratio of the figures as shown
+        line += f" ({ratio_text(float(figures[1]['number']) / float(figures[0]['number']))})"
+    elif doc["ends"] and doc["ends"]["ratio"]:
+        pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
+        line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
+    return f"{metric} {line}" if found else line
+
+
+SHOWN = re.compile(r"(?P<number>[0-9.]+(?:e[-+]?\d+)?) (?P<unit>[^\s(]+)")
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio in three significant figures (193.6× is not 214.99×'s neighbour by accident)."""
+    return f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.3g}×"
+
+
+def sized_ends(doc: dict, ends: list[dict]) -> str:
+    """A shape's figures at the largest value both ends measured, in the metric's unit."""
+    figures = [((p.get("series") or {}).get("figures") or {}) for p in ends]
+    shared = [v for v in figures[0] if v in figures[1]
+              and isinstance(figures[0][v], (int, float)) and isinstance(figures[1][v],
+                                                                         (int, float))]
+    if not shared:
+        return ""
+    at = max(shared, key=lambda v: float(v) if v.replace(".", "", 1).isdigit() else 0)
+    old, new = (shown(doc["metric"]["name"], unit(doc), f[at]) for f in figures)
+    sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
+    if sizes[0] == sizes[1]:
+        return f" ({doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new})"
+    # Measured otherwise at each end (another size, a run's peak): each said with its own.
+    return (f" ({doc['over']['name']}={at}: {old} at {sizes[0] or 'the size asked'}, {new} at "
+            f"{sizes[1] or 'the size asked'}; not one quantity)")
+
+
+SIZES = ("n_res", "n", "rows", "cols", "size", "batch", "n_inner")
+
+
+def sized_as(doc: dict, series: dict) -> str:
+    """How a series was measured, beside its figures: its size parameters (``n_res=200``),
+    and a run's peak where compiled statistics were empty."""
+    params = series.get("params") or {}
+    over = (doc.get("over") or {}).get("name")
+    sized = ", ".join(f"{k}={v}" for k, v in params.items()
+                      if k != over and isinstance(v, int) and not isinstance(v, bool)
+                      and (k in SIZES or k.startswith("n_")) and k != "variant")
+    return sized + (", a run's peak (compiled statistics empty)" if series.get("fallback")
+                    else "")
+
+
+def changes_words(doc: dict) -> str:
+    """Each change inside alike ends, from the document's rows: where it came, where it went,
+    and what the releases unlike the ends gave (a nondeterministic one: each run's)."""
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    parts = []
+    for c in doc["interior_check"]["changes"]:
+        unlike = "; ".join(f"jax {v}: {said(doc, rows[v]['figure'])}" for v in c["releases"]
+                           if v in rows)
+        parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
+                     f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
+                     + ("" if c.get("exact", True) else
+                        "; a release between could not be told, so each pair spans it"))
+    return "; ".join(parts)
+
+
+def present_at_both(doc: dict) -> str:
+    """Where the ends agree on the behaviour a report is about (a shape that grows, an error
+    raised), that it is there at both: "no change" is not "no bug"."""
+    ends = [probe_at(doc, v) for v in doc["measured_part"]]
+    if doc["over"]:
+        shapes = [(p.get("series") or {}).get("status") for p in ends]
+        if shapes[0] == shapes[1] and shapes[0] in ("grows", "shrinks"):
+            return (f" It {shapes[0]} with {doc['over']['name']} at both ends: present "
+                    f"throughout the range, not new in it.")
+    if doc["metric"]["name"] == "error":
+        values = [p["figure"].get("value") for p in ends]
+        if values[0] == values[1] and values[0] not in (None, "no error"):
+            return " Both ends raise it: present throughout the range, not new in it."
+    return ""
+
+
+def inside_text(doc: dict) -> str:
+    """The releases inside alike ends, from the document's rows: those measured and how they
+    behave, those left out and why (never "every release" where some were not measured)."""
+    inside = doc.get("interior_check") or {}
+    if not inside.get("measured"):
+        return f" {inside['text']}." if inside.get("text") else ""
+    rows = doc.get("interior") or []
+    first, last = (Version(v) for v in doc["measured_part"])
+    left = [s for s in doc["skipped"] if first < Version(s["jax"]) < last]
+    alike = all(r["label"] == "old" for r in rows)
+    said = (f" The {len(rows)} release{'s' if len(rows) != 1 else ''} inside measured here "
+            f"(jax {', '.join(r['jax'] for r in rows)}) "
+            + ("behave as the ends." if alike else "do not all behave as the ends."))
+    if left:
+        said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
+                 f"({cut(plainly(left[0]['reason']), 120)}).")
+    return said
+
+
+def undecided_advice(doc: dict) -> str:
+    """What would decide an undecided bisection: more runs, a quieter machine."""
+    c, max_runs = doc["calibration"] or {}, doc["search"]["max_runs"] or 0
+    more = max(2 * max_runs, max_runs + 10)
+    text = (f"Not a \"no change\": more runs decide it (rerun with `--max-runs {more}`; the "
+            f"runs made so far are stored), or a quieter machine (nothing else running)")
+    if c:
+        text += (f"; at this machine's noise (a pair's ratio ±{c['pair_spread']:.1%}) "
+                 f"{c['max_runs']} runs resolve a change of {c['resolvable_ratio']:.3g}× or more")
+    return text + "."
+
+
+def alike_how(doc: dict) -> str:
+    if doc["over"]:
+        return "the same shape"
+    if doc["metric"]["kind"] == "noisy":
+        return f"the same by an equivalence test on interleaved pairs ({doc['ends']['reason']})"
+    if doc["metric"]["name"] == "error":  # messages, compared by equality
+        return "the same message"
+    if doc["metric"]["name"] == "output":  # values, within a relative tolerance
+        return f"the same values within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative"
+    share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
+    return f"the same within {share:.0%}"
+
+
+def answer_line(doc: dict) -> str:
+    """The answer in one sentence: the symptom, old → new, with its units."""
+    subject = f"{doc['metric']['name']} of {label(doc)}"
+    where, start, end = doc["measured"], doc["from"], doc["to"]
+    status = doc["status"]
+    if status == Status.FAILS_EVERYWHERE:
+        e = doc.get("everywhere_error") or {}
+        return (f"**Fails at every release measured ({where}) in jax {start} … {end}:** "
+                f"{cut(e.get('error') or doc.get('reason') or 'the same error', 300)}"
+                + (f" ({e['cause'].replace('_', ' ')})" if e.get("cause") else "")
+                + (f". To fix the case: {e['fix']}" if e.get("fix") else "") + ".")
+    if status == Status.UNMEASURABLE:
+        return f"**No answer ({where}):** {doc['reason']}."
+    if status == Status.ALIKE:
+        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}: "
+                 f"{alike_how(doc)}")
+        inside = doc.get("interior_check") or {}
+        if inside.get("changes"):
+            return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
+                    f"({alike}); inside them it {changes_words(doc)}.")
+        return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
+                + present_at_both(doc) + inside_text(doc))
+    if status == Status.UNDECIDED:
+        runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
+        return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
+                f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
+                f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
+                f"{undecided_advice(doc)}")
+    return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
+            f"{ends_figures(doc, found=True)}.")
+
+
+def pair_line(doc: dict) -> str | None:
+    """The releases either side of the change, with their jaxlib, and jax's compare link."""
+    if doc["status"] != Status.FOUND:
+        return None
+    old, new = doc["last_old"], doc["first_new"]
+    before, after = pair_words(doc)
+    line = (f"- **{before.capitalize()}:** jax {old['jax']}{own_jaxlib(old)}; "
+            f"**{after}:** jax {new['jax']}{own_jaxlib(new)}")
+    unplaced, left_out = doc.get("unplaced_between"), doc.get("left_out_between")
+    if unplaced:
+        line += f" (or jax {', '.join(unplaced)} in between, which could not be placed)"
+    if left_out:
+        line += (f" (or jax {', '.join(left_out)} in between, which cannot be measured here: "
+                 f"not installable)")
+    if not doc["exact"] and not unplaced and not left_out:
+        line += " (not exact: a release between them could not be placed)"
+    return line + (f"; {doc['compare']}" if doc.get("compare") else "")
+
+
+def own_jaxlib(end: dict) -> str:
+    """An end's jaxlib where it is not the jax release's own number (jax 0.4.37 runs on 0.4.36)."""
+    return "" if end.get("jaxlib") == end["jax"] else f" (jaxlib {end.get('jaxlib')})"
+
+
+def culprit_line(doc: dict) -> str | None:
+    """The XLA flag or HLO pass behind the change, and the one setting that checks it."""
+    culprit = (doc.get("explanation") or {}).get("culprit") or {}
+    flags = culprit.get("flags") if isinstance(culprit.get("flags"), dict) else None
+    named = [c for c in (culprit, flags) if c and c.get("kind") in ("flag", "pass")
+             and c.get("name")]
+    if not named:
+        return None
+    c = named[0]
+    what = "XLA flag" if c["kind"] == "flag" else "HLO pass"
+    change = next((f" (default {d['old']} → {d['new']})" for d in
+                   c.get("flag_defaults_changed") or () if f"--{d['name']}" == c["name"]), "")
+    # A flag is proven both ways (flags.py); a pass is where the modules part, not a cause.
+    said = "Culprit" if c["kind"] == "flag" else "Where it changes"
+    line = f"- **{said}:** {what} `{c['name']}`{change}"
+    checks = [w for w in c.get("workarounds") or ()
+              if w.get("brings", Behaviour.OLD) == Behaviour.OLD]
+    if not checks and c["name"] in (c.get("restoring") or ()) and doc.get("first_new"):
+        checks = [{"xla_flags": f"--xla_disable_hlo_passes={c['name']}",
+                   "release": doc["first_new"]["jax"], "safe": True}]
+    if checks:
+        w = checks[0]
+        before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
+        line += (f"; check: {check_command(doc, w)} restores {before} "
+                 f"{doc['metric']['name']} ({setting_kind(doc, w)})")
+    elif c["kind"] == "pass":
+        line += "; the releases' HLO modules first differ after it"
+    return line + "."
+
+
+def check_command(doc: dict, w: dict) -> str:
+    """A setting as a maintainer tries it: on the standalone program's command where the
+    document has one, else under the release."""
+    end = next((e for e in (doc.get("reproducer") or {}).get("ends") or ()
+                if e["jax"] == w["release"]), None)
+    if end:
+        return f"`XLA_FLAGS={w['xla_flags']} {end['command']}` (jax {w['release']})"
+    return f"`XLA_FLAGS={w['xla_flags']}` under jax {w['release']}"
+
+
+def setting_kind(doc: dict, w: dict) -> str:
+    """"workaround" or "diagnostic" (evidence/passes.py's one rule, the HLO section's too)."""
+    return kind_of_setting(w["xla_flags"], w.get("safe", True))
+
+
+def fixed_line(doc: dict) -> str | None:
+    """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
+    if doc["status"] == Status.FOUND and doc["direction"] == Direction.FIX:
+        return f"- **Fixed in:** jax {doc['first_new']['jax']}."
+    return None  # a change that came and went: the answer's sentence names where it went
+
+
+def hlo_line(doc: dict) -> str | None:
+    """The HLO bundle beside the report: XLA's side of the change, without jax."""
+    h = doc.get("hlo_module")
+    if not h:
+        return None
+    if not h.get("bundle"):  # why there is none is said below, not in the short answer
+        return None
+    check = {True: "reproduces the change", False: "does not reproduce the change",
+             None: "not run"}[h.get("reproduces")]
+    return f"- **HLO module** alone (no jax): {check}."
+
+
+def first_screen(doc: dict) -> list[str]:
+    """At most about 15 lines, before the first section: the answer and how to see it."""
+    title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
+             f"({doc['measured']})")
+    facts = [pair_line(doc), *commits_first_lines(doc), culprit_line(doc), fixed_line(doc),
+             hlo_line(doc)]
+    facts = [cut(f, 420) for f in facts if f]
+    return [title, "", cut(answer_line(doc), 600), "", *facts, *([""] if facts else []),
+            *reproduce_block(doc)]
+
+
+def yanked_words(y: dict) -> str:
+    reason = (f"PyPI's reason: \"{y['reason']}\"" if y.get("reason") else "PyPI gives no reason")
+    return f"jax {y['jax']} (jaxlib {y.get('jaxlib') or '?'}) was yanked ({reason})"
+
+
+def thirds_line(doc: dict) -> str | None:
+    if not doc["third_behaviour"]:
+        return None
+    parts = [f"jax {v} ({said(doc, probe_at(doc, v)['figure'])}: {probe_at(doc, v)['reason']})"
+             for v in doc["third_behaviour"]]
+    return ("**A third behaviour**, like neither end: " + "; ".join(parts)
+            + ". It is left out of the search (a skip), not filed under old or new.")
+
+
+def raised_line(doc: dict) -> str | None:
+    """Which releases raised, and the command that bisects by whether it raises."""
+    if not doc["raised"]:
+        return None
+    hint = doc.get("raised_hint") or metric_error_command(doc["reproduce"])
+    return ("**The program raised** under " + "; ".join(f"jax {r['jax']} ({r['error'][:120]})"
+                                                      for r in doc["raised"])
+            + f": those releases give no {doc['metric']['name']}. To find where it starts "
+              f"(or stops) raising, bisect by the error itself: `{hint}`")
+
+
+def crash_line(doc: dict) -> str | None:
+    """Where another metric than ``error`` met a crash: the releases, how often, and the
+    ``--metric error`` bisection that finds the release it came with."""
+    if doc["crash_hint"] is None:
+        return None
+    parts = [f"jax {c['jax']} ({c['crash']}, {c['crashed']} of {c['runs']} runs)"
+             for c in doc["crashes"]]
+    return (f"**Crashes** in {'; '.join(parts)}: a crash is no {doc['metric']['name']} "
+            f"figure; bisect with `--metric error` to find the release it came with: "
+            f"`{doc['crash_hint']}`")
+
+
+def yanked_line(doc: dict) -> str | None:
+    """The yanked releases inside the range: the people who installed one before the yank
+    are the ones filing reports about it."""
+    if not doc["yanked"]:
+        return None
+    named = "; ".join(yanked_words(y) for y in doc["yanked"])
+    if all(y["candidate"] for y in doc["yanked"]):
+        probed = [f"jax {p['jax']}: {said(doc, p['figure']) if p['figure']['n'] else 'no figure'}"
+                  + (f", {p['reason']}" if p["reason"] else "")
+                  for p in (probe_at(doc, y["jax"]) for y in doc["yanked"] if y["probed"])]
+        return (f"**Yanked inside the range:** {named}. Measured as a candidate "
+                f"(`--include-yanked`)" + (f"; probed: {'; '.join(probed)}." if probed else
+                                           ", though the search did not need to probe it."))
+    hint = doc.get("yanked_hint") or doc["reproduce"] + " --include-yanked"
+    return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+            f"answer says nothing of it; to measure it as a candidate too: `{hint}`")
+
+
+def notes_lines(doc: dict) -> list[str]:
+    """The sentences beside the answer: flags some releases do not know, the parts left to a
+    GPU, a third behaviour, releases that raised or crashed, yanked releases."""
+    first, last = doc["measured_part"]
+    lines = [*(known_line(e) for e in doc.get("xla_flags_known", ())),
+             *(f"**Measured part: jax {first} … {last}.** jax {p['from']} … {p['to']} needs "
+               f"a real GPU: `{p['command']}`" for p in doc["needs_a_gpu"]),
+             thirds_line(doc), raised_line(doc), crash_line(doc), yanked_line(doc)]
+    return [part for line in lines if line for part in (line, "")]
+
+
+def metric_error_command(reproduce: str) -> str:
+    """The same question by ``--metric error`` (a document from before ``raised_hint``)."""
+    argv = [a for a in shlex.split(reproduce) if a != "--minimize"]
+    argv[argv.index("--metric") + 1] = "error"
+    return shlex.join(argv)

@@ -1,0 +1,307 @@
+"""``--commits``' part of the markdown: the first bad jax commit or the jaxlib it came with,
+its line in the first screen and its section (each step, the skips, the commits not seen)."""
+
+from __future__ import annotations
+
+from jaxbisect.report.figures import figure_text
+from jaxbisect.report.markdown.reproduce import shown_program
+from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
+
+# What each verdict of jax's Python says of the HLO rule's culprit (evidence/where.py).
+AGREES = {"jax": ("jax",), "jaxlib": ("xla", "below-hlo", "jaxlib"),
+          "both": ("jax", "xla", "below-hlo", "jaxlib")}
+CAME_WITH_WORDS = {"jax": "a jax commit", "jaxlib": "the newer jaxlib",
+                   "both": "a jax commit on the newer jaxlib"}
+
+
+# A part's two commits (the parent, the commit named) in the words of what happened there:
+# where a change went, the parent still shows it.
+PARENT_WORDS = {"came": ("last good", "first bad"), "went": ("the last that still shows it",
+                                                             "the first without it"),
+                "fix": ("last bad", "fixed")}
+# The commit a part names, in the words of what happened there: where an error came, where
+# it went again (the first commit without it), where a fix undid a regression.
+FIRST_WORDS = {"came": "First bad commit", "went": "Gone with commit", "fix": "Fixed by commit"}
+
+
+def parts(doc: dict) -> list[tuple[list[str] | None, dict]]:
+    """Each commits part with the pair it searched: one, or one a pair (``commits_by_pair``)."""
+    if doc.get("commits_by_pair"):
+        return [(p.get("pair"), p) for p in doc["commits_by_pair"]]
+    return [(None, doc["commits"])] if doc.get("commits") else []
+
+
+def revert_words(first: dict) -> str:
+    """A revert's change: what it removes (or re-lands) and that change's pull request."""
+    r = first.get("reverts")
+    if not r:
+        return ""
+    pr = f", PR [#{r['pr']}](https://github.com/jax-ml/jax/pull/{r['pr']})" if r.get("pr") else ""
+    again = "re-lands" if r.get("relands") else "reverts"
+    return f"; it {again} [`{r['sha'][:10]}`](https://github.com/jax-ml/jax/commit/{r['sha']}) " \
+           f"“{cut(r.get('subject') or '', 80)}”{pr}"
+
+
+def compare_link(doc: dict) -> str:
+    xla = ((doc.get("attribution") or {}).get("links") or {}).get("xla_compare")
+    return f"; XLA: {xla}" if xla else ""
+
+
+def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
+    """One commits part in the first screen."""
+    at = f" ({pair[0]} → {pair[1]}{', ' + c['kind'] if c.get('kind') else ''})" if pair else ""
+    # The attribution's XLA range is the answer's pair's: a pair inside alike ends has none.
+    xla = "" if pair else compare_link(doc)
+    if c["came_with"] == "jax" and c.get("first_bad"):
+        first = c["first_bad"]
+        where = "" if c["exact"] else f" (or {counted(len(c['between']), 'commit')} before it)"
+        return (f"- **{FIRST_WORDS.get(c.get('kind'), FIRST_WORDS['came'])}{at}:** "
+                f"{linked(first)}{where}, "
+                f"{first['date'][:10]}{revert_words(first)}")
+    if c["came_with"] == "both":
+        first = c.get("first_bad")
+        gate = f" (gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else ""
+        commit = f"jax commit {linked(first)}" if first else "a jax commit"
+        return (f"- **Needs both{at}:** jaxlib {c['new_jaxlib']} and {commit}{gate}"
+                f"{xla}")
+    if c["came_with"] == "jaxlib":
+        newer = c.get("newer") or {}
+        both_ways = (newer_words(c) if newer.get("came_with") == "jaxlib" else "")
+        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (its commit "
+                f"`{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
+                f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
+    return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
+
+
+def newer_words(c: dict) -> str:
+    """What the newer jaxlib's half measured, no more: every commit only where the commits
+    between its ends were looked at, else its ends and the count left unseen."""
+    newer = c["newer"]
+    inside = (c.get("inside") or {}).get("newer") or {}
+    if inside.get("measured") and not inside.get("changes"):
+        return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
+                f"jax {c['new']}")
+    unseen = inside.get("commits")
+    return (f"; on jaxlib {newer['jaxlib']} the first and last behave as jax "
+            f"{c['new']}" + (f"; {unseen} between not looked at" if unseen else ""))
+
+
+def commits_first_lines(doc: dict) -> list[str]:
+    return [first_line(doc, c, pair) for pair, c in parts(doc)]
+
+
+def headline(doc: dict, c: dict) -> str:
+    """The section's sentence about the commits."""
+    if c["came_with"] in ("jax", "both") and c.get("first_bad"):
+        first = c["first_bad"]
+        where = ("" if c["exact"] else
+                 f" (or {counted(len(c['between']), 'commit')} before it that could not run)")
+        merged = first.get("side_commits") or []
+        what = ("merging " + ", ".join(f"{short(x)} “{x['subject']}” by {x['author']}"
+                                       for x in merged[:3])
+                + (f" and {len(merged) - 3} more" if len(merged) > 3 else "")
+                if merged else f"by {first['author']}")
+        last = c.get("last_good")
+        on = c["new_jaxlib"] if c["came_with"] == "both" else c["runs_on"]["jaxlib"]
+        before = (f"; the commit before it on jax's first-parent history, {short(last)}, "
+                  f"behaves as jax {c['old']} (both on jaxlib {on})" if last else "")
+        gate = ((f" It needs jaxlib {c['new_jaxlib']} too"
+                 + (f" (jax's gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else "")
+                 + f"; on jaxlib {c.get('old_jaxlib') or c['runs_on']['jaxlib']} every commit "
+                 f"up to {short(c['new_end'])} behaves as jax {c['old']}.")
+                if c["came_with"] == "both" else "")
+        ends = c.get("ends_as_releases") or []
+        third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
+                 f"release (the release search's classifier says {ends[1]}): a third "
+                 f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
+        words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
+        return (f"**{words}: {linked(first)}**{where}, {what}, {first['date'][:10]}"
+                f"{revert_words(first)}{before}.{gate}{third}")
+    if c["came_with"] == "jaxlib":
+        newer = c.get("newer") or {}
+        both_ways = newer_words(c) if newer else ""
+        return (f"**It came with jaxlib {c['new_jaxlib']}, not jax's Python:** jax's Python "
+                f"at {short(c['new_end'])}, the last commit before jax {c['new']} that runs on "
+                f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
+                f"{both_ways}.")
+    return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
+
+
+def newer_lines(c: dict) -> list[str]:
+    """The other half of the experiment: jax's Python of the range on the newer jaxlib."""
+    newer = c.get("newer")
+    if not newer:
+        return []
+    return [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
+            f"the commits of the range that pass jax's version check there, from the first "
+            f"that behaves as either release ({newer['start']} before it fail or behave as "
+            f"neither), {newer['probes']} probes: "
+            + (newer["reason"] or {"both": "the first bad commit above",
+                                   "jaxlib": "every one behaves as the newer release"}
+               .get(newer["came_with"], "")) + ".", ""]
+
+
+def agreement(doc: dict, c: dict) -> str | None:
+    """The commit search's finding beside the HLO rule's, where both were made."""
+    culprit = (doc.get("attribution") or {}).get("culprit")
+    came_with = c["came_with"]
+    if culprit is None or came_with not in AGREES:
+        return None
+    found = CAME_WITH_WORDS[came_with]
+    if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
+        return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
+                f"the commit search measured that it came with {found}.")
+    if culprit in AGREES[came_with]:
+        return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
+                f"it came with {found}.")
+    return (f"The HLO rule's attribution says {culprit}; the commit search measured that it "
+            f"came with {found}. Both are stated: the rule reads the modules, the search runs "
+            f"jax's Python.")
+
+
+def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
+    """One commits part's section."""
+    title = f"## jax commits{f' ({pair[0]} → {pair[1]})' if pair else ''}"
+    lines = [title, "", headline(doc, c), ""]
+    if c.get("from_tag") is None:
+        return lines
+    lines += [f"Searched: the {c['candidates']} commits from {c['from_tag']} "
+              f"({short(c['old_end'])}) along jax's first-parent history to "
+              f"{short(c['new_end'])}, the last that runs on jaxlib {c['runs_on']['jaxlib']}, "
+              f"each as jax's Python of that commit on jax {c['runs_on']['jax']}'s environment "
+              f"(a merge is one step: the state main was in; the commits inside it are listed "
+              f"where it is the first bad one)."
+              + (f" {c['search']['probes']} probes, {c['search']['runs']} runs, at most "
+                 f"{c['search']['limit']['probes']} when none is skipped." if c.get("search")
+                 else ""), ""]
+    lines += newer_lines(c)
+    comparison = agreement(doc, c)
+    if comparison:
+        lines += [comparison, ""]
+    if c["steps"]:
+        older = c.get("old_jaxlib", c["runs_on"]["jaxlib"])
+        rows = [[short(st), st["date"][:10], subject(st["subject"]),
+                 (st.get("runs_on") or c["runs_on"])["jaxlib"],
+                 st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"]),
+                 "third behaviour" if st.get("third") else st["label"]]
+                for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
+                    (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
+        lines += details(f"Each commit measured ({len(rows)})", [
+            table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"], "label"],
+                  rows)])
+    first = c.get("first_bad")
+    if first:
+        words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
+        lines += [f"{words}: {first['url']}" + (f", pull request {first['pr_url']}"
+                                                if first.get("pr_url") else ""),
+                  *([f"Its parent ({PARENT_WORDS[c.get('kind') or 'came'][0]}): "
+                     f"{c['last_good']['url']}"]
+                    if c.get("last_good") else []), ""]
+        if first.get("files"):
+            lines += details(f"{counted(len(first['files']), 'file')} it touched", first["files"],
+                             "text")
+        if first.get("side_commits"):
+            merged = counted(len(first["side_commits"]), "commit")
+            lines += details(f"{merged} the merge brought in",
+                             [f"{short(x)} {x['subject']} ({x['author']}, {x['date'][:10]})"
+                              for x in first["side_commits"]], "text")
+        if c["between"]:
+            lines += [f"Not placed between them ({len(c['between'])}: they could not run):", "",
+                      *[f"- {linked(x)}" for x in c["between"]], ""]
+    thirds = [st for st in c["steps"] if st.get("third")]
+    if thirds:  # a hang under a timing metric: beyond both ends, as a release's
+        lines += ["A third behaviour, like neither end (left out of the search, not filed "
+                  "under old or new):", "",
+                  *[f"- `{st['sha'][:10]}` {subject(st['subject'])}: {st['reason']}"
+                    for st in thirds], ""]
+    lines += inside_lines(c)
+    if c["skipped"]:
+        lines += ["Skipped (as `git bisect run`'s exit 125: never read as a behaviour):", "",
+                  *[f"- `{x['sha'][:10]}` {subject(x['subject'])}: {x['why']}"
+                    for x in c["skipped"]], ""]
+    need = len(c["need_new"])
+    if c["came_with"] != "both":
+        lines += [f"Not seen by this search: the {need} commit{'' if need == 1 else 's'} after "
+                  f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib "
+                  f"{c['new_jaxlib']} (jax {c['new']}'s release preparation raised the minimum; "
+                  f"where {c['to_tag']} sits on a release branch, its commits there too), and "
+                  f"jax code gated on the jaxlib version takes jaxlib "
+                  f"{c['runs_on']['jaxlib']}'s path throughout.", ""] if need else []
+    if c["need_new"]:
+        lines += details("the commits that need the newer jaxlib",
+                         [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
+    reproduce = commit_reproduce(doc, c)
+    if reproduce:
+        lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
+                         reproduce, "sh")
+    return lines
+
+
+def commit_reproduce(doc: dict, c: dict) -> list[str]:
+    """Plain git, pip and python lines that run the report's own program at the two commits
+    the answer rests on, each with what it gave there; the document's own lines where the
+    report has no program (a command: the command, shown in full)."""
+    shown = shown_program(doc)
+    if c["came_with"] in ("jax", "both") and c.get("last_good") and c.get("first_bad"):
+        pair = list(zip((c["last_good"], c["first_bad"]), PARENT_WORDS[c.get("kind") or "came"]))
+    elif c["came_with"] == "jaxlib" and c.get("old_end") and c.get("new_end"):
+        pair = [(c["old_end"], f"as jax {c['old']}"), (c["new_end"], f"as jax {c['old']} too")]
+    else:
+        return []
+    if shown is None:
+        return list(c.get("reproduce") or ())
+    on = (c["runs_on"] if c["came_with"] != "both" else
+          {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
+    install = next((e["install"] for e in shown["ends"] if e["jax"] == on["jax"]),
+                   f"pip install jax=={on['jax']} jaxlib=={on['jaxlib']}")
+    steps = {st["sha"]: st for st in c.get("steps") or ()}
+    lines = ["git clone https://github.com/jax-ml/jax jax-src",
+             f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
+             f"clone:", install]
+    for commit, role in pair:
+        st = steps.get(commit["sha"])
+        figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
+                  if st else None)
+        gave = f": the toolkit measured {figure}" if figure else ""
+        lines += [f"# {short(commit)}, {role}{gave}",
+                  f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
+                  f"{shown['ends'][0]['command']}"]
+    return lines
+
+
+def inside_lines(c: dict) -> list[str]:
+    """Alike commit ends: the commits between them, looked at or not (``inside``)."""
+    lines = []
+    for side in ("older", "newer"):
+        part = (c.get("inside") or {}).get(side)
+        if part is None:
+            continue
+        jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib",
+                                                               c["runs_on"]["jaxlib"])
+        these = f"the {part['commits']} commits between the alike ends on jaxlib {jaxlib}"
+        untold = [x[:10] for x in part.get("cannot_tell", ())]
+        if not part["measured"]:
+            why = ("`--interior-budget 0`: off" if part["budget"] <= 0 else
+                   f"about {part['estimate']:.0f} s from the ends' own run times, over "
+                   f"`--interior-budget` {part['budget']:.0f} s")
+            lines += [f"Not looked at: {these}; {why}.", ""]
+        elif part["changes"]:
+            lines += [f"Looked at {these}: a change came and went among them: " + "; ".join(
+                f"came at {x['came'][0][:10]} → {x['came'][1][:10]}, went at "
+                f"{x['went'][0][:10]} → {x['went'][1][:10]}" for x in part["changes"]) + ".", ""]
+        else:
+            lines += [f"Looked at {these}: "
+                      + (f"{', '.join(untold)} could not be told (cannot tell), every other "
+                         f"one behaves as the ends do." if untold else
+                         "each behaves as the ends do."), ""]
+    return lines
+
+
+def commits_lines(doc: dict) -> list[str]:
+    """Every commits part's section."""
+    return [line for pair, c in parts(doc) for line in part_lines(doc, c, pair)]
+
+
+def counted(n: int, noun: str) -> str:
+    """"the commit", "the 3 commits": a count in words a maintainer writes."""
+    return f"the {noun}" if n == 1 else f"the {n} {noun}s"

@@ -1,0 +1,157 @@
+"""The evidence as markdown for the report: the collectors' results, rendered apart from them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from jaxbisect.evidence.common import UNITS
+from jaxbisect.report.figures import mib
+
+
+def _bytes(nbytes: int | None) -> str:
+    if nbytes is None:
+        return "n/a"
+    for unit in ("GiB", "MiB", "KiB"):
+        if nbytes >= UNITS[unit]:
+            return f"{nbytes / UNITS[unit]:.2f} {unit}"
+    return f"{nbytes} B"
+
+
+def _megabytes(nbytes: int | None) -> str:
+    return "n/a" if nbytes is None else mib(nbytes)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
+    """A collapsed block of ``lines``, in a code block of ``language`` where given."""
+    body = [f"```{language}", *lines, "```"] if language is not None else list(lines)
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def _code(lines: Sequence[str], language: str = "text") -> str:
+    return f"```{language}\n" + "\n".join(lines) + "\n```"
+
+
+def what_differs(old: Sequence[str], new: Sequence[str],
+                 context: int = 1) -> tuple[list[str], list[str]]:
+    """Two dumps shown side by side cut to the lines where they differ, ``context`` lines
+    around each; every stretch left out said with its length."""
+    matcher = difflib.SequenceMatcher(None, list(old), list(new), autojunk=False)
+    keep_old, keep_new = set(), set()
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag != "equal":
+            keep_old.update(range(max(a1 - context, 0), min(a2 + context, len(old))))
+            keep_new.update(range(max(b1 - context, 0), min(b2 + context, len(new))))
+    return _kept(old, keep_old), _kept(new, keep_new)
+
+
+def _kept(lines: Sequence[str], keep: set[int]) -> list[str]:
+    out: list[str] = []
+    left_out = 0
+    for i, line in enumerate(lines):
+        if i in keep:
+            if left_out:
+                out.append(f"… {left_out} line{'s' if left_out > 1 else ''} the same under "
+                           f"both left out")
+                left_out = 0
+            out.append(line)
+        else:
+            left_out += 1
+    if left_out:
+        out.append(f"… {left_out} line{'s' if left_out > 1 else ''} the same under both "
+                   f"left out")
+    return out
+
+
+def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
+    """A case's buffers at the peak (evidence/collect.py's ``peak_evidence``) as markdown;
+    ``command`` remakes one release's dump, ``plain`` both without the toolkit."""
+    old, new = evidence["releases"]["old"], evidence["releases"]["new"]
+    o, n = f"jax {old['jax'] or '?'}", f"jax {new['jax'] or '?'}"
+    # By name: a stored document's keys come back sorted.
+    params = ", ".join(f"{k}={v!r}" for k, v in sorted((evidence.get("params") or {}).items()))
+    followed = evidence.get("followed")
+    shape = "[" + ",".join(map(str, followed)) + "]" if followed else None
+    named = ("the case's own" if evidence.get("stacked_shape")
+             else "the array the new plan holds most more of at its peak")
+
+    def places(reading: dict) -> str:  # arrays: a tuple's place holds only its pointers
+        arrays = [e for e in reading["at_peak"] if not e["shape"].startswith("(")]
+        return "; ".join(f"{e['places']} × {e['shape']} ({_bytes(e['bytes'])})"
+                         for e in arrays[:3]) or "n/a"
+
+    rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
+            ["plan (output + temp)", *(_megabytes(r["plan_bytes"]) for r in (old, new))],
+            ["XLA's total bytes used", _bytes(old["dump_total_bytes"]),
+             _bytes(new["dump_total_bytes"])],
+            ["largest allocation", *(f"{_bytes(r['largest_allocation']['size_bytes'])}, "
+                                     f"{r['largest_allocation']['kind']}"
+                                     if r["largest_allocation"] else "n/a" for r in (old, new))],
+            ["held in it (places, by shape)", places(old), places(new)]]
+    if shape:
+        rows.append([f"{shape} buffers (places)", *(
+            f"{r['stacked']['slots']} ({_bytes(r['stacked']['bytes'])}, "
+            f"{r['stacked']['values']} values)" if r["stacked"] else "n/a" for r in (old, new))])
+    out = ["## The buffers at the peak", "",
+           f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
+           f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
+           f"values that are never live together share a place in it):", "",
+           table(["", o, n], rows), ""]
+    moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
+    for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
+                                           ("old_at_peak", o, n, "bytes_removed", "−")):
+        entries = evidence.get(key) or []
+        moved[key] = [e for e in entries if e[change] * 100 >= entries[0][change]]
+        if moved[key]:
+            out += [f"Held at the peak under {more} in more places than under {fewer}: "
+                    + "; ".join(f"`{e['shape']}` {e['old_places']} → {e['new_places']} "
+                                f"({sign}{_bytes(e[change])})" for e in moved[key][:5]) + ".", ""]
+    if not any(moved.values()) and old["at_peak"] and new["at_peak"]:
+        out += ["Both plans hold the same shapes in as many places at the peak.", ""]
+    errors, values, raw = [], [], []
+    for label, release in ((o, old), (n, new)):
+        errors += [f"_{label}: {release['error']}_", ""] if release["error"] else []
+        a = release["largest_allocation"]
+        if a:
+            values += [f"{label}: allocation {a['index']} ({_bytes(a['size_bytes'])}, "
+                       f"{a['kind']})", *(f"  {v['values']:3d} × {v['shape']} "
+                                           f"({_bytes(v['size_bytes'])} each)"
+                                           for v in a["values"]), ""]
+    for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
+        pair = [r["raw"].get(key) or [] for r in (old, new)]
+        if pair[0] and pair[0] == pair[1]:
+            raw += [f"**{key.replace('_', ' ').capitalize()}**, the same under {o} and {n} "
+                    f"({len(pair[0])} lines):", "", _code(pair[0]), ""]
+            continue
+        for label, lines in zip((o, n), what_differs(*pair) if all(pair) else pair):
+            if lines:
+                raw += [f"**{label}, {key.replace('_', ' ')}**", "", _code(lines), ""]
+    out += errors
+    if values:
+        out += details("The values of the largest allocation, by shape", values[:-1], "text")
+    if old["schedule"] or new["schedule"]:
+        out += [f"The scheduled entry computation (XLA's *after_optimizations* HLO): where "
+                f"{shape} buffers ({named}) are made relative to the while loops"
+                + (", cut to where the releases differ:" if old["schedule"] and new["schedule"]
+                   else "."), ""]
+        pair = ((old["schedule"], new["schedule"]) if not (old["schedule"] and new["schedule"])
+                else what_differs(old["schedule"], new["schedule"]))
+        out += [line for label, lines in zip((o, n), pair) if lines
+                for line in (_code([f"{label}:", *lines]), "")]
+    if raw:
+        out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
+    out += ["One release's dump, in its environment (the document holds the dump files):", "",
+            _code([command], "sh"), ""]
+    if plain:
+        out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
+                "environments of *Reproduce*; XLA writes `*after_optimizations-buffer-"
+                "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
+                "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
+    return "\n".join(out)

@@ -1,0 +1,60 @@
+"""An explanation's report (``--explain``): which HLO passes shape a case's figure under one
+release, from its document alone."""
+
+from __future__ import annotations
+
+from jaxbisect.report.figures import figure_cell, shown
+from jaxbisect.report.markdown.answer import setting_kind
+from jaxbisect.report.markdown.bisection import within_limit
+from jaxbisect.report.markdown.words import details, params_text, table
+from jaxbisect.search.classify import Direction
+from jaxbisect.search.placing import Verdict
+
+
+def render_explain(doc: dict) -> str:
+    explanation, metric = doc["explanation"], doc["metric"]["name"]
+    unit, case, release = doc["metric"]["unit"], doc["case"], doc["explain"]
+    over = doc.get("over") or {}
+    place = doc.get("place") or doc.get("target") or doc["backend"]
+    if "/" in place:  # a spec file's path: its name
+        place = place.rsplit("/", 1)[-1].removesuffix(".json")
+
+    def cell(t: dict) -> str:  # a shape's word, and its figures at each value where known
+        word = figure_cell(metric, unit, t["figure"])
+        series = t.get("series") or {}
+        if not series or None in series.values():
+            return word
+        figures = " / ".join(shown(metric, unit, v).removesuffix(" MiB")
+                             for v in series.values())
+        name = over.get("name") or "each value"
+        return (f"{word} ({figures}{' MiB' if unit == 'bytes' else ''} at {name} "
+                f"{' / '.join(series)})")
+
+    rows = [[t["xla_flags"].split("=", 1)[1], cell(t),
+             f"{t['ratio']:.2f}×" if t["ratio"] else "",
+             {Direction.FIX: "lower", Direction.REGRESSION: "higher",
+              Direction.CHANGED: "different"}.get(t["direction"], "the same")
+             if t.get("verdict") in (Verdict.CHANGED, Verdict.SAME)
+             else t.get("verdict", "")] for t in explanation["tests"]]
+    found = explanation.get("workarounds", [])
+    ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
+            + figure_cell(metric, unit, w["figure"]) + f" ({setting_kind(doc, w)}"
+            + ("" if w["safe"] else ": correctness depends on this pass; never a fix") + ")"
+            for w in found]
+    base = explanation["baseline"]
+    params = {k: v for k, v in case["params"].items() if case["defaults"].get(k) != v}
+    parts = [
+        f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
+        "", explanation["culprit"]["text"] + ".", "",
+        f"Baseline: {figure_cell(metric, unit, base)}"
+        + (f" ({params_text(params)})" if params else "") + ".", "",
+        "Reproduce with this toolkit (its README's Quick start installs it):", "", "```sh",
+        doc["reproduce"], "```", "", "## Details", "",
+        *(details("Each setting that changed it", ways) if ways else []),
+        *details("Every pass turned off", [
+            table(["pass turned off", metric, "ratio to the baseline", "against the baseline"],
+                  rows) if rows else "_No pass was turned off._"]),
+        *details(f"The program: {case['path']}", [case["source"].rstrip()], "python")]
+    if doc.get("machine"):
+        parts += details("Environment of the probing machine", [doc["machine"]], "text")
+    return within_limit(parts)

@@ -1,0 +1,52 @@
+"""The XLA range and the culprit commits, rendered for the report (the hand-off to XLA's own
+bisection is evidence.handoff's)."""
+
+from __future__ import annotations
+
+from jaxbisect.evidence.pin_ranges import XLA_REPO_URL
+from jaxbisect.report.markdown.evidence import details, table
+
+
+def source_words(source: str | None) -> str:
+    """Where a pin was read, without the local clone's path (a document from before it was
+    left out names it)."""
+    if not source:
+        return "?"
+    path, at, ref = source.rpartition(" at ")
+    return f"a jax clone at {ref}" if at and path.startswith(("/", "~", ".")) else source
+
+
+def render_xla_range(attribution: dict) -> list[str]:
+    """Markdown lines: where each XLA pin came from, and the hand-off command."""
+    xla, sources = attribution.get("xla_commits") or {}, attribution.get("xla_pin_sources") or {}
+    commits = attribution.get("commits") or {}
+    out = []
+    if xla.get("old") or xla.get("new"):
+        out += ["**XLA pins** (the XLA commit each release's jaxlib was built with):", ""]
+        for side in ("old", "new"):
+            label = f"jax {(commits.get(side) or {}).get('jax') or '?'}"
+            out.append(f"- {label}: `{xla[side][:10]}`, from {source_words(sources.get(side))}"
+                       if xla.get(side) else f"- {label}: unknown")
+        out.append("")
+    triage = attribution.get("triage")
+    if triage:
+        out += ["**Below the release:** JAX-Toolbox's triage tool bisects the JAX and XLA "
+                "commits between these pins, rebuilding both at each step, with this "
+                "toolkit's check as the test:", "",
+                f"```sh\n{triage['command']}\n```", "",
+                f"It needs {triage['needs']}.", ""]
+    return out
+
+
+def render_culprit_commits(info: dict) -> list[str]:
+    """Markdown lines: the XLA commits between the pins that touch the culprit
+    (``--xla-repo``), the most likely first."""
+    if not info["commits"]:
+        return [f"_XLA commits touching the culprit: none listed ({info['note']})._", ""]
+    likely = info["most_likely"]
+    rows = [[f"[`{c['sha'][:10]}`]({XLA_REPO_URL}/commit/{c['sha']})", c["subject"],
+             "yes" if c["sets_new_value"] else ""] for c in info["commits"]]
+    return [f"**XLA commits between the pins that touch `{info['name']}`** ({len(rows)}); most "
+            f"likely [`{likely['sha'][:10]}`]({XLA_REPO_URL}/commit/{likely['sha']}): "
+            f"{likely['subject']}", "",
+            *details("All of them", [table(["commit", "subject", "sets the new value"], rows)])]

@@ -1,0 +1,346 @@
+"""How to see the answer: the one reproduce block of the first screen (the standalone program
+at each end, or this toolkit's own command), and the plain pip and python lines below it."""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+import textwrap
+
+from packaging.version import Version
+
+from jaxbisect.lab import backends
+from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
+from jaxbisect.search.classify import Direction
+from jaxbisect.search.rounds import Status
+from jaxbisect.stages.program import FILE, WRITTEN, Program, series_values, write_program
+from jaxbisect.stages.program_runs import install_line
+from repro.case import CaseFile
+from repro.metrics import concrete
+from repro.units import MIB
+
+SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
+PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
+OUTPUT_LINES = 2
+
+MEASURE_SNIPPETS = {
+    "memory": """    stats = fn.lower(*args).compile().memory_analysis()
+    print("memory (output + temp bytes):", stats.output_size_in_bytes + stats.temp_size_in_bytes)""",  # noqa: E501
+    "compile_time": """    samples = []
+    for _ in range(6):
+        jax.clear_caches()
+        started = time.perf_counter()
+        fn.lower(*args).compile()
+        samples.append(time.perf_counter() - started)
+    print("compile_time (s), median of 5 after one warm-up:", statistics.median(samples[1:]))""",
+    "run_time": """    args = concrete(args)
+    jax.block_until_ready(fn(*args))  # compile and warm up
+    samples = []
+    while len(samples) < 5 or sum(samples) < 0.3:
+        started = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        samples.append(time.perf_counter() - started)
+    quartile = statistics.quantiles(samples, n=4, method="inclusive")[0]
+    print(f"run_time (s), 25th percentile of {len(samples)} calls:", quartile)""",
+    "peak_memory": """    args = concrete(args)
+    compiled = fn.lower(*args).compile()
+    open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark (Linux)
+    jax.block_until_ready(compiled(*args))
+    peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+    print("peak RSS after compiling:", peak.split(":")[1].strip())""",
+    "output": """    out = jax.block_until_ready(fn(*concrete(args)))
+    for leaf in jax.tree_util.tree_leaves(out):
+        a = numpy.asarray(leaf)
+        print("output:", a.shape, a.dtype, "sum", a.astype(numpy.float64).sum(), a.ravel()[:8])""",
+    "error": """    try:
+        jax.block_until_ready(fn(*concrete(args)))
+        print("error: no error")
+    except Exception as exc:
+        print("error:", type(exc).__name__, str(exc).splitlines()[0])""",
+}
+
+
+
+def changed_pairs(doc: dict) -> list[tuple[str, str, str]]:
+    """Where the behaviour differs, as the answer says: the pair found (``came``, or ``fix``),
+    or where each change inside alike ends came and where it went: (old, new, kind)."""
+    if doc.get("status") == Status.FOUND and doc.get("last_old") and doc.get("first_new"):
+        kind = "fix" if doc.get("direction") == Direction.FIX else "came"
+        return [(doc["last_old"]["jax"], doc["first_new"]["jax"], kind)]
+    if doc.get("status") == Status.ALIKE:
+        return [(*c[kind], kind) for c in (doc.get("interior_check") or {}).get("changes") or ()
+                for kind in ("came", "went")]
+    return []
+
+
+def jaxlib_of(doc: dict, jax: str) -> str | None:
+    """The jaxlib a release ran on: its probe's, or a commits part's (a release inside)."""
+    probe = next((p for p in doc["probes"] if p["jax"] == jax), None)
+    if probe:
+        return probe["jaxlib"]
+    for _, c in ([(None, doc["commits"])] if doc.get("commits") else
+                 [(None, c) for c in doc.get("commits_by_pair") or ()]):
+        for side in ("old", "new"):
+            if c.get(side) == jax and c.get(f"{side}_jaxlib"):
+                return c[f"{side}_jaxlib"]
+    return None
+
+
+def toolkit_output(doc: dict, program: Program, jax: str) -> str | None:
+    """What ``program`` prints at ``jax``, from the figure this toolkit measured there (the
+    program's own form), or None where the document holds no such figure."""
+    probe = next((p for p in doc["probes"] if p["jax"] == jax), None) or \
+        next((r for r in doc.get("interior") or () if r["jax"] == jax), None)
+    if probe is None:
+        return None
+    metric, fig = program.metric, probe.get("figure") or {}
+    if program.over:
+        series = probe.get("series") or {}
+        if series.get("fallback") or {k: v for k, v in (series.get("params") or {}).items()
+                                       if program.params.get(k) != v}:
+            return None  # measured otherwise than the program measures it
+        figures = series.get("figures") or {}
+        name, values = program.over
+        if any(figures.get(str(v)) is None for v in values):
+            return None
+        return "\n".join(f"{name}={v}: {figures[str(v)] / MIB:.2f} MiB" for v in values)
+    if metric == "error" and isinstance(fig.get("value"), str):
+        return fig["value"]
+    if metric == "memory" and "median" in fig:
+        return f"memory: {fig['median'] / MIB:.2f} MiB"
+    return None
+
+
+def written_program(doc: dict) -> Program | None:
+    """The plain program of a document written before the stage that runs it: the case cut
+    down (program.py), at the sizes the pair's figures were measured at."""
+    case, metric = doc.get("case"), doc["metric"]["name"]
+    if not case or not case.get("source") or metric not in WRITTEN or not changed_pairs(doc):
+        return None
+    pair = changed_pairs(doc)[0]
+    series = next((p.get("series") for p in doc["probes"] if p["jax"] == pair[0]), None) or {}
+    params = {**case["params"], **(series.get("params") or {})}
+    over = ()
+    if doc.get("over"):
+        name = doc["over"]["name"]
+        values = [v for v in doc["over"]["values"]
+                  if str(v) in (series.get("figures") or {})] or doc["over"]["values"]
+        over = (name, series_values(tuple(values)))
+        params.pop(name, None)
+    cased = CaseFile(path=case["path"], source=case["source"], sha256=case.get("sha256", ""),
+                     defaults=dict(case.get("defaults") or {}))
+    return write_program(cased, metric, params, over, xla_flags=doc.get("xla_flags") or "")
+
+
+def shown_program(doc: dict) -> dict | None:
+    """The program a report shows and each install where the behaviour differs, with what
+    it printed there: ``{file, text, lines, ends, shows_change, nondeterministic, measured}``
+    (``measured``: the program itself ran; else the outputs are this toolkit's figures);
+    None where the report has none."""
+    r = doc.get("reproducer") or {}
+    if r.get("ends") and r.get("program"):
+        ends = [*r["ends"], *((r.get("went") or {}).get("ends") or ())]
+        flaky = r.get("nondeterministic") or (r.get("went") or {}).get("nondeterministic")
+        shows = [r.get("shows_change"), (r.get("went") or {}).get("shows_change", True)]
+        return {"file": r["file"], "text": r["program"], "lines": r["lines"],
+                "ends": unique_ends(ends), "nondeterministic": bool(flaky),
+                "shows_change": None if None in shows else all(shows), "measured": True}
+    program = written_program(doc)
+    if program is None:
+        return None
+    backend = backends.get(doc["backend"])
+    plain = doc["backend"] == "cpu" and not doc.get("target")  # its pins are a plain install's
+    ends = []
+    for old, new, kind in changed_pairs(doc):
+        roles = (("like the ends", "unlike the ends") if kind == "came" and
+                 doc["status"] == Status.ALIKE else ("unlike the ends", "like the ends")
+                 if kind == "went" else PAIR_ROLES.get(doc.get("direction"), PAIR_ROLES[None]))
+        for jax, role in zip((old, new), roles):
+            jaxlib = jaxlib_of(doc, jax)
+            held = next((p.get("installed") for p in doc["probes"] if p["jax"] == jax), None)
+            wheels = (backend.pip_words(jax, jaxlib, held) if jaxlib else f"jax=={jax}")
+            install = (install_line(held) if held and plain and "jaxlib" in held
+                       else f"pip install {wheels}")  # what the probe's environment held
+            ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
+                         "install": install, "command": program.command,
+                         "output": toolkit_output(doc, program, jax), "exit": None})
+    return {"file": FILE, "text": program.text, "lines": program.lines,
+            "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
+            "measured": False}
+
+
+PAIR_ROLES = {Direction.REGRESSION: ("last good", "first bad"),
+              Direction.FIX: ("last bad", "fixed"), None: ("last old", "first new")}
+
+
+def unique_ends(ends: list[dict]) -> list[dict]:
+    """Each release once, in release order (a came-and-went's middle release is both the
+    first unlike the ends and the last before it went)."""
+    seen: dict[str, dict] = {}
+    for end in ends:
+        seen.setdefault(end["jax"], end)
+    return sorted(seen.values(), key=lambda e: Version(e["jax"]))
+
+
+def printed(end: dict) -> str:
+    """What an end printed, on one line: both runs where they differ."""
+    runs = end.get("outputs") or [end.get("output")]
+    said = [" | ".join(line.strip() for line in (o or "").splitlines() if line.strip())
+            for o in runs]
+    if not any(said):
+        return "(no output)"
+    if len(said) > 1:
+        return cut("; ".join(f"run {k}: {o}" for k, o in enumerate(said, 1)), 160)
+    return cut(said[0], 160)
+
+
+def end_lines(end: dict, measured: bool) -> list[str]:
+    """One install of the reproduce block: its label first (never scrolled out of view),
+    the pip line, the run and what it printed."""
+    verb = "prints" if measured else "the toolkit's figure"
+    label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
+                                     end["jaxlib"] != end["jax"] else "")
+    return [f"{label}, {end['role']}", end["install"],
+            f"{end['command']}   # {verb}: {printed(end)}"]
+
+
+def reproduce_block(doc: dict) -> list[str]:
+    """The first screen's copy-paste block: the standalone program at each install where the
+    behaviour differs, with what it printed there; else this toolkit's command."""
+    shown = shown_program(doc)
+    if shown:
+        ends = shown["ends"]
+        if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
+            ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
+        lines = [line for end in ends for line in end_lines(end, shown["measured"])]
+        notes = []
+        if shown["shows_change"] is False:
+            notes.append("its output does not show the change: see below")
+        if shown["nondeterministic"]:
+            notes.append("its output differs between runs of one release")
+        if not shown["measured"]:
+            notes.append("outputs: the toolkit's figures"
+                         + (", compiled for the GPU without one: the program needs the GPU"
+                            if doc.get("target") else ""))
+        said = f" ({'; '.join(notes)})" if notes else ""
+        sizes = program_sizes(shown["text"])
+        return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
+                f"{'; ' + sizes if sizes else ''}), a fresh environment each{said}:",
+                "```sh", *lines, "```", "",
+                *details("The same question asked with this toolkit (its README's Quick start "
+                         f"installs it){saved_first(doc)}", [doc["reproduce"]], "sh")]
+    r = doc.get("reproducer") or {}
+    why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
+    return [f"Reproduce with this toolkit (its README's Quick start installs it)"
+            f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def program_sizes(text: str) -> str:
+    """The sizes a program runs at, read from its own ``case(...)`` call and the values its
+    loop runs over (``n_res=32; n_outer 2, 5``): beside its figures, so that a figure at one
+    size is never read as another's."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id == "case"]
+    defined = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "case"]
+    sizes = {}
+    for d in defined[:1]:
+        named = d.args.args[len(d.args.args) - len(d.args.defaults):]
+        sizes.update({a.arg: v.value for a, v in zip(named, d.args.defaults)
+                      if isinstance(v, ast.Constant)})
+    sizes.update({k.arg: k.value.value for c in calls[:1] for k in c.keywords
+                  if k.arg and isinstance(k.value, ast.Constant)})
+    given = [f"{k}={v!r}" for k, v in sizes.items() if isinstance(v, int)
+             and not isinstance(v, bool) and (k.startswith("n_") or k in SIZE_NAMES)
+             and not any(k == c.arg and isinstance(c.value, ast.Name)
+                         for call in calls[:1] for c in call.keywords)]
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For)
+             and isinstance(n.target, ast.Name) and n.target.id == "value"]
+    over = [f"{k.arg} {', '.join(map(str, ast.literal_eval(loops[0].iter)))}"
+            for c in calls[:1] for k in c.keywords
+            if loops and isinstance(k.value, ast.Name) and k.value.id == "value"]
+    return "; ".join(filter(None, [", ".join(given), *over]))
+
+
+def saved_first(doc: dict) -> str:
+    """Where the toolkit's command names a case file the toolkit's clone does not hold: that
+    it is the case printed below, to be saved under that name first."""
+    case = doc.get("case") or {}
+    if case.get("shipped", "/" in case.get("path", "/")):
+        return ""
+    return f" (save the program below as `{case['path']}` first)"
+
+
+def standalone_script(doc: dict) -> str | None:
+    """The case's source and the lines that measure its metric, runnable with plain
+    ``python`` in any environment with jax."""
+    case, metric = doc.get("case"), doc["metric"]["name"]
+    if not case or metric not in MEASURE_SNIPPETS:
+        return None
+    params = case["params"]
+    measuring = f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[metric]}"
+    if doc["over"]:  # the series: the metric at each value of the parameter
+        name, values = doc["over"]["name"], doc["over"]["values"]
+        measuring = (f"    for value in {list(values)!r}:\n        print({name!r}, value)\n"
+                     f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
+                     + textwrap.indent(MEASURE_SNIPPETS[metric], "    "))
+    return (f"{case['source'].rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
+            f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
+            f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
+            f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
+            f"{measuring}\n")
+
+
+def standalone_lines(doc: dict) -> list[str]:
+    """Plain ``pip install`` and ``python`` lines for the ends (or the pair found), and the
+    program they run: the standalone one where the document has it, else ``measure.py``
+    (the case and the lines that measure its metric)."""
+    shown = shown_program(doc)
+    if shown:
+        case = doc.get("case") or {}
+        own = ([] if not saved_first(doc) or not case.get("source") else
+               details(f"{case['path']}: the program this toolkit's command takes (save it "
+                       f"under that name)", [case["source"].rstrip()], "python"))
+        return [*details(f"{shown['file']}: the standalone program ({shown['lines']} lines, "
+                         f"jax only)", [shown["text"].rstrip()], "python"), *own]
+    releases = pair_or_ends(doc)
+    backend = backends.get(doc["backend"])
+    on = backend.machine_words(doc)
+    flags = f"XLA_FLAGS={shlex.quote(doc['xla_flags'])} " if doc.get("xla_flags") else ""
+    python = "3.12" if any(Version(v) >= PY312_FROM for v in releases) else "3.11"
+    lines = ["```sh"]
+    for version in releases:
+        jaxlib = probe_at(doc, version)["jaxlib"]
+        venv = f"venv-{version}"
+        run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
+               else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
+        wheels = backend.pip_words(version, jaxlib, probe_at(doc, version).get("installed"))
+        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
+    lines += ["```", "", "(Old releases may need the packages of their day: the toolkit "
+              "resolves each environment as of its release's date, e.g. `uv pip install "
+              "--exclude-newer DATE`.)", ""]
+    script = standalone_script(doc)
+    case = doc.get("case")
+    fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})
+                                         .get("fallback"))]
+    if script and fell_back and doc["metric"]["name"] == "memory":
+        reason = probe_at(doc, fell_back[0])["series"]["fallback"].get("reason") or ""
+        lines += [f"Under jax {', '.join(fell_back)} the script prints 0 bytes: "
+                  f"{reason or 'the compiled statistics are empty there'}; the toolkit "
+                  f"measured a run's peak there instead (the table above), which no short "
+                  f"script prints.", ""]
+    if script:
+        lines += ["`measure.py` is the case and the lines that measure its "
+                  f"{doc['metric']['name']}; saved as `{case['path'].rsplit('/', 1)[-1]}` it "
+                  f"is also the case file this toolkit takes (sha256 of the case "
+                  f"{case['sha256'][:12]}):", "", "```python", script.rstrip(), "```", ""]
+    elif case:
+        lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),
+                  "```", ""]
+    return details(f"Without the toolkit{on}: a fresh virtual environment per release "
+                   f"(Python {python}) and the program", lines)

@@ -1,0 +1,317 @@
+"""The sections below the first screen: where the change is (JAX, XLA's HLO passes, below
+HLO) and the next step, why (the flags and passes measured), the buffers at the peak, the
+flags tried, the HLO bundle, where and on what the runs ran."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from jaxbisect.evidence.hlo_bundle import details_lines
+from jaxbisect.lab.executors import cluster_markdown
+from jaxbisect.report.figures import figure_cell
+from jaxbisect.report.markdown.answer import setting_kind
+from jaxbisect.report.markdown.evidence import render_buffers_markdown
+from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
+from jaxbisect.report.markdown.reproduce import shown_program
+from jaxbisect.report.markdown.words import cut, details, params_text, plainly, table, value_words
+from jaxbisect.search.placing import Behaviour, Verdict
+from jaxbisect.search.rounds import Status
+
+
+def in_jax_python(doc: dict) -> bool:
+    """The change is in jax's Python by the attribution (the lowered modules differ)."""
+    return (doc.get("attribution") or {}).get("culprit") == "jax"
+
+
+PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b")
+
+
+def python_error(doc: dict) -> bool:
+    """An error metric whose new behaviour is a Python exception (not a crash) that the HLO
+    rule could not place (the program raises before a module exists): jax's Python is the
+    first suspect, and ``--commits`` tells it from the jaxlib without a build."""
+    if doc["metric"]["name"] != "error" or doc["status"] != Status.FOUND:
+        return False
+    if (doc.get("attribution") or {}).get("culprit") in ("jax", "xla", "below-hlo"):
+        return False
+    values = [(p.get("figure") or {}).get("value") for p in doc["probes"]
+              if p["jax"] in (doc["last_old"]["jax"], doc["first_new"]["jax"])]
+    return any(isinstance(v, str) and PYTHON_ERROR.match(v) for v in values)
+
+
+def commits_command(doc: dict) -> str:
+    """The same question with ``--commits``: jax's own commits between the pair."""
+    argv = shlex.split(doc["reproduce"])
+    if doc["status"] == Status.FOUND:
+        argv[argv.index("--from") + 1] = doc["last_old"]["jax"]
+        argv[argv.index("--to") + 1] = doc["first_new"]["jax"]
+    return shlex.join(argv if "--commits" in argv else [*argv, "--commits"])
+
+
+def attribution_lines(doc: dict) -> list[str]:
+    """JAX, XLA's HLO passes, or below HLO, and the commits either side; the next step:
+    ``--commits`` where the change is in jax's Python, the hand-off below the release where
+    it is in jaxlib and no jax commit was named."""
+    a = doc["attribution"]
+    came_with = (doc.get("commits") or {}).get("came_with")
+    lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
+    if doc["metric"]["name"] == "compile_time" and a.get("culprit") in ("xla", "below-hlo"):
+        lines += ["The HLO rule reads the modules only: a compile_time change can also lie in "
+                  "jax's own tracing and lowering (Python, before any module exists), which it "
+                  "cannot see; jax's commits (`--commits`) measure that.", ""]
+    links = a.get("links") or {}
+    if came_with == "jax":  # jax's Python, measured: XLA's commits are beside the point
+        pass
+    elif links.get("xla_compare"):
+        count = (f" ({a['xla_commit_count']} commits)" if a.get("xla_commit_count") is not None
+                 else "")
+        lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
+    elif a.get("xla_note"):
+        lines += [plainly(a["xla_note"]) + ".", ""]
+    if came_with == "jax":
+        lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
+                  "measured, so XLA's commits are not looked at.", ""]
+    elif came_with == "both":
+        lines += ["The first bad jax commit is named above (*jax commits*); it needs the newer "
+                  "jaxlib too, whose XLA commits are linked above.", ""]
+    elif in_jax_python(doc) and came_with is None:
+        lines += ["**Next step:** the change is in jax's Python, so jax's own commits between "
+                  "the two releases name it, without building anything:", "", "```sh",
+                  commits_command(doc), "```", ""]
+    else:
+        if python_error(doc) and came_with is None:
+            lines += ["**Next step:** the error is a Python exception raised before XLA has a "
+                      "module; jax's own commits between the two releases tell jax's Python "
+                      "from the jaxlib, without building anything (before the rebuilds "
+                      "below):", "", "```sh", commits_command(doc), "```", ""]
+        lines += render_xla_range(a)
+        if a.get("xla_culprit_commits"):
+            lines += render_culprit_commits(a["xla_culprit_commits"])
+    commits = a.get("commits") or {}
+    shown = [f"jax {c['jax']}: {c['commit'] or c['ref']} ({c['source']})"
+             for c in (commits.get("old"), commits.get("new")) if c and c.get("jax")]
+    if shown:
+        lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
+    if a.get("diff"):
+        lines += details("The lowered modules, where they differ", a["diff"], "diff")
+    elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
+        lines += details("XLA's optimized HLO (normalised: metadata, source locations and names "
+                         "set aside), its first real difference", a["first_difference"], "diff")
+    return lines
+
+
+def evidence_lines(doc: dict) -> list[str]:
+    """The buffers at the peak of a memory case (evidence/collect.py), and the command that
+    remakes one release's dump."""
+    evidence, case = doc["evidence"], doc["case"]
+    params = dict(sorted(evidence["params"].items()))
+    argv = ["python", "-m", "repro.dumps", "--case", case["path"],
+            *(f"--param={k}={v}" for k, v in params.items()),
+            *(["--target", doc["target"]] if doc.get("target") else
+              ["--backend", doc["backend"]]),
+            *([f"--xla-flags={doc['xla_flags']}"] if doc.get("xla_flags") else []), "--json"]
+    # Without the toolkit: the report's own program with XLA's dumps on, in the reproduce
+    # block's environments (never a file the report does not print).
+    shown = shown_program(doc)
+    text = render_buffers_markdown(evidence, shlex.join(argv), ())
+    if shown:
+        flags = doc.get("xla_flags") or ""
+        runs = ["XLA_FLAGS="
+                + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
+                              .strip())
+                + f" python {shown['file']}   # in jax {e['jax']}'s environment"
+                for e in shown["ends"]]
+        text += "\n".join([
+            f"Without the toolkit: `{shown['file']}` (above) with XLA's dumps on, in each "
+            f"environment of the reproduce block; XLA writes "
+            f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
+            f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
+            f"program (its sizes, which may differ from the dump's above: "
+            f"{params_text(evidence['params'])}):", "", "```sh", *runs, "```", ""])
+    title, _, body = text.partition("\n")
+    return details(title.removeprefix("## "), [capped(body.strip()), ""])
+
+
+DUMP_LINES = 16  # a dump's code block beyond this is cut: the JSON document holds it whole
+TEXT_BLOCK = re.compile(r"^```text\n(?P<body>.*?)\n```$", re.MULTILINE | re.DOTALL)
+
+
+def capped(text: str, most: int = DUMP_LINES) -> str:
+    """Each dump's text block cut to its first ``most`` lines, with how many were left out
+    (a report is read, the JSON beside it is searched)."""
+    def cut_block(m: re.Match) -> str:
+        lines = m["body"].splitlines()
+        if len(lines) <= most:
+            return m[0]
+        kept = "\n".join(lines[:most])
+        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the JSON "
+                f"document beside the report holds what they show)\n```")
+    return TEXT_BLOCK.sub(cut_block, text)
+
+
+def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
+    """Every flag setting that brought the old figure back, one a line: the flag, the
+    release, the figure, whether (and how) the reverse was tested, and whether it is a
+    workaround (keeps the result right, a user's option on that target) or a diagnostic."""
+    metric = doc["metric"]["name"]
+    lines = []
+    for w in workarounds:
+        kind = setting_kind(doc, w)
+        line = ("- **Workaround:** " if kind == "workaround" else
+                "- **Diagnostic** (correctness depends on this pass; never a fix): "
+                if not w.get("safe", True) else
+                "- **Diagnostic** (a pass turned off: not a setting to run with): ")
+        line += (f"`{w['xla_flags']}` under jax {w['release']} "
+                 + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
+                    else f"brings back the old {metric}"))
+        if w.get("figure") is not None:
+            line += f" ({value_words(doc, w['figure'])})"
+        reverse = w.get("reverse")
+        if reverse:
+            if reverse.get("tested"):
+                line += (f"; the reverse, `{reverse['xla_flags']}` under jax "
+                         f"{reverse['release']}, gives the {reverse['behaviour']} behaviour")
+                if reverse.get("figure") is not None:
+                    line += f" ({value_words(doc, reverse['figure'])})"
+            else:
+                line += (f"; the reverse (`{reverse.get('xla_flags', '?')}` under jax "
+                         f"{reverse['release']}) could not be tested: "
+                         f"{plainly(reverse.get('error')) or 'it gave no figure'}")
+        lines.append(line + ".")
+    return lines + ([""] if lines else [])
+
+
+def test_table(doc: dict, tests: list[dict], summary: str) -> list[str]:
+    metric = doc["metric"]["name"]
+    rows = [[t["release"], f"`{t['xla_flags']}`", t["behaviour"],
+             value_words(doc, t.get("figure")),
+             cut(plainly(t.get("finding") or t.get("error") or ""), 160)] for t in tests]
+    return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
+
+
+TRIED = re.compile(r"under jax (?P<release>[\w.]+)(?P<middle>.*?) for (?P<found>\d+) of "
+                   r"the (?P<tried>\d+) passes tried")
+
+
+def said_of(c: dict) -> str | None:
+    """A search's sentence, left out where it counts nothing ("none of the 0 …"); a
+    document's "k of the n passes tried" (written before the crashed ones were said apart)
+    counted again from its tests: the passes measured, and those that crashed apart."""
+    text = c.get("text")
+    if not text or (c.get("kind") == "none" and not c.get("flag_defaults_changed")
+                    and "flag_defaults_changed" in c):
+        return None
+
+    def counted(m: re.Match) -> str:
+        at = [t for t in c.get("tests") or () if t["release"] == m["release"]
+              and t["behaviour"] != Behaviour.NOT_TESTED]
+        failed = [t["xla_flags"].split("=", 1)[1] for t in at
+                  if t["behaviour"] == Behaviour.SKIP]
+        more = (f" ({len(failed)} more crashed or gave no figure: "
+                + ", ".join(f"`{n}`" for n in failed) + ")" if failed else "")
+        return (f"under jax {m['release']}{m['middle']} for {m['found']} of the "
+                f"{len(at) - len(failed)} passes measured{more}")
+
+    return TRIED.sub(counted, text).replace(" (ways around it there)", "")
+
+
+def why_lines(doc: dict) -> list[str]:
+    """The "Why" section from the explanation's document: what the flag and pass searches
+    said, every setting that brought a release's figure back, and every setting measured."""
+    explanation = doc["explanation"]
+    culprit = explanation["culprit"]
+    flags = culprit.get("flags") if culprit.get("flags") is not None else (
+        culprit if "flag_defaults_changed" in culprit or culprit.get("kind") == "workaround"
+        else None)
+    passes = culprit if flags is not culprit else None
+    said = [t for t in (said_of(c) for c in (flags, passes) if c) if t]
+    lines = ["## Why", ""]
+    if said:
+        lines += [" ".join(t[0].upper() + t[1:].rstrip(".") + "." for t in said), ""]
+    workarounds = [w for c in (flags, passes) if c for w in c.get("workarounds") or []]
+    lines += workaround_lines(doc, workarounds)
+    budget = explanation.get("budget") or {}
+    if budget.get("exhausted"):
+        lines += [f"The explanation's budget ({budget['seconds']:.0f} s, --explain-budget) was "
+                  f"spent: what it did not reach is marked not tested.", ""]
+    if flags and flags.get("tests"):
+        lines += test_table(doc, flags["tests"], "Every flag setting measured")
+    if passes and passes.get("tests"):
+        lines += test_table(doc, passes["tests"], "Every HLO pass turned off")
+    first = (passes or {}).get("first_difference") or {}
+    if first.get("status") == "differ" and first.get("diff"):
+        files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
+        after = [f"jax {first[side]} after `{name.split('.after_')[1].split('.before_')[0]}`"
+                 for side, name in files.items() if ".after_" in name]
+        lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
+                         f"differ, pass by pass ({'; '.join(after)}; numbering removed)"
+                         + (" (cut short)" if first.get("diff_truncated") else ""),
+                         first["diff"], "diff")
+    return lines
+
+
+def tried_lines(doc: dict) -> list[str]:
+    """``--try-xla-flags``: each set of flags under the first new release, and whether it
+    brings the old behaviour back."""
+    tried, metric = doc["try_xla_flags"], doc["metric"]["name"]
+    rows = [[f"`{t['xla_flags']}`", value_words(doc, t["figure"])
+             if t["figure"] is not None else plainly(t["error"]), t["behaviour"],
+             "yes ✅" if t["restores"] else "no"] for t in tried]
+    sized = params_text(doc["search_size"]["params"]) if doc.get("search_size") else ""
+    return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
+            f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
+            f"placed by the bisection's classifier:", "",
+            table(["XLA_FLAGS", metric, "behaviour", "old behaviour back"], rows), ""]
+
+
+def hlo_lines(doc: dict) -> list[str]:
+    """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
+    the fuel step (evidence/hlo_render.py, the hlo helper's)."""
+    lines = details_lines(doc["hlo_module"])
+    bundle = doc["hlo_module"].get("bundle")
+    if bundle and lines:  # a folder beside the report: no link survives a paste
+        lines += [f"The bundle is a folder, `{bundle}/`, beside the report's JSON, not a link: "
+                  f"pasted as a comment, attach it as `{bundle}.zip`.", ""]
+    return lines
+
+
+def minimal_lines(doc: dict) -> list[str]:
+    """``--minimize``: the smallest parameters at which the pair still behave apart, and the
+    program at them."""
+    m, title = doc["minimal"], "Minimal reproducer"
+    if m.get("at_start") == Verdict.CANNOT_TELL:
+        return details(title, [f"Cannot tell whether jax {m['old']} and {m['new']} behave apart "
+                               f"at the parameters asked for (the paired test left it "
+                               f"undecided), so nothing was shrunk.", ""])
+    if not m["kept_at_start"]:
+        return details(title, [f"The change does not show between jax {m['old']} and "
+                               f"{m['new']} at the parameters asked for, so nothing was "
+                               f"shrunk.", ""])
+    changed = {k: (m["started_from"][k], v) for k, v in m["params"].items()
+               if m["started_from"].get(k) != v}
+    shrunk = ", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()) or "nothing smaller"
+    note = "" if m["complete"] else " (the time budget ran out: smaller may exist)"
+    fixed = (f" Kept as the case's author fixed them: {', '.join(m['fixed'])}."
+             if m["fixed"] else "")
+    old, new = (figure_cell(m["metric"], m["unit"] or "", m[k]) for k in ("old_value",
+                                                                         "new_value"))
+    return details(title, [
+        f"The smallest parameters at which jax {m['old']} and {m['new']} still behave apart "
+        f"({m['metric']}: {old} against {new}), found by halving each integer parameter and "
+        f"tightening, in {m['trials']} trials{note}: {shrunk}.{fixed}", "",
+        f"The program ({m.get('case_path', '')} with these defaults):", "", "```python",
+        m["program"].rstrip(), "```"])
+
+
+def run_lines(doc: dict) -> list[str]:
+    """Where and on what the runs ran: the time limit, the cluster, the machine."""
+    lines = []
+    limit = doc.get("time_limit")
+    if limit is not None:
+        lines += [f"Time limit of a run: {limit['seconds']:.0f} s ({limit['why']}).", ""]
+    if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
+        lines += [cluster_markdown(doc["cluster"])]
+    if doc.get("machine"):
+        lines += details("Environment of the probing machine", [doc["machine"]], "text")
+    return lines

@@ -1,0 +1,310 @@
+"""The tables below the first screen: every release probed (a figure or a shape a row), the
+releases inside, the chart of the same figures, what was skipped, the packages."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+
+from packaging.version import Version
+
+from jaxbisect.report.chart import chart_markdown
+from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
+from jaxbisect.report.markdown.words import (
+    by_release,
+    cut,
+    details,
+    failure_of,
+    label,
+    pair_or_ends,
+    params_text,
+    plainly,
+    probe_at,
+    runs_of,
+    said,
+    shape_words,
+    table,
+    unit,
+)
+from jaxbisect.search.classify import Label
+from jaxbisect.search.metric_search import calibration_text
+from jaxbisect.search.placing import Shown
+from jaxbisect.search.rounds import Status
+
+LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
+
+
+def row_label(doc: dict, probe: dict) -> str:
+    """A probe's behaviour in its row: old, new, skip; an end's where no change was found
+    (no old or new without one)."""
+    placed = probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE)
+    if placed and doc["status"] != Status.FOUND and probe["jax"] in doc["measured_part"]:
+        return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
+    return probe["label"]
+
+
+def skip_reason(probe: dict) -> str:
+    """Why a probe was skipped: its placement's reason, or its failed run's error."""
+    if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
+        return str(probe["reason"])
+    failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
+    return plainly(failure["error"]) if failure and failure["error"] else "no answer"
+
+
+def compare_params(doc: dict) -> dict:
+    """The case's COMPARE programs and their parameters (their labels alone in a document
+    from before ``case.compare``)."""
+    known = (doc.get("case") or {}).get("compare")
+    if known is not None:
+        return known
+    labels = {k for p in doc["probes"] for k in (p.get("compare") or {})}
+    return {k: {} for k in sorted(labels)}
+
+
+def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
+    """How a row was measured: the size asked, a smaller one, or a real run's peak
+    (``beside``: a COMPARE program's own parameters, said in its column's header)."""
+    asked = {**doc["case"]["params"], **(beside or {})}
+    smaller = ", ".join(f"{k} {v}" for k, v in (series["params"] or {}).items()
+                        if asked.get(k) != v)
+    mode = "runtime" if series["fallback"] else "compiled" if series["metric"] == "memory" \
+        else series["metric"]
+    return mode + (f", {smaller}" if smaller else "")
+
+
+def series_columns(doc: dict):
+    """The shape's columns: one a value of the parameter (the size asked where measured, else
+    the search's), the case's COMPARE programs, the shape; and a probe's cells in them."""
+    name, values, u = doc["over"]["name"], doc["over"]["values"], unit(doc)
+    compare, scale = compare_params(doc), column_unit(u)
+    headers = ["mode", *(f"{name}={v}{scale}" for v in values),
+               *(f"{c}{scale}" for c in compare), "shape"]
+
+    def compared(got: dict | None, beside: dict) -> str:
+        figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
+        if not figures:
+            return "–"
+        ends = [shown_bare(u, f) for f in (min(figures), max(figures))]
+        text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+        if got["fallback"]:
+            text += f" ({series_mode(doc, got, beside)})"
+        if len(got["figures"]) < len(values):
+            text += f" ({name} {', '.join(sorted(got['figures'], key=_number_key))} only)"
+        return text
+
+    def cells(probe: dict) -> tuple[str, list, str]:
+        series, failure = probe.get("series"), failure_of(probe)
+        note = ""
+        if series and series["fallback"]:
+            note = f"compiled statistics empty: {series['fallback']['reason']}"
+        elif failure:
+            note = failure["error"] or ""
+        figures = (series or {}).get("figures", {})
+        return row_label(doc, probe), [
+            series_mode(doc, series) if series else "–",
+            *(shown_bare(u, figures.get(str(v))) for v in values),
+            *(compared((probe.get("compare") or {}).get(c), beside)
+              for c, beside in compare.items()),
+            shape_words(series["shape"]) if series else "–"], note
+    return headers, cells
+
+
+def figure_columns(doc: dict):
+    """One figure a release: its median, spread, samples and runs; and a probe's cells."""
+    metric, u = doc["metric"]["name"], unit(doc)
+    headers = [metric, "spread (min … max)",
+               "figures" if doc["metric"]["kind"] == "noisy" and doc["case"] else "samples",
+               "runs"]
+
+    def cells(probe: dict) -> tuple[str, list, str]:
+        fig, failure = probe["figure"], failure_of(probe)
+        row = Shown.THIRD if probe["third"] else row_label(doc, probe)
+        if probe["confidence"] is not None and row in (Label.OLD, Label.NEW):
+            row += f" ({probe['confidence']:.3f})"
+        spread = (f"{shown(metric, u, fig['min'])} … {shown(metric, u, fig['max'])}"
+                  if "median" in fig and fig["n"] > 1 else "")
+        note = probe["reason"] if probe["reason"] and row not in (Label.OLD, Label.NEW) else ""
+        if failure:
+            note = failure["error"] or ""
+        return row, [said(doc, fig) if fig["n"] else "–", spread, fig["n"],
+                     runs_of(probe)], note
+    return headers, cells
+
+
+def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
+    """The table of probes, a row a release in release order; its note column only where a
+    row has a note."""
+    columns, cells = (series_columns if doc["over"] else figure_columns)(doc)
+    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "probe #", "note"], []
+    for probe in by_release(doc):
+        row, middle, note = cells(probe)
+        number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
+        rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
+                     cut(plainly(note), 160) if note else ""])
+    if any(row[-1] for row in rows):
+        return headers, rows
+    return headers[:-1], [row[:-1] for row in rows]
+
+
+def _number_key(text: str) -> tuple:
+    """Numbers by value before anything else by its text (1, 2, 5, 10, not 1, 10, 2, 5)."""
+    n = _number(text)
+    return (0, n, "") if isinstance(n, (int, float)) else (1, 0, str(n))
+
+
+def _number(text: str):
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
+
+
+def shape_chart(doc: dict) -> dict | None:
+    """A shape's series at the ends and the pair at the size asked, a line each: label ->
+    [(value, figure)], with the chart's words (``chart_markdown``'s and ``write_png``'s
+    arguments); None where fewer than two have numbers."""
+    if not doc["over"]:
+        return None
+    metric, u = doc["metric"]["name"], unit(doc)
+    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u})")
+    versions = sorted({*doc["measured_part"], *pair_or_ends(doc)}, key=Version)
+    lines = {}
+    for v in versions:
+        series = probe_at(doc, v).get("series")
+        if series and all(isinstance(_number(x), (int, float)) for x in series["figures"]):
+            mode = " (runtime)" if series["fallback"] else ""
+            lines[f"jax {v}{mode}"] = [(_number(x), f / scale)
+                                       for x, f in series["figures"].items() if f is not None]
+    if len(lines) < 2:
+        return None
+    return {"series": lines, "title": f"{metric} of {label(doc)} against {doc['over']['name']}",
+            "x_label": doc["over"]["name"], "y_label": y}
+
+
+def chart(doc: dict) -> str | None:
+    """A mermaid chart GitHub renders: a shape's series at the ends and the pair, a line
+    each; else the metric's median per probed release, a bar each."""
+    if doc["over"]:
+        drawn = shape_chart(doc)
+        return chart_markdown(**drawn) if drawn else None
+    metric, u = doc["metric"]["name"], unit(doc)
+    points = [(p["jax"], p["figure"]["median"]) for p in by_release(doc)
+              if "median" in p["figure"]]
+    scale, y = (MIB, f"{metric} (MiB)") if u == "bytes" else (1, f"{metric} ({u or metric})")
+    if u == "s" and points and all(v < 1 for _, v in points):  # the unit the tables show
+        scale, y = 1e-3, f"{metric} (ms)"
+    if len(points) < 2:
+        return None
+    values = [v / scale for _, v in points]
+    top = max(values) * 1.1 or 1.0
+    return "\n".join([
+        "```mermaid", "xychart-beta", f'    title "{metric} of {label(doc)} by jax release"',
+        f'    x-axis [{", ".join(chr(34) + r + chr(34) for r, _ in points)}]',
+        f'    y-axis "{y}" 0 --> {top:.6g}',
+        f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
+
+
+def how_text(doc: dict) -> str:
+    """What each row measured, and how the ends and the machine's noise were read."""
+    metric, case, over = doc["metric"]["name"], doc.get("case"), doc["over"]
+    noisy = doc["metric"]["kind"] == "noisy"
+    shaped = {k: v for k, v in case["params"].items()
+              if not over or k != over["name"]} if case else {}
+    compare = compare_params(doc) if case else {}
+    how = (f"Each row: {metric} of `{label(doc)}`"
+           + (f" at each {over['name']} and its shape over them (the case's own classifier "
+              f"where it has one, repro/verdict.py's relative one otherwise)" if over else "")
+           + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if case else "")
+           + ("; beside it, at the ends and the pair, " + ", ".join(
+               f"{c} ({params_text(p)})" if p else c for c, p in compare.items())
+              if compare else "")
+           + (", the median of one figure a run (a run: one process; its figure: the 25th "
+              "percentile of its calls), with their spread" if noisy else "")
+           + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
+    if doc["ends"]:
+        how += f" The ends: {LOOK.sub('', doc['ends']['reason'])}."
+    if doc["calibration"]:
+        how += f" Calibration: {calibration_text(doc['calibration'])}."
+    if noisy and doc["status"] == Status.FOUND:
+        how += (" Each release between the ends was measured in rounds beside a fresh run of "
+                "each end (old, it, new, one after the other) and placed from the ratios within "
+                "its rounds.")
+    return how
+
+
+def search_line(doc: dict) -> str:
+    """The search's counts, as the JSON has them, and the releases inside where measured."""
+    search, candidates = doc["search"], doc["search"]["candidates"]
+    line = (f"Search: {search['probes']} probes ({search['remeasures']} re-measured), at "
+            f"most {search['limit']['probes']} for {candidates} candidates when none is "
+            f"skipped; {search['runs']} runs in all")
+    inside = doc.get("interior") or []
+    if inside and (doc.get("interior_check") or {}).get("measured"):
+        line += (f", and {sum(r['runs'] for r in inside)} runs of the {len(inside)} releases "
+                 f"inside (*The releases inside*)")
+    line += "."
+    if search["jobs"] > 1 and search["rounds"]:
+        line += (f" Up to {search['jobs']} releases probed at once (--jobs), in rounds: "
+                 + "; ".join(", ".join(r) for r in search["rounds"]) + ".")
+    if doc["search_size"]:
+        line += f" The {doc['search_size']['note']}."
+    return line
+
+
+def grouped_skips(skipped: list[dict]) -> list[str]:
+    """Neighbouring releases left out for the same reason, as one line each."""
+    runs = itertools.groupby(sorted(skipped, key=lambda s: Version(s["jax"])),
+                             key=lambda s: s["reason"])
+    out = []
+    for why, group in runs:
+        rs = [s["jax"] for s in group]
+        which = f"jax {rs[0]}" if len(rs) == 1 else f"jax {rs[0]} … {rs[-1]} ({len(rs)} releases)"
+        out.append(f"- {which}: {why}")
+    return out
+
+
+def probes_lines(doc: dict) -> list[str]:
+    """The section of every release probed: how, the table, the search, the chart, skips."""
+    headers, rows = probe_rows(doc)
+    search = doc["search"]
+    lines = [table(headers, rows), "", search_line(doc), ""]
+    drawn = chart(doc)
+    if drawn:
+        lines += [drawn, ""]
+    skipped = [p for p in by_release(doc) if p["label"] not in (Label.OLD, Label.NEW)
+               and p["jax"] not in doc["third_behaviour"]]
+    if skipped or doc["skipped"]:
+        lines += ["Skipped or left out:", "",
+                  *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
+                  *grouped_skips(doc["skipped"]), ""]
+    return details(f"Releases probed ({search['probes']} of {search['candidates']} "
+                   f"candidates): the table, the search{', the chart' if drawn else ''}",
+                   [how_text(doc), "", *lines])
+
+
+def interior_lines(doc: dict) -> list[str]:
+    if not doc.get("interior"):
+        return []
+    check = doc["interior_check"]
+    return details("The releases inside", [
+        "The ends agree, so bisection probes nothing between them; each release inside was "
+        "measured too and placed against both ends as the search places a probe (`old`: as "
+        "the ends; `cannot tell`: not placed within its runs), about "
+        f"{check['estimate']:.0f} s by the ends' own run times, within the interior budget "
+        f"of {check['budget']:.0f} s (`--interior-budget`).", "",
+        table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
+              [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
+               for r in doc["interior"]])])
+
+
+def packages_lines(probes: list[dict]) -> list[str]:
+    """Every package recorded in each probed release's environment (its date-resolved set)."""
+    installed = sorted(((p["jax"], p["installed"]) for p in probes if p.get("installed")),
+                       key=lambda jp: Version(jp[0]))
+    names = sorted({n for _, packages in installed for n in packages} - {"jax"})
+    if not names:
+        return []
+    rows = [[jax, *(packages.get(n, "") for n in names)] for jax, packages in installed]
+    return details("Packages installed in each probed environment (resolved as of each "
+                   "release's date)", [table(["jax", *names], rows)])

@@ -1,0 +1,194 @@
+"""Small readings of a report's document that every part of the markdown shares."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from packaging.version import Version
+from tabulate import tabulate
+
+from jaxbisect.report.figures import figure_text
+from jaxbisect.search.classify import Direction
+from jaxbisect.search.rounds import Status
+
+LIMIT = 65_536  # GitHub's comment limit, in characters
+SUBJECT_WIDTH = 72
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def details(summary: str, lines: Sequence[str], language: str | None = None) -> list[str]:
+    """A collapsed block of ``lines``, in a code block of ``language`` where given."""
+    body = [f"```{language}", *lines, "```"] if language is not None else list(lines)
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def label(doc: dict) -> str:
+    """The program's name in the user's words: the case's, or the command's."""
+    if doc.get("label"):
+        return doc["label"]
+    return doc["case"]["name"] if doc.get("case") else " ".join(doc.get("command") or ())
+
+
+def unit(doc: dict) -> str:
+    return doc["metric"]["unit"] or ""
+
+
+def probe_at(doc: dict, jax: str) -> dict:
+    return next(p for p in doc["probes"] if p["jax"] == jax)
+
+
+def by_release(doc: dict) -> list[dict]:
+    """The probes in release order (the document lists them in the order probed)."""
+    return sorted(doc["probes"], key=lambda p: Version(p["jax"]))
+
+
+def said(doc: dict, fig: dict) -> str:
+    """A probe's figure in the metric's units; an output as what it is (its values, and its
+    dtype and shape), both runs' values where they differ."""
+    if doc["metric"]["name"] == "output" and (fig.get("nondeterministic") or "sha256" in fig):
+        return output_words(fig)
+    return figure_text(doc["metric"]["name"], unit(doc), fig)
+
+
+def output_words(fig: dict) -> str:
+    """An output's figure in words: ``nan (float64)``, ``float32[3]: [0.0, 1.0, 2.0]``; a
+    nondeterministic one by each run's first value."""
+    if fig.get("nondeterministic"):
+        firsts = [str(r[0]) for r in fig.get("runs") or () if r]
+        return "differs between runs: " + "; ".join(firsts) if firsts else str(fig["value"])
+    values = [str(v) for v in fig.get("values") or ()]
+    shapes = fig.get("shapes") or []
+    shown = ", ".join(values[:3]) + (", …" if len(values) > 3 else "")
+    if len(shapes) != 1:
+        return f"[{shown}]" + (f" ({len(shapes)} arrays)" if len(shapes) > 1 else "")
+    dims, dtype = shapes[0]
+    if not dims:
+        return f"{shown} ({dtype})"
+    return f"{dtype}[{','.join(map(str, dims))}]: [{shown}]"
+
+
+def failure_of(probe: dict) -> dict | None:
+    """The run of a probe that gave no samples, where none gave any."""
+    failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
+    if failure and not any(r["samples"] for r in probe["runs"] if r["status"] == "ok"):
+        return failure
+    return None
+
+
+def runs_of(probe: dict) -> int:
+    """A probe's runs, as the search counted them (a crash rate's runs are its runs)."""
+    return sum((r.get("crash_rate") or {}).get("runs", 1) for r in probe["runs"])
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
+                     for k, v in params.items())
+
+
+def short(c: dict) -> str:
+    return c["sha"][:10]
+
+
+def subject(text: str, most: int = SUBJECT_WIDTH) -> str:
+    """A commit's subject in at most about ``most`` characters, cut between words: a link is
+    kept whole or left out (a cut one would be autolinked to a page that does not exist)."""
+    words, kept = " ".join(str(text).split()).split(" "), []
+    for word in words:
+        link = "://" in word or word.startswith(("github.com/", "www."))
+        if len(" ".join([*kept, word])) > most and not (link and not kept):
+            return " ".join(kept) + " …" if kept else cut(word, most)
+        kept.append(word)
+    return " ".join(kept)
+
+
+def linked(c: dict) -> str:
+    """A commit as a link, its subject and its pull request."""
+    pr = f" ([#{c['pr']}]({c['pr_url']}))" if c.get("pr") else ""
+    return f"[`{short(c)}`]({c['url']}) {subject(c['subject'])}{pr}"
+
+
+def cut(text: str, most: int) -> str:
+    """``text`` on one line, at most ``most`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def pair_or_ends(doc: dict) -> list[str]:
+    """The two releases an answer rests on: the pair found, else the ends measured."""
+    if doc["status"] == Status.FOUND and doc.get("last_old"):
+        return [doc["last_old"]["jax"], doc["first_new"]["jax"]]
+    return list(doc["measured_part"])
+
+
+NO_NETWORK = re.compile(r"\s*\(?<urlopen error [^>]*>\)?")
+XLA_FAILED = re.compile(r"\b(?:[\w.]+\.)?(?:Jax|Xla)RuntimeError:\s*(?:[A-Z_]+:\s*)?")
+RAISED = re.compile(r"\b(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)):\s*")
+
+
+def plainly(text: str | None) -> str:
+    """A failure of the toolkit's own (a network, a setting XLA refused, a step that raised)
+    said in words, without the exception's own text: never the program's measured error,
+    which is the bug and is shown as the program prints it."""
+    text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
+    text = XLA_FAILED.sub("XLA failed: ", text)
+    return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
+
+
+def value_words(doc: dict, value) -> str:
+    """One measured value in a table cell (a flag or pass tried): an output's as what it is,
+    never a raw list; anything else as the figures write it."""
+    from jaxbisect.report.figures import figure_cell
+
+    metric = doc["metric"]["name"]
+    if metric == "output" and isinstance(value, (list, tuple)) and len(value) == 2 \
+            and isinstance(value[0], list) and isinstance(value[1], list):
+        shapes, values = value
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    if metric == "output" and isinstance(value, dict) and "values" in value:
+        shapes = value.get("shapes") or []
+        values = value["values"]
+        return output_words({"sha256": "", "shapes": shapes,
+                             "values": values[:max(0, len(values) - 2 * len(shapes))]})
+    return figure_cell(metric, unit(doc), value)
+
+
+PER_OUTER = re.compile(r"^(?P<status>\w+) \((?P<growth>[+-]\d+\.\d+)/outer\)$")
+
+
+def shape_words(label: str | None) -> str:
+    """The scan verdict's label in words: ``grows (+1.00/outer)`` is one more stacked buffer
+    held for each outer step (repro/verdict.py), ``constant (+0.00/outer)`` constant."""
+    m = PER_OUTER.match(label or "")
+    if not m:
+        return label or ""
+    if m["status"] == "constant":
+        return "constant"
+    return f"{m['status']} ({m['growth']} stacked buffers per n_outer)"
+
+
+# What a found change's pair is called, by its direction.
+PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
+              Direction.FIX: ("last bad", "first fixed"),
+              Direction.CHANGED: ("last old", "first new")}
+
+
+def direction_of(doc: dict) -> str:
+    """The change's direction; an error that appears is a regression, one that goes a fix."""
+    direction = doc["direction"]
+    if doc["metric"]["name"] == "error" and direction == Direction.CHANGED:
+        old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
+                    for k in ("last_old", "first_new"))
+        return (Direction.REGRESSION if old == "no error" else
+                Direction.FIX if new == "no error" else direction)
+    return direction
+
+
+def pair_words(doc: dict) -> tuple[str, str]:
+    """"last good" / "first bad", or the words of a fix or of a change."""
+    return PAIR_WORDS.get(direction_of(doc), PAIR_WORDS[Direction.CHANGED])

@@ -1,0 +1,234 @@
+"""The sweep's summary: every release's result in one table (its README), written from the
+results' JSON."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+from tabulate import tabulate
+
+from jaxbisect.files import (
+    VOLATILE_LINES,
+    write_atomic,
+)
+from jaxbisect.lab import backends
+from jaxbisect.lab.machine import machine_description
+from jaxbisect.report.figures import figure_text, shown_bare
+from jaxbisect.search.classify import Label
+from jaxbisect.search.placing import (
+    Shown,
+)
+from repro.units import column
+
+SUMMARY = "README.md"
+
+
+UPDATED = "- Updated: "  # the one summary line that changes on every run
+
+
+MACHINE_SUMMARY = "<details><summary>Machine</summary>"
+
+
+def result_order(d: dict):
+    return (d.get("target") or "", d["backend"], version_key(d["release"]))
+
+
+def version_key(text: str):
+    try:
+        return (0, Version(text))
+    except InvalidVersion:
+        return (1, text)
+
+
+def where_words(d: dict) -> str:
+    return backends.words(d["backend"], d.get("target") or "")
+
+
+def asked_line(d: dict) -> str:
+    return shlex.join(["python", "-m", "repro", *d["asked"]])
+
+
+def mode_of(d: dict) -> str:
+    """How a series was measured: compiled (or the metric), or a real run's peak where the
+    compiled statistics were empty, with any size that is not the one asked."""
+    series = d.get("series") or {}
+    asked = (d.get("case") or {}).get("params") or {}
+    smaller = ", ".join(f"{k} {v}" for k, v in (series.get("params") or {}).items()
+                        if asked.get(k) != v)
+    mode = "runtime" if series.get("fallback") else \
+        "compiled" if d["metric"] == "memory" else d["metric"]
+    return mode + (f", {smaller}" if smaller else "")
+
+
+def note_of(d: dict) -> str:
+    if d.get("skipped"):
+        return d["skipped"] if backends.get(d["backend"]).needs_device(d["skipped"]) \
+            else f"not installable here: {d['skipped']}"
+    if (d.get("series") or {}).get("fallback"):
+        return f"compiled statistics empty: {d['series']['fallback']['reason']}"
+    if d.get("error"):
+        return d["error"]
+    if d.get("label") not in (Label.OLD, Label.NEW, Shown.LIKE_THE_ENDS, Shown.MEASURED):
+        return d.get("reason") or ""
+    return ""
+
+
+def series_cell(unit: str, got: dict | None, values: list) -> str:
+    """A COMPARE program's series in one cell: its figure, or the range it spans, and the
+    values it was measured at where not every one."""
+    figures = [f for f in ((got or {}).get("figures") or {}).values() if f is not None]
+    if not figures:
+        return "–"
+    ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
+    text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+    measured = [str(v) for v in values if str(v) in got["figures"]]
+    if got.get("fallback"):
+        text += " (runtime)"
+    if len(measured) < len(values):
+        text += f" ({got['over']} {', '.join(measured)} only)"
+    return text
+
+
+def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """A row a result: the release, where it ran, its label; a shape's figure at each value
+    of its parameter and its COMPARE programs beside it, or a figure with its spread."""
+    unit = next((d["unit"] for d in results), "")
+    scale = column(unit)
+    over = next((d["over"] for d in results if d.get("over")), None)
+    headers = ["jax", "jaxlib", "backend", "device", "label"]
+    if over:
+        values = sorted({v for d in results if d.get("over") for v in d["over"][1]})
+        compare = sorted({label for d in results for label in d.get("compare") or {}})
+        headers += ["mode", *(f"{over[0]}={v}{scale}" for v in values),
+                    *(f"{label}{scale}" for label in compare), "shape"]
+    else:
+        metric = results[0]["metric"] if results else ""
+        headers += [metric, "spread", "runs"]
+    rows = []
+    for d in results:
+        where = where_words(d)
+        device = d.get("device") or ""
+        row = [d["release"], d.get("jaxlib") or "?",
+               where if d.get("target") or d.get("skipped") else d["backend"],
+               device,
+               d["label"]]
+        fig = d.get("figure") or {"n": 0}
+        if over:
+            series = d.get("series") or {}
+            row += [mode_of(d) if not d.get("skipped") else "",
+                    *(shown_bare(unit, series.get("figures", {}).get(str(v)))
+                      if series else "" for v in values),
+                    *(series_cell(unit, (d.get("compare") or {}).get(label), values)
+                      if series else "" for label in compare),
+                    series.get("shape") or ""]
+        else:
+            spread = (f"{figure_text(d['metric'], unit, {'median': fig['min']})} … "
+                      f"{figure_text(d['metric'], unit, {'median': fig['max']})}"
+                      if "median" in fig and fig["n"] > 1 else "")
+            row += [figure_text(d["metric"], unit, fig) if fig["n"] else "", spread,
+                    str(len(d.get("runs") or []))]
+        rows.append([*row, note_of(d)[:160]])
+    headers.append("note")
+    if rows and all(row[2] == "cpu" and row[3] in ("cpu", "") for row in rows):
+        headers = headers[:2] + headers[4:]
+        rows = [row[:2] + row[4:] for row in rows]
+    if not any(row[-1] for row in rows):
+        headers.pop()
+        rows = [row[:-1] for row in rows]
+    return headers, rows
+
+
+def results_table(results: list[dict]) -> str:
+    headers, rows = results_rows(results)
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def summary_text(results: list[dict], unreadable: list[str], command: str, now: datetime,
+                 machine: Callable[[], str] = machine_description) -> str:
+    measured = [d for d in results if not d.get("skipped")]
+    first = (measured or results or [{}])[0]
+    name = (first.get("case") or {}).get("name", "?")
+    lines = [f"# {name}: {first.get('metric', '?')} by jax release", "",
+             ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
+              "by hand, rerun the command instead."), "",
+             f"- Command: `{command}`", f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC"]
+    by_asked: dict[str, list[str]] = {}
+    for d in measured:
+        by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
+    for asked, releases in by_asked.items():
+        which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
+        lines.append(f"- Asked{which}: `{asked}`")
+    lines += [("- Label: each release as a bisection places a probe, by the classifier "
+               "learned from the ends of the releases swept together (old, new, ambiguous, "
+               "third behaviour; the ends alike: like the ends; one release: measured). A GPU "
+               "target's rows are XLA's plan for that GPU, compiled on this machine without "
+               "it."), "", results_table(results) if results else "_No results yet._", ""]
+    if unreadable:
+        lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
+    lines += [MACHINE_SUMMARY, "", "```text", machine(), "```", "", "</details>", ""]
+    infos = [d for d in measured if d.get("environment")]
+    if infos:
+        lines += ["<details><summary><code>jax.print_environment_info()</code> of each "
+                  "release</summary>", ""]
+        for d in infos:
+            lines += [f"jax {d['release']} ({where_words(d)}):", "", "```text",
+                      d["environment"].rstrip(), "```", ""]
+        lines += ["</details>", ""]
+    return "\n".join(lines)
+
+
+def write_summary(reports: Path, command: str,
+                  machine: Callable[[], str] = machine_description) -> Path:
+    """Rebuild ``REPORTS/README.md``; left untouched when only its date or the machine that
+    reran it would change (the results it tabulates were kept as they were)."""
+    results, unreadable = load_results(reports)
+    path = reports / SUMMARY
+    text = summary_text(results, unreadable, command, datetime.now(UTC), machine)
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError:
+        old = None
+    if old is None or undated(old) != undated(text):
+        write_atomic(path, text)
+    return path
+
+
+def undated(text: str) -> list[str]:
+    """The summary less its date and its Machine block (that block describes the machine of
+    the last run that changed a result)."""
+    lines, in_machine = [], False
+    for line in text.splitlines():
+        if line == MACHINE_SUMMARY:
+            in_machine = True
+        elif in_machine and line == "</details>":
+            in_machine = False
+        elif not in_machine and not line.startswith((UPDATED, *VOLATILE_LINES)):
+            lines.append(line)
+    return lines
+
+
+def read_result(path: Path) -> dict | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(document, dict) and document.get("kind") == "sweep-result"
+    return document if ok else None
+
+
+def load_results(folder: Path) -> tuple[list[dict], list[str]]:
+    """Every result directly in ``folder``, by where (the backend first) then release; and
+    the JSON files that are not one."""
+    found, unreadable = [], []
+    for path in sorted(folder.glob("*.json")):
+        document = read_result(path)
+        if document is None:
+            unreadable.append(path.name)
+        else:
+            found.append(document)
+    return sorted(found, key=result_order), unreadable
