@@ -193,12 +193,12 @@ def select(catalogue: Catalogue, args: argparse.Namespace, backend: str) -> list
             seen_.add(release.version)
             why = catalogue.unusable_reason(release, backend, allow_yanked=args.allow_yanked)
             if why and not (args.if_installable and (needs_another_python(why)
-                                                     or backends.get(backend).needs_device(why))):
+                                                     or backend.needs_device(why))):
                 raise UserError(f"jax {release.version} cannot be installed here "
-                                f"({backends.words(backend, args.target or '')}): {why}")
+                                f"({backend.words(args.target or '')}): {why}")
             planned.append(Planned(release, why))
         return planned
-    backends.get(backend).prepare(catalogue.releases)
+    backend.prepare(catalogue.releases)
     installable = [r for r in catalogue.releases
                    if catalogue.unusable_reason(r, backend) is None]
     if not installable:
@@ -359,7 +359,7 @@ class Sweep:
         usable = self.usable
         self.timer = EndsTimer(self._measure, (usable[0], usable[-1]) if usable else (0, 0),
                                self.timeout, hang_is_value=q.metric == "error",
-                               first=backends.get(self.backend).first_run_limit)
+                               first=self.backend.first_run_limit)
 
     @property
     def usable(self) -> list[int]:
@@ -483,8 +483,8 @@ def plan_line(s: Sweep) -> str:
     skipped = [p for p in s.planned if p.skip]
     stored = [k for k in s.usable if s.stored(k)]
     to_measure = len(s.usable) - len(stored)
-    chosen = backends.get(s.backend)
-    on = backends.words(s.backend, s.question.target)
+    chosen = s.backend
+    on = s.backend.words(s.question.target)
     parts = [f"{_releases(to_measure)} to measure on {on}" if to_measure
              else f"nothing to measure on {on}"]
     if stored:
@@ -600,7 +600,7 @@ def write_sweep(s: Sweep, reports: Path, args: argparse.Namespace, say: Say) -> 
             p = Placed(k, runs, None, values_of(runs, reduce))
         document = result_document(s, planned, p, ends)
         s.results.append(document)
-        where = f"jax {document['release']} ({backends.words(s.backend, s.question.target)})"
+        where = f"jax {document['release']} ({s.backend.words(s.question.target)})"
         if p is None:
             say(f"{where}: skipped, {planned.skip}")
         else:

@@ -33,6 +33,7 @@ def jax_python():
     Environments go to the tests' cache inside the clone (TEST_CACHE, kept between test
     runs), so only the first run of a clone installs anything.
     """
+    from jaxbisect.lab import backends
     from jaxbisect.lab.catalogue import load_catalogue
     from jaxbisect.lab.environments import ensure_environment
 
@@ -41,7 +42,7 @@ def jax_python():
 
     def get(version: str) -> Path:
         if version not in made:
-            made[version] = ensure_environment(catalogue.get(version), "cpu").python
+            made[version] = ensure_environment(catalogue.get(version), backends.get("cpu")).python
         return made[version]
 
     return get

@@ -15,6 +15,9 @@ import pytest
 from conftest import REPO, TEST_CACHE, cache_sharing_environments
 
 from jaxbisect import cli as cli_module
+from jaxbisect.lab import backends
+
+CPU = backends.get("cpu")
 
 SMALL = ["--n-res", "16", "--n-inner", "10", "--n-outer", "1", "3", "6"]
 
@@ -362,7 +365,7 @@ def test_nothing_is_written_into_home_or_the_users_cache(tmp_path):
     assert ignored.returncode == 0, "the tests' cache must be ignored by git"
     catalogue = load_catalogue()
     for version in ("0.5.0", "0.5.1"):  # installed here, as every other test would
-        ensure_environment(catalogue.get(version), "cpu")
+        ensure_environment(catalogue.get(version), CPU)
     home, xdg = tmp_path / "home", tmp_path / "xdg"
     home.mkdir()
     xdg.mkdir()

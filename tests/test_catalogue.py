@@ -19,8 +19,12 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from jaxbisect.errors import NoNetwork, UnknownRelease, UserError
+from jaxbisect.lab import backends
 from jaxbisect.lab import catalogue as catalogue_module
 from jaxbisect.lab.catalogue import Catalogue, Release, load_catalogue, trim
+
+CPU = backends.get("cpu")
+CUDA12 = backends.get("cuda12")
 
 DATA = Path(__file__).parent / "data"
 PY311 = (3, 11)
@@ -98,7 +102,7 @@ def test_cutoff_follows_both_uploads_and_precedes_numpy_2(cat):
 def test_yanked_releases(cat):
     assert cat.get("0.4.32").yanked and cat.get("0.4.15").yanked
     assert not cat.get("0.4.31").yanked
-    assert cat.unusable_reason(cat.get("0.4.32"), "cpu", PY311) == "yanked"
+    assert cat.unusable_reason(cat.get("0.4.32"), CPU, PY311) == "yanked"
     nearest = r"0\.4\.32 was yanked; nearest releases: 0\.4\.31, 0\.4\.33"
     with pytest.raises(UnknownRelease, match=nearest):
         cat.get("0.4.32", allow_yanked=False)
@@ -107,67 +111,67 @@ def test_yanked_releases(cat):
 @pytest.mark.parametrize("version", ["0.4.20", "0.4.37", "0.5.2", "0.6.0", "0.10.2"])
 @pytest.mark.parametrize("backend", ["cpu", "cuda12"])
 def test_period_releases_are_usable_on_311(cat, version, backend):
-    assert cat.unusable_reason(cat.get(version), backend, PY311) is None
+    assert cat.unusable_reason(cat.get(version), backends.get(backend), PY311) is None
 
 
 def test_python_filtering(cat):
     new = cat.get("0.11.0")
-    assert cat.unusable_reason(new, "cpu", PY311) == "requires Python >=3.12 (this is 3.11)"
-    assert cat.unusable_reason(new, "cpu", (3, 12)) is None
+    assert cat.unusable_reason(new, CPU, PY311) == "requires Python >=3.12 (this is 3.11)"
+    assert cat.unusable_reason(new, CPU, (3, 12)) is None
     old = cat.get("0.4.31")
-    assert cat.unusable_reason(old, "cpu", (3, 9)) == "requires Python >=3.10 (this is 3.9)"
+    assert cat.unusable_reason(old, CPU, (3, 9)) == "requires Python >=3.10 (this is 3.9)"
     # Python allowed, but jaxlib 0.7.0 was never built for 3.14.
-    reason = cat.unusable_reason(cat.get("0.7.0"), "cpu", (3, 14))
+    reason = cat.unusable_reason(cat.get("0.7.0"), CPU, (3, 14))
     assert reason.startswith("no jaxlib 0.7.0 wheel for cp314 on linux ")
 
 
 def test_releases_whose_jaxlib_left_pypi(cat):
     assert cat.get("0.4.10").jaxlib is None
-    assert "no jaxlib on PyPI" in cat.unusable_reason(cat.get("0.4.10"), "cpu", PY311)
+    assert "no jaxlib on PyPI" in cat.unusable_reason(cat.get("0.4.10"), CPU, PY311)
     # jaxlib 0.4.13's wheels were uploaded again in 2025: no cut-off can date 0.4.13..0.4.17.
     for version in ("0.4.13", "0.4.14", "0.4.17"):
-        assert "long after the release" in cat.unusable_reason(cat.get(version), "cpu", PY311)
+        assert "long after the release" in cat.unusable_reason(cat.get(version), CPU, PY311)
 
 
 def test_cuda12_reasons(cat):
     release = cat.get("0.5.0")
     no_plugin = Release(**{**release.__dict__, "cuda_plugin": None, "cuda_plugin_uploaded": None,
                            "cuda_plugin_pythons": frozenset()})
-    assert cat.unusable_reason(no_plugin, "cpu", PY311) is None
-    assert cat.unusable_reason(no_plugin, "cuda12", PY311) == "no jax-cuda12-plugin 0.5.0 on PyPI"
+    assert cat.unusable_reason(no_plugin, CPU, PY311) is None
+    assert cat.unusable_reason(no_plugin, CUDA12, PY311) == "no jax-cuda12-plugin 0.5.0 on PyPI"
     assert cat.get("0.4.21").cuda_plugin is None  # before the plugin: JAX's find-links page
-    assert cat.unusable_reason(cat.get("0.4.21"), "cuda12", PY311) is None
+    assert cat.unusable_reason(cat.get("0.4.21"), CUDA12, PY311) is None
     with pytest.raises(UserError, match="unknown backend"):
-        cat.unusable_reason(release, "rocm", PY311)
+        cat.unusable_reason(release, backends.get("rocm"), PY311)
 
 
 def test_between_orders_and_explains(cat):
-    usable, unusable = cat.between("0.4.30", "0.4.38", "cpu", PY311)
+    usable, unusable = cat.between("0.4.30", "0.4.38", CPU, PY311)
     assert versions(usable) == ["0.4.30", "0.4.31", "0.4.33", "0.4.34", "0.4.35", "0.4.36",
                                 "0.4.37", "0.4.38"]  # 0.4.32 is yanked: left out
     assert unusable == []
-    usable, unusable = cat.between("0.10.1", "0.11.1", "cpu", PY311)
+    usable, unusable = cat.between("0.10.1", "0.11.1", CPU, PY311)
     assert versions(usable) == ["0.10.1", "0.10.2"]
     assert [(str(r.version), why) for r, why in unusable] == [
         ("0.11.0", "requires Python >=3.12 (this is 3.11)"),
         ("0.11.1", "requires Python >=3.12 (this is 3.11)"),
     ]
-    usable, _ = cat.between("0.4.20", "0.4.20", "cpu", PY311)
+    usable, _ = cat.between("0.4.20", "0.4.20", CPU, PY311)
     assert versions(usable) == ["0.4.20"]
 
 
 def test_between_keeps_a_yanked_end_only_when_named(cat):
-    usable, unusable = cat.between("0.4.32", "0.4.33", "cpu", PY311)
+    usable, unusable = cat.between("0.4.32", "0.4.33", CPU, PY311)
     assert versions(usable) == ["0.4.32", "0.4.33"] and unusable == []
-    usable, _ = cat.between("0.4.31", "0.4.33", "cpu", PY311)
+    usable, _ = cat.between("0.4.31", "0.4.33", CPU, PY311)
     assert versions(usable) == ["0.4.31", "0.4.33"]
 
 
 def test_between_rejects_bad_ranges(cat):
     with pytest.raises(UserError, match="empty range"):
-        cat.between("0.5.0", "0.4.20", "cpu")
+        cat.between("0.5.0", "0.4.20", CPU)
     with pytest.raises(UnknownRelease, match="0.4.99 was never released"):
-        cat.between("0.4.20", "0.4.99", "cpu")
+        cat.between("0.4.20", "0.4.99", CPU)
 
 
 @settings(max_examples=200, deadline=None)
@@ -176,7 +180,7 @@ def test_between_matches_a_brute_force_filter(cat, data):
     listed = [r for r in cat.releases if r.version >= Version("0.4")]
     lo = data.draw(st.sampled_from(listed))
     hi = data.draw(st.sampled_from([r for r in listed if r.version >= lo.version]))
-    usable, unusable = cat.between(str(lo.version), str(hi.version), "cpu", PY311)
+    usable, unusable = cat.between(str(lo.version), str(hi.version), CPU, PY311)
     returned = usable + [r for r, _ in unusable]
     expected = [r for r in cat.releases if lo.version <= r.version <= hi.version
                 and (not r.yanked or r in (lo, hi))]

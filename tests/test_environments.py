@@ -22,6 +22,9 @@ from jaxbisect.lab.backends.cuda12 import JAX_CUDA_FIND_LINKS
 from jaxbisect.lab.catalogue import Catalogue, load_catalogue
 from jaxbisect.lab.environments import ensure_environment, install_plan, resolve_backend
 
+CPU = backends.get("cpu")
+CUDA12 = backends.get("cuda12")
+
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parent.parent
 NUMPY_2 = datetime(2024, 6, 16, tzinfo=UTC)
@@ -89,16 +92,16 @@ def test_gpu_detection_asks_nvidia_smi(tmp_path, monkeypatch, listing, status, s
 # --- install plans (pure) --------------------------------------------------------------------
 
 def test_cpu_plans_pin_jax_and_its_jaxlib(cat):
-    assert install_plan(cat.get("0.5.0"), "cpu").requirements == ("jax==0.5.0", "jaxlib==0.5.0")
-    assert install_plan(cat.get("0.4.37"), "cpu").requirements == ("jax==0.4.37", "jaxlib==0.4.36")
-    assert install_plan(cat.get("0.5.2"), "cpu").requirements == ("jax==0.5.2", "jaxlib==0.5.1")
-    plan = install_plan(cat.get("0.5.0"), "cpu")
+    assert install_plan(cat.get("0.5.0"), CPU).requirements == ("jax==0.5.0", "jaxlib==0.5.0")
+    assert install_plan(cat.get("0.4.37"), CPU).requirements == ("jax==0.4.37", "jaxlib==0.4.36")
+    assert install_plan(cat.get("0.5.2"), CPU).requirements == ("jax==0.5.2", "jaxlib==0.5.1")
+    plan = install_plan(cat.get("0.5.0"), CPU)
     assert plan.find_links is None and plan.date_exempt == ()
 
 
 def test_cutoff_of_0_4_20_dates_its_dependencies(cat):
     release = cat.get("0.4.20")
-    plan = install_plan(release, "cpu")
+    plan = install_plan(release, CPU)
     assert plan.exclude_newer == release.cutoff()
     assert release.uploaded < plan.exclude_newer and release.jaxlib_uploaded < plan.exclude_newer
     assert plan.exclude_newer < NUMPY_2
@@ -106,7 +109,7 @@ def test_cutoff_of_0_4_20_dates_its_dependencies(cat):
 
 def test_cuda12_plan_0_4_20_uses_find_links(cat, monkeypatch):
     monkeypatch.delenv("JAX_SCAN_REPRO_FIND_LINKS", raising=False)
-    plan = install_plan(cat.get("0.4.20"), "cuda12")
+    plan = install_plan(cat.get("0.4.20"), CUDA12)
     assert plan == InstallPlan(
         requirements=("jax[cuda12_pip]==0.4.20", "jaxlib==0.4.20+cuda12.cudnn89"),
         exclude_newer=cat.get("0.4.20").cutoff(),
@@ -115,36 +118,36 @@ def test_cuda12_plan_0_4_20_uses_find_links(cat, monkeypatch):
     )
     assert plan.exclude_newer < NUMPY_2  # the nvidia-* wheels still come from PyPI, dated
     monkeypatch.setenv("JAX_SCAN_REPRO_FIND_LINKS", "/srv/wheels")
-    assert install_plan(cat.get("0.4.20"), "cuda12").find_links == "/srv/wheels"
+    assert install_plan(cat.get("0.4.20"), CUDA12).find_links == "/srv/wheels"
 
 
 def test_cuda12_plan_0_4_25_pins_the_pypi_plugin(cat):
     release = cat.get("0.4.25")
-    plan = install_plan(release, "cuda12")
+    plan = install_plan(release, CUDA12)
     assert plan.requirements == ("jax==0.4.25", "jaxlib==0.4.25",
                                  "jax-cuda12-plugin[with_cuda]==0.4.25", "jax-cuda12-pjrt==0.4.25")
     assert plan.find_links is None and plan.date_exempt == ()
     assert plan.exclude_newer > release.cuda_plugin_uploaded
-    assert install_plan(cat.get("0.4.22"), "cuda12").requirements[-1] == (
+    assert install_plan(cat.get("0.4.22"), CUDA12).requirements[-1] == (
         "jax-cuda12-plugin[with_cuda]==0.4.22")  # no separate PJRT package yet
 
 
 @pytest.mark.parametrize("version", ["0.5.0", "0.6.0"])
 def test_cuda12_plan_from_0_4_30_uses_the_extra(cat, version):
     release = cat.get(version)
-    plan = install_plan(release, "cuda12")
+    plan = install_plan(release, CUDA12)
     assert plan.requirements == (f"jax[cuda12]=={version}", f"jaxlib=={version}")
     assert plan.find_links is None
     # jax-cuda12-plugin 0.5.0's aarch64 wheels came six days late; only x86_64's count here.
-    assert plan.exclude_newer >= install_plan(release, "cpu").exclude_newer
+    assert plan.exclude_newer >= install_plan(release, CPU).exclude_newer
     assert plan.exclude_newer > release.cuda_plugin_uploaded
 
 
 def test_plans_refuse_what_cannot_be_installed(cat):
     with pytest.raises(InstallFailed, match="no jaxlib on PyPI"):
-        install_plan(cat.get("0.4.10"), "cpu")
+        install_plan(cat.get("0.4.10"), CPU)
     with pytest.raises(UserError, match="unknown backend"):
-        install_plan(cat.get("0.5.0"), "metal")
+        install_plan(cat.get("0.5.0"), backends.get("metal"))
 
 
 def test_uv_errors_become_one_line():
@@ -233,7 +236,7 @@ def env_dir(cache: Path, version="0.4.20", backend="cpu") -> Path:
 
 def test_build_then_reuse_without_uv(cat, cache, fake_uv, monkeypatch):
     messages = []
-    env = ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append)
+    env = ensure_environment(cat.get("0.4.20"), CPU, progress=messages.append)
     assert not env.reused and env.path == env_dir(cache)
     assert env.python == env.path / "bin" / "python"
     assert env.installed == {"jax": "0.4.20", "jaxlib": "0.4.20", "numpy": "1.26.1"}
@@ -247,7 +250,7 @@ def test_build_then_reuse_without_uv(cat, cache, fake_uv, monkeypatch):
 
     monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")
     messages.clear()
-    again = ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append)
+    again = ensure_environment(cat.get("0.4.20"), CPU, progress=messages.append)
     assert again.reused and again.installed == env.installed and again.seconds < 0.5
     assert messages == [] and len(fake_uv()) == 2
 
@@ -261,11 +264,11 @@ def test_build_then_reuse_without_uv(cat, cache, fake_uv, monkeypatch):
                                                       .replace("2023-11-03T23:25:24Z", "2024")),
 ], ids=["no marker", "corrupt marker", "no python", "no jax dist-info", "other plan"])
 def test_anything_less_than_complete_is_rebuilt(cat, cache, fake_uv, damage):
-    first = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    first = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     stray = first.path / "stray-file"
     stray.touch()
     damage(first.path)
-    second = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    second = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert not second.reused and len(fake_uv()) == 4
     assert not stray.exists()  # rebuilt from an empty directory
     assert (second.path / ".complete.json").exists()
@@ -273,7 +276,7 @@ def test_anything_less_than_complete_is_rebuilt(cat, cache, fake_uv, damage):
 
 def test_cuda12_find_links_install_arguments(cat, cache, fake_uv, monkeypatch):
     monkeypatch.setenv("JAX_SCAN_REPRO_FIND_LINKS", "/srv/wheels")
-    env = ensure_environment(cat.get("0.4.20"), "cuda12", progress=quiet)
+    env = ensure_environment(cat.get("0.4.20"), CUDA12, progress=quiet)
     install = fake_uv()[1]
     assert install[install.index("--exclude-newer-package") + 1] == "jaxlib=false"
     assert install[install.index("--find-links") + 1] == "/srv/wheels"
@@ -291,7 +294,7 @@ def test_caller_uv_exclude_newer_does_not_leak_in(cat, cache, fake_uv, monkeypat
         return real_run(command, **kwargs)
 
     monkeypatch.setattr(environments.subprocess, "run", spy)
-    ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert seen and all("UV_EXCLUDE_NEWER" not in env for env in seen)
 
 
@@ -299,7 +302,7 @@ def test_failed_install_is_one_line_and_leaves_nothing(cat, cache, fake_uv, monk
     monkeypatch.setenv("FAKE_UV_STDERR", "error: No solution found when resolving dependencies\n"
                        "  cause: Because there is no version of jax==0.4.20 ...\n")
     with pytest.raises(InstallFailed) as caught:
-        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+        ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert str(caught.value) == (
         "installing jax 0.4.20 (cpu) failed: No solution found when resolving dependencies: "
         "Because there is no version of jax==0.4.20 ...")
@@ -311,7 +314,7 @@ def test_a_full_disk_says_so(cat, cache, fake_uv, monkeypatch):
                        "  cause: No space left on device (os error 28)\n")
     full = "no space left on the disk holding .* point JAX_SCAN_REPRO_CACHE elsewhere"
     with pytest.raises(InstallFailed, match=full):
-        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+        ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
 
 
 def test_an_interrupted_install_leaves_nothing_that_looks_done(cat, cache, fake_uv, monkeypatch):
@@ -324,19 +327,19 @@ def test_an_interrupted_install_leaves_nothing_that_looks_done(cat, cache, fake_
 
     monkeypatch.setattr(environments, "_uv", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+        ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert not env_dir(cache).exists()
     monkeypatch.setattr(environments, "_uv", real_uv)
-    assert not ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet).reused
+    assert not ensure_environment(cat.get("0.4.20"), CPU, progress=quiet).reused
 
 
 def test_missing_uv(cat, cache, monkeypatch):
     monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")
     with pytest.raises(InstallFailed, match="cannot run uv"):
-        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+        ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     monkeypatch.setattr(environments, "uv_binary", lambda: None)
     with pytest.raises(InstallFailed, match="uv is not installed"):
-        ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+        ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
 
 
 def test_racing_threads_build_once(cat, cache, fake_uv, monkeypatch):
@@ -348,7 +351,7 @@ def test_racing_threads_build_once(cat, cache, fake_uv, monkeypatch):
     messages = []
 
     def run(_):
-        return ensure_environment(cat.get("0.4.20"), "cpu", progress=messages.append)
+        return ensure_environment(cat.get("0.4.20"), CPU, progress=messages.append)
 
     with ThreadPoolExecutor(3, thread_name_prefix="install") as pool:
         results = list(pool.map(run, range(3)))
@@ -382,7 +385,7 @@ def run_in(env, code: str) -> str:
 
 @pytest.mark.jax
 def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
-    env = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    env = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert env.installed["jax"] == env.installed["jaxlib"] == "0.4.20"
     assert Version(env.installed["numpy"]) < Version("2")
     out = run_in(env, "import jax, jax.numpy as jnp, numpy; "
@@ -392,7 +395,7 @@ def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
     assert numpy_version == env.installed["numpy"]
 
     monkeypatch.setattr(environments, "uv_binary", lambda: "/nonexistent/uv")  # uv never runs
-    again = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    again = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert again.reused
     assert again.installed == env.installed
 
@@ -403,9 +406,9 @@ def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
     lambda path: next(path.glob("lib/*/site-packages/jax-*.dist-info")).rename(path / "gone"),
 ], ids=["no marker", "no jax dist-info"])
 def test_real_damaged_environment_is_rebuilt(cat, real, damage):
-    env = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    env = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     damage(env.path)
-    rebuilt = ensure_environment(cat.get("0.4.20"), "cpu", progress=quiet)
+    rebuilt = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert not rebuilt.reused
     assert run_in(rebuilt, "import jax; print(jax.__version__)") == "0.4.20"
 
@@ -414,7 +417,7 @@ def test_real_damaged_environment_is_rebuilt(cat, real, damage):
 def test_real_failed_install(cat, real):
     ghost = replace(cat.get("0.4.20"), version=Version("0.4.99"), jaxlib=Version("0.4.99"))
     with pytest.raises(InstallFailed) as caught:
-        ensure_environment(ghost, "cpu", progress=quiet)
+        ensure_environment(ghost, CPU, progress=quiet)
     message = str(caught.value)
     assert message.startswith("installing jax 0.4.99 (cpu) failed: ") and "\n" not in message
     assert "jax==0.4.99" in message
@@ -428,7 +431,7 @@ from jaxbisect.catalogue import load_catalogue
 from jaxbisect.environments import ensure_environment
 data = Path(sys.argv[1])
 cat = load_catalogue(fetch=lambda url: (data / f"pypi-{url.split('/')[-2]}.json").read_bytes())
-env = ensure_environment(cat.get("0.4.20"), "cpu", progress=lambda message: None)
+env = ensure_environment(cat.get("0.4.20"), CPU, progress=lambda message: None)
 print(json.dumps({"reused": env.reused, "jax": env.installed["jax"]}))
 """
 

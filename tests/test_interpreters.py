@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from jaxbisect.lab import backends
 from jaxbisect.lab import catalogue as catalogue_module
 from jaxbisect.lab.catalogue import interpreter_for, load_catalogue
 from jaxbisect.lab.environments import ensure_environment, environment_path
 from jaxbisect.lab.interpreters import Interpreter, find_interpreters, own
+
+CPU = backends.get("cpu")
 
 
 @pytest.fixture
@@ -48,19 +51,19 @@ def test_a_release_that_needs_a_newer_python_uses_one_when_found(cat, monkeypatc
         pytest.skip("the driver itself runs on 3.12 or newer")
     release = cat.get("0.12.0.1")
     monkeypatch.setattr(catalogue_module, "find_interpreters", lambda: (own(),))
-    python, why = interpreter_for(release, "cpu")
+    python, why = interpreter_for(release, CPU)
     assert python is None
     assert why.startswith("requires Python >=3.12") and "Pythons found here: 3.11" in why
-    assert cat.unusable_reason(release, "cpu") == why
+    assert cat.unusable_reason(release, CPU) == why
     newer = Interpreter((3, 12), Path("/opt/python3.12/bin/python3"))
     monkeypatch.setattr(catalogue_module, "find_interpreters", lambda: (own(), newer))
-    assert interpreter_for(release, "cpu") == (newer, None)
-    assert cat.unusable_reason(release, "cpu") is None
-    assert environment_path(release, "cpu").name == "jax-0.12.0.1-cpu-py312"
+    assert interpreter_for(release, CPU) == (newer, None)
+    assert cat.unusable_reason(release, CPU) is None
+    assert environment_path(release, CPU).name == "jax-0.12.0.1-cpu-py312"
     # A release the driver's own Python serves keeps it, and reasons that no Python cures
     # (a yanked release) are not retried on others.
-    assert interpreter_for(cat.get("0.5.0"), "cpu")[0] == own()
-    assert interpreter_for(cat.get("0.4.32"), "cpu") == (None, "yanked")
+    assert interpreter_for(cat.get("0.5.0"), CPU)[0] == own()
+    assert interpreter_for(cat.get("0.4.32"), CPU) == (None, "yanked")
 
 
 @pytest.mark.jax
@@ -70,10 +73,10 @@ def test_newest_release_runs_the_harness_on_a_python_found_here(monkeypatch):
     find_interpreters.cache_clear()
     catalogue = load_catalogue()
     release = catalogue.get("0.12.0.1")
-    python, why = interpreter_for(release, "cpu")
+    python, why = interpreter_for(release, CPU)
     if python is None:
         pytest.skip(f"no interpreter for jax 0.12.0.1 here: {why}")
-    env = ensure_environment(release, "cpu", progress=lambda message: None)
+    env = ensure_environment(release, CPU, progress=lambda message: None)
     assert env.path.name.endswith(f"py{python.version[0]}{python.version[1]}")
     done = subprocess.run([str(env.python), "-m", "repro", "--check", "-q", "--n-res", "16",
                            "--n-inner", "10", "--n-outer", "1", "3", "6"],

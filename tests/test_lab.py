@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 from fake_lab import FakeLab, MissingRun, recorded, recorded_documents, scripted
 
+from jaxbisect.lab import backends
 from jaxbisect.lab.lab import RealLab
 from jaxbisect.lab.runs import store_key
 from jaxbisect.lab.store import Store
 from jaxbisect.report.document import document
 from jaxbisect.search.question import question_from
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
+
+CPU = backends.get("cpu")
 
 CASE = str(Path(__file__).resolve().parents[1] / "repro" / "cases" / "remat_scan_memory.py")
 
@@ -74,13 +77,13 @@ def test_the_real_lab_is_cheap_where_a_run_is_stored_and_never_under_remeasure(
     release = recorded_catalogue.get("0.5.0")
     store = Store(tmp_path / "store")
     lab = RealLab(lambda m: None, store=store)
-    assert lab.cheap(release, "cpu", question) == 0  # no environment in this cache, no run
+    assert lab.cheap(release, CPU, question) == 0  # no environment in this cache, no run
     store.put(store_key(question, release, "cpu", "metric", run=1), {"stored": True})
-    assert lab.cheap(release, "cpu", question) == 2  # stored: cheaper than installed (1)
-    assert RealLab(lambda m: None, remeasure=True, store=store).cheap(release, "cpu",
+    assert lab.cheap(release, CPU, question) == 2  # stored: cheaper than installed (1)
+    assert RealLab(lambda m: None, remeasure=True, store=store).cheap(release, CPU,
                                                                       question) == 0
     other = question_from("memory", CASE, ["rows=10"], ())  # another question: not stored
-    assert lab.cheap(release, "cpu", other) == 0
+    assert lab.cheap(release, CPU, other) == 0
 
 
 HLO = Path(__file__).resolve().parent / "data" / "hlo"
@@ -162,7 +165,7 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
 
     monkeypatch.setenv("JAX_SCAN_REPRO_CACHE", str(tmp_path / "cache"))  # breaks one on purpose
     release = load_catalogue().get("0.5.0")
-    env = ensure_environment(release, "cpu", progress=lambda m: None)
+    env = ensure_environment(release, CPU, progress=lambda m: None)
     libraries = list(env.path.glob("lib/python*/site-packages/jaxlib/xla_extension*.so"))
     assert libraries
     for library in libraries:
@@ -170,7 +173,7 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
     said: list[str] = []
     lab = RealLab(said.append, store=Store(tmp_path / "store"))
     question = question_from("memory", CASE, [], ())
-    assert lab.cheap(release, "cpu", question) == 1  # it still looks complete
+    assert lab.cheap(release, CPU, question) == 1  # it still looks complete
     run = lab.run(release, "cpu", question, 1, timeout=300)
     assert (run.status, run.samples) == ("ok", (84802880,)), run.error
     assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said

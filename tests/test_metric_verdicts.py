@@ -11,12 +11,15 @@ import random
 from fake_lab import FakeLab, scripted
 
 from jaxbisect.cli import METRIC_EXIT
+from jaxbisect.lab import backends
 from jaxbisect.report.document import document, write_report
 from jaxbisect.report.markdown import render
 from jaxbisect.report.markdown.answer import answer_line
 from jaxbisect.report.markdown.tables import probe_rows
 from jaxbisect.search.question import question_from
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
+
+CPU = backends.get("cpu")
 
 COMMAND = ("python", "measure.py")
 
@@ -27,7 +30,7 @@ def bisection(catalogue, figure, *, start="0.4.30", end="0.4.35", max_runs=None)
     question = question_from("seconds", None, [], COMMAND, kind="noisy")
     request = MetricRequest(start=start, end=end, backend="cpu", question=question,
                             max_runs=max_runs)
-    index = {str(r.version): i for i, r in enumerate(catalogue.between(start, end, "cpu")[0])}
+    index = {str(r.version): i for i, r in enumerate(catalogue.between(start, end, CPU)[0])}
     made = [0]
 
     def run(version, number):

@@ -158,7 +158,7 @@ def test_every_option_that_shapes_the_answer_is_in_the_suggested_commands():
     own line the release it explains)."""
     q = question_from("compile_time", SCAN, ["n_res=8"], (), target="a6000", xla_flags="--xla_a=1",
                       samples=3, kind="noisy", over="none", devices=4)
-    request = MetricRequest(start="0.5.0", end="0.5.1", backend="deviceless", question=q,
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cuda12-deviceless", question=q,
                             threshold=0.2, runs=5, max_runs=7, include_yanked=True,
                             try_xla_flags=("--xla_b=1",), interior_budget=30.0, commits=True)
     line = reproduce_argv(SimpleNamespace(request=request), minimize=True)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from jaxbisect.lab import harness
+from jaxbisect.lab import backends, harness
 from jaxbisect.lab.catalogue import load_catalogue
 from jaxbisect.lab.environments import ensure_environment
 from jaxbisect.lab.lab import RealLab
@@ -17,6 +17,8 @@ from jaxbisect.lab.runs import store_key
 from jaxbisect.lab.store import STORE
 from jaxbisect.search.question import question_from
 from repro.case import SCAN_CASE
+
+CPU = backends.get("cpu")
 
 
 def tiny_scan(xla_flags: str = ""):
@@ -71,7 +73,7 @@ def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(priva
     """The lab (a sweep's, a bisection's) repairs an environment that lost jaxlib's shared
     library and answers; what it stores is the answer, never the import failure."""
     release = load_catalogue().get("0.5.0")
-    env = ensure_environment(release, "cpu", progress=quiet)
+    env = ensure_environment(release, CPU, progress=quiet)
     break_jaxlib(env.path)
     said = []
     question = tiny_scan()
@@ -86,13 +88,13 @@ def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(priva
 @pytest.mark.jax
 def test_verify_rebuilds_an_environment_that_no_longer_imports(private_cache):
     release = load_catalogue().get("0.5.0")
-    env = ensure_environment(release, "cpu", progress=quiet)
+    env = ensure_environment(release, CPU, progress=quiet)
     break_jaxlib(env.path)
-    assert ensure_environment(release, "cpu", progress=quiet).reused  # looks complete
+    assert ensure_environment(release, CPU, progress=quiet).reused  # looks complete
     said = []
-    healed = ensure_environment(release, "cpu", progress=said.append, verify=True)
+    healed = ensure_environment(release, CPU, progress=said.append, verify=True)
     assert not healed.reused and any("rebuilding it" in line for line in said)
-    assert ensure_environment(release, "cpu", progress=quiet, verify=True).reused
+    assert ensure_environment(release, CPU, progress=quiet, verify=True).reused
 
 
 @pytest.mark.jax

@@ -21,6 +21,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from jaxbisect import sweep
+from jaxbisect.lab import backends
 from jaxbisect.report import sweep_summary
 from jaxbisect.search.classify import noisy
 from jaxbisect.search.comparing import every_sample
@@ -438,12 +439,12 @@ def test_no_network_and_no_catalogue_is_one_line(tmp_path):
 def test_a_range_lists_what_cannot_be_installed_with_the_reason(recorded_catalogue):
     catalogue = recorded_catalogue
     args = sweep.parse_args(["--from", "0.4.16", "--to", "0.4.19"])
-    planned = sweep.select(catalogue, args, "cpu")
+    planned = sweep.select(catalogue, args, backends.get("cpu"))
     assert [str(p.release.version) for p in planned] == ["0.4.16", "0.4.17", "0.4.18", "0.4.19"]
     assert [bool(p.skip) for p in planned] == [True, True, False, False]
     assert "long after the release" in planned[0].skip
     yanked_inside = sweep.select(catalogue, sweep.parse_args(["--from", "0.4.31", "--to",
-                                                              "0.4.33"]), "cpu")
+                                                              "0.4.33"]), backends.get("cpu"))
     assert [str(t.release.version) for t in yanked_inside] == ["0.4.31", "0.4.33"]
 
 

@@ -86,7 +86,7 @@ def test_which_releases_compile_without_a_gpu(version, can):
 
 
 def test_the_small_install(recorded_catalogue):
-    plan = install_plan(recorded_catalogue.get("0.5.0"), CUDA12_COMPILE_ONLY.name)
+    plan = install_plan(recorded_catalogue.get("0.5.0"), CUDA12_COMPILE_ONLY)
     assert plan.requirements == ("jax==0.5.0", "jaxlib==0.5.0", "jax-cuda12-plugin==0.5.0",
                                  "jax-cuda12-pjrt==0.5.0", "nvidia-cuda-nvcc-cu12")
     assert plan.exclude_newer is not None and plan.find_links is None

@@ -12,11 +12,14 @@ from conftest import recorded_pypi
 from fake_lab import FakeLab, scripted
 
 from jaxbisect import cli
+from jaxbisect.lab import backends
 from jaxbisect.lab.catalogue import CACHE_FORMAT, load_catalogue
 from jaxbisect.report.commands import sweep_argv
 from jaxbisect.report.document import document as metric_document
 from jaxbisect.search.question import Question
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
+
+CPU = backends.get("cpu")
 
 
 def versions(releases) -> list[str]:
@@ -33,9 +36,9 @@ def test_the_catalogue_keeps_pypi_s_yank_reason(recorded_catalogue):
 
 
 def test_include_yanked_makes_them_candidates(recorded_catalogue):
-    left_out, _ = recorded_catalogue.between("0.4.31", "0.4.33", "cpu")
+    left_out, _ = recorded_catalogue.between("0.4.31", "0.4.33", CPU)
     assert versions(left_out) == ["0.4.31", "0.4.33"]
-    included, unusable = recorded_catalogue.between("0.4.31", "0.4.33", "cpu",
+    included, unusable = recorded_catalogue.between("0.4.31", "0.4.33", CPU,
                                                     include_yanked=True)
     assert versions(included) == ["0.4.31", "0.4.32", "0.4.33"] and not unusable
 

@@ -24,7 +24,6 @@ from jaxbisect.evidence.passes import first_difference, is_safe, passes_that_cha
 from jaxbisect.evidence.pin_ranges import github, release_pins
 from jaxbisect.evidence.where import where_the_change_is
 from jaxbisect.files import display_path
-from jaxbisect.lab import backends
 from jaxbisect.lab.catalogue import Release
 from jaxbisect.lab.harness import HarnessFailed, run_repro
 from jaxbisect.lab.known_flags import xla_flag_list
@@ -305,7 +304,7 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
         return nothing(f"the XLA flags could not be listed: {exc}")
     changes = [c for c in changed_defaults(lists["old"], lists["new"])
                if relevant_to(req.backend, c.name)]
-    on = backends.words(req.backend, q.target)  # never an internal key
+    on = req.backend.words(q.target)  # never an internal key
     say(f"{len(changes)} XLA flag defaults changed between jax {old.version} and "
         f"{new.version} that can matter on {on}; measuring {q.metric} with each set "
         f"back")

@@ -24,7 +24,6 @@ from jaxbisect.errors import InstallFailed, UserError
 from jaxbisect.evidence.hlo_bundle import pip_line, readme_text, write_atomic_if_changed
 from jaxbisect.evidence.hlo_fuel import FUEL_PASSES, first_rewrite
 from jaxbisect.files import write_atomic
-from jaxbisect.lab import backends
 from jaxbisect.lab.environments import is_installed
 from jaxbisect.lab.harness import (
     MODULE_ANSWERS,
@@ -80,7 +79,7 @@ def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
     if (b.request.backend != "cpu" and not q.target) or (
             q.target and load_target(q.target).kind != "gpu"):
         return (f"the bundle's script compiles for the CPU or a compile-only GPU target; this "
-                f"answer is for {backends.words(b.request.backend, q.target)}")
+                f"answer is for {b.request.backend.words(q.target)}")
     return None
 
 

@@ -28,7 +28,6 @@ from packaging.version import InvalidVersion, Version
 
 from jaxbisect.errors import NoNetwork, UnknownRelease, UserError
 from jaxbisect.files import cache_dir, write_json
-from jaxbisect.lab import backends
 from jaxbisect.lab.interpreters import Interpreter, find_interpreters, own
 
 PACKAGES = ("jax", "jaxlib", "jax-cuda12-plugin")
@@ -218,7 +217,7 @@ class Catalogue:
         first, last = self.get(lo), self.get(hi)
         if first.version > last.version:
             raise UserError(f"empty range: {first.version} is newer than {last.version}")
-        backends.get(backend).prepare(r for r in self.releases
+        backend.prepare(r for r in self.releases
                                       if first.version <= r.version <= last.version)
         usable: list[Release] = []
         unusable: list[tuple[Release, str]] = []
@@ -253,7 +252,7 @@ def yanked_words(release: Release) -> str:
 def _unusable(release: Release, backend: str, python: tuple[int, int],
               allow_yanked: bool) -> str | None:
     """None when ``release`` installs for ``backend`` on this Python; otherwise why not."""
-    chosen = backends.get(backend)
+    chosen = backend
     major, minor = python
     tag = f"cp{major}{minor}"
     here = f"linux {platform.machine()}"

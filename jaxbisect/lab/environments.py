@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 from jaxbisect.errors import InstallFailed
 from jaxbisect.files import cache_dir, shown_path, write_json
 from jaxbisect.lab import backends
-from jaxbisect.lab.backends import InstallPlan
+from jaxbisect.lab.backends import Backend, InstallPlan
 from jaxbisect.lab.catalogue import Release, interpreter_for
 from jaxbisect.lab.interpreters import Interpreter, own
 from jaxbisect.lab.locks import held, holder_words, is_ours, part_of_run
@@ -43,7 +43,7 @@ _SAID_LOCK = threading.Lock()
 Progress = Callable[[str], None]
 
 
-def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False) -> str:
+def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False) -> Backend:
     """The backend a run asked for ``backend`` uses (backends.resolve): ``auto`` the device
     visible here, else the CPU; one whose device is not here refused at once, unless the
     probes run elsewhere; a ``target``'s compile-only environments."""
@@ -51,7 +51,7 @@ def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False)
 
 
 def install_plan(release: Release, backend: str) -> InstallPlan:
-    chosen = backends.get(backend)
+    chosen = backend
     release = release.environment_release
     if release.jaxlib is None:
         raise InstallFailed(f"cannot install jax {release.version}: "
@@ -104,7 +104,7 @@ def ensure_environment(
     plan = install_plan(release, backend)
     path = environment_path(release, backend)
     path.parent.mkdir(parents=True, exist_ok=True)
-    what = f"jax {release.version} ({backends.words(backend)})"
+    what = f"jax {release.version} ({backend.words()})"
 
     def waiting(who: dict | None) -> None:
         if is_ours(who):  # another part of this run: said once an environment
@@ -191,7 +191,7 @@ def _installed(path: Path, names: set[str] | None = None) -> dict[str, str]:
 
 def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
            python: Interpreter) -> dict:
-    what = f"jax {release.version} ({backends.words(backend)})"
+    what = f"jax {release.version} ({backend.words()})"
     _uv(what, "venv", "--quiet", "--python", str(python.path), str(path))
     args = ["pip", "install", "--python", str(path / "bin" / "python")]
     if plan.exclude_newer is not None:
@@ -202,7 +202,7 @@ def _build(path: Path, plan: InstallPlan, release: Release, backend: str,
         args += ["--find-links", plan.find_links]
     _uv(what, *args, *plan.requirements)
     installed = {name: version for name, version in sorted(_installed(path).items())
-                 if name in RECORDED or name.startswith(backends.get(backend).recorded or "\0")}
+                 if name in RECORDED or name.startswith(backend.recorded or "\0")}
     if installed.get("jax") != str(release.version) or "jaxlib" not in installed:
         raise InstallFailed(f"installing {what} left jax {installed.get('jax')} and "
                             f"jaxlib {installed.get('jaxlib')} in {shown_path(path)}")

@@ -24,7 +24,6 @@ from pathlib import Path
 import repro
 from jaxbisect.errors import UserError
 from jaxbisect.files import cache_dir, shown_path
-from jaxbisect.lab import backends
 from jaxbisect.lab.environments import Environment, import_error
 from jaxbisect.lab.executors import LOCAL, Executor, ProbeLost
 from jaxbisect.search.crashes import FATAL_LOG, crash_of
@@ -95,7 +94,7 @@ def platform_args(backend: str, target: str = "") -> list[str]:
     """The harness's ``--backend`` for an environment of ``backend``: a device's environment
     must run on it (JAX falling back to the CPU is a failure), a CPU one on the CPU; a
     ``target``'s compiles for the device it names (none)."""
-    return backends.get(backend).harness_args(target)
+    return backend.harness_args(target)
 
 
 def ignored_environment_note() -> str | None:

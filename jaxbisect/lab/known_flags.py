@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from jaxbisect.errors import UserError
-from jaxbisect.lab import backends
 from jaxbisect.lab.catalogue import Release
 from jaxbisect.lab.harness import MODULE_ANSWERS, HarnessFailed, harness_id, run_module
 from jaxbisect.lab.lab import Lab, Say
@@ -79,7 +78,7 @@ def xla_flag_list(lab: Lab, release: Release, backend: str, *, timeout: float) -
     """XLA's flags in the release (``python -m repro.xla_flags``), stored like a probe."""
     # A backend says which process lists them (backends.Backend.flags_platform): XLA's flag
     # list is one for every backend, and a compile-only process has no device to start.
-    platform = backends.get(backend).flags_platform()
+    platform = backend.flags_platform()
     key = Key(str(release.version), backend, "xla-flags", {"platform": platform}, harness_id())
 
     def listed() -> dict:  # stored when it is a good one; HarnessFailed: listed again next time

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shlex
 
-from jaxbisect.lab import backends
 from jaxbisect.report.figures import figure, placed_fields, seen
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import AgainstEnds
@@ -156,7 +155,7 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     venv = f"venv-{old['jax']}"
     q = b.request.question
     flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
-    jax = f"jax{backends.get(b.request.backend).jax_extra}"
+    jax = f"jax{b.request.backend.jax_extra}"
     run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
            f"{shlex.join(q.command)})" if q.command
            else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")

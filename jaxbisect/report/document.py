@@ -13,7 +13,6 @@ from pathlib import Path
 from jaxbisect.errors import UserError
 from jaxbisect.evidence.hlo_bundle import rerender_readme
 from jaxbisect.files import display_path, inside_clone, write_atomic, write_json_if_changed
-from jaxbisect.lab import backends
 from jaxbisect.lab.catalogue import Release
 from jaxbisect.lab.harness import target_label
 from jaxbisect.lab.machine import machine_description
@@ -68,7 +67,7 @@ def needs_a_gpu(b: MetricBisection, at: Path | None = None) -> list[dict]:
     first, last = str(b.candidates[0].version), str(b.candidates[-1].version)
     if not q.target:
         return []
-    device = backends.get(req.backend).device_backend().name
+    device = req.backend.device_backend().name
     on_gpu = replace(b, request=replace(req, backend=device, question=replace(q, target="")))
     parts = [(req.start, first)] if req.start != first else []
     parts += [(last, req.end)] if req.end != last else []

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from jaxbisect.errors import UserError
 from jaxbisect.lab import backends
+from jaxbisect.lab.backends import Backend
 from jaxbisect.lab.catalogue import Catalogue, Release, offline_line
 from jaxbisect.lab.environments import is_installed
 from jaxbisect.lab.executors import LOCAL, Executor
@@ -47,7 +48,7 @@ from jaxbisect.search.rounds import Status, full_table, opening, probe_limit
 class MetricRequest:
     start: str
     end: str
-    backend: str
+    backend: Backend
     question: Question
     threshold: float | None = None
     timeout: float | None = None     # None: derived from the ends' own times (budgets.py)
@@ -64,6 +65,11 @@ class MetricRequest:
     # on this machine, not in a report.
     jax_repo: Path | None = field(default=None, compare=False)
     xla_repo: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        # The request is where a backend's name comes in: resolved here, once, to its object.
+        if not isinstance(self.backend, Backend):
+            object.__setattr__(self, "backend", backends.get(self.backend))
 
 
 @dataclass(frozen=True)
@@ -299,14 +305,14 @@ def releases_between(catalogue: Catalogue, first: str, last: str, backend: str, 
         unusable = sorted([*unusable, *((r, f"not installed here, and no package index is "
                                            f"reachable ({catalogue.unreachable})")
                                         for r in missing)], key=lambda u: u[0].version)
-    chosen = backends.get(backend)
+    chosen = backend
     for end_release in (start, end):
         why = dict((r.version, w) for r, w in unusable).get(end_release.version)
         # A target's end that only the real device can compile for narrows the range to the
         # part that can be measured here; the report names the rest and the command for it.
         if why and not chosen.needs_device(why):
             raise UserError(f"jax {end_release.version} cannot be installed here for "
-                            f"{backends.words(backend, target)}: {why}")
+                            f"{backend.words(target)}: {why}")
     if len(usable) < 2:
         raise UserError(chosen.range_refusal(str(start.version), str(end.version), target)
                         or f"no installable releases between {start.version} and "
@@ -441,7 +447,7 @@ def search_over(candidates: Sequence[Release], request: MetricRequest, question:
 
     # A run's limit from the ends' own times; a release that hung once is not run again.
     timer = EndsTimer(real_run, (0, n - 1), request.timeout, hang_is_value=q.metric == "error",
-                      say=say, first=backends.get(request.backend).first_run_limit)
+                      say=say, first=request.backend.first_run_limit)
     run: RunAt = crash_rated(timer, n) if q.metric == "error" else timer
     with nullcontext(ahead) if ahead else installs_ahead(candidates, request, lab) as ahead:
         search = search_metric(
@@ -515,7 +521,7 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
         say(f"leaving out jax {release.version}: {why}")
     n, q, names = len(candidates), request.question, [str(r.version) for r in candidates]
     limit = probe_limit(n, request.jobs)
-    first_limit = backends.get(request.backend).first_run_limit
+    first_limit = request.backend.first_run_limit
     say(f"bisecting {n} releases, jax {names[0]} … {names[-1]} ({request.backend}) by "
         f"{q.metric} of {q.label}; at most {limit[0]} probes"
         + (f" in {limit[1]} rounds of up to {request.jobs} at once" if request.jobs > 1 else "")
@@ -596,7 +602,7 @@ def runs_beside(candidates: Sequence[Release], request: MetricRequest,
     """One run of a question at candidate ``i`` beside the search (the ends, the tables)."""
     n = len(candidates)
 
-    first_limit = backends.get(request.backend).first_run_limit
+    first_limit = request.backend.first_run_limit
 
     def run_of(question: Question, i: int) -> Run:
         seconds = request.timeout or run_limit(None, [None, None], first_limit).seconds

@@ -470,7 +470,7 @@ def bench_harness(args: argparse.Namespace, scratch: Path, say: Say) -> float:
     # As the toolkit runs its harness (harness_environ): no PYTHON* setting of the caller's, so
     # a run writes its bytecode as on any machine and the median is a warm run.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JAX_"))}
-    platform = backends.get(args.backend).harness_args()
+    platform = args.backend.harness_args()
     times = []
     for attempt in range(3):
         say(f"bench: one harness run, jax {HARNESS_RELEASE} ({attempt + 1} of 3) …")

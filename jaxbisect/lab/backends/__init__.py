@@ -44,8 +44,15 @@ class InstallPlan:
     date_exempt: tuple[str, ...] = ()
 
 
-class Backend:
-    """The protocol, with what most backends share as its defaults."""
+class Backend(str):
+    """The protocol, with what most backends share as its defaults.
+
+    A backend is resolved from its name once, where a name comes in (the command line, a
+    stored document: ``resolve``, ``get``); below that the object travels. It is its name as a
+    string too (``str``): the key of environments, stored results and documents."""
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, cls.name)
 
     name: str = ""            # the key: environments, stored results, documents
     chosen: bool = True       # --backend takes it by name (not a target's own)
@@ -146,6 +153,7 @@ def choices() -> tuple[str, ...]:
 
 
 def get(name: str) -> Backend:
+    """The backend of that name: where a name comes in (an option, a stored document)."""
     try:
         return _registry()[name]
     except KeyError:
@@ -168,7 +176,7 @@ def help_text() -> str:
 
 
 def resolve(asked: str, target: str = "", *, elsewhere: bool = False,
-            visible: Callable[[Backend], bool] = lambda backend: backend.visible()) -> str:
+            visible: Callable[[Backend], bool] = lambda backend: backend.visible()) -> Backend:
     """The backend a run asked for ``asked`` uses. ``auto``: the visible one of highest
     rank, else cpu. A backend whose device is not here is refused at once, before minutes of
     installs, unless the probes run ``elsewhere`` (a cluster's nodes). A ``target`` needs no
@@ -186,17 +194,17 @@ def resolve(asked: str, target: str = "", *, elsewhere: bool = False,
         if asked not in ("auto", own.name, own.device_backend().name):
             raise UserError(f"--target {target} compiles for {loaded.description}; "
                             f"--backend {asked} contradicts it")
-        return own.name
+        return own
     backend = None if asked == "auto" else get(asked)
     if backend is not None and not backend.chosen:
         raise UserError(f"unknown backend {asked!r}; choose one of {', '.join(choices()[1:])}")
     if backend is not None:
         if not elsewhere and not visible(backend):
             raise UserError(backend.not_visible())
-        return backend.name
+        return backend
     ranked = sorted((b for b in _registry().values() if b.chosen and b.auto_rank),
                     key=lambda b: -b.auto_rank)
-    return next((b.name for b in ranked if visible(b)), "cpu")
+    return next((b for b in ranked if visible(b)), get("cpu"))
 
 
 def pip_extras() -> set[str]:
