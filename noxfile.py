@@ -286,5 +286,7 @@ def tests_tpu(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff==0.17.5")
+    session.install("ruff==0.17.5", "import-linter>=2.1")
     session.run("ruff", "check", ".")
+    # The pipeline's layers (pyproject.toml; docs/design.md draws them).
+    session.run("lint-imports", env={"PYTHONPATH": str(Path.cwd())})

@@ -1,10 +1,7 @@
-"""Where a case's change lies: JAX's lowering, XLA's HLO passes, or below HLO.
-
-The two releases either side of the change each write the case's lowered module and XLA's
-optimized HLO (``python -m repro --case … --hlo-out DIR``). Lowered modules that differ put the
-change in JAX; the same lowering with a different optimized module puts it in XLA's HLO passes;
-both identical put it below HLO (XLA's code generation or its runtime).
-"""
+"""The evidence steps, run through the lab once a change is placed: each end's dumps
+(``python -m repro --case … --hlo-out DIR``) handed to ``where`` for the attribution, the XLA
+flags whose defaults changed between the pair tested one at a time (``--explain``), the flags
+a user asks to try (``--try-xla-flags``), and the HLO passes that changed the module."""
 
 from __future__ import annotations
 
