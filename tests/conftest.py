@@ -62,7 +62,7 @@ def target_python():
     def get(version: str) -> Path:
         if version not in made:
             made[version] = ensure_environment(catalogue.get(version),
-                                               CUDA12_COMPILE_ONLY.name).python
+                                               CUDA12_COMPILE_ONLY).python
         return made[version]
 
     return get

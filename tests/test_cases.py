@@ -13,7 +13,6 @@ from repro.case import CaseError, parse_params, parse_value, read_case
 
 GOOD = '''"""A case."""
 import jax
-from jaxbisect.runs import question_key
 
 METRIC = "run_time"
 FIXED = ("n",)

@@ -236,7 +236,7 @@ def env_dir(cache: Path, version="0.4.20", backend="cpu") -> Path:
 
 def test_build_then_reuse_without_uv(cat, cache, fake_uv, monkeypatch):
     messages = []
-    env = ensure_environment(cat.get("0.4.20"), CPU, progress=messages.append)
+    env = ensure_environment(cat.get("0.4.20"), backends.get("cpu"), progress=messages.append)
     assert not env.reused and env.path == env_dir(cache)
     assert env.python == env.path / "bin" / "python"
     assert env.installed == {"jax": "0.4.20", "jaxlib": "0.4.20", "numpy": "1.26.1"}
@@ -385,7 +385,7 @@ def run_in(env, code: str) -> str:
 
 @pytest.mark.jax
 def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
-    env = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
+    env = ensure_environment(cat.get("0.4.20"), backends.get("cpu"), progress=quiet)
     assert env.installed["jax"] == env.installed["jaxlib"] == "0.4.20"
     assert Version(env.installed["numpy"]) < Version("2")
     out = run_in(env, "import jax, jax.numpy as jnp, numpy; "
@@ -406,7 +406,7 @@ def test_real_0_4_20_cpu_environment(cat, real, monkeypatch):
     lambda path: next(path.glob("lib/*/site-packages/jax-*.dist-info")).rename(path / "gone"),
 ], ids=["no marker", "no jax dist-info"])
 def test_real_damaged_environment_is_rebuilt(cat, real, damage):
-    env = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
+    env = ensure_environment(cat.get("0.4.20"), backends.get("cpu"), progress=quiet)
     damage(env.path)
     rebuilt = ensure_environment(cat.get("0.4.20"), CPU, progress=quiet)
     assert not rebuilt.reused
@@ -427,11 +427,12 @@ def test_real_failed_install(cat, real):
 RACER = """\
 import json, sys
 from pathlib import Path
-from jaxbisect.catalogue import load_catalogue
-from jaxbisect.environments import ensure_environment
+from jaxbisect.lab import backends
+from jaxbisect.lab.catalogue import load_catalogue
+from jaxbisect.lab.environments import ensure_environment
 data = Path(sys.argv[1])
 cat = load_catalogue(fetch=lambda url: (data / f"pypi-{url.split('/')[-2]}.json").read_bytes())
-env = ensure_environment(cat.get("0.4.20"), CPU, progress=lambda message: None)
+env = ensure_environment(cat.get("0.4.20"), backends.get("cpu"), progress=lambda message: None)
 print(json.dumps({"reused": env.reused, "jax": env.installed["jax"]}))
 """
 

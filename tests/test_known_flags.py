@@ -22,12 +22,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
+from jaxbisect.lab import backends
 from jaxbisect.lab.known_flags import FlagCheckedLab, flag_names, nearest, unknown_at_both
 from jaxbisect.lab.store import Store
 from jaxbisect.report.document import document
 from jaxbisect.search.question import question_from
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.xla_flags import parse_flag_help
+
+CPU = backends.get("cpu")
 
 DATA = Path(__file__).parent / "data" / "xla-flags"
 
@@ -145,7 +148,7 @@ def test_an_end_whose_xla_does_not_know_the_flag_leaves_no_answer_and_no_crash(
         recorded_catalogue, tmp_path):
     inner, lab = flagged_lab(tmp_path, {"0.5.1"})
     lab.check_at_ends([("--xla-flags", FLAG)], [recorded_catalogue.get(v)
-                                                for v in ("0.5.0", "0.5.1")], "cpu")
+                                                for v in ("0.5.0", "0.5.1")], CPU)
     doc = document(bisected(recorded_catalogue, lab, "0.5.0", "0.5.1"), None)
     assert inner.versions_asked == ["0.5.1"]
     assert doc["status"] == "unmeasurable" and doc["crashes"] == []
@@ -161,7 +164,7 @@ def test_no_end_knowing_a_flag_is_refused_before_any_run(recorded_catalogue, tmp
     with pytest.raises(UserError, match=r"^--xla-flags: XLA knows no flag --xla_new_flag in "
                                         r"jax 0\.5\.0 or jax 0\.5\.1 \(nearest: --xla_dump_to\)$"):
         lab.check_at_ends([("--xla-flags", FLAG)], [recorded_catalogue.get(v)
-                                                    for v in ("0.5.0", "0.5.1")], "cpu")
+                                                    for v in ("0.5.0", "0.5.1")], CPU)
     assert inner.asked == []
 
 

@@ -106,9 +106,9 @@ def test_the_attribution_reads_the_modules_the_lab_holds(recorded_catalogue, tmp
     lab = lab_of(tmp_path / "with")
     b = bisected_in(recorded_catalogue, request, lab)
     assert [str(r.version) for r in b.pair] == ["0.10.1", "0.10.2"]
-    lab.hold_modules("0.10.1", "cpu", question, (HLO / "scan_growth-jax-0.10.1-lowered.mlir")
+    lab.hold_modules("0.10.1", CPU, question, (HLO / "scan_growth-jax-0.10.1-lowered.mlir")
                      .read_text(), (HLO / "scan_growth-jax-0.10.1-optimized.txt").read_text())
-    lab.hold_modules("0.10.2", "cpu", question,
+    lab.hold_modules("0.10.2", CPU, question,
                      (HLO / "scan_growth-jax-0.10.2-elsewhere-lowered.mlir").read_text(),
                      (HLO / "scan_growth-jax-0.10.2-elsewhere-optimized.txt").read_text())
     where = attribution(b, lab, lambda m: None)
@@ -174,7 +174,7 @@ def test_the_real_lab_repairs_an_environment_that_lost_its_jaxlib(tmp_path, monk
     lab = RealLab(said.append, store=Store(tmp_path / "store"))
     question = question_from("memory", CASE, [], ())
     assert lab.cheap(release, CPU, question) == 1  # it still looks complete
-    run = lab.run(release, "cpu", question, 1, timeout=300)
+    run = lab.run(release, CPU, question, 1, timeout=300)
     assert (run.status, run.samples) == ("ok", (84802880,)), run.error
     assert any("no longer imports jax" in m and "rebuilding it" in m for m in said), said
     stored = lab.store.read(store_key(question, release, "cpu", "metric", run=1))

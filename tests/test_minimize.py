@@ -7,7 +7,10 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxbisect.lab import backends
 from jaxbisect.stages.minimize import Trial, shrink, with_defaults
+
+CPU = backends.get("cpu")
 
 
 @settings(max_examples=300, deadline=None)
@@ -77,7 +80,7 @@ def test_minimize_runs_both_releases_in_the_lab_until_the_thresholds(recorded_ca
         return Run(release=version, number=number, status="ok", samples=(figure,))
 
     old, new = recorded_catalogue.get("0.5.0"), recorded_catalogue.get("0.5.1")
-    shrunk, first, names = minimize(old, new, "cpu", question, FakeLab(answer), lambda m: None)
+    shrunk, first, names = minimize(old, new, CPU, question, FakeLab(answer), lambda m: None)
     assert first.kept and shrunk.complete and names == ["rows", "cols", "block_size"]
     assert shrunk.params == {"rows": 37, "cols": 1, "block_size": 4, "num_blocks": 10}
     trials = [params for _, params in asked]
@@ -106,6 +109,6 @@ def test_a_shape_keeps_each_sides_own_word_while_it_shrinks(recorded_catalogue):
         return Run(release=version, number=number, status="ok", samples=(shape,))
 
     old, new = recorded_catalogue.get("0.5.0"), recorded_catalogue.get("0.5.1")
-    shrunk, first, _ = minimize(old, new, "cpu", question, FakeLab(answer), lambda m: None)
+    shrunk, first, _ = minimize(old, new, CPU, question, FakeLab(answer), lambda m: None)
     assert first.kept and shrunk.params["n_res"] == 8 and shrunk.params["n_inner"] == 1
     assert all(t.kept == (t.params["n_res"] >= 8) for t in shrunk.trials)

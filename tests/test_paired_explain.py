@@ -13,6 +13,7 @@ from fake_lab import FakeLab, _Version
 from noise_models import MODELS
 
 from jaxbisect.evidence.explain import behaviour_under, explain_release
+from jaxbisect.lab import backends
 from jaxbisect.lab.runs import store_key
 from jaxbisect.lab.store import COMPLETE, Store
 from jaxbisect.search.comparing import compare_settings, reduce_for
@@ -20,6 +21,8 @@ from jaxbisect.search.placing import Behaviour, Verdict
 from jaxbisect.search.question import Question, Run, question_from
 from jaxbisect.stages.minimize import minimal_document, minimize
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
+
+CPU = backends.get("cpu")
 
 CASE = str(Path(__file__).resolve().parents[1] / "repro" / "cases"
            / "batched_solve_cpu_slowdown.py")
@@ -103,7 +106,7 @@ def test_explain_release_names_the_pass_that_halves_the_time(name, tmp_path):
     for seed in range(5):
         lab = noisy_lab(truth, MODELS[name], f"{name} {seed}", tmp_path / str(seed))
         hold_pass_dumps(lab, "0.5.0", q)
-        doc = explain_release(lab, _Version("0.5.0"), "cpu", q, lambda m: None)
+        doc = explain_release(lab, _Version("0.5.0"), CPU, q, lambda m: None)
         tests = {t["xla_flags"].split("=")[1]: t for t in doc["tests"]}
         seen.append((tests["slow-pass"]["verdict"], tests["idle-pass"]["verdict"]))
         if tests["slow-pass"]["verdict"] == Verdict.CHANGED:
@@ -124,7 +127,7 @@ def test_explain_release_cannot_tell_within_a_few_pairs(tmp_path):
     lab = noisy_lab(lambda version, flags: 1e-3, MODELS["iid"], 7, tmp_path)
     q = timing()
     hold_pass_dumps(lab, "0.5.0", q)
-    doc = explain_release(lab, _Version("0.5.0"), "cpu", q, lambda m: None, max_runs=4)
+    doc = explain_release(lab, _Version("0.5.0"), CPU, q, lambda m: None, max_runs=4)
     verdicts = [t["verdict"] for t in doc["tests"]]
     assert Verdict.CHANGED not in verdicts and Verdict.CANNOT_TELL in verdicts
     assert doc["culprit"]["kind"] == "none" and doc["workarounds"] == []
@@ -135,7 +138,7 @@ def test_minimize_starting_undecided_is_cannot_tell_not_lost(tmp_path):
     lab = noisy_lab(lambda version, flags: 1e-3, MODELS["iid"], 3, tmp_path)
     q = timing()
     old, new = _Version("0.4.31"), _Version("0.4.33")
-    shrunk, first, names = minimize(old, new, "cpu", q, lab, lambda m: None, max_runs=4)
+    shrunk, first, names = minimize(old, new, CPU, q, lab, lambda m: None, max_runs=4)
     assert (first.kept, first.verdict) == (False, Verdict.CANNOT_TELL)
     doc = minimal_document(shrunk, first, names, q, old, new, "s")
     assert (doc["kept_at_start"], doc["at_start"]) == (False, Verdict.CANNOT_TELL)
@@ -145,7 +148,7 @@ def test_minimize_keeps_a_doubled_time_judged_in_pairs(tmp_path):
     lab = noisy_lab(lambda version, flags: 2e-3 if version == "0.4.33" else 1e-3,
                     MODELS["drifting"], 5, tmp_path)
     q = timing()
-    _, first, _ = minimize(_Version("0.4.31"), _Version("0.4.33"), "cpu", q, lab,
+    _, first, _ = minimize(_Version("0.4.31"), _Version("0.4.33"), CPU, q, lab,
                            lambda m: None, budget=0)
     assert (first.kept, first.verdict) == (True, "kept")
     # interleaved: the two releases alternate, one run of each at a time

@@ -54,7 +54,7 @@ def private_cache(tmp_path, monkeypatch):
 @pytest.mark.jax
 def test_a_bad_xla_flag_shows_xlas_own_line():
     release = load_catalogue().get("0.5.0")
-    run = RealLab(quiet, remeasure=True).run(release, "cpu", tiny_scan("--bogus_flag=1"), 1,
+    run = RealLab(quiet, remeasure=True).run(release, CPU, tiny_scan("--bogus_flag=1"), 1,
                                              timeout=300)
     assert run.status == "crashed"  # XLA aborts the process: no figure, said in its words
     assert "Unknown flags in XLA_FLAGS: --bogus_flag=1" in run.error
@@ -77,7 +77,7 @@ def test_a_broken_environment_is_rebuilt_once_and_its_failure_never_stored(priva
     break_jaxlib(env.path)
     said = []
     question = tiny_scan()
-    run = RealLab(said.append).run(release, "cpu", question, 1, timeout=300)
+    run = RealLab(said.append).run(release, CPU, question, 1, timeout=300)
     assert run.status == "ok" and run.samples[0][0] == "constant", run.error
     assert any("rebuilding it" in line for line in said), said
     stored = json.loads(STORE.path(store_key(question, release, "cpu", "metric",

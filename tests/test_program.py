@@ -15,6 +15,7 @@ from fake_lab import FakeLab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxbisect.lab import backends
 from jaxbisect.report.document import document
 from jaxbisect.search.classify import NONDETERMINISTIC, Label
 from jaxbisect.search.comparing import classifier_for
@@ -24,6 +25,8 @@ from jaxbisect.stages.program_runs import ProgramRun, error_line, figures, insta
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.case import CONSTANTS, read_case
 from repro.units import MIB, column, mib
+
+CPU = backends.get("cpu")
 
 CASES = sorted((REPO / "repro" / "cases").glob("*.py"))
 TOOLKIT = ("repro", "jaxbisect", "bisect", "tests")
@@ -304,7 +307,7 @@ def test_the_program_is_nondeterministic_exactly_where_one_ends_runs_differ(
         lab = SimpleNamespace(store=store, remeasure=False)
         ends = [(recorded_catalogue.get(v), role)
                 for v, role in zip(printed, ("last good", "first bad"))]
-        return reproducer(program, ends, "cpu", lab, direction="changed", timeout=1,
+        return reproducer(program, ends, CPU, lab, direction="changed", timeout=1,
                           say=lambda message: pytest.fail(f"measured: {message}"))
 
     assert RUNS == 2

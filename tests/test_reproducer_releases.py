@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, TEST_CACHE
 
+from jaxbisect.lab import backends
 from jaxbisect.lab.catalogue import load_catalogue
 from jaxbisect.lab.lab import RealLab
 from jaxbisect.lab.machine import uv_binary
@@ -26,6 +27,8 @@ from jaxbisect.lab.store import Store
 from jaxbisect.stages.program import FILE, MAX_LINES, write_program
 from jaxbisect.stages.program_runs import RUNS, figures, reproducer
 from repro.case import read_case
+
+CPU = backends.get("cpu")
 
 CASES = REPO / "repro" / "cases"
 # case, its sizes (the answer's: the scan case's search size), old end, new end, direction
@@ -80,7 +83,7 @@ def test_the_program_shows_the_change_at_both_ends_as_pasted(metric, tmp_path, j
         jax_python(version)  # the lab's environments: the tests' own, installed once
     lab = RealLab(lambda message: None, store=Store(tmp_path / "store"))
     ends = [(catalogue.get(old), "last good"), (catalogue.get(new), "first bad")]
-    part = reproducer(program, ends, "cpu", lab, direction=direction, timeout=600,
+    part = reproducer(program, ends, CPU, lab, direction=direction, timeout=600,
                       say=lambda message: None)
 
     assert part["lines"] <= MAX_LINES and part["why_not"] is None
@@ -106,7 +109,7 @@ def test_the_program_shows_the_change_at_both_ends_as_pasted(metric, tmp_path, j
         assert before[0] == before[1] and after[1] - after[0] == pytest.approx(3 * 12.5, 0.01)
 
     # A rerun measures nothing: every run is read back from the store.
-    again = reproducer(program, ends, "cpu", lab, direction=direction, timeout=600,
+    again = reproducer(program, ends, CPU, lab, direction=direction, timeout=600,
                        say=lambda message: pytest.fail(f"measured again: {message}"))
     assert again == part
 

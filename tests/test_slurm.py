@@ -59,7 +59,7 @@ def test_probes_inside_an_allocation_are_steps(slurm_cluster, tmp_path):
     script.write_text(textwrap.dedent(f"""
         import json, os, sys, threading
         sys.path.insert(0, {str(REPO)!r})
-        from jaxbisect.executors import SlurmExecutor
+        from jaxbisect.lab.executors import SlurmExecutor
         ex = SlurmExecutor(folder=__import__("pathlib").Path({str(tmp_path)!r}))
         ex.check()
         out = [None, None]
@@ -142,7 +142,7 @@ CTRL_C = """
 import json, sys, threading
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from jaxbisect.executors import SlurmExecutor
+from jaxbisect.lab.executors import SlurmExecutor
 ex = SlurmExecutor(folder=Path({folder!r}))
 print(ex.tag, flush=True)
 with ex.interruptible():
