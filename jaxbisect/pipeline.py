@@ -125,7 +125,7 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
                          samples=args.samples, kind=args.metric_kind, over=args.over,
-                         devices=args.devices)
+                         devices=args.devices, error_match=args.error_match)
 
 def request_from(args: argparse.Namespace, question, catalogue,
                  executor: Executor = LOCAL) -> MetricRequest:
