@@ -7,7 +7,6 @@ wording a behaviour of its own (the last test measures that)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from fake_lab import FakeLab, recorded, recorded_documents
