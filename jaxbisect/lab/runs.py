@@ -37,6 +37,7 @@ from jaxbisect.lab.harness import (
 from jaxbisect.lab.store import STORE, Key, Store
 from jaxbisect.search.crashes import crash_of, mask
 from jaxbisect.search.question import Question, Run, crashed_run
+from jaxbisect.search.without_chip import cannot_tell_here, tpu_without_chip
 from repro.options import OPTIONS
 
 Say = Callable[[str], None]
@@ -160,6 +161,10 @@ def run_of_document(document: dict, version: str, number: int) -> Run:
     metric = document.get("metric") or {}
     run = partial(Run, release=version, number=number, document=document,
                   ran_on=document.get("ran_on", {}))
+    said = ((metric.get("samples") or [None])[0] if metric.get("status") == "ok"
+            else metric.get("error"))
+    if why := cannot_tell_here(said, tpu_without_chip(document)):
+        return run(status="failed", error=why)
     if metric.get("status") == "ok":
         return run(status="ok", samples=tuple(metric["samples"]))
     return run(status="raised" if metric.get("status") == "error" else "failed",
