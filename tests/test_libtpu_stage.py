@@ -1,0 +1,79 @@
+"""libtpu, the third part of a TPU release (jaxbisect/stages/libtpu.py): at a pair of releases
+found for a TPU target, the swaps (each release's jax and jaxlib with the other's libtpu),
+measured through the lab as candidates (catalogue.LibtpuCandidate), say which part the change
+came with; one that came with libtpu is narrowed over PyPI's libtpu releases between the pins
+by the same bisection. The fake lab answers from runs measured by hand for a TPU v5e without a
+chip (TPU_LIBRARY_PATH at another release's libtpu; tests/data/lab/README.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fake_lab import RECORDED, FakeLab
+
+from jaxbisect.lab.catalogue import LibtpuCandidate
+from jaxbisect.search.question import Run, question_from
+from jaxbisect.search.tpu_parts import Part
+from jaxbisect.stages.libtpu import between, libtpu_part
+from jaxbisect.stages.releases import MetricRequest, bisect_over
+
+CASES = Path(__file__).resolve().parent / "data" / "errors"
+PYPI_LIBTPU = ["0.0.21", "0.0.22", "0.0.23", "0.0.24", "0.0.27", "0.0.29", "0.0.30", "0.0.31",
+               "0.0.32", "0.0.32.1", "0.0.33", "0.0.34", "0.0.35", "0.0.36", "0.0.37"]
+
+
+def held(name: str) -> dict[str, str]:
+    """version ("0.8.0", or "0.8.0+libtpu.0.0.30" for a swap) -> the error figure measured."""
+    recorded = json.loads((RECORDED / f"{name}-swaps.json").read_text())
+    pins = recorded["pins"]
+    return {(r["jax"] if pins.get(r["jax"]) == r["libtpu"] else
+             f"{r['jax']}+libtpu.{r['libtpu']}"): r["figure"] for r in recorded["runs"]}
+
+
+def answered(figures: dict[str, str]):
+    def answer(version, question, number):
+        if version not in figures:
+            return None
+        return Run(release=version, number=number, status="ok", samples=(figures[version],))
+    return answer
+
+
+def found_pair(catalogue, case: str, old: str, new: str, lab: FakeLab):
+    question = question_from("error", str(CASES / case), [], (), target="v5e")
+    request = MetricRequest(start=old, end=new, backend="cpu", question=question)
+    return bisect_over([catalogue.get(old), catalogue.get(new)], request, question, lab,
+                       lambda m: None)
+
+
+def test_a_change_that_needs_the_new_jaxlib_and_the_new_libtpu_says_needs_both(
+        recorded_catalogue):
+    figures = held("pallas_vmem_limit")
+    lab = FakeLab(answered(figures))
+    b = found_pair(recorded_catalogue, "pallas_vmem_limit.py", "0.8.0", "0.8.1", lab)
+    part = libtpu_part(b, lab, lambda m: None,
+                       libtpu_of=lambda r: {"0.8.0": "0.0.24", "0.8.1": "0.0.30"}[str(r.version)],
+                       listed=lambda: PYPI_LIBTPU)
+    assert part["part"] == Part.BOTH and part["narrowed"] is None
+    assert [(s["jax"], s["libtpu"], s["seen"]) for s in part["swaps"]] == [
+        ("0.8.0", "0.0.30", "old"), ("0.8.1", "0.0.24", "old")]
+    assert part["swaps"][0]["install"] == "jax==0.8.0 jaxlib==0.8.0 libtpu==0.0.30"
+    assert (part["old"], part["new"]) == ({"jax": "0.8.0", "jaxlib": "0.8.0", "libtpu": "0.0.24"},
+                                          {"jax": "0.8.1", "jaxlib": "0.8.1", "libtpu": "0.0.30"})
+
+
+def test_libtpu_releases_no_jax_pins_are_candidates():
+    assert between("0.0.24", "0.0.30", PYPI_LIBTPU) == ["0.0.24", "0.0.27", "0.0.29", "0.0.30"]
+    assert between("0.0.35", "0.0.37", PYPI_LIBTPU) == ["0.0.35", "0.0.36", "0.0.37"]
+    assert between("0.0.32.1", "0.0.34", PYPI_LIBTPU) == ["0.0.32.1", "0.0.33", "0.0.34"]
+
+
+def test_a_libtpu_candidate_runs_on_its_release_with_the_other_libtpu(recorded_catalogue):
+    release = recorded_catalogue.get("0.8.3")
+    c = LibtpuCandidate.on(release, "0.0.33")
+    assert str(c.version) == "0.8.3+libtpu.0.0.33" and c.level == "libtpu"
+    assert c.environment_release.version == release.version
+    assert c.key_fields == {"libtpu": "0.0.33", "runs_on": "0.8.3"}
+    assert c.environ["TPU_LIBRARY_PATH"].endswith("/libtpu/0.0.33/libtpu/libtpu.so")
+    assert c.install_line == "jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33"
+    assert release.environ == {}
