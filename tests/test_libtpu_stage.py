@@ -26,9 +26,8 @@ PYPI_LIBTPU = ["0.0.21", "0.0.22", "0.0.23", "0.0.24", "0.0.27", "0.0.29", "0.0.
 def held(name: str) -> dict[str, str]:
     """version ("0.8.0", or "0.8.0+libtpu.0.0.30" for a swap) -> the error figure measured."""
     recorded = json.loads((RECORDED / f"{name}-swaps.json").read_text())
-    pins = recorded["pins"]
-    return {(r["jax"] if pins.get(r["jax"]) == r["libtpu"] else
-             f"{r['jax']}+libtpu.{r['libtpu']}"): r["figure"] for r in recorded["runs"]}
+    return {(r["jax"] if r["via"] == "pinned" else f"{r['jax']}+libtpu.{r['libtpu']}"):
+            r["figure"] for r in recorded["runs"]}
 
 
 def answered(figures: dict[str, str]):
@@ -77,3 +76,26 @@ def test_a_libtpu_candidate_runs_on_its_release_with_the_other_libtpu(recorded_c
     assert c.environ["TPU_LIBRARY_PATH"].endswith("/libtpu/0.0.33/libtpu/libtpu.so")
     assert c.install_line == "jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33"
     assert release.environ == {}
+
+
+def test_a_change_that_came_with_libtpu_alone_says_so_and_names_the_first_libtpu(
+        recorded_catalogue):
+    """jax#29002 at 0.8.3 -> 0.9.0: jax 0.8.3 with libtpu 0.0.34 fails as 0.9.0 does, 0.9.0
+    with libtpu 0.0.32.1 compiles as 0.8.3 does; over 0.0.32.1, 0.0.33, 0.0.34 (jax 0.8.3
+    held) the first that fails is 0.0.33."""
+    figures = held("pallas_bf16_batched_matvec")
+    lab = FakeLab(answered(figures))
+    b = found_pair(recorded_catalogue, "pallas_bf16_batched_matvec.py", "0.8.3", "0.9.0", lab)
+    part = libtpu_part(b, lab, lambda m: None,
+                       libtpu_of=lambda r: {"0.8.3": "0.0.32.1", "0.9.0": "0.0.34"}[str(r.version)],
+                       listed=lambda: PYPI_LIBTPU)
+    assert part["part"] == Part.LIBTPU
+    assert [s["seen"] for s in part["swaps"]] == ["new", "old"]
+    narrowed = part["narrowed"]
+    assert narrowed["candidates"] == ["0.0.32.1", "0.0.33", "0.0.34"]
+    assert (narrowed["last_old"], narrowed["first_new"], narrowed["exact"]) \
+        == ("0.0.32.1", "0.0.33", True)
+    assert narrowed["install"] == {"old": "jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.32.1",
+                                   "new": "jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33"}
+    assert "closed source" in narrowed["finest"]
+    assert json.loads(json.dumps(part)) == part  # the document's part as it is written

@@ -63,8 +63,8 @@ def libtpu_part(b: MetricBisection, lab: Lab, say: Say, *,
         return None
     backend = request.backend
     libtpu_of = libtpu_of or (lambda r: getattr(backend, "libtpu", lambda _: (None, None))(r)[0])
-    listed = listed or (lambda: list((getattr(getattr(backend, "pins", None), "releases",
-                                              lambda: None)() or {})))
+    listed = listed or (lambda: list(getattr(getattr(backend, "pins", None), "releases",
+                                              lambda: None)() or {}))
     old, new = pair
     lo, ln = libtpu_of(old), libtpu_of(new)
     ends = {"old": _parts(old, lo), "new": _parts(new, ln)}
