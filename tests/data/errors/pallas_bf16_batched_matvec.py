@@ -2,8 +2,10 @@
 At jax 0.8.3 (libtpu 0.0.32.1) it compiles; at 0.9.0 (libtpu 0.0.34) Mosaic fails ("unsupported
 shape cast"). The swaps (tests/data/lab/pallas_bf16_batched_matvec-swaps.json) put the change in
 libtpu alone, first at 0.0.33. Program: the research notes' case, as measured (2026-12-05)."""
-import jax, jax.numpy as jnp
+import jax
+import jax.numpy as jnp
 from jax.experimental import pallas as pl
+
 METRIC = "error"
 FIXED = ()
 
@@ -22,7 +24,10 @@ def kernel(a, b, c, out):
 def linear_block(_shape):
     shape = list(_shape)
     shape[0] = None
-    index_map = lambda j: tuple([j] + ([0] * (len(shape) - 1)))
+
+    def index_map(j):
+        return tuple([j] + ([0] * (len(shape) - 1)))
+
     return pl.BlockSpec(shape, index_map)
 
 def case(n=8, bc=2, k=128, h=4, o=128, dtype="bfloat16"):
