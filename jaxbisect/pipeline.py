@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jaxbisect.errors import UserError
+from jaxbisect.evidence.where import following_the_swaps
 from jaxbisect.files import check_reports_folder, keep_if_steady, texts_of
 from jaxbisect.lab.catalogue import catalogue_for
 from jaxbisect.lab.environments import resolve_backend
@@ -36,6 +37,7 @@ from jaxbisect.search.question import question_from
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
 from jaxbisect.stages.commits import bisect_commits, commits_in
+from jaxbisect.stages.libtpu import libtpu_part, tpu_target
 from jaxbisect.stages.releases import (
     MetricRequest,
     PairKind,
@@ -189,8 +191,10 @@ def attribute(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: S
     between the pair's pins, into ``extra["attribution"]``."""
     if attribution is None:
         from jaxbisect.evidence.explain import attribution
-    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
-                                      xla_repo=args.xla_repo)
+    found = attribution(bisection, lab, say, jax_repo=args.jax_repo, xla_repo=args.xla_repo)
+    if tpu_target(bisection.request.question):  # the swaps say where, not the modules
+        found = following_the_swaps(found, extra.get("libtpu"))
+    extra["attribution"] = found
     rewrite()
 
 
@@ -268,6 +272,17 @@ def releases(s: Bisecting) -> None:
         s.extra.update(wider_range(s.catalogue, s.bisection))
     md = report_path(s.bisection, s.args.reports)
     s.before = texts_of([md, md.with_suffix(".json")])
+
+
+def libtpu(s: Bisecting) -> None:
+    """A TPU target's pair: which part of the release the change came with (the swaps), and
+    for libtpu the first libtpu release that shows it (stages/libtpu.py)."""
+    if (part := libtpu_part(s.bisection, s.lab, s.say)) is not None:
+        s.extra["libtpu"] = part
+
+
+def _tpu_pair(s: Bisecting) -> bool:
+    return s.found and tpu_target(s.request.question)
 
 
 def commits(s: Bisecting) -> None:
@@ -394,6 +409,7 @@ SERIAL = None  # after every step before it, in the pipeline's own thread: the s
 # (where it lies, the explanation, the module with its culprit) before the rest.
 STAGES = (
     Step("releases", lambda s: True, releases, SERIAL),
+    Step("libtpu", _tpu_pair, libtpu, SERIAL),
     Step("jax commits", lambda s: s.repo is not None, commits, SERIAL),
     Step("tables", _tables, tables, ("where the change lies",), first=5),
     Step("minimal program", _minimize, minimal, (), first=4),
