@@ -36,7 +36,7 @@ from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.question import question_from
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
-from jaxbisect.stages.commits import bisect_commits, commits_in
+from jaxbisect.stages.commits import bisect_commits, commits_in, jaxlib_changes
 from jaxbisect.stages.libtpu import libtpu_part, tpu_target
 from jaxbisect.stages.releases import (
     MetricRequest,
@@ -288,6 +288,10 @@ def _tpu_pair(s: Bisecting) -> bool:
 def commits(s: Bisecting) -> None:
     """``--commits``: the jax commits below every pair the answer names."""
     s.commits = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
+    if s.extra.get("libtpu") and s.bisection.pair:  # a TPU pair: jaxlib's own C++ beside it
+        old, new = (str(r.version) for r in s.bisection.pair)
+        s.extra["libtpu"] = {**s.extra["libtpu"], "jaxlib_commits": jaxlib_changes(
+            s.repo, old, new)}
 
 
 def tables(s: Bisecting) -> None:

@@ -8,7 +8,7 @@ import re
 from fake_lab import FakeLab
 from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
 
-from jaxbisect.report.markdown.tpu import error_words, first_screen_line, section
+from jaxbisect.report.markdown.tpu import commits_words, error_words, first_screen_line, section
 from jaxbisect.stages.libtpu import libtpu_part
 
 
@@ -48,3 +48,18 @@ def test_an_error_figure_is_shown_by_its_core():
               "by 32.00M.")
     words = error_words(figure)
     assert "size 64.00M and limit 32.00M" in words and "custom-call" not in words
+
+
+def test_commits_for_a_tpu_target_follow_the_swaps():
+    base = {"old": {"jax": "0.8.3", "jaxlib": "0.8.3", "libtpu": "0.0.32.1"},
+            "new": {"jax": "0.9.0", "jaxlib": "0.9.0", "libtpu": "0.0.34"},
+            "narrowed": {"first_new": "0.0.33"}, "jaxlib_commits": {"count": 7, "commits": []}}
+    libtpu = {"libtpu": {**base, "part": "came with libtpu"},
+              "commits": {"came_with": None}}
+    assert "libtpu 0.0.33" in commits_words(libtpu) and "jaxlib" not in commits_words(
+        libtpu).split("(")[0]
+    both = {"libtpu": {**base, "part": "needs both"}, "commits": {"came_with": "jaxlib"}}
+    assert commits_words(both).startswith("needs both") and "7 commits" in commits_words(both)
+    jax = {"libtpu": {**base, "part": "came with jax/jaxlib"}, "commits": {"came_with": "jax"}}
+    assert commits_words(jax) is None  # the first bad commit's own words stand
+    assert commits_words({"commits": {"came_with": "jaxlib"}}) is None

@@ -89,4 +89,39 @@ def section(doc: dict) -> list[str]:
         if narrowed.get("skipped"):
             lines += ["", f"Skipped (no figure): {', '.join(narrowed['skipped'])}."]
         lines += ["", narrowed.get("finest") or ""]
+    changes = part.get("jaxlib_commits") or {}
+    if changes.get("commits"):
+        lines += ["", f"Commits that change the jax repository's jaxlib/ between the releases "
+                      f"({changes['count']}; a jaxlib build at each would test them, the "
+                      f"toolkit runs jax's Python only):", ""]
+        lines += [f"- [{c['sha'][:10]}]({c['url']}) {c['subject']}"
+                  for c in changes["commits"][:20]]
+        if changes["count"] > 20:
+            lines.append(f"- … and {changes['count'] - 20} more")
     return lines
+
+
+def commits_words(doc: dict) -> str | None:
+    """``--commits``' answer for a TPU target, where the swaps of the release's parts say more
+    than the commits (which run jax's Python over each release's jaxlib and libtpu together):
+    None where the commits' own words stand (a first bad jax commit, or no TPU part)."""
+    part, commits = doc.get("libtpu"), doc.get("commits") or {}
+    if not part or not commits:
+        return None
+    said, came_with = part.get("part"), commits.get("came_with")
+    old, new = part.get("old") or {}, part.get("new") or {}
+    jaxlib_commits = (part.get("jaxlib_commits") or {}).get("count")
+    builds = (f"; {jaxlib_commits} commits change the jax repository's jaxlib/ between the "
+              f"releases, the candidates a jaxlib build would test" if jaxlib_commits else "")
+    if said == "came with libtpu":
+        first = (part.get("narrowed") or {}).get("first_new") or new.get("libtpu")
+        return (f"no jax commit: the change came with libtpu {first} (the swaps: jax "
+                f"{old.get('jax')} and jaxlib {old.get('jaxlib')} show it with that libtpu); "
+                f"libtpu is closed source, its release is the finest level there is")
+    if said == "needs both" and came_with != "jax":
+        return (f"needs both: jaxlib {new.get('jaxlib')} with libtpu {new.get('libtpu')} (the "
+                f"swaps: neither alone shows it){builds}")
+    if said == "came with jax/jaxlib" and came_with == "jaxlib":
+        return (f"came with jaxlib {new.get('jaxlib')} (libtpu {old.get('libtpu')} held by the "
+                f"swaps){builds}")
+    return None
