@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 
 from fake_lab import RECORDED, FakeLab
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.version import Version
 
 from jaxbisect.lab.catalogue import LibtpuCandidate
 from jaxbisect.search.question import Run, question_from
@@ -99,3 +102,17 @@ def test_a_change_that_came_with_libtpu_alone_says_so_and_names_the_first_libtpu
                                    "new": "jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33"}
     assert "closed source" in narrowed["finest"]
     assert json.loads(json.dumps(part)) == part  # the document's part as it is written
+
+
+versions = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(0, 2)),
+                    min_size=2, max_size=30, unique=True).map(
+    lambda vs: [f"0.{a}.{b}" + (f".{c}" if c else "") for a, b, c in vs])
+
+
+@given(listed=versions, data=st.data())
+def test_the_libtpu_candidates_are_every_listed_release_between_the_pins(listed, data):
+    lo, ln = sorted(data.draw(st.lists(st.sampled_from(listed), min_size=2, max_size=2,
+                                       unique=True)), key=Version)
+    got = between(lo, ln, listed)
+    assert got[0] == lo and got[-1] == ln and got == sorted(got, key=Version)
+    assert set(got) == {v for v in listed if Version(lo) <= Version(v) <= Version(ln)}
