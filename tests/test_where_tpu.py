@@ -39,3 +39,11 @@ def test_a_tpu_change_is_placed_by_the_swaps_never_by_the_lowering_alone(culprit
         assert out["culprit"] in (culprit, "jax/jaxlib")
     if out["culprit"] != "libtpu":
         assert out["links"]["xla_compare"]
+
+
+def test_a_libtpu_change_is_named_by_the_first_libtpu_that_shows_it():
+    parts = {"part": "came with libtpu", "new": {"libtpu": "0.0.34"},
+             "narrowed": {"first_new": "0.0.33", "exact": True}}
+    assert "libtpu 0.0.33" in following_the_swaps(attribution("jax"), parts)["text"]
+    parts["narrowed"]["exact"] = False  # a skip between: only the release's own is certain
+    assert "libtpu 0.0.34" in following_the_swaps(attribution("jax"), parts)["text"]

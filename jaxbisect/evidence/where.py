@@ -193,7 +193,9 @@ def following_the_swaps(attribution: dict, parts: dict | None) -> dict:
     compare link offered as its cause; one that needs both says so; a lowered module that
     differs never places a change in jax by itself."""
     part = (parts or {}).get("part")
-    new_libtpu = ((parts or {}).get("new") or {}).get("libtpu")
+    narrowed = (parts or {}).get("narrowed") or {}
+    new_libtpu = (narrowed.get("first_new") if narrowed.get("exact") else None) or (
+        ((parts or {}).get("new") or {}).get("libtpu"))
     culprit = {"came with libtpu": "libtpu", "needs both": "jax+libtpu"}.get(part)
     if culprit is None and part == "came with jax/jaxlib" and attribution.get("culprit") in (
             "jax", "unknown"):
