@@ -211,3 +211,15 @@ def test_old_the_first_line_cut_at_300_merges_figures_it_cut_off():
     old_b = {old_comparison(r["exception_type"], r["message"]) for r in b}
     assert all("limit" not in line for line in old_a | old_b)  # the figures were cut off
     assert {sig(r) for r in a}.isdisjoint({sig(r) for r in b})
+
+
+def test_one_error_worded_differently_at_every_release_fails_everywhere():
+    """everywhere_error (search/failures.py): a program that fails the same way at every
+    release, however each words it, is one error; a figure that moved is not."""
+    from jaxbisect.search.failures import everywhere_error
+
+    worded = [whole(r) for r in FAMILIES["mosaic_shape_cast_8x128_to_32x32"]]
+    assert len(set(worded)) >= 3
+    assert everywhere_error(worded) is not None
+    moved = [whole(FAMILIES["vmem_oom_64M_of_16M"][0]), whole(FAMILIES["vmem_oom_64M_of_32M"][0])]
+    assert everywhere_error(moved) is None
