@@ -64,8 +64,9 @@ def libtpu_part(b: MetricBisection, lab: Lab, say: Say, *,
         return None
     backend = request.backend
     libtpu_of = libtpu_of or (lambda r: getattr(backend, "libtpu", lambda _: (None, None))(r)[0])
-    listed = listed or (lambda: list(getattr(getattr(backend, "pins", None), "releases",
-                                              lambda: None)() or {}))
+    listed = listed or (lambda: [v for v, e in (getattr(getattr(backend, "pins", None),
+                                                        "releases", lambda: None)() or {}).items()
+                                 if not e.get("yanked")])
     old, new = pair
     lo, ln = libtpu_of(old), libtpu_of(new)
     ends = {"old": _parts(old, lo), "new": _parts(new, ln)}
