@@ -56,7 +56,13 @@ def test_a_change_that_needs_the_new_jaxlib_and_the_new_libtpu_says_needs_both(
     part = libtpu_part(b, lab, lambda m: None,
                        libtpu_of=lambda r: {"0.8.0": "0.0.24", "0.8.1": "0.0.30"}[str(r.version)],
                        listed=lambda: PYPI_LIBTPU)
-    assert part["part"] == Part.BOTH and part["narrowed"] is None
+    assert part["part"] == Part.BOTH
+    narrowed = part["narrowed"]  # the new jax and jaxlib held: the first libtpu they need
+    assert narrowed["held"] == {"jax": "0.8.1", "jaxlib": "0.8.1"}
+    assert narrowed["candidates"] == ["0.0.24", "0.0.27", "0.0.29", "0.0.30"]
+    assert (narrowed["last_old"], narrowed["first_new"], narrowed["exact"]) \
+        == ("0.0.29", "0.0.30", True)
+    assert narrowed["install"]["new"] == "jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.30"
     assert [(s["jax"], s["libtpu"], s["seen"]) for s in part["swaps"]] == [
         ("0.8.0", "0.0.30", "old"), ("0.8.1", "0.0.24", "old")]
     assert part["swaps"][0]["install"] == "jax==0.8.0 jaxlib==0.8.0 libtpu==0.0.30"

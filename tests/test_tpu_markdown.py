@@ -36,6 +36,7 @@ def test_a_change_that_needs_both_says_so(recorded_catalogue):
     doc = {"libtpu": part_for(recorded_catalogue, "pallas_vmem_limit", "pallas_vmem_limit.py",
                               "0.8.0", "0.8.1", {"0.8.0": "0.0.24", "0.8.1": "0.0.30"})}
     assert first_screen_line(doc).startswith("**Which part:** needs both")
+    assert "`pip install jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.30`" in first_screen_line(doc)
     assert "limit 32.00M" not in "\n".join(section(doc))  # neither swap failed
     assert first_screen_line({}) is None and section({}) == []
 

@@ -1,9 +1,10 @@
 """libtpu, the third part of a TPU release: once a TPU change is placed between two releases,
 the swaps (each release's jax and jaxlib with the other's libtpu) say which part it came with
-(search/tpu_parts.py); a change that came with libtpu is narrowed, the old jax and jaxlib held,
-over every libtpu release on PyPI between the two pins (releases no jax pins among them), by the
-same bisection (``bisect_over``, a libtpu release a candidate: catalogue.LibtpuCandidate), to
-the first libtpu that shows it. libtpu is closed source: its release is the finest level.
+(search/tpu_parts.py); a change that came with libtpu is narrowed, the old jax and jaxlib held
+(one that needs both: the new ones), over every libtpu release on PyPI between the two pins
+(releases no jax pins among them), by the same bisection (``bisect_over``, a libtpu release a
+candidate: catalogue.LibtpuCandidate), to the first libtpu that shows it. libtpu is closed
+source: its release is the finest level.
 
 The document's ``libtpu`` part (:func:`libtpu_part`); rendered by report/markdown/tpu.py.
 """
@@ -99,8 +100,9 @@ def libtpu_part(b: MetricBisection, lab: Lab, say: Say, *,
     decided = part_of(Seen(swaps[0]["seen"]), Seen(swaps[1]["seen"]))
     part = {**ends, "swaps": swaps, "part": decided.part, "reason": decided.reason,
             "narrowed": None}
-    if decided.part is Part.LIBTPU:
-        part["narrowed"] = narrowed(b, old, lo, ln, listed() or (), lab, say)
+    if decided.part in (Part.LIBTPU, Part.BOTH):  # with the jax and jaxlib that show it
+        held = old if decided.part is Part.LIBTPU else new
+        part["narrowed"] = narrowed(b, held, lo, ln, listed() or (), lab, say)
     return part
 
 
@@ -131,18 +133,20 @@ def between(lo: str, ln: str, listed: Sequence[str]) -> list[str]:
     return sorted({lo, ln, *inside}, key=Version)
 
 
-def narrowed(b: MetricBisection, old: Release, lo: str, ln: str, listed: Sequence[str],
+def narrowed(b: MetricBisection, held: Release, lo: str, ln: str, listed: Sequence[str],
              lab: Lab, say: Say) -> dict:
-    """The first libtpu release that shows the change, the old jax and jaxlib held, by the
-    same bisection over libtpu releases as candidates."""
+    """The first libtpu release that shows the change, ``held``'s jax and jaxlib held (the
+    old release's for a change that came with libtpu, the new one's for one that needs
+    both), by the same bisection over libtpu releases as candidates."""
     versions = between(lo, ln, listed)
-    candidates = [LibtpuCandidate.on(old, v) for v in versions]
+    candidates = [LibtpuCandidate.on(held, v) for v in versions]
     say(f"narrowing libtpu {lo} … {ln} ({len(versions)} releases on PyPI) under jax "
-        f"{old.version} and jaxlib {old.jaxlib}")
+        f"{held.version} and jaxlib {held.jaxlib}")
     over = bisect_over(candidates, b.request, b.request.question, lab, say, noun="libtpu")
     result = over.search.result
     found = over.search.status == Status.FOUND and result is not None
-    part = {"candidates": versions, "status": str(over.search.status),
+    part = {"held": {"jax": str(held.version), "jaxlib": str(held.jaxlib)},
+            "candidates": versions, "status": str(over.search.status),
             "skipped": [versions[i] for i in (result.skipped if result else ())],
             "finest": FINEST, "last_old": None, "first_new": None, "exact": False,
             "install": None}

@@ -54,8 +54,12 @@ def first_screen_line(doc: dict) -> str | None:
                 f"{old.get('libtpu')}; jax {old.get('jax')} does not with libtpu "
                 f"{new.get('libtpu')}).")
     if said == "needs both":
+        first = narrowed.get("first_new") if narrowed.get("exact") else None
         return (f"**Which part:** needs both: jax/jaxlib {new.get('jax')} and libtpu "
-                f"{new.get('libtpu')} together (neither swap shows it).")
+                f"{first or new.get('libtpu')} together (neither swap shows it"
+                + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
+                   f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
+                   f"{narrowed['install']['new']}`" if first else "") + ").")
     return f"**Which part:** cannot tell ({part.get('reason')})."
 
 
@@ -80,8 +84,9 @@ def section(doc: dict) -> list[str]:
     lines += ["", f"**{part.get('part')}**: {part.get('reason')}."]
     narrowed = part.get("narrowed")
     if narrowed:
-        lines += ["", f"libtpu releases measured with jax {part['old']['jax']} and jaxlib "
-                      f"{part['old']['jaxlib']} held: {', '.join(narrowed['candidates'])} "
+        held = narrowed.get("held") or part["old"]
+        lines += ["", f"libtpu releases measured with jax {held['jax']} and jaxlib "
+                      f"{held['jaxlib']} held: {', '.join(narrowed['candidates'])} "
                       f"(every release on PyPI between the two pins)."]
         if narrowed.get("first_new"):
             lines += ["", "```", f"pip install {narrowed['install']['old']}   # as before",
