@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jaxbisect.errors import UserError
+from jaxbisect.evidence.where import following_the_swaps
 from jaxbisect.files import check_reports_folder, keep_if_steady, texts_of
 from jaxbisect.lab.catalogue import catalogue_for
 from jaxbisect.lab.environments import resolve_backend
@@ -35,7 +36,8 @@ from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.question import question_from
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.beside import STEP, Slots, SlottedLab, Step, Timings, run_stages
-from jaxbisect.stages.commits import bisect_commits, commits_in
+from jaxbisect.stages.commits import bisect_commits, commits_in, jaxlib_changes
+from jaxbisect.stages.libtpu import libtpu_part, tpu_target
 from jaxbisect.stages.releases import (
     MetricRequest,
     PairKind,
@@ -125,7 +127,7 @@ def question_of(args: argparse.Namespace, command: tuple[str, ...]):
     return question_from(args.metric, args.case, args.param, command,
                          target=target_option(args.target), xla_flags=args.xla_flags,
                          samples=args.samples, kind=args.metric_kind, over=args.over,
-                         devices=args.devices)
+                         devices=args.devices, error_match=args.error_match)
 
 def request_from(args: argparse.Namespace, question, catalogue,
                  executor: Executor = LOCAL) -> MetricRequest:
@@ -189,8 +191,10 @@ def attribute(bisection, lab: Lab, args: argparse.Namespace, extra: dict, say: S
     between the pair's pins, into ``extra["attribution"]``."""
     if attribution is None:
         from jaxbisect.evidence.explain import attribution
-    extra["attribution"] = attribution(bisection, lab, say, jax_repo=args.jax_repo,
-                                      xla_repo=args.xla_repo)
+    found = attribution(bisection, lab, say, jax_repo=args.jax_repo, xla_repo=args.xla_repo)
+    if tpu_target(bisection.request.question):  # the swaps say where, not the modules
+        found = following_the_swaps(found, extra.get("libtpu"))
+    extra["attribution"] = found
     rewrite()
 
 
@@ -270,9 +274,24 @@ def releases(s: Bisecting) -> None:
     s.before = texts_of([md, md.with_suffix(".json")])
 
 
+def libtpu(s: Bisecting) -> None:
+    """A TPU target's pair: which part of the release the change came with (the swaps), and
+    for libtpu the first libtpu release that shows it (stages/libtpu.py)."""
+    if (part := libtpu_part(s.bisection, s.lab, s.say)) is not None:
+        s.extra["libtpu"] = part
+
+
+def _tpu_pair(s: Bisecting) -> bool:
+    return s.found and tpu_target(s.request.question)
+
+
 def commits(s: Bisecting) -> None:
     """``--commits``: the jax commits below every pair the answer names."""
     s.commits = with_commits(s.bisection, commits_in(s.repo, s.say), s.lab, s.say)
+    if s.extra.get("libtpu") and s.bisection.pair:  # a TPU pair: jaxlib's own C++ beside it
+        old, new = (str(r.version) for r in s.bisection.pair)
+        s.extra["libtpu"] = {**s.extra["libtpu"], "jaxlib_commits": jaxlib_changes(
+            s.repo, old, new)}
 
 
 def tables(s: Bisecting) -> None:
@@ -394,6 +413,7 @@ SERIAL = None  # after every step before it, in the pipeline's own thread: the s
 # (where it lies, the explanation, the module with its culprit) before the rest.
 STAGES = (
     Step("releases", lambda s: True, releases, SERIAL),
+    Step("libtpu", _tpu_pair, libtpu, SERIAL),
     Step("jax commits", lambda s: s.repo is not None, commits, SERIAL),
     Step("tables", _tables, tables, ("where the change lies",), first=5),
     Step("minimal program", _minimize, minimal, (), first=4),

@@ -8,7 +8,9 @@ the default's type. Optional module constants: ``METRIC`` (the case's own metric
 of the metric over a parameter: ``OVER`` (its default ``--over``), ``SEARCH_PARAMS`` (a smaller
 size the search may use), ``RUNTIME_PARAMS`` (the size of a real run where a release's compiled
 statistics are empty) and ``COMPARE`` (other programs of the case measured beside it at the
-answer's releases), ``DEVICES`` (the CPU host devices it needs). A module function
+answer's releases), ``DEVICES`` (the CPU host devices it needs), ``ERROR`` (a regular
+expression: the error the case means, for ``--metric error``; a run is "the error" or "not the
+error", as ``--error-match`` says it). A module function
 ``shape(name, points, params)`` may classify the series. Module-level settings (XLA_FLAGS,
 JAX_PLATFORMS, ``jax.config.update``) take effect as when the file runs as a script: the
 harness imports it before jax's backend starts (``import_before_backend``).
@@ -23,6 +25,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +60,7 @@ class CaseFile:
     runtime_params: dict = field(default_factory=dict)   # RUNTIME_PARAMS
     compare: dict = field(default_factory=dict)          # COMPARE: label -> parameters
     devices: int | None = None      # DEVICES: the CPU host devices the program needs
+    error: str | None = None        # ERROR: a regular expression, the error the case means
 
     @property
     def name(self) -> str:
@@ -142,16 +146,30 @@ def read_case(path: str | Path) -> CaseFile:
                                 or devices < 1):
         raise CaseError(f"{path}: DEVICES is the number of CPU host devices the program "
                         f"needs, an integer of 1 or more (got {devices!r})")
+    error = constants.get("ERROR")
+    if error is not None and (problem := regex_problem(error)):
+        raise CaseError(f"{path}: ERROR = {error!r}: {problem}")
     return CaseFile(path=str(path.resolve()), source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest(), defaults=defaults,
                     metric=metric, fixed=fixed, answer=constants.get("ANSWER"),
                     doc=ast.get_docstring(tree), over=over,
                     search_params=sized["SEARCH_PARAMS"], runtime_params=sized["RUNTIME_PARAMS"],
-                    compare=compare, devices=devices)
+                    compare=compare, devices=devices, error=error)
+
+
+def regex_problem(text) -> str | None:
+    """Why ``text`` is no regular expression an error can be matched with (None: it is)."""
+    if not isinstance(text, str) or not text:
+        return "a regular expression (a non-empty string) is needed"
+    try:
+        re.compile(text)
+    except re.error as exc:
+        return f"not a regular expression ({exc})"
+    return None
 
 
 CONSTANTS = ("METRIC", "FIXED", "ANSWER", "OVER", "SEARCH_PARAMS", "RUNTIME_PARAMS", "COMPARE",
-             "DEVICES")
+             "DEVICES", "ERROR")
 
 
 def over_values(defaults: dict, name: str, texts: list[str], what: str = "--over") -> tuple:

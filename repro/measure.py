@@ -30,6 +30,13 @@ def error_text(exc: BaseException) -> str:
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {first}".strip(": "))[:300]
 
 
+def error_message(exc: BaseException) -> str:
+    """An exception whole: its type and every line of its message, nothing cut (what the
+    ``error`` metric's figure keeps; the driver compares it by its signature,
+    jaxbisect/search/error_signature.py, and shows its core)."""
+    return f"{type(exc).__name__}: {str(exc).strip()}".strip(": ")
+
+
 # XLA refuses at compile a plan that exceeds the device's memory (a TPU's HBM), in words that
 # differ by release: libtpu 0.0.42.1 "Ran out of memory on HBM, the total memory required for
 # HLO temporaries (17.98G) exceeds available HBM (15.75G)", libtpu 0.0.8 "Allocation

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .case import METRICS, SCAN_CASE
+from .case import METRICS, SCAN_CASE, regex_problem
 from .target import PLATFORMS, TargetError, built_in
 from .target import load as load_target
 from .verdict import size_problem
@@ -82,6 +82,12 @@ def seconds_or_off(text: str) -> float:
 def fraction(text: str) -> float:
     return _number(float, text, lambda value: 0 < value < 1,
                    "more than 0 and below 1 (a share of the value)")
+
+
+def error_regex(text: str) -> str:
+    if (problem := regex_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def n_outer_list(text: str) -> list[int]:
@@ -173,6 +179,12 @@ OPTIONS: tuple[Option, ...] = (
                 "(default: the case's METRIC, else memory); for a command: the numeric field "
                 "of its JSON to compare, or error (default: its exit status, exit_code)"},
             metavar="NAME", entries=(BISECT,), group="case", shapes=True),
+    _option("--error-match", "--metric error: a regular expression (Python's re.search) for "
+            "the error meant; a run is then \"the error\" or \"not the error\" (as "
+            "cargo-bisect-rustc's --regress), whatever else it says (default: the case's ERROR; "
+            "without either, errors are compared by their signature: type, status, words and "
+            "figures)", type=error_regex, metavar="REGEX", entries=(BISECT,), group="case",
+            shapes=True),
     _option("--metric", "what to measure (default: the case's METRIC, else memory)",
             choices=METRICS, entries=(REPRO,), group="case", harness=True),
     _option("--param", "override a parameter of case() (repeatable)", action="append",

@@ -27,6 +27,7 @@ from repro.options import (
     REPRO,
     Option,
     command_line,
+    error_regex,
     fraction,
     n_outer_list,
     options_of,
@@ -70,6 +71,8 @@ def value_of(option: Option) -> st.SearchStrategy:
         return st.one_of(st.just(0.0), st.floats(0.001, 1e6, allow_nan=False))
     if kind is fraction:
         return st.floats(0.0001, 0.9999)
+    if kind is error_regex:
+        return st.sampled_from(["RESOURCE_EXHAUSTED", r"memory space vmem.*limit \d+", "a b"])
     if kind is Path:
         return word.map(Path)
     return flags if option.flag in FLAG_VALUED else word
@@ -158,6 +161,7 @@ def test_every_option_that_shapes_the_answer_is_in_the_suggested_commands():
     own line the release it explains)."""
     q = question_from("compile_time", SCAN, ["n_res=8"], (), target="a6000", xla_flags="--xla_a=1",
                       samples=3, kind="noisy", over="none", devices=4)
+    q = replace(q, error_match="RESOURCE_EXHAUSTED")  # shapes an error metric's answer
     request = MetricRequest(start="0.5.0", end="0.5.1", backend="cuda12-deviceless", question=q,
                             threshold=0.2, runs=5, max_runs=7, include_yanked=True,
                             try_xla_flags=("--xla_b=1",), interior_budget=30.0, commits=True)

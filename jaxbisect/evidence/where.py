@@ -168,3 +168,49 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
             "text": WORDS[culprit], **{field: lowering[field] for field in (
                 "reason", "diff", "diff_truncated", "added", "removed")},
             "first_difference": shown}
+
+
+# A TPU target's change placed by the swaps of its release's parts (stages/libtpu.py):
+# the words a culprit gets where the swaps, not the modules, say where it is.
+TPU_WORDS = {
+    "libtpu": "the swaps say it came with libtpu {libtpu} (jax and jaxlib held, the new libtpu "
+              "alone shows it): the change is in libtpu, the TPU compiler and runtime, closed "
+              "source: its release is the finest level there is",
+    "jax+libtpu": "the swaps say it needs both: neither the new jax and jaxlib with the old "
+                  "libtpu nor the old ones with the new libtpu show it",
+    "jax/jaxlib": "the swaps say it came with jax/jaxlib (the new jax and jaxlib show it with "
+                  "the old libtpu)",
+    "tpu-unplaced": "for a TPU target a lowered module that differs does not say the change is "
+                    "in jax (a Pallas kernel's payload differs between releases by its "
+                    "serialised bytes alone), and the swaps of the release's parts did not "
+                    "place it",
+}
+
+
+def following_the_swaps(attribution: dict, parts: dict | None) -> dict:
+    """A TPU target's attribution as the swaps of its release's parts say it (``parts``: the
+    document's ``libtpu`` part): a change that came with libtpu is libtpu's, with no XLA
+    compare link offered as its cause; one that needs both says so; a lowered module that
+    differs never places a change in jax by itself."""
+    part = (parts or {}).get("part")
+    narrowed = (parts or {}).get("narrowed") or {}
+    new_libtpu = (narrowed.get("first_new") if narrowed.get("exact") else None) or (
+        ((parts or {}).get("new") or {}).get("libtpu"))
+    culprit = {"came with libtpu": "libtpu", "needs both": "jax+libtpu"}.get(part)
+    if culprit is None and part == "came with jax/jaxlib" and attribution.get("culprit") in (
+            "jax", "unknown"):
+        culprit = "jax/jaxlib"
+    if culprit is None and attribution.get("culprit") == "jax":
+        culprit = "tpu-unplaced"
+    if culprit is None:
+        return attribution
+    out = {**attribution, "culprit": culprit,
+           "text": TPU_WORDS[culprit].format(libtpu=new_libtpu), "by": "swaps"}
+    if culprit == "libtpu":
+        links = dict(out.get("links") or {})
+        if "xla_compare" in links:
+            links["xla_compare"] = None
+        out.update(links=links, xla_commits=None,
+                   xla_note="the change came with libtpu alone: XLA's commits between the "
+                            "two jaxlibs are not its cause")
+    return out

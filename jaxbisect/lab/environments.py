@@ -274,3 +274,31 @@ def _uv_error(stderr: str) -> str:
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def libtpu_folder(version: str) -> Path:
+    """Where libtpu ``version`` is installed alone (``pip install --target``), for a run that
+    loads it in place of its environment's own (catalogue.LibtpuCandidate)."""
+    return cache_dir() / "libtpu" / version
+
+
+def libtpu_library(version: str) -> Path:
+    return libtpu_folder(version) / "libtpu" / "libtpu.so"
+
+
+def ensure_libtpu(version: str) -> Path:
+    """libtpu ``version``'s library, installed alone once (no dependencies, no date cap: an
+    exact version)."""
+    library = libtpu_library(version)
+    if library.is_file():
+        return library
+    folder = libtpu_folder(version)
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    _uv(f"libtpu {version}", "pip", "install", "--quiet", "--no-deps", "--target", str(partial),
+        f"libtpu=={version}")
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+    if not library.is_file():
+        raise InstallFailed(f"libtpu {version} installed no libtpu/libtpu.so")
+    return library

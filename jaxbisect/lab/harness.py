@@ -186,14 +186,15 @@ def finished(executor: Executor, argv: list[str], what: str, *, cwd, env: dict,
 
 def run_module(python: Path, module: str, argv: Sequence[str], timeout: float, *,
                answers: tuple[int, ...] = (0,), platform: str = "",
-               executor: Executor = LOCAL, jax_source: Path | None = None) -> dict:
+               executor: Executor = LOCAL, jax_source: Path | None = None,
+               environ: dict | None = None) -> dict:
     """``python -m MODULE ARGV`` under a release's ``python``, the staged harness first on its
     path (``platform``: JAX_PLATFORMS for it); the JSON document it printed, exiting with one
     of ``answers``, or HarnessFailed (EnvironmentBroken where jax no longer imports there).
     ``jax_source``: a jax commit's checkout, first on the path after the harness.
     Ctrl-C that reached the child is a KeyboardInterrupt here too. ``executor``: where the
     process runs; a document from elsewhere names the place under ``ran_on``."""
-    stage, child_env = staged_harness(), harness_environ(jax_source)
+    stage, child_env = staged_harness(), {**harness_environ(jax_source), **(environ or {})}
     if platform:
         child_env["JAX_PLATFORMS"] = platform
     what = "the harness" if module == "repro" else module
@@ -245,10 +246,11 @@ MODULE_ANSWERS = (0, 2)
 
 def run_repro(env: Environment, argv: list[str], timeout: float,
               answers: tuple[int, ...] = (0,), executor: Executor = LOCAL,
-              jax_source: Path | None = None) -> dict:
-    """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed."""
+              jax_source: Path | None = None, environ: dict | None = None) -> dict:
+    """``python -m repro --quiet ARGV`` in ``env``: the document, or HarnessFailed.
+    ``environ``: what the candidate adds to the process's environment (another libtpu)."""
     return run_module(env.python, "repro", ["--quiet", *argv], timeout, answers=answers,
-                      executor=executor, jax_source=jax_source)
+                      executor=executor, jax_source=jax_source, environ=environ)
 
 
 def command_environ(env: Environment, xla_flags: str = "",

@@ -299,6 +299,14 @@ def commit_range(repo: Path, old: str, new: str, jaxlib: str,
                        tuple(judged[last + 1:]))
 
 
+def jaxlib_commits(repo: Path, old: str, new: str) -> list[Commit]:
+    """The commits between releases ``old`` and ``new`` that change the jax repository's own
+    ``jaxlib/`` (its C++: Pallas's Mosaic dialect and its serialisation live there), oldest
+    first: the candidates a build of jaxlib would test, where the toolkit runs jax's Python
+    only."""
+    return _log(repo, f"jax-v{old}..jax-v{new}", "--", "jaxlib/", first_parent=False)
+
+
 def _judged(commit: Commit, jaxlib: str) -> Commit:
     if not commit.version or not commit.minimum_jaxlib:
         return replace(commit, refused=f"no jax version in {VERSION_FILE} there")

@@ -37,6 +37,7 @@ from jaxbisect.lab.harness import (
 from jaxbisect.lab.store import STORE, Key, Store
 from jaxbisect.search.crashes import crash_of, mask
 from jaxbisect.search.question import Question, Run, crashed_run
+from jaxbisect.search.without_chip import cannot_tell_here, tpu_without_chip
 from repro.options import OPTIONS
 
 Say = Callable[[str], None]
@@ -121,9 +122,12 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
         say(f"jax {version}: {question.metric} of {question.label}, run {number}")
         keep = True
         try:
+            if release.environ:  # another libtpu: installed alone before it is loaded
+                release.prepare(env.python)
             with release.source() as source:
                 run = (_harness_run if question.case is not None else _command_run)(
-                    env, version, question, number, timeout, executor, source)
+                    env, version, question, number, timeout, executor, source,
+                    release.environ)
         except Crashed as exc:
             run, keep = crashed_run(question, version, number, exc.crash), exc.lasting
         except EnvironmentBroken as exc:
@@ -148,10 +152,11 @@ def measure_run(release: Release, backend: str, question: Question, number: int,
 
 def _harness_run(env, version: str, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL,
-                 source: Path | None = None) -> Run:
+                 source: Path | None = None, environ: dict | None = None) -> Run:
     document = run_repro(env, question.harness_argv() + platform_args(env.backend,
                                                                       question.target), timeout,
-                         answers=(0, 125), executor=executor, jax_source=source)
+                         answers=(0, 125), executor=executor, jax_source=source,
+                         environ=environ)
     return run_of_document(document, version, number)
 
 
@@ -160,6 +165,10 @@ def run_of_document(document: dict, version: str, number: int) -> Run:
     metric = document.get("metric") or {}
     run = partial(Run, release=version, number=number, document=document,
                   ran_on=document.get("ran_on", {}))
+    said = ((metric.get("samples") or [None])[0] if metric.get("status") == "ok"
+            else metric.get("error"))
+    if why := cannot_tell_here(said, tpu_without_chip(document)):
+        return run(status="failed", error=why)
     if metric.get("status") == "ok":
         return run(status="ok", samples=tuple(metric["samples"]))
     return run(status="raised" if metric.get("status") == "error" else "failed",
@@ -168,14 +177,15 @@ def run_of_document(document: dict, version: str, number: int) -> Run:
 
 def _command_run(env, version: str, question: Question, number: int,
                  timeout: float, executor: Executor = LOCAL,
-                 source: Path | None = None) -> Run:
+                 source: Path | None = None, environ: dict | None = None) -> Run:
     """The user's command in the environment; its last stdout line is a JSON object whose
     ``question.metric`` field is the sample (for ``--metric error``: ``no error``, how it
     exited, or how it crashed). Its output is copied to our stderr."""
     try:
         done = executor.run(list(question.command),
                             env={**command_environ(env, question.xla_flags, source),
-                                 "JAX_BISECT_RELEASE": version}, timeout=timeout)
+                                 "JAX_BISECT_RELEASE": version, **(environ or {})},
+                            timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunTimedOut(f"timed out after {timeout:.0f} s") from None
     except ProbeLost as exc:

@@ -7,7 +7,6 @@ paired test a noisy metric uses (``paired_test``), and two settings of one quest
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from jaxbisect.search.classify import (
     vectors_close,
 )
 from jaxbisect.search.classify import deterministic as deterministic_classifier
+from jaxbisect.search.error_signature import is_the_error, same_error
 from jaxbisect.search.placing import (
     MakeClassifier,
     Reduce,
@@ -140,6 +140,15 @@ def comparable(metric: str, sample):
     return sample
 
 
+def errors_alike(pattern: str = "") -> Callable[[object, object], bool]:
+    """Two ``error`` figures one behaviour: both the error ``pattern`` names or both not
+    (``--error-match``, a case's ERROR), else one signature (search/error_signature.py)."""
+    if pattern:
+        return lambda a, b: is_the_error(pattern, a) == is_the_error(pattern, b)
+    return lambda a, b: a == b or (isinstance(a, str) and isinstance(b, str)
+                                   and same_error(a, b))
+
+
 def outputs_close(rtol: float) -> Callable[[object, object], bool]:
     close = vectors_close(rtol=rtol, atol=rtol * 1e-3)
     return lambda a, b: a[0] == b[0] and close(list(a[1]), list(b[1]))
@@ -160,7 +169,7 @@ def classifier_for(question: Question, threshold: float | None) -> MakeClassifie
             return outputs(list(old), list(new),
                            outputs_close(given.get("threshold", OUTPUT_TOLERANCE)))
         if metric == "error":
-            return matching(list(old), list(new), operator.eq)
+            return matching(list(old), list(new), errors_alike(question.error_match))
         return (noisy if question.noisy else deterministic_classifier)(old, new, **given)
 
     return make

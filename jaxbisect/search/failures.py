@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from jaxbisect.search.error_signature import signature, split_type
+
 NO_ERROR = "no error"  # the error metric's figure where the program ran (repro/metrics.py)
 
 # jax's words for a program that needs more devices than the process has (a mesh, pmap,
@@ -55,12 +57,13 @@ def cause_of(error: str) -> tuple[str | None, str | None]:
 
 def everywhere_error(errors: Sequence[str | None]) -> EverywhereError | None:
     """The error every release measured gave (``errors``: one a release, None where it gave a
-    figure), where there are two or more and they are one error: the same line, or one
-    recognised cause worded differently by different releases."""
+    figure), where there are two or more and they are one error: one signature
+    (error_signature.py), or one recognised cause worded differently by different releases."""
     if len(errors) < 2 or any(e is None or e == NO_ERROR for e in errors):
         return None
     causes = {cause_of(e)[0] for e in errors}
-    if len(set(errors)) > 1 and (len(causes) > 1 or None in causes):
+    if len({signature(*split_type(e)) for e in errors}) > 1 and (len(causes) > 1
+                                                                or None in causes):
         return None
     last = errors[-1]
     return EverywhereError(last, *cause_of(last))

@@ -41,6 +41,7 @@ class Question:
     over: tuple = ()                     # (parameter, values): the metric's shape over them
     compare: bool = False                # the case's COMPARE programs beside it, one process
     devices: int | None = None           # --devices: CPU host devices (else the case's DEVICES)
+    error_match: str = ""                # --error-match (else the case's ERROR): the error meant
 
     @property
     def noisy(self) -> bool:
@@ -100,7 +101,8 @@ def with_params(question: Question, params: dict) -> Question:
 def question_from(metric: str | None, case_path: str | None, params: list[str],
                   command: tuple[str, ...], *, target: str = "", xla_flags: str = "",
                   samples: int | None = None, kind: str = "auto",
-                  over: str | None = None, devices: int | None = None) -> Question:
+                  over: str | None = None, devices: int | None = None,
+                  error_match: str | None = None) -> Question:
     """The question the command line asks; bad input is a UserError (one line, exit 2)."""
     if case_path is not None:
         try:
@@ -119,12 +121,16 @@ def question_from(metric: str | None, case_path: str | None, params: list[str],
             raise UserError(f"--param {shape[0]}: the metric is measured over {shape[0]} "
                             f"(--over {over_text(shape)}); give its values with --over, or "
                             f"--over none for one figure")
+        if error_match is not None and metric != "error":
+            raise UserError(f"--error-match names the error --metric error bisects; --metric "
+                            f"{metric} measures no error")
         if target and metric not in COMPILE_ONLY_METRICS:
             raise UserError(f"--target compiles without the GPU: --metric {metric} needs a "
                             f"run (use memory, compile_time or error)")
+        meant = error_match or (case.error if metric == "error" else None) or ""
         return Question(metric=metric, case=case, params=overrides, target=target,
                         xla_flags=xla_flags, samples=samples, kind=kind, over=shape,
-                        devices=devices)
+                        devices=devices, error_match=meant)
     if over is not None:
         raise UserError("--over measures a --case FILE over a parameter; there is none")
     if devices is not None:
@@ -138,7 +144,11 @@ def question_from(metric: str | None, case_path: str | None, params: list[str],
     if target:
         raise UserError("--target compiles a --case for a GPU without one; a command after "
                         "`--` cannot run there: drop one of them")
-    return Question(metric=metric, command=command, xla_flags=xla_flags, kind=kind)
+    if error_match is not None and metric != "error":
+        raise UserError(f"--error-match names the error --metric error bisects; --metric "
+                        f"{metric} measures no error")
+    return Question(metric=metric, command=command, xla_flags=xla_flags, kind=kind,
+                    error_match=error_match or "")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from jaxbisect.lab.catalogue import CommitCandidate, Release
-from jaxbisect.lab.jax_history import CommitRange, commit_range
+from jaxbisect.lab.jax_history import CommitRange, commit_range, jaxlib_commits
 from jaxbisect.lab.lab import Lab
 from jaxbisect.search.classify import Label
 from jaxbisect.search.comparing import reduce_for
@@ -183,6 +183,25 @@ def commits_in(repo: Path, say: Say) -> SpanOf:
     """The commits between two releases as ``repo`` holds them (jax_commits.commit_range)."""
     return lambda old, new: commit_range(repo, str(old.version), str(new.version),
                                          str(old.jaxlib), say)
+
+
+def jaxlib_changes(repo: Path, old: str, new: str) -> dict:
+    """For a TPU target's pair: the commits between the two releases that change the jax
+    repository's own ``jaxlib/`` C++ (Mosaic, its serialisation), the candidates a build of
+    jaxlib would test: the toolkit runs jax's Python only, so it names them and tests none."""
+    from jaxbisect.lab.git import GitFailed
+
+    try:
+        found = jaxlib_commits(repo, old, new)
+    except GitFailed:
+        return {"commits": [], "count": None,
+                "reason": "jax's history between the releases could not be read"}
+    return {"commits": [c.as_json() for c in found], "count": len(found),
+            "range": f"jax-v{old}..jax-v{new} -- jaxlib/",
+            "reason": "the jax repository's jaxlib/ C++ changed between the releases: a "
+                      "change that came with jaxlib is in one of these, which only a jaxlib "
+                      "build at each would test" if found else
+                      "the jax repository's jaxlib/ did not change between the releases"}
 
 
 def bisect_commits(b: MetricBisection, span_of: SpanOf, lab: Lab,

@@ -1,0 +1,132 @@
+"""A TPU report's parts of its own, from the document alone: which part of the release the
+change came with (the document's ``libtpu`` part: stages/libtpu.py), as a first-screen line and
+a section, and an error figure as a maintainer reads it (its core, with its figures).
+
+Each function takes the document (or a figure) and returns markdown; the report's renderers
+call them (the first screen: :func:`first_screen_line`; the folded sections: :func:`section`).
+"""
+
+from __future__ import annotations
+
+from jaxbisect.search.error_signature import core
+
+_CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
+
+
+def error_words(figure) -> str:
+    """An ``error`` figure (the whole message) as one line with its figures."""
+    if not isinstance(figure, str):
+        return "—" if figure is None else str(figure)
+    return core(figure)
+
+
+def _cell(figure) -> str:
+    words = error_words(figure).replace("|", "\\|")
+    return words if len(words) <= _CELL_MAX else words[:_CELL_MAX - 1] + "…"
+
+
+def _parts(side: dict) -> str:
+    return f"jax {side['jax']}, jaxlib {side['jaxlib']}, libtpu {side['libtpu']}"
+
+
+def first_screen_line(doc: dict) -> str | None:
+    """One line: which part of the TPU release the change came with, as measured by the swaps
+    (and, for libtpu, the first libtpu release on PyPI that shows it with its install line);
+    None where the document has no such part."""
+    part = doc.get("libtpu")
+    if not part:
+        return None
+    old, new, said = part.get("old") or {}, part.get("new") or {}, part.get("part")
+    narrowed = part.get("narrowed") or {}
+    if said == "came with libtpu":
+        if narrowed.get("first_new") and narrowed.get("exact"):
+            install = narrowed["install"]["new"]
+            return (f"**Which part:** came with libtpu {narrowed['first_new']} (the first libtpu "
+                    f"release on PyPI that shows it, jax {old.get('jax')} and jaxlib "
+                    f"{old.get('jaxlib')} held; after libtpu {narrowed['last_old']}): "
+                    f"`pip install {install}`. libtpu is closed source: its release is the "
+                    f"finest level there is.")
+        return (f"**Which part:** came with libtpu (between {old.get('libtpu')} and "
+                f"{new.get('libtpu')}: jax {old.get('jax')} with libtpu {new.get('libtpu')} "
+                f"shows it, jax {new.get('jax')} with libtpu {old.get('libtpu')} does not).")
+    if said == "came with jax/jaxlib":
+        return (f"**Which part:** came with jax/jaxlib {new.get('jax')} (it shows with libtpu "
+                f"{old.get('libtpu')}; jax {old.get('jax')} does not with libtpu "
+                f"{new.get('libtpu')}).")
+    if said == "needs both":
+        first = narrowed.get("first_new") if narrowed.get("exact") else None
+        return (f"**Which part:** needs both: jax/jaxlib {new.get('jax')} and libtpu "
+                f"{first or new.get('libtpu')} together (neither swap shows it"
+                + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
+                   f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
+                   f"{narrowed['install']['new']}`" if first else "") + ").")
+    return f"**Which part:** cannot tell ({part.get('reason')})."
+
+
+def section(doc: dict) -> list[str]:
+    """The swaps measured (each release's parts, what each run showed), and the libtpu
+    releases measured where the change came with libtpu; [] without the part."""
+    part = doc.get("libtpu")
+    if not part:
+        return []
+    lines = ["### The three parts of a TPU release", "",
+             "A TPU release is jax's Python, jaxlib (C++) and libtpu (the TPU compiler and "
+             "runtime, closed source), pinned separately. Each release's jax and jaxlib were "
+             "run with the other release's libtpu (`TPU_LIBRARY_PATH`):", "",
+             "| jax | jaxlib | libtpu | behaves as | what it showed |", "|---|---|---|---|---|"]
+    for side, label in (("old", "the old end"), ("new", "the new end")):
+        ends = part.get(side) or {}
+        lines.append(f"| {ends.get('jax')} | {ends.get('jaxlib')} | {ends.get('libtpu')} | "
+                     f"{label} | |")
+    for swap in part.get("swaps") or ():
+        lines.append(f"| {swap['jax']} | {swap['jaxlib']} | {swap['libtpu']} | {swap['seen']} "
+                     f"| {_cell(swap.get('figure'))} |")
+    lines += ["", f"**{part.get('part')}**: {part.get('reason')}."]
+    narrowed = part.get("narrowed")
+    if narrowed:
+        held = narrowed.get("held") or part["old"]
+        lines += ["", f"libtpu releases measured with jax {held['jax']} and jaxlib "
+                      f"{held['jaxlib']} held: {', '.join(narrowed['candidates'])} "
+                      f"(every release on PyPI between the two pins)."]
+        if narrowed.get("first_new"):
+            lines += ["", "```", f"pip install {narrowed['install']['old']}   # as before",
+                      f"pip install {narrowed['install']['new']}   # shows the change", "```"]
+        if narrowed.get("skipped"):
+            lines += ["", f"Skipped (no figure): {', '.join(narrowed['skipped'])}."]
+        lines += ["", narrowed.get("finest") or ""]
+    changes = part.get("jaxlib_commits") or {}
+    if changes.get("commits"):
+        lines += ["", f"Commits that change the jax repository's jaxlib/ between the releases "
+                      f"({changes['count']}; a jaxlib build at each would test them, the "
+                      f"toolkit runs jax's Python only):", ""]
+        lines += [f"- [{c['sha'][:10]}]({c['url']}) {c['subject']}"
+                  for c in changes["commits"][:20]]
+        if changes["count"] > 20:
+            lines.append(f"- … and {changes['count'] - 20} more")
+    return lines
+
+
+def commits_words(doc: dict) -> str | None:
+    """``--commits``' answer for a TPU target, where the swaps of the release's parts say more
+    than the commits (which run jax's Python over each release's jaxlib and libtpu together):
+    None where the commits' own words stand (a first bad jax commit, or no TPU part)."""
+    part, commits = doc.get("libtpu"), doc.get("commits") or {}
+    if not part or not commits:
+        return None
+    said, came_with = part.get("part"), commits.get("came_with")
+    old, new = part.get("old") or {}, part.get("new") or {}
+    jaxlib_commits = (part.get("jaxlib_commits") or {}).get("count")
+    builds = (f"; {jaxlib_commits} commits change the jax repository's jaxlib/ between the "
+              f"releases, the candidates a jaxlib build would test" if jaxlib_commits else "")
+    if said == "came with libtpu":
+        first = (part.get("narrowed") or {}).get("first_new") or new.get("libtpu")
+        return (f"no jax commit: the change came with libtpu {first} (the swaps: jax "
+                f"{old.get('jax')} and jaxlib {old.get('jaxlib')} show it with that libtpu); "
+                f"libtpu is closed source, its release is the finest level there is")
+    if said == "needs both" and came_with != "jax":
+        return (f"needs both: jaxlib {new.get('jaxlib')} with libtpu {new.get('libtpu')} (the "
+                f"swaps: neither alone shows it){builds}")
+    if said == "came with jax/jaxlib" and came_with == "jaxlib":
+        return (f"came with jaxlib {new.get('jaxlib')} (libtpu {old.get('libtpu')} held by the "
+                f"swaps){builds}")
+    return None

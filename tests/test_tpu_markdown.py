@@ -1,0 +1,66 @@
+"""The TPU parts of a report (jaxbisect/report/markdown/tpu.py), rendered from the document's
+``libtpu`` part as the stage writes it (the recorded swaps of tests/test_libtpu_stage.py)."""
+
+from __future__ import annotations
+
+import re
+
+from fake_lab import FakeLab
+from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
+
+from jaxbisect.report.markdown.tpu import commits_words, error_words, first_screen_line, section
+from jaxbisect.stages.libtpu import libtpu_part
+
+
+def part_for(catalogue, name, case, old, new, pins):
+    lab = FakeLab(answered(held(name)))
+    b = found_pair(catalogue, case, old, new, lab)
+    return libtpu_part(b, lab, lambda m: None, libtpu_of=lambda r: pins[str(r.version)],
+                       listed=lambda: PYPI_LIBTPU)
+
+
+def test_a_libtpu_change_names_the_first_libtpu_with_its_exact_install_line(
+        recorded_catalogue):
+    doc = {"libtpu": part_for(recorded_catalogue, "pallas_bf16_batched_matvec",
+                              "pallas_bf16_batched_matvec.py", "0.8.3", "0.9.0",
+                              {"0.8.3": "0.0.32.1", "0.9.0": "0.0.34"})}
+    line = first_screen_line(doc)
+    assert "`pip install jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33`" in line
+    body = "\n".join(section(doc))
+    assert "libtpu==0.0.32.1   # as before" in body
+    assert not re.search(r"\bGPU\b", line + body)
+    assert re.search(r"libtpu==0\.0\.32(?![.\d])", body) is None  # never a prefix
+
+
+def test_a_change_that_needs_both_says_so(recorded_catalogue):
+    doc = {"libtpu": part_for(recorded_catalogue, "pallas_vmem_limit", "pallas_vmem_limit.py",
+                              "0.8.0", "0.8.1", {"0.8.0": "0.0.24", "0.8.1": "0.0.30"})}
+    assert first_screen_line(doc).startswith("**Which part:** needs both")
+    assert "`pip install jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.30`" in first_screen_line(doc)
+    assert "limit 32.00M" not in "\n".join(section(doc))  # neither swap failed
+    assert first_screen_line({}) is None and section({}) == []
+
+
+def test_an_error_figure_is_shown_by_its_core():
+    figure = ("JaxRuntimeError: RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom:\nRan out "
+              "of memory in memory space vmem while allocating on stack for %f.1 = "
+              "f32[16384,1024]{1,0:T(8,128)} custom-call(%x.1), metadata={op_name=\"a\"}. "
+              "Scoped allocation with size 64.00M and limit 32.00M exceeded scoped vmem limit "
+              "by 32.00M.")
+    words = error_words(figure)
+    assert "size 64.00M and limit 32.00M" in words and "custom-call" not in words
+
+
+def test_commits_for_a_tpu_target_follow_the_swaps():
+    base = {"old": {"jax": "0.8.3", "jaxlib": "0.8.3", "libtpu": "0.0.32.1"},
+            "new": {"jax": "0.9.0", "jaxlib": "0.9.0", "libtpu": "0.0.34"},
+            "narrowed": {"first_new": "0.0.33"}, "jaxlib_commits": {"count": 7, "commits": []}}
+    libtpu = {"libtpu": {**base, "part": "came with libtpu"},
+              "commits": {"came_with": None}}
+    assert "libtpu 0.0.33" in commits_words(libtpu) and "jaxlib" not in commits_words(
+        libtpu).split("(")[0]
+    both = {"libtpu": {**base, "part": "needs both"}, "commits": {"came_with": "jaxlib"}}
+    assert commits_words(both).startswith("needs both") and "7 commits" in commits_words(both)
+    jax = {"libtpu": {**base, "part": "came with jax/jaxlib"}, "commits": {"came_with": "jax"}}
+    assert commits_words(jax) is None  # the first bad commit's own words stand
+    assert commits_words({"commits": {"came_with": "jaxlib"}}) is None
