@@ -309,3 +309,25 @@ def deviceless_devices(topology: str, n: int | None = None) -> list:
     """What the prelude's ``devices(n)`` returns, here: the first ``n`` compile-only devices
     of ``topology`` (this process's description of it)."""
     return list(slice_devices(topology)[:n])
+
+
+# The line a case reaches its devices by (repro/devices.py), which a program replaces with the
+# prelude's own ``devices``.
+DEVICES_IMPORT = "from repro.devices import devices"
+DEVICELESS_PRINTS = {
+    "error": 'print("no error")',
+    "memory": "m = compiled.memory_analysis()\n"
+              'print(f"memory: {(m.output_size_in_bytes + m.temp_size_in_bytes) / 2**20:.2f} '
+              'MiB")',
+}
+
+
+def deviceless_program(target: Target, source: str, call: str = "case()", metric: str = "error",
+                       n: int | None = None) -> str:
+    """A standalone program compiling a case for ``target`` without its chips: the prelude,
+    the case's ``source`` (cut to what ``case()`` needs; its ``DEVICES_IMPORT`` left out), then
+    ``fn, args = CALL``, DEVICELESS_RUN and the line that prints ``metric`` ("error": "no
+    error", else the exception's traceback; "memory": output + temp in MiB)."""
+    kept = "\n".join(line for line in source.splitlines() if line.strip() != DEVICES_IMPORT)
+    return (f"{deviceless_prelude(target, n)}\n\n{kept.strip()}\n\n\nfn, args = {call}\n"
+            f"{DEVICELESS_RUN}{DEVICELESS_PRINTS[metric]}\n")
