@@ -72,3 +72,16 @@ def test_the_standalone_program_compiles_for_the_tpu_without_one(path, tmp_path)
             assert done.returncode == 1 and any(
                 line.split(".")[-1].startswith(kind) and line.endswith(message)
                 for line in done.stderr.splitlines()), done.stderr[-2000:]
+
+
+@pytest.mark.tpu
+def test_a_kernel_is_lowered_with_the_target_s_device_as_jax_s_default():
+    """jax 0.10.2's Pallas asks the default device for its TPU generation: the harness lowers
+    with the target's first device as the default, so the kernel's own error is measured, not
+    "Unsupported TPU device kind: cpu" (what the harness measured before)."""
+    done = run_repro(tpu_python("0.10.2"), "--json", "--quiet", "--case",
+                     str(REPO / "tests" / "data" / "cases" / "pallas_cumsum.py"), "--target",
+                     "v5e", "--metric", "error")
+    metric = json.loads(done.stdout)["metric"]
+    assert metric["status"] == "ok" and metric["value"].startswith(
+        "NotImplementedError: Unimplemented primitive in Pallas TPU lowering"), metric
