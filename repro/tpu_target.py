@@ -110,13 +110,17 @@ class Target:
         a second compile-only process at once failed "Internal error when accessing libtpu
         multi-process lockfile" (two releases measured at once); this process opens no chip,
         so it loads libtpu beside others (ALLOW_MULTIPLE_LIBTPU_LOAD, as jax's own
-        multi-process tests set it). ``REPRO_TPU_SLICE``: the slice whose devices a case's
-        ``repro.devices.devices(n)`` returns (repro/devices.py)."""
-        from .devices import SLICE_VARIABLE
-
+        multi-process tests set it). The slice a case's ``repro.devices.devices(n)`` returns
+        is set beside these by repro/process.py (``slice_environ``)."""
         environ.update(ENVIRONMENT, TPU_ACCELERATOR_TYPE=self.accelerator,
                        ALLOW_MULTIPLE_LIBTPU_LOAD="1")
-        environ[SLICE_VARIABLE] = self.topology
+
+    def slice_environ(self) -> dict[str, str]:
+        """What tells ``repro.devices.devices(n)`` in this process that its devices are this
+        target's slice (repro/devices.py)."""
+        from .devices import SLICE_VARIABLE
+
+        return {SLICE_VARIABLE: self.topology}
 
     def compile_only(self) -> CompileOnly:
         return CompileOnly(self)

@@ -52,7 +52,6 @@ def test_the_standalone_program_compiles_for_the_tpu_without_one(path, tmp_path)
     writer cuts it) in a bare environment: "no error" at one end, the error's line at the
     other."""
     from jaxbisect.stages.program import case_source
-
     from repro.tpu_target import TARGETS, deviceless_program
 
     case = read_case(path)

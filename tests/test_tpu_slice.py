@@ -25,9 +25,7 @@ def test_a_case_of_n_devices_compiles_for_the_smallest_slice_that_has_them():
     assert [v5e.for_devices(n).topology for n in (None, 1, 4, 5, 8, 9, 16)] == [
         "v5e:2x2", "v5e:2x2", "v5e:2x2", "v5e:2x4", "v5e:2x4", "v5e:4x4", "v5e:4x4"]
     assert v5e.for_devices(17).topology == "v5e:2x2"  # none has them: devices(17) says so
-    environ = {}
-    v5e.for_devices(8).configure(environ)
-    assert environ[SLICE_VARIABLE] == "v5e:2x4" and environ["JAX_PLATFORMS"] == "cpu"
+    assert v5e.for_devices(8).slice_environ() == {SLICE_VARIABLE: "v5e:2x4"}
     assert v5e.for_devices(8).sha256 != v5e.sha256  # a stored result depends on the slice
 
 
@@ -107,3 +105,21 @@ def test_the_harness_placement_is_its_own_status_never_the_program_s_error():
     assert "incompatible devices" in metric["harness_error"]["said"]
     assert "\n" not in metric["error"] and "repro.devices" in metric["error"]
     assert not MACHINE_PATH.search(json.dumps(metric)), metric
+
+
+def test_the_harness_process_says_which_slice_its_devices_are(monkeypatch):
+    """Before jax starts: the target's variables and the slice a case's devices(n) returns;
+    without a target, no slice (devices(n) are jax.devices())."""
+    import os
+
+    from repro.devices import SLICE_VARIABLE
+    from repro.process import configure_this_process
+    from repro.tpu_target import TARGETS
+
+    monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin", SLICE_VARIABLE: "stale"})
+    configure_this_process(target=TARGETS["v5e"].for_devices(8))
+    assert (os.environ[SLICE_VARIABLE], os.environ["JAX_PLATFORMS"],
+            os.environ["TPU_ACCELERATOR_TYPE"]) == ("v5e:2x4", "cpu", "v5litepod-4")
+    monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin", SLICE_VARIABLE: "v5e:2x2"})
+    configure_this_process("cpu")
+    assert SLICE_VARIABLE not in os.environ

@@ -59,10 +59,10 @@ ANSWER = {
 
 
 def bcast_matvec(a, b):
-    pet = dict(preferred_element_type="float32")
     if b.shape[-3] == 1:
-        return jnp.matmul(a, jnp.squeeze(b, -3), **pet)
-    return jnp.squeeze(jnp.matmul(jnp.expand_dims(a, -2), b, **pet), -2)
+        return jnp.matmul(a, jnp.squeeze(b, -3), preferred_element_type="float32")
+    return jnp.squeeze(jnp.matmul(jnp.expand_dims(a, -2), b, preferred_element_type="float32"),
+                       -2)
 
 
 def kernel(a, b, c, out):
@@ -79,9 +79,7 @@ def linear_block(shape):
 def case(n=8, bc=2, k=128, h=4, o=128, dtype="bfloat16"):
     """(fn, args): the report's kernel over a grid of n blocks."""
     dt = jnp.dtype(dtype)
-    a = jax.ShapeDtypeStruct((n, bc, k), dt)
-    b = jax.ShapeDtypeStruct((n, bc, k, h), dt)
-    c = jax.ShapeDtypeStruct((n, bc, h, o), dt)
+    a, b, c = (jax.ShapeDtypeStruct(s, dt) for s in ((n, bc, k), (n, bc, k, h), (n, bc, h, o)))
 
     def f(a, b, c):
         return pl.pallas_call(
