@@ -123,3 +123,37 @@ def test_the_harness_process_says_which_slice_its_devices_are(monkeypatch):
     monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin", SLICE_VARIABLE: "v5e:2x2"})
     configure_this_process("cpu")
     assert SLICE_VARIABLE not in os.environ
+
+
+MULTI_CASE = REPO / "tests" / "data" / "cases" / "vmap_shard_map_psum_slice.py"
+
+
+def pair_of(path):
+    from repro.case import read_case
+
+    answer = read_case(path).answer
+    return [(answer["last_old"], answer["old"]), (answer["first_new"], answer["new"])]
+
+
+@pytest.mark.tpu
+def test_a_real_multi_device_program_changes_at_its_pair_on_a_v5e_slice():
+    """jax#34249 over the four chips of a v5e:2x2 slice (devices(4), a NamedSharding argument):
+    no error at 0.8.0, the TypeError at 0.8.1, measured by the harness, not its placement."""
+    for version, expected in pair_of(MULTI_CASE):
+        done = run_repro(tpu_python(version), "--json", "--quiet", "--case", str(MULTI_CASE),
+                         "--target", "v5e", "--metric", "error")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert (doc["jax"], doc["target"]["topology"], doc["metric"]["status"],
+                doc["metric"]["value"]) == (version, "v5e:2x2", "ok", expected)
+
+
+@pytest.mark.jax
+@pytest.mark.full  # two more CPU environments; the TPU test above shows the same pair
+def test_the_same_multi_device_file_changes_at_its_pair_on_cpu_host_devices(jax_python):
+    for version, expected in pair_of(MULTI_CASE):
+        done = run_repro(jax_python(version), "--json", "--quiet", "--case", str(MULTI_CASE),
+                         "--metric", "error")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert (doc["device_count"], doc["metric"]["value"]) == (4, expected)
