@@ -27,6 +27,11 @@ libtpu==PIN`):
                      INTERNAL: Unsupported version: expected <= 7 but got 8 (a compile without
                      a chip only: tpu-facts.md)
     0.7.2 … 0.10.2   no error
+
+On the chip (a TPU v5e, jax 0.10.2 + libtpu 0.0.42.1, 2026-12-05, `python -m repro --case THIS
+--backend tpu --metric error`, the harness of the project's main checkout): "error: no error",
+the kernel run on the chip (`--metric run_time`: median 0.000573 s, 100 samples), as compiled
+without it at 0.10.2; `--target v5e` on the chip's machine: "error: no error".
 """
 
 import jax

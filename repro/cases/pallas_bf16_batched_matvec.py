@@ -13,7 +13,9 @@ lowered module says nothing of it.
 
 Measured by hand on 2026-12-05 (a CPU machine with no TPU, plain environments `jax==V
 jaxlib==V libtpu==PIN`, compiled for one device of a `v5e:2x2` topology with it as jax's
-default device, the defaults below):
+default device, the defaults below; the harness, `python -m repro --case THIS --target v5e
+--metric error`, gave the same lines at 0.8.3, 0.9.0, 0.9.1, 0.9.2 and 0.10.2, and at the
+swaps 0.8.3 + libtpu 0.0.33 and 0.9.0 + 0.0.32.1 through TPU_LIBRARY_PATH):
 
     0.4.36 … 0.5.2   LoweringException: NotImplementedError: Only 2D tensors supported in
                      dot; received: [ShapedArray(bfloat16[2,1,128]), ShapedArray(bfloat16[2,128,4])]
@@ -31,6 +33,11 @@ default device, the defaults below):
 
     libtpu swaps (jax+jaxlib held): 0.8.3 + libtpu 0.0.33 or 0.0.34 fails, 0.9.0 + 0.0.32.1
     compiles; 0.9.1 + 0.0.36 fails, 0.9.1 + 0.0.37 compiles, 0.9.2 + 0.0.35 fails.
+
+On the chip (a TPU v5e, jax 0.10.2 + libtpu 0.0.42.1, 2026-12-05, `python -m repro --case THIS
+--backend tpu --metric error`, the harness of the project's main checkout): "error: no error",
+the kernel run on the chip (`--metric run_time`: median 0.0005946 s, 100 samples), as compiled
+without it at 0.10.2; `--target v5e` on the chip's machine: "error: no error".
 """
 
 import jax
