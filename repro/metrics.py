@@ -182,13 +182,18 @@ _PACKAGES = re.compile(r"/(?:site|dist)-packages/")
 _CHECKOUT = str(Path(__file__).resolve().parent.parent)
 
 
-def _local_roots() -> list[str]:
+def _local_roots() -> list[tuple[str, int]]:
+    """Folders whose files are this machine's, each with how deep below it a path must be to
+    be one (a file right in the temporary folder, such as libtpu's /tmp/libtpu_lockfile, is
+    the same on every machine: kept)."""
+    import tempfile
+
     home = os.path.expanduser("~")
     cache = os.environ.get("JAX_SCAN_REPRO_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "jax-scan-repro")
-    import tempfile
-
-    return [r for r in (cache, home, tempfile.gettempdir()) if r and r != "/"]
+    return [(r.rstrip("/"), depth) for r, depth in ((cache, 1), (home, 1),
+                                                    (tempfile.gettempdir(), 2))
+            if r and r.rstrip("/")]
 
 
 def without_local_paths(text: str) -> str:
@@ -204,8 +209,9 @@ def without_local_paths(text: str) -> str:
             return packaged[-1]
         if path.startswith(_CHECKOUT + "/"):
             return path[len(_CHECKOUT) + 1:]
-        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            return os.path.basename(path)
+        for root, depth in roots:
+            if path.startswith(root + "/") and path[len(root) + 1:].count("/") + 1 >= depth:
+                return os.path.basename(path)
         return path
 
     return _PATH.sub(cut, text)

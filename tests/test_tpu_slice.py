@@ -42,6 +42,10 @@ def test_no_path_of_this_machine_in_an_error_the_harness_reports(monkeypatch, tm
     assert out == ("ValueError: Received incompatible devices for jitted computation at "
                    "jax/_src/pjit.py:12 and repro/measure.py:141:24 (Compiler.compile), "
                    "from my_case.py:3")
+    # A file of the machine's own (libtpu's lock file) is the same everywhere: kept.
+    held = 'ABORTED: Internal error when accessing libtpu multi-process lockfile. Run "$ sudo rm ' \
+        '/tmp/libtpu_lockfile"'
+    assert metrics.without_local_paths(held) == held
 
 
 @pytest.mark.jax
