@@ -181,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
                  if dump_dir else
                  dump_flags(args.pass_dumps, PASSES) if args.pass_dumps is not None else "")
         devices = args.devices or args.case.devices
+        # A TPU target's program of N devices compiles for the smallest slice that has them
+        # (repro/devices.py: the case reaches them by devices(N)).
+        if args.target is not None and hasattr(args.target, "for_devices"):
+            args.target = args.target.for_devices(devices)
         # Where a target's device is here, fresh processes measure it beside the plan: they
         # open the device, which this process (compiling without it) never does.
         args.on_device = None
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
     from .measure import Compiler
-    from .metrics import Sampling, measure, measure_series, on_the_device
+    from .metrics import Sampling, measure, measure_series, on_the_device, without_local_paths
 
     sampling = Sampling() if args.samples is None else Sampling(samples=args.samples)
     asked = args.xla_flags.strip()
@@ -239,7 +243,8 @@ def _run(args: argparse.Namespace, dump_dir: Path | None) -> int:
         print(no_jax_line(exc), file=sys.stderr)  # git bisect's skip
         return EXIT_UNMEASURABLE if args.check is not None else EXIT_BAD_INPUT
     except Exception as exc:  # JAX failing to start (no such backend, a target it rejects)
-        print(f"python -m repro: error: {error_text(exc)}", file=sys.stderr)
+        print(f"python -m repro: error: {without_local_paths(error_text(exc))}",
+              file=sys.stderr)
         return EXIT_UNMEASURABLE
     if args.check is not None:
         status = check_status(document["metric"], *args.check)

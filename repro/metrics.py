@@ -8,9 +8,12 @@ metric that line *is* the value).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
+import re
 import statistics
 import sys
 import time
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .case import NOISY_METRICS, UNITS, CaseError, CaseFile, build, load_module, series_at
+from .devices import NotEnoughDevices
 from .measure import (
     NOT_MEASURED,
     Compiler,
@@ -78,8 +82,139 @@ def concrete(args):
             return rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
         return rng.standard_normal(a.shape)
 
-    return tuple(jax.device_put(numpy.asarray(data(a)).astype(numpy.dtype(a.dtype)))
-                 if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
+    def put(a):
+        array = numpy.asarray(data(a)).astype(numpy.dtype(a.dtype))
+        # A struct with the case's sharding (a NamedSharding over its mesh) keeps it.
+        sharding = getattr(a, "sharding", None)
+        return jax.device_put(array, sharding) if sharding is not None else \
+            jax.device_put(array)
+
+    return tuple(put(a) if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
+
+
+# -- where the arguments go, and errors the harness itself causes ---------------------------
+# A compile-only target places each argument: one the case gave a sharding over the target's
+# devices keeps it, any other goes to the target's first device (repro/tpu_target.py). A
+# program that then fails because its devices and those arguments' disagree (jax: "Received
+# incompatible devices for jitted computation …") fails by the harness's placement, never by
+# its own behaviour: such a run is a "harness_error", as is a case that asks for more devices
+# than the run has (repro/devices.py).
+
+HARNESS_ERROR = "harness_error"  # a metric's status: the harness could not measure the program
+
+
+class HarnessError(Exception):
+    """What the harness's own set-up caused; ``reason``: one line, ``said``: jax's words."""
+
+    def __init__(self, reason: str, said: str = ""):
+        super().__init__(reason)
+        self.reason, self.said = reason, said
+
+
+def structs(compiler: Compiler, args) -> tuple[tuple, list[int]]:
+    """The arguments as structs for ``compiler`` and the positions the harness placed itself
+    (a target's: repro/tpu_target.py's ``place``); without a target, a struct or array the
+    case gave a sharding over several devices keeps it."""
+    import jax
+
+    if _places(compiler):
+        return compiler.target.compile_only().place(args)
+    if compiler.target is not None:
+        return compiler.structs(args), [i for i, a in enumerate(args) if hasattr(a, "shape")]
+    kept = []
+    for a in args:
+        sharding = getattr(a, "sharding", None)
+        try:
+            several = sharding is not None and len(sharding.device_set) > 1
+        except Exception:
+            several = False
+        kept.append(jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) if several
+                    else compiler.structs((a,))[0])
+    return tuple(kept), []
+
+
+def _places(compiler: Compiler) -> bool:
+    """A target whose compile-only devices place arguments themselves (a TPU slice's)."""
+    return getattr(compiler.target, "kind", None) == "tpu"
+
+
+def on_target(compiler: Compiler):
+    """The target's lowering context (its first device as jax's default), or none."""
+    if not _places(compiler):
+        return contextlib.nullcontext()
+    return compiler.target.compile_only().context()
+
+
+def lowered_for(compiler: Compiler, fn, args, compile: bool = True):
+    """``compiler.compile(fn, *structs)`` on the target; a failure of the harness's own
+    placement raised as HarnessError."""
+    placed, moved = structs(compiler, args)
+    try:
+        with on_target(compiler):
+            return compiler.compile(fn, *placed) if compile else fn.lower(*placed)
+    except Exception as exc:
+        if moved and PLACEMENT_WORDS in str(exc):
+            raise HarnessError(placement_line(compiler, moved), error_text(exc)) from exc
+        raise
+
+
+PLACEMENT_WORDS = "incompatible devices"
+
+
+def placement_line(compiler: Compiler, moved: list[int]) -> str:
+    """One line: which arguments the harness placed, where, and how the case reaches the
+    target's devices instead."""
+    target = compiler.target
+    where = (f"the first device of {target.description} slice {target.topology}"
+             if getattr(target, "topology", None) else "the target's device")
+    which = ", ".join(str(i) for i in moved)
+    return (f"the harness placed argument{'s' if len(moved) > 1 else ''} {which} on {where}, "
+            f"and the program's devices are others: build its mesh over "
+            f"repro.devices.devices(N) and give the arguments shardings over it "
+            f"(docs/cases.md, \"Several devices\")")
+
+
+# Paths of the machine that ran it never leave an error the harness reports: a file inside a
+# Python environment is named from its package (jax/_src/…), one of this checkout from it
+# (repro/cases/…), one of the toolkit's cache or the home folder by its name alone.
+_PATH = re.compile(r"(?<![\w.])/(?:[\w.+@~-]+/)*[\w.+@~-]+")
+_PACKAGES = re.compile(r"/(?:site|dist)-packages/")
+_CHECKOUT = str(Path(__file__).resolve().parent.parent)
+
+
+def _local_roots() -> list[tuple[str, int]]:
+    """Folders whose files are this machine's, each with how deep below it a path must be to
+    be one (a file right in the temporary folder, such as libtpu's /tmp/libtpu_lockfile, is
+    the same on every machine: kept)."""
+    import tempfile
+
+    home = os.path.expanduser("~")
+    cache = os.environ.get("JAX_SCAN_REPRO_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "jax-scan-repro")
+    return [(r.rstrip("/"), depth) for r, depth in ((cache, 1), (home, 1),
+                                                    (tempfile.gettempdir(), 2))
+            if r and r.rstrip("/")]
+
+
+def without_local_paths(text: str) -> str:
+    """``text`` with this machine's paths cut to their package-relative form."""
+    if not text or "/" not in text:
+        return text
+    roots = _local_roots()
+
+    def cut(match: re.Match) -> str:
+        path = match.group(0)
+        packaged = _PACKAGES.split(path)
+        if len(packaged) > 1:
+            return packaged[-1]
+        if path.startswith(_CHECKOUT + "/"):
+            return path[len(_CHECKOUT) + 1:]
+        for root, depth in roots:
+            if path.startswith(root + "/") and path[len(root) + 1:].count("/") + 1 >= depth:
+                return os.path.basename(path)
+        return path
+
+    return _PATH.sub(cut, text)
 
 
 def output_digest(out) -> dict:
@@ -111,7 +246,7 @@ def output_digest(out) -> dict:
 
 
 def memory(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
-    compiled, assignment = compiler.compile(fn, *compiler.structs(args))
+    compiled, assignment = lowered_for(compiler, fn, args)
     fields, source = compiler.sizes(compiled, assignment)
     if plan_bytes(fields) == 0:  # jaxlib < 0.4.29 on the CPU
         return {"source": source, "fields": fields, "status": "unavailable",
@@ -122,12 +257,14 @@ def memory(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
 def compile_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    structs = compiler.structs(args)
+    lowered_for(compiler, fn, args, compile=False)  # a placement the program cannot use
+    placed, _ = structs(compiler, args)
 
     def once() -> float:
         jax.clear_caches()
         started = time.perf_counter()
-        fn.lower(*structs).compile()
+        with on_target(compiler):
+            fn.lower(*placed).compile()
         return round(time.perf_counter() - started, 6)
 
     warmup = [once()]  # the backend's own start-up lands here
@@ -164,7 +301,7 @@ def error(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
     if compiler.target is not None:  # nothing runs on a compile-only device
-        compiler.compile(fn, *compiler.structs(args))
+        lowered_for(compiler, fn, args)
     else:
         jax.block_until_ready(fn(*concrete(args)))
     return {"samples": [NO_ERROR]}
@@ -178,8 +315,10 @@ def peak_memory(case: CaseFile, params: dict, sampling: Sampling, timeout: float
     request = json.dumps({"case": case.path, "params": params})
     for _ in range(sampling.samples):
         answer, error = run_child("repro.metrics", request, timeout, environ)
+        if answer is not None and answer.get(HARNESS_ERROR):
+            return {**fields, "status": HARNESS_ERROR, "error": answer["error"]}
         if answer is None or "error" in answer:
-            text = (error or answer["error"])[:300]
+            text = without_local_paths(error or answer["error"])[:300]
             if "lockfile" in text:  # libtpu: the chip is this process's parent's, or another's
                 text = (f"{HELD_DEVICE} ({text})")[:300]
             return {**fields, "status": "error", "error": text}
@@ -260,10 +399,17 @@ def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
         raise
     except Unmeasured as exc:
         return _result(metric, status="unavailable", error=str(exc))
+    except HarnessError as exc:
+        return _result(metric, status=HARNESS_ERROR, error=without_local_paths(exc.reason),
+                       harness_error={"kind": "placement", "said": without_local_paths(exc.said)})
+    except NotEnoughDevices as exc:
+        return _result(metric, status=HARNESS_ERROR, error=without_local_paths(str(exc)),
+                       harness_error={"kind": "devices", "said": without_local_paths(str(exc))})
     except Exception as exc:
         text = error_text(exc)
         if compiler.target is not None:  # one the target spec's values cause, in its words
             text = compiler.target.explain_error(text) or text
+        text = without_local_paths(text)
         if metric == "error":
             return _result("error", samples=[text], raised=True)
         return _result(metric, status="error", error=text)
@@ -306,9 +452,11 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
     result = _result(metric, kind="deterministic", over={"name": name, "values": list(asked)},
                      points=points, fallback=fallback,
                      params={k: v for k, v in case.resolve(rest).items() if k != name})
-    raised = next((p for p in points if p["status"] == "error"), None)
+    raised = next((p for p in points if p["status"] == HARNESS_ERROR), None) or \
+        next((p for p in points if p["status"] == "error"), None)
     if raised is not None:
-        result.update(status="error", error=f"at {name} {raised['at']}: {raised['error']}")
+        result.update(status=raised["status"],
+                      error=f"at {name} {raised['at']}: {raised['error']}")
         return result
     figures = [(p["at"], p["value"] if p["status"] == "ok" else None) for p in points]
     hook = getattr(load_module(case), "shape", None)
@@ -326,10 +474,12 @@ def write_hlo(fn, args, compiler: Compiler, folder: Path) -> None:
     """The lowered module and XLA's optimized HLO of the case, for telling JAX from XLA from
     what lies below HLO. Written before measuring: a case whose run fails still has them."""
     folder.mkdir(parents=True, exist_ok=True)
-    lowered = fn.lower(*compiler.structs(args))
-    (folder / "lowered.txt").write_text(lowered.as_text(), encoding="utf-8")
+    with on_target(compiler):
+        lowered = lowered_for(compiler, fn, args, compile=False)
+        (folder / "lowered.txt").write_text(lowered.as_text(), encoding="utf-8")
     try:
-        compiled = lowered.compile()
+        with on_target(compiler):
+            compiled = lowered.compile()
         (folder / "optimized.txt").write_text(compiled.as_text() or "", encoding="utf-8")
     except Exception as exc:
         (folder / "optimized.error").write_text(error_text(exc), encoding="utf-8")
@@ -341,8 +491,10 @@ def _child_main(request: str) -> None:
 
     try:
         answer = peak_child(read_case(spec["case"]), spec["params"])
+    except NotEnoughDevices as exc:
+        answer = {"error": without_local_paths(str(exc)), HARNESS_ERROR: True}
     except Exception as exc:
-        answer = {"error": error_text(exc)}
+        answer = {"error": without_local_paths(error_text(exc))}
     print(json.dumps(answer), flush=True)
 
 

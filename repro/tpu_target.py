@@ -11,6 +11,8 @@ own count (docs/targets.md). jax and the standard library only, like the rest of
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import glob
 import hashlib
 import json
@@ -60,6 +62,9 @@ class Target:
     description: str    # "TPU v5e"
     topology: str       # what get_topology_desc takes: "v5e:2x2"
     accelerator: str    # TPU_ACCELERATOR_TYPE, as a TPU VM of that topology sets it
+    # The slices a case of DEVICES = N compiles for, smallest first, with their devices: the
+    # first that has N (docs/targets.md, "Several devices: a slice").
+    slices: tuple[tuple[str, int], ...] = ()
     kind = KIND
     platform = PLATFORM
     backend_label = COMPILE_ONLY
@@ -88,6 +93,15 @@ class Target:
     def plan_words(self) -> str:
         return plan_words(self.as_json())
 
+    def for_devices(self, n: int | None) -> Target:
+        """This target for a program of ``n`` devices: the smallest slice that has them (the
+        target itself up to its own topology's devices, or where none listed has them: the
+        case then meets NotEnoughDevices in one line)."""
+        if not n:
+            return self
+        topology = next((name for name, count in self.slices if count >= n), self.topology)
+        return dataclasses.replace(self, topology=topology)
+
     def configure(self, environ: MutableMapping[str, str]) -> None:
         """What libtpu reads at start-up to describe the topology without the chips (without
         them it asks a TPU VM's metadata server, which a machine elsewhere does not have):
@@ -96,10 +110,17 @@ class Target:
         a second compile-only process at once failed "Internal error when accessing libtpu
         multi-process lockfile" (two releases measured at once); this process opens no chip,
         so it loads libtpu beside others (ALLOW_MULTIPLE_LIBTPU_LOAD, as jax's own
-        multi-process tests set it)."""
-        environ.update(TPU_SKIP_MDS_QUERY="true", TPU_ACCELERATOR_TYPE=self.accelerator,
-                       TPU_WORKER_HOSTNAMES="localhost", TPU_WORKER_ID="0",
-                       JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+        multi-process tests set it). The slice a case's ``repro.devices.devices(n)`` returns
+        is set beside these by repro/process.py (``slice_environ``)."""
+        environ.update(ENVIRONMENT, TPU_ACCELERATOR_TYPE=self.accelerator,
+                       ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+
+    def slice_environ(self) -> dict[str, str]:
+        """What tells ``repro.devices.devices(n)`` in this process that its devices are this
+        target's slice (repro/devices.py)."""
+        from .devices import SLICE_VARIABLE
+
+        return {SLICE_VARIABLE: self.topology}
 
     def compile_only(self) -> CompileOnly:
         return CompileOnly(self)
@@ -124,12 +145,18 @@ class Target:
 # libtpu accepts ("v5e:1x1" fails: chips_per_host_bounds is 2x2x1); one of its devices is
 # the target. The v4's devices are single TensorCores (15.25 GiB of HBM each in the plan),
 # where JAX on a v4 chip uses both as one device (megacore): its plan is a core's.
+# The slices: v5e's measured (jax 0.4.36 and 0.10.2, TPU_ACCELERATOR_TYPE v5litepod-4 for
+# each: 2x2 has 4 devices, 2x4 8, 4x4 16); the others' own topology only.
 TARGETS = {t.name: t for t in (
-    Target("v5e", "TPU v5e", "v5e:2x2", "v5litepod-4"),
-    Target("v4", "TPU v4 (one TensorCore)", "v4:2x2x1", "v4-8"),
-    Target("v5p", "TPU v5p", "v5p:2x2x1", "v5p-8"),
-    Target("v6e", "TPU v6e", "v6e:2x2", "v6e-4"),
+    Target("v5e", "TPU v5e", "v5e:2x2", "v5litepod-4",
+           (("v5e:2x2", 4), ("v5e:2x4", 8), ("v5e:4x4", 16))),
+    Target("v4", "TPU v4 (one TensorCore)", "v4:2x2x1", "v4-8", (("v4:2x2x1", 8),)),
+    Target("v5p", "TPU v5p", "v5p:2x2x1", "v5p-8", (("v5p:2x2x1", 4),)),
+    Target("v6e", "TPU v6e", "v6e:2x2", "v6e-4", (("v6e:2x2", 4),)),
 )}
+# What libtpu reads to describe a topology without its chips (with TPU_ACCELERATOR_TYPE).
+ENVIRONMENT = {"TPU_SKIP_MDS_QUERY": "true", "TPU_WORKER_HOSTNAMES": "localhost",
+               "TPU_WORKER_ID": "0", "JAX_PLATFORMS": "cpu"}
 
 
 def built_in() -> list[str]:
@@ -157,23 +184,34 @@ def libtpu_version() -> str | None:
         return None
 
 
+@functools.cache
+def slice_devices(topology: str) -> tuple:
+    """The compile-only devices of ``topology`` (``"v5e:2x2"``), described once a process:
+    two descriptions of one topology give devices that are not equal, and a program whose
+    arguments are on one and its mesh on the other cannot compile."""
+    from jax.experimental import topologies
+
+    target = next((t for t in TARGETS.values() if topology.startswith(t.name + ":")), None)
+    try:
+        return tuple(topologies.get_topology_desc(topology, "tpu").devices)
+    except Exception as exc:  # no libtpu, or one that does not know the topology
+        said = f"{type(exc).__name__}: {exc}"
+        if target is None or (why := dataclasses.replace(target, topology=topology)
+                              .explain_error(said)) is None:
+            raise
+        raise RuntimeError(why) from exc
+
+
 class CompileOnly:
-    """The compile-only device of one TPU target (the topology's first), and arguments placed
-    on it."""
+    """The compile-only devices of one TPU target (its topology's), and arguments placed on
+    them."""
 
     def __init__(self, target: Target):
         import jax
-        from jax.experimental import topologies
 
         self.target = target
-        try:
-            topology = topologies.get_topology_desc(target.topology, "tpu")
-        except Exception as exc:  # no libtpu, or one that does not know the topology
-            said = f"{type(exc).__name__}: {exc}"
-            if (why := target.explain_error(said)) is None:
-                raise
-            raise RuntimeError(why) from exc
-        self.device = topology.devices[0]
+        self.devices = slice_devices(target.topology)
+        self.device = self.devices[0]
         self._sharding = jax.sharding.SingleDeviceSharding(self.device)
 
     def struct(self, shape, dtype):
@@ -181,9 +219,119 @@ class CompileOnly:
 
         return jax.ShapeDtypeStruct(shape, dtype, sharding=self._sharding)
 
+    def keeps(self, arg) -> bool:
+        """An argument whose sharding the case gave over this target's devices (a
+        NamedSharding over a mesh of ``repro.devices.devices(n)``): kept as it is."""
+        sharding = getattr(arg, "sharding", None)
+        try:
+            placed = sharding.device_set if sharding is not None else ()
+        except Exception:  # a sharding of a release that has no device_set
+            return False
+        return bool(placed) and all(d in self.devices for d in placed)
+
+    def place(self, args) -> tuple[tuple, list[int]]:
+        """The arguments as structs on this target: those the case placed on its devices keep
+        their shardings; any other array goes to the first device. With them the positions of
+        the arguments the harness placed (where a program that cannot use them fails, the
+        failure is the harness's: repro/metrics.py)."""
+        import jax
+
+        out, moved = [], []
+        for i, a in enumerate(args):
+            if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+                out.append(a)
+            elif self.keeps(a):
+                out.append(jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding))
+            else:
+                out.append(self.struct(a.shape, a.dtype))
+                moved.append(i)
+        return tuple(out), moved
+
+    def context(self):
+        """Where lowering runs: with this target's first device as jax's default device, as
+        on the chip (Pallas from jax 0.9.2 asks the default device for its TPU generation; a
+        CPU one fails "Unsupported TPU device kind: cpu")."""
+        import jax
+
+        return jax.default_device(self.device)
+
     def describe(self) -> dict:
         """What the harness document says about a compile-only result."""
         return {**self.target.as_json(), "topology": self.target.topology,
                 "accelerator_type": self.target.accelerator,
                 "device_kind": getattr(self.device, "device_kind", None),
+                "slice_devices": len(self.devices),
                 "libtpu": libtpu_version()}
+
+
+# -- a program anyone can run (item 5 of issue 57) -----------------------------------------
+# A report's standalone program for a TPU target compiles for the TPU without a chip, on any
+# machine with the release's jax, jaxlib and libtpu (its install lines): these lines go at its
+# top, before the case's own imports, and replace the case's ``from repro.devices import
+# devices``; DEVICELESS_RUN compiles where a program for a CPU would run.
+
+DEVICELESS_PRELUDE = '''\
+import os
+
+# Compile for a {description} slice ({topology}) without its chips (libtpu's compiler; nothing
+# runs): libtpu describes the topology from these, and jax's platform stays the CPU.
+os.environ.update(TPU_SKIP_MDS_QUERY="true", TPU_ACCELERATOR_TYPE="{accelerator}",
+                  TPU_WORKER_HOSTNAMES="localhost", TPU_WORKER_ID="0", JAX_PLATFORMS="cpu",
+                  ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+
+import jax  # noqa: E402
+from jax.experimental import topologies  # noqa: E402
+
+SLICE = []
+
+
+def devices(n=None):
+    if not SLICE:
+        SLICE.extend(topologies.get_topology_desc("{topology}", "tpu").devices)
+    return SLICE[:n]
+'''
+
+DEVICELESS_RUN = '''\
+args = [a if not hasattr(a, "shape") or getattr(a, "sharding", None) is not None
+        and set(a.sharding.device_set) <= set(devices()) else
+        jax.ShapeDtypeStruct(a.shape, a.dtype,
+                             sharding=jax.sharding.SingleDeviceSharding(devices(1)[0]))
+        for a in args]
+with jax.default_device(devices(1)[0]):
+    compiled = fn.lower(*args).compile()
+'''
+
+
+def deviceless_prelude(target: Target, n: int | None = None) -> str:
+    """DEVICELESS_PRELUDE for ``target`` (its slice for ``n`` devices)."""
+    target = target.for_devices(n)
+    return DEVICELESS_PRELUDE.format(description=target.description, topology=target.topology,
+                                     accelerator=target.accelerator)
+
+
+def deviceless_devices(topology: str, n: int | None = None) -> list:
+    """What the prelude's ``devices(n)`` returns, here: the first ``n`` compile-only devices
+    of ``topology`` (this process's description of it)."""
+    return list(slice_devices(topology)[:n])
+
+
+# The line a case reaches its devices by (repro/devices.py), which a program replaces with the
+# prelude's own ``devices``.
+DEVICES_IMPORT = "from repro.devices import devices"
+DEVICELESS_PRINTS = {
+    "error": 'print("no error")',
+    "memory": "m = compiled.memory_analysis()\n"
+              'print(f"memory: {(m.output_size_in_bytes + m.temp_size_in_bytes) / 2**20:.2f} '
+              'MiB")',
+}
+
+
+def deviceless_program(target: Target, source: str, call: str = "case()", metric: str = "error",
+                       n: int | None = None) -> str:
+    """A standalone program compiling a case for ``target`` without its chips: the prelude,
+    the case's ``source`` (cut to what ``case()`` needs; its ``DEVICES_IMPORT`` left out), then
+    ``fn, args = CALL``, DEVICELESS_RUN and the line that prints ``metric`` ("error": "no
+    error", else the exception's traceback; "memory": output + temp in MiB)."""
+    kept = "\n".join(line for line in source.splitlines() if line.strip() != DEVICES_IMPORT)
+    return (f"{deviceless_prelude(target, n)}\n\n{kept.strip()}\n\n\nfn, args = {call}\n"
+            f"{DEVICELESS_RUN}{DEVICELESS_PRINTS[metric]}\n")
