@@ -82,14 +82,18 @@ def concrete(args):
             return rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
         return rng.standard_normal(a.shape)
 
-    def put(a):
-        array = numpy.asarray(data(a)).astype(numpy.dtype(a.dtype))
-        # A struct with the case's sharding (a NamedSharding over its mesh) keeps it.
-        sharding = getattr(a, "sharding", None)
-        return jax.device_put(array, sharding) if sharding is not None else \
-            jax.device_put(array)
+    return tuple(jax.device_put(numpy.asarray(data(a)).astype(numpy.dtype(a.dtype)))
+                 if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
 
-    return tuple(put(a) if isinstance(a, jax.ShapeDtypeStruct) else a for a in args)
+
+def arrays(args):
+    """:func:`concrete`'s arrays where each struct's sharding is kept: a case's NamedSharding
+    over its mesh (repro/devices.py) places its data there, as the case asks."""
+    import jax
+
+    return tuple(jax.device_put(made, a.sharding)
+                 if isinstance(a, jax.ShapeDtypeStruct) and getattr(a, "sharding", None)
+                 is not None else made for made, a in zip(concrete(args), args))
 
 
 # -- where the arguments go, and errors the harness itself causes ---------------------------
@@ -274,15 +278,15 @@ def compile_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
 def run_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    arrays = concrete(args)
+    placed = arrays(args)
     started = time.perf_counter()
-    jax.block_until_ready(fn(*arrays))  # compiles, then runs once
+    jax.block_until_ready(fn(*placed))  # compiles, then runs once
     warmup = [round(time.perf_counter() - started, 6)]
     samples, spent = [], 0.0
     while len(samples) < sampling.max_samples and (
             len(samples) < sampling.samples or spent < sampling.min_seconds):
         started = time.perf_counter()
-        jax.block_until_ready(fn(*arrays))
+        jax.block_until_ready(fn(*placed))
         seconds = time.perf_counter() - started
         samples.append(round(seconds, 7))
         spent += seconds
@@ -294,7 +298,7 @@ def run_time(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
 def output(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     import jax
 
-    return {"samples": [output_digest(jax.block_until_ready(fn(*concrete(args))))]}
+    return {"samples": [output_digest(jax.block_until_ready(fn(*arrays(args))))]}
 
 
 def error(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
@@ -303,7 +307,7 @@ def error(fn, args, compiler: Compiler, sampling: Sampling) -> dict:
     if compiler.target is not None:  # nothing runs on a compile-only device
         lowered_for(compiler, fn, args)
     else:
-        jax.block_until_ready(fn(*concrete(args)))
+        jax.block_until_ready(fn(*arrays(args)))
     return {"samples": [NO_ERROR]}
 
 
@@ -342,10 +346,10 @@ def peak_child(case: CaseFile, params: dict) -> dict:
     import jax
 
     fn, args = build(case, params)
-    arrays = concrete(args)
-    compiled = fn.lower(*arrays).compile()
-    jax.block_until_ready(arrays)
-    peak = peak_of_run(lambda: compiled(*arrays))
+    data = arrays(args)
+    compiled = fn.lower(*data).compile()
+    jax.block_until_ready(data)
+    peak = peak_of_run(lambda: compiled(*data))
     answer = {"source": peak["source"] + " above baseline",
               "bytes": max(0, peak["peak_bytes"] - peak["baseline_bytes"]),
               "device": jax.devices()[0].device_kind}

@@ -92,6 +92,14 @@ def test_a_slice_program_compiles_for_the_four_chips_of_a_v5e_2x2(version, tmp_p
     doc = json.loads(done.stdout)
     assert (doc["target"]["topology"], doc["target"]["slice_devices"]) == ("v5e:2x4", 8)
     assert doc["metric"]["value"] == "no error"
+    # More devices than any slice listed has: the case cannot have them here, in one line.
+    done = run_repro(python, "--json", "--quiet", "--case", str(SLICE_CASE), "--target", "v5e",
+                     "--devices", "32", "--param", "count=32", "--metric", "memory")
+    assert done.returncode == 125, done.stderr
+    metric = json.loads(done.stdout)["metric"]
+    assert (metric["status"], metric["harness_error"]["kind"], metric["error"]) == (
+        "harness_error", "devices",
+        "the case needs 32 devices and the TPU slice v5e:2x2 (compile-only) has 4")
 
 
 @pytest.mark.tpu

@@ -29,9 +29,10 @@ FIXED = ()
 DEVICES = 4
 
 
-def case(n=1024):
-    """(fn, args): each device sums its block of x, psum over the mesh, scaled back to x."""
-    mesh = Mesh(np.array(devices(4)), ("x",))
+def case(n=1024, count=4):
+    """(fn, args): each of ``count`` devices sums its block of x, psum over the mesh, x scaled
+    by the total."""
+    mesh = Mesh(np.array(devices(count)), ("x",))
 
     def step(x):
         total = jax.lax.psum(jnp.sum(x), "x")
