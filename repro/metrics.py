@@ -26,6 +26,7 @@ from .measure import (
     NOT_MEASURED,
     Compiler,
     Unmeasured,
+    error_message,
     error_text,
     peak_of_run,
     plan_bytes,
@@ -410,13 +411,17 @@ def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
         return _result(metric, status=HARNESS_ERROR, error=without_local_paths(str(exc)),
                        harness_error={"kind": "devices", "said": without_local_paths(str(exc))})
     except Exception as exc:
+        if metric == "error":  # the figure is the whole message: the driver compares its
+            # signature and shows its core (a first line cut short can end inside a quoted
+            # instruction, before the message's own figures)
+            whole = error_message(exc)
+            explained = compiler.target.explain_error(whole) if compiler.target else None
+            return _result("error", samples=[without_local_paths(explained or whole)],
+                           raised=True)
         text = error_text(exc)
         if compiler.target is not None:  # one the target spec's values cause, in its words
             text = compiler.target.explain_error(text) or text
-        text = without_local_paths(text)
-        if metric == "error":
-            return _result("error", samples=[text], raised=True)
-        return _result(metric, status="error", error=text)
+        return _result(metric, status="error", error=without_local_paths(text))
     return _result(metric, **fields)
 
 

@@ -178,6 +178,12 @@ def plan_words(described: dict) -> str:
 
 
 def libtpu_version() -> str | None:
+    """The libtpu this process loads: with TPU_LIBRARY_PATH set (a swap), that file's own
+    package, not the environment's (measured: the environment's metadata said 0.0.32.1 while
+    /proc/self/maps showed libtpu 0.0.34 loaded)."""
+    if path := os.environ.get("TPU_LIBRARY_PATH"):
+        for info in Path(path).resolve().parent.parent.glob("libtpu-*.dist-info"):
+            return info.name[len("libtpu-"):-len(".dist-info")]
     try:
         return metadata.version("libtpu")
     except metadata.PackageNotFoundError:
