@@ -29,7 +29,10 @@ def question_values(q, backend: str, at: Path | None = None) -> dict:
     values = {"target": display(q.target) if "/" in q.target else q.target or None,
               "backend": None if q.target else backend, "metric": q.metric,
               "xla_flags": q.xla_flags, "samples": q.samples, "metric_kind": q.kind,
-              "devices": q.devices}
+              "devices": q.devices,
+              # a case's own ERROR is not repeated on the line; a given --error-match is
+              "error_match": (q.error_match or None) if q.case is None
+              or q.error_match != (q.case.error or "") else None}
     if q.case is not None:
         values.update(case=display(q.case.path),
                       param=[f"{name}={value}" for name, value in q.params.items()],

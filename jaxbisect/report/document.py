@@ -177,6 +177,8 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "exact": bool(s.result and s.result.exact and s.status == Status.FOUND
                       and not left_out_between(b)),
         "reason": s.reason,
+        # the error bisected (--error-match, a case's ERROR), where one was named
+        **({"error_match": q.error_match} if q.error_match else {}),
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
                    "kind": "noisy" if q.noisy else "deterministic",
                    "threshold": req.threshold},

@@ -12,6 +12,7 @@ from packaging.version import Version
 from jaxbisect.evidence.passes import setting_kind as kind_of_setting
 from jaxbisect.lab.known_flags import known_line
 from jaxbisect.report.figures import shown
+from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.commits import commits_first_lines
 from jaxbisect.report.markdown.reproduce import reproduce_block
 from jaxbisect.report.markdown.words import (
@@ -25,6 +26,7 @@ from jaxbisect.report.markdown.words import (
     unit,
 )
 from jaxbisect.search.classify import Direction
+from jaxbisect.search.comparing import errors_alike
 from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.rounds import Status
 
@@ -131,7 +133,8 @@ def present_at_both(doc: dict) -> str:
                     f"throughout the range, not new in it.")
     if doc["metric"]["name"] == "error":
         values = [p["figure"].get("value") for p in ends]
-        if values[0] == values[1] and values[0] not in (None, "no error"):
+        alike = errors_alike(doc.get("error_match") or "")
+        if alike(values[0], values[1]) and values[0] not in (None, "no error"):
             return " Both ends raise it: present throughout the range, not new in it."
     return ""
 
@@ -304,8 +307,8 @@ def first_screen(doc: dict) -> list[str]:
     """At most about 15 lines, before the first section: the answer and how to see it."""
     title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
              f"({doc['measured']})")
-    facts = [pair_line(doc), *commits_first_lines(doc), culprit_line(doc), fixed_line(doc),
-             hlo_line(doc)]
+    facts = [pair_line(doc), tpu.first_screen_line(doc), *commits_first_lines(doc),
+             culprit_line(doc), fixed_line(doc), hlo_line(doc)]
     facts = [cut(f, 420) for f in facts if f]
     return [title, "", cut(answer_line(doc), 600), "", *facts, *([""] if facts else []),
             *reproduce_block(doc)]

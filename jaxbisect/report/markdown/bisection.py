@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.answer import first_screen, notes_lines
 from jaxbisect.report.markdown.commits import commits_lines
 from jaxbisect.report.markdown.reproduce import standalone_lines
@@ -46,7 +47,7 @@ def render_bisection(doc: dict) -> str:
     parts = [*first_screen(doc), *(["## Notes", "", *notes] if notes else [])]
     sections = {  # the document's optional parts, in the report's order
         "commits": commits_lines, "commits_by_pair": commits_lines,
-        "attribution": attribution_lines, "explanation": why_lines,
+        "libtpu": tpu.section, "attribution": attribution_lines, "explanation": why_lines,
         "hlo_module": hlo_lines, "evidence": evidence_lines, "minimal": minimal_lines,
         "try_xla_flags": tried_lines,
         "interrupted": lambda d: [f"_{d['interrupted'][0].upper()}"

@@ -4,6 +4,7 @@ its line in the first screen and its section (each step, the skips, the commits 
 from __future__ import annotations
 
 from jaxbisect.report.figures import figure_text
+from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
 
@@ -87,6 +88,10 @@ def newer_words(c: dict) -> str:
 
 
 def commits_first_lines(doc: dict) -> list[str]:
+    # A TPU target's swaps of the release's parts say more than the commits where the change
+    # came with libtpu (the commits run jax's Python over each release's jaxlib and libtpu).
+    if said := tpu.commits_words(doc):
+        return [said]
     return [first_line(doc, c, pair) for pair, c in parts(doc)]
 
 
