@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from jaxbisect.search.error_signature import core
 from repro import units
 from repro.units import MIB  # noqa: F401  (the reports' scale, named once in repro.units)
 
@@ -116,6 +117,8 @@ def figure_text(metric: str, unit: str, fig: dict) -> str:
         first = ", ".join(str(v) for v in (fig.get("values") or [])[:3])
         return f"[{first}{', …' if len(fig.get('values') or []) > 3 else ''}] (sha256 " \
                f"{fig['sha256'][:8]})"
+    if metric == "error" and isinstance(fig.get("value"), str):
+        return core(fig["value"])  # the whole message as a maintainer reads it, its figures kept
     return str(fig.get("value", "–"))
 
 
