@@ -249,6 +249,9 @@ def core(message: str, exception_type: str | None = None) -> str:
     limit by 8.00M."), the quoted program shown as "…"."""
     if exception_type is None:
         exception_type, message = split_type(message)
+    # Mosaic's own quote of the operation and its bug-report link follow the error's words
+    message = re.split(r"\n\s*(?:The MLIR operation involved:|Please report a bug at:)",
+                       message)[0]
     name, message = (exception_name(exception_type, message) if exception_type
                      else (None, message))
     words = re.sub(r"<(?:src|jaxpr|url|hex|blob|frame)>", "…", without_quotes(message, mark="…"))

@@ -307,7 +307,8 @@ def first_screen(doc: dict) -> list[str]:
     """At most about 15 lines, before the first section: the answer and how to see it."""
     title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
              f"({doc['measured']})")
-    facts = [pair_line(doc), tpu.first_screen_line(doc), *commits_first_lines(doc),
+    part = tpu.first_screen_line(doc)
+    facts = [pair_line(doc), part and f"- {part}", *commits_first_lines(doc),
              culprit_line(doc), fixed_line(doc), hlo_line(doc)]
     facts = [cut(f, 420) for f in facts if f]
     return [title, "", cut(answer_line(doc), 600), "", *facts, *([""] if facts else []),
