@@ -8,14 +8,14 @@ the default's type. Optional module constants: ``METRIC`` (the case's own metric
 of the metric over a parameter: ``OVER`` (its default ``--over``), ``SEARCH_PARAMS`` (a smaller
 size the search may use), ``RUNTIME_PARAMS`` (the size of a real run where a release's compiled
 statistics are empty) and ``COMPARE`` (other programs of the case measured beside it at the
-answer's releases), ``DEVICES`` (the CPU host devices it needs), ``ERROR`` (a regular
-expression: the error the case means, for ``--metric error``; a run is "the error" or "not the
-error", as ``--error-match`` says it), ``EXPECT`` (what the right answer is, in the metric's own
-terms, as its author states it: a number, a string such as ``"nan"`` or ``"no error"``, or a
-list or dict of them; recorded in the case's JSON, never used to place a run, so that a report
-can say which end is wrong). A module function ``shape(name, points, params)`` may classify
-the series. Module-level settings (XLA_FLAGS,
-JAX_PLATFORMS, ``jax.config.update``) take effect as when the file runs as a script: the
+answer's releases), ``DEVICES`` (the devices it needs, reached by ``repro.devices.devices(n)``),
+``ERROR`` (a regular expression: the error the case means, for ``--metric error``; a run is "the
+error" or "not the error", as ``--error-match`` says it), ``EXPECT`` (what the right answer is,
+in the metric's own terms, as its author states it: a number, a string such as ``"nan"`` or
+``"no error"``, or a list or dict of them; recorded in the case's JSON, never used to place a
+run, so that a report can say which end is wrong). A module function ``shape(name, points,
+params)`` may classify the series. Module-level settings (XLA_FLAGS, JAX_PLATFORMS,
+``jax.config.update``) take effect as when the file runs as a script: the
 harness imports it before jax's backend starts (``import_before_backend``).
 
 Reading a case (its parameters, constants, source) needs only the standard library: the
@@ -63,7 +63,9 @@ class CaseFile:
     search_params: dict = field(default_factory=dict)    # SEARCH_PARAMS
     runtime_params: dict = field(default_factory=dict)   # RUNTIME_PARAMS
     compare: dict = field(default_factory=dict)          # COMPARE: label -> parameters
-    devices: int | None = None      # DEVICES: the CPU host devices the program needs
+    # DEVICES: the devices the program needs (CPU host devices; under a TPU target the chips
+    # of a slice)
+    devices: int | None = None
     error: str | None = None        # ERROR: a regular expression, the error the case means
     expect: object = None           # EXPECT: what the right answer is (JSON-able), if stated
 
@@ -150,8 +152,9 @@ def read_case(path: str | Path) -> CaseFile:
     devices = constants.get("DEVICES")
     if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int)
                                 or devices < 1):
-        raise CaseError(f"{path}: DEVICES is the number of CPU host devices the program "
-                        f"needs, an integer of 1 or more (got {devices!r})")
+        raise CaseError(f"{path}: DEVICES is the number of devices the program needs (CPU "
+                        f"host devices; under a TPU target the chips of a slice), an integer "
+                        f"of 1 or more (got {devices!r})")
     error = constants.get("ERROR")
     if error is not None and (problem := regex_problem(error)):
         raise CaseError(f"{path}: ERROR = {error!r}: {problem}")
