@@ -47,3 +47,15 @@ def test_the_evidence_of_a_slice_case_keeps_its_sharding_over_the_four_chips():
 def test_no_evidence_path_fails_by_the_harness_s_own_placement(module, case):
     said = errors(evidence(module, case))
     assert not any(words in said for words in HARNESS_WORDS), said
+
+
+@pytest.mark.tpu
+def test_the_hlo_module_of_a_slice_case_compiles_over_the_slice(tmp_path):
+    """repro/hlo.py (the HLO bundle's module): before, "Received incompatible devices"."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "JAX_PLATFORMS")}
+    done = subprocess.run([str(tpu_python("0.10.2")), "-m", "repro.hlo", "dump", "--case",
+                           str(SLICE_CASE), "--target", "v5e", "--out", str(tmp_path / "m")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["error"]) == ("ok", None)
+    assert "num_partitions=4" in (tmp_path / "m" / "module.txt").read_text()
