@@ -8,11 +8,14 @@ the default's type. Optional module constants: ``METRIC`` (the case's own metric
 of the metric over a parameter: ``OVER`` (its default ``--over``), ``SEARCH_PARAMS`` (a smaller
 size the search may use), ``RUNTIME_PARAMS`` (the size of a real run where a release's compiled
 statistics are empty) and ``COMPARE`` (other programs of the case measured beside it at the
-answer's releases), ``DEVICES`` (the CPU host devices it needs), ``ERROR`` (a regular
-expression: the error the case means, for ``--metric error``; a run is "the error" or "not the
-error", as ``--error-match`` says it). A module function
-``shape(name, points, params)`` may classify the series. Module-level settings (XLA_FLAGS,
-JAX_PLATFORMS, ``jax.config.update``) take effect as when the file runs as a script: the
+answer's releases), ``DEVICES`` (the devices it needs, reached by ``repro.devices.devices(n)``),
+``ERROR`` (a regular expression: the error the case means, for ``--metric error``; a run is "the
+error" or "not the error", as ``--error-match`` says it), ``EXPECT`` (what the right answer is,
+in the metric's own terms, as its author states it: a number, a string such as ``"nan"`` or
+``"no error"``, or a list or dict of them; recorded in the case's JSON, never used to place a
+run, so that a report can say which end is wrong). A module function ``shape(name, points,
+params)`` may classify the series. Module-level settings (XLA_FLAGS, JAX_PLATFORMS,
+``jax.config.update``) take effect as when the file runs as a script: the
 harness imports it before jax's backend starts (``import_before_backend``).
 
 Reading a case (its parameters, constants, source) needs only the standard library: the
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -59,8 +63,11 @@ class CaseFile:
     search_params: dict = field(default_factory=dict)    # SEARCH_PARAMS
     runtime_params: dict = field(default_factory=dict)   # RUNTIME_PARAMS
     compare: dict = field(default_factory=dict)          # COMPARE: label -> parameters
-    devices: int | None = None      # DEVICES: the CPU host devices the program needs
+    # DEVICES: the devices the program needs (CPU host devices; under a TPU target the chips
+    # of a slice)
+    devices: int | None = None
     error: str | None = None        # ERROR: a regular expression, the error the case means
+    expect: object = None           # EXPECT: what the right answer is (JSON-able), if stated
 
     @property
     def name(self) -> str:
@@ -72,7 +79,8 @@ class CaseFile:
 
     def as_json(self, params: dict | None = None) -> dict:
         return {"name": self.name, "path": self.path, "sha256": self.sha256,
-                "params": self.resolve(params), "defaults": dict(self.defaults)}
+                "params": self.resolve(params), "defaults": dict(self.defaults),
+                **({"expect": self.expect} if self.expect is not None else {})}
 
 
 def _literal(node: ast.AST, what: str, path: Path):
@@ -144,17 +152,22 @@ def read_case(path: str | Path) -> CaseFile:
     devices = constants.get("DEVICES")
     if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int)
                                 or devices < 1):
-        raise CaseError(f"{path}: DEVICES is the number of CPU host devices the program "
-                        f"needs, an integer of 1 or more (got {devices!r})")
+        raise CaseError(f"{path}: DEVICES is the number of devices the program needs (CPU "
+                        f"host devices; under a TPU target the chips of a slice), an integer "
+                        f"of 1 or more (got {devices!r})")
     error = constants.get("ERROR")
     if error is not None and (problem := regex_problem(error)):
         raise CaseError(f"{path}: ERROR = {error!r}: {problem}")
+    expect = constants.get("EXPECT")
+    if expect is not None and (problem := expect_problem(expect)):
+        raise CaseError(f"{path}: EXPECT = {expect!r}: {problem}")
     return CaseFile(path=str(path.resolve()), source=source,
                     sha256=hashlib.sha256(source.encode()).hexdigest(), defaults=defaults,
                     metric=metric, fixed=fixed, answer=constants.get("ANSWER"),
                     doc=ast.get_docstring(tree), over=over,
                     search_params=sized["SEARCH_PARAMS"], runtime_params=sized["RUNTIME_PARAMS"],
-                    compare=compare, devices=devices, error=error)
+                    compare=compare, devices=devices, error=error,
+                    expect=json_value(expect) if expect is not None else None)
 
 
 def regex_problem(text) -> str | None:
@@ -168,8 +181,34 @@ def regex_problem(text) -> str | None:
     return None
 
 
+def expect_problem(value) -> str | None:
+    """Why ``value`` cannot be a case's EXPECT (None: it can): a finite number, a bool, a
+    string, or a list, tuple or dict (string keys) of them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return 'a number that is not finite is written as a string ("nan", "inf", "-inf")'
+    if isinstance(value, (bool, int, float, str)):
+        return None
+    if isinstance(value, (list, tuple)):
+        return next((p for v in value if (p := expect_problem(v))), None)
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return "a dict's keys are strings"
+        return next((p for v in value.values() if (p := expect_problem(v))), None)
+    return (f"a number, a string, a bool, or a list or dict of them, not "
+            f"{type(value).__name__}")
+
+
+def json_value(value):
+    """A checked literal as JSON holds it: tuples as lists."""
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    return value
+
+
 CONSTANTS = ("METRIC", "FIXED", "ANSWER", "OVER", "SEARCH_PARAMS", "RUNTIME_PARAMS", "COMPARE",
-             "DEVICES", "ERROR")
+             "DEVICES", "ERROR", "EXPECT")
 
 
 def over_values(defaults: dict, name: str, texts: list[str], what: str = "--over") -> tuple:

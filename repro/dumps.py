@@ -156,7 +156,8 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
     compiled_doc = {"status": "ok", "error": None, "total_bytes": None, "source": None,
                     "hlo": None}
     try:
-        lowered = fn.lower(*compiler.structs(args))
+        with compiler.lowering():
+            lowered = fn.lower(*compiler.structs(args))
         lowered_doc["text"] = lowered.as_text()
     except Exception as exc:
         error = error_text(exc)
@@ -166,7 +167,8 @@ def lower_and_dump(fn, args, compiler, dump_dir: Path) -> tuple[dict, dict, dict
     found = MODULE_NAME.search(lowered_doc["text"] or "")
     module = found.group(1) if found else "jit_"
     try:
-        compiled, _ = compiler.compile(lambda: lowered)
+        with compiler.lowering():
+            compiled, _ = compiler.compile(lambda: lowered)
         try:  # the whole optimized module, for telling XLA's passes from what lies below
             compiled_doc["hlo"] = (compiled.as_text() or "")[:MAX_FILE_CHARS] or None
         except Exception:
@@ -227,9 +229,10 @@ def modules_at(case, params: dict, compiler) -> dict:
     part = {"params": params, "lowered": None, "optimized": None, "error": None}
     try:
         fn, fn_args = build(case, params)
-        lowered = fn.lower(*compiler.structs(fn_args))
-        part["lowered"] = lowered.as_text()
-        part["optimized"] = lowered.compile().as_text() or ""
+        with compiler.lowering():
+            lowered = fn.lower(*compiler.structs(fn_args))
+            part["lowered"] = lowered.as_text()
+            part["optimized"] = lowered.compile().as_text() or ""
     except Exception as exc:
         part["error"] = error_text(exc)
     return part

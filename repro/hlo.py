@@ -201,7 +201,8 @@ def dump(args) -> dict:
                     compiler = compiler or Compiler(load_target(args.target) if args.target
                                                     else None)
                     before = set(dump_dir.iterdir())
-                    compiled, _ = compiler.compile(fn, *compiler.structs(fn_args))
+                    with compiler.lowering():
+                        compiled, _ = compiler.compile(fn, *compiler.structs(fn_args))
                     made = [p for p in dump_dir.iterdir() if p not in before]
                     assignment = sorted(p for p in made
                                         if p.match("module_*.jit_*buffer-assignment.txt"))

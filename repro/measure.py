@@ -129,12 +129,25 @@ class Compiler:
         return self._device.describe() if self._device is not None else None
 
     def structs(self, args) -> tuple:
-        """The arguments as shape/dtype structs (nothing allocated), on a target's device if any."""
+        """The arguments as shape/dtype structs (nothing allocated), on a target's devices if
+        any: a TPU slice's compile-only devices place them themselves (the case's shardings
+        over the slice kept, any other argument on its first device: repro/tpu_target.py)."""
+        if self._device is not None and hasattr(self._device, "place"):
+            return self._device.place(args)[0]
         import jax
 
         struct = jax.ShapeDtypeStruct if self._device is None else self._device.struct
         return tuple(struct(a.shape, a.dtype) if hasattr(a, "shape") and hasattr(a, "dtype")
                      else a for a in args)
+
+    def lowering(self):
+        """Where to lower and compile: a TPU target's first device as jax's default (Pallas
+        from jax 0.9.2 asks it for the TPU generation; on the CPU device it fails "Unsupported
+        TPU device kind: cpu"), else nothing."""
+        import contextlib
+
+        return (self._device.context() if hasattr(self._device, "context")
+                else contextlib.nullcontext())
 
     def _dumped(self) -> set[Path]:
         dumps = self.dump_dir is not None and self.dump_dir.is_dir()

@@ -199,9 +199,10 @@ OPTIONS: tuple[Option, ...] = (
         BISECT: "XLA_FLAGS for every probe; the report says which were in force",
         REPRO: "extra XLA_FLAGS, e.g. '--xla_cpu_enable_fast_math=false'"},
             default="", metavar="FLAGS", shapes=True, harness=True),
-    _option("--devices", "CPU host devices the program needs (jax starts one): what "
-            "--xla_force_host_platform_device_count=N in XLA_FLAGS gives a script (default: "
-            "the case's DEVICES, else what the case itself sets)", type=positive_int,
+    _option("--devices", "devices the program needs: CPU host devices (jax starts one; what "
+            "--xla_force_host_platform_device_count=N in XLA_FLAGS gives a script), or under a "
+            "TPU target the chips of the smallest slice that has them (default: the case's "
+            "DEVICES, else what the case itself sets)", type=positive_int,
             metavar="N", group="case", shapes=True, harness=True),
     _option("--samples", {
         BISECT: "samples a harness run takes of a noisy metric (default 5)",

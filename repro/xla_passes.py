@@ -53,10 +53,11 @@ def gather(args, dump_dir: Path) -> dict:
         params = {**more, **args.params}
         document["case"] = args.case.as_json(params)
         fn, fn_args = build(args.case, params)
-        lowered = fn.lower(*compiler.structs(fn_args))
-        found = MODULE_NAME.search(lowered.as_text())
-        document["module"] = found.group(1) if found else None
-        lowered.compile()
+        with compiler.lowering():
+            lowered = fn.lower(*compiler.structs(fn_args))
+            found = MODULE_NAME.search(lowered.as_text())
+            document["module"] = found.group(1) if found else None
+            lowered.compile()
         document["dumps"] = pass_dumps(dump_dir, document["module"])
         if not document["dumps"]:
             document.update(status="unavailable", error="XLA wrote no per-pass dumps")

@@ -176,6 +176,29 @@ def test_schedule_new_release_makes_every_copy_before_the_first_loop(version, cr
     assert live == [3, 2, 1]
 
 
+LOOP_MAKES_IT = """HloModule m, is_scheduled=true
+
+ENTRY %main (p: f32[4,4,4]) -> f32[3,4,4,4] {
+  %p = f32[4,4,4]{2,1,0} parameter(0)
+  %t = (f32[4,4,4]{2,1,0}) tuple(%p)
+  %w = (f32[4,4,4]{2,1,0}) while(%t), condition=%c, body=%b
+  %g = f32[4,4,4]{2,1,0} get-tuple-element(%w), index=0
+  ROOT %s = f32[3,4,4,4]{3,2,1,0} call(%g), to_apply=%stack
+}
+"""
+
+
+@pytest.mark.parametrize("text, most", [(LOOP_MAKES_IT, 0), (None, 2)])
+def test_the_schedule_header_says_it_counts_buffers_made_outside_the_loops(text, most):
+    """needs-b 3: "at most 0" beside a peak placed inside a loop read as a contradiction (the
+    A6000 report): the header says what it counts, buffers the entry computation makes."""
+    lines = schedule_summary(text or dump(OLD, "after_optimizations.txt"), N_INNER, SHAPE)
+    counted = re.search(r"stacked \[3,4,4,4\] buffers made outside the loops and live at a "
+                        r"loop's start: at most (\d+)", lines[0])
+    assert counted and int(counted.group(1)) == most
+    assert "a loop makes inside its body are not counted" in lines[0]
+
+
 def test_schedule_of_a_release_printing_without_percent_signs():
     lines = schedule_summary(dump("0.4.20", "after_optimizations.txt"), N_INNER, SHAPE)
     assert "at most 2" in lines[0]

@@ -136,3 +136,46 @@ def test_real_stack_frame_tables_and_an_empty_renamed_field_are_not_an_hlo_chang
     hinted = elsewhere.replace('"known_init_step":{"init":"0","step":"1"}',
                                '"known_init_step":{"init":"0","step":"2"}', 1)
     assert normalize_optimized(hinted) != normalize_optimized(elsewhere)
+
+
+def _changed(diff: list[str]) -> tuple[list[str], list[str]]:
+    body = [line for line in diff if not line.startswith(("---", "+++", "@@"))]
+    return ([line[1:] for line in body if line.startswith("-")],
+            [line[1:] for line in body if line.startswith("+")])
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.tuples(st.text("abc(){}, =%.0123456789", min_size=1, max_size=12),
+                       st.integers(0, 80)).map(lambda piece: piece[0] * piece[1]),
+       old_tail=st.text("xyz[]", min_size=0, max_size=300),
+       new_tail=st.text("xyz[]", min_size=0, max_size=300),
+       context=st.lists(st.text("abcdefgh ", min_size=1, max_size=300), max_size=3))
+def test_two_differing_lines_are_recorded_differing_however_long_their_shared_prefix(
+        prefix, old_tail, new_tail, context):
+    """needs-b 1: the first difference keeps each changed line around its first differing
+    character, within MAX_LINE_CHARS; two lines cut at a shared prefix never read equal
+    (before: both cut at 200 characters, the A6000 0.10.2 → 0.12.0.1 report's two equal
+    lines)."""
+    from jaxbisect.evidence.common import MAX_LINE_CHARS
+    from jaxbisect.evidence.where import first_difference
+
+    old_line, new_line = prefix + old_tail, prefix + new_tail
+    if old_line == new_line:
+        return
+    diff = first_difference([*context, old_line, *context], [*context, new_line, *context])
+    removed, added = _changed(diff)
+    assert len(removed) == len(added) == 1
+    assert removed != added
+    assert all(len(line) <= MAX_LINE_CHARS for line in diff)
+    for kept, whole in ((removed[0], old_line), (added[0], new_line)):
+        assert kept.strip("…") in whole
+
+
+def test_a_real_difference_past_200_characters_is_recorded_where_it_is():
+    prefix = "fusion.#1 = f32[8,128]{1,0} fusion(p.#0), kind=kLoop, calls=fused.#2, " * 4
+    old = ["HloModule m", prefix + 'backend_config={"tile":[8,128]}', "ROOT r = tuple()"]
+    new = ["HloModule m", prefix + 'backend_config={"tile":[8,256]}', "ROOT r = tuple()"]
+    from jaxbisect.evidence.where import first_difference
+
+    removed, added = _changed(first_difference(old, new))
+    assert removed[0].endswith('"tile":[8,128]}') and added[0].endswith('"tile":[8,256]}')

@@ -282,6 +282,21 @@ def placed_answer(answer: Callable[..., dict], placement: Placement, figure) -> 
                   else placement.reason, figure=figure)
 
 
+# A setting's test that told nothing of the metric: no figure, undecided, never run.
+UNTOLD = (Behaviour.SKIP, Behaviour.CANNOT_TELL, Behaviour.NOT_TESTED)
+_UNTOLD_WORDS = {Behaviour.SKIP: "gave no figure (skip)",
+                 Behaviour.CANNOT_TELL: "could not be placed (cannot tell)",
+                 Behaviour.NOT_TESTED: "were not tested (the explanation's budget was spent)"}
+
+
+def untold_words(untold: list[dict]) -> str:
+    """How many settings told nothing, and why: "2 settings gave no figure (skip) and 1 …"."""
+    counts = {b: sum(t.get("behaviour") == b for t in untold) for b in UNTOLD}
+    parts = [f"{n} setting{'s' if n != 1 else ''} {_UNTOLD_WORDS[b]}"
+             for b, n in counts.items() if n]
+    return " and ".join(parts)
+
+
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
                   progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
@@ -337,8 +352,9 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                         {"release": str(old.version), "tested": False, "behaviour": None,
                          "error": "not run"})})
     untested = sum(t.get("behaviour") == Behaviour.NOT_TESTED for t in tests)
+    untold = [t for t in tests if t.get("behaviour") in UNTOLD]
     base = {"flag_defaults_changed": defaults, "tests": tests, "workarounds": workarounds,
-            "not_tested": untested}
+            "not_tested": untested, "cannot_tell": len(untold)}
     spent = (f" ({untested} settings not tested: the explanation's budget was spent)"
              if untested else "")
     if not search.culprit:
@@ -347,6 +363,13 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     "text": f"No XLA flag explains it both ways, but "
                             f"{len(workarounds)} setting(s) under jax {new.version} bring back "
                             f"jax {old.version}'s {q.metric}: a workaround{spent}."}
+        if untold:  # a setting that told nothing: "cannot tell", never "no"
+            return {**base, "kind": "none", "name": None,
+                    "text": f"Cannot tell whether an XLA flag explains it: of the "
+                            f"{len(changes)} changed defaults that can matter on {on}, set "
+                            f"back one at a time (or in pairs), none brought jax "
+                            f"{new.version}'s {q.metric} back to jax {old.version}'s, but "
+                            f"{untold_words(untold)}."}
         return {**base, "kind": "none", "name": None,
                 "text": (f"No XLA flag explains it: none of the {len(changes)} changed "
                          f"defaults that can matter on {on}, set back one at a time (or in "

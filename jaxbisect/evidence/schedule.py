@@ -140,8 +140,12 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
                          f"({', '.join(inst.operands)}): {what} a stacked buffer")
     if not loops:
         lines.append("no while loops in the entry computation")
+    # What it counts, said in the header: buffers the entry computation makes (outside the
+    # loops); one a loop makes inside its body is not among them, so 0 here never contradicts
+    # a peak placed inside a loop.
     header = (f"entry computation: {len(instructions)} instructions, {len(loops)} while loops; "
-              f"stacked {shape} buffers live at a loop's start: at most {peak}")
+              f"stacked {shape} buffers made outside the loops and live at a loop's start: "
+              f"at most {peak} (those a loop makes inside its body are not counted here)")
     if len(lines) > max_lines:
         lines = lines[:max_lines - 1] + [f"… {len(lines) - max_lines + 1} more lines"]
     return [header, *lines]

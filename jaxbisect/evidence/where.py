@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 
-from jaxbisect.evidence.common import QUOTED, balanced_end, shortened
+from jaxbisect.evidence.common import MAX_LINE_CHARS, QUOTED, balanced_end, shortened
 from jaxbisect.evidence.lowering import compare_lowering
 
 MAX_DIFF_LINES = 40
@@ -133,16 +134,57 @@ def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
     return lines
 
 
+# A long changed line is kept around its first differing character: this many characters
+# before it (the rest of MAX_LINE_CHARS after it).
+LEAD_CHARS = 60
+
+
+def _around(line: str, at: int) -> str:
+    """A diff line (its mark first) cut to about ``MAX_LINE_CHARS`` around the body's
+    character ``at``: ``…`` where something was cut."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    mark, body, width = line[:1], line[1:], MAX_LINE_CHARS - 3  # the mark and two "…"
+    start = max(0, min(at - LEAD_CHARS, len(body) - width))
+    end = start + width
+    return (mark + ("…" if start else "") + body[start:end]
+            + ("…" if end < len(body) else ""))
+
+
+def _kept_where_they_differ(hunk: list[str]) -> list[str]:
+    """The hunk's lines, each cut to about ``MAX_LINE_CHARS``: a run of removed lines and the
+    run of added lines after it are paired in order, and each pair is cut around its first
+    differing character (two lines that share a long prefix never read equal); other lines
+    from their start."""
+    out = list(hunk)
+    i = 2 if hunk[:1] and hunk[0].startswith("---") else 0  # past the "--- old/+++ new" header
+    while i < len(hunk):
+        if not hunk[i].startswith("-"):
+            i += 1
+            continue
+        removed_end = i
+        while removed_end < len(hunk) and hunk[removed_end].startswith("-"):
+            removed_end += 1
+        added_end = removed_end
+        while added_end < len(hunk) and hunk[added_end].startswith("+"):
+            added_end += 1
+        for k, (a, b) in enumerate(zip(hunk[i:removed_end], hunk[removed_end:added_end])):
+            at = len(os.path.commonprefix([a[1:], b[1:]]))
+            out[i + k], out[removed_end + k] = _around(a, at), _around(b, at)
+        i = added_end
+    return shortened(out, MAX_DIFF_LINES)
+
+
 def first_difference(old: list[str], new: list[str], context: int = 2) -> list[str]:
     """The first hunk of a unified diff of two normalized modules: the first real
-    difference, trimmed."""
+    difference, trimmed (a changed line kept around its first differing character)."""
     diff = list(difflib.unified_diff(old, new, "old", "new", n=context, lineterm=""))
     hunk = []
     for line in diff:
         if line.startswith("@@") and any(h.startswith("@@") for h in hunk):
             break
         hunk.append(line)
-    return shortened(hunk, MAX_DIFF_LINES)
+    return _kept_where_they_differ(hunk)
 
 
 def where_the_change_is(old_lowered: str | None, new_lowered: str | None,

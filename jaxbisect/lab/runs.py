@@ -36,6 +36,7 @@ from jaxbisect.lab.harness import (
 )
 from jaxbisect.lab.store import STORE, Key, Store
 from jaxbisect.search.crashes import crash_of, mask
+from jaxbisect.search.placing import cannot_measure
 from jaxbisect.search.question import Question, Run, crashed_run
 from jaxbisect.search.without_chip import cannot_tell_here, tpu_without_chip
 from repro.options import OPTIONS
@@ -160,11 +161,19 @@ def _harness_run(env, version: str, question: Question, number: int,
     return run_of_document(document, version, number)
 
 
+# The harness's metric status where its own set-up left the program unable to run (repro/
+# metrics.py HARNESS_ERROR): that release cannot be measured here, a named skip.
+HARNESS_ERROR = "harness_error"
+
+
 def run_of_document(document: dict, version: str, number: int) -> Run:
-    """Run ``number`` of a release as the harness's ``document`` answers it."""
+    """Run ``number`` of a release as the harness's ``document`` answers it: a harness error
+    is a skip whose error is "cannot measure here: " and the harness's one line."""
     metric = document.get("metric") or {}
     run = partial(Run, release=version, number=number, document=document,
                   ran_on=document.get("ran_on", {}))
+    if metric.get("status") == HARNESS_ERROR:  # the harness's set-up, not the program's answer
+        return run(status="failed", error=cannot_measure(metric.get("error")))
     said = ((metric.get("samples") or [None])[0] if metric.get("status") == "ok"
             else metric.get("error"))
     if why := cannot_tell_here(said, tpu_without_chip(document)):

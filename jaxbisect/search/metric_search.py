@@ -26,6 +26,7 @@ from jaxbisect.search.classify import Direction, Label, Paired, Placement
 from jaxbisect.search.comparing import MAX_RUNS_NOISY, every_sample
 from jaxbisect.search.crashes import CRASH_RUNS, is_crash, rate_of
 from jaxbisect.search.placing import (
+    CANNOT_MEASURE,
     MakeClassifier,
     MetricSearch,
     Placed,
@@ -97,10 +98,15 @@ def unmeasurable(i: int, runs: dict, values: Callable[[int], tuple], noun: str =
     ends'). An end that measured keeps its figures ("measured", not a skip); with no figure at
     the other end there is nothing to call it old or new against."""
     what = "the first" if i == 0 else "the last"
+    why = {j: no_figure(made).reason for j, made in runs.items() if not values(j)}
+    reason = f"{what} {noun} gives no figure: {why[i]}"
+    if len(why) == 2 and all(w.startswith(CANNOT_MEASURE) for w in why.values()):
+        # Both ends a harness error: the harness's own line, once where they agree.
+        first, last = (why[j] for j in sorted(why))
+        reason = first if first == last else f"{first}; the last {noun}: {last}"
     return MetricSearch(Status.UNMEASURABLE, None,
                         {j: Placed(j, tuple(made), values=values(j)) for j, made in runs.items()},
-                        None, reason=f"{what} {noun} gives no figure: "
-                                     f"{no_figure(runs[i]).reason}", **more)
+                        None, reason=reason, **more)
 
 
 def placed_end(i: int, runs: Sequence[Run], values: tuple) -> Placed:

@@ -141,6 +141,17 @@ class MetricSearch:
 Reduce = Callable[[Run], tuple]
 
 
+# A run the harness's own set-up left unable to run the program (its metric's status
+# "harness_error": its placement, too few devices): a skip whose error begins so, never a
+# behaviour of the release (lab/runs.py run_of_document).
+CANNOT_MEASURE = "cannot measure here: "
+
+
+def cannot_measure(line: str | None) -> str:
+    """A harness error's one line as a run's error: "cannot measure here: LINE"."""
+    return CANNOT_MEASURE + (line or "the harness could not run the program")
+
+
 def no_figure(runs: Sequence[Run]) -> Placement:
     """A release that gave nothing to place (failed, or the program raised): a skip, with its
     failed run's error."""

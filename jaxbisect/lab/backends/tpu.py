@@ -150,6 +150,18 @@ def _summarise(files: dict[str, dict]) -> dict[str, dict]:
 PINS = Pins()
 
 
+# Releases whose ``import jax.experimental.pallas`` needs absl-py, which neither jax nor its tpu
+# extra installs there (measured in TPU environments: ModuleNotFoundError: No module named
+# 'absl' at 0.5.3, 0.6.0 and 0.6.1; 0.6.2 needs none): an environment's gap, never the
+# program's behaviour.
+ABSL_NEEDED = SpecifierSet(">=0.5.3,<=0.6.1")
+
+
+def needs_absl(release) -> tuple[str, ...]:
+    """``("absl-py",)`` where ``release``'s TPU environment needs it installed beside jax."""
+    return ("absl-py",) if Version(str(release.version)) in ABSL_NEEDED else ()
+
+
 class Tpu(Backend):
     name = "tpu"
     platform = "tpu"
@@ -233,8 +245,8 @@ class Tpu(Backend):
 
             raise InstallFailed(f"cannot install jax {release.version} for a TPU: {why}")
         return InstallPlan((f"jax=={release.version}", f"jaxlib=={release.jaxlib}",
-                            f"{LIBTPU}=={version}"), release.cutoff(self),
-                           date_exempt=(LIBTPU,))
+                            f"{LIBTPU}=={version}", *needs_absl(release)),
+                           release.cutoff(self), date_exempt=(LIBTPU,))
 
     def machine_words(self, doc):
         if doc.get("target"):
