@@ -208,6 +208,7 @@ def end_part(release: Release, role: str, runs: list[ProgramRun], program: Progr
     part = {"jax": str(release.version),
             "jaxlib": first.installed.get("jaxlib") or str(release.jaxlib or ""),
             "role": role, "install": install_line(first.installed) if first.installed else None,
+            "installed": dict(first.installed),
             "command": program.command, "output": first.output, "exit": first.exit}
     if len({r.output for r in runs}) > 1:
         part["outputs"] = [r.output for r in runs]

@@ -10,11 +10,11 @@ import textwrap
 from packaging.version import Version
 
 from jaxbisect.lab import backends
+from jaxbisect.report.installs import pip_install
 from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.program import FILE, WRITTEN, Program, series_values, write_program
-from jaxbisect.stages.program_runs import install_line
 from repro.case import CaseFile
 from repro.metrics import concrete
 from repro.units import MIB
@@ -142,14 +142,13 @@ def shown_program(doc: dict) -> dict | None:
         ends = [*r["ends"], *((r.get("went") or {}).get("ends") or ())]
         flaky = r.get("nondeterministic") or (r.get("went") or {}).get("nondeterministic")
         shows = [r.get("shows_change"), (r.get("went") or {}).get("shows_change", True)]
+        ends = [{**e, "install": pip_install(doc, e["jax"], e.get("jaxlib"))} for e in ends]
         return {"file": r["file"], "text": r["program"], "lines": r["lines"],
                 "ends": unique_ends(ends), "nondeterministic": bool(flaky),
                 "shows_change": None if None in shows else all(shows), "measured": True}
     program = written_program(doc)
     if program is None:
         return None
-    backend = backends.get(doc["backend"])
-    plain = doc["backend"] == "cpu" and not doc.get("target")  # its pins are a plain install's
     ends = []
     for old, new, kind in changed_pairs(doc):
         roles = (("like the ends", "unlike the ends") if kind == "came" and
@@ -157,12 +156,8 @@ def shown_program(doc: dict) -> dict | None:
                  if kind == "went" else PAIR_ROLES.get(doc.get("direction"), PAIR_ROLES[None]))
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
-            held = next((p.get("installed") for p in doc["probes"] if p["jax"] == jax), None)
-            wheels = (backend.pip_words(jax, jaxlib, held) if jaxlib else f"jax=={jax}")
-            install = (install_line(held) if held and plain and "jaxlib" in held
-                       else f"pip install {wheels}")  # what the probe's environment held
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
-                         "install": install, "command": program.command,
+                         "install": pip_install(doc, jax, jaxlib), "command": program.command,
                          "output": toolkit_output(doc, program, jax), "exit": None})
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
@@ -319,11 +314,10 @@ def standalone_lines(doc: dict) -> list[str]:
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        wheels = backend.pip_words(version, jaxlib, probe_at(doc, version).get("installed"))
-        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
-    lines += ["```", "", "(Old releases may need the packages of their day: the toolkit "
-              "resolves each environment as of its release's date, e.g. `uv pip install "
-              "--exclude-newer DATE`.)", ""]
+        lines += [f"python3 -m venv {venv} && {venv}/bin/{pip_install(doc, version, jaxlib)}",
+                  run]
+    lines += ["```", "", "(Each line pins the packages that release's environment held when "
+              "it was measured.)", ""]
     script = standalone_script(doc)
     case = doc.get("case")
     fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})
