@@ -17,7 +17,6 @@ from jaxbisect.search.rounds import Status
 from jaxbisect.stages.program import FILE, WRITTEN, Program, series_values, write_program
 from repro.case import CaseFile
 from repro.metrics import concrete
-from repro.units import MIB
 
 SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -86,31 +85,6 @@ def jaxlib_of(doc: dict, jax: str) -> str | None:
     return None
 
 
-def toolkit_output(doc: dict, program: Program, jax: str) -> str | None:
-    """What ``program`` prints at ``jax``, from the figure this toolkit measured there (the
-    program's own form), or None where the document holds no such figure."""
-    probe = next((p for p in doc["probes"] if p["jax"] == jax), None) or \
-        next((r for r in doc.get("interior") or () if r["jax"] == jax), None)
-    if probe is None:
-        return None
-    metric, fig = program.metric, probe.get("figure") or {}
-    if program.over:
-        series = probe.get("series") or {}
-        if series.get("fallback") or {k: v for k, v in (series.get("params") or {}).items()
-                                       if program.params.get(k) != v}:
-            return None  # measured otherwise than the program measures it
-        figures = series.get("figures") or {}
-        name, values = program.over
-        if any(figures.get(str(v)) is None for v in values):
-            return None
-        return "\n".join(f"{name}={v}: {figures[str(v)] / MIB:.2f} MiB" for v in values)
-    if metric == "error" and isinstance(fig.get("value"), str):
-        return fig["value"]
-    if metric == "memory" and "median" in fig:
-        return f"memory: {fig['median'] / MIB:.2f} MiB"
-    return None
-
-
 def written_program(doc: dict) -> Program | None:
     """The plain program of a document written before the stage that runs it: the case cut
     down (program.py), at the sizes the pair's figures were measured at."""
@@ -135,7 +109,7 @@ def written_program(doc: dict) -> Program | None:
 def shown_program(doc: dict) -> dict | None:
     """The program a report shows and each install where the behaviour differs, with what
     it printed there: ``{file, text, lines, ends, shows_change, nondeterministic, measured}``
-    (``measured``: the program itself ran; else the outputs are this toolkit's figures);
+    (``measured``: the program itself ran; else it was never run and shows no output);
     None where the report has none."""
     r = doc.get("reproducer") or {}
     if r.get("ends") and r.get("program"):
@@ -158,7 +132,7 @@ def shown_program(doc: dict) -> dict | None:
             jaxlib = jaxlib_of(doc, jax)
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
                          "install": pip_install(doc, jax, jaxlib), "command": program.command,
-                         "output": toolkit_output(doc, program, jax), "exit": None})
+                         "output": None, "exit": None})  # never run: no output
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
             "measured": False}
@@ -189,14 +163,14 @@ def printed(end: dict) -> str:
     return cut(said[0], 160)
 
 
-def end_lines(end: dict, measured: bool) -> list[str]:
+def end_lines(end: dict, measured: bool, unrun: str = "not run for this report") -> list[str]:
     """One install of the reproduce block: its label first (never scrolled out of view),
-    the pip line, the run and what it printed."""
-    verb = "prints" if measured else "the toolkit's figure"
+    the pip line, the run and what it printed in a recorded run; a program never run says
+    so (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
-    return [f"{label}, {end['role']}", end["install"],
-            f"{end['command']}   # {verb}: {printed(end)}"]
+    said = f"prints: {printed(end)}" if measured else unrun
+    return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
 
 
 def reproduce_block(doc: dict) -> list[str]:
@@ -207,16 +181,19 @@ def reproduce_block(doc: dict) -> list[str]:
         ends = shown["ends"]
         if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
-        lines = [line for end in ends for line in end_lines(end, shown["measured"])]
+        unrun = ("needs the GPU: not run here" if doc.get("target") else
+                 "not run for this report")
+        lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun)]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
         if shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if not shown["measured"]:
-            notes.append("outputs: the toolkit's figures"
-                         + (", compiled for the GPU without one: the program needs the GPU"
-                            if doc.get("target") else ""))
+            notes.append("not run for this report: the figures above are the bisection's"
+                         if not doc.get("target") else
+                         "it needs the GPU, so it was not run here: the figures above are "
+                         "XLA's plan compiled without one")
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
         return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
