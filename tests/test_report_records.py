@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbisect.lab import backends
@@ -54,6 +54,7 @@ def test_every_install_line_pins_the_versions_its_release_held(path):
 VERSION = st.from_regex(r"\A[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\Z")
 
 
+@settings(deadline=None)
 @given(jax=VERSION, jaxlib=VERSION, numpy=VERSION, scipy=VERSION, mld=VERSION, oe=VERSION,
        libtpu=VERSION, backend=st.sampled_from(["cpu", "cuda12", "cuda12-deviceless", "tpu"]))
 def test_an_install_line_round_trips_its_record(jax, jaxlib, numpy, scipy, mld, oe, libtpu,
@@ -73,3 +74,51 @@ def test_without_a_record_a_line_is_not_pinned():
     doc = {"backend": "cpu", "probes": [{"jax": "0.4.36", "jaxlib": "0.4.36", "installed": {}}]}
     assert not pinned(pip_install(doc, "0.4.36"))
     assert backends.get("cpu").pip_words("0.4.36", "0.4.36", None) == "jax==0.4.36 jaxlib==0.4.36"
+
+
+GLOSSARY = REPO / "docs" / "glossary.md"
+
+
+def inner_words() -> list[str]:
+    """The toolkit's words the glossary keeps off first screens and headings (its last
+    table's first column)."""
+    text = GLOSSARY.read_text().split("## The toolkit's words", 1)[1]
+    rows = [line.split("|")[1].strip() for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| word")]
+    return [w.strip() for row in rows for w in row.split(",")]
+
+
+def first_screen(markdown: str) -> str:
+    cut = min(i for i in (markdown.find("<details>"), markdown.find("\n## "), len(markdown))
+              if i >= 0)
+    return markdown[:cut]
+
+
+def headings(markdown: str) -> list[str]:
+    return re.findall(r"^#+ .*$|<summary>.*?</summary>", markdown, re.MULTILINE)
+
+
+def test_the_glossary_names_the_issues_inner_words():
+    assert {"the pair", "probe", "interior budget", "classifier", "pins table",
+            "the document"} <= set(inner_words())
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_first_screens_and_headings_speak_the_glossarys_words(path):
+    markdown = path.with_suffix(".md").read_text()
+    read = [first_screen(markdown), *headings(markdown)]
+    found = [(w, text[:120]) for w in inner_words() for text in read
+             if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
+    assert not found, found
+
+
+MB = re.compile(r"\d\s*\(?(?:MB|GB|KB)\b\)?|\((?:MB|GB)\)")
+
+
+@pytest.mark.parametrize("path", [*(p.with_suffix(".md") for p in DOCUMENTS),
+                                  *sorted((REPO / "repro" / "cases").glob("*.py")),
+                                  REPO / "repro" / "cases" / "README.md"],
+                         ids=lambda p: p.name)
+def test_sizes_are_mib(path):
+    text = path.read_text()
+    assert not MB.findall(text), [m for m in MB.finditer(text)][:3]

@@ -14,7 +14,14 @@ from jaxbisect.report.installs import pip_install
 from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
-from jaxbisect.stages.program import FILE, WRITTEN, Program, series_values, write_program
+from jaxbisect.stages.program import (
+    FILE,
+    WRITTEN,
+    Program,
+    case_source,
+    series_values,
+    write_program,
+)
 from repro.case import CaseFile
 from repro.metrics import concrete
 
@@ -261,7 +268,8 @@ def standalone_script(doc: dict) -> str | None:
         measuring = (f"    for value in {list(values)!r}:\n        print({name!r}, value)\n"
                      f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
                      + textwrap.indent(MEASURE_SNIPPETS[metric], "    "))
-    return (f"{case['source'].rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
+    cut_case = case_source(case["source"]).rstrip()
+    return (f"{cut_case}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
             f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
@@ -306,10 +314,9 @@ def standalone_lines(doc: dict) -> list[str]:
                   f"measured a run's peak there instead (the table above), which no short "
                   f"script prints.", ""]
     if script:
-        lines += ["`measure.py` is the case and the lines that measure its "
-                  f"{doc['metric']['name']}; saved as `{case['path'].rsplit('/', 1)[-1]}` it "
-                  f"is also the case file this toolkit takes (sha256 of the case "
-                  f"{case['sha256'][:12]}):", "", "```python", script.rstrip(), "```", ""]
+        lines += [f"`measure.py` is the case `{case['path']}` cut to what `case()` needs, and "
+                  f"the lines that measure its {doc['metric']['name']} as the harness does:",
+                  "", "```python", script.rstrip(), "```", ""]
     elif case:
         lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),
                   "```", ""]

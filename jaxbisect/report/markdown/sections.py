@@ -313,5 +313,5 @@ def run_lines(doc: dict) -> list[str]:
     if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
         lines += [cluster_markdown(doc["cluster"])]
     if doc.get("machine"):
-        lines += details("Environment of the probing machine", [doc["machine"]], "text")
+        lines += details("The machine that measured", [doc["machine"]], "text")
     return lines
