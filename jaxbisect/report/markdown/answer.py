@@ -169,19 +169,37 @@ def changes_words(doc: dict) -> str:
     return "; ".join(parts)
 
 
+def measured_throughout(doc: dict) -> bool:
+    """Whether every release of the asked range was measured and behaves as the ends: the
+    ends measured are the ends asked, nothing inside was left out, and every release inside
+    was measured and placed as the ends (the records, not the answer's status)."""
+    if tuple(doc.get("measured_part") or ()) != (doc["from"], doc["to"]):
+        return False
+    first, last = (Version(v) for v in doc["measured_part"])
+    if any(first < Version(s["jax"]) < last for s in doc.get("skipped") or ()):
+        return False
+    inside = doc.get("interior_check") or {}
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    return bool(inside.get("measured")) and all(
+        rows.get(v, {}).get("label") == "old" for v in inside.get("releases") or ())
+
+
 def present_at_both(doc: dict) -> str:
     """Where the ends agree on the behaviour a report is about (a shape that grows, an error
-    raised), that it is there at both: "no change" is not "no bug"."""
+    raised), that it is there at both: "no change" is not "no bug". "Throughout the range"
+    only where every release of it was measured alike (``measured_throughout``)."""
     ends = [probe_at(doc, v) for v in doc["measured_part"]]
+    first, last = doc["measured_part"]
+    where = ("present throughout the range, every release of it measured" if
+             measured_throughout(doc) else f"present at jax {first} and jax {last}")
     if doc["over"]:
         shapes = [(p.get("series") or {}).get("status") for p in ends]
         if shapes[0] == shapes[1] and shapes[0] in ("grows", "shrinks"):
-            return (f" It {shapes[0]} with {doc['over']['name']} at both ends: present "
-                    f"throughout the range, not new in it.")
+            return f" It {shapes[0]} with {doc['over']['name']} at both ends: {where}."
     if doc["metric"]["name"] == "error":
         values = [p["figure"].get("value") for p in ends]
         if values[0] == values[1] and values[0] not in (None, "no error"):
-            return " Both ends raise it: present throughout the range, not new in it."
+            return f" Both ends raise it: {where}."
     return ""
 
 

@@ -68,7 +68,7 @@ def attribution_lines(doc: dict) -> list[str]:
                  else "")
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
-        lines += [plainly(a["xla_note"]) + ".", ""]
+        lines += [xla_note_words(a), ""]
     if came_with == "jax":
         lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
                   "measured, so XLA's commits are not looked at.", ""]
@@ -190,6 +190,7 @@ def test_table(doc: dict, tests: list[dict], summary: str) -> list[str]:
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
+UNTOLD = (Behaviour.CANNOT_TELL, Behaviour.SKIP, Behaviour.NOT_TESTED, Behaviour.MUCH_SLOWER)
 TRIED = re.compile(r"under jax (?P<release>[\w.]+)(?P<middle>.*?) for (?P<found>\d+) of "
                    r"the (?P<tried>\d+) passes tried")
 
@@ -202,6 +203,17 @@ def said_of(c: dict) -> str | None:
     if not text or (c.get("kind") == "none" and not c.get("flag_defaults_changed")
                     and "flag_defaults_changed" in c):
         return None
+    untold = [t for t in c.get("tests") or () if t.get("behaviour") in UNTOLD]
+    if c.get("kind") == "none" and untold:  # "cannot tell" is its own answer, never "no"
+        told = len(c.get("tests") or ()) - len(untold)
+        return (f"cannot tell whether an XLA flag explains it: {len(untold)} of the "
+                f"{len(c.get('tests') or ())} settings measured could not be placed against "
+                f"the two releases ("
+                + "; ".join(f"`{t['xla_flags']}` under jax {t['release']}: {t['behaviour']}"
+                            for t in untold[:3])
+                + ("; …" if len(untold) > 3 else "") + ")"
+                + (f", and none of the other {told} brings the old behaviour back"
+                   if told else ""))
 
     def counted(m: re.Match) -> str:
         at = [t for t in c.get("tests") or () if t["release"] == m["release"]
@@ -315,3 +327,17 @@ def run_lines(doc: dict) -> list[str]:
     if doc.get("machine"):
         lines += details("The machine that measured", [doc["machine"]], "text")
     return lines
+
+
+def xla_note_words(a: dict) -> str:
+    """Why the XLA commits between the two releases are not linked, from the records: the
+    JAX commits the wheels name (each pins its XLA in jax's sources at that commit), and that
+    those sources were not at hand when the report was made."""
+    commits = a.get("commits") or {}
+    named = [f"jax {c['jax']}: `{(c.get('commit') or c.get('ref') or '?')[:10]}`"
+             for c in (commits.get("old"), commits.get("new")) if c]
+    return ("XLA's commits between the two releases: not found for this report. Each jaxlib "
+            "pins its XLA in jax's sources at the commit its wheel names"
+            + (f" ({'; '.join(named)})" if named else "")
+            + ", and neither a local clone of jax nor GitHub was at hand when it ran; rerun "
+              "with `--jax-repo PATH` (a clone of jax with its tags) to link them.")
