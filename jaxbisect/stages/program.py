@@ -226,9 +226,12 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple,
             "    times.append(time.perf_counter() - start)",
             "print(f\"run_time: {statistics.median(times) * 1e3:.3f} ms (median of "
             "{len(times)} calls)\")"]
-    if metric == "output":
-        return needs, [*run, "print(jax.tree_util.tree_map(lambda x: x.tolist(), "
-                             "jax.device_get(fn(*args))))"]
+    if metric == "output":  # each leaf on a line: its path, dtype, shape and first values
+        return sorted({*needs, "numpy"}), [
+            *run, "for path, leaf in jax.tree_util.tree_flatten_with_path(fn(*args))[0]:",
+            "    a = numpy.asarray(leaf)",
+            "    print(f\"{jax.tree_util.keystr(path) or 'output'}: {a.dtype}{list(a.shape)} "
+            "{a.ravel()[:8].tolist()}\")"]
     return needs, [*run, "jax.block_until_ready(fn(*args))", "print(\"no error\")"]
 
 

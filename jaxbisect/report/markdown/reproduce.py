@@ -158,9 +158,30 @@ def unique_ends(ends: list[dict]) -> list[dict]:
     return sorted(seen.values(), key=lambda e: Version(e["jax"]))
 
 
-def printed(end: dict) -> str:
-    """What an end printed, on one line: both runs where they differ."""
+def first_difference(outputs: list[str]) -> int | None:
+    """The first line (an output's leaf, a figure) at which two outputs differ, or None."""
+    if len(outputs) != 2 or None in outputs:
+        return None
+    a, b = (o.strip().splitlines() for o in outputs)
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def leaf_of(output: str, at: int) -> str:
+    """The line ``at`` of an output, with where it stands ("line 2 of 3") where it has more."""
+    lines = output.strip().splitlines()
+    if at >= len(lines):
+        return f"(no line {at + 1}: {len(lines)} in all)"
+    return lines[at] + (f"   (line {at + 1} of {len(lines)})" if len(lines) > 1 else "")
+
+
+def printed(end: dict, at: int | None = None) -> str:
+    """What an end printed, on one line: both runs where they differ; ``at``: only the line
+    where the ends first differ (an output's first differing leaf), never a shared prefix."""
     runs = end.get("outputs") or [end.get("output")]
+    if at is not None and len(runs) == 1 and len((runs[0] or "").splitlines()) > 1:
+        return leaf_of(runs[0] or "", at)
     said = [" | ".join(line.strip() for line in (o or "").splitlines() if line.strip())
             for o in runs]
     if not any(said):
@@ -170,13 +191,14 @@ def printed(end: dict) -> str:
     return cut(said[0], 160)
 
 
-def end_lines(end: dict, measured: bool, unrun: str = "not run for this report") -> list[str]:
+def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
+              at: int | None = None) -> list[str]:
     """One install of the reproduce block: its label first (never scrolled out of view),
     the pip line, the run and what it printed in a recorded run; a program never run says
     so (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
-    said = f"prints: {printed(end)}" if measured else unrun
+    said = f"prints: {printed(end, at)}" if measured else unrun
     return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
 
 
@@ -190,7 +212,9 @@ def reproduce_block(doc: dict) -> list[str]:
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
         unrun = ("needs the GPU: not run here" if doc.get("target") else
                  "not run for this report")
-        lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun)]
+        at = (first_difference([e.get("output") for e in ends[:2]])
+              if shown["measured"] and len(ends) == 2 else None)
+        lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun, at)]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
