@@ -122,3 +122,48 @@ MB = re.compile(r"\d\s*\(?(?:MB|GB|KB)\b\)?|\((?:MB|GB)\)")
 def test_sizes_are_mib(path):
     text = path.read_text()
     assert not MB.findall(text), [m for m in MB.finditer(text)][:3]
+
+
+def runs_here(doc: dict) -> bool:
+    """Whether a report's program can run on this CPU (not compiled for an accelerator)."""
+    return doc.get("backend") == "cpu" and not doc.get("target")
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_every_shipped_document_holds_what_todays_pipeline_records(path):
+    """Each release measured records what its environment held (the pins of every install
+    line); a change the CPU can show holds its program's recorded runs at each install it
+    names (what the report prints under "prints:"), never the toolkit's own figures."""
+    doc = json.loads(path.read_text())
+    for probe in doc["probes"]:
+        assert pinned(f"pip install {backends.get(doc['backend']).pip_words(probe['jax'], probe['jaxlib'], probe.get('installed'))}"), probe["jax"]  # noqa: E501
+    from jaxbisect.report.markdown.reproduce import changed_pairs
+
+    if not runs_here(doc) or not changed_pairs(doc):
+        return
+    r = doc.get("reproducer") or {}
+    ends = {e["jax"]: e for e in [*(r.get("ends") or ()),
+                                  *((r.get("went") or {}).get("ends") or ())]}
+    for old, new, _ in changed_pairs(doc):
+        for v in (old, new):
+            assert v in ends and ends[v].get("exit") is not None, (v, sorted(ends))
+            assert installed_at(doc, v), v
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_a_program_output_on_a_report_is_a_recorded_run(path):
+    """Under "prints:" stands only what the program printed in a recorded run; a program
+    never run says so and shows no figure under its name."""
+    doc = json.loads(path.read_text())
+    screen = first_screen(path.with_suffix(".md").read_text())
+    r = doc.get("reproducer") or {}
+    recorded = [o for e in [*(r.get("ends") or ()), *((r.get("went") or {}).get("ends") or ())]
+                for o in [*(e.get("outputs") or ()), e.get("output") or ""]]
+    for line in re.findall(r"#\s*prints: (.*)$", screen, re.MULTILINE):
+        first = line.split(" | ")[0].split("; ")[0].removeprefix("run 1: ")
+        first = re.sub(r"\s+\(line \d+ of \d+\)$", "", first).rstrip("…")
+        assert any(first[:60] in " | ".join(o.splitlines()) or first[:60] in o
+                   for o in recorded), line
+    assert "the toolkit's figure" not in screen
