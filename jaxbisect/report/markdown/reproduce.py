@@ -218,7 +218,12 @@ def reproduce_block(doc: dict) -> list[str]:
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
-        if shown["nondeterministic"]:
+        flaky = [e["jax"] for e in ends if figure_varies(doc, e["jax"])]
+        if flaky:  # the bisection's runs said so, whatever the program's two runs printed
+            notes.append(f"jax {', '.join(flaky)} print{'s' if len(flaky) == 1 else ''} "
+                         f"something else each run (the bisection's runs differed): one "
+                         f"run's output is shown")
+        elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
@@ -236,6 +241,12 @@ def reproduce_block(doc: dict) -> list[str]:
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
     return [f"Reproduce with this toolkit (its README's Quick start installs it)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def figure_varies(doc: dict, jax: str) -> bool:
+    """Whether the bisection's own runs of a release printed different outputs."""
+    return any(row.get("jax") == jax and (row.get("figure") or {}).get("nondeterministic")
+               for row in [*(doc.get("probes") or ()), *(doc.get("interior") or ())])
 
 
 def program_sizes(text: str) -> str:
