@@ -42,8 +42,9 @@ from packaging.version import Version
 
 from jaxbisect.files import cache_dir
 from jaxbisect.lab.harness import RunTimedOut, run_script
+from jaxbisect.lab.machine import uv_binary
 from jaxbisect.report.installs import parsed
-from jaxbisect.report.markdown.reproduce import changed_pairs, shown_program
+from jaxbisect.report.markdown.reproduce import changed_pairs, figure_varies, shown_program
 from jaxbisect.stages.program import FILE, Program
 from jaxbisect.stages.program_runs import ProgramRun, error_line, figures, numbers, shows
 
@@ -87,11 +88,12 @@ def environment(install: str, python: str, say) -> Path:
         return where / "bin" / "python"
     shutil.rmtree(where, ignore_errors=True)
     say(f"  making a plain environment (Python {python}): {install}")
-    subprocess.run(["uv", "venv", "-q", "--python", python, str(where)], check=True,
+    uv = uv_binary() or "uv"
+    subprocess.run([uv, "venv", "-q", "--python", python, str(where)], check=True,
                    capture_output=True, text=True)
     argv = install.split()
     assert argv[:2] == ["pip", "install"], install
-    subprocess.run(["uv", "pip", "install", "-q", "--python", str(where / "bin" / "python"),
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(where / "bin" / "python"),
                     *(a.strip("'\"") for a in argv[2:])], check=True, capture_output=True,
                    text=True)
     ready.write_text(install)
@@ -307,10 +309,12 @@ def _near(a: float, b: float, rel: float, absolute: float = 0.0) -> bool:
     return abs(a - b) <= max(absolute, rel * max(abs(a), abs(b)))
 
 
-def agrees(metric: str, peak: bool, said: list[str], printed: str) -> tuple[bool, str]:
+def agrees(metric: str, peak: bool, said: list[str], printed: str,
+           varies: bool = False) -> tuple[bool, str]:
     """Whether ``printed`` is what the report says its program printed (``said``: the
-    recorded runs' outputs; more than one that differ: nondeterministic, any of that form)."""
-    if len(set(said)) > 1:
+    recorded runs' outputs; more than one that differ, or ``varies``, the bisection's own runs
+    of that release differed: nondeterministic, any output of that form)."""
+    if len(set(said)) > 1 or varies:
         ok = all(same_form(s, printed) for s in said)
         return ok, "nondeterministic end: the same form, any values"
     want = said[0]
@@ -375,7 +379,8 @@ def check_programs(path: Path, say) -> list[Line]:
                        else error_line(done.stderr or ""))
         except RunTimedOut:
             printed = f"timed out after {TIMEOUT:.0f} s"
-        ok, how = agrees(doc["metric"]["name"], r.get("quantity") == "peak", said, printed)
+        ok, how = agrees(doc["metric"]["name"], r.get("quantity") == "peak", said, printed,
+                         varies=figure_varies(doc, end["jax"]))
         out.append(Line(path.name, "program", text, end["jax"],
                         "as the report says" if ok else "differs", " | ".join(said), printed,
                         how))
@@ -401,7 +406,10 @@ def check_bundle(readme: Path, say) -> list[Line]:
         printed = " / ".join(f"{x:.2f} MiB" for line_ in done.stdout.splitlines()
                              for x in numbers(line_.split(":", 1)[1])[:1] if ":" in line_)
         a, b = numbers(m["said"]), numbers(printed)
-        ok = len(a) == len(b) and all(_near(x, y, 0.0, MIB_TOLERANCE) for x, y in zip(a, b))
+        shown = [len(x.split(".")[1]) if "." in x else 0  # the README's own precision
+                 for x in re.findall(r"\d+(?:\.\d+)?", m["said"])]
+        ok = len(a) == len(b) and all(_near(x, y, 0.0, 0.5 * 10 ** -d + MIB_TOLERANCE / 2)
+                                      for x, y, d in zip(a, b, shown))
         out.append(Line(name, "bundle", m[0].split("   #")[0], m["jax"],
                         "as the report says" if ok else "differs", m["said"].strip(), printed,
                         "MiB to 0.01"))
