@@ -167,3 +167,23 @@ def test_a_program_output_on_a_report_is_a_recorded_run(path):
         assert any(first[:60] in " | ".join(o.splitlines()) or first[:60] in o
                    for o in recorded), line
     assert "the toolkit's figure" not in screen
+
+
+LEAF = st.from_regex(r"\A\[[0-9]\]: float(32|64)\[[0-9]\] \[[0-9.]{1,6}\]\Z")
+
+
+@settings(deadline=None)
+@given(shared=st.lists(LEAF, max_size=4), old=LEAF, new=LEAF, tail=st.lists(LEAF, max_size=3))
+def test_an_output_change_shows_its_first_differing_leaf(shared, old, new, tail):
+    """The reproduce block's line for each end is the leaf where the two ends first differ,
+    never one of the leaves they share."""
+    from jaxbisect.report.markdown.reproduce import first_difference, printed
+
+    a, b = "\n".join([*shared, old, *tail]), "\n".join([*shared, new, *tail])
+    at = first_difference([a, b])
+    if old == new:
+        assert at is None
+        return
+    assert at == len(shared)
+    shown = printed({"output": a}, at), printed({"output": b}, at)
+    assert shown[0].startswith(old) and shown[1].startswith(new)

@@ -212,8 +212,9 @@ def reproduce_block(doc: dict) -> list[str]:
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
         unrun = ("needs the GPU: not run here" if doc.get("target") else
                  "not run for this report")
-        at = (first_difference([e.get("output") for e in ends[:2]])
-              if shown["measured"] and len(ends) == 2 else None)
+        at = (first_difference([e.get("output") for e in ends[:2]])  # a pytree's leaf
+              if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
+              else None)
         lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun, at)]
         notes = []
         if shown["shows_change"] is False:
