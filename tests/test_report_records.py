@@ -187,3 +187,26 @@ def test_an_output_change_shows_its_first_differing_leaf(shared, old, new, tail)
     assert at == len(shared)
     shown = printed({"output": a}, at), printed({"output": b}, at)
     assert shown[0].startswith(old) and shown[1].startswith(new)
+
+
+TEXT = st.text(alphabet="abcdefgh(){}=,[] ", min_size=0, max_size=300)
+
+
+@settings(deadline=None)
+@given(prefix=TEXT, old=TEXT, new=TEXT)
+def test_a_long_diff_line_is_cut_around_its_first_difference(prefix, old, new):
+    from jaxbisect.report.markdown.sections import unhidden_difference
+
+    a, b = "-" + prefix + "X" + old, "+" + prefix + "Y" + new
+    shown, hidden = unhidden_difference([a, b])
+    assert hidden == 0 and len(shown) == 2
+    assert "X" in shown[0] and "Y" in shown[1]  # the first difference is always in view
+    assert all(len(line) <= 2 * 80 + 3 for line in shown) or len(a) <= 160
+
+
+def test_a_pair_the_record_cut_before_it_differs_is_not_shown_as_a_difference():
+    from jaxbisect.report.markdown.sections import unhidden_difference
+
+    same = "HloModule m, " + "x" * 190 + "…"
+    shown, hidden = unhidden_difference(["--- old", "+++ new", "-" + same, "+" + same, " a"])
+    assert hidden == 1 and shown == ["--- old", "+++ new", " a"]

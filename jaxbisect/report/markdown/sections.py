@@ -94,11 +94,59 @@ def attribution_lines(doc: dict) -> list[str]:
     if shown:
         lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
     if a.get("diff"):
-        lines += details("The lowered modules, where they differ", a["diff"], "diff")
+        lines += details("The lowered modules, where they differ",
+                         unhidden_difference(a["diff"])[0], "diff")
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
-        lines += details("XLA's optimized HLO (normalised: metadata, source locations and names "
-                         "set aside), its first real difference", a["first_difference"], "diff")
+        shown, hidden = unhidden_difference(a["first_difference"])
+        if hidden:
+            lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
+                      f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
+                      f" differ{'' if hidden > 1 else 's'} past the characters the record "
+                      f"holds of {'them' if hidden > 1 else 'it'}: the record cannot show "
+                      f"where.", ""]
+        if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
+            lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
+                             "names set aside), its first real difference", shown, "diff")
     return lines
+
+
+def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
+    """A recorded diff without its -/+ pairs the record cut before they differ (the same
+    text on both sides, each ending "…"): what it shows, and how many pairs it left out."""
+    out, hidden, k = [], 0, 0
+    while k < len(diff):
+        line = diff[k]
+        nxt = diff[k + 1] if k + 1 < len(diff) else ""
+        if (line.startswith("-") and not line.startswith("---") and nxt.startswith("+")
+                and line[1:] == nxt[1:] and line.endswith("…")):
+            hidden += 1
+            k += 2
+            continue
+        if (line.startswith("-") and not line.startswith("---") and nxt.startswith("+")
+                and max(len(line), len(nxt)) > AROUND * 2):
+            out += around_difference(line, nxt)
+            k += 2
+            continue
+        out.append(line)
+        k += 1
+    return out, hidden
+
+
+AROUND = 80  # characters kept either side of a long line's first difference
+
+
+def around_difference(old: str, new: str) -> list[str]:
+    """Two long lines cut around their first differing character, never at a shared prefix:
+    "…" where something was left out."""
+    at = next((i for i, (x, y) in enumerate(zip(old, new)) if x != y), min(len(old), len(new)))
+    start = max(1, at - AROUND)
+
+    def cut_(line: str) -> str:
+        end = min(len(line), at + AROUND)
+        return (line[0] + ("…" if start > 1 else "") + line[start:end]
+                + ("…" if end < len(line) else ""))
+
+    return [cut_(old), cut_(new)]
 
 
 def evidence_lines(doc: dict) -> list[str]:
