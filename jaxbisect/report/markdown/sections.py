@@ -122,7 +122,10 @@ def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
             hidden += 1
             k += 2
             continue
+        before = diff[k - 1] if k else ""
+        after = diff[k + 2] if k + 2 < len(diff) else ""
         if (line.startswith("-") and not line.startswith("---") and nxt.startswith("+")
+                and not before.startswith("-") and not after.startswith("+")  # one line changed
                 and max(len(line), len(nxt)) > AROUND * 2):
             out += around_difference(line, nxt)
             k += 2
