@@ -210,3 +210,69 @@ def test_a_pair_the_record_cut_before_it_differs_is_not_shown_as_a_difference():
     same = "HloModule m, " + "x" * 190 + "…"
     shown, hidden = unhidden_difference(["--- old", "+++ new", "-" + same, "+" + same, " a"])
     assert hidden == 1 and shown == ["--- old", "+++ new", " a"]
+
+
+# -- summarising sentences against the records beside them -----------------------------------
+
+INSIDE = re.compile(r"The (?P<n>\d+) releases? inside measured here \(jax (?P<named>[^)]*)\) "
+                    r"(?P<how>behave as the ends|do not all behave as the ends)")
+
+
+def between(doc: dict, named: str) -> list[str]:
+    """The releases a sentence names: a list, or "A … B" (every row from A to B)."""
+    rows = [r["jax"] for r in doc.get("interior") or ()]
+    if " … " in named:
+        a, b = named.split(" … ")
+        return rows[rows.index(a):rows.index(b) + 1]
+    return [v.strip() for v in named.split(",")]
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_every_summarising_sentence_is_its_records(path):
+    """A count, "measured here", "throughout the range", "not installable", "cannot tell":
+    each computed from the rows the report holds, over every shipped document."""
+    from jaxbisect.report.markdown.answer import measured_throughout
+
+    doc = json.loads(path.read_text())
+    markdown = path.with_suffix(".md").read_text()
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    for m in INSIDE.finditer(markdown):
+        named = between(doc, m["named"])
+        assert int(m["n"]) == len(named) == len(rows), m[0]
+        assert all(v in rows and rows[v]["runs"] > 0 for v in named), m[0]
+        alike = all(r["label"] == "old" for r in rows.values())
+        assert (m["how"] == "behave as the ends") is alike, m[0]
+    if "throughout the range" in markdown:
+        assert measured_throughout(doc)
+    for m in re.finditer(r"Not measured inside: jax ([\d., ]+)", markdown):
+        left = {s["jax"] for s in doc.get("skipped") or ()}
+        assert {v.strip() for v in m[1].split(",") if v.strip()} <= left, m[0]
+    flags = ((doc.get("explanation") or {}).get("culprit") or {})
+    flags = flags.get("flags") if isinstance(flags.get("flags"), dict) else flags
+    untold = [t for t in (flags or {}).get("tests") or ()
+              if t.get("behaviour") in ("cannot tell", "skip", "not tested", "much slower")]
+    if untold and (flags or {}).get("kind") == "none":
+        assert "No XLA flag explains it" not in markdown
+    assert not re.search(r"buffers live at a loop's start: at most", markdown)
+    assert "the toolkit's figure" not in markdown
+
+
+def test_a_flag_search_that_ended_cannot_tell_is_never_written_no():
+    """Under load a flag set back gave 0.949x the old end's run time and 0.523x the new
+    end's: "cannot tell". The stored sentence said "No XLA flag explains it"; the report
+    writes its own from the tests."""
+    from jaxbisect.report.markdown import render
+
+    path = REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json"
+    doc = json.loads(path.read_text())
+    culprit = doc["explanation"]["culprit"]
+    culprit.update({"kind": "none", "name": None, "workarounds": [],
+                    "text": "No XLA flag explains it: none of the 1 changed defaults that can "
+                            "matter on the CPU, set back one at a time (or in pairs), brings "
+                            "jax 0.4.33's run_time back to jax 0.4.31's."})
+    for t in culprit["tests"]:
+        t["behaviour"] = "cannot tell"
+    markdown = render(doc)
+    assert "No XLA flag explains it" not in markdown
+    assert "cannot tell whether an xla flag explains it" in markdown.lower()
