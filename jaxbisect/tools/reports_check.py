@@ -441,7 +441,8 @@ def check_lines(folders: list[Path], say) -> list[Line]:
 def counts(lines: list[Line]) -> dict:
     """What the run says in numbers: lines run (each distinct line once), those that printed
     other than the report says, those that need an accelerator (named)."""
-    unique = {(c.kind, c.text): c for c in lines}.values()
+    unique = {(c.kind, c.text) if c.kind == "install" else (c.kind, c.report, c.text): c
+              for c in lines}.values()  # an install line once; a program once a report
     run = [c for c in unique if c.result != "needs an accelerator"]
     return {"install_lines_run": sum(c.kind == "install" for c in run),
             "programs_run": sum(c.kind in ("program", "bundle") for c in run),
