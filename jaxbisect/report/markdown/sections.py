@@ -387,8 +387,13 @@ def xla_note_words(a: dict) -> str:
     commits = a.get("commits") or {}
     named = [f"jax {c['jax']}: `{(c.get('commit') or c.get('ref') or '?')[:10]}`"
              for c in (commits.get("old"), commits.get("new")) if c]
+    note = a.get("xla_note") or ""
+    why = [*(["the clone of jax given (`--jax-repo`) did not hold those commits"]
+             if "did not have them" in note else []),
+           *(["GitHub was not reachable"] if "GitHub could not be reached" in note else [])]
     return ("XLA's commits between the two releases: not found for this report. Each jaxlib "
             "pins its XLA in jax's sources at the commit its wheel names"
             + (f" ({'; '.join(named)})" if named else "")
-            + ", and neither a local clone of jax nor GitHub was at hand when it ran; rerun "
-              "with `--jax-repo PATH` (a clone of jax with its tags) to link them.")
+            + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
+               else ", and those sources were not at hand when it ran")
+            + "; `--jax-repo PATH` with a clone of jax that holds them links them.")
