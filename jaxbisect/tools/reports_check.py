@@ -42,6 +42,7 @@ from packaging.version import Version
 
 from jaxbisect.files import cache_dir
 from jaxbisect.lab.harness import RunTimedOut, run_script
+from jaxbisect.lab.interpreters import find_interpreters
 from jaxbisect.lab.machine import uv_binary
 from jaxbisect.report.installs import parsed
 from jaxbisect.report.markdown.reproduce import changed_pairs, figure_varies, shown_program
@@ -89,7 +90,9 @@ def environment(install: str, python: str, say) -> Path:
     shutil.rmtree(where, ignore_errors=True)
     say(f"  making a plain environment (Python {python}): {install}")
     uv = uv_binary() or "uv"
-    subprocess.run([uv, "venv", "-q", "--python", python, str(where)], check=True,
+    found = {f"{i.version[0]}.{i.version[1]}": str(i.path) for i in find_interpreters()}
+    subprocess.run([uv, "venv", "-q", "--python", found.get(python, python), str(where)],
+                   check=True,
                    capture_output=True, text=True)
     argv = install.split()
     assert argv[:2] == ["pip", "install"], install
@@ -156,8 +159,8 @@ def check_report(path: Path, say) -> list[Checked]:
             out.append(Checked(name, (old, new), kind,
                                why=f"no install of jax {', '.join(missing)} in the report"))
             continue
-        lacking = [v for v in (old, new) if shutil.which(f"python{python_for(v)}") is None
-                   and python_for(v) != "3.11"]
+        have = {f"{i.version[0]}.{i.version[1]}" for i in find_interpreters()}
+        lacking = [v for v in (old, new) if python_for(v) not in have]
         if lacking:
             out.append(Checked(name, (old, new), kind,
                                why=f"jax {', '.join(lacking)} needs Python "
