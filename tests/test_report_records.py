@@ -276,3 +276,24 @@ def test_a_flag_search_that_ended_cannot_tell_is_never_written_no():
     markdown = render(doc)
     assert "No XLA flag explains it" not in markdown
     assert "cannot tell whether an xla flag explains it" in markdown.lower()
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_two_quantities_at_the_ends_are_said_plainly(path):
+    """An end without compiled statistics (its memory a run's peak at another size) is never
+    set beside the other end's plan as one figure: the first screen says which end has none
+    and what was compared instead; on the CPU the program prints one quantity at both ends."""
+    doc = json.loads(path.read_text())
+    screen = first_screen(path.with_suffix(".md").read_text())
+    fell = [p["jax"] for p in doc["probes"]
+            if p["jax"] in doc.get("measured_part", ()) and (p.get("series") or {}).get("fallback")]
+    assert "not one quantity" not in screen
+    if not fell:
+        return
+    assert f"No compiled statistics at jax {fell[0]}" in screen and "compared instead" in screen
+    if runs_here(doc):
+        r = doc["reproducer"]
+        assert r["quantity"] == "peak" and all(e["exit"] == 0 and e["output"]
+                                                for e in r["ends"])
+        assert [e["jax"] for e in r["ends"]] == list(doc["measured_part"])
