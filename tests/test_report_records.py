@@ -297,3 +297,12 @@ def test_two_quantities_at_the_ends_are_said_plainly(path):
         assert r["quantity"] == "peak" and all(e["exit"] == 0 and e["output"]
                                                 for e in r["ends"])
         assert [e["jax"] for e in r["ends"]] == list(doc["measured_part"])
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_a_headline_is_never_cut(path):
+    """The answer's sentence whole: "…" only between two releases (a range), never after a
+    word it cut."""
+    headline = next(line for line in path.with_suffix(".md").read_text().splitlines()[1:]
+                    if line.strip())
+    assert not re.search(r"\S…", headline), headline

@@ -220,7 +220,7 @@ def inside_text(doc: dict) -> str:
             + ("behave as the ends." if alike else "do not all behave as the ends."))
     if left:
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
-                 f"({cut(plainly(left[0]['reason']), 120)}).")
+                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.')}).")  # never cut
     return said
 
 
