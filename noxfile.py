@@ -144,12 +144,14 @@ def bisect(session: nox.Session) -> None:
 
 @nox.session
 def reports_check(session: nox.Session) -> None:
-    """Every shipped report's program, run in plain environments of the installs it names
-    where the behaviour differs (uv environments of only the report's own pip lines, CPU);
-    fails where the outputs do not differ as the report says (a timing: nearer no change
-    than the ratio the report's headline shows). A report compiled for a GPU is said to be
-    unchecked here.
-    ``-- --json`` prints the outcome as one document; ``-- reports/cases`` one folder."""
+    """Every line a shipped report prints, run as pasted: each install line in a fresh uv
+    environment of only that line (it must give the jax and jaxlib it pins), each program
+    printed with an output in the environment of its install line (its output compared with
+    the report's recorded one), each HLO bundle's compile line; and each pair's outputs must
+    differ as the report says (a timing: nearer the headline's ratio than no change). Prints
+    the lines run, the mismatches (any fails the session) and the lines that need an
+    accelerator (named, not run). ``-- --json`` prints one document; ``-- reports/cases`` one
+    folder; ``-- --pairs-only`` the pairs alone."""
     _install_project(session)
     session.run("python", "-m", "jaxbisect.tools.reports_check", *session.posargs)
 

@@ -81,7 +81,7 @@ def test_finds_the_cpu_regression_and_reruns_from_the_store(tmp_path, jax_python
         == (Path(asked.case), sorted(asked.param), asked.over)
     report = Path(doc["report"]).read_text()
     assert doc["reproduce"] in report and "| jax " in report
-    assert "<details><summary>Environment of the probing machine</summary>" in report
+    assert "<details><summary>The machine that measured</summary>" in report
 
     again = bisect(*args)  # how fast this is belongs to `nox -s bench`, not to a test
     redo = json.loads(again.stdout)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.lab.jax_history import Commit, CommitRange
+from jaxbisect.report.installs import pinned, pip_install
 from jaxbisect.report.markdown import render
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.sections import commits_command, python_error
@@ -22,7 +23,9 @@ from jaxbisect.report.markdown.words import LIMIT
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
 SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
-FIRST_LINES, FIRST_CHARS = 20, 1500  # the short answer with its reproduce block
+# The short answer with its reproduce block: up to three installs, each pinning the six
+# packages its release was measured with (about 100 characters a line).
+FIRST_LINES, FIRST_CHARS = 20, 1700
 # A document made to hold every part at once (two commit parts, a culprit, a bundle): longer.
 WORST_CHARS = 1800
 # A path of this machine or a user's: a home, the clone, a temporary folder.
@@ -161,8 +164,9 @@ def test_a_reproducer_is_the_first_screens_reproduce_block():
     markdown = render(doc)
     assert_readable(markdown)
     screen = first_screen(markdown)
-    for end in REPRODUCER["ends"]:
-        assert end["install"] in screen and end["command"] in screen
+    for end in REPRODUCER["ends"]:  # each install pinned from the document's own record
+        assert pip_install(doc, end["jax"]) in screen and end["command"] in screen
+        assert pinned(pip_install(doc, end["jax"]))
     assert "no error" in screen and "TypeError" in screen
     assert REPRODUCER["program"].strip() in markdown
 

@@ -155,13 +155,15 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     venv = f"venv-{old['jax']}"
     q = b.request.question
     flags = f"XLA_FLAGS={shlex.quote(q.xla_flags)} " if q.xla_flags else ""
-    jax = f"jax{b.request.backend.jax_extra}"
+    held = next((run.installed for i, c in enumerate(b.candidates) if str(c.version) ==
+                 old["jax"] and b.placed_at(i) for run in b.placed_at(i).runs
+                 if run.installed), None)
     run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
            f"{shlex.join(q.command)})" if q.command
            else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
-             f"python3 -m venv {venv} && {venv}/bin/pip install '{jax}=={old['jax']}' "
-             f"jaxlib=={old['jaxlib']}"]
+             f"python3 -m venv {venv} && {venv}/bin/pip install "
+             f"{b.request.backend.pip_words(old['jax'], old['jaxlib'], held)}"]
     for commit, expect in pair:
         lines.append(f"git -C jax-src checkout -q {commit['sha']} && {run}   # {expect}")
     return lines

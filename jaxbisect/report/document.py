@@ -290,7 +290,8 @@ def interior_document(b: MetricBisection) -> dict:
              "figure": figure(q.metric, seen(q, inside.placed[i])),
              "reason": inside.placed[i].placement.reason if inside.placed[i].placement else None,
              "runs": len(inside.placed[i].runs),
-             "rounds": [list(r) for r in inside.placed[i].rounds]}
+             "rounds": [list(r) for r in inside.placed[i].rounds],
+             "installed": next((r.installed for r in inside.placed[i].runs if r.installed), {})}
             for i in inside.indices if i in inside.placed]
     unit = unit_of(b)
 

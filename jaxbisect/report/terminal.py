@@ -29,8 +29,13 @@ def reproducer_line(doc: dict) -> str | None:
         return f"no standalone program: {part['why_not']}"
     said = "; ".join(f"jax {end['jax']}: {', '.join(end['output'].splitlines())}"
                      for end in part["ends"])
+    ran = all(end.get("exit") is not None for end in part["ends"])
     shows = {True: "shows the change", False: "does not show the change",
              None: "could not be run at both ends"}[part["shows_change"]]
+    if part.get("quantity") == "peak" and ran:  # alike ends: one quantity at both
+        shows = ("prints a run's peak at both ends, "
+                 + {True: "the same shape", False: "not the same shape",
+                    None: "no shape"}[part.get("agrees")])
     return (f"standalone program ({part['lines']} lines, {part['file']}) {shows}: {said}"
             + ("; its output differs between runs of one release" if part["nondeterministic"]
                else ""))

@@ -171,11 +171,33 @@ def _concrete(case: CaseFile) -> list[str]:
             "        if isinstance(a, jax.ShapeDtypeStruct) else a for a in args]"]
 
 
-def footer(case: CaseFile, metric: str, params: dict, over: tuple) -> tuple[list[str], list[str]]:
-    """The imports the measuring lines need and the lines, for ``metric`` at ``params``."""
+PEAK = [  # a run's peak resident memory above what was resident before it (Linux)
+    "x = [jax.numpy.zeros(a.shape, a.dtype) for a in args]",
+    "f = fn.lower(*x).compile()",
+    "open(\"/proc/self/clear_refs\", \"w\").write(\"5\")  # reset the peak-RSS mark",
+    "kib = lambda k: int(next(l for l in open(\"/proc/self/status\") if l.startswith(k))"
+    ".split()[1])",
+    "base = kib(\"VmRSS\")",
+    "jax.block_until_ready(f(*x))"]
+PEAK_SIZE = "(kib('VmHWM') - base) / 2**10:.2f"
+
+
+def footer(case: CaseFile, metric: str, params: dict, over: tuple,
+           peak: bool = False) -> tuple[list[str], list[str]]:
+    """The imports the measuring lines need and the lines, for ``metric`` at ``params``
+    (``peak``: memory as a run's peak, where a release's compiled statistics are empty)."""
     call = _call(params, case.defaults)
     concrete = _concrete(case)
     needs = ["numpy"] if concrete and metric in ("run_time", "output", "error") else []
+    if metric == "memory" and peak:
+        said = f"{{{PEAK_SIZE}}} MiB, a run's peak"
+        if over:
+            name, values = over
+            return needs, [f"for value in {series_values(values)!r}:",
+                           f"    fn, args = {_call(params, case.defaults, name)}",
+                           *(f"    {line}" for line in PEAK),
+                           f"    print(f\"{name}={{value}}: {said}\")"]
+        return needs, [f"fn, args = {call}", *PEAK, f"print(f\"memory: {said}\")"]
     if metric == "memory":
         plan = ("m = fn.lower(*args).compile().memory_analysis()",)
         size = f"(m.output_size_in_bytes + m.temp_size_in_bytes) / {MIB_TEXT}:.2f"
@@ -204,18 +226,23 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple) -> tuple[list
             "    times.append(time.perf_counter() - start)",
             "print(f\"run_time: {statistics.median(times) * 1e3:.3f} ms (median of "
             "{len(times)} calls)\")"]
-    if metric == "output":
-        return needs, [*run, "print(jax.tree_util.tree_map(lambda x: x.tolist(), "
-                             "jax.device_get(fn(*args))))"]
+    if metric == "output":  # each leaf on a line: its path, dtype, shape and first values
+        return sorted({*needs, "numpy"}), [
+            *run, "for path, leaf in jax.tree_util.tree_flatten_with_path(fn(*args))[0]:",
+            "    a = numpy.asarray(leaf)",
+            "    print(f\"{jax.tree_util.keystr(path) or 'output'}: {a.dtype}{list(a.shape)} "
+            "{a.ravel()[:8].tolist()}\")"]
     return needs, [*run, "jax.block_until_ready(fn(*args))", "print(\"no error\")"]
 
 
 def write_program(case: CaseFile, metric: str, params: dict, over: tuple = (),
-                  xla_flags: str = "") -> Program:
+                  xla_flags: str = "", peak: bool = False) -> Program:
     """The plain program printing ``metric`` of ``case`` at ``params`` (a shape: at up to
-    three of ``over``'s values)."""
+    three of ``over``'s values); ``peak``: memory as a run's peak resident memory, the one
+    quantity every release prints (a compiled plan's statistics are 0 bytes before jaxlib
+    0.4.29 on the CPU)."""
     params = case.resolve(params)
-    modules, lines = footer(case, metric, params, over)
+    modules, lines = footer(case, metric, params, over, peak)
     source = case_source(case.source)
     imported = {a.name for n in ast.parse(source).body if isinstance(n, ast.Import)
                 for a in n.names}

@@ -208,6 +208,7 @@ def end_part(release: Release, role: str, runs: list[ProgramRun], program: Progr
     part = {"jax": str(release.version),
             "jaxlib": first.installed.get("jaxlib") or str(release.jaxlib or ""),
             "role": role, "install": install_line(first.installed) if first.installed else None,
+            "installed": dict(first.installed),
             "command": program.command, "output": first.output, "exit": first.exit}
     if len({r.output for r in runs}) > 1:
         part["outputs"] = [r.output for r in runs]
@@ -275,6 +276,8 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None, *,
     and went inside alike ends (None where there is neither): the program written from the
     case and run where the behaviour differs (``jobs`` runs at once), or why there is none."""
     came_and_went = b.search.status == Status.ALIKE and getattr(b, "came_and_went", False)
+    if not came_and_went and b.search.status == Status.ALIKE:
+        return alike_peak_part(b, lab, say, jobs=jobs)
     if not came_and_went and (b.search.status != Status.FOUND or b.pair is None):
         return None
     q = b.request.question
@@ -309,4 +312,48 @@ def came_and_went_part(b, program: Program, lab, say: Say, jobs: int = 1) -> dic
                       direction=None, timeout=b.timeout, say=say,
                       threshold=b.request.threshold, jobs=jobs)
     part["went"] = {k: gone[k] for k in ("ends", "shows_change", "nondeterministic")}
+    return part
+
+
+def end_fallback(b) -> dict | None:
+    """Where an end's compiled statistics were empty (0 bytes: jaxlib < 0.4.29 on the CPU),
+    what the harness measured there instead: ``{metric, params, reason, values}``."""
+    from jaxbisect.search.question import series_of
+
+    for index in (0, len(b.candidates) - 1):
+        series = series_of(b.full_run(index)) or {}
+        if series.get("fallback"):
+            return series["fallback"]
+    return None
+
+
+def alike_peak_part(b, lab, say: Say, *, jobs: int = 1) -> dict | None:
+    """Alike ends of a memory question where one end has no compiled statistics: the two ends
+    hold no figure of one quantity, so the program measures the one both can print, a run's
+    peak (at the sizes the harness ran it at, ``RUNTIME_PARAMS``), at both ends
+    (``quantity``: what it prints; ``instead_of``: why). None where the ends need no
+    such program."""
+    q = b.request.question
+    if q.metric != "memory" or q.case is None or q.target or not q.over:
+        return None
+    fallback = end_fallback(b)
+    if fallback is None:
+        return None
+    params = {**b.searched.params, **(fallback.get("params") or {})}
+    over = (q.over[0], tuple(fallback.get("values") or q.over[1]))
+    program = write_program(q.case, "memory", params, over, xla_flags=q.xla_flags, peak=True)
+    first, last = b.candidates[0], b.candidates[-1]
+    say(f"the standalone program: {program.lines} lines, a run's peak at jax {first.version} "
+        f"and {last.version} (compiled statistics empty at one end)")
+    part = reproducer(program, [(first, "first end"), (last, "last end")], b.request.backend,
+                      lab, direction=None, timeout=b.timeout, say=say,
+                      threshold=b.request.threshold, jobs=jobs)
+    runs = [end.get("output") or "" for end in part["ends"]]
+    ran = all(end.get("exit") == 0 for end in part["ends"])
+    part["shows_change"] = None  # the ends agree: there is no change to show
+    part["agrees"] = (None if not ran else
+                      not shows(program, None, *(ProgramRun(e["jax"], 1, o, 0, {})
+                                                 for e, o in zip(part["ends"], runs))))
+    part["quantity"] = "peak"
+    part["instead_of"] = fallback.get("reason") or "compiled statistics empty"
     return part

@@ -19,7 +19,7 @@ block_size=100, num_blocks=10; one measurement ≈ 4 s including the jax import)
 
 (jaxlib < 0.4.29 reports all-zero sizes on CPU: not measured.) The change falls cleanly
 between 0.5.0 and 0.5.1 (jaxlib 0.5.0 → 0.5.1). With the report's own sizes scaled to
-rows=3000 it is 254 MB → 1.32 GB.
+rows=3000 it is 242.6 MiB → 1262.3 MiB.
 """
 
 import jax

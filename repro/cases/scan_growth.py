@@ -3,10 +3,10 @@
 Inside ``jax.jit``, a Python loop calls an inner ``jax.lax.scan`` ``n_outer`` times. When the
 scan stacks its outputs and only ``x_out[-1]`` is used (``variant=0``), the compiled plan's
 memory grows by one stacked buffer (n_inner x n_res^3 values) per outer iteration; the
-carry-only scan (``variant=1``) and the unrolled loop (``variant=2``) stay at 30.52 MB.
+carry-only scan (``variant=1``) and the unrolled loop (``variant=2``) stay at 30.52 MiB.
 
 Measured on the CPU (2 cores, 2026-12), metric ``memory`` (output + temp of the compiled plan),
-at the defaults below (n_outer 10): jax 0.5.0 6164.55 MB, jax 0.5.1 30578.61 MB (the CPU change:
+at the defaults below (n_outer 10): jax 0.5.0 6164.55 MiB, jax 0.5.1 30578.61 MiB (the CPU change:
 XLA's concurrency-optimized scheduler, on by default from jaxlib 0.5.1).
 """
 

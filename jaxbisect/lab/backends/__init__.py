@@ -119,9 +119,12 @@ class Backend(str):
         return "cpu"
 
     def pip_words(self, version: str, jaxlib: str, installed: dict | None) -> str:
-        """What a plain ``pip install`` of one release names, as the report shows it
-        (``installed``: what its environment held)."""
-        return f"jax=={version} jaxlib=={jaxlib}"
+        """What a plain ``pip install`` of one release names, as the report shows it: jax,
+        jaxlib and the packages its environment held (``installed``, its record) at the
+        versions measured, so that a fresh machine gets what was measured and not today's
+        numpy (jax 0.4.20 under numpy 2 does not import). Without a record: jax and jaxlib
+        only (``pinned_fully`` says which)."""
+        return " ".join([f"jax=={version}", f"jaxlib=={jaxlib}", *pinned_deps(installed)])
 
     def machine_words(self, doc: dict) -> str:
         """Where a report's plain lines reproduce it (" on a machine with …"; "": here)."""
@@ -205,6 +208,21 @@ def resolve(asked: str, target: str = "", *, elsewhere: bool = False,
     ranked = sorted((b for b in _registry().values() if b.chosen and b.auto_rank),
                     key=lambda b: -b.auto_rank)
     return next((b for b in ranked if visible(b)), get("cpu"))
+
+
+# What a plain install pins beside jax, jaxlib and a backend's own wheels: jax's own
+# requirements, at the versions the environment measured held.
+PINNED_DEPS = ("ml-dtypes", "numpy", "opt-einsum", "scipy")
+
+
+def pinned_deps(installed: dict | None) -> list[str]:
+    """``name==version`` of each of jax's requirements an environment's record holds."""
+    return [f"{n}=={installed[n]}" for n in PINNED_DEPS if n in (installed or {})]
+
+
+def pinned_fully(installed: dict | None) -> bool:
+    """Whether an install line written from ``installed`` pins all of jax's requirements."""
+    return bool(installed) and all(n in installed for n in PINNED_DEPS)
 
 
 def pip_extras() -> set[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from jaxbisect.lab.backends import Backend, InstallPlan
+from jaxbisect.lab.backends import Backend, InstallPlan, pinned_deps
 from jaxbisect.lab.machine import nvidia_gpus
 
 JAX_CUDA_FIND_LINKS = "https://storage.googleapis.com/jax-releases/jax_cuda_releases.html"
@@ -89,7 +89,10 @@ class Cuda12(Backend):
         return "cuda"
 
     def pip_words(self, version, jaxlib, installed):
-        return shlex.quote(f"jax[cuda12]=={version}")
+        held = installed or {}
+        own = [f"{n}=={held[n]}" for n in ("jax-cuda12-plugin", "jax-cuda12-pjrt") if n in held]
+        return " ".join([shlex.quote(f"jax[cuda12]=={version}"), f"jaxlib=={jaxlib}", *own,
+                         *pinned_deps(installed)])
 
     def machine_words(self, doc):
         if doc.get("target"):

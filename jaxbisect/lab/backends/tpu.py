@@ -24,7 +24,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from jaxbisect.files import cache_dir, write_json
-from jaxbisect.lab.backends import Backend, InstallPlan
+from jaxbisect.lab.backends import Backend, InstallPlan, pinned_deps
 from jaxbisect.lab.wheel_metadata import (
     RangedFetch,
     http_get,
@@ -261,7 +261,8 @@ class Tpu(Backend):
 
     def pip_words(self, version, jaxlib, installed):
         libtpu = (installed or {}).get(LIBTPU)
-        return f"jax=={version} jaxlib=={jaxlib}" + (f" {LIBTPU}=={libtpu}" if libtpu else "")
+        return " ".join([f"jax=={version}", f"jaxlib=={jaxlib}",
+                         *([f"{LIBTPU}=={libtpu}"] if libtpu else []), *pinned_deps(installed)])
 
 
 BACKENDS = (Tpu(),)

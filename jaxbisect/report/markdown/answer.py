@@ -87,9 +87,58 @@ def sized_ends(doc: dict, ends: list[dict]) -> str:
     sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
     if sizes[0] == sizes[1]:
         return f" ({doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new})"
-    # Measured otherwise at each end (another size, a run's peak): each said with its own.
-    return (f" ({doc['over']['name']}={at}: {old} at {sizes[0] or 'the size asked'}, {new} at "
-            f"{sizes[1] or 'the size asked'}; not one quantity)")
+    return ""  # two quantities: said in a sentence of its own (quantities_sentence)
+
+
+def quantities_sentence(doc: dict, versions: tuple[str, str]) -> str:
+    """Where the two ends were measured as two quantities, the sentence that says so."""
+    if not doc.get("over"):
+        return ""
+    ends = [probe_at(doc, v) for v in versions]
+    sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
+    if sizes[0] == sizes[1] or not all((p.get("series") or {}).get("figures") for p in ends):
+        return ""
+    text = other_quantities(doc, ends)
+    return f" {text[0].upper()}{text[1:]}."
+
+
+def other_quantities(doc: dict, ends: list[dict]) -> str:
+    """Ends measured as two quantities (a release without compiled statistics: a run's peak at
+    another size), said plainly: which end has none, what was compared instead (the shape,
+    scale-free), and the one quantity both ends printed where the program measured it."""
+    series = [p.get("series") or {} for p in ends]
+    name = doc["over"]["name"]
+    fell = [(p, s) for p, s in zip(ends, series) if s.get("fallback")]
+    how = [("a run's peak" if s.get("fallback") else "the compiled plan")
+           + (f" at {sized}" if (sized := sized_as(doc, {**s, 'fallback': None})) else "")
+           for s in series]
+    compared = (f"compared instead: the shape over {name}, from {how[0]} at jax "
+                f"{ends[0]['jax']} and {how[1]} at jax {ends[1]['jax']}")
+    if not fell:
+        return f"measured at other sizes; {compared}"
+    p, s = fell[0]
+    said = (f"no compiled statistics at jax {p['jax']}: "
+            f"{plainly(s['fallback'].get('reason') or 'memory_analysis() reports 0 bytes')}; "
+            f"{compared}")
+    both = peak_at_both(doc)
+    return said + (f"; a run's peak at both ends, printed by the program below: {both}"
+                   if both else "")
+
+
+def peak_at_both(doc: dict) -> str:
+    """The last value the peak program printed at each end (its recorded runs): "n_outer=10:
+    24.88 MiB → 25.02 MiB"; "" where it did not run at both."""
+    r = doc.get("reproducer") or {}
+    if r.get("quantity") != "peak" or len(r.get("ends") or ()) != 2:
+        return ""
+    last = [((e.get("output") or "").strip().splitlines() or [""])[-1] for e in r["ends"]]
+    if any(e.get("exit") != 0 for e in r["ends"]) or not all(": " in x for x in last):
+        return ""
+    at = [x.split(": ", 1) for x in last]
+    if at[0][0] != at[1][0]:
+        return ""
+    figures = [x[1].split(",")[0] for x in at]
+    return f"{at[0][0]}: {figures[0]} → {figures[1]}"
 
 
 SIZES = ("n_res", "n", "rows", "cols", "size", "batch", "n_inner")
@@ -122,20 +171,38 @@ def changes_words(doc: dict) -> str:
     return "; ".join(parts)
 
 
+def measured_throughout(doc: dict) -> bool:
+    """Whether every release of the asked range was measured and behaves as the ends: the
+    ends measured are the ends asked, nothing inside was left out, and every release inside
+    was measured and placed as the ends (the records, not the answer's status)."""
+    if tuple(doc.get("measured_part") or ()) != (doc["from"], doc["to"]):
+        return False
+    first, last = (Version(v) for v in doc["measured_part"])
+    if any(first < Version(s["jax"]) < last for s in doc.get("skipped") or ()):
+        return False
+    inside = doc.get("interior_check") or {}
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    return bool(inside.get("measured")) and all(
+        rows.get(v, {}).get("label") == "old" for v in inside.get("releases") or ())
+
+
 def present_at_both(doc: dict) -> str:
     """Where the ends agree on the behaviour a report is about (a shape that grows, an error
-    raised), that it is there at both: "no change" is not "no bug"."""
+    raised), that it is there at both: "no change" is not "no bug". "Throughout the range"
+    only where every release of it was measured alike (``measured_throughout``)."""
     ends = [probe_at(doc, v) for v in doc["measured_part"]]
+    first, last = doc["measured_part"]
+    where = ("present throughout the range, every release of it measured" if
+             measured_throughout(doc) else f"present at jax {first} and jax {last}")
     if doc["over"]:
         shapes = [(p.get("series") or {}).get("status") for p in ends]
         if shapes[0] == shapes[1] and shapes[0] in ("grows", "shrinks"):
-            return (f" It {shapes[0]} with {doc['over']['name']} at both ends: present "
-                    f"throughout the range, not new in it.")
+            return f" It {shapes[0]} with {doc['over']['name']} at both ends: {where}."
     if doc["metric"]["name"] == "error":
         values = [p["figure"].get("value") for p in ends]
         alike = errors_alike(doc.get("error_match") or "")
         if alike(values[0], values[1]) and values[0] not in (None, "no error"):
-            return " Both ends raise it: present throughout the range, not new in it."
+            return f" Both ends raise it: {where}."
     return ""
 
 
@@ -149,12 +216,14 @@ def inside_text(doc: dict) -> str:
     first, last = (Version(v) for v in doc["measured_part"])
     left = [s for s in doc["skipped"] if first < Version(s["jax"]) < last]
     alike = all(r["label"] == "old" for r in rows)
+    named = (", ".join(r["jax"] for r in rows) if len(rows) <= 5 else
+             f"{rows[0]['jax']} … {rows[-1]['jax']}")
     said = (f" The {len(rows)} release{'s' if len(rows) != 1 else ''} inside measured here "
-            f"(jax {', '.join(r['jax'] for r in rows)}) "
+            f"(jax {named}) "
             + ("behave as the ends." if alike else "do not all behave as the ends."))
     if left:
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
-                 f"({cut(plainly(left[0]['reason']), 120)}).")
+                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.')}).")  # never cut
     return said
 
 
@@ -204,6 +273,7 @@ def answer_line(doc: dict) -> str:
             return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
                     f"({alike}); inside them it {changes_words(doc)}.")
         return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
+                + quantities_sentence(doc, tuple(doc["measured_part"]))
                 + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:
         runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
@@ -212,7 +282,8 @@ def answer_line(doc: dict) -> str:
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")
     return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
-            f"{ends_figures(doc, found=True)}.")
+            f"{ends_figures(doc, found=True)}."
+            + quantities_sentence(doc, (doc["last_old"]["jax"], doc["first_new"]["jax"])))
 
 
 def pair_line(doc: dict) -> str | None:
@@ -311,7 +382,7 @@ def first_screen(doc: dict) -> list[str]:
     facts = [pair_line(doc), part and f"- {part}", *commits_first_lines(doc),
              culprit_line(doc), fixed_line(doc), hlo_line(doc)]
     facts = [cut(f, 420) for f in facts if f]
-    return [title, "", cut(answer_line(doc), 600), "", *facts, *([""] if facts else []),
+    return [title, "", answer_line(doc), "", *facts, *([""] if facts else []),
             *reproduce_block(doc)]
 
 

@@ -3,7 +3,10 @@ its line in the first screen and its section (each step, the skips, the commits 
 
 from __future__ import annotations
 
+import re
+
 from jaxbisect.report.figures import figure_text
+from jaxbisect.report.installs import pip_install
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
@@ -253,12 +256,12 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
         pair = [(c["old_end"], f"as jax {c['old']}"), (c["new_end"], f"as jax {c['old']} too")]
     else:
         return []
-    if shown is None:
-        return list(c.get("reproduce") or ())
     on = (c["runs_on"] if c["came_with"] != "both" else
           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
-    install = next((e["install"] for e in shown["ends"] if e["jax"] == on["jax"]),
-                   f"pip install jax=={on['jax']} jaxlib=={on['jaxlib']}")
+    install = pip_install(doc, on["jax"], on["jaxlib"])
+    if shown is None:  # the document's own lines, its install pinned as measured
+        return [re.sub(r"/bin/pip install .*$", f"/bin/{install}", line)
+                if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
     steps = {st["sha"]: st for st in c.get("steps") or ()}
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "

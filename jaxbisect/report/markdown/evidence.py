@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 from tabulate import tabulate
@@ -141,8 +142,12 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 f"{shape} buffers ({named}) are made relative to the while loops"
                 + (", cut to where the releases differ:" if old["schedule"] and new["schedule"]
                    else "."), ""]
-        pair = ((old["schedule"], new["schedule"]) if not (old["schedule"] and new["schedule"])
-                else what_differs(old["schedule"], new["schedule"]))
+        out += ["Each loop's count is of the buffers made *outside* the loops that are still "
+                "used after it starts (made before it, carried into it); a buffer a loop makes "
+                "inside itself is not counted there. The places at the peak (above) count every "
+                "buffer of the plan.", ""]
+        schedules = [schedule_lines(r["schedule"]) for r in (old, new)]
+        pair = (tuple(schedules) if not all(schedules) else what_differs(*schedules))
         out += [line for label, lines in zip((o, n), pair) if lines
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
@@ -155,3 +160,16 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
                 "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
     return "\n".join(out)
+
+
+_AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most \d+$")
+_LIVE = re.compile(r"; stacked buffers live: (\d+)$")
+
+
+def schedule_lines(lines: list[str]) -> list[str]:
+    """A schedule reading as the report shows it: the header without its "at most" count
+    (a maximum over the loops' starts only, read beside the peak's places as a contradiction),
+    each loop's count said as what it counts."""
+    return [_LIVE.sub(r"; made before it, used after its start: \1",
+                      _AT_MOST.sub(r"; following the stacked \1 buffers", line))
+            for line in lines or ()]

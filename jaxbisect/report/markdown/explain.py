@@ -9,6 +9,7 @@ from jaxbisect.report.markdown.bisection import within_limit
 from jaxbisect.report.markdown.words import details, params_text, table
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.placing import Verdict
+from jaxbisect.stages.program import case_source
 
 
 def render_explain(doc: dict) -> str:
@@ -54,7 +55,10 @@ def render_explain(doc: dict) -> str:
         *details("Every pass turned off", [
             table(["pass turned off", metric, "ratio to the baseline", "against the baseline"],
                   rows) if rows else "_No pass was turned off._"]),
-        *details(f"The program: {case['path']}", [case["source"].rstrip()], "python")]
+        *(details(f"The program: {case['path']}, cut to what `case()` needs (the whole file "
+                  f"is in this toolkit's clone)", [case_source(case["source"]).rstrip()],
+                  "python") if case.get("shipped", "/" in case.get("path", "/")) else
+          details(f"The program: {case['path']}", [case["source"].rstrip()], "python"))]
     if doc.get("machine"):
-        parts += details("Environment of the probing machine", [doc["machine"]], "text")
+        parts += details("The machine that measured", [doc["machine"]], "text")
     return within_limit(parts)

@@ -10,14 +10,20 @@ import textwrap
 from packaging.version import Version
 
 from jaxbisect.lab import backends
+from jaxbisect.report.installs import pip_install
 from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
-from jaxbisect.stages.program import FILE, WRITTEN, Program, series_values, write_program
-from jaxbisect.stages.program_runs import install_line
+from jaxbisect.stages.program import (
+    FILE,
+    WRITTEN,
+    Program,
+    case_source,
+    series_values,
+    write_program,
+)
 from repro.case import CaseFile
 from repro.metrics import concrete
-from repro.units import MIB
 
 SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
@@ -86,31 +92,6 @@ def jaxlib_of(doc: dict, jax: str) -> str | None:
     return None
 
 
-def toolkit_output(doc: dict, program: Program, jax: str) -> str | None:
-    """What ``program`` prints at ``jax``, from the figure this toolkit measured there (the
-    program's own form), or None where the document holds no such figure."""
-    probe = next((p for p in doc["probes"] if p["jax"] == jax), None) or \
-        next((r for r in doc.get("interior") or () if r["jax"] == jax), None)
-    if probe is None:
-        return None
-    metric, fig = program.metric, probe.get("figure") or {}
-    if program.over:
-        series = probe.get("series") or {}
-        if series.get("fallback") or {k: v for k, v in (series.get("params") or {}).items()
-                                       if program.params.get(k) != v}:
-            return None  # measured otherwise than the program measures it
-        figures = series.get("figures") or {}
-        name, values = program.over
-        if any(figures.get(str(v)) is None for v in values):
-            return None
-        return "\n".join(f"{name}={v}: {figures[str(v)] / MIB:.2f} MiB" for v in values)
-    if metric == "error" and isinstance(fig.get("value"), str):
-        return fig["value"]
-    if metric == "memory" and "median" in fig:
-        return f"memory: {fig['median'] / MIB:.2f} MiB"
-    return None
-
-
 def written_program(doc: dict) -> Program | None:
     """The plain program of a document written before the stage that runs it: the case cut
     down (program.py), at the sizes the pair's figures were measured at."""
@@ -135,21 +116,20 @@ def written_program(doc: dict) -> Program | None:
 def shown_program(doc: dict) -> dict | None:
     """The program a report shows and each install where the behaviour differs, with what
     it printed there: ``{file, text, lines, ends, shows_change, nondeterministic, measured}``
-    (``measured``: the program itself ran; else the outputs are this toolkit's figures);
+    (``measured``: the program itself ran; else it was never run and shows no output);
     None where the report has none."""
     r = doc.get("reproducer") or {}
     if r.get("ends") and r.get("program"):
         ends = [*r["ends"], *((r.get("went") or {}).get("ends") or ())]
         flaky = r.get("nondeterministic") or (r.get("went") or {}).get("nondeterministic")
         shows = [r.get("shows_change"), (r.get("went") or {}).get("shows_change", True)]
+        ends = [{**e, "install": pip_install(doc, e["jax"], e.get("jaxlib"))} for e in ends]
         return {"file": r["file"], "text": r["program"], "lines": r["lines"],
                 "ends": unique_ends(ends), "nondeterministic": bool(flaky),
                 "shows_change": None if None in shows else all(shows), "measured": True}
     program = written_program(doc)
     if program is None:
         return None
-    backend = backends.get(doc["backend"])
-    plain = doc["backend"] == "cpu" and not doc.get("target")  # its pins are a plain install's
     ends = []
     for old, new, kind in changed_pairs(doc):
         roles = (("like the ends", "unlike the ends") if kind == "came" and
@@ -157,13 +137,9 @@ def shown_program(doc: dict) -> dict | None:
                  if kind == "went" else PAIR_ROLES.get(doc.get("direction"), PAIR_ROLES[None]))
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
-            held = next((p.get("installed") for p in doc["probes"] if p["jax"] == jax), None)
-            wheels = (backend.pip_words(jax, jaxlib, held) if jaxlib else f"jax=={jax}")
-            install = (install_line(held) if held and plain and "jaxlib" in held
-                       else f"pip install {wheels}")  # what the probe's environment held
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
-                         "install": install, "command": program.command,
-                         "output": toolkit_output(doc, program, jax), "exit": None})
+                         "install": pip_install(doc, jax, jaxlib), "command": program.command,
+                         "output": None, "exit": None})  # never run: no output
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
             "measured": False}
@@ -182,9 +158,30 @@ def unique_ends(ends: list[dict]) -> list[dict]:
     return sorted(seen.values(), key=lambda e: Version(e["jax"]))
 
 
-def printed(end: dict) -> str:
-    """What an end printed, on one line: both runs where they differ."""
+def first_difference(outputs: list[str]) -> int | None:
+    """The first line (an output's leaf, a figure) at which two outputs differ, or None."""
+    if len(outputs) != 2 or None in outputs:
+        return None
+    a, b = (o.strip().splitlines() for o in outputs)
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def leaf_of(output: str, at: int) -> str:
+    """The line ``at`` of an output, with where it stands ("line 2 of 3") where it has more."""
+    lines = output.strip().splitlines()
+    if at >= len(lines):
+        return f"(no line {at + 1}: {len(lines)} in all)"
+    return lines[at] + (f"   (line {at + 1} of {len(lines)})" if len(lines) > 1 else "")
+
+
+def printed(end: dict, at: int | None = None) -> str:
+    """What an end printed, on one line: both runs where they differ; ``at``: only the line
+    where the ends first differ (an output's first differing leaf), never a shared prefix."""
     runs = end.get("outputs") or [end.get("output")]
+    if at is not None and len(runs) == 1 and len((runs[0] or "").splitlines()) > 1:
+        return leaf_of(runs[0] or "", at)
     said = [" | ".join(line.strip() for line in (o or "").splitlines() if line.strip())
             for o in runs]
     if not any(said):
@@ -194,14 +191,15 @@ def printed(end: dict) -> str:
     return cut(said[0], 160)
 
 
-def end_lines(end: dict, measured: bool) -> list[str]:
+def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
+              at: int | None = None) -> list[str]:
     """One install of the reproduce block: its label first (never scrolled out of view),
-    the pip line, the run and what it printed."""
-    verb = "prints" if measured else "the toolkit's figure"
+    the pip line, the run and what it printed in a recorded run; a program never run says
+    so (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
-    return [f"{label}, {end['role']}", end["install"],
-            f"{end['command']}   # {verb}: {printed(end)}"]
+    said = f"prints: {printed(end, at)}" if measured else unrun
+    return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
 
 
 def reproduce_block(doc: dict) -> list[str]:
@@ -212,16 +210,27 @@ def reproduce_block(doc: dict) -> list[str]:
         ends = shown["ends"]
         if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
-        lines = [line for end in ends for line in end_lines(end, shown["measured"])]
+        unrun = ("needs the GPU: not run here" if doc.get("target") else
+                 "not run for this report")
+        at = (first_difference([e.get("output") for e in ends[:2]])  # a pytree's leaf
+              if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
+              else None)
+        lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun, at)]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
-        if shown["nondeterministic"]:
+        flaky = [e["jax"] for e in ends if figure_varies(doc, e["jax"])]
+        if flaky:  # the bisection's runs said so, whatever the program's two runs printed
+            notes.append(f"jax {', '.join(flaky)} print{'s' if len(flaky) == 1 else ''} "
+                         f"something else each run (the bisection's runs differed): one "
+                         f"run's output is shown")
+        elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if not shown["measured"]:
-            notes.append("outputs: the toolkit's figures"
-                         + (", compiled for the GPU without one: the program needs the GPU"
-                            if doc.get("target") else ""))
+            notes.append("not run for this report: the figures above are the bisection's"
+                         if not doc.get("target") else
+                         "it needs the GPU, so it was not run here: the figures above are "
+                         "XLA's plan compiled without one")
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
         return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
@@ -233,6 +242,12 @@ def reproduce_block(doc: dict) -> list[str]:
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
     return [f"Reproduce with this toolkit (its README's Quick start installs it)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def figure_varies(doc: dict, jax: str) -> bool:
+    """Whether the bisection's own runs of a release printed different outputs."""
+    return any(row.get("jax") == jax and (row.get("figure") or {}).get("nondeterministic")
+               for row in [*(doc.get("probes") or ()), *(doc.get("interior") or ())])
 
 
 def program_sizes(text: str) -> str:
@@ -289,7 +304,8 @@ def standalone_script(doc: dict) -> str | None:
         measuring = (f"    for value in {list(values)!r}:\n        print({name!r}, value)\n"
                      f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
                      + textwrap.indent(MEASURE_SNIPPETS[metric], "    "))
-    return (f"{case['source'].rstrip()}\n\n\n# --- measuring, as `python -m repro --case` does "
+    cut_case = case_source(case["source"]).rstrip()
+    return (f"{cut_case}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
             f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
@@ -319,11 +335,10 @@ def standalone_lines(doc: dict) -> list[str]:
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        wheels = backend.pip_words(version, jaxlib, probe_at(doc, version).get("installed"))
-        lines += [f"python3 -m venv {venv} && {venv}/bin/pip install {wheels}", run]
-    lines += ["```", "", "(Old releases may need the packages of their day: the toolkit "
-              "resolves each environment as of its release's date, e.g. `uv pip install "
-              "--exclude-newer DATE`.)", ""]
+        lines += [f"python3 -m venv {venv} && {venv}/bin/{pip_install(doc, version, jaxlib)}",
+                  run]
+    lines += ["```", "", "(Each line pins the packages that release's environment held when "
+              "it was measured.)", ""]
     script = standalone_script(doc)
     case = doc.get("case")
     fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})
@@ -335,10 +350,9 @@ def standalone_lines(doc: dict) -> list[str]:
                   f"measured a run's peak there instead (the table above), which no short "
                   f"script prints.", ""]
     if script:
-        lines += ["`measure.py` is the case and the lines that measure its "
-                  f"{doc['metric']['name']}; saved as `{case['path'].rsplit('/', 1)[-1]}` it "
-                  f"is also the case file this toolkit takes (sha256 of the case "
-                  f"{case['sha256'][:12]}):", "", "```python", script.rstrip(), "```", ""]
+        lines += [f"`measure.py` is the case `{case['path']}` cut to what `case()` needs, and "
+                  f"the lines that measure its {doc['metric']['name']} as the harness does:",
+                  "", "```python", script.rstrip(), "```", ""]
     elif case:
         lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),
                   "```", ""]

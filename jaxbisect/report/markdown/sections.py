@@ -68,7 +68,7 @@ def attribution_lines(doc: dict) -> list[str]:
                  else "")
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
-        lines += [plainly(a["xla_note"]) + ".", ""]
+        lines += [xla_note_words(a), ""]
     if came_with == "jax":
         lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
                   "measured, so XLA's commits are not looked at.", ""]
@@ -94,11 +94,62 @@ def attribution_lines(doc: dict) -> list[str]:
     if shown:
         lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
     if a.get("diff"):
-        lines += details("The lowered modules, where they differ", a["diff"], "diff")
+        lines += details("The lowered modules, where they differ",
+                         unhidden_difference(a["diff"])[0], "diff")
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
-        lines += details("XLA's optimized HLO (normalised: metadata, source locations and names "
-                         "set aside), its first real difference", a["first_difference"], "diff")
+        shown, hidden = unhidden_difference(a["first_difference"])
+        if hidden:
+            lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
+                      f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
+                      f" differ{'' if hidden > 1 else 's'} past the characters the record "
+                      f"holds of {'them' if hidden > 1 else 'it'}: the record cannot show "
+                      f"where.", ""]
+        if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
+            lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
+                             "names set aside), its first real difference", shown, "diff")
     return lines
+
+
+def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
+    """A recorded diff without its -/+ pairs the record cut before they differ (the same
+    text on both sides, each ending "…"): what it shows, and how many pairs it left out."""
+    out, hidden, k = [], 0, 0
+    while k < len(diff):
+        line = diff[k]
+        nxt = diff[k + 1] if k + 1 < len(diff) else ""
+        if (line.startswith("-") and not line.startswith("---") and nxt.startswith("+")
+                and line[1:] == nxt[1:] and line.endswith("…")):
+            hidden += 1
+            k += 2
+            continue
+        before = diff[k - 1] if k else ""
+        after = diff[k + 2] if k + 2 < len(diff) else ""
+        if (line.startswith("-") and not line.startswith("---") and nxt.startswith("+")
+                and not before.startswith("-") and not after.startswith("+")  # one line changed
+                and max(len(line), len(nxt)) > AROUND * 2):
+            out += around_difference(line, nxt)
+            k += 2
+            continue
+        out.append(line)
+        k += 1
+    return out, hidden
+
+
+AROUND = 80  # characters kept either side of a long line's first difference
+
+
+def around_difference(old: str, new: str) -> list[str]:
+    """Two long lines cut around their first differing character, never at a shared prefix:
+    "…" where something was left out."""
+    at = next((i for i, (x, y) in enumerate(zip(old, new)) if x != y), min(len(old), len(new)))
+    start = max(1, at - AROUND)
+
+    def cut_(line: str) -> str:
+        end = min(len(line), at + AROUND)
+        return (line[0] + ("…" if start > 1 else "") + line[start:end]
+                + ("…" if end < len(line) else ""))
+
+    return [cut_(old), cut_(new)]
 
 
 def evidence_lines(doc: dict) -> list[str]:
@@ -190,6 +241,7 @@ def test_table(doc: dict, tests: list[dict], summary: str) -> list[str]:
     return details(summary, [table(["jax", "XLA_FLAGS", "behaviour", metric, "note"], rows)])
 
 
+UNTOLD = (Behaviour.CANNOT_TELL, Behaviour.SKIP, Behaviour.NOT_TESTED, Behaviour.MUCH_SLOWER)
 TRIED = re.compile(r"under jax (?P<release>[\w.]+)(?P<middle>.*?) for (?P<found>\d+) of "
                    r"the (?P<tried>\d+) passes tried")
 
@@ -202,6 +254,17 @@ def said_of(c: dict) -> str | None:
     if not text or (c.get("kind") == "none" and not c.get("flag_defaults_changed")
                     and "flag_defaults_changed" in c):
         return None
+    untold = [t for t in c.get("tests") or () if t.get("behaviour") in UNTOLD]
+    if c.get("kind") == "none" and untold:  # "cannot tell" is its own answer, never "no"
+        told = len(c.get("tests") or ()) - len(untold)
+        return (f"cannot tell whether an XLA flag explains it: {len(untold)} of the "
+                f"{len(c.get('tests') or ())} settings measured could not be placed against "
+                f"the two releases ("
+                + "; ".join(f"`{t['xla_flags']}` under jax {t['release']}: {t['behaviour']}"
+                            for t in untold[:3])
+                + ("; …" if len(untold) > 3 else "") + ")"
+                + (f", and none of the other {told} brings the old behaviour back"
+                   if told else ""))
 
     def counted(m: re.Match) -> str:
         at = [t for t in c.get("tests") or () if t["release"] == m["release"]
@@ -313,5 +376,24 @@ def run_lines(doc: dict) -> list[str]:
     if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
         lines += [cluster_markdown(doc["cluster"])]
     if doc.get("machine"):
-        lines += details("Environment of the probing machine", [doc["machine"]], "text")
+        lines += details("The machine that measured", [doc["machine"]], "text")
     return lines
+
+
+def xla_note_words(a: dict) -> str:
+    """Why the XLA commits between the two releases are not linked, from the records: the
+    JAX commits the wheels name (each pins its XLA in jax's sources at that commit), and that
+    those sources were not at hand when the report was made."""
+    commits = a.get("commits") or {}
+    named = [f"jax {c['jax']}: `{(c.get('commit') or c.get('ref') or '?')[:10]}`"
+             for c in (commits.get("old"), commits.get("new")) if c]
+    note = a.get("xla_note") or ""
+    why = [*(["the clone of jax given (`--jax-repo`) did not hold those commits"]
+             if "did not have them" in note else []),
+           *(["GitHub was not reachable"] if "GitHub could not be reached" in note else [])]
+    return ("XLA's commits between the two releases: not found for this report. Each jaxlib "
+            "pins its XLA in jax's sources at the commit its wheel names"
+            + (f" ({'; '.join(named)})" if named else "")
+            + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
+               else ", and those sources were not at hand when it ran")
+            + "; `--jax-repo PATH` with a clone of jax that holds them links them.")

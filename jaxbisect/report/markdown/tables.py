@@ -278,8 +278,9 @@ def probes_lines(doc: dict) -> list[str]:
         lines += ["Skipped or left out:", "",
                   *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
                   *grouped_skips(doc["skipped"]), ""]
-    return details(f"Releases probed ({search['probes']} of {search['candidates']} "
-                   f"candidates): the table, the search{', the chart' if drawn else ''}",
+    return details(f"Releases the search measured ({search['probes']} of the "
+                   f"{search['candidates']} in the range): the table, the search"
+                   f"{', the chart' if drawn else ''}",
                    [how_text(doc), "", *lines])
 
 
@@ -288,11 +289,11 @@ def interior_lines(doc: dict) -> list[str]:
         return []
     check = doc["interior_check"]
     return details("The releases inside", [
-        "The ends agree, so bisection probes nothing between them; each release inside was "
-        "measured too and placed against both ends as the search places a probe (`old`: as "
-        "the ends; `cannot tell`: not placed within its runs), about "
-        f"{check['estimate']:.0f} s by the ends' own run times, within the interior budget "
-        f"of {check['budget']:.0f} s (`--interior-budget`).", "",
+        "The ends agree, so the search measures nothing between them; each release inside was "
+        "measured too and compared with both ends as the search compares a release (`old`: "
+        "as the ends; `cannot tell`: not told apart within its runs), about "
+        f"{check['estimate']:.0f} s by the ends' own run times, within the time allowed for "
+        f"them, {check['budget']:.0f} s (`--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])
@@ -306,5 +307,5 @@ def packages_lines(probes: list[dict]) -> list[str]:
     if not names:
         return []
     rows = [[jax, *(packages.get(n, "") for n in names)] for jax, packages in installed]
-    return details("Packages installed in each probed environment (resolved as of each "
-                   "release's date)", [table(["jax", *names], rows)])
+    return details("Packages installed for each release measured (resolved as of its "
+                   "release date)", [table(["jax", *names], rows)])

@@ -125,6 +125,7 @@ def pair_or_ends(doc: dict) -> list[str]:
     return list(doc["measured_part"])
 
 
+LOCAL_FILE = re.compile(r"(?<![\w/.])/(?:tmp|home|root|work|Users|private)/[^\s,;:)]+")
 NO_NETWORK = re.compile(r"\s*\(?<urlopen error [^>]*>\)?")
 XLA_FAILED = re.compile(r"\b(?:[\w.]+\.)?(?:Jax|Xla)RuntimeError:\s*(?:[A-Z_]+:\s*)?")
 RAISED = re.compile(r"\b(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)):\s*")
@@ -135,6 +136,7 @@ def plainly(text: str | None) -> str:
     said in words, without the exception's own text: never the program's measured error,
     which is the bug and is shown as the program prints it."""
     text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
+    text = LOCAL_FILE.sub("a temporary file", text)  # this machine's paths say nothing
     text = XLA_FAILED.sub("XLA failed: ", text)
     return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
 

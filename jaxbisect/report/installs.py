@@ -1,0 +1,63 @@
+"""Every ``pip install`` line a report prints, written one way: what the release's environment
+held when it was measured (its record, ``installed``), pinned, so that a fresh machine installs
+what was measured and not today's packages (jax 0.4.20 under today's numpy does not import).
+
+A release the document holds no record of gets jax and jaxlib only; ``pinned`` says whether a
+line pins all of jax's requirements (tests hold every shipped report's lines to it)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from jaxbisect.lab import backends
+from jaxbisect.lab.backends import PINNED_DEPS, pinned_fully
+
+
+def installed_at(doc: dict, jax: str) -> dict | None:
+    """What the environment of ``jax`` held, from the document's records: its probe, a release
+    inside measured, or a program's run there (its install line, parsed back)."""
+    for row in [*(doc.get("probes") or ()), *(doc.get("interior") or ())]:
+        if row.get("jax") == jax and row.get("installed"):
+            return row["installed"]
+    r = doc.get("reproducer") or {}
+    for end in [*(r.get("ends") or ()), *((r.get("went") or {}).get("ends") or ())]:
+        if end.get("jax") == jax and end.get("installed"):
+            return end["installed"]
+        if end.get("jax") == jax and end.get("install"):
+            held = parsed(end["install"])
+            if held.get("jax") == jax:
+                return held
+    return None
+
+
+def parsed(line: str) -> dict:
+    """``{name: version}`` of a ``pip install a==1 b==2`` line (extras dropped)."""
+    out = {}
+    for word in shlex.split(line):
+        if "==" in word:
+            name, version = word.split("==", 1)
+            out[re.sub(r"\[.*\]$", "", name)] = version
+    return out
+
+
+def pip_words(doc: dict, jax: str, jaxlib: str | None = None) -> str:
+    """The packages of ``pip install`` for ``jax`` as this document's backend installs it."""
+    held = installed_at(doc, jax)
+    jaxlib = jaxlib or (held or {}).get("jaxlib")
+    if not jaxlib:
+        return f"jax=={jax}"
+    return backends.get(doc["backend"]).pip_words(jax, jaxlib, held)
+
+
+def pip_install(doc: dict, jax: str, jaxlib: str | None = None) -> str:
+    return f"pip install {pip_words(doc, jax, jaxlib)}"
+
+
+def pinned(line: str) -> bool:
+    """Whether a printed install line pins jax, jaxlib and all of jax's requirements."""
+    held = parsed(line)
+    return "jax" in held and "jaxlib" in held and pinned_fully(held)
+
+
+__all__ = ["PINNED_DEPS", "installed_at", "parsed", "pinned", "pip_install", "pip_words"]

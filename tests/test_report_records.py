@@ -1,0 +1,308 @@
+"""Every shipped report holds what today's pipeline records and says only what its records
+hold (issue 56): each install line it prints pins what was measured; each JSON holds a
+program's recorded run where one can run here; the first screen speaks the glossary's words.
+Read from the JSON documents and the markdown rendered from them, never from wording alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxbisect.lab import backends
+from jaxbisect.report.installs import installed_at, parsed, pinned, pip_install
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = REPO / "reports"
+DOCUMENTS = sorted(p for p in [*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")]
+                   if p.name.startswith(("bisect-", "explain-")))
+BUNDLES = sorted(p for p in [*REPORTS.glob("*-hlo/README.md"),
+                             *(REPORTS / "cases").glob("*-hlo/README.md")])
+PIP = re.compile(r"pip install (?P<words>[^#\n`]+)")
+
+
+def install_lines(text: str) -> list[str]:
+    return [f"pip install {m['words'].strip()}" for m in PIP.finditer(text)
+            if "==" in m["words"]]  # a line that installs a release (not `pip install uv`)
+
+
+@pytest.mark.parametrize("path", [*(p.with_suffix(".md") for p in DOCUMENTS), *BUNDLES],
+                         ids=lambda p: str(p.relative_to(REPORTS)))
+def test_every_printed_install_line_pins_what_was_measured(path):
+    lines = install_lines(path.read_text())
+    unpinned = [line for line in lines if not pinned(line)]
+    assert not unpinned, unpinned
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_every_install_line_pins_the_versions_its_release_held(path):
+    """The pins are the record's: each pinned package at the version the JSON records for
+    that release (never today's, never another release's)."""
+    doc = json.loads(path.read_text())
+    for line in install_lines(path.with_suffix(".md").read_text()):
+        said = parsed(line)
+        held = installed_at(doc, said["jax"])
+        assert held, f"no record of jax {said['jax']}'s environment: {line}"
+        assert {k: v for k, v in said.items() if k in held} == \
+            {k: held[k] for k in said if k in held}, line
+
+
+VERSION = st.from_regex(r"\A[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\Z")
+
+
+@settings(deadline=None)
+@given(jax=VERSION, jaxlib=VERSION, numpy=VERSION, scipy=VERSION, mld=VERSION, oe=VERSION,
+       libtpu=VERSION, backend=st.sampled_from(["cpu", "cuda12", "cuda12-deviceless", "tpu"]))
+def test_an_install_line_round_trips_its_record(jax, jaxlib, numpy, scipy, mld, oe, libtpu,
+                                               backend):
+    held = {"jax": jax, "jaxlib": jaxlib, "numpy": numpy, "scipy": scipy, "ml-dtypes": mld,
+            "opt-einsum": oe, "libtpu": libtpu, "jax-cuda12-plugin": jaxlib}
+    doc = {"backend": backend, "probes": [{"jax": jax, "jaxlib": jaxlib, "installed": held}]}
+    line = pip_install(doc, jax)
+    assert pinned(line)
+    said = parsed(line)
+    assert all(said[k] == held[k] for k in said), (line, held)
+    if backend == "tpu":
+        assert said["libtpu"] == libtpu
+
+
+def test_without_a_record_a_line_is_not_pinned():
+    doc = {"backend": "cpu", "probes": [{"jax": "0.4.36", "jaxlib": "0.4.36", "installed": {}}]}
+    assert not pinned(pip_install(doc, "0.4.36"))
+    assert backends.get("cpu").pip_words("0.4.36", "0.4.36", None) == "jax==0.4.36 jaxlib==0.4.36"
+
+
+GLOSSARY = REPO / "docs" / "glossary.md"
+
+
+def inner_words() -> list[str]:
+    """The toolkit's words the glossary keeps off first screens and headings (its last
+    table's first column)."""
+    text = GLOSSARY.read_text().split("## The toolkit's words", 1)[1]
+    rows = [line.split("|")[1].strip() for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| word")]
+    return [w.strip() for row in rows for w in row.split(",")]
+
+
+def first_screen(markdown: str) -> str:
+    cut = min(i for i in (markdown.find("<details>"), markdown.find("\n## "), len(markdown))
+              if i >= 0)
+    return markdown[:cut]
+
+
+def headings(markdown: str) -> list[str]:
+    return re.findall(r"^#+ .*$|<summary>.*?</summary>", markdown, re.MULTILINE)
+
+
+def test_the_glossary_names_the_issues_inner_words():
+    assert {"the pair", "probe", "interior budget", "classifier", "pins table",
+            "the document"} <= set(inner_words())
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_first_screens_and_headings_speak_the_glossarys_words(path):
+    markdown = path.with_suffix(".md").read_text()
+    read = [first_screen(markdown), *headings(markdown)]
+    found = [(w, text[:120]) for w in inner_words() for text in read
+             if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
+    assert not found, found
+
+
+MB = re.compile(r"\d\s*\(?(?:MB|GB|KB)\b\)?|\((?:MB|GB)\)")
+
+
+@pytest.mark.parametrize("path", [*(p.with_suffix(".md") for p in DOCUMENTS),
+                                  *sorted((REPO / "repro" / "cases").glob("*.py")),
+                                  REPO / "repro" / "cases" / "README.md"],
+                         ids=lambda p: p.name)
+def test_sizes_are_mib(path):
+    text = path.read_text()
+    assert not MB.findall(text), [m for m in MB.finditer(text)][:3]
+
+
+def runs_here(doc: dict) -> bool:
+    """Whether a report's program can run on this CPU (not compiled for an accelerator)."""
+    return doc.get("backend") == "cpu" and not doc.get("target")
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_every_shipped_document_holds_what_todays_pipeline_records(path):
+    """Each release measured records what its environment held (the pins of every install
+    line); a change the CPU can show holds its program's recorded runs at each install it
+    names (what the report prints under "prints:"), never the toolkit's own figures."""
+    doc = json.loads(path.read_text())
+    for probe in doc["probes"]:
+        assert pinned(f"pip install {backends.get(doc['backend']).pip_words(probe['jax'], probe['jaxlib'], probe.get('installed'))}"), probe["jax"]  # noqa: E501
+    from jaxbisect.report.markdown.reproduce import changed_pairs
+
+    if not runs_here(doc) or not changed_pairs(doc):
+        return
+    r = doc.get("reproducer") or {}
+    ends = {e["jax"]: e for e in [*(r.get("ends") or ()),
+                                  *((r.get("went") or {}).get("ends") or ())]}
+    for old, new, _ in changed_pairs(doc):
+        for v in (old, new):
+            assert v in ends and ends[v].get("exit") is not None, (v, sorted(ends))
+            assert installed_at(doc, v), v
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_a_program_output_on_a_report_is_a_recorded_run(path):
+    """Under "prints:" stands only what the program printed in a recorded run; a program
+    never run says so and shows no figure under its name."""
+    doc = json.loads(path.read_text())
+    screen = first_screen(path.with_suffix(".md").read_text())
+    r = doc.get("reproducer") or {}
+    recorded = [o for e in [*(r.get("ends") or ()), *((r.get("went") or {}).get("ends") or ())]
+                for o in [*(e.get("outputs") or ()), e.get("output") or ""]]
+    for line in re.findall(r"#\s*prints: (.*)$", screen, re.MULTILINE):
+        first = line.split(" | ")[0].split("; ")[0].removeprefix("run 1: ")
+        first = re.sub(r"\s+\(line \d+ of \d+\)$", "", first).rstrip("…")
+        assert any(first[:60] in " | ".join(o.splitlines()) or first[:60] in o
+                   for o in recorded), line
+    assert "the toolkit's figure" not in screen
+
+
+LEAF = st.from_regex(r"\A\[[0-9]\]: float(32|64)\[[0-9]\] \[[0-9.]{1,6}\]\Z")
+
+
+@settings(deadline=None)
+@given(shared=st.lists(LEAF, max_size=4), old=LEAF, new=LEAF, tail=st.lists(LEAF, max_size=3))
+def test_an_output_change_shows_its_first_differing_leaf(shared, old, new, tail):
+    """The reproduce block's line for each end is the leaf where the two ends first differ,
+    never one of the leaves they share."""
+    from jaxbisect.report.markdown.reproduce import first_difference, printed
+
+    a, b = "\n".join([*shared, old, *tail]), "\n".join([*shared, new, *tail])
+    at = first_difference([a, b])
+    if old == new:
+        assert at is None
+        return
+    assert at == len(shared)
+    shown = printed({"output": a}, at), printed({"output": b}, at)
+    assert shown[0].startswith(old) and shown[1].startswith(new)
+
+
+TEXT = st.text(alphabet="abcdefgh(){}=,[] ", min_size=0, max_size=300)
+
+
+@settings(deadline=None)
+@given(prefix=TEXT, old=TEXT, new=TEXT)
+def test_a_long_diff_line_is_cut_around_its_first_difference(prefix, old, new):
+    from jaxbisect.report.markdown.sections import unhidden_difference
+
+    a, b = "-" + prefix + "X" + old, "+" + prefix + "Y" + new
+    shown, hidden = unhidden_difference([a, b])
+    assert hidden == 0 and len(shown) == 2
+    assert "X" in shown[0] and "Y" in shown[1]  # the first difference is always in view
+    assert all(len(line) <= 2 * 80 + 3 for line in shown) or len(a) <= 160
+
+
+def test_a_pair_the_record_cut_before_it_differs_is_not_shown_as_a_difference():
+    from jaxbisect.report.markdown.sections import unhidden_difference
+
+    same = "HloModule m, " + "x" * 190 + "…"
+    shown, hidden = unhidden_difference(["--- old", "+++ new", "-" + same, "+" + same, " a"])
+    assert hidden == 1 and shown == ["--- old", "+++ new", " a"]
+
+
+# -- summarising sentences against the records beside them -----------------------------------
+
+INSIDE = re.compile(r"The (?P<n>\d+) releases? inside measured here \(jax (?P<named>[^)]*)\) "
+                    r"(?P<how>behave as the ends|do not all behave as the ends)")
+
+
+def between(doc: dict, named: str) -> list[str]:
+    """The releases a sentence names: a list, or "A … B" (every row from A to B)."""
+    rows = [r["jax"] for r in doc.get("interior") or ()]
+    if " … " in named:
+        a, b = named.split(" … ")
+        return rows[rows.index(a):rows.index(b) + 1]
+    return [v.strip() for v in named.split(",")]
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_every_summarising_sentence_is_its_records(path):
+    """A count, "measured here", "throughout the range", "not installable", "cannot tell":
+    each computed from the rows the report holds, over every shipped document."""
+    from jaxbisect.report.markdown.answer import measured_throughout
+
+    doc = json.loads(path.read_text())
+    markdown = path.with_suffix(".md").read_text()
+    rows = {r["jax"]: r for r in doc.get("interior") or ()}
+    for m in INSIDE.finditer(markdown):
+        named = between(doc, m["named"])
+        assert int(m["n"]) == len(named) == len(rows), m[0]
+        assert all(v in rows and rows[v]["runs"] > 0 for v in named), m[0]
+        alike = all(r["label"] == "old" for r in rows.values())
+        assert (m["how"] == "behave as the ends") is alike, m[0]
+    if "throughout the range" in markdown:
+        assert measured_throughout(doc)
+    for m in re.finditer(r"Not measured inside: jax ([\d., ]+)", markdown):
+        left = {s["jax"] for s in doc.get("skipped") or ()}
+        assert {v.strip() for v in m[1].split(",") if v.strip()} <= left, m[0]
+    flags = ((doc.get("explanation") or {}).get("culprit") or {})
+    flags = flags.get("flags") if isinstance(flags.get("flags"), dict) else flags
+    untold = [t for t in (flags or {}).get("tests") or ()
+              if t.get("behaviour") in ("cannot tell", "skip", "not tested", "much slower")]
+    if untold and (flags or {}).get("kind") == "none":
+        assert "No XLA flag explains it" not in markdown
+    assert not re.search(r"buffers live at a loop's start: at most", markdown)
+    assert "the toolkit's figure" not in markdown
+
+
+def test_a_flag_search_that_ended_cannot_tell_is_never_written_no():
+    """Under load a flag set back gave 0.949x the old end's run time and 0.523x the new
+    end's: "cannot tell". The stored sentence said "No XLA flag explains it"; the report
+    writes its own from the tests."""
+    from jaxbisect.report.markdown import render
+
+    path = REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json"
+    doc = json.loads(path.read_text())
+    culprit = doc["explanation"]["culprit"]
+    culprit.update({"kind": "none", "name": None, "workarounds": [],
+                    "text": "No XLA flag explains it: none of the 1 changed defaults that can "
+                            "matter on the CPU, set back one at a time (or in pairs), brings "
+                            "jax 0.4.33's run_time back to jax 0.4.31's."})
+    for t in culprit["tests"]:
+        t["behaviour"] = "cannot tell"
+    markdown = render(doc)
+    assert "No XLA flag explains it" not in markdown
+    assert "cannot tell whether an xla flag explains it" in markdown.lower()
+
+
+@pytest.mark.parametrize("path", [p for p in DOCUMENTS if p.name.startswith("bisect-")],
+                         ids=lambda p: p.name)
+def test_two_quantities_at_the_ends_are_said_plainly(path):
+    """An end without compiled statistics (its memory a run's peak at another size) is never
+    set beside the other end's plan as one figure: the first screen says which end has none
+    and what was compared instead; on the CPU the program prints one quantity at both ends."""
+    doc = json.loads(path.read_text())
+    screen = first_screen(path.with_suffix(".md").read_text())
+    fell = [p["jax"] for p in doc["probes"]
+            if p["jax"] in doc.get("measured_part", ()) and (p.get("series") or {}).get("fallback")]
+    assert "not one quantity" not in screen
+    if not fell:
+        return
+    assert f"No compiled statistics at jax {fell[0]}" in screen and "compared instead" in screen
+    if runs_here(doc):
+        r = doc["reproducer"]
+        assert r["quantity"] == "peak" and all(e["exit"] == 0 and e["output"]
+                                                for e in r["ends"])
+        assert [e["jax"] for e in r["ends"]] == list(doc["measured_part"])
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+def test_a_headline_is_never_cut(path):
+    """The answer's sentence whole: "…" only between two releases (a range), never after a
+    word it cut."""
+    headline = next(line for line in path.with_suffix(".md").read_text().splitlines()[1:]
+                    if line.strip())
+    assert not re.search(r"\S…", headline), headline
