@@ -30,8 +30,15 @@ QUICK = {"while_loop_cpu_slowdown": "run_time", "exp_nan_under_jit": "output",
 
 
 def each_case(paths: list[Path]) -> list:
-    return [pytest.param(p, id=p.stem, marks=() if p.stem in QUICK else pytest.mark.full)
-            for p in paths]
+    """A case whose ANSWER names a target (a Pallas kernel: nothing compiles it for the CPU)
+    runs in nox -s tests_tpu; the quickest of each kind in nox -s tests; every case in
+    nox -s tests_full."""
+    return [pytest.param(p, id=p.stem, marks=(pytest.mark.tpu,) if target_of(p)
+                         else () if p.stem in QUICK else pytest.mark.full) for p in paths]
+
+
+def target_of(path: Path) -> str:
+    return (read_case(path).answer or {}).get("target") or ""
 
 
 # Cases whose new end prints memory that was never written: any value, the old one too.
@@ -43,8 +50,9 @@ def varies(path: Path) -> bool:
 
 
 def bisect(case: Path, start: str, end: str, tmp_path: Path, *extra: str) -> dict:
+    where = ("--target", target_of(case)) if target_of(case) else ("--backend", "cpu")
     done = subprocess.run([sys.executable, "-m", "jaxbisect", "--from", start, "--to", end,
-                           "--backend", "cpu", "--case", str(case), "--no-evidence", "--json",
+                           *where, "--case", str(case), "--no-evidence", "--json",
                            "--reports", str(tmp_path), *extra], cwd=REPO,
                           capture_output=True, text=True, timeout=1800)
     assert done.returncode in (0, 1, 3, 125), done.stderr  # the status says which

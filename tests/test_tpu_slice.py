@@ -137,7 +137,7 @@ def test_the_harness_process_says_which_slice_its_devices_are(monkeypatch):
     assert SLICE_VARIABLE not in os.environ
 
 
-MULTI_CASE = REPO / "tests" / "data" / "cases" / "vmap_shard_map_psum_slice.py"
+MULTI_CASE = REPO / "repro" / "cases" / "vmap_shard_map_psum_slice.py"
 
 
 def pair_of(path):

@@ -17,7 +17,9 @@ import shlex
 from dataclasses import dataclass
 
 from repro.case import CONSTANTS, CaseFile
+from repro.devices import HOST_SOURCE
 from repro.target import load as load_target
+from repro.tpu_target import DEVICES_IMPORT
 
 FILE = "repro.py"
 MAX_LINES = 40
@@ -58,6 +60,10 @@ def why_not(metric: str, *, case: CaseFile | None, target: str = "") -> str | No
         return "the question is a command: the command is its own reproducer"
     if target:
         described = load_target(target)
+        if described.kind == "tpu":  # compiled without the chip by the program itself
+            return None if metric in ("error", "memory") else (
+                f"{metric} under a {described.description} target: nothing runs without the "
+                f"chip (a plain program prints an error or a compiled memory figure)")
         if described.kind != "gpu":
             return (f"compiled for a {described.description} without one (--target): a plain "
                     f"program needs one to run")
@@ -236,16 +242,27 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple,
 
 
 def write_program(case: CaseFile, metric: str, params: dict, over: tuple = (),
-                  xla_flags: str = "", peak: bool = False) -> Program:
+                  xla_flags: str = "", peak: bool = False, target: str = "") -> Program:
     """The plain program printing ``metric`` of ``case`` at ``params`` (a shape: at up to
     three of ``over``'s values); ``peak``: memory as a run's peak resident memory, the one
     quantity every release prints (a compiled plan's statistics are 0 bytes before jaxlib
     0.4.29 on the CPU)."""
     params = case.resolve(params)
+    if target and load_target(target).kind == "tpu":
+        # the deviceless recipe inside it: any machine with the pasted install lines runs it
+        from repro.tpu_target import deviceless_program
+
+        text = deviceless_program(load_target(target), case_source(case.source),
+                                  call=_call(params, case.defaults), metric=metric,
+                                  n=case.devices)
+        return Program(text=text, metric=metric, params=params, over=over, xla_flags="")
     modules, lines = footer(case, metric, params, over, peak)
     source = case_source(case.source)
-    imported = {a.name for n in ast.parse(source).body if isinstance(n, ast.Import)
-                for a in n.names}
+    if DEVICES_IMPORT in source.splitlines():  # a plain program never imports the toolkit
+        source = source.replace(DEVICES_IMPORT, HOST_SOURCE.rstrip())
+    # the names an import binds (``import numpy as np`` binds np, not numpy)
+    imported = {a.asname or a.name for n in ast.parse(source).body
+                if isinstance(n, ast.Import) for a in n.names}
     missing = [m for m in modules if m not in imported]
     head = [f"import {', '.join(missing)}"] if missing else []
     text = "\n".join([*head, source, "", *lines]) + "\n"

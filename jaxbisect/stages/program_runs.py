@@ -285,7 +285,8 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None, *,
     if why:
         return not_written(why)
     params, over = sizes(b, minimal)
-    program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags)
+    program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags,
+                            target=q.target)
     if came_and_went:
         return came_and_went_part(b, program, lab, say, jobs)
     old_role, new_role = ROLES.get(b.direction or Direction.CHANGED, ROLES[Direction.CHANGED])

@@ -109,8 +109,9 @@ def written_program(doc: dict) -> Program | None:
         over = (name, series_values(tuple(values)))
         params.pop(name, None)
     cased = CaseFile(path=case["path"], source=case["source"], sha256=case.get("sha256", ""),
-                     defaults=dict(case.get("defaults") or {}))
-    return write_program(cased, metric, params, over, xla_flags=doc.get("xla_flags") or "")
+                     defaults=dict(case.get("defaults") or {}), devices=case.get("devices"))
+    return write_program(cased, metric, params, over, xla_flags=doc.get("xla_flags") or "",
+                         target=doc.get("target") or "")
 
 
 def shown_program(doc: dict) -> dict | None:
@@ -210,8 +211,8 @@ def reproduce_block(doc: dict) -> list[str]:
         ends = shown["ends"]
         if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
-        unrun = ("needs the GPU: not run here" if doc.get("target") else
-                 "not run for this report")
+        gpu = bool(doc.get("target")) and str(doc.get("backend", "")).startswith("cuda")
+        unrun = "needs the GPU: not run here" if gpu else "not run for this report"
         at = (first_difference([e.get("output") for e in ends[:2]])  # a pytree's leaf
               if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
               else None)
@@ -228,7 +229,7 @@ def reproduce_block(doc: dict) -> list[str]:
             notes.append("its output differs between runs of one release")
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
-                         if not doc.get("target") else
+                         if not gpu else
                          "it needs the GPU, so it was not run here: the figures above are "
                          "XLA's plan compiled without one")
         said = f" ({'; '.join(notes)})" if notes else ""
