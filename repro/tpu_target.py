@@ -341,3 +341,10 @@ def deviceless_program(target: Target, source: str, call: str = "case()", metric
     kept = "\n".join(line for line in source.splitlines() if line.strip() != DEVICES_IMPORT)
     return (f"{deviceless_prelude(target, n)}\n\n{kept.strip()}\n\n\nfn, args = {call}\n"
             f"{DEVICELESS_RUN}{DEVICELESS_PRINTS[metric]}\n")
+
+
+def recipe_lines(target: Target, n: int | None = None) -> int:
+    """How many lines the deviceless recipe adds to a case's program (its prelude, the run
+    and the line that prints): a TPU program's length is the case's plus these."""
+    return (len(deviceless_prelude(target, n).splitlines()) + len(DEVICELESS_RUN.splitlines())
+            + 1)

@@ -94,7 +94,7 @@ def commits_first_lines(doc: dict) -> list[str]:
     # A TPU target's swaps of the release's parts say more than the commits where the change
     # came with libtpu (the commits run jax's Python over each release's jaxlib and libtpu).
     if said := tpu.commits_words(doc):
-        return [said]
+        return [f"- **jax commits:** {said}"]
     return [first_line(doc, c, pair) for pair, c in parts(doc)]
 
 

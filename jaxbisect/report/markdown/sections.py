@@ -69,7 +69,11 @@ def attribution_lines(doc: dict) -> list[str]:
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
     elif a.get("xla_note"):
         lines += [xla_note_words(a), ""]
-    if came_with == "jax":
+    if a.get("by") == "swaps" and a.get("culprit") in ("libtpu", "jax+libtpu"):
+        # a TPU release's parts swapped: libtpu is closed source, its release the finest
+        # level; neither jax's commits nor a rebuild of jax and XLA can name it
+        pass
+    elif came_with == "jax":
         lines += ["The first bad jax commit is named above (*jax commits*): jax's Python, "
                   "measured, so XLA's commits are not looked at.", ""]
     elif came_with == "both":

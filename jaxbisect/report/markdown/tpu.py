@@ -8,6 +8,9 @@ call them (the first screen: :func:`first_screen_line`; the folded sections: :fu
 
 from __future__ import annotations
 
+import re
+
+from jaxbisect.report.installs import pip_words
 from jaxbisect.search.error_signature import core
 
 _CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
@@ -29,6 +32,19 @@ def _parts(side: dict) -> str:
     return f"jax {side['jax']}, jaxlib {side['jaxlib']}, libtpu {side['libtpu']}"
 
 
+def _install(doc: dict, words: str) -> str:
+    """A narrowing's install words (``jax==A jaxlib==A libtpu==X``) pinned as every install
+    line is: the held release's measured packages, its libtpu swapped for X."""
+    said = dict(w.split("==", 1) for w in words.split() if "==" in w)
+    try:
+        line = pip_words(doc, said["jax"])
+    except (KeyError, StopIteration, TypeError, ValueError):
+        return words
+    if "jaxlib==" not in line:  # no record of the held release's packages: the words
+        return words
+    return re.sub(r"libtpu==\S+", f"libtpu=={said.get('libtpu')}", line)
+
+
 def first_screen_line(doc: dict) -> str | None:
     """One line: which part of the TPU release the change came with, as measured by the swaps
     (and, for libtpu, the first libtpu release on PyPI that shows it with its install line);
@@ -40,7 +56,7 @@ def first_screen_line(doc: dict) -> str | None:
     narrowed = part.get("narrowed") or {}
     if said == "came with libtpu":
         if narrowed.get("first_new") and narrowed.get("exact"):
-            install = narrowed["install"]["new"]
+            install = _install(doc, narrowed["install"]["new"])
             return (f"**Which part:** came with libtpu {narrowed['first_new']} (the first libtpu "
                     f"release on PyPI that shows it, jax {old.get('jax')} and jaxlib "
                     f"{old.get('jaxlib')} held; after libtpu {narrowed['last_old']}): "
@@ -59,7 +75,7 @@ def first_screen_line(doc: dict) -> str | None:
                 f"{first or new.get('libtpu')} together (neither swap shows it"
                 + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
                    f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
-                   f"{narrowed['install']['new']}`" if first else "") + ").")
+                   f"{_install(doc, narrowed['install']['new'])}`" if first else "") + ").")
     return f"**Which part:** cannot tell ({part.get('reason')})."
 
 
@@ -89,8 +105,9 @@ def section(doc: dict) -> list[str]:
                       f"{held['jaxlib']} held: {', '.join(narrowed['candidates'])} "
                       f"(every release on PyPI between the two pins)."]
         if narrowed.get("first_new"):
-            lines += ["", "```", f"pip install {narrowed['install']['old']}   # as before",
-                      f"pip install {narrowed['install']['new']}   # shows the change", "```"]
+            before, after = (_install(doc, narrowed["install"][k]) for k in ("old", "new"))
+            lines += ["", "```", f"pip install {before}   # as before",
+                      f"pip install {after}   # shows the change", "```"]
         if narrowed.get("skipped"):
             lines += ["", f"Skipped (no figure): {', '.join(narrowed['skipped'])}."]
         lines += ["", narrowed.get("finest") or ""]
