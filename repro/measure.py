@@ -34,7 +34,7 @@ def error_message(exc: BaseException) -> str:
     """An exception whole: its type and every line of its message, nothing cut (what the
     ``error`` metric's figure keeps; the driver compares it by its signature,
     jaxbisect/search/error_signature.py, and shows its core)."""
-    return f"{type(exc).__name__}: {str(exc).strip()}".strip(": ")
+    return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {str(exc).strip()}".strip(": "))
 
 
 # XLA refuses at compile a plan that exceeds the device's memory (a TPU's HBM), in words that

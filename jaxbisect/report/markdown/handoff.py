@@ -16,8 +16,9 @@ def source_words(source: str | None) -> str:
     return f"a jax clone at {ref}" if at and path.startswith(("/", "~", ".")) else source
 
 
-def render_xla_range(attribution: dict) -> list[str]:
-    """Markdown lines: where each XLA pin came from, and the hand-off command."""
+def render_xla_range(attribution: dict, tpu: bool = False) -> list[str]:
+    """Markdown lines: where each XLA pin came from, and the hand-off command (none for a
+    TPU: JAX-Toolbox rebuilds jax and XLA in NVIDIA's GPU containers, never libtpu)."""
     xla, sources = attribution.get("xla_commits") or {}, attribution.get("xla_pin_sources") or {}
     commits = attribution.get("commits") or {}
     out = []
@@ -29,7 +30,7 @@ def render_xla_range(attribution: dict) -> list[str]:
                        if xla.get(side) else f"- {label}: unknown")
         out.append("")
     triage = attribution.get("triage")
-    if triage:
+    if triage and not tpu:
         out += ["**Below the release:** JAX-Toolbox's triage tool bisects the JAX and XLA "
                 "commits between these pins, rebuilding both at each step, with this "
                 "toolkit's check as the test:", "",

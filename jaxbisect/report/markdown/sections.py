@@ -89,7 +89,7 @@ def attribution_lines(doc: dict) -> list[str]:
                       "module; jax's own commits between the two releases tell jax's Python "
                       "from the jaxlib, without building anything (before the rebuilds "
                       "below):", "", "```sh", commits_command(doc), "```", ""]
-        lines += render_xla_range(a)
+        lines += render_xla_range(a, tpu=str(doc.get("backend", "")).startswith("tpu"))
         if a.get("xla_culprit_commits"):
             lines += render_culprit_commits(a["xla_culprit_commits"])
     commits = a.get("commits") or {}
