@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import os
 
-SLICE_VARIABLE = "REPRO_TPU_SLICE"  # the TPU slice a compile-only process describes
-
 
 class NotEnoughDevices(RuntimeError):
     """The process has fewer devices than the case asks for: the harness's set-up, not the
@@ -35,9 +33,10 @@ class NotEnoughDevices(RuntimeError):
 
 def devices(n: int | None = None) -> list:
     """The first ``n`` devices of this run (all of them where ``n`` is None)."""
+    from .tpu_target import SLICE_VARIABLE, slice_devices
+
     topology = os.environ.get(SLICE_VARIABLE)
     if topology:
-        from .tpu_target import slice_devices
 
         found, where = slice_devices(topology), f"the TPU slice {topology} (compile-only)"
     else:

@@ -42,7 +42,7 @@ def configure_this_process(backend: str = "cpu", xla_flags: str = "", *, target=
     wanted = child_environ("auto" if target else backend, xla_flags, base=dict(os.environ))
     if "float64" in params.values():
         wanted["JAX_ENABLE_X64"] = "1"
-    wanted.pop("REPRO_TPU_SLICE", None)  # repro.devices.SLICE_VARIABLE: a target's alone
+    wanted.pop("REPRO_TPU_SLICE", None)  # repro.tpu_target.SLICE_VARIABLE: a target's alone
     if target:
         target.configure(wanted)
         # A TPU target's slice: what a multi-device case's devices(n) returns (repro/devices.py).

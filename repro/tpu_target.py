@@ -27,6 +27,8 @@ PLATFORM = "tpu"
 PLATFORMS = {"tpu": "tpu"}  # python -m repro --backend tpu: the chip itself
 COMPILE_ONLY = "tpu (compile-only)"  # the backend of a compile-only result, never "tpu"
 
+SLICE_VARIABLE = "REPRO_TPU_SLICE"  # the TPU slice a compile-only process describes
+
 
 GOOGLE_VENDOR = "0x1ae0"  # PCI vendor of a TPU chip (JAX's own test: jax/_src/hardware_utils.py)
 CHIPS = {"0x0027": "v3", "0x0056": "plc", "0x005e": "v4", "0x0062": "v5p", "0x0063": "v5e",
@@ -118,7 +120,6 @@ class Target:
     def slice_environ(self) -> dict[str, str]:
         """What tells ``repro.devices.devices(n)`` in this process that its devices are this
         target's slice (repro/devices.py)."""
-        from .devices import SLICE_VARIABLE
 
         return {SLICE_VARIABLE: self.topology}
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from jaxbisect.lab.catalogue import LibtpuCandidate
+from jaxbisect.lab.libtpu_candidate import LibtpuCandidate
 from jaxbisect.search.question import Run, question_from
 from jaxbisect.search.tpu_parts import Part
 from jaxbisect.stages.libtpu import between, libtpu_part

@@ -18,8 +18,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.])/(?:home|root|tmp|work|Users|var)/")
 
 
 def test_a_case_of_n_devices_compiles_for_the_smallest_slice_that_has_them():
-    from repro.devices import SLICE_VARIABLE
-    from repro.tpu_target import TARGETS
+    from repro.tpu_target import SLICE_VARIABLE, TARGETS
 
     v5e = TARGETS["v5e"]
     assert [v5e.for_devices(n).topology for n in (None, 1, 4, 5, 8, 9, 16)] == [
@@ -124,9 +123,8 @@ def test_the_harness_process_says_which_slice_its_devices_are(monkeypatch):
     without a target, no slice (devices(n) are jax.devices())."""
     import os
 
-    from repro.devices import SLICE_VARIABLE
     from repro.process import configure_this_process
-    from repro.tpu_target import TARGETS
+    from repro.tpu_target import SLICE_VARIABLE, TARGETS
 
     monkeypatch.setattr(os, "environ", {"PATH": "/usr/bin", SLICE_VARIABLE: "stale"})
     configure_this_process(target=TARGETS["v5e"].for_devices(8))

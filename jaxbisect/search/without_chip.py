@@ -5,7 +5,7 @@ believes it runs on a Cloud TPU VM, and a compile without a chip never is on one
 (libtpu 0.0.20) it writes version 8, which its own libtpu reads only up to 7, so every Pallas
 kernel fails to compile there ("Failed to deserialize the Mosaic module: INTERNAL: Unsupported
 version: expected <= 7 but got 8"); on a TPU VM the same release writes 7
-(docs/targets.md, ../shared/tpu-facts.md). Such a run is a skip that says so, as a release
+(docs/targets.md). Such a run is a skip that says so, as a release
 that cannot be measured is, never a behaviour.
 """
 

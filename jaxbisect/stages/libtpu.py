@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from jaxbisect.lab.catalogue import LibtpuCandidate, Release
+from jaxbisect.lab.catalogue import Release
 from jaxbisect.lab.lab import Lab
+from jaxbisect.lab.libtpu_candidate import LibtpuCandidate
 from jaxbisect.search.classify import Label
 from jaxbisect.search.comparing import batch_size, classifier_for, reduce_for
 from jaxbisect.search.placing import no_figure, values_of
