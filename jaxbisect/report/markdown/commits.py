@@ -94,6 +94,8 @@ def commits_first_lines(doc: dict) -> list[str]:
     # A TPU target's swaps of the release's parts say more than the commits where the change
     # came with libtpu (the commits run jax's Python over each release's jaxlib and libtpu).
     if said := tpu.commits_words(doc):
+        if tpu.first_screen_line(doc):  # the line above already says which part, and how
+            said = said.split(" (the swaps")[0]
         return [f"- **jax commits:** {said}"]
     return [first_line(doc, c, pair) for pair, c in parts(doc)]
 
