@@ -345,3 +345,51 @@ def test_the_answers_full_size_runs_begin_during_the_search_and_are_made_once(
     # beside the search
     assert {made_by[(r, True)].split("_")[0] for r in ("0.4.35", change)} == {"answer"}
     assert {made_by[(r, True)].split("_")[0] for r in ("0.4.30", "0.5.1")} == {"end"}
+
+
+def test_an_end_without_compiled_statistics_sends_every_release_to_a_runs_peak(
+        recorded_catalogue):
+    """jaxlib < 0.4.29 on the CPU plans 0 bytes, and the harness measures a run's peak there
+    instead: the search compares that one quantity at every release, never one release's plan
+    with another's run (the old end's plan is empty; its run's peak is constant, the new
+    end's run's peak grows)."""
+    asked = []
+    fallback = {"metric": "peak_memory", "reason": "memory_analysis() reports 0 bytes",
+                "params": {"n_res": 32}, "values": [2, 5]}
+
+    def answer(version, question, number):
+        asked.append((version, question.metric))
+        grows = version != "0.5.0"
+        series = {"name": question.metric, "over": {"name": "n_outer", "values": [2, 5]},
+                  "points": [{"at": v, "status": "ok", "value": v * MB if grows else MB,
+                              "error": None} for v in (2, 5)],
+                  "shape": {"status": "grows" if grows else "constant"},
+                  "value": "grows" if grows else "constant"}
+        if question.metric == "memory" and version == "0.5.0":
+            series["fallback"] = fallback
+        return Run(version, number, "ok", (["grows", 1.0] if grows else ["constant", 0.0],),
+                   document={"metric": series})
+
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.3", backend="cpu", question=q)
+    doc = document(bisect_metric(recorded_catalogue, request, FakeLab(answer), lambda m: None),
+                   None)
+    assert doc["search_size"]["metric"] == "peak_memory"
+    assert doc["search_size"]["params"] == {"n_res": 32} and doc["search_size"]["over"] == [2, 5]
+    assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.5.0", "0.5.1")
+    probed = {v for v, metric in asked if metric == "peak_memory"}
+    assert {"0.5.0", "0.5.1"} <= probed
+    # Inside the range the search asks the run's peak only; the pair's plan at the full size
+    # is its table row, asked after the search.
+    first_asked = {v: m for v, m in reversed(asked)}
+    assert first_asked["0.5.1"] == first_asked["0.5.2"] == "peak_memory"
+    assert [m for v, m in asked if v == "0.5.2"] == ["peak_memory"]
+
+
+def test_ends_with_their_plans_are_searched_by_the_plan(recorded_catalogue):
+    """The oracle's other side: no fallback at either end, the search stays on memory."""
+    q = question_from(None, SCAN, [], ())
+    request = MetricRequest(start="0.5.0", end="0.5.1", backend="cpu", question=q)
+    doc = document(bisect_metric(recorded_catalogue, request, FakeLab(fake_measure),
+                                 lambda m: None), None)
+    assert doc["search_size"]["metric"] == "memory"

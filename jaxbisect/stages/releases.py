@@ -40,7 +40,14 @@ from jaxbisect.search.failures import EverywhereError, everywhere_error
 from jaxbisect.search.interior import look_inside, measure_asked
 from jaxbisect.search.metric_search import crash_rated, search_metric
 from jaxbisect.search.placing import MetricSearch, Placed, RunAt, Say, beyond_if_hung
-from jaxbisect.search.question import Question, Run, compared_runs, with_compare, with_params
+from jaxbisect.search.question import (
+    Question,
+    Run,
+    compared_runs,
+    series_of,
+    with_compare,
+    with_params,
+)
 from jaxbisect.search.rounds import Status, full_table, opening, probe_limit
 
 
@@ -228,6 +235,8 @@ def search_size(question: Question, full: list[Run], at_small: list[Run]) -> Sea
     the same shape there (``at_small``: their runs) as at the full size (``full``)."""
     smaller = smaller_size(question)
     small = with_params(question, smaller)
+    if (peak := one_quantity(question, [*at_small, *full])) is not None:
+        return SearchSize(peak[0], False, peak[1], full={0: full[0], -1: full[1]})
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
@@ -246,6 +255,30 @@ def search_size(question: Question, full: list[Run], at_small: list[Run]) -> Sea
             f"search probes at the full size ({sizes} gives another shape at an end)")
     return SearchSize(small if agreed else question, agreed, note,
                       full={0: full[0], -1: full[1]})
+
+
+def one_quantity(question: Question, runs: list[Run]) -> tuple[Question, str] | None:
+    """Where an end has no compiled statistics (0 bytes: jaxlib < 0.4.29 on the CPU), the
+    harness measured a run's peak there instead: a plan at one end and a run at the other are
+    two quantities, so every release is searched by the run's peak, at the size the harness
+    measured it (the case's RUNTIME_PARAMS), and the search compares one quantity. ``None``
+    where every end has its plan."""
+    if question.metric != "memory" or not question.over:
+        return None
+    fell = [(r.release, f) for r in runs
+            if (f := (series_of(r) or {}).get("fallback"))]
+    if not fell:
+        return None
+    release, fallback = fell[0]
+    values = tuple(fallback.get("values") or question.over[1])
+    peak = replace(question, metric=fallback.get("metric") or "peak_memory",
+                   params=dict(fallback.get("params") or question.params),
+                   over=(question.over[0], values))
+    sizes = ", ".join(f"{k} {v}" for k, v in peak.params.items())
+    return peak, (f"search probes a run's peak at every release ({sizes}, "
+                  f"{question.over[0]} {','.join(map(str, values))}), one quantity throughout: "
+                  f"jax {release} has no compiled statistics, "
+                  f"{fallback.get('reason') or 'memory_analysis() reports 0 bytes'}")
 
 
 def beside(question: Question, indices: Sequence[int], run: Callable[[Question, int], Run],
@@ -565,7 +598,8 @@ def bisect_metric(catalogue: Catalogue, request: MetricRequest, lab: Lab,
             # one at a time beside a search at the small size: their shape confirms that
             # search or sends it back to the full size.
             attempt = None
-            if slots > request.jobs and all(r.status == "ok" for r in at_small):
+            if (slots > request.jobs and all(r.status == "ok" for r in at_small)
+                    and one_quantity(q, at_small) is None):
                 with ThreadPoolExecutor(1, thread_name_prefix="end") as behind:
                     ends = [behind.submit(run_of, with_compare(q), i) for i in (0, n - 1)]
                     try:

@@ -34,6 +34,7 @@ VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHA
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
 OUTPUT_TOLERANCE = 1e-5  # comparing.OUTPUT_TOLERANCE
+PEAK_EVERYWHERE = "a run's peak at every release"
 
 
 def ends_figures(doc: dict, found: bool = False) -> str:
@@ -43,6 +44,15 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                 else doc["measured_part"])
     ends = [probe_at(doc, v) for v in versions]
     metric, joined = doc["metric"]["name"], " →" if found else " and"
+    if doc["over"] and searched_by_peak(doc):
+        # Every release measured as a run's peak (one end has no plan): the search's shapes.
+        shapes = [shape_words(str((p.get("figure") or {}).get("value") or "")) or "no shape"
+                  for p in ends]
+        name = doc["over"]["name"]
+        if found:
+            return (f"{metric} ({PEAK_EVERYWHERE}) over {name}: {shapes[0]} at jax "
+                    f"{versions[0]} → {shapes[1]} at jax {versions[1]}")
+        return f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax {versions[1]}"
     if doc["over"]:
         shapes = [shape_words((p.get("series") or {}).get("shape")) or "no shape" for p in ends]
         name = doc["over"]["name"]
@@ -90,10 +100,36 @@ def sized_ends(doc: dict, ends: list[dict]) -> str:
     return ""  # two quantities: said in a sentence of its own (quantities_sentence)
 
 
+def searched_by_peak(doc: dict) -> bool:
+    """Whether the search measured every release by a run's peak: a memory question where an
+    end has no compiled statistics (stages/releases.py, one_quantity)."""
+    sized = doc.get("search_size") or {}
+    return doc["metric"]["name"] == "memory" and sized.get("metric") == "peak_memory"
+
+
+def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
+    """Why every release was measured by a run's peak, and the one figure the program printed
+    at both ends."""
+    sized = doc["search_size"]
+    ends = [probe_at(doc, v) for v in versions]
+    fell = next((p for p in ends if (p.get("series") or {}).get("fallback")), None)
+    why = (f" No compiled statistics at jax {fell['jax']}: "
+           f"{plainly(fell['series']['fallback'].get('reason') or 'memory reported as 0 bytes')}."
+           if fell else " An end has no compiled statistics.")
+    sizes = ", ".join(f"{k}={v}" for k, v in (sized.get("params") or {}).items())
+    over = doc["over"]["name"]
+    text = (f"{why} Every release was measured by a run's peak ({sizes}, {over} "
+            f"{', '.join(map(str, sized.get('over') or ()))})")
+    both = peak_at_both(doc)
+    return text + (f"; the program below prints it at both ends: {both}." if both else ".")
+
+
 def quantities_sentence(doc: dict, versions: tuple[str, str]) -> str:
     """Where the two ends were measured as two quantities, the sentence that says so."""
     if not doc.get("over"):
         return ""
+    if searched_by_peak(doc):
+        return one_quantity(doc, versions)
     ends = [probe_at(doc, v) for v in versions]
     sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
     if sizes[0] == sizes[1] or not all((p.get("series") or {}).get("figures") for p in ends):
@@ -254,7 +290,8 @@ def alike_how(doc: dict) -> str:
 
 def answer_line(doc: dict) -> str:
     """The answer in one sentence: the symptom, old → new, with its units."""
-    subject = f"{doc['metric']['name']} of {label(doc)}"
+    subject = (f"{doc['metric']['name']} of {label(doc)}"
+               + (f" ({PEAK_EVERYWHERE})" if doc.get("over") and searched_by_peak(doc) else ""))
     where, start, end = doc["measured"], doc["from"], doc["to"]
     status = doc["status"]
     if status == Status.FAILS_EVERYWHERE:
