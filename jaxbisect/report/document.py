@@ -191,6 +191,11 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         "over": {"name": q.over[0], "values": list(q.over[1])} if q.over else None,
         "search_size": ({"metric": b.searched.metric, "params": b.searched.params,
                          "agreed": b.sized.agreed,
+                         # the end without compiled statistics, where the search measured a
+                         # run's peak at every release
+                         **({"instead_of": {"jax": str(b.sized.fallback["jax"]),
+                                            "reason": b.sized.fallback.get("reason")}}
+                            if b.sized.fallback else {}),
                          "over": list(b.searched.over[1]) if b.searched.over else None,
                          "note": b.sized.note} if b.sized and b.sized.note else None),
         "ends": ({"distinct": s.ends.distinct, "direction": s.ends.direction,

@@ -321,6 +321,8 @@ def end_fallback(b) -> dict | None:
     what the harness measured there instead: ``{metric, params, reason, values}``."""
     from jaxbisect.search.question import series_of
 
+    if b.sized and b.sized.fallback:  # every release searched by a run's peak (one_quantity)
+        return b.sized.fallback
     for index in (0, len(b.candidates) - 1):
         series = series_of(b.full_run(index)) or {}
         if series.get("fallback"):

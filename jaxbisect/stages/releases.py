@@ -207,6 +207,8 @@ class SearchSize:
     note: str
     full: dict = field(default_factory=dict)      # candidate index -> Run
     compare: dict = field(default_factory=dict)   # candidate index -> {label: Run}
+    shown: Question | None = None  # the tables' question where not the one asked (one_quantity)
+    fallback: dict | None = None   # why (one_quantity): the end without a plan, its fallback
 
 
 def smaller_size(question: Question) -> dict:
@@ -236,7 +238,10 @@ def search_size(question: Question, full: list[Run], at_small: list[Run]) -> Sea
     smaller = smaller_size(question)
     small = with_params(question, smaller)
     if (peak := one_quantity(question, [*at_small, *full])) is not None:
-        return SearchSize(peak[0], False, peak[1], full={0: full[0], -1: full[1]})
+        # The tables too: the run's peak at the full size's values (the ends measured again,
+        # by full_size_tables).
+        shown = one_quantity(question, full) or peak
+        return SearchSize(peak[0], False, peak[1], shown=shown[0], fallback=shown[2])
     from repro.verdict import shapes_alike
 
     agreed = all(f.status == s.status == "ok" and shapes_alike(f.samples[0], s.samples[0])
@@ -257,7 +262,7 @@ def search_size(question: Question, full: list[Run], at_small: list[Run]) -> Sea
                       full={0: full[0], -1: full[1]})
 
 
-def one_quantity(question: Question, runs: list[Run]) -> tuple[Question, str] | None:
+def one_quantity(question: Question, runs: list[Run]) -> tuple[Question, str, dict] | None:
     """Where an end has no compiled statistics (0 bytes: jaxlib < 0.4.29 on the CPU), the
     harness measured a run's peak there instead: a plan at one end and a run at the other are
     two quantities, so every release is searched by the run's peak, at the size the harness
@@ -275,10 +280,10 @@ def one_quantity(question: Question, runs: list[Run]) -> tuple[Question, str] | 
                    params=dict(fallback.get("params") or question.params),
                    over=(question.over[0], values))
     sizes = ", ".join(f"{k} {v}" for k, v in peak.params.items())
-    return peak, (f"search probes a run's peak at every release ({sizes}, "
-                  f"{question.over[0]} {','.join(map(str, values))}), one quantity throughout: "
-                  f"jax {release} has no compiled statistics, "
-                  f"{fallback.get('reason') or 'memory_analysis() reports 0 bytes'}")
+    note = (f"search probes a run's peak at every release ({sizes}, {question.over[0]} "
+            f"{','.join(map(str, values))}), one quantity throughout: jax {release} has no "
+            f"compiled statistics, {fallback.get('reason') or 'memory_analysis() reports 0 bytes'}")
+    return peak, note, {**fallback, "jax": release}
 
 
 def beside(question: Question, indices: Sequence[int], run: Callable[[Question, int], Run],
@@ -648,7 +653,8 @@ def runs_beside(candidates: Sequence[Release], request: MetricRequest,
 def full_size_tables(b: MetricBisection, lab: Lab) -> MetricBisection:
     """``b`` with the runs its report's tables show beside the search's: the full size and
     the case's COMPARE programs at the ends and, where a change was found, at the pair."""
-    search, n, q = b.search, len(b.candidates), b.request.question
+    search, n = b.search, len(b.candidates)
+    q = (b.sized.shown if b.sized else None) or b.request.question
     if search.status not in (Status.FOUND, Status.ALIKE):
         return b
     shown = full_table(n, search.result) if search.status == Status.FOUND else (0, n - 1)

@@ -111,10 +111,9 @@ def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
     """Why every release was measured by a run's peak, and the one figure the program printed
     at both ends."""
     sized = doc["search_size"]
-    ends = [probe_at(doc, v) for v in versions]
-    fell = next((p for p in ends if (p.get("series") or {}).get("fallback")), None)
+    fell = sized.get("instead_of")
     why = (f" No compiled statistics at jax {fell['jax']}: "
-           f"{plainly(fell['series']['fallback'].get('reason') or 'memory reported as 0 bytes')}."
+           f"{plainly(fell.get('reason') or 'memory reported as 0 bytes')}."
            if fell else " An end has no compiled statistics.")
     sizes = ", ".join(f"{k}={v}" for k, v in (sized.get("params") or {}).items())
     over = doc["over"]["name"]

@@ -68,8 +68,8 @@ def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
     asked = {**doc["case"]["params"], **(beside or {})}
     smaller = ", ".join(f"{k} {v}" for k, v in (series["params"] or {}).items()
                         if asked.get(k) != v)
-    mode = "runtime" if series["fallback"] else "compiled" if series["metric"] == "memory" \
-        else series["metric"]
+    mode = ("runtime" if series["fallback"] or series["metric"] == "peak_memory" else
+            "compiled" if series["metric"] == "memory" else series["metric"])
     return mode + (f", {smaller}" if smaller else "")
 
 
