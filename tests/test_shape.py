@@ -341,10 +341,12 @@ def test_the_answers_full_size_runs_begin_during_the_search_and_are_made_once(
     full = [release for release, is_full in order if is_full]
     assert sorted(full) == sorted({"0.4.30", "0.5.1", "0.4.35", change})
     assert set(doc["search"]["rounds"][-1]) < {"0.4.35", change}  # the certain one
-    # the pair's full size made ahead of the tables, by the answer's own thread; the ends'
-    # beside the search
-    assert {made_by[(r, True)].split("_")[0] for r in ("0.4.35", change)} == {"answer"}
+    # The ends' full size beside the search, by its own thread. The pair's is begun ahead by
+    # the answer's thread and asked again by the tables: which of the two makes it is a race
+    # (under load the tables can come first), and either way it is made once (above).
     assert {made_by[(r, True)].split("_")[0] for r in ("0.4.30", "0.5.1")} == {"end"}
+    assert {made_by[(r, True)].split("_")[0] for r in ("0.4.35", change)} <= {"answer",
+                                                                             "beside"}
 
 
 def test_an_end_without_compiled_statistics_sends_every_release_to_a_runs_peak(
