@@ -239,6 +239,41 @@ def test_render_remakes_the_bundle_readme_from_the_json_alone(tmp_path, source):
             == (source.parent / bundle / "README.md").read_text())
 
 
+def end_cells(markdown: str, releases: tuple[str, str]) -> list[str]:
+    """The "end" column of the HLO module's table, at each of ``releases``' rows."""
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in markdown.splitlines()
+            if line.startswith("| ")]
+    header = next(r for r in rows if r[:3] == ["jax", "jaxlib", "end"])
+    return [next(r for r in rows if r[0] == v and len(r) == len(header))[2] for v in releases]
+
+
+@pytest.mark.parametrize("direction, words", [("fix", ["last bad", "first fixed"]),
+                                               ("regression", ["last good", "first bad"])])
+def test_the_hlo_modules_table_names_the_pair_by_the_answers_direction(tmp_path, direction,
+                                                                       words):
+    """A fix's HLO table (report and bundle README) calls the newer release the first fixed,
+    never the first bad; a regression's as before. Read from the JSON alone (``--render``),
+    so an old record renders right."""
+    source = REPORTS / "bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json"
+    doc = {**json.loads(source.read_text()), "direction": direction}
+    assert doc["hlo_module"]["figures"][0]["role"] == "last good"  # the record's own name
+    pair = (doc["last_old"]["jax"], doc["first_new"]["jax"])
+    bundle = doc["hlo_module"]["bundle"]
+    copied = tmp_path / source.name
+    copied.write_text(json.dumps(doc))
+    (tmp_path / bundle).mkdir()
+    (tmp_path / bundle / "README.md").write_text("stale\n")
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--render", str(copied)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    markdown = copied.with_suffix(".md").read_text()
+    readme = (tmp_path / bundle / "README.md").read_text()
+    assert end_cells(markdown, pair) == words
+    assert end_cells(readme, pair) == words
+    assert f"under the {words[0]} release" in markdown
+    assert f"With it the {words[1]} jaxlib" in readme
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@b",
                            *args], capture_output=True, text=True, check=True).stdout.strip()

@@ -14,7 +14,15 @@ from jaxbisect.report.markdown.answer import setting_kind
 from jaxbisect.report.markdown.evidence import render_buffers_markdown
 from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
 from jaxbisect.report.markdown.reproduce import shown_program
-from jaxbisect.report.markdown.words import cut, details, params_text, plainly, table, value_words
+from jaxbisect.report.markdown.words import (
+    cut,
+    details,
+    pair_words,
+    params_text,
+    plainly,
+    table,
+    value_words,
+)
 from jaxbisect.search.placing import Behaviour, Verdict
 from jaxbisect.search.rounds import Status
 
@@ -335,7 +343,7 @@ def tried_lines(doc: dict) -> list[str]:
 def hlo_lines(doc: dict) -> list[str]:
     """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
     the fuel step (evidence/hlo_render.py, the hlo helper's)."""
-    lines = details_lines(doc["hlo_module"])
+    lines = details_lines(doc["hlo_module"], pair_words(doc))
     bundle = doc["hlo_module"].get("bundle")
     if bundle and lines:  # a folder beside the report: no link survives a paste
         lines += [f"The bundle is a folder, `{bundle}/`, beside the report's JSON, not a link: "
