@@ -11,7 +11,8 @@ classifier learned from the ends (old, new, ambiguous, third behaviour; ends ali
 ends"). A deterministic metric's releases are measured ``--jobs`` at a time.
 
 Each release is written whole to ``REPORTS/jax-<release>-<where>.json`` and
-``REPORTS/README.md`` is rebuilt from every result in that folder. A release that cannot be
+``REPORTS/README.md`` is rebuilt from every result in that folder (``--render REPORTS``: only
+that, from the results already there, measuring nothing). A release that cannot be
 installed, a run that fails, Ctrl-C: one line each; a result already written is never
 replaced by a failure (measured runs are in the store: a rerun reads them back).
 """
@@ -53,6 +54,7 @@ from jaxbisect.report.sweep_summary import (
     SUMMARY,
     load_results,
     read_result,
+    render_summary,
     results_table,
     where_words,
     write_summary,
@@ -147,6 +149,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="measure up to N releases at once (default here: "
                         f"{parallel_runs()}, from the cores and memory)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--render", type=Path, default=None, metavar="DIR",
+                   help=f"measure nothing: rewrite DIR/{SUMMARY} from the JSON results in DIR "
+                        f"(its recorded command, date and machine kept)")
     add_executor_options(p)
     c = p.add_argument_group("the question (as python -m bisect takes it; docs/cases.md)")
     for option in options_of(BISECT):
@@ -156,6 +161,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 or option.help_for(BISECT, backends=backends.help_text()),
                 **option.settings)
     args = p.parse_args(argv)
+    if args.render is not None:
+        if args.releases or args.first or args.last or args.target or args.also_target:
+            p.error("--render rewrites a folder's summary from its results: it takes no "
+                    "releases or targets")
+        return args
     if not args.releases and args.first is None and args.last is None:
         p.error("name the releases: --release 0.5.0 [0.10.2 …] or --from 0.4.30 --to 0.5.0")
     if args.releases and (args.first or args.last):
@@ -621,6 +631,9 @@ def main(argv: list[str] | None = None, lab: Lab | None = None) -> int:
             print(message + "\n", end="", file=sys.stderr, flush=True)
 
     try:
+        if args.render is not None:
+            say(f"summary: {render_summary(args.render)}")
+            return 0
         return run(args, say, lab)
     except UserError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

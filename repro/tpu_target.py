@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from repro.units import plan_lines
+
 KIND = "tpu"
 PLATFORM = "tpu"
 PLATFORMS = {"tpu": "tpu"}  # python -m repro --backend tpu: the chip itself
@@ -327,9 +329,7 @@ def deviceless_devices(topology: str, n: int | None = None) -> list:
 DEVICES_IMPORT = "from repro.devices import devices"
 DEVICELESS_PRINTS = {
     "error": 'print("no error")',
-    "memory": "m = compiled.memory_analysis()\n"
-              'print(f"memory: {(m.output_size_in_bytes + m.temp_size_in_bytes) / 2**20:.2f} '
-              'MiB")',
+    "memory": "\n".join(plan_lines("compiled")),
 }
 
 

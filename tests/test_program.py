@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,22 @@ from hypothesis import strategies as st
 
 from jaxbisect.lab import backends
 from jaxbisect.report.document import document
+from jaxbisect.report.markdown.reproduce import standalone_script
 from jaxbisect.search.classify import NONDETERMINISTIC, Label
 from jaxbisect.search.comparing import classifier_for
 from jaxbisect.search.question import Question, Run, question_from
-from jaxbisect.stages.program import MAX_LINES, MIB_TEXT, case_source, why_not, write_program
+from jaxbisect.stages.program import (
+    MAX_LINES,
+    Program,
+    case_source,
+    why_not,
+    write_program,
+)
 from jaxbisect.stages.program_runs import ProgramRun, error_line, figures, install_line, shows
 from jaxbisect.stages.releases import MetricRequest, bisect_metric
 from repro.case import CONSTANTS, read_case
-from repro.units import MIB, column, mib
+from repro.tpu_target import TARGETS, deviceless_program
+from repro.units import MIB, MIB_TEXT, column, mib
 
 CPU = backends.get("cpu")
 
@@ -80,6 +89,59 @@ def test_the_program_measures_what_the_metric_says():
     # a time measured at 3 values at most (a shape's first, middle and last)
     wide = write_program(scan, "memory", {"n_res": 8}, ("n_outer", (1, 2, 5, 10, 15)))
     assert "for value in (1, 5, 15):" in wide.text
+
+
+SIZE_PRINT = re.compile(r"^[\w=' ]+: (\d+\.\d\d) MiB(, a run's peak)?$")
+
+
+def printed_sizes(text: str) -> list[str]:
+    """What each line of ``text`` that prints a size prints, run with stand-ins for what jax
+    and the kernel give (a plan of 3 MiB output + 0.5 MiB temp; a peak of 3.5 MiB above
+    1 MiB resident, in the kernel's KiB)."""
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    stand_ins = {"m": SimpleNamespace(output_size_in_bytes=3 * MIB, temp_size_in_bytes=MIB // 2),
+                 "kib": lambda k: {"VmHWM": 4608, "VmRSS": 1024}[k], "base": 1024,
+                 "peak": "VmHWM:\t    3584 kB\n", "value": 5}
+    out = []
+    for line in text.splitlines():
+        if "print(" in line and any(w in line for w in ("_in_bytes", "kib(", "peak")):
+            said = io.StringIO()
+            with contextlib.redirect_stdout(said):
+                exec(line.strip(), dict(stand_ins))
+            out.append(said.getvalue().strip())
+    return out
+
+
+def test_every_program_prints_a_size_in_mib_as_the_report_reads_it():
+    """The first screen's program (on the CPU, a run's peak, a TPU compiled without one) and
+    *Without the toolkit*'s measure.py (a GPU compiled without one) print a size the same way:
+    MiB with two decimals, which the program's recorded run is read back by."""
+    scan = read_case(REPO / "repro" / "cases" / "scan_growth.py")
+    doc = {"case": {"params": {"n_res": 8}, "source": scan.source, "path": "scan.py"},
+           "over": None, "metric": {"name": "memory"}}
+    over = {"name": "n_outer", "values": [1, 2]}
+    programs = {
+        "plan": write_program(scan, "memory", {"n_res": 8}).text,
+        "plan over n_outer": write_program(scan, "memory", {"n_res": 8}, ("n_outer", (1, 2))).text,
+        "peak": write_program(scan, "memory", {"n_res": 8}, peak=True).text,
+        "peak over n_outer": write_program(scan, "memory", {"n_res": 8}, ("n_outer", (1, 2)),
+                                           peak=True).text,
+        "tpu": deviceless_program(TARGETS["v5e"], case_source(scan.source), metric="memory"),
+        "measure.py": standalone_script(doc),
+        "measure.py over n_outer": standalone_script({**doc, "over": over}),
+        "measure.py, a run's peak": standalone_script({**doc, "metric": {"name": "peak_memory"}}),
+    }
+    for name, text in programs.items():
+        sizes = printed_sizes(text)
+        assert sizes, name  # it prints a size
+        for said in sizes:
+            assert SIZE_PRINT.match(said), (name, said)
+            assert figures(Program(text, "memory", {}), said) == [3.5], (name, said)
+    assert printed_sizes(programs["plan over n_outer"]) == ["n_outer=5: 3.50 MiB"]
+    assert printed_sizes(programs["measure.py over n_outer"]) == ["n_outer=5: 3.50 MiB"]
 
 
 def test_questions_without_a_plain_program_say_why():

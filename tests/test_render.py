@@ -26,6 +26,8 @@ SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
 # The short answer with its reproduce block: up to three installs, each pinning the six
 # packages its release was measured with (about 100 characters a line).
 FIRST_LINES, FIRST_CHARS = 20, 1700
+# A shipped report's first screen, as a maintainer reads it in an issue: a short answer.
+SHIPPED_CHARS = 1500
 # A document made to hold every part at once (two commit parts, a culprit, a bundle): longer.
 WORST_CHARS = 1800
 # A path of this machine or a user's: a home, the clone, a temporary folder.
@@ -64,7 +66,7 @@ def test_every_shipped_report_is_its_document_rendered(path):
 def test_every_shipped_report_opens_short_with_no_path_and_no_image_link(path):
     doc = json.loads(path.read_text())
     markdown = render(doc)
-    assert_readable(markdown)
+    assert_readable(markdown, SHIPPED_CHARS)
     screen = first_screen(markdown)
     if doc["kind"] == "metric":
         # The first screen names only releases the document holds (no "fixed in" invented).
@@ -239,6 +241,41 @@ def test_render_remakes_the_bundle_readme_from_the_json_alone(tmp_path, source):
             == (source.parent / bundle / "README.md").read_text())
 
 
+def end_cells(markdown: str, releases: tuple[str, str]) -> list[str]:
+    """The "end" column of the HLO module's table, at each of ``releases``' rows."""
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in markdown.splitlines()
+            if line.startswith("| ")]
+    header = next(r for r in rows if r[:3] == ["jax", "jaxlib", "end"])
+    return [next(r for r in rows if r[0] == v and len(r) == len(header))[2] for v in releases]
+
+
+@pytest.mark.parametrize("direction, words", [("fix", ["last bad", "first fixed"]),
+                                               ("regression", ["last good", "first bad"])])
+def test_the_hlo_modules_table_names_the_pair_by_the_answers_direction(tmp_path, direction,
+                                                                       words):
+    """A fix's HLO table (report and bundle README) calls the newer release the first fixed,
+    never the first bad; a regression's as before. Read from the JSON alone (``--render``),
+    so an old record renders right."""
+    source = REPORTS / "bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json"
+    doc = {**json.loads(source.read_text()), "direction": direction}
+    assert doc["hlo_module"]["figures"][0]["role"] == "last good"  # the record's own name
+    pair = (doc["last_old"]["jax"], doc["first_new"]["jax"])
+    bundle = doc["hlo_module"]["bundle"]
+    copied = tmp_path / source.name
+    copied.write_text(json.dumps(doc))
+    (tmp_path / bundle).mkdir()
+    (tmp_path / bundle / "README.md").write_text("stale\n")
+    done = subprocess.run([sys.executable, "-m", "jaxbisect", "--render", str(copied)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    markdown = copied.with_suffix(".md").read_text()
+    readme = (tmp_path / bundle / "README.md").read_text()
+    assert end_cells(markdown, pair) == words
+    assert end_cells(readme, pair) == words
+    assert f"under the {words[0]} release" in markdown
+    assert f"With it the {words[1]} jaxlib" in readme
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@b",
                            *args], capture_output=True, text=True, check=True).stdout.strip()
@@ -316,3 +353,24 @@ def test_a_python_exception_no_module_placed_points_to_the_commits_first():
             probe["figure"]["value"] = "crash: SIGSEGV (signal 11)"
     assert not python_error(crashed)
     assert commits_command(doc) not in render(crashed).split("## Where the change is", 1)[1]
+
+
+def test_ends_that_read_the_same_are_said_once():
+    """A change that came and went inside ends with the same message: the headline says the
+    message once ("no error at both ends"), never "no error at … and no error at …: the same
+    message"; ends that differ in their words are each said."""
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = doc_of("bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error-e4b85d1c.json")
+    line = answer_line(doc)
+    ends = {p["jax"]: p["figure"]["value"] for p in doc["probes"]}
+    assert ends[doc["from"]] == ends[doc["to"]] == "no error"
+    assert line.count("no error") == 1 and "at both ends" in line
+    assert "the same message" not in line
+    other = copy.deepcopy(doc)
+    for probe in other["probes"]:
+        if probe["jax"] == doc["to"]:
+            probe["figure"]["value"] = "ValueError: another"
+    line = answer_line(other)
+    assert "at both ends" not in line and "ValueError: another" in line
+    assert "the same message" in line  # how ends that agree were compared, where they differ

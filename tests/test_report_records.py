@@ -216,6 +216,93 @@ def test_a_pair_the_record_cut_before_it_differs_is_not_shown_as_a_difference():
     assert hidden == 1 and shown == ["--- old", "+++ new", " a"]
 
 
+TOKEN_CHAR = re.compile(r"[\w.#$-]")
+DIFF_BLOCK = re.compile(r"```diff\n(.*?)```", re.DOTALL)
+
+
+def cut_inside_a_token(line: str) -> bool:
+    """Whether a shown diff line was cut inside a token: a word character on the inner side
+    of a "…" at its end or after its mark."""
+    body = line[1:]
+    return ((body.endswith("…") and len(body) > 1 and bool(TOKEN_CHAR.match(body[-2])))
+            or (body.startswith("…") and len(body) > 1 and bool(TOKEN_CHAR.match(body[1]))))
+
+
+def test_no_shown_diff_line_is_cut_inside_a_word():
+    """Every HLO or lowered-module line a shipped report shows is cut between two tokens,
+    older records' lines too (cut at 200 characters, ``calls=fused_compu…``): at render
+    time."""
+    from jaxbisect.report.markdown import render
+
+    shown, recorded_cuts = [], 0
+    for path in DOCUMENTS:
+        doc = json.loads(path.read_text())
+        recorded = [line for part in ("diff", "first_difference")
+                    for line in (doc.get("attribution") or {}).get(part) or ()]
+        recorded_cuts += sum(cut_inside_a_token(line) for line in recorded)
+        shown += [(path.name, line) for block in DIFF_BLOCK.findall(render(doc))
+                  for line in block.splitlines()
+                  if line[:1] in "-+ " and not line.startswith(("---", "+++"))]
+    assert recorded_cuts and len(shown) > 100  # the records hold such cuts; the reports show
+    cut = [(name, line) for name, line in shown if cut_inside_a_token(line)]
+    assert not cut, cut[:5]
+
+
+def test_an_older_records_line_cut_inside_a_token_is_shown_whole_tokens():
+    from jaxbisect.report.markdown.sections import unhidden_difference
+
+    recorded = ["--- old", "+++ new", "@@ -1,2 +1,2 @@",
+                " ROOT t = (s32[]) tuple(s32[] add.#29, select_dynamic-update-slice_fusi…",
+                "-x = f32[8]{0} fusion(a), kind=kLoop, calls=fused_compu…",
+                "+…ment.#27, s32[] copy.#26)",
+                "-p = f32[2] parameter(0), name=ab…", "+p = f32[2] parameter(0), name=ac…"]
+    shown, hidden = unhidden_difference(recorded)
+    assert hidden == 0
+    assert shown[:3] == recorded[:3]
+    assert shown[3] == " ROOT t = (s32[]) tuple(s32[] add.#29, …"
+    assert shown[4] == "-x = f32[8]{0} fusion(a), kind=kLoop, calls=…"
+    assert shown[5] == "+…, s32[] copy.#26)"
+    # Dropping the partial tokens would make the pair read the same: kept as recorded.
+    assert shown[6:] == recorded[6:]
+
+
+TOKENS = st.lists(st.one_of(st.text("abcxyz_.#-0123", min_size=1, max_size=12),
+                            st.sampled_from([" ", ", ", "(", ")", "=", "{", "}", "[", "]"])),
+                  max_size=60).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=TOKENS, old=TOKENS, new=TOKENS, room=st.integers(4, 80))
+def test_two_lines_are_cut_around_their_first_difference_between_tokens(prefix, old, new,
+                                                                         room):
+    """The first difference is in view in both lines, both start at the same place (so they
+    never read the same), each within the room, and each cut is between two tokens unless
+    the token is longer than the room."""
+    from jaxbisect.evidence.common import (
+        around_pair,
+        cut_bounds,
+        first_differing,
+        token_end,
+        token_start,
+    )
+
+    a, b = prefix + old, prefix + new
+    if a == b:
+        return
+    at = first_differing(a, b)
+    start, ends = cut_bounds(a, b, room, room)
+    cut_a, cut_b = around_pair(a, b, room, room)
+    assert cut_a != cut_b
+    for whole, end, cut in ((a, ends[0], cut_a), (b, ends[1], cut_b)):
+        assert cut == ("…" if start else "") + whole[start:end] + ("…" if end < len(whole)
+                                                                    else "")
+        assert start <= at <= end and (at < end or end == len(whole))  # the difference shown
+        assert at - start <= room and end - at <= room
+        for edge in [e for e in (start, end) if 0 < e < len(whole)]:
+            token = (token_start(whole, edge), token_end(whole, edge))
+            assert edge in token or token[1] - token[0] > room, (whole, cut, edge)
+
+
 # -- summarising sentences against the records beside them -----------------------------------
 
 INSIDE = re.compile(r"The (?P<n>\d+) releases? inside measured here \(jax (?P<named>[^)]*)\) "

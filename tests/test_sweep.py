@@ -563,3 +563,66 @@ def test_the_driver_reaches_no_command_line_of_the_harness():
                           text=True, check=True)
     loaded = json.loads(done.stdout.replace("'", '"'))
     assert "repro.case" in loaded and "repro.cli" not in loaded
+
+
+def test_render_rewrites_a_summary_from_its_results_alone(tmp_path):
+    """``--render DIR``: the README remade from the JSON results beside it, measuring nothing;
+    the command, date and machine of the run that measured them carried, so a second render
+    of the same results leaves the file as it was."""
+    reports = tmp_path / "a6000"
+    reports.mkdir()
+    for path in (REPO / "reports" / "a6000").glob("jax-*.json"):
+        (reports / path.name).write_bytes(path.read_bytes())
+    old = "\n".join([
+        "# scan_growth: memory by jax release", "", "Written by an older renderer.", "",
+        "- Command: `nox -s repro_range -- --from 0.4.34 --to 0.12.0.1 --target a6000`",
+        "- Updated: 2026-12-03 15:46 UTC", "- Label: each release as a bisection places a "
+        "probe, by the classifier", "", "| jax | n_outer=1 (MB) |", "|---|---|", "",
+        sweep_summary.MACHINE_SUMMARY, "", "```text", "platform: The measuring one",
+        "cores: 2", "```", "", "</details>", ""])
+    (reports / "README.md").write_text(old)
+    done = run_sweep("--render", str(reports), env={"HTTPS_PROXY": "http://127.0.0.1:9"})
+    assert done.returncode == 0, done.stderr
+    text = (reports / "README.md").read_text()
+    assert text != old
+    assert sweep_summary.recorded(text) == sweep_summary.recorded(old)
+    command, updated, machine = sweep_summary.recorded(text)
+    assert command.startswith("nox -s repro_range") and machine.endswith("cores: 2")
+    assert f"{updated:%Y-%m-%d %H:%M}" == "2026-12-03 15:46"
+    results, _ = sweep_summary.load_results(reports)
+    assert sweep_summary.results_table(results) in text  # the table is the results'
+    header = next(line for line in text.splitlines() if line.startswith("| jax"))
+    assert "(MiB)" in header and "(MB)" not in header
+    assert sweep_summary.LABEL_LINE in text
+    assert not any(w in text for w in ("probe", "classifier"))
+    again = run_sweep("--render", str(reports))
+    assert again.returncode == 0, again.stderr
+    assert (reports / "README.md").read_text() == text
+    # Bad input: one line, exit 2, nothing written.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no sweep results" in one_line_error(run_sweep("--render", str(empty)))
+    (reports / "README.md").unlink()
+    assert "no summary to take" in one_line_error(run_sweep("--render", str(reports)))
+    assert not (reports / "README.md").exists()
+    assert "takes no releases" in one_line_error(run_sweep("--render", str(reports),
+                                                           "--release", "0.5.0"))
+
+
+def test_a_label_the_classifier_could_not_place_reads_cannot_tell():
+    doc = json.loads((REPO / "reports" / "a6000" / "jax-0.5.0-a6000.json").read_text())
+    headers, rows = sweep_summary.results_rows([{**doc, "label": "ambiguous"}])
+    assert rows[0][headers.index("label")] == "cannot tell"
+
+
+@pytest.mark.parametrize("folder", ["a6000", "repro"])
+def test_every_shipped_sweep_summary_is_its_results_rendered(folder):
+    """A change to the summary's words regenerates the shipped READMEs (``--render``) in its
+    commit, as a renderer change does the bisection reports."""
+    reports = REPO / "reports" / folder
+    text = (reports / sweep_summary.SUMMARY).read_text()
+    command, updated, machine = sweep_summary.recorded(text)
+    results, unreadable = sweep_summary.load_results(reports)
+    assert results and not unreadable
+    assert sweep_summary.summary_text(results, unreadable, command, updated,
+                                      lambda: machine) == text

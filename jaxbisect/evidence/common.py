@@ -29,9 +29,98 @@ def balanced_end(text: str, start: int) -> int:
 
 
 def shortened(lines: Sequence[str], most: int) -> list[str]:
-    """At most ``most`` of ``lines``, each cut to ``MAX_LINE_CHARS``."""
-    return [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 1] + "…"
-            for line in lines[:most]]
+    """At most ``most`` of ``lines``, each cut to about ``MAX_LINE_CHARS`` at a token's end."""
+    return [line if len(line) <= MAX_LINE_CHARS else
+            line[:max(1, token_start(line, MAX_LINE_CHARS - 1))] + "…" for line in lines[:most]]
+
+
+# A token of HLO or StableHLO text: a name (get-tuple-element.#27, fused_computation.14), a
+# number, a word; a line is cut between two of them, never inside one.
+_TOKEN = re.compile(r"[\w.#$-]")
+ELLIPSIS = "…"
+
+
+def _inside(text: str, i: int) -> bool:
+    """Whether ``i`` falls inside a token of ``text`` (between two of its characters)."""
+    return 0 < i < len(text) and bool(_TOKEN.match(text[i - 1]) and _TOKEN.match(text[i]))
+
+
+def token_start(text: str, i: int) -> int:
+    """``i``, or the start of the token it falls inside."""
+    i = max(0, min(i, len(text)))
+    while _inside(text, i):
+        i -= 1
+    return i
+
+
+def token_end(text: str, i: int) -> int:
+    """``i``, or the end of the token it falls inside."""
+    i = max(0, min(i, len(text)))
+    while _inside(text, i):
+        i += 1
+    return i
+
+
+def first_differing(a: str, b: str) -> int:
+    """The index of the first character at which ``a`` and ``b`` differ (the shorter one's
+    length where it is the other's prefix)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def cut_bounds(a: str, b: str, before: int, after: int) -> tuple[int, tuple[int, int]]:
+    """Where ``around_pair`` cuts two lines: their shared start, and each one's end."""
+    at = first_differing(a, b)
+    start = 0
+    if at - before > 0:
+        start = min(token_end(a, at - before), token_end(b, at - before),
+                    token_start(a, at), token_start(b, at))
+        start = max(start, at - before)  # the differing token longer than the room: cut in it
+
+    def end_of(text: str) -> int:
+        if at + after >= len(text):
+            return len(text)
+        end = max(token_start(text, at + after), token_end(text, at + 1))
+        return min(end, at + after)  # a token longer than the room: cut in it
+
+    return start, (end_of(a), end_of(b))
+
+
+def around_pair(a: str, b: str, before: int, after: int,
+                whole_within: int = 0) -> tuple[str, str]:
+    """Two lines that differ, each cut to ``before`` characters ahead of their first
+    difference and ``after`` from it, between two tokens (a token longer than that room is
+    cut where the room ends), ``…`` where something was left out; both start at the same
+    place, so what they share is never all either shows. A line of at most ``whole_within``
+    characters stays whole."""
+    start, ends = cut_bounds(a, b, before, after)
+
+    def cut(text: str, end: int) -> str:
+        if len(text) <= whole_within:
+            return text
+        return ((ELLIPSIS if start else "") + text[start:end]
+                + (ELLIPSIS if end < len(text) else ""))
+
+    return cut(a, ends[0]), cut(b, ends[1])
+
+
+def whole_tokens(line: str) -> str:
+    """A diff line an older record cut inside a token (``calls=fused_compu…``,
+    ``-…ment.#27, …``): the partial token at each cut dropped, what is left said with ``…``.
+    The line's mark (``-``, ``+``, `` ``) stays first; a line that is one token stays."""
+    mark, body = line[:1], line[1:]
+    if body.endswith(ELLIPSIS):
+        kept = body[:-1]
+        if kept and _TOKEN.match(kept[-1]):
+            start = token_start(kept, len(kept) - 1)
+            if kept[:start].strip(ELLIPSIS + " "):
+                body = kept[:start] + ELLIPSIS
+    if body.startswith(ELLIPSIS):
+        rest = body[1:]
+        if rest and _TOKEN.match(rest[0]):
+            end = token_end(rest, 1)
+            if rest[end:].strip(ELLIPSIS + " "):
+                body = ELLIPSIS + rest[end:]
+    return mark + body
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:

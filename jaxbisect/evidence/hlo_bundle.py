@@ -16,6 +16,10 @@ from jaxbisect.lab import backends
 SCRIPT = "compile_hlo.py"
 RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
 SAID = {True: "yes", False: "no", None: "cannot tell"}
+# The part's own names for the pair's two releases (its figures' ``role``), and the words a
+# reader sees for them by default (a regression's); the report passes its own, by the answer's
+# direction (a fix: "last bad" / "first fixed", report/markdown/words.py's pair_words).
+ROLES = ("last good", "first bad")
 
 
 def figure_columns(part: dict) -> list[str]:
@@ -32,8 +36,14 @@ def figure_cells(part: dict, figure) -> list:
     return [figure if figure is not None else "–"]
 
 
-def figures_table(part: dict) -> str:
-    rows = [[f.get("jax", "–"), f.get("jaxlib") or "–", f.get("role", "–"),
+def role_words(role: str | None, roles: tuple[str, str] = ROLES) -> str:
+    """A figure's ``role`` in the words of the answer's direction (``roles``: the older
+    release's and the newer one's)."""
+    return dict(zip(ROLES, roles)).get(role or "", role or "–")
+
+
+def figures_table(part: dict, roles: tuple[str, str] = ROLES) -> str:
+    rows = [[f.get("jax", "–"), f.get("jaxlib") or "–", role_words(f.get("role"), roles),
              *figure_cells(part, f.get("figure")),
              f.get("label", "–") if not f.get("error") else f"{f.get('label')}: {f['error']}"]
             for f in part.get("figures") or ()]
@@ -87,16 +97,16 @@ def setting_said(culprit: dict) -> str:
             + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else ""))
 
 
-def details_lines(part: dict) -> list[str]:
+def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     """The report's <details> section on the module; without a bundle, one line saying why
-    (the short answer leaves it out)."""
+    (the short answer leaves it out). ``roles``: the pair's words (the answer's direction)."""
     if not part.get("bundle"):
         return [f"No HLO module: {part['why_not']}.", ""] if part.get("why_not") else []
     culprit = part.get("culprit") or {}
-    body = [f"The module XLA was handed, dumped before its optimisations under the last good "
+    body = [f"The module XLA was handed, dumped before its optimisations under the {roles[0]} "
             f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
             f"each jaxlib, one process a module, placed by the bisection's classifier:", "",
-            figures_table(part), "",
+            figures_table(part, roles), "",
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
             + ".", ""]
     if culprit.get("setting"):
@@ -111,8 +121,10 @@ def details_lines(part: dict) -> list[str]:
     return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
 
-def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str:
-    """The bundle's README: what it holds, how to run it, what was measured."""
+def readme_text(part: dict, files: list[str], label: str, installs: dict,
+                roles: tuple[str, str] = ROLES) -> str:
+    """The bundle's README: what it holds, how to run it, what was measured (``installs`` by
+    the part's own role names; ``roles``: the words a reader sees for them)."""
     pbs = " ".join(sorted(f for f in files if f.endswith(".pb")))
     if part.get("target"):  # compiled for a compile-only GPU: no GPU needed
         pbs += f" --target {part['target']}"
@@ -120,7 +132,7 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
     lines = [f"# {label}: the HLO module that reproduces it without jax", "",
              f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
              f"the toolkit with `{SCRIPT}` below under each jaxlib).", "",
-             figures_table(part), "",
+             figures_table(part, roles), "",
              "At " + ", ".join(f"{k}={v}" for k, v in (part.get("params") or {}).items())
              + (f", over {part['over']['name']} (one module each)" if part.get("over") else "")
              + ".", "", "## Files", ""]
@@ -147,7 +159,7 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
     culprit = part.get("culprit") or {}
     if culprit.get("setting"):
         lines += ["## In XLA", "",
-                  f"{setting_said(culprit)}. With it the first bad jaxlib "
+                  f"{setting_said(culprit)}. With it the {roles[1]} jaxlib "
                   + (f"behaves as the {culprit['under_first_bad']} one (measured):"
                      if culprit.get("under_first_bad") else "was not measured:"), "", "```sh",
                   f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",
@@ -163,10 +175,11 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict) -> str
     return "\n".join(lines)
 
 
-def rerender_readme(json_path: Path, doc: dict) -> Path | None:
+def rerender_readme(json_path: Path, doc: dict, roles: tuple[str, str] = ROLES) -> Path | None:
     """``--render``: the bundle README beside a report remade from the report's document (its
     ``hlo_module`` part, the ends' installs as the probes recorded them), where the bundle is
-    there; written only where it differs."""
+    there; written only where it differs. ``roles``: the pair's words (the answer's
+    direction)."""
 
     part = doc.get("hlo_module") or {}
     readme = json_path.parent / part["bundle"] / "README.md" if part.get("bundle") else None
@@ -180,7 +193,7 @@ def rerender_readme(json_path: Path, doc: dict) -> Path | None:
             release = SimpleNamespace(version=end["jax"], jaxlib=end["jaxlib"])
             installs[role] = pip_line(probe["installed"], release)
     files = sorted(part["files"])
-    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs))
+    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs, roles))
     return readme
 
 

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
 
-from jaxbisect.evidence.common import MAX_LINE_CHARS, QUOTED, balanced_end, shortened
+from jaxbisect.evidence.common import (
+    MAX_LINE_CHARS,
+    QUOTED,
+    around_pair,
+    balanced_end,
+    first_differing,
+    shortened,
+)
 from jaxbisect.evidence.lowering import compare_lowering
 
 MAX_DIFF_LINES = 40
@@ -139,16 +145,15 @@ def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
 LEAD_CHARS = 60
 
 
-def _around(line: str, at: int) -> str:
-    """A diff line (its mark first) cut to about ``MAX_LINE_CHARS`` around the body's
-    character ``at``: ``…`` where something was cut."""
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    mark, body, width = line[:1], line[1:], MAX_LINE_CHARS - 3  # the mark and two "…"
-    start = max(0, min(at - LEAD_CHARS, len(body) - width))
-    end = start + width
-    return (mark + ("…" if start else "") + body[start:end]
-            + ("…" if end < len(body) else ""))
+def _around(a: str, b: str) -> tuple[str, str]:
+    """A removed and an added diff line (each its mark first), each longer than
+    ``MAX_LINE_CHARS`` cut to about that around their first differing character, between two
+    tokens: ``…`` where something was cut."""
+    width = MAX_LINE_CHARS - 3  # the mark and two "…"
+    at = first_differing(a[1:], b[1:])
+    lead = max(LEAD_CHARS, at - (max(len(a), len(b)) - 1 - width))  # near the end: more before
+    cut_a, cut_b = around_pair(a[1:], b[1:], lead, width - lead, whole_within=MAX_LINE_CHARS - 1)
+    return a[:1] + cut_a, b[:1] + cut_b
 
 
 def _kept_where_they_differ(hunk: list[str]) -> list[str]:
@@ -169,8 +174,7 @@ def _kept_where_they_differ(hunk: list[str]) -> list[str]:
         while added_end < len(hunk) and hunk[added_end].startswith("+"):
             added_end += 1
         for k, (a, b) in enumerate(zip(hunk[i:removed_end], hunk[removed_end:added_end])):
-            at = len(os.path.commonprefix([a[1:], b[1:]]))
-            out[i + k], out[removed_end + k] = _around(a, at), _around(b, at)
+            out[i + k], out[removed_end + k] = _around(a, b)
         i = added_end
     return shortened(out, MAX_DIFF_LINES)
 

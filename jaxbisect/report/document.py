@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from jaxbisect.errors import UserError
-from jaxbisect.evidence.hlo_bundle import rerender_readme
+from jaxbisect.evidence.hlo_bundle import ROLES, rerender_readme
 from jaxbisect.files import display_path, inside_clone, write_atomic, write_json_if_changed
 from jaxbisect.lab.catalogue import Release
 from jaxbisect.lab.harness import target_label
@@ -22,6 +22,7 @@ from jaxbisect.report.commits import commits_by_pair_document, commits_document
 from jaxbisect.report.figures import figure, figure_text, placed_fields, seen
 from jaxbisect.report.markdown import KINDS, render
 from jaxbisect.report.markdown.tables import shape_chart
+from jaxbisect.report.markdown.words import pair_words
 from jaxbisect.search.budgets import INTERIOR_BUDGET
 from jaxbisect.search.interior import changes_text
 from jaxbisect.search.metric_search import crashes_of
@@ -395,6 +396,7 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None,
     stored = as_stored(doc) if write_json_if_changed(json_path, doc) else \
         json.loads(json_path.read_text(encoding="utf-8"))
     write_rendered(md_path, render(stored))
+    rerender_readme(json_path, stored, bundle_roles(stored))  # the bundle's, in the same words
     return md_path, doc
 
 
@@ -449,8 +451,14 @@ def rerender(json_path: Path) -> Path:
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UserError(f"--render: {json_path} lacks a part its schema has ({exc!r})") from None
     write_rendered(md_path, text)
-    rerender_readme(json_path, doc)
+    rerender_readme(json_path, doc, bundle_roles(doc))
     return md_path
+
+
+def bundle_roles(doc: dict) -> tuple[str, str]:
+    """The HLO bundle's words for the pair: the report's, by the answer's direction."""
+    found = doc.get("status") == Status.FOUND and doc.get("last_old") and doc.get("first_new")
+    return pair_words(doc) if found and (doc.get("hlo_module") or {}).get("bundle") else ROLES
 
 
 def write_rendered(md_path: Path, text: str) -> None:

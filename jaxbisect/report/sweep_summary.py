@@ -12,6 +12,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from tabulate import tabulate
 
+from jaxbisect.errors import UserError
 from jaxbisect.files import (
     VOLATILE_LINES,
     write_atomic,
@@ -32,6 +33,14 @@ UPDATED = "- Updated: "  # the one summary line that changes on every run
 
 
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
+COMMAND = "- Command: "
+UPDATED_FORMAT = "%Y-%m-%d %H:%M"
+LABEL_LINE = ("- Label: how each release behaves beside the oldest and the newest release swept "
+              "together: old (as the oldest), new (as the newest), cannot tell (its runs could "
+              "not place it), third behaviour (as neither); where those two agree, like the "
+              "ends; a release swept alone, measured. A GPU target's rows are XLA's plan for "
+              "that GPU, compiled on this machine without it.")
+LABEL_WORDS = {Label.AMBIGUOUS: "cannot tell"}  # a label the table says in the reader's words
 
 
 def result_order(d: dict):
@@ -116,7 +125,7 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
         row = [d["release"], d.get("jaxlib") or "?",
                where if d.get("target") or d.get("skipped") else d["backend"],
                device,
-               d["label"]]
+               LABEL_WORDS.get(d["label"], d["label"])]
         fig = d.get("figure") or {"n": 0}
         if over:
             series = d.get("series") or {}
@@ -156,18 +165,14 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
     lines = [f"# {name}: {first.get('metric', '?')} by jax release", "",
              ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
               "by hand, rerun the command instead."), "",
-             f"- Command: `{command}`", f"{UPDATED}{now:%Y-%m-%d %H:%M} UTC"]
+             f"{COMMAND}`{command}`", f"{UPDATED}{now:{UPDATED_FORMAT}} UTC"]
     by_asked: dict[str, list[str]] = {}
     for d in measured:
         by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
     for asked, releases in by_asked.items():
         which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
         lines.append(f"- Asked{which}: `{asked}`")
-    lines += [("- Label: each release as a bisection places a probe, by the classifier "
-               "learned from the ends of the releases swept together (old, new, ambiguous, "
-               "third behaviour; the ends alike: like the ends; one release: measured). A GPU "
-               "target's rows are XLA's plan for that GPU, compiled on this machine without "
-               "it."), "", results_table(results) if results else "_No results yet._", ""]
+    lines += [LABEL_LINE, "", results_table(results) if results else "_No results yet._", ""]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
     lines += [MACHINE_SUMMARY, "", "```text", machine(), "```", "", "</details>", ""]
@@ -196,6 +201,57 @@ def write_summary(reports: Path, command: str,
     if old is None or undated(old) != undated(text):
         write_atomic(path, text)
     return path
+
+
+def render_summary(reports: Path) -> Path:
+    """Rewrite ``REPORTS/README.md`` from the results beside it, measuring nothing (``python
+    -m jaxbisect.sweep --render DIR``): the command, the date and the machine it records are
+    those of the run that measured them, carried as they are, so the same results give the
+    same file."""
+    path = reports / SUMMARY
+    results, unreadable = load_results(reports)
+    if not results:
+        raise UserError(f"{reports}: no sweep results (jax-*.json) to render")
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError:
+        raise UserError(f"{path}: no summary to take the sweep's command from (run the sweep "
+                        f"itself)") from None
+    command, now, machine = recorded(old)
+    if command is None:
+        raise UserError(f"{path}: no '{COMMAND.strip()}' line to carry (run the sweep itself)")
+    text = summary_text(results, unreadable, command, now or datetime.now(UTC),
+                        (lambda: machine) if machine is not None else machine_description)
+    if text != old:
+        write_atomic(path, text)
+    return path
+
+
+def recorded(text: str) -> tuple[str | None, datetime | None, str | None]:
+    """What a summary records of the run that wrote it: its command, its date and the
+    machine's description (None where it holds none)."""
+    lines = text.splitlines()
+    command = next((line[len(COMMAND):].strip().strip("`") for line in lines
+                    if line.startswith(COMMAND)), None)
+    now = None
+    for line in lines:
+        if line.startswith(UPDATED):
+            try:
+                now = datetime.strptime(line[len(UPDATED):].removesuffix(" UTC").strip(),
+                                        UPDATED_FORMAT).replace(tzinfo=UTC)
+            except ValueError:
+                now = None
+            break
+    machine = None
+    if MACHINE_SUMMARY in lines:
+        after = lines[lines.index(MACHINE_SUMMARY) + 1:]
+        start = next((i for i, line in enumerate(after) if line.startswith("```")), None)
+        if start is not None:
+            end = next((i for i, line in enumerate(after[start + 1:], start + 1)
+                        if line.startswith("```")), None)
+            if end is not None:
+                machine = "\n".join(after[start + 1:end])
+    return command, now, machine
 
 
 def undated(text: str) -> list[str]:

@@ -20,6 +20,7 @@ from repro.case import CONSTANTS, CaseFile
 from repro.devices import HOST_SOURCE
 from repro.target import load as load_target
 from repro.tpu_target import DEVICES_IMPORT
+from repro.units import KIB_TEXT, plan_lines, printed_mib
 
 FILE = "repro.py"
 MAX_LINES = 40
@@ -29,7 +30,6 @@ CALLS = 5           # a time's calls at least (repro.metrics.Sampling: 5 and 0.3
 SECONDS = 0.3
 MAX_CALLS = 100     # … and at most
 SERIES_VALUES = 3   # a shape's values the program measures at most
-MIB_TEXT = "2**20"  # repro.units.MIB as the program writes it
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ PEAK = [  # a run's peak resident memory above what was resident before it (Linu
     ".split()[1])",
     "base = kib(\"VmRSS\")",
     "jax.block_until_ready(f(*x))"]
-PEAK_SIZE = "(kib('VmHWM') - base) / 2**10:.2f"
+PEAK_SIZE = printed_mib("kib('VmHWM') - base", KIB_TEXT)  # the kernel's KiB, in MiB
 
 
 def footer(case: CaseFile, metric: str, params: dict, over: tuple,
@@ -196,7 +196,7 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple,
     concrete = _concrete(case)
     needs = ["numpy"] if concrete and metric in ("run_time", "output", "error") else []
     if metric == "memory" and peak:
-        said = f"{{{PEAK_SIZE}}} MiB, a run's peak"
+        said = f"{PEAK_SIZE}, a run's peak"
         if over:
             name, values = over
             return needs, [f"for value in {series_values(values)!r}:",
@@ -205,15 +205,13 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple,
                            f"    print(f\"{name}={{value}}: {said}\")"]
         return needs, [f"fn, args = {call}", *PEAK, f"print(f\"memory: {said}\")"]
     if metric == "memory":
-        plan = ("m = fn.lower(*args).compile().memory_analysis()",)
-        size = f"(m.output_size_in_bytes + m.temp_size_in_bytes) / {MIB_TEXT}:.2f"
+        compiled = "fn.lower(*args).compile()"
         if over:
             name, values = over
             return needs, [f"for value in {series_values(values)!r}:",
                            f"    fn, args = {_call(params, case.defaults, name)}",
-                           *(f"    {line}" for line in plan),
-                           f"    print(f\"{name}={{value}}: {{{size}}} MiB\")"]
-        return needs, [f"fn, args = {call}", *plan, f"print(f\"memory: {{{size}}} MiB\")"]
+                           *(f"    {line}" for line in plan_lines(compiled, f"{name}={{value}}"))]
+        return needs, [f"fn, args = {call}", *plan_lines(compiled)]
     if metric == "compile_time":
         return ["statistics", "time"], [
             f"fn, args = {call}", "", "", "def compile_ms():", "    jax.clear_caches()",

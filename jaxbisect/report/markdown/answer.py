@@ -61,11 +61,13 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"jax {versions[1]}" + sized_ends(doc, ends))
         return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
                 f"{versions[1]}" + sized_ends(doc, ends))
-    line = (f"{said(doc, ends[0]['figure'])} at jax {versions[0]}{joined} "
-            f"{said(doc, ends[1]['figure'])} at jax {versions[1]}")
+    shown = [said(doc, e["figure"]) for e in ends]
+    if not found and ends_read_alike(doc):  # said once
+        asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
+        return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")
+    line = (f"{shown[0]} at jax {versions[0]}{joined} {shown[1]} at jax {versions[1]}")
     if metric == "error" and found:  # the error's words say what it is
         return line
-    shown = [said(doc, e["figure"]) for e in ends]
     figures = [SHOWN.fullmatch(f) for f in shown]
     if found and all(figures) and figures[0]["unit"] == figures[1]["unit"] \
             and float(figures[0]["number"]) > 0:  # the ratio of the figures as shown
@@ -76,6 +78,18 @@ def ends_figures(doc: dict, found: bool = False) -> str:
     return f"{metric} {line}" if found else line
 
 
+def ends_read_alike(doc: dict) -> bool:
+    """Whether the ends measured read the same, word for word, on a metric that compares
+    nothing else (EQUAL_AS_SHOWN): said once, with nothing on how they were compared."""
+    if doc["over"] or doc["metric"]["name"] not in EQUAL_AS_SHOWN:
+        return False
+    first, last = (said(doc, probe_at(doc, v)["figure"]) for v in doc["measured_part"])
+    return first == last
+
+
+# Metrics whose ends agree only where their words do (a message, values): two ends that read
+# the same are said once, and how they were compared goes without saying.
+EQUAL_AS_SHOWN = ("error",)
 SHOWN = re.compile(r"(?P<number>[0-9.]+(?:e[-+]?\d+)?) (?P<unit>[^\s(]+)")
 
 
@@ -302,12 +316,13 @@ def answer_line(doc: dict) -> str:
     if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
     if status == Status.ALIKE:
-        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}: "
-                 f"{alike_how(doc)}")
+        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}"
+                 + ("" if ends_read_alike(doc) else f": {alike_how(doc)}"))
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
-            return (f"**Came and went ({where}) inside jax {start} … {end}:** the ends agree "
-                    f"({alike}); inside them it {changes_words(doc)}.")
+            agree = alike if ends_read_alike(doc) else f"the ends agree ({alike})"
+            return (f"**Came and went ({where}) inside jax {start} … {end}:** {agree}; inside "
+                    f"them it {changes_words(doc)}.")
         return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
                 + quantities_sentence(doc, tuple(doc["measured_part"]))
                 + present_at_both(doc) + inside_text(doc))

@@ -24,14 +24,14 @@ from jaxbisect.stages.program import (
 )
 from repro.case import CaseFile
 from repro.metrics import concrete
+from repro.units import KIB_TEXT, plan_lines, printed_mib
 
 SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
 PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 OUTPUT_LINES = 2
 
 MEASURE_SNIPPETS = {
-    "memory": """    stats = fn.lower(*args).compile().memory_analysis()
-    print("memory (output + temp bytes):", stats.output_size_in_bytes + stats.temp_size_in_bytes)""",  # noqa: E501
+    "memory": "\n".join(f"    {line}" for line in plan_lines("fn.lower(*args).compile()")),
     "compile_time": """    samples = []
     for _ in range(6):
         jax.clear_caches()
@@ -53,7 +53,8 @@ MEASURE_SNIPPETS = {
     open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark (Linux)
     jax.block_until_ready(compiled(*args))
     peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
-    print("peak RSS after compiling:", peak.split(":")[1].strip())""",
+    print(f"peak RSS after compiling: """
+    + printed_mib("int(peak.split()[1])", KIB_TEXT) + '")',
     "output": """    out = jax.block_until_ready(fn(*concrete(args)))
     for leaf in jax.tree_util.tree_leaves(out):
         a = numpy.asarray(leaf)
@@ -302,9 +303,14 @@ def standalone_script(doc: dict) -> str | None:
     measuring = f"    fn, args = case(**{params!r})\n{MEASURE_SNIPPETS[metric]}"
     if doc["over"]:  # the series: the metric at each value of the parameter
         name, values = doc["over"]["name"], doc["over"]["values"]
-        measuring = (f"    for value in {list(values)!r}:\n        print({name!r}, value)\n"
+        # a size on one line with its value, as the first screen's program prints it
+        said = ("" if metric == "memory" else f"        print({name!r}, value)\n")
+        snippet = ("\n".join(f"    {line}" for line in plan_lines(
+            "fn.lower(*args).compile()", f"{name}={{value}}")) if metric == "memory"
+                   else MEASURE_SNIPPETS[metric])
+        measuring = (f"    for value in {list(values)!r}:\n{said}"
                      f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
-                     + textwrap.indent(MEASURE_SNIPPETS[metric], "    "))
+                     + textwrap.indent(snippet, "    "))
     cut_case = case_source(case["source"]).rstrip()
     return (f"{cut_case}\n\n\n# --- measuring, as `python -m repro --case` does "
             f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
@@ -346,7 +352,7 @@ def standalone_lines(doc: dict) -> list[str]:
                                          .get("fallback"))]
     if script and fell_back and doc["metric"]["name"] == "memory":
         reason = probe_at(doc, fell_back[0])["series"]["fallback"].get("reason") or ""
-        lines += [f"Under jax {', '.join(fell_back)} the script prints 0 bytes: "
+        lines += [f"Under jax {', '.join(fell_back)} the script prints 0.00 MiB: "
                   f"{reason or 'the compiled statistics are empty there'}; the toolkit "
                   f"measured a run's peak there instead (the table above), which no short "
                   f"script prints.", ""]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from jaxbisect.evidence.common import around_pair, whole_tokens
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.lab.executors import cluster_markdown
 from jaxbisect.report.figures import figure_cell
@@ -14,7 +15,15 @@ from jaxbisect.report.markdown.answer import setting_kind
 from jaxbisect.report.markdown.evidence import render_buffers_markdown
 from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
 from jaxbisect.report.markdown.reproduce import shown_program
-from jaxbisect.report.markdown.words import cut, details, params_text, plainly, table, value_words
+from jaxbisect.report.markdown.words import (
+    cut,
+    details,
+    pair_words,
+    params_text,
+    plainly,
+    table,
+    value_words,
+)
 from jaxbisect.search.placing import Behaviour, Verdict
 from jaxbisect.search.rounds import Status
 
@@ -116,7 +125,27 @@ def attribution_lines(doc: dict) -> list[str]:
 
 def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
     """A recorded diff without its -/+ pairs the record cut before they differ (the same
-    text on both sides, each ending "…"): what it shows, and how many pairs it left out."""
+    text on both sides, each ending "…"), each line that an older record cut inside a token
+    cut between two (``whole_tokens``; a -/+ pair kept as recorded where that would hide
+    where they differ): what it shows, and how many pairs it left out."""
+    shown, hidden = _unhidden(diff)
+    return at_token_boundaries(shown), hidden
+
+
+def at_token_boundaries(diff: list[str]) -> list[str]:
+    """Each body line of a diff through ``whole_tokens``, but for a removed line and the added
+    line after it that would then read the same: their difference lies in what was dropped."""
+    out = [line if line.startswith(("---", "+++", "@@")) else whole_tokens(line)
+           for line in diff]
+    for k in range(len(diff) - 1):
+        a, b = diff[k], diff[k + 1]
+        if (a.startswith("-") and b.startswith("+") and not a.startswith("---")
+                and a[1:] != b[1:] and out[k][1:] == out[k + 1][1:]):
+            out[k], out[k + 1] = a, b
+    return out
+
+
+def _unhidden(diff: list[str]) -> tuple[list[str], int]:
     out, hidden, k = [], 0, 0
     while k < len(diff):
         line = diff[k]
@@ -143,17 +172,10 @@ AROUND = 80  # characters kept either side of a long line's first difference
 
 
 def around_difference(old: str, new: str) -> list[str]:
-    """Two long lines cut around their first differing character, never at a shared prefix:
-    "…" where something was left out."""
-    at = next((i for i, (x, y) in enumerate(zip(old, new)) if x != y), min(len(old), len(new)))
-    start = max(1, at - AROUND)
-
-    def cut_(line: str) -> str:
-        end = min(len(line), at + AROUND)
-        return (line[0] + ("…" if start > 1 else "") + line[start:end]
-                + ("…" if end < len(line) else ""))
-
-    return [cut_(old), cut_(new)]
+    """Two long lines cut around their first differing character, between two tokens, never
+    at a shared prefix: "…" where something was left out."""
+    cut_old, cut_new = around_pair(old[1:], new[1:], AROUND, AROUND)
+    return [old[:1] + cut_old, new[:1] + cut_new]
 
 
 def evidence_lines(doc: dict) -> list[str]:
@@ -335,7 +357,7 @@ def tried_lines(doc: dict) -> list[str]:
 def hlo_lines(doc: dict) -> list[str]:
     """The HLO bundle beside the report: its figures, files, the culprit's run_hlo_module line,
     the fuel step (evidence/hlo_render.py, the hlo helper's)."""
-    lines = details_lines(doc["hlo_module"])
+    lines = details_lines(doc["hlo_module"], pair_words(doc))
     bundle = doc["hlo_module"].get("bundle")
     if bundle and lines:  # a folder beside the report: no link survives a paste
         lines += [f"The bundle is a folder, `{bundle}/`, beside the report's JSON, not a link: "
