@@ -28,6 +28,8 @@ import jax.numpy as jnp
 METRIC = "error"
 FIXED = ()
 
+EXPECT = "no error"  # a keyword argument named f is a keyword argument
+
 ANSWER = {
     "metric": "error",
     "from": "0.4.35",

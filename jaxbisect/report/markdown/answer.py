@@ -14,6 +14,7 @@ from jaxbisect.lab.known_flags import known_line
 from jaxbisect.report.figures import shown
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.commits import commits_first_lines
+from jaxbisect.report.markdown.expect import expect_sentence
 from jaxbisect.report.markdown.reproduce import reproduce_block
 from jaxbisect.report.markdown.words import (
     cut,
@@ -322,7 +323,7 @@ def answer_line(doc: dict) -> str:
         if inside.get("changes"):
             agree = alike if ends_read_alike(doc) else f"the ends agree ({alike})"
             return (f"**Came and went ({where}) inside jax {start} … {end}:** {agree}; inside "
-                    f"them it {changes_words(doc)}.")
+                    f"them it {changes_words(doc)}." + expect_sentence(doc))
         return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
                 + quantities_sentence(doc, tuple(doc["measured_part"]))
                 + present_at_both(doc) + inside_text(doc))
@@ -334,7 +335,8 @@ def answer_line(doc: dict) -> str:
                 f"{undecided_advice(doc)}")
     return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
             f"{ends_figures(doc, found=True)}."
-            + quantities_sentence(doc, (doc["last_old"]["jax"], doc["first_new"]["jax"])))
+            + quantities_sentence(doc, (doc["last_old"]["jax"], doc["first_new"]["jax"]))
+            + expect_sentence(doc))
 
 
 def pair_line(doc: dict) -> str | None:
