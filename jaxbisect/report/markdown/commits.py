@@ -53,7 +53,8 @@ def compare_link(doc: dict) -> str:
 
 def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
     """One commits part in the first screen."""
-    at = f" ({pair[0]} → {pair[1]}{', ' + c['kind'] if c.get('kind') else ''})" if pair else ""
+    # The kind is in the line's words ("First bad commit", "Gone with commit"): the pair only.
+    at = f" ({pair[0]} → {pair[1]})" if pair else ""
     # The attribution's XLA range is the answer's pair's: a pair inside alike ends has none.
     xla = "" if pair else compare_link(doc)
     if c["came_with"] == "jax" and c.get("first_bad"):
