@@ -100,7 +100,7 @@ def test_no_bundle_where_the_change_is_in_jax():
     part = hlo_module(found_bisection(), None, {"attribution": {"culprit": "jax"}}, print,
                       Path("r.md"))
     assert part["bundle"] is None and part["reproduces"] is None and part["why_not"]
-    assert details_lines(part) == [f"No HLO module: {part['why_not']}.", ""]
+    assert details_lines(part) == [f"No HLO bundle: {part['why_not']}.", ""]
 
 
 # -- which jaxlibs compile the module alone ------------------------------------------------

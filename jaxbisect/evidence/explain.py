@@ -506,8 +506,7 @@ def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,
                  + ", ".join(f"`{n}`" for n in untested[:10])
                  + (", …" if len(untested) > 10 else "") + ").")
     def shown(names: list[str]) -> str:
-        return ", ".join(f"`{n}`" + ("" if is_safe(n) else " (diagnostic only: correctness "
-                                                            "depends on it)") for n in names)
+        return passes_said(names)
 
     def measured(release: Release) -> tuple[int, str]:
         """The passes measured under ``release`` (not those that crashed or failed: a skip),
@@ -616,7 +615,7 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
         f"`{name}` ({effect(t)}"
         + ("" if t["safe"] else ", diagnostic only: correctness depends on it") + ")"
         for name, t in effects)
-    base_word = (f"{base[0][0]} with every pass" if isinstance(base[0], (list, tuple))
+    base_word = (baseline_shape_words(base[0][0]) if isinstance(base[0], (list, tuple))
                  else "without it, the figure is")
     doc["culprit"] = {"kind": "pass", "name": effects[0][0],
                       "text": f"Turning off one HLO pass at a time under jax "
@@ -625,6 +624,25 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                               f"{question.label}'s module change its {question.metric} "
                               f"({base_word}): {shown}{cannot}"}
     return doc
+
+
+def baseline_shape_words(word: str) -> str:
+    """The baseline's shape over the sizes, every pass left on ("grows" → "with every pass
+    left on, it grows"): what each pass turned off below is measured against."""
+    return f"with every pass left on, it {'is constant' if word == 'constant' else word}"
+
+
+def passes_said(names: list[str]) -> str:
+    """Every pass named, as one list ("`a`, `b` and `c`"), then those only a diagnostic
+    (correctness depends on them) said after it, so that no note breaks the list."""
+    quoted = [f"`{n}`" for n in names]
+    listed = (", ".join(quoted[:-1]) + " and " + quoted[-1] if len(quoted) > 1
+              else "".join(quoted))
+    unsafe = [f"`{n}`" for n in names if not is_safe(n)]
+    if not unsafe:
+        return listed
+    return (listed + " (" + (" and ".join(unsafe) if len(unsafe) < 3 else ", ".join(unsafe))
+            + f": diagnostic only, correctness depends on {'it' if len(unsafe) == 1 else 'them'})")
 
 
 def better_without(base: tuple, test: dict) -> bool:

@@ -69,13 +69,12 @@ def why_no_bundle(b, extra: dict, came_with: str | None = None) -> str | None:
         return ("the lowered modules differ: the change is in jax (its lowering), and a "
                 "module dumped at the last good release does not carry it")
     if came_with != CameWith.JAXLIB and culprit not in ("xla", "below-hlo", "jaxlib"):
-        return ("where the change lies is not known (the lowered modules were not compared "
-                "and the commits were not searched): no module is claimed")
+        return "the change was not placed in XLA, so no module is claimed to reproduce it"
     if q.case is None:
         return "a command, not a case: there is no jitted function to dump"
     if q.metric != "memory":
-        return (f"the module's figure is the compiled plan's memory; this question's metric "
-                f"is {q.metric}")
+        return (f"a bundle reproduces a compiled memory plan; this report's figure is the "
+                f"program's {q.metric}")
     if (b.request.backend != "cpu" and not q.target) or (
             q.target and load_target(q.target).kind != "gpu"):
         return (f"the bundle's script compiles for the CPU or a compile-only GPU target; this "

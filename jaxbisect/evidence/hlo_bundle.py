@@ -3,6 +3,7 @@ line is markdown/answer.py's) and the bundle's README (docs/hlo.md). Reads the J
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from types import SimpleNamespace
@@ -55,12 +56,37 @@ def modules(part: dict) -> list[str]:
     return sorted(f for f in part["files"] if f.endswith(".pb"))
 
 
-def run_hlo_module_line(part: dict) -> str:
+def run_hlo_module_line(part: dict, bundle: str = "$PWD") -> str:
+    """The lines that run the module under XLA's ``run_hlo_module``: ``bundle`` (the bundle
+    folder, as the shell sees it where the lines are pasted) is kept as ``$BUNDLE`` before the
+    ``cd`` into the XLA checkout, since ``bazel run`` runs the tool in its runfiles tree and a
+    path relative to either folder does not reach the module."""
     text = next((f for f in reversed(sorted(part["files"])) if f.endswith(".txt")), "module.txt")
     setting = (part.get("culprit") or {}).get("setting") or ""
     platform = "CUDA" if part.get("target") else "cpu"  # CUDA: on a machine with the GPU
-    return (f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo --xla_dump_to=dump "
-            f"--xla_dump_hlo_as_text $PWD/{text}" + (f" {setting}" if setting else ""))
+    return (f"BUNDLE={bundle}   # the bundle folder, as an absolute path\n"
+            f"cd path/to/xla   # your XLA checkout\n"
+            f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo --xla_dump_to=dump "
+            f"--xla_dump_hlo_as_text $BUNDLE/{text}" + (f" {setting}" if setting else ""))
+
+
+# Words of documents written before they were said plainly, and what they become.
+WHY_NOT_SAID = {
+    "where the change lies is not known (the lowered modules were not compared and the "
+    "commits were not searched): no module is claimed":
+        "the change was not placed in XLA, so no module is claimed to reproduce it",
+}
+
+
+def why_not_words(why_not: str) -> str:
+    """Why no bundle is attached, in plain words: a bundle reproduces a compiled memory
+    plan, so another metric is said as such."""
+    m = re.fullmatch(r"the module's figure is the compiled plan's memory; this question's "
+                     r"metric is (\w+)", why_not)
+    if m:
+        return (f"a bundle reproduces a compiled memory plan; this report's figure is the "
+                f"program's {m[1]}")
+    return WHY_NOT_SAID.get(why_not, why_not)
 
 
 def fuel_lines(fuel: dict | None) -> list[str]:
@@ -101,7 +127,8 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     """The report's <details> section on the module; without a bundle, one line saying why
     (the short answer leaves it out). ``roles``: the pair's words (the answer's direction)."""
     if not part.get("bundle"):
-        return [f"No HLO module: {part['why_not']}.", ""] if part.get("why_not") else []
+        return ([f"No HLO bundle: {why_not_words(part['why_not'])}.", ""]
+                if part.get("why_not") else [])
     culprit = part.get("culprit") or {}
     body = [f"The module XLA was handed, dumped before its optimisations under the {roles[0]} "
             f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
@@ -110,9 +137,10 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
             + ".", ""]
     if culprit.get("setting"):
-        body += [f"{setting_said(culprit)}; in XLA (a Bazel target of XLA's, not run here):",
+        body += [f"{setting_said(culprit)}; in XLA (a Bazel target of XLA's, not run here), "
+                 f"from the report's folder, with an XLA checkout:",
                  "", "```sh",
-            run_hlo_module_line(part), "```", ""]
+            run_hlo_module_line(part, f"$PWD/{part['bundle']}"), "```", ""]
     if part.get("xla_compare"):
         body += [f"XLA compare: {part['xla_compare']}", ""]
     body += fuel_lines(part.get("fuel"))
@@ -163,9 +191,10 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
                   + (f"behaves as the {culprit['under_first_bad']} one (measured):"
                      if culprit.get("under_first_bad") else "was not measured:"), "", "```sh",
                   f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",
-                  "From an XLA checkout (`run_hlo_module` is a Bazel target of XLA's; not run "
-                  "by the toolkit" + ("; it runs the module, on a machine with the GPU"
-                                      if part.get("target") else "") + "):", "", "```sh",
+                  "From this folder, with an XLA checkout (`run_hlo_module` is a Bazel target "
+                  "of XLA's; not run by the toolkit"
+                  + ("; it runs the module, on a machine with the GPU"
+                     if part.get("target") else "") + "):", "", "```sh",
                   run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
         lines += [f"XLA commits between the two jaxlibs: {part['xla_compare']}", ""]

@@ -35,7 +35,7 @@ WORDS = {
                  "(XLA's code generation or its runtime, inside jaxlib)",
     "jaxlib": "the lowered modules are identical, and XLA's optimized HLO could not be "
               "compared: the change is inside jaxlib (XLA's HLO passes or below them)",
-    "unknown": "the modules could not be compared",
+    "unknown": "the lowered StableHLO of the two releases could not be compared",
 }
 
 # Attributes of an instruction whose value never changes the program: where it came from

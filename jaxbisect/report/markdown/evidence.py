@@ -81,12 +81,10 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
     followed = evidence.get("followed")
     shape = "[" + ",".join(map(str, followed)) + "]" if followed else None
     named = ("the case's own" if evidence.get("stacked_shape")
-             else "the array the new plan holds most more of at its peak")
+             else "the array whose count at the peak changed most between the plans")
 
     def places(reading: dict) -> str:  # arrays: a tuple's place holds only its pointers
-        arrays = [e for e in reading["at_peak"] if not e["shape"].startswith("(")]
-        return "; ".join(f"{e['places']} × {e['shape']} ({_bytes(e['bytes'])})"
-                         for e in arrays[:3]) or "n/a"
+        return places_words(reading)
 
     rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
             ["plan (output + temp)", *(_megabytes(r["plan_bytes"]) for r in (old, new))],
@@ -104,7 +102,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
            f"values that are never live together share a place in it):", "",
-           table(["", o, n], rows), ""]
+           table(["", o, n], rows), "", *shared_space_words(((o, old), (n, new)))]
     moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
     for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
                                            ("old_at_peak", o, n, "bytes_removed", "−")):
@@ -152,7 +150,8 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
         out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
-    out += ["One release's dump, in its environment (the document holds the dump files):", "",
+    out += ["One release's dump, in its environment (the report's .json file holds the dump "
+            "files):", "",
             _code([command], "sh"), ""]
     if plain:
         out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
@@ -160,6 +159,39 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
                 "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
     return "\n".join(out)
+
+
+def places_words(reading: dict, shown: int = 3) -> str:
+    """The arrays held in the largest allocation at the peak, by shape: places × shape (their
+    bytes), the largest ``shown``."""
+    arrays = [e for e in reading.get("at_peak") or () if not e["shape"].startswith("(")]
+    return ("; ".join(f"{e['places']} × {e['shape']} ({_bytes(e['bytes'])})"
+                      for e in arrays[:shown]) + ("; …" if len(arrays) > shown else "")
+            if arrays else "n/a")
+
+
+def shared_space(reading: dict) -> int | None:
+    """The bytes of the arrays held at the peak where they add up to more than the largest
+    allocation (buffers never live together given overlapping offsets in it, each counted
+    once per place), else None: then the parts are not to be read as a sum."""
+    arrays = sum(e["bytes"] for e in reading.get("at_peak") or ()
+                 if not e["shape"].startswith("("))
+    size = (reading.get("largest_allocation") or {}).get("size_bytes")
+    return arrays if size and arrays > size else None
+
+
+def shared_space_words(labelled: Sequence[tuple[str, dict]]) -> list[str]:
+    """The sentence under the table where the places held add up past the allocation."""
+    over = [(label, total, r["largest_allocation"]["size_bytes"]) for label, r in labelled
+            if (total := shared_space(r)) is not None]
+    if not over:
+        return []
+    return ["The places held overlap: buffers that are never live at the same time are given "
+            "overlapping offsets of the allocation, and each is counted with its own shape, "
+            "so the shapes' bytes add up to more than the allocation ("
+            + "; ".join(f"{label}: {_bytes(total)} counted in {_bytes(size)}"
+                        for label, total, size in over)
+            + "). They say which arrays the plan holds, not how its bytes divide.", ""]
 
 
 _AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most \d+$")

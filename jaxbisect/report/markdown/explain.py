@@ -3,6 +3,9 @@ release, from its document alone."""
 
 from __future__ import annotations
 
+import re
+
+from jaxbisect.evidence.explain import baseline_shape_words
 from jaxbisect.report.figures import figure_cell, shown
 from jaxbisect.report.markdown.answer import setting_kind
 from jaxbisect.report.markdown.bisection import within_limit
@@ -46,7 +49,7 @@ def render_explain(doc: dict) -> str:
     params = {k: v for k, v in case["params"].items() if case["defaults"].get(k) != v}
     parts = [
         f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
-        "", explanation["culprit"]["text"] + ".", "",
+        "", culprit_words(explanation["culprit"]["text"]) + ".", "",
         f"Baseline: {figure_cell(metric, unit, base)}"
         + (f" ({params_text(params)})" if params else "") + ".", "",
         "Reproduce with this toolkit (its README's Quick start installs it):", "", "```sh",
@@ -62,3 +65,13 @@ def render_explain(doc: dict) -> str:
     if doc.get("machine"):
         parts += details("The machine that measured", [doc["machine"]], "text")
     return within_limit(parts)
+
+
+# A document written before the baseline's bracket was said as the baseline: "(grows with
+# every pass)" read as the passes' effect, against the list of passes that make it constant.
+_OLD_BASELINE = re.compile(r"\((\w+) with every pass\)")
+
+
+def culprit_words(text: str) -> str:
+    """The explanation's sentence, its baseline's bracket said as the baseline."""
+    return _OLD_BASELINE.sub(lambda m: f"({baseline_shape_words(m[1])})", text)
