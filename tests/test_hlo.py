@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
+from jaxbisect.lab import backends
 from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.evidence.hlo_fuel import first_rewrite
@@ -241,7 +242,7 @@ def test_the_stage_writes_a_bundle_that_reproduces_and_a_rerun_measures_nothing(
     searched = with_params(asked, {"n_res": 32, "n_outer": (2, 5)})
     b = SimpleNamespace(
         search=SimpleNamespace(status="found", placed={}), pair=(old, new), commits=None,
-        request=SimpleNamespace(question=asked, backend="cpu"), searched=searched,
+        request=SimpleNamespace(question=asked, backend=backends.get("cpu")), searched=searched,
         candidates=(old, new), timeout=600.0,
         classifier=lambda: matching([("constant", 0.0)], [("grows", 1.0)], shapes_alike))
     extra = {"attribution": {"culprit": "xla", "xla_commits": {"old": "a" * 40, "new": "b" * 40}},
