@@ -1,0 +1,81 @@
+"""The tables below the first screen, and the headline above them, agree with the JSON they
+are rendered from (a maintainer's review of the shipped scan_growth and case reports)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.tables import (
+    how_text,
+    interior_lines,
+    probe_rows,
+    rows_params,
+    search_line,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = REPO / "reports"
+SCAN_CPU = REPORTS / "bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json"
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_the_table_intro_states_the_size_its_rows_were_measured_at():
+    doc = load(SCAN_CPU)
+    measured = rows_params(doc)
+    assert measured and measured != {k: doc["case"]["params"][k] for k in measured}
+    how = how_text(doc)
+    for k, v in measured.items():
+        assert f"{k}={v!r}" in how, (k, how)
+    # the case's own size, where it differs, only as what was asked
+    for k, v in measured.items():
+        if doc["case"]["params"].get(k) != v:
+            assert f"with {k}={doc['case']['params'][k]!r}" not in how
+            assert f"asks {k}={doc['case']['params'][k]!r}" in how
+
+
+def test_an_unavailable_compare_series_prints_no_figure():
+    doc = load(SCAN_CPU)
+    headers, rows = probe_rows(doc)
+    unavailable = [(p["jax"], c) for p in doc["probes"]
+                   for c, s in (p.get("compare") or {}).items()
+                   if s.get("status") == "unavailable" and 0 in s["figures"].values()]
+    assert unavailable
+    for jax, c in unavailable:
+        row = next(r for r in rows if r[0] == jax)
+        cell = row[next(i for i, h in enumerate(headers) if h.startswith(c))]
+        assert cell.startswith("not measured"), cell
+        assert not re.search(r"\d\.\d\d", cell), cell
+
+
+def test_a_compare_series_with_real_figures_still_prints_them():
+    doc = load(SCAN_CPU)
+    headers, rows = probe_rows(doc)
+    last = next(r for r in rows if r[0] == doc["measured_part"][1])
+    cell = last[next(i for i, h in enumerate(headers) if h.startswith("v1"))]
+    assert re.match(r"\d+\.\d\d", cell), cell
+
+
+INNER = re.compile(r"\bprobes?\b|\bthe pair\b|classifier|interior budget|"
+                   r"\(`--interior-budget`\)|re-measured", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", sorted([*REPORTS.glob("bisect-*.json"),
+                                         *(REPORTS / "cases").glob("bisect-*.json")]),
+                         ids=lambda p: p.name)
+def test_the_tables_sections_speak_a_maintainers_words(path):
+    doc = load(path)
+    if "probes" not in doc or "search" not in doc:
+        pytest.skip("not a bisection's document")
+    headers, _ = probe_rows(doc)
+    text = "\n".join([how_text(doc), search_line(doc), *interior_lines(doc), " ".join(headers)])
+    assert not INNER.findall(text), INNER.findall(text)
+    assert "step #" in headers
+    assert "probe #" not in render(doc)
