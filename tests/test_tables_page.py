@@ -79,3 +79,18 @@ def test_the_tables_sections_speak_a_maintainers_words(path):
     assert not INNER.findall(text), INNER.findall(text)
     assert "step #" in headers
     assert "probe #" not in render(doc)
+
+
+def test_the_headline_quotes_the_tables_figures_not_a_second_run():
+    from jaxbisect.report.markdown.answer import answer_line, peak_at_both
+
+    doc = load(SCAN_CPU)
+    line = answer_line(doc)
+    series = [next(p for p in doc["probes"] if p["jax"] == v)["series"]
+              for v in doc["measured_part"]]
+    at = max(set(series[0]["figures"]) & set(series[1]["figures"]), key=float)
+    tables = [f"{s['figures'][at] / 2**20:.2f} MiB" for s in series]
+    assert f"{tables[0]} → {tables[1]}" in line, line
+    printed = peak_at_both(doc)  # the program's own run: another measurement of a noisy figure
+    assert printed and printed.split(": ", 1)[1] not in line
+    assert printed.split(": ", 1)[1].split(" → ")[0] in render(doc)  # kept in Reproduce

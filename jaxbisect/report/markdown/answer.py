@@ -101,6 +101,13 @@ def ratio_text(ratio: float) -> str:
 
 def sized_ends(doc: dict, ends: list[dict]) -> str:
     """A shape's figures at the largest value both ends measured, in the metric's unit."""
+    figures = sized_figures(doc, ends)
+    return f" ({figures})" if figures else ""
+
+
+def sized_figures(doc: dict, ends: list[dict]) -> str:
+    """"n_outer=10, n_res=32: 25.04 MiB → 25.18 MiB": the ends' series (the tables' figures) at
+    the largest value both measured; "" where none is shared or they are two quantities."""
     figures = [((p.get("series") or {}).get("figures") or {}) for p in ends]
     shared = [v for v in figures[0] if v in figures[1]
               and isinstance(figures[0][v], (int, float)) and isinstance(figures[1][v],
@@ -111,7 +118,7 @@ def sized_ends(doc: dict, ends: list[dict]) -> str:
     old, new = (shown(doc["metric"]["name"], unit(doc), f[at]) for f in figures)
     sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
     if sizes[0] == sizes[1]:
-        return f" ({doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new})"
+        return f"{doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new}"
     return ""  # two quantities: said in a sentence of its own (quantities_sentence)
 
 
@@ -123,8 +130,8 @@ def searched_by_peak(doc: dict) -> bool:
 
 
 def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
-    """Why every release was measured by a run's peak, and the one figure the program printed
-    at both ends."""
+    """Why every release was measured by a run's peak, and its figures at both ends as the
+    tables below show them (the program's own printed lines stay in the Reproduce block)."""
     sized = doc["search_size"]
     fell = sized.get("instead_of")
     why = (f" No compiled statistics at jax {fell['jax']}: "
@@ -134,8 +141,9 @@ def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
     over = doc["over"]["name"]
     text = (f"{why} Every release was measured by a run's peak ({sizes}, {over} "
             f"{', '.join(map(str, sized.get('over') or ()))})")
-    both = peak_at_both(doc)
-    return text + (f"; the program below prints it at both ends: {both}." if both else ".")
+    both = sized_figures(doc, [probe_at(doc, v) for v in versions])
+    return text + (f"; at jax {versions[0]} → {versions[1]}, as the tables below show: {both}."
+                   if both else ".")
 
 
 def quantities_sentence(doc: dict, versions: tuple[str, str]) -> str:
