@@ -310,12 +310,33 @@ def alike_how(doc: dict) -> str:
     return f"the same within {share:.0%}"
 
 
+def range_words(doc: dict) -> str:
+    """The range the answer speaks for: the asked one, or, where only part of it was measured,
+    that part and in a clause why the rest was not (the skipped releases' reasons)."""
+    start, end = doc["from"], doc["to"]
+    part = tuple(doc.get("measured_part") or (start, end))
+    if part == (start, end):
+        return f"jax {start} … {end}"
+    first, last = (Version(v) for v in part)
+    out = sorted((s for s in doc.get("skipped") or () if not first <= Version(s["jax"]) <= last),
+                 key=lambda s: Version(s["jax"]))
+    why = ""
+    if out:
+        reasons = [plainly(s["reason"]).split(" (")[0] for s in out]
+        reason = max(set(reasons), key=reasons.count)
+        reason = ": ".join(reason.split(": ")[:2]).rstrip(".")  # the clause, not the detail
+        named = (f"jax {out[0]['jax']}" if len(out) == 1 else
+                 f"jax {out[0]['jax']} … {out[-1]['jax']}")
+        why = f"; {named} {reason if reason.startswith('not ') else 'not measured: ' + reason}"
+    return f"jax {part[0]} … {part[1]} (of jax {start} … {end} asked{why})"
+
+
 def answer_line(doc: dict) -> str:
     """The answer in one sentence: the symptom, old → new, with its units."""
     subject = (f"{doc['metric']['name']} of {label(doc)}"
                + (f" ({PEAK_EVERYWHERE})" if doc.get("over") and searched_by_peak(doc) else ""))
     where, start, end = doc["measured"], doc["from"], doc["to"]
-    status = doc["status"]
+    status, asked = doc["status"], range_words(doc)
     if status == Status.FAILS_EVERYWHERE:
         e = doc.get("everywhere_error") or {}
         return (f"**Fails at every release measured ({where}) in jax {start} … {end}:** "
@@ -330,14 +351,14 @@ def answer_line(doc: dict) -> str:
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
             agree = alike if ends_read_alike(doc) else f"the ends agree ({alike})"
-            return (f"**Came and went ({where}) inside jax {start} … {end}:** {agree}; inside "
+            return (f"**Came and went ({where}) inside {asked}:** {agree}; inside "
                     f"them it {changes_words(doc)}." + expect_sentence(doc))
-        return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
+        return (f"**No change ({where}) in {asked}:** {alike}."
                 + quantities_sentence(doc, tuple(doc["measured_part"]))
                 + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:
         runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
-        return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
+        return (f"**Undecided ({where}) in {asked}:** {subject} is "
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")
