@@ -94,3 +94,48 @@ def test_the_headline_quotes_the_tables_figures_not_a_second_run():
     printed = peak_at_both(doc)  # the program's own run: another measurement of a noisy figure
     assert printed and printed.split(": ", 1)[1] not in line
     assert printed.split(": ", 1)[1].split(" → ")[0] in render(doc)  # kept in Reproduce
+
+
+def test_a_headline_names_the_part_measured_and_why_not_the_rest():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    first, last = doc["measured_part"]
+    assert (first, last) != (doc["from"], doc["to"])
+    line = answer_line(doc)
+    head = line.split(":**")[0]
+    assert f"jax {first} … {last}" in head, head
+    assert f"in jax {doc['from']} … {doc['to']}" not in head, head
+    before = [s for s in doc["skipped"] if s["jax"] == doc["from"]]
+    assert before and "needs a real GPU" in before[0]["reason"] and "needs a real GPU" in head
+
+
+def test_a_headline_over_the_whole_range_names_it_alone():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(SCAN_CPU)
+    assert tuple(doc["measured_part"]) == (doc["from"], doc["to"])
+    assert f"in jax {doc['from']} … {doc['to']}:**" in answer_line(doc)
+
+
+def test_the_ends_compared_in_the_reports_unit():
+    from jaxbisect.report.markdown.tables import ends_reason
+
+    doc = load(REPORTS / "cases" / "bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory.json")
+    old, new = (float(x) for x in doc["ends"]["reason"].split(",")[0].split(" vs "))
+    text = ends_reason(doc)
+    assert f"{old / 2**20:.2f} MiB vs {new / 2**20:.2f} MiB" in text, text
+    assert not re.search(r"\de[+-]\d", text), text
+
+
+def test_a_paired_ratio_says_what_it_is_beside_the_answers():
+    from jaxbisect.report.markdown.tables import ends_reason
+
+    doc = load(REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    paired = re.search(r"last/first end ([\d.]+)x", doc["ends"]["reason"])
+    assert paired
+    text = ends_reason(doc)
+    assert "median of the last end's run_time over the first's" in text
+    assert f"is {paired[1]}×" in text and "ratio in the answer above is that of the two medians" \
+        in text
+    assert not re.search(r"\dx\b", text), text

@@ -223,6 +223,32 @@ def chart(doc: dict) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
+NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+VS = re.compile(rf"^(?P<old>{NUMBER}) vs (?P<new>{NUMBER}), (?P<ratio>{NUMBER})x")
+PAIRED = re.compile(rf"last/first end (?P<ratio>{NUMBER})x over (?P<n>\d+) interleaved pairs")
+
+
+def ends_reason(doc: dict) -> str:
+    """How the ends compared, in the report's unit (MiB, not 8.48e+07 bytes), and a paired
+    ratio said as what it is: the median of the pairs' ratios, not the ratio of the medians
+    the answer quotes."""
+    metric, u = doc["metric"]["name"], unit(doc)
+    text = LOOK.sub("", doc["ends"]["reason"])
+    vs = VS.match(text)
+    if vs and u:
+        old, new = (shown(metric, u, float(vs[k])) for k in ("old", "new"))
+        text = f"{old} vs {new}, {vs['ratio']}×" + text[vs.end():]
+    paired = PAIRED.search(text)
+    if paired:
+        text = (text[:paired.start()] + f"the median of the last end's {metric} over the "
+                f"first's in {paired['n']} interleaved pairs (one run of each, one after the "
+                f"other) is {paired['ratio']}×" + text[paired.end():])
+        if doc["status"] == Status.FOUND:
+            text += ("; the ratio in the answer above is that of the two medians it shows, "
+                     "another estimate of the same change")
+    return re.sub(rf"({NUMBER})x\b", "\\1×", text)
+
+
 def how_text(doc: dict) -> str:
     """What each row measured, and how the ends and the machine's noise were read."""
     metric, case, over = doc["metric"]["name"], doc.get("case"), doc["over"]
@@ -249,7 +275,7 @@ def how_text(doc: dict) -> str:
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {LOOK.sub('', doc['ends']['reason'])}."
+        how += f" The ends: {ends_reason(doc)}."
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
