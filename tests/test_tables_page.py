@@ -139,3 +139,19 @@ def test_a_paired_ratio_says_what_it_is_beside_the_answers():
     assert f"is {paired[1]}×" in text and "ratio in the answer above is that of the two medians" \
         in text
     assert not re.search(r"\dx\b", text), text
+
+
+def test_a_headline_says_an_output_differs_between_the_recorded_runs():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(REPORTS / "cases" / "bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    new = doc["first_new"]["jax"]
+    end = next(e for e in doc["reproducer"]["ends"] if e["jax"] == new)
+    printed = {float(line.rsplit("[", 1)[1].rstrip("]")) for line in end["outputs"]}
+    assert len(printed) > 1
+    line = answer_line(doc)
+    assert "differs between runs: " in line, line
+    for value in printed:
+        assert f"{value:.3g}" in line, (value, line)
+    old = doc["last_old"]["jax"]
+    assert f"nan (float64) at jax {old}" in line  # an end whose runs agree: its one value

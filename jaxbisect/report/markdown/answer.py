@@ -4,6 +4,7 @@ the sentences beside the answer that say what it does not cover."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 
@@ -62,7 +63,7 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"jax {versions[1]}" + sized_ends(doc, ends))
         return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
                 f"{versions[1]}" + sized_ends(doc, ends))
-    shown = [said(doc, e["figure"]) for e in ends]
+    shown = [runs_differ(doc, e["jax"]) or said(doc, e["figure"]) for e in ends]
     if not found and ends_read_alike(doc):  # said once
         asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
         return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")
@@ -77,6 +78,34 @@ def ends_figures(doc: dict, found: bool = False) -> str:
         pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
         line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
     return f"{metric} {line}" if found else line
+
+
+PRINTED = re.compile(r"\[(?P<values>[^\]]*)\]\s*$")
+
+
+def runs_differ(doc: dict, version: str) -> str:
+    """Where a release's recorded runs of an output differ (the search's runs or the program's
+    own), "differs between runs: 5.56e-310; 4.66e-310" (as ``output_words`` says a
+    nondeterministic figure); "" where they agree."""
+    if doc["metric"]["name"] != "output":
+        return ""
+    seen: list[str] = []
+    for run in probe_at(doc, version).get("runs") or ():
+        for sample in run.get("samples") or ():
+            values = sample.get("values") if isinstance(sample, dict) else None
+            if values:
+                seen.append(f"{values[0]:.3g}" if isinstance(values[0], float) else str(values[0]))
+    for end in (doc.get("reproducer") or {}).get("ends") or ():
+        if end.get("jax") == version:
+            for line in end.get("outputs") or ():
+                printed = PRINTED.search(line or "")
+                if printed:
+                    first = printed["values"].split(",")[0].strip()
+                    with contextlib.suppress(ValueError):
+                        first = f"{float(first):.3g}"
+                    seen.append(first)
+    distinct = list(dict.fromkeys(seen))
+    return "differs between runs: " + "; ".join(distinct) if len(distinct) > 1 else ""
 
 
 def ends_read_alike(doc: dict) -> bool:
