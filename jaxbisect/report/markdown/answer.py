@@ -4,6 +4,7 @@ the sentences beside the answer that say what it does not cover."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 
@@ -62,7 +63,7 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"jax {versions[1]}" + sized_ends(doc, ends))
         return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
                 f"{versions[1]}" + sized_ends(doc, ends))
-    shown = [said(doc, e["figure"]) for e in ends]
+    shown = [runs_differ(doc, e["jax"]) or said(doc, e["figure"]) for e in ends]
     if not found and ends_read_alike(doc):  # said once
         asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
         return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")
@@ -77,6 +78,34 @@ def ends_figures(doc: dict, found: bool = False) -> str:
         pairs = " within interleaved pairs" if doc["metric"]["kind"] == "noisy" else ""
         line += f" ({doc['ends']['ratio']:.2f}×{'' if found else pairs})"
     return f"{metric} {line}" if found else line
+
+
+PRINTED = re.compile(r"\[(?P<values>[^\]]*)\]\s*$")
+
+
+def runs_differ(doc: dict, version: str) -> str:
+    """Where a release's recorded runs of an output differ (the search's runs or the program's
+    own), "differs between runs: 5.56e-310; 4.66e-310" (as ``output_words`` says a
+    nondeterministic figure); "" where they agree."""
+    if doc["metric"]["name"] != "output":
+        return ""
+    seen: list[str] = []
+    for run in probe_at(doc, version).get("runs") or ():
+        for sample in run.get("samples") or ():
+            values = sample.get("values") if isinstance(sample, dict) else None
+            if values:
+                seen.append(f"{values[0]:.3g}" if isinstance(values[0], float) else str(values[0]))
+    for end in (doc.get("reproducer") or {}).get("ends") or ():
+        if end.get("jax") == version:
+            for line in end.get("outputs") or ():
+                printed = PRINTED.search(line or "")
+                if printed:
+                    first = printed["values"].split(",")[0].strip()
+                    with contextlib.suppress(ValueError):
+                        first = f"{float(first):.3g}"
+                    seen.append(first)
+    distinct = list(dict.fromkeys(seen))
+    return "differs between runs: " + "; ".join(distinct) if len(distinct) > 1 else ""
 
 
 def ends_read_alike(doc: dict) -> bool:
@@ -101,6 +130,13 @@ def ratio_text(ratio: float) -> str:
 
 def sized_ends(doc: dict, ends: list[dict]) -> str:
     """A shape's figures at the largest value both ends measured, in the metric's unit."""
+    figures = sized_figures(doc, ends)
+    return f" ({figures})" if figures else ""
+
+
+def sized_figures(doc: dict, ends: list[dict]) -> str:
+    """"n_outer=10, n_res=32: 25.04 MiB → 25.18 MiB": the ends' series (the tables' figures) at
+    the largest value both measured; "" where none is shared or they are two quantities."""
     figures = [((p.get("series") or {}).get("figures") or {}) for p in ends]
     shared = [v for v in figures[0] if v in figures[1]
               and isinstance(figures[0][v], (int, float)) and isinstance(figures[1][v],
@@ -111,7 +147,7 @@ def sized_ends(doc: dict, ends: list[dict]) -> str:
     old, new = (shown(doc["metric"]["name"], unit(doc), f[at]) for f in figures)
     sizes = [sized_as(doc, p.get("series") or {}) for p in ends]
     if sizes[0] == sizes[1]:
-        return f" ({doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new})"
+        return f"{doc['over']['name']}={at}{', ' + sizes[0] if sizes[0] else ''}: {old} → {new}"
     return ""  # two quantities: said in a sentence of its own (quantities_sentence)
 
 
@@ -123,8 +159,8 @@ def searched_by_peak(doc: dict) -> bool:
 
 
 def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
-    """Why every release was measured by a run's peak, and the one figure the program printed
-    at both ends."""
+    """Why every release was measured by a run's peak, and its figures at both ends as the
+    tables below show them (the program's own printed lines stay in the Reproduce block)."""
     sized = doc["search_size"]
     fell = sized.get("instead_of")
     why = (f" No compiled statistics at jax {fell['jax']}: "
@@ -134,8 +170,9 @@ def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
     over = doc["over"]["name"]
     text = (f"{why} Every release was measured by a run's peak ({sizes}, {over} "
             f"{', '.join(map(str, sized.get('over') or ()))})")
-    both = peak_at_both(doc)
-    return text + (f"; the program below prints it at both ends: {both}." if both else ".")
+    both = sized_figures(doc, [probe_at(doc, v) for v in versions])
+    return text + (f"; at jax {versions[0]} → {versions[1]}, as the tables below show: {both}."
+                   if both else ".")
 
 
 def quantities_sentence(doc: dict, versions: tuple[str, str]) -> str:
@@ -302,12 +339,33 @@ def alike_how(doc: dict) -> str:
     return f"the same within {share:.0%}"
 
 
+def range_words(doc: dict) -> str:
+    """The range the answer speaks for: the asked one, or, where only part of it was measured,
+    that part and in a clause why the rest was not (the skipped releases' reasons)."""
+    start, end = doc["from"], doc["to"]
+    part = tuple(doc.get("measured_part") or (start, end))
+    if part == (start, end):
+        return f"jax {start} … {end}"
+    first, last = (Version(v) for v in part)
+    out = sorted((s for s in doc.get("skipped") or () if not first <= Version(s["jax"]) <= last),
+                 key=lambda s: Version(s["jax"]))
+    why = ""
+    if out:
+        reasons = [plainly(s["reason"]).split(" (")[0] for s in out]
+        reason = max(set(reasons), key=reasons.count)
+        reason = ": ".join(reason.split(": ")[:2]).rstrip(".")  # the clause, not the detail
+        named = (f"jax {out[0]['jax']}" if len(out) == 1 else
+                 f"jax {out[0]['jax']} … {out[-1]['jax']}")
+        why = f"; {named} {reason if reason.startswith('not ') else 'not measured: ' + reason}"
+    return f"jax {part[0]} … {part[1]} (of jax {start} … {end} asked{why})"
+
+
 def answer_line(doc: dict) -> str:
     """The answer in one sentence: the symptom, old → new, with its units."""
     subject = (f"{doc['metric']['name']} of {label(doc)}"
                + (f" ({PEAK_EVERYWHERE})" if doc.get("over") and searched_by_peak(doc) else ""))
     where, start, end = doc["measured"], doc["from"], doc["to"]
-    status = doc["status"]
+    status, asked = doc["status"], range_words(doc)
     if status == Status.FAILS_EVERYWHERE:
         e = doc.get("everywhere_error") or {}
         return (f"**Fails at every release measured ({where}) in jax {start} … {end}:** "
@@ -322,14 +380,14 @@ def answer_line(doc: dict) -> str:
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
             agree = alike if ends_read_alike(doc) else f"the ends agree ({alike})"
-            return (f"**Came and went ({where}) inside jax {start} … {end}:** {agree}; inside "
+            return (f"**Came and went ({where}) inside {asked}:** {agree}; inside "
                     f"them it {changes_words(doc)}." + expect_sentence(doc))
-        return (f"**No change ({where}) in jax {start} … {end}:** {alike}."
+        return (f"**No change ({where}) in {asked}:** {alike}."
                 + quantities_sentence(doc, tuple(doc["measured_part"]))
                 + present_at_both(doc) + inside_text(doc))
     if status == Status.UNDECIDED:
         runs = len(probe_at(doc, doc["measured_part"][0])["runs"])
-        return (f"**Undecided ({where}) in jax {start} … {end}:** {subject} is "
+        return (f"**Undecided ({where}) in {asked}:** {subject} is "
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")

@@ -18,6 +18,7 @@ from jaxbisect.report.markdown.words import (
     failure_of,
     label,
     pair_or_ends,
+    pair_words,
     params_text,
     plainly,
     probe_at,
@@ -73,6 +74,21 @@ def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
     return mode + (f", {smaller}" if smaller else "")
 
 
+def unmeasured(series: dict) -> bool:
+    """A series its release did not measure: marked unavailable, with figures of 0 (memory
+    reported as 0 bytes), which are no figures at all."""
+    return series.get("status") == "unavailable" and any(
+        f == 0 for f in (series.get("figures") or {}).values())
+
+
+def rows_params(doc: dict) -> dict:
+    """The parameters every row's series was measured at, where they are one set (a run's
+    peak at every release: n_res 32, not the case's 200); {} where rows differ or have none."""
+    sets = [p["series"]["params"] for p in doc["probes"]
+            if p.get("series") and p["series"].get("params")]
+    return sets[0] if sets and all(s == sets[0] for s in sets) else {}
+
+
 def series_columns(doc: dict):
     """The shape's columns: one a value of the parameter (the size asked where measured, else
     the search's), the case's COMPARE programs, the shape; and a probe's cells in them."""
@@ -85,6 +101,8 @@ def series_columns(doc: dict):
         figures = [f for f in (got or {}).get("figures", {}).values() if f is not None]
         if not figures:
             return "–"
+        if unmeasured(got):  # 0 bytes from a release that does not measure it: no figure
+            return f"not measured ({plainly(got.get('shape') or 'no figure').split(' (')[0]})"
         ends = [shown_bare(u, f) for f in (min(figures), max(figures))]
         text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
         if got["fallback"]:
@@ -136,7 +154,7 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
     """The table of probes, a row a release in release order; its note column only where a
     row has a note."""
     columns, cells = (series_columns if doc["over"] else figure_columns)(doc)
-    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "probe #", "note"], []
+    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "step #", "note"], []
     for probe in by_release(doc):
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
@@ -205,25 +223,59 @@ def chart(doc: dict) -> str | None:
         f'    bar [{", ".join(f"{v:.6g}" for v in values)}]', "```"])
 
 
+NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+VS = re.compile(rf"^(?P<old>{NUMBER}) vs (?P<new>{NUMBER}), (?P<ratio>{NUMBER})x")
+PAIRED = re.compile(rf"last/first end (?P<ratio>{NUMBER})x over (?P<n>\d+) interleaved pairs")
+
+
+def ends_reason(doc: dict) -> str:
+    """How the ends compared, in the report's unit (MiB, not 8.48e+07 bytes), and a paired
+    ratio said as what it is: the median of the pairs' ratios, not the ratio of the medians
+    the answer quotes."""
+    metric, u = doc["metric"]["name"], unit(doc)
+    text = LOOK.sub("", doc["ends"]["reason"])
+    vs = VS.match(text)
+    if vs and u:
+        old, new = (shown(metric, u, float(vs[k])) for k in ("old", "new"))
+        text = f"{old} vs {new}, {vs['ratio']}×" + text[vs.end():]
+    paired = PAIRED.search(text)
+    if paired:
+        text = (text[:paired.start()] + f"the median of the last end's {metric} over the "
+                f"first's in {paired['n']} interleaved pairs (one run of each, one after the "
+                f"other) is {paired['ratio']}×" + text[paired.end():])
+        if doc["status"] == Status.FOUND:
+            text += ("; the ratio in the answer above is that of the two medians it shows, "
+                     "another estimate of the same change")
+    return re.sub(rf"({NUMBER})x\b", "\\1×", text)
+
+
 def how_text(doc: dict) -> str:
     """What each row measured, and how the ends and the machine's noise were read."""
     metric, case, over = doc["metric"]["name"], doc.get("case"), doc["over"]
     noisy = doc["metric"]["kind"] == "noisy"
-    shaped = {k: v for k, v in case["params"].items()
-              if not over or k != over["name"]} if case else {}
+    asked = dict(case["params"]) if case else {}
+    measured = {**asked, **(rows_params(doc) if over else {})}  # the rows' own size
+    shaped = {k: v for k, v in measured.items() if not over or k != over["name"]}
+    other = ", ".join(f"{k}={asked[k]!r}" for k in shaped if k in asked and asked[k] != shaped[k])
     compare = compare_params(doc) if case else {}
+    where = "at the ends"
+    if doc["status"] == Status.FOUND:
+        before, after = pair_words(doc)
+        where += f" and at the {before} and the {after} releases"
     how = (f"Each row: {metric} of `{label(doc)}`"
-           + (f" at each {over['name']} and its shape over them (the case's own classifier "
-              f"where it has one, repro/verdict.py's relative one otherwise)" if over else "")
+           + (f" at each {over['name']} and its shape over them (judged by the case's own "
+              f"rule where it has one, else by its relative growth, repro/verdict.py)"
+              if over else "")
            + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if case else "")
-           + ("; beside it, at the ends and the pair, " + ", ".join(
+           + (f" (the case asks {other})" if other else "")
+           + (f"; beside it, {where}, " + ", ".join(
                f"{c} ({params_text(p)})" if p else c for c, p in compare.items())
               if compare else "")
            + (", the median of one figure a run (a run: one process; its figure: the 25th "
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {LOOK.sub('', doc['ends']['reason'])}."
+        how += f" The ends: {ends_reason(doc)}."
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
@@ -236,9 +288,9 @@ def how_text(doc: dict) -> str:
 def search_line(doc: dict) -> str:
     """The search's counts, as the JSON has them, and the releases inside where measured."""
     search, candidates = doc["search"], doc["search"]["candidates"]
-    line = (f"Search: {search['probes']} probes ({search['remeasures']} re-measured), at "
-            f"most {search['limit']['probes']} for {candidates} candidates when none is "
-            f"skipped; {search['runs']} runs in all")
+    line = (f"Search: {search['probes']} releases measured ({search['remeasures']} measured "
+            f"again), at most {search['limit']['probes']} of the {candidates} in the range when "
+            f"none is skipped; {search['runs']} runs in all")
     inside = doc.get("interior") or []
     if inside and (doc.get("interior_check") or {}).get("measured"):
         line += (f", and {sum(r['runs'] for r in inside)} runs of the {len(inside)} releases "
@@ -248,7 +300,7 @@ def search_line(doc: dict) -> str:
         line += (f" Up to {search['jobs']} releases probed at once (--jobs), in rounds: "
                  + "; ".join(", ".join(r) for r in search["rounds"]) + ".")
     if doc["search_size"]:
-        line += f" The {doc['search_size']['note']}."
+        line += f" The {doc['search_size']['note'].replace('search probes', 'search measured')}."
     return line
 
 
@@ -293,7 +345,7 @@ def interior_lines(doc: dict) -> list[str]:
         "measured too and compared with both ends as the search compares a release (`old`: "
         "as the ends; `cannot tell`: not told apart within its runs), about "
         f"{check['estimate']:.0f} s by the ends' own run times, within the time allowed for "
-        f"them, {check['budget']:.0f} s (`--interior-budget`).", "",
+        f"the releases inside, {check['budget']:.0f} s (set by `--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])

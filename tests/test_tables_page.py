@@ -1,0 +1,160 @@
+"""The tables below the first screen, and the headline above them, agree with the JSON they
+are rendered from (a maintainer's review of the shipped scan_growth and case reports)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.tables import (
+    how_text,
+    interior_lines,
+    probe_rows,
+    rows_params,
+    search_line,
+)
+from tests.test_report_records import inner_words
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = REPO / "reports"
+SCAN_CPU = REPORTS / "bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json"
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_the_table_intro_states_the_size_its_rows_were_measured_at():
+    doc = load(SCAN_CPU)
+    measured = rows_params(doc)
+    assert measured and measured != {k: doc["case"]["params"][k] for k in measured}
+    how = how_text(doc)
+    for k, v in measured.items():
+        assert f"{k}={v!r}" in how, (k, how)
+    # the case's own size, where it differs, only as what was asked
+    for k, v in measured.items():
+        if doc["case"]["params"].get(k) != v:
+            assert f"with {k}={doc['case']['params'][k]!r}" not in how
+            assert f"asks {k}={doc['case']['params'][k]!r}" in how
+
+
+def test_an_unavailable_compare_series_prints_no_figure():
+    doc = load(SCAN_CPU)
+    headers, rows = probe_rows(doc)
+    unavailable = [(p["jax"], c) for p in doc["probes"]
+                   for c, s in (p.get("compare") or {}).items()
+                   if s.get("status") == "unavailable" and 0 in s["figures"].values()]
+    assert unavailable
+    for jax, c in unavailable:
+        row = next(r for r in rows if r[0] == jax)
+        cell = row[next(i for i, h in enumerate(headers) if h.startswith(c))]
+        assert cell.startswith("not measured"), cell
+        assert not re.search(r"\d\.\d\d", cell), cell
+
+
+def test_a_compare_series_with_real_figures_still_prints_them():
+    doc = load(SCAN_CPU)
+    headers, rows = probe_rows(doc)
+    last = next(r for r in rows if r[0] == doc["measured_part"][1])
+    cell = last[next(i for i, h in enumerate(headers) if h.startswith("v1"))]
+    assert re.match(r"\d+\.\d\d", cell), cell
+
+
+INNER = re.compile(r"\bprobes?\b|\bthe pair\b|classifier|interior budget|"
+                   r"\(`--interior-budget`\)|re-measured", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", sorted([*REPORTS.glob("bisect-*.json"),
+                                         *(REPORTS / "cases").glob("bisect-*.json")]),
+                         ids=lambda p: p.name)
+def test_the_tables_sections_speak_a_maintainers_words(path):
+    doc = load(path)
+    if "probes" not in doc or "search" not in doc:
+        pytest.skip("not a bisection's document")
+    headers, _ = probe_rows(doc)
+    text = "\n".join([how_text(doc), search_line(doc), *interior_lines(doc), " ".join(headers)])
+    assert not INNER.findall(text), INNER.findall(text)
+    found = [w for w in inner_words() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
+    assert not found, found  # docs/glossary.md's words, held to the tables' intros too
+    assert "step #" in headers
+    assert "probe #" not in render(doc)
+
+
+def test_the_headline_quotes_the_tables_figures_not_a_second_run():
+    from jaxbisect.report.markdown.answer import answer_line, peak_at_both
+
+    doc = load(SCAN_CPU)
+    line = answer_line(doc)
+    series = [next(p for p in doc["probes"] if p["jax"] == v)["series"]
+              for v in doc["measured_part"]]
+    at = max(set(series[0]["figures"]) & set(series[1]["figures"]), key=float)
+    tables = [f"{s['figures'][at] / 2**20:.2f} MiB" for s in series]
+    assert f"{tables[0]} → {tables[1]}" in line, line
+    printed = peak_at_both(doc)  # the program's own run: another measurement of a noisy figure
+    assert printed and printed.split(": ", 1)[1] not in line
+    assert printed.split(": ", 1)[1].split(" → ")[0] in render(doc)  # kept in Reproduce
+
+
+def test_a_headline_names_the_part_measured_and_why_not_the_rest():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    first, last = doc["measured_part"]
+    assert (first, last) != (doc["from"], doc["to"])
+    line = answer_line(doc)
+    head = line.split(":**")[0]
+    assert f"jax {first} … {last}" in head, head
+    assert f"in jax {doc['from']} … {doc['to']}" not in head, head
+    before = [s for s in doc["skipped"] if s["jax"] == doc["from"]]
+    assert before and "needs a real GPU" in before[0]["reason"] and "needs a real GPU" in head
+
+
+def test_a_headline_over_the_whole_range_names_it_alone():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(SCAN_CPU)
+    assert tuple(doc["measured_part"]) == (doc["from"], doc["to"])
+    assert f"in jax {doc['from']} … {doc['to']}:**" in answer_line(doc)
+
+
+def test_the_ends_compared_in_the_reports_unit():
+    from jaxbisect.report.markdown.tables import ends_reason
+
+    doc = load(REPORTS / "cases" / "bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory.json")
+    old, new = (float(x) for x in doc["ends"]["reason"].split(",")[0].split(" vs "))
+    text = ends_reason(doc)
+    assert f"{old / 2**20:.2f} MiB vs {new / 2**20:.2f} MiB" in text, text
+    assert not re.search(r"\de[+-]\d", text), text
+
+
+def test_a_paired_ratio_says_what_it_is_beside_the_answers():
+    from jaxbisect.report.markdown.tables import ends_reason
+
+    doc = load(REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    paired = re.search(r"last/first end ([\d.]+)x", doc["ends"]["reason"])
+    assert paired
+    text = ends_reason(doc)
+    assert "median of the last end's run_time over the first's" in text
+    assert f"is {paired[1]}×" in text and "ratio in the answer above is that of the two medians" \
+        in text
+    assert not re.search(r"\dx\b", text), text
+
+
+def test_a_headline_says_an_output_differs_between_the_recorded_runs():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = load(REPORTS / "cases" / "bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    new = doc["first_new"]["jax"]
+    end = next(e for e in doc["reproducer"]["ends"] if e["jax"] == new)
+    printed = {float(line.rsplit("[", 1)[1].rstrip("]")) for line in end["outputs"]}
+    assert len(printed) > 1
+    line = answer_line(doc)
+    assert "differs between runs: " in line, line
+    for value in printed:
+        assert f"{value:.3g}" in line, (value, line)
+    old = doc["last_old"]["jax"]
+    assert f"nan (float64) at jax {old}" in line  # an end whose runs agree: its one value
