@@ -171,7 +171,7 @@ def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
     text = (f"{why} Every release was measured by a run's peak ({sizes}, {over} "
             f"{', '.join(map(str, sized.get('over') or ()))})")
     both = sized_figures(doc, [probe_at(doc, v) for v in versions])
-    return text + (f"; at jax {versions[0]} → {versions[1]}, as the tables below show: {both}."
+    return text + (f"; in the tables below, jax {versions[0]} → {versions[1]} at {both}."
                    if both else ".")
 
 
