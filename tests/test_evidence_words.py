@@ -116,3 +116,28 @@ def test_why_no_bundle_is_said_plainly():
                              "compared and the commits were not searched): no module is "
                              "claimed")
     assert "not compared" not in unplaced and "not placed in XLA" in unplaced
+
+
+def test_a_report_points_to_rebuilds_below_only_where_they_are():
+    """A TPU report (no JAX-Toolbox rebuild: it never rebuilds libtpu) says nothing of
+    "the rebuilds below"; a report that offers the rebuild may."""
+    from pathlib import Path
+
+    from jaxbisect.report.markdown import render
+
+    root = Path(__file__).resolve().parent.parent / "reports"
+    for path in sorted([*root.glob("bisect-*.json"), *(root / "cases").glob("bisect-*.json")]):
+        markdown = render(json.loads(path.read_text()))
+        if "(before the rebuilds below)" in markdown:
+            assert "**Below the release:**" in markdown, path.name
+
+
+def test_the_check_figures_say_their_unit():
+    from jaxbisect.report.markdown.handoff import check_words
+
+    argv = ["python", "-m", "repro", "--metric", "run_time", "--check", "0.0001647", "0.0424334"]
+    said = check_words(argv)
+    assert "0.0001647 0.0424334" in said and "(s)" in said
+    assert check_words([*argv[:3], "--metric", "memory", "--over", "n_outer=2,5", "--check",
+                        "constant", "grows"]) == ""
+    assert check_words(["python", "-m", "repro", "--metric", "error", "--check", "a", "b"]) == ""

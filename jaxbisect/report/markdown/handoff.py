@@ -3,6 +3,8 @@ bisection is evidence.handoff's)."""
 
 from __future__ import annotations
 
+from repro.case import UNITS
+
 from jaxbisect.evidence.pin_ranges import XLA_REPO_URL
 from jaxbisect.report.markdown.evidence import details, table
 
@@ -35,8 +37,22 @@ def render_xla_range(attribution: dict, tpu: bool = False) -> list[str]:
                 "commits between these pins, rebuilding both at each step, with this "
                 "toolkit's check as the test:", "",
                 f"```sh\n{triage['command']}\n```", "",
-                f"It needs {triage['needs']}.", ""]
+                f"It needs {triage['needs']}." + check_words(triage.get("argv") or []), ""]
     return out
+
+
+def check_words(argv: list[str]) -> str:
+    """What the check's two figures are: the harness's own unit (seconds, bytes), which the
+    report's tables may show in another."""
+    if "--check" not in argv or "--metric" not in argv or "--over" in argv:
+        return ""  # a shape's check names its shapes, in words
+    at = argv.index("--check")
+    old, new = argv[at + 1:at + 3]
+    metric = argv[argv.index("--metric") + 1]
+    unit = UNITS.get(metric)
+    return (f" `--check {old} {new}`: the last good and the first bad release's {metric} in "
+            f"the harness's unit ({unit}), each the median of its runs in the search; a step "
+            f"nearer the first passes." if unit and metric not in ("error", "output") else "")
 
 
 def render_culprit_commits(info: dict) -> list[str]:

@@ -93,12 +93,16 @@ def attribution_lines(doc: dict) -> list[str]:
                   "the two releases name it, without building anything:", "", "```sh",
                   commits_command(doc), "```", ""]
     else:
+        tpu = str(doc.get("backend", "")).startswith("tpu")
+        xla_range = render_xla_range(a, tpu=tpu)
         if python_error(doc) and came_with is None:
+            rebuilds = any(line.startswith("**Below the release:**") for line in xla_range)
             lines += ["**Next step:** the error is a Python exception raised before XLA has a "
                       "module; jax's own commits between the two releases tell jax's Python "
-                      "from the jaxlib, without building anything (before the rebuilds "
-                      "below):", "", "```sh", commits_command(doc), "```", ""]
-        lines += render_xla_range(a, tpu=str(doc.get("backend", "")).startswith("tpu"))
+                      "from the jaxlib, without building anything"
+                      + (" (before the rebuilds below)" if rebuilds else "") + ":", "",
+                      "```sh", commits_command(doc), "```", ""]
+        lines += xla_range
         if a.get("xla_culprit_commits"):
             lines += render_culprit_commits(a["xla_culprit_commits"])
     commits = a.get("commits") or {}
@@ -114,9 +118,9 @@ def attribution_lines(doc: dict) -> list[str]:
         if hidden:
             lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
                       f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
-                      f" differ{'' if hidden > 1 else 's'} past the characters the record "
-                      f"holds of {'them' if hidden > 1 else 'it'}: the record cannot show "
-                      f"where.", ""]
+                      f" differ{'' if hidden > 1 else 's'} only beyond the part of "
+                      f"{'each' if hidden > 1 else 'the'} line kept with this report, so where "
+                      f"cannot be shown here.", ""]
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
                              "names set aside), its first real difference", shown, "diff")
