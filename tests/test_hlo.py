@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
-from jaxbisect.lab import backends
 from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.evidence.hlo_fuel import first_rewrite
+from jaxbisect.lab import backends
 from repro.hlo import _encoded, _fields, proto_field, without_sources
 
 SCAN = REPO / "repro" / "cases" / "scan_growth.py"

@@ -3,10 +3,9 @@ bisection is evidence.handoff's)."""
 
 from __future__ import annotations
 
-from repro.case import UNITS
-
 from jaxbisect.evidence.pin_ranges import XLA_REPO_URL
 from jaxbisect.report.markdown.evidence import details, table
+from repro.case import UNITS
 
 
 def source_words(source: str | None) -> str:
