@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from jaxbisect.report.figures import figure_text
-from jaxbisect.report.installs import pip_install
+from jaxbisect.report.installs import pip_install, python_note, venv_python
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
@@ -262,12 +262,13 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     install = pip_install(doc, on["jax"], on["jaxlib"])
     if shown is None:  # the document's own lines, its install pinned as measured
-        return [re.sub(r"/bin/pip install .*$", f"/bin/{install}", line)
+        return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'])} -m venv",
+                       re.sub(r"/bin/pip install .*$", f"/bin/{install}", line))
                 if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
     steps = {st["sha"]: st for st in c.get("steps") or ()}
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
-             f"clone:", install]
+             f"clone:", install + python_note(on["jax"])]
     for commit, role in pair:
         st = steps.get(commit["sha"])
         figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
