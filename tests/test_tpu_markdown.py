@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
 from fake_lab import FakeLab
 from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
 
@@ -64,3 +67,19 @@ def test_commits_for_a_tpu_target_follow_the_swaps():
     jax = {"libtpu": {**base, "part": "came with jax/jaxlib"}, "commits": {"came_with": "jax"}}
     assert commits_words(jax) is None  # the first bad commit's own words stand
     assert commits_words({"commits": {"came_with": "jaxlib"}}) is None
+
+
+SHIPPED_DOCS = sorted((Path(__file__).resolve().parent.parent / "reports").glob("**/bisect-*.json"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_DOCS, ids=lambda p: p.name)
+def test_where_the_swaps_place_it_in_libtpu_no_section_says_jaxlib(path):
+    doc = json.loads(path.read_text())
+    part = doc.get("libtpu") or {}
+    if part.get("part") != "came with libtpu" or not doc.get("commits"):
+        pytest.skip("the swaps did not place this change in libtpu")
+    text = path.with_suffix(".md").read_text()
+    assert "came with jaxlib" not in text.lower() and "came with the newer jaxlib" not in text
+    libtpu = (part.get("narrowed") or {}).get("first_new") or part["new"]["libtpu"]
+    section = text.split("## jax commits", 1)[1].split("\n## ", 1)[0]
+    assert f"libtpu {libtpu}" in section and "No jax commit" in section
