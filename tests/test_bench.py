@@ -84,8 +84,9 @@ def test_a_commit_probe_without_a_jax_clone_is_not_measured(tmp_path, monkeypatc
 def test_the_report_is_a_table_of_rows_and_targets():
     results = bench.Results([bench.Row("what", "uv", 1.5, "cold", 0.25)],
                             [bench.Check("target", "figure", False)])
-    text = bench.report_text(results, argparse.Namespace(backend="cpu", harness_seconds=6.0),
-                             "nox -s bench", datetime(2026, 1, 1, tzinfo=UTC))
+    text = bench.report_text(bench.record(
+        results, argparse.Namespace(backend="cpu", harness_seconds=6.0), "nox -s bench",
+        datetime(2026, 1, 1, tzinfo=UTC)))
     assert "| what   | uv     | 1.50      | 0.25           | cold  |" in text
     assert "MISSED" in text and "- Command: `nox -s bench`" in text
 
@@ -96,3 +97,33 @@ def test_bad_input_is_one_line(capsys):
     assert exited.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("python -m jaxbisect.tools.bench: error: argument --only")
+
+
+def test_a_bench_writes_its_records_and_renders_its_markdown_from_them(tmp_path):
+    results = bench.Results(
+        [bench.Row("a jax 0.5.0 environment", "uv", 1.51, "cold", 0.23),
+         bench.Row("a commit probe", "jaxbisect", float("nan"), "not measured")],
+        [bench.Check("ready in under 3 s", "0.00 s", True),
+         bench.Check("cold bisection ≤ 4 runs", "4.20", False)])
+    args = argparse.Namespace(backend="cpu", harness_seconds=6.43)
+    doc = bench.record(results, args, "nox -s bench", datetime(2026, 12, 5, 10, 30, tzinfo=UTC),
+                       machine="platform: Test")
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(doc))  # strict JSON: no NaN
+    assert json.loads(path.read_text())["rows"][1]["seconds"] is None
+    assert bench.main(["--render", str(path)]) == 0
+    text = (tmp_path / "bench.md").read_text()
+    assert text == bench.report_text(json.loads(path.read_text()))
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| a ")]
+    assert rows == [["a jax 0.5.0 environment", "uv", "1.51", "0.23", "cold"],
+                    ["a commit probe", "jaxbisect", "–", "", "not measured"]]
+    assert "MISSED" in text and "6.43 s" in text and "platform: Test" in text
+    assert "2026-12-05 10:30 UTC" in text
+
+
+def test_render_refuses_a_file_that_is_not_a_bench_record(tmp_path):
+    path = tmp_path / "bench.json"
+    path.write_text('{"kind": "sweep-result"}')
+    assert bench.main(["--render", str(path)]) != 0
+    assert not (tmp_path / "bench.md").exists()

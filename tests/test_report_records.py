@@ -403,3 +403,59 @@ def test_a_headline_is_never_cut(path):
     headline = next(line for line in path.with_suffix(".md").read_text().splitlines()[1:]
                     if line.strip())
     assert not re.search(r"\S…", headline), headline
+
+
+def release_lines(text: str) -> list[tuple[str, str]]:
+    """(the jax release a line installs, the whole line) of each install line of a text."""
+    out = []
+    for line in text.splitlines():
+        m = PIP.search(line)
+        if m and "==" in m["words"]:
+            jax = parsed(f"pip install {m['words']}").get("jax")
+            if jax:
+                out.append((jax, line))
+    return out
+
+
+@pytest.mark.parametrize("path", [*(p.with_suffix(".md") for p in DOCUMENTS), *BUNDLES],
+                         ids=lambda p: str(p.relative_to(REPORTS)))
+def test_an_install_line_of_a_release_that_needs_python_312_says_so(path):
+    from packaging.version import Version
+
+    needs = [line for jax, line in release_lines(path.read_text())
+             if Version(jax) >= Version("0.11")]
+    silent = [line for line in needs
+              if "python3.12 -m venv" not in line and "# Python 3.12 or newer" not in line]
+    assert not silent, silent
+
+
+def test_the_python_a_release_needs_is_said_on_its_lines():
+    from jaxbisect.report.installs import install_line, venv_python
+
+    held = {"jax": "0.11.2", "jaxlib": "0.11.2", "numpy": "2.5.3"}
+    doc = {"backend": "cpu", "probes": [{"jax": "0.11.2", "jaxlib": "0.11.2", "installed": held}]}
+    assert install_line(doc, "0.11.2").endswith("   # Python 3.12 or newer")
+    assert venv_python("0.11.2") == "python3.12" and venv_python("0.10.2") == "python3"
+    doc["probes"][0].update(jax="0.10.2", installed={**held, "jax": "0.10.2"})
+    assert "#" not in install_line(doc, "0.10.2")
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(REPORTS)))
+def test_every_install_line_pins_every_package_its_record_holds(path):
+    doc = json.loads(path.read_text())
+    text = path.with_suffix(".md").read_text()
+    for jax, line in release_lines(text):
+        held = installed_at(doc, jax)
+        if not held or parsed(line).get("libtpu") not in (None, held.get("libtpu")):
+            continue  # no record, or a narrowing's swapped libtpu
+        said = parsed(line.split("   #")[0])
+        missing = {n: v for n, v in held.items() if said.get(n) != v and n not in ("jax", "jaxlib")}
+        assert not missing, (line, missing)
+
+
+def test_a_record_s_nvcc_wheel_is_pinned():
+    held = {"jax": "0.5.0", "jaxlib": "0.5.0", "numpy": "2.2.1", "scipy": "1.15.1",
+            "ml-dtypes": "0.5.1", "opt-einsum": "3.4.0", "nvidia-cuda-nvcc-cu12": "12.6.85"}
+    doc = {"backend": "cuda12-deviceless",
+           "probes": [{"jax": "0.5.0", "jaxlib": "0.5.0", "installed": held}]}
+    assert parsed(pip_install(doc, "0.5.0"))["nvidia-cuda-nvcc-cu12"] == "12.6.85"

@@ -626,3 +626,45 @@ def test_every_shipped_sweep_summary_is_its_results_rendered(folder):
     assert results and not unreadable
     assert sweep_summary.summary_text(results, unreadable, command, updated,
                                       lambda: machine) == text
+
+
+SWEEP_FOLDERS = [p.parent for p in sorted(
+    (Path(__file__).resolve().parent.parent / "reports").glob("*/README.md"))
+    if any(p.parent.glob("jax-*.json"))]
+
+
+@pytest.mark.parametrize("folder", SWEEP_FOLDERS, ids=lambda p: p.name)
+def test_a_sweep_readme_s_machine_block_names_the_machines_its_rows_record(folder):
+    import re
+
+    text = (folder / "README.md").read_text()
+    block = text.split(sweep_summary.MACHINE_SUMMARY, 1)[1].split("</details>", 1)[0]
+    measured = block.split(sweep_summary.SWEEP_RAN, 1)[0]
+    results, _ = sweep_summary.load_results(folder)
+    for d in results:
+        if d.get("skipped"):
+            continue
+        kernel = re.search(r"release='([^']+)'", d.get("environment") or "")
+        if kernel:  # the kernel its own record names, on the line that lists its release
+            line = next(ln for ln in measured.splitlines() if kernel[1] in ln)
+            assert f"{d['release']} (" in line, (d["release"], kernel[1])
+    assert "measured on" in measured
+
+
+def test_rows_from_two_machines_name_both_not_the_renderer():
+    def result(release, kernel):
+        return {"release": release, "backend": "cpu", "environment":
+                f"python: 3.11.7 (main)\nplatform: uname_result(system='Linux', node='vm', "
+                f"release='{kernel}', version='#1', machine='x86_64')"}
+
+    lines = sweep_summary.measured_on([result("0.5.0", "6.1-a"), result("0.5.1", "6.1-b")])
+    assert any("6.1-a" in ln and "0.5.0 (" in ln and "0.5.1" not in ln for ln in lines)
+    assert any("6.1-b" in ln and "0.5.1 (" in ln for ln in lines)
+    one = json.loads(next(p for f in SWEEP_FOLDERS for p in f.glob("jax-*-cpu.json")).read_text())
+    one["environment"] = result("0.5.0", "6.1-a")["environment"]
+    one.pop("skipped", None)
+    text = sweep_summary.summary_text([one], [], "nox -s repro",
+                                      sweep_summary.datetime.now(sweep_summary.UTC),
+                                      lambda: "platform: Renderer")
+    block = text.split(sweep_summary.MACHINE_SUMMARY)[1]
+    assert block.index("6.1-a") < block.index(sweep_summary.SWEEP_RAN) < block.index("Renderer")

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
 from fake_lab import FakeLab
 from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
 
@@ -64,3 +67,49 @@ def test_commits_for_a_tpu_target_follow_the_swaps():
     jax = {"libtpu": {**base, "part": "came with jax/jaxlib"}, "commits": {"came_with": "jax"}}
     assert commits_words(jax) is None  # the first bad commit's own words stand
     assert commits_words({"commits": {"came_with": "jaxlib"}}) is None
+
+
+SHIPPED_DOCS = sorted((Path(__file__).resolve().parent.parent / "reports").glob("**/bisect-*.json"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_DOCS, ids=lambda p: p.name)
+def test_where_the_swaps_place_it_in_libtpu_no_section_says_jaxlib(path):
+    doc = json.loads(path.read_text())
+    part = doc.get("libtpu") or {}
+    if part.get("part") != "came with libtpu" or not doc.get("commits"):
+        pytest.skip("the swaps did not place this change in libtpu")
+    text = path.with_suffix(".md").read_text()
+    assert "came with jaxlib" not in text.lower() and "came with the newer jaxlib" not in text
+    libtpu = (part.get("narrowed") or {}).get("first_new") or part["new"]["libtpu"]
+    section = text.split("## jax commits", 1)[1].split("\n## ", 1)[0]
+    assert f"libtpu {libtpu}" in section and "No jax commit" in section
+
+
+@pytest.mark.parametrize("path", SHIPPED_DOCS, ids=lambda p: p.name)
+def test_a_swap_that_gave_no_figure_is_said_from_its_record(path):
+    doc = json.loads(path.read_text())
+    swaps = [w for w in (doc.get("libtpu") or {}).get("swaps") or () if w.get("figure") is None]
+    if not swaps:
+        pytest.skip("every swap gave a figure")
+    text = path.with_suffix(".md").read_text()
+    screen = next(line for line in text.splitlines() if line.startswith("- **Which part:**"))
+    for w in swaps:
+        why = w["reason"].removeprefix("cannot tell here: ")
+        assert f"with libtpu {w['libtpu']} gave no figure: {why}" in screen
+        row = next(line for line in text.splitlines()
+                   if line.startswith(f"| {w['jax']} | {w['jaxlib']} | {w['libtpu']} |"))
+        assert why.replace("|", "\\|") in row
+
+
+def test_no_figure_is_said_with_the_swap_s_own_status():
+    swap = {"jax": "0.7.0", "jaxlib": "0.7.0", "libtpu": "0.0.17", "figure": None,
+            "seen": "no figure", "reason": None,
+            "status": "Unsupported version: expected <= 4 but got 7"}
+    doc = {"libtpu": {"part": "cannot tell", "reason": "no figure", "swaps": [swap],
+                      "old": {"jax": "0.6.2", "jaxlib": "0.6.2", "libtpu": "0.0.17"},
+                      "new": {"jax": "0.7.0", "jaxlib": "0.7.0", "libtpu": "0.0.19"}}}
+    assert first_screen_line(doc) == (
+        "**Which part:** cannot tell (jax 0.7.0 and jaxlib 0.7.0 with libtpu 0.0.17 gave no "
+        "figure: Unsupported version: expected <= 4 but got 7).")
+    assert "| no figure | Unsupported version: expected <= 4 but got 7 |" in "\n".join(
+        section(doc))

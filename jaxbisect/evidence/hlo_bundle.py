@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
+from packaging.version import Version
 from tabulate import tabulate
 
 from jaxbisect.evidence.passes import SETTING_WORDS, is_safe, setting_kind
@@ -180,7 +181,10 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
               "", "## Run it", "", "```sh"]
     for role, venv in (("last good", "old"), ("first bad", "new")):
         if role in installs and role in ends:
-            lines += [f"python3 -m venv {venv} && {venv}/bin/{installs[role]}",
+            python = ("python3.12" if Version(ends[role]["jax"]) >= Version("0.11")
+                      else "python3")  # jax 0.11+ needs Python 3.12 (report/installs.py)
+            lines += [f"{python} -m venv {venv} && "
+                      f"{venv}/bin/{installs[role]}",
                       f"{venv}/bin/python {SCRIPT} {pbs}   # jax {ends[role]['jax']}: "
                       f"{_said_figure(ends[role]['figure'])}"]
     lines += ["```", ""]

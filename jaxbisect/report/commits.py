@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 
 from jaxbisect.report.figures import figure, placed_fields, seen
+from jaxbisect.report.installs import venv_python
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import AgainstEnds
 from jaxbisect.search.rounds import Status
@@ -162,7 +163,7 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
            f"{shlex.join(q.command)})" if q.command
            else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
-             f"python3 -m venv {venv} && {venv}/bin/pip install "
+             f"{venv_python(old['jax'])} -m venv {venv} && {venv}/bin/pip install "
              f"{b.request.backend.pip_words(old['jax'], old['jaxlib'], held)}"]
     for commit, expect in pair:
         lines.append(f"git -C jax-src checkout -q {commit['sha']} && {run}   # {expect}")

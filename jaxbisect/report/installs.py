@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from packaging.version import InvalidVersion, Version
+
 from jaxbisect.lab import backends
 from jaxbisect.lab.backends import PINNED_DEPS, pinned_fully
 
@@ -41,17 +43,49 @@ def parsed(line: str) -> dict:
     return out
 
 
+PY312_FROM = Version("0.11")  # jax 0.11 and later: Requires-Python >= 3.12 (PyPI)
+
+
+def python_needed(jax: str) -> str | None:
+    """The Python a release needs beyond what a plain ``python3`` may be ("3.12"), or None."""
+    try:
+        return "3.12" if Version(jax) >= PY312_FROM else None
+    except InvalidVersion:
+        return None
+
+
+def venv_python(jax: str) -> str:
+    """The interpreter a ``-m venv`` line for ``jax`` names: ``python3.12`` where it needs it."""
+    return f"python{python_needed(jax)}" if python_needed(jax) else "python3"
+
+
+def python_note(jax: str) -> str:
+    """A comment closing an install line whose release needs a newer Python than 3.11."""
+    need = python_needed(jax)
+    return f"   # Python {need} or newer" if need else ""
+
+
 def pip_words(doc: dict, jax: str, jaxlib: str | None = None) -> str:
-    """The packages of ``pip install`` for ``jax`` as this document's backend installs it."""
+    """The packages of ``pip install`` for ``jax`` as this document's backend installs it, and
+    every other package its environment's record holds (an nvcc wheel, CUDA's), pinned."""
     held = installed_at(doc, jax)
     jaxlib = jaxlib or (held or {}).get("jaxlib")
     if not jaxlib:
         return f"jax=={jax}"
-    return backends.get(doc["backend"]).pip_words(jax, jaxlib, held)
+    words = backends.get(doc["backend"]).pip_words(jax, jaxlib, held)
+    named = set(parsed(words))
+    rest = [shlex.quote(f"{n}=={v}") for n, v in sorted((held or {}).items())
+            if n not in named and n not in ("jax", "jaxlib") and v]
+    return " ".join([words, *rest])
 
 
 def pip_install(doc: dict, jax: str, jaxlib: str | None = None) -> str:
     return f"pip install {pip_words(doc, jax, jaxlib)}"
+
+
+def install_line(doc: dict, jax: str, jaxlib: str | None = None) -> str:
+    """A pasted ``pip install`` line, with the Python it needs said on it where that is 3.12."""
+    return pip_install(doc, jax, jaxlib) + python_note(jax)
 
 
 def pinned(line: str) -> bool:
@@ -60,4 +94,5 @@ def pinned(line: str) -> bool:
     return "jax" in held and "jaxlib" in held and pinned_fully(held)
 
 
-__all__ = ["PINNED_DEPS", "installed_at", "parsed", "pinned", "pip_install", "pip_words"]
+__all__ = ["PINNED_DEPS", "PY312_FROM", "install_line", "installed_at", "parsed", "pinned",
+           "pip_install", "pip_words", "python_needed", "python_note", "venv_python"]

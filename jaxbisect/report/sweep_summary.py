@@ -4,6 +4,7 @@ results' JSON."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -175,7 +176,8 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
     lines += [LABEL_LINE, "", results_table(results) if results else "_No results yet._", ""]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
-    lines += [MACHINE_SUMMARY, "", "```text", machine(), "```", "", "</details>", ""]
+    lines += [MACHINE_SUMMARY, "", "```text", *measured_on(results),
+              "", SWEEP_RAN, machine(), "```", "", "</details>", ""]
     infos = [d for d in measured if d.get("environment")]
     if infos:
         lines += ["<details><summary><code>jax.print_environment_info()</code> of each "
@@ -185,6 +187,49 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
                       d["environment"].rstrip(), "```", ""]
         lines += ["</details>", ""]
     return "\n".join(lines)
+
+
+SWEEP_RAN = ("the sweep that wrote this file ran on (results it kept may come from an earlier "
+             "run, on the machines above):")
+UNAME = re.compile(r"uname_result\((?P<fields>.*)\)")
+
+
+def machine_of(d: dict) -> str | None:
+    """The machine a result's own record names (its ``jax.print_environment_info()``'s
+    platform line: system, kernel release, architecture), or None where it names none."""
+    line = next((line for line in (d.get("environment") or "").splitlines()
+                 if line.startswith("platform:")), None)
+    if line is None:
+        return None
+    said = line.removeprefix("platform:").strip()
+    m = UNAME.fullmatch(said)
+    if m:
+        fields = dict(re.findall(r"(\w+)='([^']*)'", m["fields"]))
+        said = " ".join(fields.get(k, "") for k in ("system", "release", "machine")).strip()
+    return said or None
+
+
+def python_of(d: dict) -> str | None:
+    line = next((line for line in (d.get("environment") or "").splitlines()
+                 if line.startswith("python:")), None)
+    return line.split()[1] if line and len(line.split()) > 1 else None
+
+
+def measured_on(results: list[dict]) -> list[str]:
+    """The machine(s) the rows were measured on, as each result's record names it, with the
+    releases measured on each; the rows whose record names none, said so."""
+    by_machine: dict[str, list[str]] = {}
+    for d in results:
+        if d.get("skipped"):
+            continue
+        python = python_of(d)
+        row = f"{d['release']} ({where_words(d)}{', python ' + python if python else ''})"
+        by_machine.setdefault(machine_of(d) or "", []).append(row)
+    lines = ["measured on (each result's own record, its jax.print_environment_info()):"]
+    lines += [f"- {m}: jax {'; '.join(rows)}" for m, rows in by_machine.items() if m]
+    if by_machine.get(""):
+        lines.append(f"- no machine in its record: jax {'; '.join(by_machine[''])}")
+    return lines
 
 
 def write_summary(reports: Path, command: str,
@@ -250,7 +295,10 @@ def recorded(text: str) -> tuple[str | None, datetime | None, str | None]:
             end = next((i for i, line in enumerate(after[start + 1:], start + 1)
                         if line.startswith("```")), None)
             if end is not None:
-                machine = "\n".join(after[start + 1:end])
+                block = after[start + 1:end]
+                if SWEEP_RAN in block:  # the rows' machines are remade from the results
+                    block = block[block.index(SWEEP_RAN) + 1:]
+                machine = "\n".join(block)
     return command, now, machine
 
 

@@ -9,7 +9,9 @@ Every time is also given in *harness runs*: one ``python -m repro`` under jax 0.
 report's sizes, timed in the same run (the median of three), so that figures from a busy or a
 shared machine still compare. The report says how much CPU other processes used meanwhile.
 
-Prints a markdown table and writes it to ``reports/bench.md``. Nothing it makes outlives it.
+Writes its records to ``reports/bench.json`` and the markdown rendered from them to
+``reports/bench.md`` beside it (``--render reports/bench.json`` remakes the markdown, running
+nothing), and prints the markdown. Nothing else it makes outlives it.
 """
 
 from __future__ import annotations
@@ -511,28 +513,67 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path, Say], Results]] = {
 # -- the report -------------------------------------------------------------------------------
 
 
-def report_text(results: Results, args: argparse.Namespace, command: str, now: datetime,
-                sharing: str = "") -> str:
-    table = tabulate([[r.what, r.how, "–" if r.seconds != r.seconds else f"{r.seconds:.2f}",
-                       "" if r.runs is None else f"{r.runs:.2f}", r.note]
-                      for r in results.rows],
+BENCH_KIND = "bench"
+
+
+def record(results: Results, args: argparse.Namespace, command: str, now: datetime,
+           sharing: str = "", machine: str | None = None) -> dict:
+    """What a bench measured, as written beside its markdown (``reports/bench.json``): every
+    row and check with its figures, the unit, the run's date, command and machine; the
+    markdown is rendered from it (:func:`report_text`), never the other way."""
+    return {"kind": BENCH_KIND, "schema": 1, "command": command,
+            "run": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "backend": args.backend,
+            "cores": os.cpu_count(),
+            "harness": {"release": HARNESS_RELEASE,
+                        "seconds": getattr(args, "harness_seconds", 0.0)},
+            "sharing": sharing,
+            "rows": [{"what": r.what, "tool": r.how,
+                      "seconds": None if r.seconds != r.seconds else r.seconds,
+                      "harness_runs": r.runs, "how": r.note} for r in results.rows],
+            "checks": [{"target": c.target, "measured": c.figure, "met": c.met}
+                       for c in results.checks],
+            "machine": machine_description() if machine is None else machine}
+
+
+def report_text(doc: dict) -> str:
+    """The markdown of a bench's record (:func:`record`): it says nothing the record lacks."""
+    table = tabulate([[r["what"], r["tool"],
+                       "–" if r["seconds"] is None else f"{r['seconds']:.2f}",
+                       "" if r["harness_runs"] is None else f"{r['harness_runs']:.2f}", r["how"]]
+                      for r in doc["rows"]],
                      headers=["what", "tool", "seconds", "harness runs", "how"],
                      tablefmt="github", disable_numparse=True)
-    checks = tabulate([[c.target, c.figure, "met" if c.met else "MISSED"]
-                       for c in results.checks],
+    checks = tabulate([[c["target"], c["measured"], "met" if c["met"] else "MISSED"]
+                       for c in doc["checks"]],
                       headers=["target", "measured", ""], tablefmt="github",
                       disable_numparse=True)
+    run = datetime.strptime(doc["run"], "%Y-%m-%dT%H:%M:%SZ")
     return "\n".join([
         "# Benchmarks", "",
-        "Written by `nox -s bench` (`jaxbisect.tools.bench`); do not edit by hand.", "",
-        f"- Command: `{command}`",
-        f"- Run: {now:%Y-%m-%d %H:%M} UTC; backend {args.backend}; {os.cpu_count()} cores",
-        f"- One harness run (`python -m repro` under jax {HARNESS_RELEASE} at the report's "
-        f"sizes, median of three in this run): {getattr(args, 'harness_seconds', 0):.2f} s",
-        *([f"- {sharing}"] if sharing else []),
+        "Written by `nox -s bench` (`jaxbisect.tools.bench`) from `bench.json` beside it (the "
+        "records); do not edit by hand.", "",
+        f"- Command: `{doc['command']}`",
+        f"- Run: {run:%Y-%m-%d %H:%M} UTC; backend {doc['backend']}; {doc['cores']} cores",
+        f"- One harness run (`python -m repro` under jax {doc['harness']['release']} at the "
+        f"report's sizes, median of three in this run): {doc['harness']['seconds']:.2f} s",
+        *([f"- {doc['sharing']}"] if doc.get("sharing") else []),
         "", table, "", checks, "",
-        "<details><summary>Machine</summary>", "", "```text", machine_description(), "```", "",
+        "<details><summary>Machine</summary>", "", "```text", doc["machine"], "```", "",
         "</details>", ""])
+
+
+def render(path: Path) -> Path:
+    """``--render bench.json``: the markdown beside a bench's record remade from it, measuring
+    nothing."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a bench record ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != BENCH_KIND:
+        raise UserError(f"{path}: not a bench record (kind {BENCH_KIND!r})")
+    out = path.with_suffix(".md")
+    write_atomic(out, report_text(doc))
+    return out
 
 
 def _sharing(busy: float | None, own: float, wall: float) -> str:
@@ -563,6 +604,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
     p.add_argument("--jax-repo", type=Path, default=None,
                    help="a jax clone for the commit probe (default: the toolkit's cached one)")
+    p.add_argument("--render", type=Path, default=None, metavar="BENCH.json",
+                   help="rewrite the markdown beside a bench's record from it; runs nothing")
     p.add_argument("--scratch", type=Path, default=None,
                    help="where the temporary caches and environments go (default: a temp dir)")
     return p.parse_args(argv)
@@ -575,6 +618,13 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if args.render is not None:
+        try:
+            say(f"bench: rendered {render(args.render)}")
+        except UserError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return exc.exit_status
+        return 0
     scratch = Path(tempfile.mkdtemp(prefix="jaxbisect-bench-", dir=args.scratch))
     results = Results([], [])
     busy, own, started = _busy_seconds(), _own_seconds(), time.perf_counter()
@@ -594,11 +644,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     shutil.rmtree(scratch, ignore_errors=True)
     command = shlex.join(["nox", "-s", "bench", *(["--", *argv] if argv else [])])
-    text = report_text(results, args, command, datetime.now(UTC),
-                       _sharing(busy, own, time.perf_counter() - started))
+    doc = record(results, args, command, datetime.now(UTC),
+                 _sharing(busy, own, time.perf_counter() - started))
+    write_atomic(args.out.with_suffix(".json"), json.dumps(doc, indent=1) + "\n")
+    text = report_text(doc)
     write_atomic(args.out, text)
     print(text)
-    say(f"bench: written to {args.out}")
+    say(f"bench: written to {args.out} and its record, {args.out.with_suffix('.json')}")
     return 0
 
 

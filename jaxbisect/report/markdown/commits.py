@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from jaxbisect.report.figures import figure_text
-from jaxbisect.report.installs import pip_install
+from jaxbisect.report.installs import pip_install, python_note, venv_python
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
@@ -128,6 +128,17 @@ def headline(doc: dict, c: dict) -> str:
         words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
         return (f"**{words}: {linked(first)}**{where}, {what}, {first['date'][:10]}"
                 f"{revert_words(first)}{before}.{gate}{third}")
+    if c["came_with"] == "jaxlib" and (libtpu := libtpu_first(doc)):
+        newer = c.get("newer") or {}
+        both_ways = newer_words(c) if newer else ""
+        old = (doc.get("libtpu") or {}).get("old") or {}
+        return (f"**No jax commit shows it: the swaps place the change in libtpu {libtpu}.** "
+                f"jax's Python at {short(c['new_end'])}, the last commit before jax {c['new']} "
+                f"that runs on jax {c['old']}'s jaxlib {c['runs_on']['jaxlib']} and libtpu "
+                f"{old.get('libtpu')}, behaves as jax {c['old']} there{both_ways}: the commits "
+                f"change jax's Python only, each release's environment carrying its own jaxlib "
+                f"and libtpu, so they cannot part jaxlib from libtpu; the swaps (jax "
+                f"{old.get('jax')} and jaxlib {old.get('jaxlib')} held) can.")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
         both_ways = newer_words(c) if newer else ""
@@ -136,6 +147,15 @@ def headline(doc: dict, c: dict) -> str:
                 f"jaxlib {c['runs_on']['jaxlib']}, behaves as jax {c['old']} there"
                 f"{both_ways}.")
     return f"**Commits: cannot tell** ({c['reason'] or c['status']})."
+
+
+def libtpu_first(doc: dict) -> str | None:
+    """The libtpu release the swaps placed the change in (the document's ``libtpu`` part), or
+    None where they did not place it in libtpu."""
+    part = doc.get("libtpu") or {}
+    if part.get("part") != "came with libtpu":
+        return None
+    return (part.get("narrowed") or {}).get("first_new") or (part.get("new") or {}).get("libtpu")
 
 
 def newer_lines(c: dict) -> list[str]:
@@ -159,6 +179,12 @@ def agreement(doc: dict, c: dict) -> str | None:
     if culprit is None or came_with not in AGREES:
         return None
     found = CAME_WITH_WORDS[came_with]
+    if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
+        rule = (f"could not tell ({culprit}: the modules could not be compared)"
+                if culprit not in AGREES["jax"] + AGREES["jaxlib"] else f"says {culprit}")
+        return (f"The HLO rule {rule}; the commit search found no jax commit that shows it "
+                f"(jax's Python behaves as the release whose jaxlib and libtpu it runs on), "
+                f"and the swaps place the change in libtpu {libtpu}.")
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
         return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
                 f"the commit search measured that it came with {found}.")
@@ -263,12 +289,13 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     install = pip_install(doc, on["jax"], on["jaxlib"])
     if shown is None:  # the document's own lines, its install pinned as measured
-        return [re.sub(r"/bin/pip install .*$", f"/bin/{install}", line)
+        return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'])} -m venv",
+                       re.sub(r"/bin/pip install .*$", f"/bin/{install}", line))
                 if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
     steps = {st["sha"]: st for st in c.get("steps") or ()}
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
-             f"clone:", install]
+             f"clone:", install + python_note(on["jax"])]
     for commit, role in pair:
         st = steps.get(commit["sha"])
         figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])

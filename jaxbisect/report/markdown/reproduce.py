@@ -10,7 +10,7 @@ import textwrap
 from packaging.version import Version
 
 from jaxbisect.lab import backends
-from jaxbisect.report.installs import pip_install
+from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
 from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
@@ -27,7 +27,6 @@ from repro.metrics import concrete
 from repro.units import KIB_TEXT, plan_lines, printed_mib
 
 SIZE_NAMES = ("n", "rows", "cols", "size", "batch", "block_size", "num_blocks")
-PY312_FROM = Version("0.11")  # jax 0.11 and later need Python 3.12
 OUTPUT_LINES = 2
 
 MEASURE_SNIPPETS = {
@@ -125,7 +124,7 @@ def shown_program(doc: dict) -> dict | None:
         ends = [*r["ends"], *((r.get("went") or {}).get("ends") or ())]
         flaky = r.get("nondeterministic") or (r.get("went") or {}).get("nondeterministic")
         shows = [r.get("shows_change"), (r.get("went") or {}).get("shows_change", True)]
-        ends = [{**e, "install": pip_install(doc, e["jax"], e.get("jaxlib"))} for e in ends]
+        ends = [{**e, "install": install_line(doc, e["jax"], e.get("jaxlib"))} for e in ends]
         return {"file": r["file"], "text": r["program"], "lines": r["lines"],
                 "ends": unique_ends(ends), "nondeterministic": bool(flaky),
                 "shows_change": None if None in shows else all(shows), "measured": True}
@@ -140,7 +139,7 @@ def shown_program(doc: dict) -> dict | None:
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
-                         "install": pip_install(doc, jax, jaxlib), "command": program.command,
+                         "install": install_line(doc, jax, jaxlib), "command": program.command,
                          "output": None, "exit": None})  # never run: no output
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
@@ -213,7 +212,7 @@ def reproduce_block(doc: dict) -> list[str]:
         if doc.get("status") == Status.FOUND and len(ends) == 2:  # the answer's own words
             ends = [{**end, "role": role} for end, role in zip(ends, pair_words(doc))]
         gpu = bool(doc.get("target")) and str(doc.get("backend", "")).startswith("cuda")
-        unrun = "needs the GPU: not run here" if gpu else "not run for this report"
+        unrun = "not run: needs a GPU" if gpu else "not run for this report"
         at = (first_difference([e.get("output") for e in ends[:2]])  # a pytree's leaf
               if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
               else None)
@@ -231,8 +230,8 @@ def reproduce_block(doc: dict) -> list[str]:
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
                          if not gpu else
-                         "it needs the GPU, so it was not run here: the figures above are "
-                         "XLA's plan compiled without one")
+                         "needs a GPU, not run here: the figures above are XLA's plan "
+                         "without it")
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
         return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
@@ -244,6 +243,18 @@ def reproduce_block(doc: dict) -> list[str]:
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
     return [f"Reproduce with this toolkit (its README's Quick start installs it)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def pins_said(doc: dict) -> str:
+    """What the install lines pin, exactly: every package each release's environment's record
+    holds; where the line names ``jax[cuda12]`` and the environment compiled without the GPU,
+    that the CUDA wheels the extra pulls in were not there, so pip picks them."""
+    said = ("Each line pins every package that release's environment held when it was "
+            "measured, as the packages table lists them")
+    if "[cuda" in pip_install(doc, doc["probes"][0]["jax"]) and doc.get("target"):
+        said += ("; `jax[cuda12]` also pulls NVIDIA's CUDA wheels, which that environment "
+                 "(compiled without the GPU) did not hold: pip picks their versions")
+    return said + "."
 
 
 def figure_varies(doc: dict, jax: str) -> bool:
@@ -342,10 +353,9 @@ def standalone_lines(doc: dict) -> list[str]:
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        lines += [f"python3 -m venv {venv} && {venv}/bin/{pip_install(doc, version, jaxlib)}",
-                  run]
-    lines += ["```", "", "(Each line pins the packages that release's environment held when "
-              "it was measured.)", ""]
+        lines += [f"{venv_python(version)} -m venv {venv} && "
+                  f"{venv}/bin/{pip_install(doc, version, jaxlib)}", run]
+    lines += ["```", "", f"({pins_said(doc)})", ""]
     script = standalone_script(doc)
     case = doc.get("case")
     fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})

@@ -76,7 +76,25 @@ def first_screen_line(doc: dict) -> str | None:
                 + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
                    f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
                    f"{_install(doc, narrowed['install']['new'])}`" if first else "") + ").")
-    return f"**Which part:** cannot tell ({part.get('reason')})."
+    return f"**Which part:** cannot tell ({unmeasured_words(part) or part.get('reason')})."
+
+
+def _no_figure(swap: dict) -> bool:
+    return swap.get("figure") is None and swap.get("seen") not in ("old", "new")
+
+
+def _swap_said(swap: dict) -> str:
+    """Why a swap gave no figure, from its record (its reason: an error, a status)."""
+    why = (swap.get("reason") or "").removeprefix("cannot tell here: ")
+    return why or swap.get("status") or swap.get("error") or "no figure recorded"
+
+
+def unmeasured_words(part: dict) -> str:
+    """Each swap that gave no figure, in its own record's words: what ran and why nothing
+    came back ("jax 0.7.0 and jaxlib 0.7.0 with libtpu 0.0.17 gave no figure: …")."""
+    return "; ".join(f"jax {w['jax']} and jaxlib {w['jaxlib']} with libtpu {w['libtpu']} gave "
+                     f"no figure: {_swap_said(w)}"
+                     for w in part.get("swaps") or () if _no_figure(w))
 
 
 def section(doc: dict) -> list[str]:
@@ -95,9 +113,12 @@ def section(doc: dict) -> list[str]:
         lines.append(f"| {ends.get('jax')} | {ends.get('jaxlib')} | {ends.get('libtpu')} | "
                      f"{label} | |")
     for swap in part.get("swaps") or ():
+        showed = (_swap_said(swap).replace("|", "\\|") if _no_figure(swap)
+                  else _cell(swap.get("figure")))
         lines.append(f"| {swap['jax']} | {swap['jaxlib']} | {swap['libtpu']} | {swap['seen']} "
-                     f"| {_cell(swap.get('figure'))} |")
-    lines += ["", f"**{part.get('part')}**: {part.get('reason')}."]
+                     f"| {showed} |")
+    said = (unmeasured_words(part) if part.get("part") == "cannot tell" else "")
+    lines += ["", f"**{part.get('part')}**: {said or part.get('reason')}."]
     narrowed = part.get("narrowed")
     if narrowed:
         held = narrowed.get("held") or part["old"]
