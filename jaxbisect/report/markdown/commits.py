@@ -182,18 +182,20 @@ def agreement(doc: dict, c: dict) -> str | None:
     if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
         rule = (f"could not tell ({culprit}: the modules could not be compared)"
                 if culprit not in AGREES["jax"] + AGREES["jaxlib"] else f"says {culprit}")
-        return (f"The HLO rule {rule}; the commit search found no jax commit that shows it "
+        return (f"Comparing the two releases' lowered modules {rule}; the commit search "
+                f"found no jax commit that shows it "
                 f"(jax's Python behaves as the release whose jaxlib and libtpu it runs on), "
                 f"and the swaps place the change in libtpu {libtpu}.")
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
-        return (f"The HLO rule could not tell ({culprit}: the modules could not be compared); "
-                f"the commit search measured that it came with {found}.")
+        return (f"Comparing the two releases' lowered modules could not tell ({culprit}: the "
+                f"modules could not be compared); the commit search measured that it came with "
+                f"{found}.")
     if culprit in AGREES[came_with]:
-        return (f"This agrees with the HLO rule's attribution ({culprit}), now measured: "
-                f"it came with {found}.")
-    return (f"The HLO rule's attribution says {culprit}; the commit search measured that it "
-            f"came with {found}. Both are stated: the rule reads the modules, the search runs "
-            f"jax's Python.")
+        return (f"This agrees with what comparing the two releases' lowered modules said "
+                f"({culprit}), now measured: it came with {found}.")
+    return (f"Comparing the two releases' lowered modules says {culprit}; the commit search "
+            f"measured that it came with {found}. Both are stated: one reads the modules, the "
+            f"other runs jax's Python.")
 
 
 def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
