@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-
 import re
+import subprocess
 
 import pytest
 from conftest import REPO, run_repro
@@ -54,6 +53,15 @@ def test_the_harness_measures_each_end_of_the_recorded_pair(path):
         assert expected in (value, core(value)), (version, value)
 
 
+def the_error(line: str, expected: str) -> bool:
+    """A line of a traceback is the exception ANSWER records: its own line (a MosaicError's
+    message runs on over more lines), whole, or as its core (ANSWER's, as above)."""
+    kind, message = expected.split(": ", 1)
+    name, _, rest = line.partition(": ")
+    name = name.split(".")[-1]
+    return name.startswith(kind) and (line.endswith(message) or core(rest, name) == expected)
+
+
 @pytest.mark.tpu
 @pytest.mark.parametrize("path", PALLAS, ids=lambda p: p.stem)
 def test_the_standalone_program_compiles_for_the_tpu_without_one(path, tmp_path):
@@ -76,16 +84,9 @@ def test_the_standalone_program_compiles_for_the_tpu_without_one(path, tmp_path)
             assert (done.returncode, done.stdout.strip()) == (0, "no error"), done.stderr
         else:
             # The exception's own line (a MosaicError's message runs on over more lines).
-            kind, message = expected.split(": ", 1)
-
-            def the_error(line):  # the figure whole, or its core (ANSWER's, as above)
-                name, _, rest = line.partition(": ")
-                name = name.split(".")[-1]
-                return name.startswith(kind) and (line.endswith(message)
-                                                  or core(rest, name) == expected)
-
             assert done.returncode == 1 and any(
-                the_error(line) for line in done.stderr.splitlines()), done.stderr[-2000:]
+                the_error(line, expected) for line in done.stderr.splitlines()
+            ), done.stderr[-2000:]
 
 
 @pytest.mark.tpu
