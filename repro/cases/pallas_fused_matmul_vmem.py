@@ -34,6 +34,15 @@ JAX_PLATFORMS=cpu`, one fresh process each; the loaded libtpu read from /proc/se
     jax 0.8.1 with libtpu 0.0.24, 0.0.27 or 0.0.29: no error; with 0.0.30: the VMEM error.
     Neither new part alone shows it: it needs both (jax/jaxlib 0.8.1 and libtpu 0.0.30, the
     first libtpu on PyPI after 0.0.29 that shows it with jax 0.8.1 held).
+
+On the chip (a TPU v5e, jax 0.10.2 + libtpu 0.0.42.1, 2026-12-06, `python3 -m repro --case
+THIS --metric error`, the harness of the project's main checkout at e7be690, this file's code
+without its docstring): `--backend tpu`: "error: JaxRuntimeError: RESOURCE_EXHAUSTED: E1001:
+CompileTimeScopedVmemOom: Ran out of memory in memory space vmem … Scoped allocation with size
+16.12M and limit 16.00M exceeded scoped vmem limit by 128.0K." (libtpu 0.0.4x puts the error
+code first), and the same with `--target v5e` on the chip's machine; `--param n=4096` (blocks
+of 8.06 MiB): "error: no error", the kernel run on the chip (`--metric run_time`: median
+0.0038058 s, 79 samples).
 """
 
 import jax
