@@ -16,6 +16,8 @@ import pytest
 from conftest import REPO
 
 from repro.case import read_case
+from repro.target import load as load_target
+from repro.tpu_target import recipe_lines
 
 CASES = sorted((REPO / "repro" / "cases").glob("*.py"))
 # A timing case's cap on pairs of the ends over its recorded pair (the toolkit's default is
@@ -97,8 +99,11 @@ def test_the_toolkit_finds_each_recorded_answer(path, tmp_path, jax_python):
     # The standalone program, run twice at each end as pasted, shows the same change (a
     # timing's ratio on a busy machine aside: measured, not asserted).
     part = doc["reproducer"]
-    assert part["lines"] <= 40 and [e["jax"] for e in part["ends"]] == [answer["last_old"],
-                                                                        answer["first_new"]]
+    # a TPU target's program carries the deviceless recipe beside the case (any machine runs it)
+    recipe = (recipe_lines(load_target(answer["target"]), read_case(path).devices)
+              if answer.get("target") and load_target(answer["target"]).kind == "tpu" else 0)
+    assert part["lines"] <= 40 + recipe and [e["jax"] for e in part["ends"]] == [
+        answer["last_old"], answer["first_new"]]
     if answer["metric"] != "run_time" and not varies(path):
         assert part["shows_change"] is True, part["ends"]
     elif answer["metric"] != "run_time":  # a run of the new end may print the old value

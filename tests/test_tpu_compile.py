@@ -14,10 +14,11 @@ pytestmark = pytest.mark.tpu
 
 @pytest.fixture(scope="module")
 def tpu_python():
+    from jaxbisect.lab.backends import get as backend
     from jaxbisect.lab.catalogue import load_catalogue
     from jaxbisect.lab.environments import ensure_environment
 
-    return ensure_environment(load_catalogue().get("0.5.0"), "tpu").python
+    return ensure_environment(load_catalogue().get("0.5.0"), backend("tpu")).python
 
 
 def test_the_scan_case_compiles_for_a_v5e_without_one(tpu_python):

@@ -13,7 +13,8 @@ def tpu_python(version: str) -> Path:
     root = os.environ.get("JAX_SCAN_REPRO_TPU_ENVS")
     if root and (Path(root) / f"jax-{version}" / "bin" / "python").exists():
         return Path(root) / f"jax-{version}" / "bin" / "python"
+    from jaxbisect.lab.backends import get as backend
     from jaxbisect.lab.catalogue import load_catalogue
     from jaxbisect.lab.environments import ensure_environment
 
-    return ensure_environment(load_catalogue().get(version), "tpu").python
+    return ensure_environment(load_catalogue().get(version), backend("tpu")).python
