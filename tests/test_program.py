@@ -208,9 +208,17 @@ jaxlib.xla_extension.XlaRuntimeError: INTERNAL: failed at 0x7f3a2c
   second line of the message
 --------------------
 For simplicity, JAX has removed its internal frames from the traceback."""
-    assert error_line(traceback) == "XlaRuntimeError: INTERNAL: failed at 0x…"
+    # the whole message, up to jax's note on removed frames (its figures may be lines down)
+    assert error_line(traceback) == ("XlaRuntimeError: INTERNAL: failed at 0x…\n"
+                                     "  second line of the message")
     assert error_line("Traceback (most recent call last):\n  File x\nKeyError") == "KeyError"
     assert error_line("Killed") == "Killed"
+    # this machine's paths in a quoted source location: the file's name alone
+    quoted = ('Traceback (most recent call last):\n  File x\nValueError: at source_file='
+              '"/root/.cache/x/programs/run-n0bme0u5/repro.py" source_line=33 in '
+              '/usr/lib/python3/site-packages/jax/_src/core.py')
+    assert error_line(quoted) == ('ValueError: at source_file="repro.py" source_line=33 in '
+                                  'core.py')
 
 
 def test_the_install_line_pins_what_the_environment_held():

@@ -448,7 +448,11 @@ def test_every_install_line_pins_every_package_its_record_holds(path):
         held = installed_at(doc, jax)
         if not held or parsed(line).get("libtpu") not in (None, held.get("libtpu")):
             continue  # no record, or a narrowing's swapped libtpu
-        said = parsed(line.split("   #")[0])
+        command = line.split("   #")[0]
+        if "`pip install" in command:  # an install line quoted in a sentence: the code alone
+            command = command.split("`pip install", 1)[1].split("`", 1)[0]
+            command = "pip install" + command
+        said = parsed(command)
         missing = {n: v for n, v in held.items() if said.get(n) != v and n not in ("jax", "jaxlib")}
         assert not missing, (line, missing)
 

@@ -70,18 +70,50 @@ _RAISED = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exi
                      r"Interrupt)?)(?::\s*(.*))?$")
 
 
+MESSAGE_CHARS = 4000  # an error's whole message: its figures may come lines after its quote
+_MESSAGE_ENDS = ("-" * 20, "Traceback (most recent", "The above exception",
+                 "During handling of the above")
+
+
 def error_line(stderr: str) -> str:
-    """The exception a Python traceback ends with, as the ``error`` metric writes it
-    (repro.measure.error_text: its type without the module, its first line, addresses
-    masked); else the last line of ``stderr``."""
+    """The exception a Python traceback ends with, as the ``error`` metric keeps it: its type
+    without the module and its whole message (the lines after it up to jax's note on removed
+    frames; XLA and libtpu put an error's figures there), addresses masked; else the last line
+    of ``stderr``."""
     lines = stderr.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
-    for line in lines[starts[-1] + 1:] if starts else []:
+    first = starts[-1] + 1 if starts else len(lines)
+    for at, line in enumerate(lines[first:], first):
         if line and not line[0].isspace() and (match := _RAISED.match(line.strip())):
-            text = f"{match[1]}: {match[2] or ''}".strip(": ")
-            return _ADDRESS.sub("0x…", text)[:300]
+            rest = []
+            for more in lines[at + 1:]:
+                if more.startswith(_MESSAGE_ENDS):
+                    break
+                rest.append(more.rstrip())
+            text = "\n".join([f"{match[1]}: {match[2] or ''}".strip(": "), *rest]).rstrip()
+            return _masked(text)[:MESSAGE_CHARS]
     last = next((line.strip() for line in reversed(lines) if line.strip()), "")
-    return _ADDRESS.sub("0x…", last)[:300]
+    return _masked(last)[:MESSAGE_CHARS]
+
+
+# A file's path as the machine that ran it holds it (the program's own run folder, an
+# environment's site-packages), in a message that quotes its source: its name alone.
+_PATH = re.compile(r"(?<![\w.])/(?:[^\s\"'/]+/)+([^\s\"'/]+\.py)\b")
+
+
+def _masked(text: str) -> str:
+    """A message without this machine's addresses and paths (two runs, or two machines, of one
+    error print the same)."""
+    return _PATH.sub(r"\1", _ADDRESS.sub("0x…", text))
+
+
+def same_output(metric: str, a: str, b: str) -> bool:
+    """Two runs printed the same: an error by its signature (one error however worded)."""
+    if metric == "error" and a != b:
+        from jaxbisect.search.error_signature import same_error
+
+        return same_error(a, b)
+    return a == b
 
 
 def install_line(installed: dict) -> str:
@@ -210,7 +242,7 @@ def end_part(release: Release, role: str, runs: list[ProgramRun], program: Progr
             "role": role, "install": install_line(first.installed) if first.installed else None,
             "installed": dict(first.installed),
             "command": program.command, "output": first.output, "exit": first.exit}
-    if len({r.output for r in runs}) > 1:
+    if any(not same_output(program.metric, first.output, r.output) for r in runs[1:]):
         part["outputs"] = [r.output for r in runs]
     return part
 
@@ -248,7 +280,8 @@ def reproducer(program: Program, ends: list[tuple[Release, str]], backend: str, 
                            for a in old for b in new)
     nondeterministic = None if runs_of(program.metric) == 1 else (
         deterministic_output(program.metric) and any(
-            len({r.output for r in made if r.exit is not None}) > 1 for made in runs))
+            any(not same_output(program.metric, done[0].output, r.output) for r in done[1:])
+            for done in ([r for r in made if r.exit is not None] for made in runs) if done))
     return {"file": FILE, "program": program.text, "lines": program.lines,
             "ends": [end_part(release, role, made, program)
                      for (release, role), made in zip(ends, runs)],

@@ -22,7 +22,8 @@ from jaxbisect.report.markdown.words import LIMIT, details
 
 FENCED = re.compile(r"^```[\w-]*\n(?P<body>.*?)\n```$", re.MULTILINE | re.DOTALL)
 CUT_NOTE = ("[… {left} characters left out here to keep the report within GitHub's "
-            "{limit:,}-character comment limit; the report's .json file beside it holds them whole]")
+            "{limit:,}-character comment limit; the report's .json file beside it holds them "
+            "whole]")
 
 
 def target_lines(doc: dict) -> list[str]:

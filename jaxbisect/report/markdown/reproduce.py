@@ -13,6 +13,7 @@ from jaxbisect.lab import backends
 from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
 from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
 from jaxbisect.search.classify import Direction
+from jaxbisect.search.error_signature import core
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.program import (
     FILE,
@@ -177,29 +178,35 @@ def leaf_of(output: str, at: int) -> str:
     return lines[at] + (f"   (line {at + 1} of {len(lines)})" if len(lines) > 1 else "")
 
 
-def printed(end: dict, at: int | None = None) -> str:
+def printed(end: dict, at: int | None = None, error: bool = False) -> str:
     """What an end printed, on one line: both runs where they differ; ``at``: only the line
-    where the ends first differ (an output's first differing leaf), never a shared prefix."""
+    where the ends first differ (an output's first differing leaf), never a shared prefix;
+    ``error``: an error as its core (its own words and figures, the quoted program "…"),
+    never cut inside the instruction it quotes."""
     runs = end.get("outputs") or [end.get("output")]
+    if error:
+        runs = [core(o.strip()) if o and o.strip() != "no error" else o for o in runs]
     if at is not None and len(runs) == 1 and len((runs[0] or "").splitlines()) > 1:
         return leaf_of(runs[0] or "", at)
     said = [" | ".join(line.strip() for line in (o or "").splitlines() if line.strip())
             for o in runs]
     if not any(said):
         return "(no output)"
+    # An error's core ends with its own figures (a size, a limit): said whole, as the headline.
+    longest = 400 if error else 160
     if len(said) > 1:
-        return cut("; ".join(f"run {k}: {o}" for k, o in enumerate(said, 1)), 160)
-    return cut(said[0], 160)
+        return cut("; ".join(f"run {k}: {o}" for k, o in enumerate(said, 1)), longest)
+    return cut(said[0], longest)
 
 
 def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
-              at: int | None = None) -> list[str]:
+              at: int | None = None, error: bool = False) -> list[str]:
     """One install of the reproduce block: its label first (never scrolled out of view),
     the pip line, the run and what it printed in a recorded run; a program never run says
     so (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
-    said = f"prints: {printed(end, at)}" if measured else unrun
+    said = f"prints: {printed(end, at, error)}" if measured else unrun
     return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
 
 
@@ -216,7 +223,9 @@ def reproduce_block(doc: dict) -> list[str]:
         at = (first_difference([e.get("output") for e in ends[:2]])  # a pytree's leaf
               if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
               else None)
-        lines = [line for end in ends for line in end_lines(end, shown["measured"], unrun, at)]
+        error = doc["metric"]["name"] == "error"
+        lines = [line for end in ends
+                 for line in end_lines(end, shown["measured"], unrun, at, error)]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
