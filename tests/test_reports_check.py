@@ -108,3 +108,16 @@ def test_a_nondeterministic_end_agrees_by_form_never_by_luck():
                   "n_outer=2: 24.00 MiB, a run's peak")[0]
     assert agrees("error", False, ["TypeError: x"], "TypeError: x")[0]
     assert not agrees("error", False, ["TypeError: x"], "no error")[0]
+
+
+def test_an_error_recorded_as_its_first_line_agrees_with_the_whole_message():
+    """A record that kept an error's first line, and a program that prints the whole message
+    (Mosaic's quote of the operation and its bug link after it): the same error; another
+    error's words are not."""
+    from jaxbisect.tools.reports_check import agrees
+
+    first = "MosaicError: INTERNAL: Mosaic failed to compile TPU kernel: Only 32-bit types supported"
+    whole = first + ('\n\nThe MLIR operation involved:\n  %10 = "vector.extract"(%9)\n\n'
+                     "Please report a bug at: https://github.com/google/jax/issues/new")
+    assert agrees("error", False, [first], whole)[0]
+    assert not agrees("error", False, [first], whole.replace("32-bit", "16-bit"))[0]

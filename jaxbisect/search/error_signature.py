@@ -242,6 +242,16 @@ def signature(exception_type: str | None, message: str) -> str:
     return f"{name}| {_templated(without_quotes(message))}"
 
 
+# Mosaic's own quote of the failing operation and its bug-report link follow the error's words
+_MOSAIC_QUOTE = re.compile(r"\n\s*(?:The MLIR operation involved:|Please report a bug at:)")
+
+
+def without_mosaic_quote(message: str) -> str:
+    """The message up to Mosaic's quote of the operation it failed on (a quote of the program,
+    printed as MLIR whose syntax moves between releases) and its bug-report link."""
+    return _MOSAIC_QUOTE.split(message)[0]
+
+
 def core(message: str, exception_type: str | None = None) -> str:
     """The error as a maintainer reads it, in one line: its status and own words with every
     figure ("RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on
@@ -249,9 +259,7 @@ def core(message: str, exception_type: str | None = None) -> str:
     limit by 8.00M."), the quoted program shown as "…"."""
     if exception_type is None:
         exception_type, message = split_type(message)
-    # Mosaic's own quote of the operation and its bug-report link follow the error's words
-    message = re.split(r"\n\s*(?:The MLIR operation involved:|Please report a bug at:)",
-                       message)[0]
+    message = without_mosaic_quote(message)
     name, message = (exception_name(exception_type, message) if exception_type
                      else (None, message))
     words = re.sub(r"<(?:src|jaxpr|url|hex|blob|frame)>", "…", without_quotes(message, mark="…"))
