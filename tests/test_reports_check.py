@@ -116,7 +116,8 @@ def test_an_error_recorded_as_its_first_line_agrees_with_the_whole_message():
     error's words are not."""
     from jaxbisect.tools.reports_check import agrees
 
-    first = "MosaicError: INTERNAL: Mosaic failed to compile TPU kernel: Only 32-bit types supported"
+    first = ("MosaicError: INTERNAL: Mosaic failed to compile TPU kernel: Only 32-bit types "
+             "supported")
     whole = first + ('\n\nThe MLIR operation involved:\n  %10 = "vector.extract"(%9)\n\n'
                      "Please report a bug at: https://github.com/google/jax/issues/new")
     assert agrees("error", False, [first], whole)[0]
