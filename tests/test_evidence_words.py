@@ -5,6 +5,7 @@ allocation unsaid, the run_hlo_module lines run as pasted, and why no bundle is 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from jaxbisect.evidence.hlo_bundle import (
     why_not_words,
 )
 from jaxbisect.report.markdown.evidence import (
+    _bytes,
+    _exact,
     places_words,
     render_buffers_markdown,
     shared_space,
@@ -141,3 +144,21 @@ def test_the_check_figures_say_their_unit():
     assert check_words([*argv[:3], "--metric", "memory", "--over", "n_outer=2,5", "--check",
                         "constant", "grows"]) == ""
     assert check_words(["python", "-m", "repro", "--metric", "error", "--check", "a", "b"]) == ""
+
+
+def test_a_dump_size_reads_as_xla_writes_it_never_rounded_another_way():
+    # XLA's HumanReadableNumBytes: whole KiB, then 2 decimals (25728 KiB = 25.125 -> 25.12).
+    assert _bytes(26345796) == "25.12 MiB" and _exact(26345796) == "25.12 MiB (26345796 B)"
+    assert _bytes(26607972) == "25.38 MiB"  # XLA's "Total bytes used: 26607972 (25.38MiB)"
+    assert _bytes(131072) == "128.0 KiB" and _bytes(16) == "16 B"
+    path = REPORTS / "bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json"
+    evidence = json.loads(path.read_text())["evidence"]
+    text = render_buffers_markdown(evidence, "c")
+    # Every figure of an allocation XLA's own text names agrees with XLA's.
+    for xla in re.findall(r"allocation (\d+): size ([\d.]+)MiB", text):
+        assert f"allocation {xla[0]}, {xla[1]} MiB = " in text, xla
+    assert re.findall(r"allocation \d+: size \d+,", text)  # the bytes line is there too
+    size = evidence["releases"]["old"]["largest_allocation"]["size_bytes"]
+    assert f"{_bytes(size)} ({size} B), preallocated-temp" in text
+    assert "25.13 MiB" not in text
+    assert "XLA's own text, from its dumps" in text and "units with no space" in text

@@ -297,6 +297,18 @@ def untold_words(untold: list[dict]) -> str:
     return " and ".join(parts)
 
 
+def none_brought_words(n: int, on: str, paired: bool, verb: str = "brings") -> str:
+    """The changed defaults set back, none bringing the old figure back, counted as read:
+    ``the one changed default that can matter on A6000, set back, does not bring``; ``none
+    of the 3 …, set back one at a time (or in pairs), brings``: "in pairs" only where pairs
+    were measured (two or more defaults, few enough to pair)."""
+    if n == 1:
+        return (f"the one changed default that can matter on {on}, set back, "
+                f"{'does not bring' if verb == 'brings' else 'did not bring'}")
+    return (f"none of the {n} changed defaults that can matter on {on}, set back one at a "
+            f"time{' (or in pairs)' if paired else ''}, {verb}")
+
+
 def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline | None = None,
                   progress: Callable[[dict], None] = lambda doc: None) -> dict:
     """The XLA flags whose defaults changed between the pair, each set back in the new release
@@ -363,18 +375,18 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
                     "text": f"No XLA flag explains it both ways, but "
                             f"{len(workarounds)} setting(s) under jax {new.version} bring back "
                             f"jax {old.version}'s {q.metric}: a workaround{spent}."}
+        paired = any(len(t.flags) > 1 for t in search.tests)
         if untold:  # a setting that told nothing: "cannot tell", never "no"
             return {**base, "kind": "none", "name": None,
-                    "text": f"Cannot tell whether an XLA flag explains it: of the "
-                            f"{len(changes)} changed defaults that can matter on {on}, set "
-                            f"back one at a time (or in pairs), none brought jax "
+                    "text": f"Cannot tell whether an XLA flag explains it: "
+                            f"{none_brought_words(len(changes), on, paired, 'brought')} jax "
                             f"{new.version}'s {q.metric} back to jax {old.version}'s, but "
                             f"{untold_words(untold)}."}
         return {**base, "kind": "none", "name": None,
-                "text": (f"No XLA flag explains it: none of the {len(changes)} changed "
-                         f"defaults that can matter on {on}, set back one at a time (or in "
-                         f"pairs), brings jax {new.version}'s {q.metric} back to jax "
-                         f"{old.version}'s{spent}." if changes else
+                "text": (f"No XLA flag explains it: "
+                         f"{none_brought_words(len(changes), on, paired)} jax "
+                         f"{new.version}'s {q.metric} back to jax {old.version}'s{spent}."
+                         if changes else
                          f"No XLA flag explains it: no default that can matter on {on} "
                          f"changed between jax {old.version} and {new.version}{spent}.")}
     names = " and ".join(f"`--{f.name}`" for f in search.culprit)

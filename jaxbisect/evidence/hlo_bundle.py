@@ -133,7 +133,7 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     culprit = part.get("culprit") or {}
     body = [f"The module XLA was handed, dumped before its optimisations under the {roles[0]} "
             f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
-            f"each jaxlib, one process a module, placed by the bisection's classifier:", "",
+            f"each jaxlib, one process a module, judged as the bisection judges a release:", "",
             figures_table(part, roles), "",
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
             + ".", ""]

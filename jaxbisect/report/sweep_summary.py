@@ -36,10 +36,11 @@ UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 COMMAND = "- Command: "
 UPDATED_FORMAT = "%Y-%m-%d %H:%M"
-LABEL_LINE = ("- Label: how each release behaves beside the oldest and the newest release swept "
-              "together: old (as the oldest), new (as the newest), cannot tell (its runs could "
-              "not place it), third behaviour (as neither); where those two agree, like the "
-              "ends; a release swept alone, measured. A GPU target's rows are XLA's plan for "
+LABEL_LINE = ("- Label: old = behaves as the oldest release swept with it, new = as the newest, "
+              "cannot tell = its runs could not tell which, third behaviour = as neither; "
+              "like the ends = the oldest and newest behave alike, and so does it; measured = "
+              "swept alone, nothing to compare it with; no figure = run, but gave none; "
+              "skipped = not run (the note says why). A GPU target's rows are XLA's plan for "
               "that GPU, compiled on this machine without it.")
 LABEL_WORDS = {Label.AMBIGUOUS: "cannot tell"}  # a label the table says in the reader's words
 

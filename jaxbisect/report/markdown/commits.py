@@ -28,6 +28,11 @@ PARENT_WORDS = {"came": ("last good", "first bad"), "went": ("the last that stil
 FIRST_WORDS = {"came": "First bad commit", "went": "Gone with commit", "fix": "Fixed by commit"}
 
 
+def commits_measured(n: int) -> str:
+    """``2 commits measured``: a search's count said as what it counts."""
+    return f"{n} commit{'s' if n != 1 else ''} measured"
+
+
 def parts(doc: dict) -> list[tuple[list[str] | None, dict]]:
     """Each commits part with the pair it searched: one, or one a pair (``commits_by_pair``)."""
     if doc.get("commits_by_pair"):
@@ -71,14 +76,15 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
                 f"{xla}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (newer_words(c) if newer.get("came_with") == "jaxlib" else "")
+        both_ways = (newer_words(c, short=True) if newer.get("came_with") == "jaxlib"
+                     else "")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (its commit "
                 f"`{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
                 f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
 
-def newer_words(c: dict) -> str:
+def newer_words(c: dict, short: bool = False) -> str:
     """What the newer jaxlib's half measured, no more: every commit only where the commits
     between its ends were looked at, else its ends and the count left unseen."""
     newer = c["newer"]
@@ -87,8 +93,12 @@ def newer_words(c: dict) -> str:
         return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
                 f"jax {c['new']}")
     unseen = inside.get("commits")
-    return (f"; on jaxlib {newer['jaxlib']} the first and last behave as jax "
-            f"{c['new']}" + (f"; {unseen} between not looked at" if unseen else ""))
+    if short:  # the first screen's: the same, in fewer words
+        return (f"; on jaxlib {newer['jaxlib']} the range's end commits behave as jax "
+                f"{c['new']}" + (f" ({unseen} between unmeasured)" if unseen else ""))
+    return (f"; the range's first and last jax commits that run on jaxlib {newer['jaxlib']} "
+            f"both behave as jax {c['new']} there"
+            + (f"; the {unseen} between them were not measured" if unseen else ""))
 
 
 def commits_first_lines(doc: dict) -> list[str]:
@@ -123,7 +133,7 @@ def headline(doc: dict, c: dict) -> str:
                 if c["came_with"] == "both" else "")
         ends = c.get("ends_as_releases") or []
         third = (f" The last commit on jaxlib {c['runs_on']['jaxlib']} behaves as neither "
-                 f"release (the release search's classifier says {ends[1]}): a third "
+                 f"release (judged as the bisection judges a release, it is {ends[1]}): a third "
                  f"behaviour there." if len(ends) == 2 and ends[1] != "new" else "")
         words = FIRST_WORDS.get(c.get("kind"), FIRST_WORDS["came"])
         return (f"**{words}: {linked(first)}**{where}, {what}, {first['date'][:10]}"
@@ -166,7 +176,7 @@ def newer_lines(c: dict) -> list[str]:
     return [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
             f"the commits of the range that pass jax's version check there, from the first "
             f"that behaves as either release ({newer['start']} before it fail or behave as "
-            f"neither), {newer['probes']} probes: "
+            f"neither), {commits_measured(newer['probes'])}: "
             + (newer["reason"] or {"both": "the first bad commit above",
                                    "jaxlib": "every one behaves as the newer release"}
                .get(newer["came_with"], "")) + ".", ""]
@@ -210,8 +220,8 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
               f"each as jax's Python of that commit on jax {c['runs_on']['jax']}'s environment "
               f"(a merge is one step: the state main was in; the commits inside it are listed "
               f"where it is the first bad one)."
-              + (f" {c['search']['probes']} probes, {c['search']['runs']} runs, at most "
-                 f"{c['search']['limit']['probes']} when none is skipped." if c.get("search")
+              + (f" {commits_measured(c['search']['probes'])}, {c['search']['runs']} runs, at "
+                 f"most {c['search']['limit']['probes']} when none is skipped." if c.get("search")
                  else ""), ""]
     lines += newer_lines(c)
     comparison = agreement(doc, c)

@@ -13,12 +13,26 @@ from jaxbisect.report.figures import mib
 
 
 def _bytes(nbytes: int | None) -> str:
+    """A size read from XLA's dump, rounded as XLA's own text rounds it (its
+    ``HumanReadableNumBytes``: cut to whole KiB, then MiB and up to 2 decimals, KiB to 1), so
+    a figure here and XLA's line for the same allocation agree: 26345796 B is 25.12 MiB in
+    both (not 25.13); with a space before the unit."""
     if nbytes is None:
         return "n/a"
-    for unit in ("GiB", "MiB", "KiB"):
-        if nbytes >= UNITS[unit]:
-            return f"{nbytes / UNITS[unit]:.2f} {unit}"
-    return f"{nbytes} B"
+    if nbytes < UNITS["KiB"]:
+        return f"{nbytes} B"
+    units, n = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), nbytes
+    step = 0
+    while n >= UNITS["MiB"] and step < len(units) - 1:
+        n //= 1024
+        step += 1
+    return f"{n / 1024:.1f} KiB" if step == 0 else f"{n / 1024:.2f} {units[step]}"
+
+
+def _exact(nbytes: int | None) -> str:
+    """A size from the dump as a figure and its byte count: ``25.12 MiB (26345796 B)``."""
+    return "n/a" if nbytes is None else (
+        _bytes(nbytes) if nbytes < UNITS["KiB"] else f"{_bytes(nbytes)} ({nbytes} B)")
 
 
 def _megabytes(nbytes: int | None) -> str:
@@ -88,9 +102,9 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
 
     rows = [["jaxlib", old["jaxlib"] or "n/a", new["jaxlib"] or "n/a"],
             ["plan (output + temp)", *(_megabytes(r["plan_bytes"]) for r in (old, new))],
-            ["XLA's total bytes used", _bytes(old["dump_total_bytes"]),
-             _bytes(new["dump_total_bytes"])],
-            ["largest allocation", *(f"{_bytes(r['largest_allocation']['size_bytes'])}, "
+            ["XLA's total bytes used", _exact(old["dump_total_bytes"]),
+             _exact(new["dump_total_bytes"])],
+            ["largest allocation", *(f"{_exact(r['largest_allocation']['size_bytes'])}, "
                                      f"{r['largest_allocation']['kind']}"
                                      if r["largest_allocation"] else "n/a" for r in (old, new))],
             ["held in it (places, by shape)", places(old), places(new)]]
@@ -101,7 +115,9 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
     out = ["## The buffers at the peak", "",
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
-           f"values that are never live together share a place in it):", "",
+           f"values that are never live together share a place in it). Sizes from the dump "
+           f"are rounded as XLA's own text rounds them (to whole KiB, then 2 decimals), with "
+           f"the byte count beside the largest:", "",
            table(["", o, n], rows), "", *shared_space_words(((o, old), (n, new)))]
     moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
     for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
@@ -119,8 +135,8 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
         errors += [f"_{label}: {release['error']}_", ""] if release["error"] else []
         a = release["largest_allocation"]
         if a:
-            values += [f"{label}: allocation {a['index']} ({_bytes(a['size_bytes'])}, "
-                       f"{a['kind']})", *(f"  {v['values']:3d} × {v['shape']} "
+            values += [f"{label}: allocation {a['index']}, {_bytes(a['size_bytes'])} = "
+                       f"{a['size_bytes']} B, {a['kind']}", *(f"  {v['values']:3d} × {v['shape']} "
                                            f"({_bytes(v['size_bytes'])} each)"
                                            for v in a["values"]), ""]
     for key in ("memory_usage_report", "buffer_assignment", "after_optimizations"):
@@ -149,7 +165,7 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
         out += [line for label, lines in zip((o, n), pair) if lines
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
-        out += details("Raw lines from XLA's dumps", ["\n".join(raw).rstrip()])
+        out += details("XLA's own text, from its dumps", [RAW_NOTE, "", "\n".join(raw).rstrip()])
     out += ["One release's dump, in its environment (the report's .json file holds the dump "
             "files):", "",
             _code([command], "sh"), ""]
@@ -159,6 +175,13 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 "assignment.txt`, `*-memory-usage-report.txt` and `*after_optimizations.txt` "
                 "into each `dump-…` folder:", "", _code(plain, "sh"), ""]
     return "\n".join(out)
+
+
+RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
+            "tables above rest on: sizes in bytes (`size=13107200`), or in XLA's own units "
+            "with no space (`12.50MiB`, `128.0KiB`), cut to whole KiB before 2 decimals (1 "
+            "for KiB), as the figures above are; the rows under `size; offset; …` are the "
+            "memory usage report's, set in order of their offset.")
 
 
 def places_words(reading: dict, shown: int = 3) -> str:

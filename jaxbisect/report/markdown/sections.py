@@ -8,6 +8,7 @@ import re
 import shlex
 
 from jaxbisect.evidence.common import around_pair, whole_tokens
+from jaxbisect.evidence.explain import none_brought_words
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.lab.executors import cluster_markdown
 from jaxbisect.report.figures import figure_cell
@@ -36,17 +37,44 @@ def in_jax_python(doc: dict) -> bool:
 PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b")
 
 
+# Raised by the compiler or the runtime below jax's Python (jaxlib's Mosaic, XLA, libtpu):
+# a Python exception class, but never one raised before XLA has a module.
+COMPILER_ERROR = re.compile(r"^(?:[\w.]*\.)?(?P<name>MosaicError|JaxRuntimeError|"
+                            r"XlaRuntimeError)\b")
+COMPILER_WORDS = {"MosaicError": "while compiling the kernel (jaxlib's Mosaic compiler, "
+                                 "or libtpu)",
+                  "JaxRuntimeError": "by XLA or the runtime below jax's Python, while "
+                                     "compiling or running",
+                  "XlaRuntimeError": "by XLA or the runtime below jax's Python, while "
+                                     "compiling or running"}
+
+
+def _error_values(doc: dict) -> list[str]:
+    """The ends' errors, where an error metric's answer is found and the HLO rule could not
+    place it."""
+    if doc["metric"]["name"] != "error" or doc["status"] != Status.FOUND:
+        return []
+    if (doc.get("attribution") or {}).get("culprit") in ("jax", "xla", "below-hlo"):
+        return []
+    values = [(p.get("figure") or {}).get("value") for p in doc["probes"]
+              if p["jax"] in (doc["last_old"]["jax"], doc["first_new"]["jax"])]
+    return [v for v in values if isinstance(v, str)]
+
+
+def compiler_error(doc: dict) -> str | None:
+    """The class of an end's error raised below jax's Python (``MosaicError``, …), else
+    None."""
+    return next((m["name"] for v in _error_values(doc) if (m := COMPILER_ERROR.match(v))),
+                None)
+
+
 def python_error(doc: dict) -> bool:
     """An error metric whose new behaviour is a Python exception (not a crash) that the HLO
     rule could not place (the program raises before a module exists): jax's Python is the
-    first suspect, and ``--commits`` tells it from the jaxlib without a build."""
-    if doc["metric"]["name"] != "error" or doc["status"] != Status.FOUND:
-        return False
-    if (doc.get("attribution") or {}).get("culprit") in ("jax", "xla", "below-hlo"):
-        return False
-    values = [(p.get("figure") or {}).get("value") for p in doc["probes"]
-              if p["jax"] in (doc["last_old"]["jax"], doc["first_new"]["jax"])]
-    return any(isinstance(v, str) and PYTHON_ERROR.match(v) for v in values)
+    first suspect, and ``--commits`` tells it from the jaxlib without a build. A compiler's
+    or runtime's error (``compiler_error``) is none."""
+    return compiler_error(doc) is None and any(PYTHON_ERROR.match(v)
+                                               for v in _error_values(doc))
 
 
 def commits_command(doc: dict) -> str:
@@ -102,6 +130,12 @@ def attribution_lines(doc: dict) -> list[str]:
                       "from the jaxlib, without building anything"
                       + (" (before the rebuilds below)" if rebuilds else "") + ":", "",
                       "```sh", commits_command(doc), "```", ""]
+        elif (compiled := compiler_error(doc)) and came_with is None:
+            lines += [f"**Next step:** the error (`{compiled}`) is raised "
+                      f"{COMPILER_WORDS[compiled]}, after jax's Python has lowered the "
+                      f"program; jax's own commits between the two releases tell a change in "
+                      f"jax's Python (its lowering) from one in the jaxlib, without building "
+                      f"anything:", "", "```sh", commits_command(doc), "```", ""]
         lines += xla_range
         if a.get("xla_culprit_commits"):
             lines += render_culprit_commits(a["xla_culprit_commits"])
@@ -226,8 +260,8 @@ def capped(text: str, most: int = DUMP_LINES) -> str:
         if len(lines) <= most:
             return m[0]
         kept = "\n".join(lines[:most])
-        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the JSON "
-                f"document beside the report holds what they show)\n```")
+        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the "
+                f"report's .json file holds what they show)\n```")
     return TEXT_BLOCK.sub(cut_block, text)
 
 
@@ -276,6 +310,17 @@ TRIED = re.compile(r"under jax (?P<release>[\w.]+)(?P<middle>.*?) for (?P<found>
                    r"the (?P<tried>\d+) passes tried")
 
 
+# A document written before the count was said as read: "none of the 1 changed defaults …,
+# set back one at a time (or in pairs), brings", where one default has no pairs.
+NONE_OF = re.compile(r"none of the (?P<n>\d+) changed defaults that can matter on (?P<on>.+?), "
+                     r"set back one at a time \(or in pairs\), brings")
+
+
+def _none_of(c: dict, text: str) -> str:
+    paired = any(len(t.get("xla_flags", "").split()) > 1 for t in c.get("tests") or ())
+    return NONE_OF.sub(lambda m: none_brought_words(int(m["n"]), m["on"], paired), text)
+
+
 def said_of(c: dict) -> str | None:
     """A search's sentence, left out where it counts nothing ("none of the 0 …"); a
     document's "k of the n passes tried" (written before the crashed ones were said apart)
@@ -306,7 +351,7 @@ def said_of(c: dict) -> str | None:
         return (f"under jax {m['release']}{m['middle']} for {m['found']} of the "
                 f"{len(at) - len(failed)} passes measured{more}")
 
-    return TRIED.sub(counted, text).replace(" (ways around it there)", "")
+    return _none_of(c, TRIED.sub(counted, text).replace(" (ways around it there)", ""))
 
 
 def why_lines(doc: dict) -> list[str]:
@@ -353,8 +398,8 @@ def tried_lines(doc: dict) -> list[str]:
              "yes ✅" if t["restores"] else "no"] for t in tried]
     sized = params_text(doc["search_size"]["params"]) if doc.get("search_size") else ""
     return [f"## XLA flags tried under jax {tried[0]['release']} (--try-xla-flags)", "",
-            f"Measured as the search measured its probes{f' ({sized})' if sized else ''}, "
-            f"placed by the bisection's classifier:", "",
+            f"Measured as the bisection measured each release{f' ({sized})' if sized else ''}, "
+            f"and judged as the bisection judges a release:", "",
             table(["XLA_FLAGS", metric, "behaviour", "old behaviour back"], rows), ""]
 
 
