@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_report_records import inner_words
 
 from jaxbisect.report.markdown import render
 from jaxbisect.report.markdown.tables import (
@@ -17,7 +18,6 @@ from jaxbisect.report.markdown.tables import (
     rows_params,
     search_line,
 )
-from tests.test_report_records import inner_words
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
