@@ -310,7 +310,7 @@ def inside_text(doc: dict) -> str:
             + ("behave as the ends." if alike else "do not all behave as the ends."))
     if left:
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
-                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.')}).")  # never cut
+                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.').removeprefix('not measured here: ')}).")  # never cut
     return said
 
 
@@ -552,13 +552,30 @@ def yanked_line(doc: dict) -> str | None:
             f"answer says nothing of it; to measure it as a candidate too: `{hint}`")
 
 
+def gpu_part_line(doc: dict, part: dict) -> str:
+    """The part left to a real GPU: the releases not measured here (never the measured end
+    its command reaches, named apart as that end) and the command that measures them."""
+    first, last = doc["measured_part"]
+    lo, hi = Version(part["from"]), Version(part["to"])
+    measured = {Version(first), Version(last)}
+    left = sorted((Version(s["jax"]) for s in doc.get("skipped") or ()
+                   if lo <= Version(s["jax"]) <= hi and Version(s["jax"]) not in measured))
+    start, end = (left[0], left[-1]) if left else (lo, hi)
+    named = f"jax {start}" if start == end else f"jax {start} … {end}"
+    verb = "was" if start == end else "were"
+    ends = [str(v) for v in (lo, hi) if v in measured]
+    with_end = (f" (with {' and '.join(ends)} as the end measured here)" if ends else "")
+    return (f"**Measured part: jax {first} … {last}.** {named} {verb} not measured here: "
+            f"compiling {'it' if start == end else 'them'} needs a real GPU: "
+            f"`{part['command']}`{with_end}")
+
+
 def notes_lines(doc: dict) -> list[str]:
     """The sentences beside the answer: flags some releases do not know, the parts left to a
     GPU, a third behaviour, releases that raised or crashed, yanked releases."""
     first, last = doc["measured_part"]
     lines = [*(known_line(e) for e in doc.get("xla_flags_known", ())),
-             *(f"**Measured part: jax {first} … {last}.** jax {p['from']} … {p['to']} needs "
-               f"a real GPU: `{p['command']}`" for p in doc["needs_a_gpu"]),
+             *(gpu_part_line(doc, p) for p in doc["needs_a_gpu"]),
              thirds_line(doc), raised_line(doc), crash_line(doc), yanked_line(doc)]
     return [part for line in lines if line for part in (line, "")]
 

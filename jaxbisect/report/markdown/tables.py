@@ -17,6 +17,7 @@ from jaxbisect.report.markdown.words import (
     details,
     failure_of,
     label,
+    measured_not_installable,
     pair_or_ends,
     pair_words,
     params_text,
@@ -48,7 +49,7 @@ def row_label(doc: dict, probe: dict) -> str:
 def skip_reason(probe: dict) -> str:
     """Why a probe was skipped: its placement's reason, or its failed run's error."""
     if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
-        return str(probe["reason"])
+        return measured_not_installable(str(probe["reason"]))
     failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
     return plainly(failure["error"]) if failure and failure["error"] else "no answer"
 
@@ -312,7 +313,7 @@ def grouped_skips(skipped: list[dict]) -> list[str]:
     for why, group in runs:
         rs = [s["jax"] for s in group]
         which = f"jax {rs[0]}" if len(rs) == 1 else f"jax {rs[0]} … {rs[-1]} ({len(rs)} releases)"
-        out.append(f"- {which}: {why}")
+        out.append(f"- {which}: {measured_not_installable(why)}")
     return out
 
 

@@ -1,0 +1,48 @@
+"""What a fresh reader of the shipped reports found, each asserted on the document's data:
+the part left to a GPU names the releases not measured; a release that needs a GPU to
+compile is "not measured here", never "not installable"; ..."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jaxbisect.report.document import skipped_reason
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.answer import notes_lines
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+def doc_of(name: str) -> dict:
+    path = next(p for p in [*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")]
+                if p.name == name)
+    return json.loads(path.read_text())
+
+
+A6000 = "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json"
+
+
+def test_the_gpu_part_names_the_releases_not_measured_and_its_measured_end():
+    doc = doc_of(A6000)
+    first = doc["measured_part"][0]
+    (part,) = doc["needs_a_gpu"]
+    assert part["to"] == first  # the command ends at the first end measured here
+    left = sorted((s["jax"] for s in doc["skipped"] if s["jax"] < first), key=lambda v:
+                  tuple(map(int, v.split("."))))
+    (line,) = [x for x in notes_lines(doc) if x.startswith("**Measured part")]
+    assert f"jax {left[0]} … {left[-1]} were not measured here" in line
+    assert f"… {first} needs" not in line and f"… {first} were" not in line
+    assert f"(with {first} as the end measured here)" in line
+
+
+def test_a_release_that_needs_a_gpu_to_compile_is_not_measured_never_not_installable():
+    assert skipped_reason("needs a real GPU: jax 0.4.36 and 0.4.37 cannot compile without "
+                          "one").startswith("not measured here: needs a real GPU")
+    assert skipped_reason("no wheel for this Python").startswith("not installable here")
+    doc = doc_of(A6000)
+    assert any(s["reason"].startswith("not installable here: needs a real GPU")
+               for s in doc["skipped"])  # the shipped document says it the old way
+    markdown = render(doc)
+    assert "not installable here" not in markdown
+    assert "not measured here: needs a real GPU" in markdown
