@@ -558,8 +558,8 @@ def gpu_part_line(doc: dict, part: dict) -> str:
     first, last = doc["measured_part"]
     lo, hi = Version(part["from"]), Version(part["to"])
     measured = {Version(first), Version(last)}
-    left = sorted((Version(s["jax"]) for s in doc.get("skipped") or ()
-                   if lo <= Version(s["jax"]) <= hi and Version(s["jax"]) not in measured))
+    left = sorted(Version(s["jax"]) for s in doc.get("skipped") or ()
+                   if lo <= Version(s["jax"]) <= hi and Version(s["jax"]) not in measured)
     start, end = (left[0], left[-1]) if left else (lo, hi)
     named = f"jax {start}" if start == end else f"jax {start} … {end}"
     verb = "was" if start == end else "were"
