@@ -46,3 +46,20 @@ def test_a_release_that_needs_a_gpu_to_compile_is_not_measured_never_not_install
     markdown = render(doc)
     assert "not installable here" not in markdown
     assert "not measured here: needs a real GPU" in markdown
+
+
+def test_a_headline_says_where_each_output_value_came_from():
+    """The search's runs agree at jax 0.6.2; the standalone program's two runs do not: each
+    value is said with its source, never one list "differs between runs: a; b"."""
+    from jaxbisect.report.markdown.answer import first_screen
+
+    doc = doc_of("bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    new = doc["first_new"]["jax"]
+    probe = next(p for p in doc["probes"] if p["jax"] == new)
+    searched = {v for r in probe["runs"] for s in r["samples"] for v in s["values"]}
+    (end,) = [e for e in doc["reproducer"]["ends"] if e["jax"] == new]
+    assert len(searched) == 1 and len(set(end["outputs"])) == 2
+    head = "\n".join(first_screen(doc))
+    assert f"at jax {new} in the bisection's {len(probe['runs'])} runs" in head
+    assert "the program below printed 5.56e-310 and 4.66e-310 in two runs" in head
+    assert "differs between runs: 5.56e-310; 4.66e-310" not in head

@@ -63,11 +63,15 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"jax {versions[1]}" + sized_ends(doc, ends))
         return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
                 f"{versions[1]}" + sized_ends(doc, ends))
-    shown = [runs_differ(doc, e["jax"]) or said(doc, e["figure"]) for e in ends]
+    differ = [runs_differ(doc, e["jax"]) for e in ends]
+    shown = [said(doc, rounded(e["figure"]) if d else e["figure"]) for e, d in zip(ends, differ)]
     if not found and ends_read_alike(doc):  # said once
         asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
         return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")
-    line = (f"{shown[0]} at jax {versions[0]}{joined} {shown[1]} at jax {versions[1]}")
+    line = (f"{shown[0]} at jax {versions[0]}{differ[0]}{joined} {shown[1]} at jax "
+            f"{versions[1]}{differ[1]}")
+    if any(differ):
+        return f"{metric} {line}" if found else line
     if metric == "error" and found:  # the error's words say what it is
         return line
     figures = [SHOWN.fullmatch(f) for f in shown]
@@ -83,29 +87,68 @@ def ends_figures(doc: dict, found: bool = False) -> str:
 PRINTED = re.compile(r"\[(?P<values>[^\]]*)\]\s*$")
 
 
-def runs_differ(doc: dict, version: str) -> str:
-    """Where a release's recorded runs of an output differ (the search's runs or the program's
-    own), "differs between runs: 5.56e-310; 4.66e-310" (as ``output_words`` says a
-    nondeterministic figure); "" where they agree."""
-    if doc["metric"]["name"] != "output":
-        return ""
-    seen: list[str] = []
-    for run in probe_at(doc, version).get("runs") or ():
-        for sample in run.get("samples") or ():
-            values = sample.get("values") if isinstance(sample, dict) else None
-            if values:
-                seen.append(f"{values[0]:.3g}" if isinstance(values[0], float) else str(values[0]))
+def first_printed(values: list) -> str:
+    """A run's first value as a headline says it: three figures."""
+    first = values[0] if values else ""
+    with contextlib.suppress(ValueError, TypeError):
+        return f"{float(first):.3g}"
+    return str(first)
+
+
+def rounded(fig: dict) -> dict:
+    """An output's figure with its values in three figures, as the runs beside it are said."""
+    values = [float(f"{v:.3g}") if isinstance(v, float) else v for v in fig.get("values") or ()]
+    return {**fig, "values": values} if values else fig
+
+
+def program_prints(doc: dict, version: str) -> list[str]:
+    """The first value the standalone program printed in each of its runs at a release."""
+    out = []
     for end in (doc.get("reproducer") or {}).get("ends") or ():
         if end.get("jax") == version:
             for line in end.get("outputs") or ():
                 printed = PRINTED.search(line or "")
                 if printed:
-                    first = printed["values"].split(",")[0].strip()
-                    with contextlib.suppress(ValueError):
-                        first = f"{float(first):.3g}"
-                    seen.append(first)
-    distinct = list(dict.fromkeys(seen))
-    return "differs between runs: " + "; ".join(distinct) if len(distinct) > 1 else ""
+                    out.append(first_printed(printed["values"].split(",")))
+    return out
+
+
+def search_prints(doc: dict, version: str, probe: dict | None = None) -> list[str]:
+    """The first value of each of the search's samples at a release."""
+    out = []
+    runs = (probe or probe_at(doc, version)).get("runs") or ()
+    if isinstance(runs, int):  # an interior row: its runs counted, their samples not kept
+        runs = ()
+    for run in runs:
+        for sample in run.get("samples") or ():
+            values = sample.get("values") if isinstance(sample, dict) else None
+            if values:
+                out.append(first_printed(values))
+    return out
+
+
+def runs_differ(doc: dict, version: str, probe: dict | None = None) -> str:
+    """Where a release's recorded runs of an output differ (the search's runs or the program's
+    own), what follows its figure, each value by where it came from: " in the bisection's 2
+    runs; the program below printed 5.56e-310 and 4.66e-310 in two runs: it differs between
+    runs"; "" where they all agree."""
+    if doc["metric"]["name"] != "output":
+        return ""
+    searched, printed = search_prints(doc, version, probe), program_prints(doc, version)
+    if len(set(searched) | set(printed)) < 2:
+        return ""
+    runs = (probe or probe_at(doc, version)).get("runs") or ()
+    runs = runs if isinstance(runs, int) else len(runs)
+    said = f" in the bisection's {runs} run{'s' if runs != 1 else ''}"
+    if len(set(searched)) > 1:
+        said += f" (it differs between them: {'; '.join(dict.fromkeys(searched))})"
+    if printed:
+        counted = {1: "one run", 2: "two runs", 3: "three runs"}.get(len(printed),
+                                                                   f"{len(printed)} runs")
+        named = list(dict.fromkeys(printed))
+        said += (f"; the program below printed {' and '.join(named)} in {counted}"
+                 + (": it differs between runs" if len(named) > 1 else ""))
+    return said
 
 
 def ends_read_alike(doc: dict) -> bool:
@@ -249,8 +292,10 @@ def changes_words(doc: dict) -> str:
     rows = {r["jax"]: r for r in doc.get("interior") or ()}
     parts = []
     for c in doc["interior_check"]["changes"]:
-        unlike = "; ".join(f"jax {v}: {said(doc, rows[v]['figure'])}" for v in c["releases"]
-                           if v in rows)
+        differ = {v: runs_differ(doc, v, rows[v]) for v in c["releases"] if v in rows}
+        unlike = "; ".join(
+            f"jax {v}: {said(doc, rounded(rows[v]['figure']) if d else rows[v]['figure'])}{d}"
+            for v, d in differ.items())
         parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
                      f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
                      + ("" if c.get("exact", True) else
@@ -309,8 +354,9 @@ def inside_text(doc: dict) -> str:
             f"(jax {named}) "
             + ("behave as the ends." if alike else "do not all behave as the ends."))
     if left:
+        why = plainly(left[0]["reason"]).split(" (")[0].rstrip(".")  # never cut
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
-                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.').removeprefix('not measured here: ')}).")  # never cut
+                 f"({why.removeprefix('not measured here: ')}).")
     return said
 
 
