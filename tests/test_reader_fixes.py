@@ -63,3 +63,15 @@ def test_a_headline_says_where_each_output_value_came_from():
     assert f"at jax {new} in the bisection's {len(probe['runs'])} runs" in head
     assert "the program below printed 5.56e-310 and 4.66e-310 in two runs" in head
     assert "differs between runs: 5.56e-310; 4.66e-310" not in head
+
+
+def test_a_program_that_measures_a_runs_peak_says_its_runs_are_its_own():
+    from jaxbisect.report.markdown.reproduce import reproduce_block
+
+    doc = doc_of("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
+    assert doc["reproducer"]["quantity"] == "peak"
+    (line,) = [x for x in reproduce_block(doc) if x.startswith("Reproduce:")]
+    assert "its own runs" in line and "a run's peak moves by a few percent" in line
+    other = doc_of("bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    assert other["reproducer"].get("quantity") != "peak"
+    assert not any("a run's peak moves" in x for x in reproduce_block(other))
