@@ -75,3 +75,22 @@ def test_a_program_that_measures_a_runs_peak_says_its_runs_are_its_own():
     other = doc_of("bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
     assert other["reproducer"].get("quantity") != "peak"
     assert not any("a run's peak moves" in x for x in reproduce_block(other))
+
+
+def test_a_table_note_is_cut_at_a_word_and_a_reason_keeps_its_first_clause():
+    from jaxbisect.report.markdown.tables import probe_rows
+    from jaxbisect.report.markdown.words import clause_cut, cut
+
+    text = "the quick brown fox jumps over the lazy dog"
+    assert cut(text, 20) == "the quick brown fox…"
+    assert all(cut(text, n).removesuffix("…").split()[-1] in text.split()
+               for n in range(12, len(text)))  # never half a word
+    assert cut(text, len(text)) == text
+    doc = doc_of("bisect-0.7.0-0.7.2-v5e-pallas_bf16_batched_matvec-error.json")
+    reason = next(p["reason"] for p in doc["probes"] if p["jax"] == "0.7.1")
+    first = reason.split("; ")[0]
+    assert len(reason) > 160 and len(first) > 160  # a cut at 160 would fall mid-sentence
+    _, rows = probe_rows(doc)
+    (note,) = [r[-1] for r in rows if r[0] == "0.7.1"]
+    assert note == first + "; …" == clause_cut(reason, 160)
+    assert "wh…" not in note

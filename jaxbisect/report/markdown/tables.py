@@ -13,7 +13,7 @@ from jaxbisect.report.chart import chart_markdown
 from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
 from jaxbisect.report.markdown.words import (
     by_release,
-    cut,
+    clause_cut,
     details,
     failure_of,
     label,
@@ -160,7 +160,7 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
         rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
-                     cut(plainly(note), 160) if note else ""])
+                     clause_cut(plainly(note), 160) if note else ""])
     if any(row[-1] for row in rows):
         return headers, rows
     return headers[:-1], [row[:-1] for row in rows]

@@ -113,9 +113,28 @@ def linked(c: dict) -> str:
 
 
 def cut(text: str, most: int) -> str:
-    """``text`` on one line, at most ``most`` characters."""
+    """``text`` on one line, at most ``most`` characters, cut at a word's end (mid-word only
+    where one word runs past half of them)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= most else text[:most - 1] + "…"
+    if len(text) <= most:
+        return text
+    kept = text[:most - 1]
+    space = kept.rfind(" ")
+    if space > most // 2 and text[most - 1] != " ":
+        kept = kept[:space]
+    return kept.rstrip(" ,;:(") + "…"
+
+
+def clause_cut(text: str, most: int) -> str:
+    """A reason in a table cell: whole where it fits; else its first clause (to the first
+    "; ") whole where that is at most half again ``most``; else cut at a word's end."""
+    text = " ".join(str(text).split())
+    if len(text) <= most:
+        return text
+    first = text.split("; ")[0]
+    if len(first) < len(text) and len(first) <= most * 3 // 2:
+        return first + "; …"
+    return cut(text, most)
 
 
 def pair_or_ends(doc: dict) -> list[str]:
