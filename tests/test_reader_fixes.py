@@ -94,3 +94,22 @@ def test_a_table_note_is_cut_at_a_word_and_a_reason_keeps_its_first_clause():
     (note,) = [r[-1] for r in rows if r[0] == "0.7.1"]
     assert note == first + "; …" == clause_cut(reason, 160)
     assert "wh…" not in note
+
+
+def test_a_column_empty_in_every_row_is_dropped():
+    from jaxbisect.report.markdown.tables import probe_rows
+    from jaxbisect.report.markdown.words import table
+
+    explain = doc_of(next(p.name for p in REPORTS.glob("explain-0.5.1-cpu-*.json")))
+    tests = explain["explanation"]["tests"]
+    assert tests and all(t.get("ratio") is None for t in tests)  # no ratio in any row
+    markdown = render(explain)
+    assert "| pass turned off" in markdown and "ratio to the baseline" not in markdown
+    doc = doc_of("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
+    assert not any("15" in map(str, (p.get("series") or {}).get("figures") or {})
+                   for p in doc["probes"])  # no release has a figure at n_outer=15
+    headers, rows = probe_rows(doc)
+    assert "n_outer=15 (MiB)" not in headers and "n_outer=10 (MiB)" in headers
+    assert all(len(r) == len(headers) for r in rows)
+    assert "b" not in table(["a", "b"], [["1", ""], ["2", None]]).splitlines()[0]
+    assert "b" in table(["a", "b"], [["1", ""], ["2", "x"]]).splitlines()[0]

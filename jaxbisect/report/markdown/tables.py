@@ -12,10 +12,12 @@ from packaging.version import Version
 from jaxbisect.report.chart import chart_markdown
 from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
 from jaxbisect.report.markdown.words import (
+    EMPTY_CELLS,
     by_release,
     clause_cut,
     details,
     failure_of,
+    filled_columns,
     label,
     measured_not_installable,
     pair_or_ends,
@@ -161,9 +163,8 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
         rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
                      clause_cut(plainly(note), 160) if note else ""])
-    if any(row[-1] for row in rows):
-        return headers, rows
-    return headers[:-1], [row[:-1] for row in rows]
+    # a figure's column no release has (a size the search never measured): "–" in every row
+    return filled_columns(headers, rows, (*EMPTY_CELLS, "–") if len(rows) > 1 else EMPTY_CELLS)
 
 
 def _number_key(text: str) -> tuple:

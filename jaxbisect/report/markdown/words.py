@@ -16,8 +16,23 @@ LIMIT = 65_536  # GitHub's comment limit, in characters
 SUBJECT_WIDTH = 72
 
 
+EMPTY_CELLS = (None, "")
+
+
+def filled_columns(headers: Sequence[str], rows: Sequence[Sequence],
+                   empty: tuple = EMPTY_CELLS) -> tuple[list[str], list[list]]:
+    """The table less each column empty in every row (its cells all in ``empty``): a column
+    of nothing says nothing."""
+    if not rows:
+        return list(headers), [list(r) for r in rows]
+    keep = [i for i in range(len(headers)) if any(r[i] not in empty for r in rows)]
+    return [headers[i] for i in keep], [[r[i] for i in keep] for r in rows]
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    """A GitHub markdown table, every cell as written (no number re-formatting), less any
+    column empty in every row."""
+    headers, rows = filled_columns(headers, rows)
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
