@@ -113,3 +113,16 @@ def test_a_column_empty_in_every_row_is_dropped():
     assert all(len(r) == len(headers) for r in rows)
     assert "b" not in table(["a", "b"], [["1", ""], ["2", None]]).splitlines()[0]
     assert "b" in table(["a", "b"], [["1", ""], ["2", "x"]]).splitlines()[0]
+
+
+def test_an_error_headline_says_what_the_program_raises():
+    from jaxbisect.report.markdown.answer import answer_line
+
+    doc = doc_of("bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
+    assert doc["metric"]["name"] == "error" and doc["status"] == "alike"
+    line = answer_line(doc)
+    name = doc["case"]["name"]
+    assert f"{name} raises no error at both ends" in line, line
+    assert f"error of {name} is" not in line
+    (inside,) = [r["jax"] for r in doc["interior"] if r["label"] != "old"]
+    assert f"jax {inside} raises TypeError: " in line

@@ -293,8 +293,9 @@ def changes_words(doc: dict) -> str:
     parts = []
     for c in doc["interior_check"]["changes"]:
         differ = {v: runs_differ(doc, v, rows[v]) for v in c["releases"] if v in rows}
+        sep = " raises" if doc["metric"]["name"] == "error" else ":"
         unlike = "; ".join(
-            f"jax {v}: {said(doc, rounded(rows[v]['figure']) if d else rows[v]['figure'])}{d}"
+            f"jax {v}{sep} {said(doc, rounded(rows[v]['figure']) if d else rows[v]['figure'])}{d}"
             for v, d in differ.items())
         parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
                      f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
@@ -421,7 +422,10 @@ def answer_line(doc: dict) -> str:
     if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
     if status == Status.ALIKE:
-        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}"
+        verb = ":" if doc["over"] else " is"
+        if doc["metric"]["name"] == "error" and not doc["over"]:  # "f raises no error"
+            subject, verb = label(doc), " raises"
+        alike = (f"{subject}{verb} {ends_figures(doc)}"
                  + ("" if ends_read_alike(doc) else f": {alike_how(doc)}"))
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
