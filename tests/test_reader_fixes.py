@@ -126,3 +126,19 @@ def test_an_error_headline_says_what_the_program_raises():
     assert f"error of {name} is" not in line
     (inside,) = [r["jax"] for r in doc["interior"] if r["label"] != "old"]
     assert f"jax {inside} raises TypeError: " in line
+
+
+def test_the_ends_are_said_plainly_in_rows_and_reproduce_lines():
+    from jaxbisect.report.markdown.tables import probe_rows
+
+    doc = doc_of("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
+    first, last = doc["measured_part"]
+    _, rows = probe_rows(doc)
+    labels = {r[0]: r[2] for r in rows}
+    assert labels[first] == "oldest release measured"
+    assert labels[last] == "newest release measured"
+    assert {e["role"] for e in doc["reproducer"]["ends"]} == {"first end", "last end"}
+    markdown = render(doc)
+    assert f"# jax {first}, oldest release measured" in markdown
+    assert "first end" not in markdown and "last end\n" not in markdown
+    assert f"behave as jax {first} and {last}." in markdown

@@ -353,7 +353,8 @@ def inside_text(doc: dict) -> str:
              f"{rows[0]['jax']} … {rows[-1]['jax']}")
     said = (f" The {len(rows)} release{'s' if len(rows) != 1 else ''} inside measured here "
             f"(jax {named}) "
-            + ("behave as the ends." if alike else "do not all behave as the ends."))
+            + (f"behave as jax {first} and {last}." if alike else
+               f"do not all behave as jax {first} and {last}."))
     if left:
         why = plainly(left[0]["reason"]).split(" (")[0].rstrip(".")  # never cut
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "

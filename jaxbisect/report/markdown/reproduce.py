@@ -11,7 +11,14 @@ from packaging.version import Version
 
 from jaxbisect.lab import backends
 from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
-from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
+from jaxbisect.report.markdown.words import (
+    END_WORDS,
+    cut,
+    details,
+    pair_or_ends,
+    pair_words,
+    probe_at,
+)
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.error_signature import core
 from jaxbisect.search.rounds import Status
@@ -207,7 +214,8 @@ def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
     said = f"prints: {printed(end, at, error)}" if measured else unrun
-    return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
+    role = END_WORDS.get(end["role"], end["role"])
+    return [f"{label}, {role}", end["install"], f"{end['command']}   # {said}"]
 
 
 def reproduce_block(doc: dict) -> list[str]:

@@ -13,6 +13,7 @@ from jaxbisect.report.chart import chart_markdown
 from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
 from jaxbisect.report.markdown.words import (
     EMPTY_CELLS,
+    END_WORDS,
     by_release,
     clause_cut,
     details,
@@ -44,7 +45,7 @@ def row_label(doc: dict, probe: dict) -> str:
     (no old or new without one)."""
     placed = probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE)
     if placed and doc["status"] != Status.FOUND and probe["jax"] in doc["measured_part"]:
-        return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
+        return END_WORDS["first end" if probe["jax"] == doc["measured_part"][0] else "last end"]
     return probe["label"]
 
 

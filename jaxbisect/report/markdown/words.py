@@ -17,6 +17,8 @@ SUBJECT_WIDTH = 72
 
 
 EMPTY_CELLS = (None, "")
+# An end's role in plain words (the records say "first end", "last end").
+END_WORDS = {"first end": "oldest release measured", "last end": "newest release measured"}
 
 
 def filled_columns(headers: Sequence[str], rows: Sequence[Sequence],
