@@ -57,7 +57,7 @@ def test_ends_apart_under_a_load_that_swamps_them_are_undecided_with_exit_3(
     line = answer_line(document(b, None))
     assert "--max-runs 14" in line and "0.4.30" in line and "e+" not in line
     _, rows = probe_rows(document(b, None))  # the report's table: neither end is called old or new
-    assert [row[2] for row in rows] == ["first end", "last end"]
+    assert [row[2] for row in rows] == ["oldest release measured", "newest release measured"]
 
 
 def test_ends_within_the_threshold_are_alike_only_by_an_equivalence_test(recorded_catalogue):

@@ -80,7 +80,8 @@ def test_the_program_measures_what_the_metric_says():
     assert "output_size_in_bytes + m.temp_size_in_bytes" in program.text
     assert eval(MIB_TEXT) == MIB and f"/ {MIB_TEXT}:.2f}} MiB" in program.text
     _, timing = answer_program(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py")
-    assert "statistics.median(times) * 1e3" in timing.text and " ms " in timing.text
+    assert "statistics.quantiles(times, n=4, method=\"inclusive\")[0]" in timing.text \
+        and " ms " in timing.text
     _, error = answer_program(REPO / "repro" / "cases" / "jvp_vmap_symbolic_zero.py")
     assert error.text.rstrip().endswith('print("no error")')
     flagged = write_program(scan, "memory", {"n_res": 8}, (), xla_flags="--xla_foo=true")
@@ -400,3 +401,30 @@ def test_the_program_is_nondeterministic_exactly_where_one_ends_runs_differ(
                   "0.5.1": ["memory: 420.80 MiB"]})
     assert plan["nondeterministic"] is None
     assert [e["output"] for e in plan["ends"]] == ["memory: 80.87 MiB", "memory: 420.80 MiB"]
+
+
+def test_the_run_time_program_prints_the_statistic_the_search_takes_of_a_run():
+    """The pasted program's run_time is the 25th percentile of its calls, as the search takes
+    a run's figure (search/comparing.py low_quantile), labelled so; figures() reads it."""
+    import contextlib
+    import io
+    import statistics
+
+    from jaxbisect.search.placing import _quantile
+
+    _, program = answer_program(REPO / "repro" / "cases" / "while_loop_cpu_slowdown.py")
+    assert "statistics.quantiles(times, n=4, method=\"inclusive\")[0]" in program.text
+    assert "(the 25th percentile of {len(times)} calls)" in program.text
+    assert "statistics.median(times)" not in program.text
+    times = [0.9, 0.1, 0.5, 0.3, 0.7, 0.2]
+    assert statistics.quantiles(times, n=4, method="inclusive")[0] == \
+        pytest.approx(_quantile(times, 0.25)[0])
+    assert statistics.median(times) != pytest.approx(_quantile(times, 0.25)[0])
+    tail = program.text[program.text.index("quartile = "):]  # the program's own last lines
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(tail, {"statistics": statistics, "times": times})  # noqa: S102
+    line = printed.getvalue().strip()
+    assert line == f"run_time: {_quantile(times, 0.25)[0] * 1e3:.3f} ms (the 25th percentile " \
+        "of 6 calls)"
+    assert figures(program, line) == [pytest.approx(_quantile(times, 0.25)[0] * 1e3, abs=1e-3)]

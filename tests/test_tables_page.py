@@ -153,7 +153,7 @@ def test_a_headline_says_an_output_differs_between_the_recorded_runs():
     printed = {float(line.rsplit("[", 1)[1].rstrip("]")) for line in end["outputs"]}
     assert len(printed) > 1
     line = answer_line(doc)
-    assert "differs between runs: " in line, line
+    assert "the program below printed " in line and ": it differs between runs" in line, line
     for value in printed:
         assert f"{value:.3g}" in line, (value, line)
     old = doc["last_old"]["jax"]

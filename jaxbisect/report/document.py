@@ -101,6 +101,14 @@ def unit_of(b: MetricBisection) -> str:
     return "" if q.command else UNITS[q.metric]
 
 
+def skipped_reason(why: str) -> str:
+    """Why a release was left out: one that needs a real GPU to compile installs fine and
+    is only not measured here; any other could not be installed."""
+    if why.startswith("needs a real GPU"):  # cuda12.NEEDS_A_GPU
+        return f"not measured here: {why}"
+    return f"not installable here: {why}"
+
+
 def left_out_between(b: MetricBisection) -> list[str]:
     """The releases left out (not installable here: a target's that need a real GPU) that
     lie between the pair: the change may be in one of them."""
@@ -231,7 +239,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                              for i, span in sorted(s.spans.items())},
                    "overlapped": [[str(b.candidates[i].version), str(b.candidates[j].version)]
                                   for i, j in s.overlapped()]},
-        "skipped": [{"jax": str(rel.version), "reason": f"not installable here: {why}"}
+        "skipped": [{"jax": str(rel.version), "reason": skipped_reason(why)}
                     for rel, why in b.unusable],
         "reproduce": shlex.join(reproduce_argv(b, minimize=bool((extra or {}).get("minimal")))),
         "time_limit": ({**b.time_limit.as_json(), "explicit": req.timeout is not None}

@@ -63,11 +63,15 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"jax {versions[1]}" + sized_ends(doc, ends))
         return (f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax "
                 f"{versions[1]}" + sized_ends(doc, ends))
-    shown = [runs_differ(doc, e["jax"]) or said(doc, e["figure"]) for e in ends]
+    differ = [runs_differ(doc, e["jax"]) for e in ends]
+    shown = [said(doc, rounded(e["figure"]) if d else e["figure"]) for e, d in zip(ends, differ)]
     if not found and ends_read_alike(doc):  # said once
         asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
         return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")
-    line = (f"{shown[0]} at jax {versions[0]}{joined} {shown[1]} at jax {versions[1]}")
+    line = (f"{shown[0]} at jax {versions[0]}{differ[0]}{joined} {shown[1]} at jax "
+            f"{versions[1]}{differ[1]}")
+    if any(differ):
+        return f"{metric} {line}" if found else line
     if metric == "error" and found:  # the error's words say what it is
         return line
     figures = [SHOWN.fullmatch(f) for f in shown]
@@ -83,29 +87,68 @@ def ends_figures(doc: dict, found: bool = False) -> str:
 PRINTED = re.compile(r"\[(?P<values>[^\]]*)\]\s*$")
 
 
-def runs_differ(doc: dict, version: str) -> str:
-    """Where a release's recorded runs of an output differ (the search's runs or the program's
-    own), "differs between runs: 5.56e-310; 4.66e-310" (as ``output_words`` says a
-    nondeterministic figure); "" where they agree."""
-    if doc["metric"]["name"] != "output":
-        return ""
-    seen: list[str] = []
-    for run in probe_at(doc, version).get("runs") or ():
-        for sample in run.get("samples") or ():
-            values = sample.get("values") if isinstance(sample, dict) else None
-            if values:
-                seen.append(f"{values[0]:.3g}" if isinstance(values[0], float) else str(values[0]))
+def first_printed(values: list) -> str:
+    """A run's first value as a headline says it: three figures."""
+    first = values[0] if values else ""
+    with contextlib.suppress(ValueError, TypeError):
+        return f"{float(first):.3g}"
+    return str(first)
+
+
+def rounded(fig: dict) -> dict:
+    """An output's figure with its values in three figures, as the runs beside it are said."""
+    values = [float(f"{v:.3g}") if isinstance(v, float) else v for v in fig.get("values") or ()]
+    return {**fig, "values": values} if values else fig
+
+
+def program_prints(doc: dict, version: str) -> list[str]:
+    """The first value the standalone program printed in each of its runs at a release."""
+    out = []
     for end in (doc.get("reproducer") or {}).get("ends") or ():
         if end.get("jax") == version:
             for line in end.get("outputs") or ():
                 printed = PRINTED.search(line or "")
                 if printed:
-                    first = printed["values"].split(",")[0].strip()
-                    with contextlib.suppress(ValueError):
-                        first = f"{float(first):.3g}"
-                    seen.append(first)
-    distinct = list(dict.fromkeys(seen))
-    return "differs between runs: " + "; ".join(distinct) if len(distinct) > 1 else ""
+                    out.append(first_printed(printed["values"].split(",")))
+    return out
+
+
+def search_prints(doc: dict, version: str, probe: dict | None = None) -> list[str]:
+    """The first value of each of the search's samples at a release."""
+    out = []
+    runs = (probe or probe_at(doc, version)).get("runs") or ()
+    if isinstance(runs, int):  # an interior row: its runs counted, their samples not kept
+        runs = ()
+    for run in runs:
+        for sample in run.get("samples") or ():
+            values = sample.get("values") if isinstance(sample, dict) else None
+            if values:
+                out.append(first_printed(values))
+    return out
+
+
+def runs_differ(doc: dict, version: str, probe: dict | None = None) -> str:
+    """Where a release's recorded runs of an output differ (the search's runs or the program's
+    own), what follows its figure, each value by where it came from: " in the bisection's 2
+    runs; the program below printed 5.56e-310 and 4.66e-310 in two runs: it differs between
+    runs"; "" where they all agree."""
+    if doc["metric"]["name"] != "output":
+        return ""
+    searched, printed = search_prints(doc, version, probe), program_prints(doc, version)
+    if len(set(searched) | set(printed)) < 2:
+        return ""
+    runs = (probe or probe_at(doc, version)).get("runs") or ()
+    runs = runs if isinstance(runs, int) else len(runs)
+    said = f" in the bisection's {runs} run{'s' if runs != 1 else ''}"
+    if len(set(searched)) > 1:
+        said += f" (it differs between them: {'; '.join(dict.fromkeys(searched))})"
+    if printed:
+        counted = {1: "one run", 2: "two runs", 3: "three runs"}.get(len(printed),
+                                                                   f"{len(printed)} runs")
+        named = list(dict.fromkeys(printed))
+        said += (f"; the program below printed {' and '.join(named)} in {counted}"
+                 + (": it differs between runs" if len(named) > 1 else ""))
+    return said
 
 
 def ends_read_alike(doc: dict) -> bool:
@@ -249,8 +292,11 @@ def changes_words(doc: dict) -> str:
     rows = {r["jax"]: r for r in doc.get("interior") or ()}
     parts = []
     for c in doc["interior_check"]["changes"]:
-        unlike = "; ".join(f"jax {v}: {said(doc, rows[v]['figure'])}" for v in c["releases"]
-                           if v in rows)
+        differ = {v: runs_differ(doc, v, rows[v]) for v in c["releases"] if v in rows}
+        sep = " raises" if doc["metric"]["name"] == "error" else ":"
+        unlike = "; ".join(
+            f"jax {v}{sep} {said(doc, rounded(rows[v]['figure']) if d else rows[v]['figure'])}{d}"
+            for v, d in differ.items())
         parts.append(f"came at jax {c['came'][0]} → {c['came'][1]}, went at jax "
                      f"{c['went'][0]} → {c['went'][1]}" + (f" ({unlike})" if unlike else "")
                      + ("" if c.get("exact", True) else
@@ -307,10 +353,12 @@ def inside_text(doc: dict) -> str:
              f"{rows[0]['jax']} … {rows[-1]['jax']}")
     said = (f" The {len(rows)} release{'s' if len(rows) != 1 else ''} inside measured here "
             f"(jax {named}) "
-            + ("behave as the ends." if alike else "do not all behave as the ends."))
+            + (f"behave as jax {first} and {last}." if alike else
+               f"do not all behave as jax {first} and {last}."))
     if left:
+        why = plainly(left[0]["reason"]).split(" (")[0].rstrip(".")  # never cut
         said += (f" Not measured inside: jax {', '.join(s['jax'] for s in left)} "
-                 f"({plainly(left[0]['reason']).split(' (')[0].rstrip('.')}).")  # never cut
+                 f"({why.removeprefix('not measured here: ')}).")
     return said
 
 
@@ -375,7 +423,10 @@ def answer_line(doc: dict) -> str:
     if status == Status.UNMEASURABLE:
         return f"**No answer ({where}):** {doc['reason']}."
     if status == Status.ALIKE:
-        alike = (f"{subject}{':' if doc['over'] else ' is'} {ends_figures(doc)}"
+        verb = ":" if doc["over"] else " is"
+        if doc["metric"]["name"] == "error" and not doc["over"]:  # "f raises no error"
+            subject, verb = label(doc), " raises"
+        alike = (f"{subject}{verb} {ends_figures(doc)}"
                  + ("" if ends_read_alike(doc) else f": {alike_how(doc)}"))
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
@@ -552,13 +603,30 @@ def yanked_line(doc: dict) -> str | None:
             f"answer says nothing of it; to measure it as a candidate too: `{hint}`")
 
 
+def gpu_part_line(doc: dict, part: dict) -> str:
+    """The part left to a real GPU: the releases not measured here (never the measured end
+    its command reaches, named apart as that end) and the command that measures them."""
+    first, last = doc["measured_part"]
+    lo, hi = Version(part["from"]), Version(part["to"])
+    measured = {Version(first), Version(last)}
+    left = sorted(Version(s["jax"]) for s in doc.get("skipped") or ()
+                   if lo <= Version(s["jax"]) <= hi and Version(s["jax"]) not in measured)
+    start, end = (left[0], left[-1]) if left else (lo, hi)
+    named = f"jax {start}" if start == end else f"jax {start} … {end}"
+    verb = "was" if start == end else "were"
+    ends = [str(v) for v in (lo, hi) if v in measured]
+    with_end = (f" (with {' and '.join(ends)} as the end measured here)" if ends else "")
+    return (f"**Measured part: jax {first} … {last}.** {named} {verb} not measured here: "
+            f"compiling {'it' if start == end else 'them'} needs a real GPU: "
+            f"`{part['command']}`{with_end}")
+
+
 def notes_lines(doc: dict) -> list[str]:
     """The sentences beside the answer: flags some releases do not know, the parts left to a
     GPU, a third behaviour, releases that raised or crashed, yanked releases."""
     first, last = doc["measured_part"]
     lines = [*(known_line(e) for e in doc.get("xla_flags_known", ())),
-             *(f"**Measured part: jax {first} … {last}.** jax {p['from']} … {p['to']} needs "
-               f"a real GPU: `{p['command']}`" for p in doc["needs_a_gpu"]),
+             *(gpu_part_line(doc, p) for p in doc["needs_a_gpu"]),
              thirds_line(doc), raised_line(doc), crash_line(doc), yanked_line(doc)]
     return [part for line in lines if line for part in (line, "")]
 

@@ -11,7 +11,14 @@ from packaging.version import Version
 
 from jaxbisect.lab import backends
 from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
-from jaxbisect.report.markdown.words import cut, details, pair_or_ends, pair_words, probe_at
+from jaxbisect.report.markdown.words import (
+    END_WORDS,
+    cut,
+    details,
+    pair_or_ends,
+    pair_words,
+    probe_at,
+)
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.error_signature import core
 from jaxbisect.search.rounds import Status
@@ -207,7 +214,8 @@ def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
     said = f"prints: {printed(end, at, error)}" if measured else unrun
-    return [f"{label}, {end['role']}", end["install"], f"{end['command']}   # {said}"]
+    role = END_WORDS.get(end["role"], end["role"])
+    return [f"{label}, {role}", end["install"], f"{end['command']}   # {said}"]
 
 
 def reproduce_block(doc: dict) -> list[str]:
@@ -236,6 +244,9 @@ def reproduce_block(doc: dict) -> list[str]:
                          f"run's output is shown")
         elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
+        if shown["measured"] and measures_a_runs_peak(doc, shown["text"]):
+            notes.append("it prints its own runs, not the tables' figures: a run's peak moves "
+                         "by a few percent from run to run")
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
                          if not gpu else
@@ -252,6 +263,13 @@ def reproduce_block(doc: dict) -> list[str]:
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
     return [f"Reproduce with this toolkit (its README's Quick start installs it)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+
+
+def measures_a_runs_peak(doc: dict, program: str) -> bool:
+    """Whether the program measures a run's peak (the process's RSS mark), a figure that
+    moves by a few percent between runs, so its own runs differ from the tables'."""
+    return ((doc.get("reproducer") or {}).get("quantity") == "peak"
+            or "a run's peak" in (program or ""))
 
 
 def pins_said(doc: dict) -> str:

@@ -12,11 +12,15 @@ from packaging.version import Version
 from jaxbisect.report.chart import chart_markdown
 from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
 from jaxbisect.report.markdown.words import (
+    EMPTY_CELLS,
+    END_WORDS,
     by_release,
-    cut,
+    clause_cut,
     details,
     failure_of,
+    filled_columns,
     label,
+    measured_not_installable,
     pair_or_ends,
     pair_words,
     params_text,
@@ -41,14 +45,14 @@ def row_label(doc: dict, probe: dict) -> str:
     (no old or new without one)."""
     placed = probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE)
     if placed and doc["status"] != Status.FOUND and probe["jax"] in doc["measured_part"]:
-        return "first end" if probe["jax"] == doc["measured_part"][0] else "last end"
+        return END_WORDS["first end" if probe["jax"] == doc["measured_part"][0] else "last end"]
     return probe["label"]
 
 
 def skip_reason(probe: dict) -> str:
     """Why a probe was skipped: its placement's reason, or its failed run's error."""
     if probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE):
-        return str(probe["reason"])
+        return measured_not_installable(str(probe["reason"]))
     failure = next((r for r in probe["runs"] if r["status"] != "ok"), None)
     return plainly(failure["error"]) if failure and failure["error"] else "no answer"
 
@@ -159,10 +163,9 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
         rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
-                     cut(plainly(note), 160) if note else ""])
-    if any(row[-1] for row in rows):
-        return headers, rows
-    return headers[:-1], [row[:-1] for row in rows]
+                     clause_cut(plainly(note), 160) if note else ""])
+    # a figure's column no release has (a size the search never measured): "–" in every row
+    return filled_columns(headers, rows, (*EMPTY_CELLS, "–") if len(rows) > 1 else EMPTY_CELLS)
 
 
 def _number_key(text: str) -> tuple:
@@ -312,7 +315,7 @@ def grouped_skips(skipped: list[dict]) -> list[str]:
     for why, group in runs:
         rs = [s["jax"] for s in group]
         which = f"jax {rs[0]}" if len(rs) == 1 else f"jax {rs[0]} … {rs[-1]} ({len(rs)} releases)"
-        out.append(f"- {which}: {why}")
+        out.append(f"- {which}: {measured_not_installable(why)}")
     return out
 
 

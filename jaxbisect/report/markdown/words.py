@@ -16,8 +16,25 @@ LIMIT = 65_536  # GitHub's comment limit, in characters
 SUBJECT_WIDTH = 72
 
 
+EMPTY_CELLS = (None, "")
+# An end's role in plain words (the records say "first end", "last end").
+END_WORDS = {"first end": "oldest release measured", "last end": "newest release measured"}
+
+
+def filled_columns(headers: Sequence[str], rows: Sequence[Sequence],
+                   empty: tuple = EMPTY_CELLS) -> tuple[list[str], list[list]]:
+    """The table less each column empty in every row (its cells all in ``empty``): a column
+    of nothing says nothing."""
+    if not rows:
+        return list(headers), [list(r) for r in rows]
+    keep = [i for i in range(len(headers)) if any(r[i] not in empty for r in rows)]
+    return [headers[i] for i in keep], [[r[i] for i in keep] for r in rows]
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
-    """A GitHub markdown table, every cell as written (no number re-formatting)."""
+    """A GitHub markdown table, every cell as written (no number re-formatting), less any
+    column empty in every row."""
+    headers, rows = filled_columns(headers, rows)
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
@@ -113,9 +130,28 @@ def linked(c: dict) -> str:
 
 
 def cut(text: str, most: int) -> str:
-    """``text`` on one line, at most ``most`` characters."""
+    """``text`` on one line, at most ``most`` characters, cut at a word's end (mid-word only
+    where one word runs past half of them)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= most else text[:most - 1] + "…"
+    if len(text) <= most:
+        return text
+    kept = text[:most - 1]
+    space = kept.rfind(" ")
+    if space > most // 2 and text[most - 1] != " ":
+        kept = kept[:space]
+    return kept.rstrip(" ,;:(") + "…"
+
+
+def clause_cut(text: str, most: int) -> str:
+    """A reason in a table cell: whole where it fits; else its first clause (to the first
+    "; ") whole where that is at most half again ``most``; else cut at a word's end."""
+    text = " ".join(str(text).split())
+    if len(text) <= most:
+        return text
+    first = text.split("; ")[0]
+    if len(first) < len(text) and len(first) <= most * 3 // 2:
+        return first + "; …"
+    return cut(text, most)
 
 
 def pair_or_ends(doc: dict) -> list[str]:
@@ -131,6 +167,15 @@ XLA_FAILED = re.compile(r"\b(?:[\w.]+\.)?(?:Jax|Xla)RuntimeError:\s*(?:[A-Z_]+:\
 RAISED = re.compile(r"\b(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)):\s*")
 
 
+NOT_INSTALLABLE_GPU = "not installable here: needs a real GPU"
+
+
+def measured_not_installable(text: str) -> str:
+    """A release skipped because compiling it needs a real GPU installs fine: it was not
+    *measured* here (documents from before said "not installable here")."""
+    return text.replace(NOT_INSTALLABLE_GPU, "not measured here: needs a real GPU")
+
+
 def plainly(text: str | None) -> str:
     """A failure of the toolkit's own (a network, a setting XLA refused, a step that raised)
     said in words, without the exception's own text: never the program's measured error,
@@ -138,6 +183,7 @@ def plainly(text: str | None) -> str:
     text = NO_NETWORK.sub(" (no network connection)", str(text or ""))
     text = LOCAL_FILE.sub("a temporary file", text)  # this machine's paths say nothing
     text = XLA_FAILED.sub("XLA failed: ", text)
+    text = measured_not_installable(text)
     return RAISED.sub(lambda m: f"raised {m[1]}, saying ", text).strip()
 
 
