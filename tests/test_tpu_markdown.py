@@ -119,3 +119,19 @@ def test_no_figure_is_said_with_the_swap_s_own_status():
         "figure: Unsupported version: expected <= 4 but got 7).")
     assert "| no figure | Unsupported version: expected <= 4 but got 7 |" in "\n".join(
         section(doc))
+
+
+def test_an_error_compiled_for_a_tpu_is_never_called_xlas_plan():
+    """A plan is a memory figure; an error compiled for a TPU without its chip is said as
+    compiled for it (title and headline), a memory report keeps "XLA's plan"."""
+    from jaxbisect.report.markdown import render
+
+    for path in SHIPPED_DOCS:
+        doc = json.loads(path.read_text())
+        if not str(doc.get("measured", "")).startswith("XLA's plan for a TPU"):
+            continue
+        head = "\n".join(render(doc).splitlines()[:3])
+        if doc["metric"]["name"] == "memory":
+            assert "XLA's plan for a TPU v5e" in head
+        else:
+            assert "XLA's plan" not in head and "compiled for a TPU v5e without one" in head

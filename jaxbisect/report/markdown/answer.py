@@ -412,7 +412,7 @@ def answer_line(doc: dict) -> str:
     """The answer in one sentence: the symptom, old → new, with its units."""
     subject = (f"{doc['metric']['name']} of {label(doc)}"
                + (f" ({PEAK_EVERYWHERE})" if doc.get("over") and searched_by_peak(doc) else ""))
-    where, start, end = doc["measured"], doc["from"], doc["to"]
+    where, start, end = measured_words(doc), doc["from"], doc["to"]
     status, asked = doc["status"], range_words(doc)
     if status == Status.FAILS_EVERYWHERE:
         e = doc.get("everywhere_error") or {}
@@ -536,10 +536,24 @@ def hlo_line(doc: dict) -> str | None:
     return f"- **HLO module** alone (no jax): {check}."
 
 
+PLAN = ("XLA's plan for a ", ", not a measurement on one")
+
+
+def measured_words(doc: dict) -> str:
+    """Where the figures come from: a target's compiled plan is "XLA's plan" only where the
+    figure is the plan's memory; an error or an output was compiled (and run) for the target
+    without its chip, which is no plan."""
+    where = str(doc["measured"])
+    if doc["metric"]["name"] in ("memory",) or not (where.startswith(PLAN[0])
+                                                     and where.endswith(PLAN[1])):
+        return where
+    return f"compiled for a {where[len(PLAN[0]):-len(PLAN[1])]} without one"
+
+
 def first_screen(doc: dict) -> list[str]:
     """At most about 15 lines, before the first section: the answer and how to see it."""
     title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
-             f"({doc['measured']})")
+             f"({measured_words(doc)})")
     part = tpu.first_screen_line(doc)
     facts = [pair_line(doc), part and f"- {part}", *commits_first_lines(doc),
              culprit_line(doc), fixed_line(doc), hlo_line(doc)]
