@@ -125,9 +125,12 @@ def test_the_ends_compared_in_the_reports_unit():
     from jaxbisect.report.markdown.tables import ends_reason
 
     doc = load(REPORTS / "cases" / "bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory.json")
-    old, new = (float(x) for x in doc["ends"]["reason"].split(",")[0].split(" vs "))
+    medians = {p["jax"]: p["figure"]["median"] for p in doc["probes"]}
+    old, new = (medians[v] for v in (doc["measured_part"][0], doc["measured_part"][-1]))
     text = ends_reason(doc)
+    # the rows' figures (441208256 B: 420.77 MiB), not the reason's rounded 4.412e+08 (420.76)
     assert f"{old / 2**20:.2f} MiB vs {new / 2**20:.2f} MiB" in text, text
+    assert "420.77 MiB" in text and "420.76" not in text, text
     assert not re.search(r"\de[+-]\d", text), text
 
 

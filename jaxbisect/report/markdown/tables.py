@@ -231,6 +231,17 @@ VS = re.compile(rf"^(?P<old>{NUMBER}) vs (?P<new>{NUMBER}), (?P<ratio>{NUMBER})x
 PAIRED = re.compile(rf"last/first end (?P<ratio>{NUMBER})x over (?P<n>\d+) interleaved pairs")
 
 
+def end_figure(doc: dict, i: int, said_: float) -> float:
+    """An end's figure as the rows show it (the probe's median, full precision), where the
+    reason's rounded number (4.412e+08) is that figure; else the reason's own number. One
+    quantity is printed one way: 441208256 B is 420.77 MiB everywhere, not 420.76 here."""
+    with contextlib.suppress(StopIteration, KeyError, TypeError, IndexError):
+        median = probe_at(doc, doc["measured_part"][i])["figure"]["median"]
+        if median and abs(median - said_) <= 1e-3 * abs(median):
+            return float(median)
+    return said_
+
+
 def ends_reason(doc: dict) -> str:
     """How the ends compared, in the report's unit (MiB, not 8.48e+07 bytes), and a paired
     ratio said as what it is: the median of the pairs' ratios, not the ratio of the medians
@@ -239,7 +250,8 @@ def ends_reason(doc: dict) -> str:
     text = LOOK.sub("", doc["ends"]["reason"])
     vs = VS.match(text)
     if vs and u:
-        old, new = (shown(metric, u, float(vs[k])) for k in ("old", "new"))
+        old, new = (shown(metric, u, end_figure(doc, i, float(vs[k])))
+                    for i, k in ((0, "old"), (-1, "new")))
         text = f"{old} vs {new}, {vs['ratio']}×" + text[vs.end():]
     paired = PAIRED.search(text)
     if paired:
