@@ -161,3 +161,17 @@ def test_a_headline_says_an_output_differs_between_the_recorded_runs():
         assert f"{value:.3g}" in line, (value, line)
     old = doc["last_old"]["jax"]
     assert f"nan (float64) at jax {old}" in line  # an end whose runs agree: its one value
+
+
+def test_a_search_count_is_out_of_the_releases_it_could_measure_and_the_range_asked():
+    from jaxbisect.report.markdown.tables import probes_lines
+
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    candidates, skipped = doc["search"]["candidates"], len(doc["skipped"])
+    assert skipped  # releases the machine cannot install, left out before the search
+    text = "\n".join([search_line(doc), *probes_lines(doc)])
+    said = f"of the {candidates} measurable here ({candidates + skipped} in the range asked)"
+    assert f"({doc['search']['probes']} {said})" in text and f"at most" in text, text
+    assert f"of the {candidates} in the range" not in text, text
+    cpu = load(SCAN_CPU)  # nothing skipped: the candidates are the range
+    assert f"of the {cpu['search']['candidates']} in the range when" in search_line(cpu)

@@ -300,11 +300,22 @@ def how_text(doc: dict) -> str:
     return how
 
 
+def of_candidates(doc: dict) -> str:
+    """The count a search's numbers are out of: the releases it could measure, and the range
+    asked beside it where releases were skipped before the search (not installable here)."""
+    candidates = doc["search"]["candidates"]
+    probed = {p["jax"] for p in doc.get("probes") or ()}
+    asked = candidates + len({s["jax"] for s in doc.get("skipped") or ()} - probed)
+    if asked == candidates:
+        return f"of the {candidates} in the range"
+    return f"of the {candidates} measurable here ({asked} in the range asked)"
+
+
 def search_line(doc: dict) -> str:
     """The search's counts, as the JSON has them, and the releases inside where measured."""
-    search, candidates = doc["search"], doc["search"]["candidates"]
+    search = doc["search"]
     line = (f"Search: {search['probes']} releases measured ({search['remeasures']} measured "
-            f"again), at most {search['limit']['probes']} of the {candidates} in the range when "
+            f"again), at most {search['limit']['probes']} {of_candidates(doc)} when "
             f"none is skipped; {search['runs']} runs in all")
     inside = doc.get("interior") or []
     if inside and (doc.get("interior_check") or {}).get("measured"):
@@ -345,8 +356,8 @@ def probes_lines(doc: dict) -> list[str]:
         lines += ["Skipped or left out:", "",
                   *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
                   *grouped_skips(doc["skipped"]), ""]
-    return details(f"Releases the search measured ({search['probes']} of the "
-                   f"{search['candidates']} in the range): the table, the search"
+    return details(f"Releases the search measured ({search['probes']} {of_candidates(doc)})"
+                   f": the table, the search"
                    f"{', the chart' if drawn else ''}",
                    [how_text(doc), "", *lines])
 
