@@ -175,3 +175,18 @@ def test_a_search_count_is_out_of_the_releases_it_could_measure_and_the_range_as
     assert f"of the {candidates} in the range" not in text, text
     cpu = load(SCAN_CPU)  # nothing skipped: the candidates are the range
     assert f"of the {cpu['search']['candidates']} in the range when" in search_line(cpu)
+
+
+def test_a_compare_program_is_said_as_the_rows_measured_it():
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    over = doc["over"]["name"]
+    measured = {k for p in doc["probes"] for k in ((p.get("compare") or {}).get("v2") or {})
+                .get("figures", {})}
+    defined = [str(v) for v in doc["case"]["compare"]["v2"][over]]
+    assert sorted(measured) != sorted(defined)  # the definition asks more than was measured
+    text = how_text(doc)
+    assert f"v2 (variant 2; {over} {', '.join(sorted(measured))} only, of " \
+           f"{', '.join(defined)} asked)" in text, text
+    assert f"{over} {', '.join(defined)}, variant 2" not in text, text
+    cpu = load(SCAN_CPU)  # all the definition's values measured: said as measured
+    assert f"v2 ({over} 1, 2; n_res 32, variant 2)" in how_text(cpu), how_text(cpu)

@@ -67,6 +67,35 @@ def compare_params(doc: dict) -> dict:
     return {k: {} for k in sorted(labels)}
 
 
+def compared_words(doc: dict) -> dict:
+    """Each COMPARE program as the rows measured it: its own parameters (those its series ran
+    at that differ from the case's) and the values of the swept parameter it has figures at,
+    with the ones its definition asks that gave none; the definition alone where no row holds
+    it (a document from before the series kept their parameters)."""
+    over = (doc.get("over") or {}).get("name")
+    asked_case = (doc.get("case") or {}).get("params") or {}
+    words = {}
+    for c, defined in compare_params(doc).items():
+        got = [s for p in doc["probes"] if (s := (p.get("compare") or {}).get(c))]
+        if not got:
+            words[c] = params_text(defined)
+            continue
+        params = {k: v for s in got for k, v in (s.get("params") or {}).items()
+                  if k != over and asked_case.get(k) != v}
+        params = params or {k: v for k, v in defined.items() if k != over}
+        text = params_text(params)
+        values = sorted({k for s in got for k, f in (s.get("figures") or {}).items()
+                         if f is not None}, key=_number_key)
+        wanted = defined.get(over) if over else None
+        wanted = [str(v) for v in (wanted if isinstance(wanted, (list, tuple)) else
+                                   doc["over"]["values"] if over else ())]
+        if over and values and values != wanted:
+            text += (f"; {over} {', '.join(values)} only"
+                     + (f", of {', '.join(wanted)} asked" if wanted else ""))
+        words[c] = text.lstrip("; ")
+    return words
+
+
 def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
     """How a row was measured: the size asked, a smaller one, or a real run's peak
     (``beside``: a COMPARE program's own parameters, said in its column's header)."""
@@ -284,7 +313,7 @@ def how_text(doc: dict) -> str:
            + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if case else "")
            + (f" (the case asks {other})" if other else "")
            + (f"; beside it, {where}, " + ", ".join(
-               f"{c} ({params_text(p)})" if p else c for c, p in compare.items())
+               f"{c} ({said_})" if said_ else c for c, said_ in compared_words(doc).items())
               if compare else "")
            + (", the median of one figure a run (a run: one process; its figure: the 25th "
               "percentile of its calls), with their spread" if noisy else "")
