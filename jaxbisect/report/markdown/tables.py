@@ -92,6 +92,8 @@ def compared_words(doc: dict) -> dict:
         if over and values and values != wanted:
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else ""))
+        elif over and over in defined and values:  # the program's own values, all measured
+            text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
     return words
 
