@@ -279,8 +279,16 @@ def pins_said(doc: dict) -> str:
     said = ("Each line pins every package that release's environment held when it was "
             "measured, as the packages table lists them")
     if "[cuda" in pip_install(doc, doc["probes"][0]["jax"]) and doc.get("target"):
-        said += ("; `jax[cuda12]` also pulls NVIDIA's CUDA wheels, which that environment "
-                 "(compiled without the GPU) did not hold: pip picks their versions")
+        held = sorted({n for p in [*(doc.get("probes") or ()), *(doc.get("interior") or ())]
+                       for n in (p.get("installed") or {}) if n.startswith("nvidia-")})
+        if held:  # the CUDA wheels the environments held are on the lines, pinned
+            said += (f"; `jax[cuda12]` also pulls NVIDIA's CUDA wheels: those the "
+                     f"environments held ({', '.join(f'`{n}`' for n in held)}) are pinned; "
+                     f"the others it pulls were not in them (compiled without the GPU), so "
+                     f"pip picks their versions")
+        else:
+            said += ("; `jax[cuda12]` also pulls NVIDIA's CUDA wheels, which that environment "
+                     "(compiled without the GPU) did not hold: pip picks their versions")
     return said + "."
 
 
