@@ -20,7 +20,8 @@ def load(path: Path) -> dict:
 
 def test_the_cuda_wheels_an_environment_held_are_said_pinned_not_left_to_pip():
     doc = load(A6000)
-    held = {n for p in doc["probes"] for n in (p.get("installed") or {}) if n.startswith("nvidia-")}
+    held = {n for p in doc["probes"] for n in (p.get("installed") or {})
+            if n.startswith("nvidia-")}
     assert held  # the record holds nvcc's wheel
     text = pins_said(doc)
     assert all(f"`{n}`" in text for n in held) and "are pinned" in text, text
@@ -29,3 +30,31 @@ def test_the_cuda_wheels_an_environment_held_are_said_pinned_not_left_to_pip():
         p["installed"] = {n: v for n, v in (p.get("installed") or {}).items()
                           if not n.startswith("nvidia-")}
     assert "did not hold: pip picks their versions" in pins_said(doc)
+
+
+def test_every_printed_output_in_a_reproduce_block_is_a_recorded_run():
+    """A ``# jax X … / pip install … / python repro.py # prints: Y`` block claims a run of the
+    program at X: the record holds it, in ``reproducer.ends`` or (a change that came and went)
+    ``reproducer.went.ends``, with that output."""
+    checked = 0
+    for md in [*REPORTS.glob("bisect-*.md"), *(REPORTS / "cases").glob("*.md")]:
+        doc = load(md.with_suffix(".json"))
+        r = doc.get("reproducer") or {}
+        went = (r.get("went") or {}).get("ends") or ()
+        runs = {e["jax"]: e for e in [*(r.get("ends") or ()), *went]}
+        lines = md.read_text().splitlines()
+        for i, line in enumerate(lines):
+            said = re.match(r"python repro\.py\s+# prints: (.*)", line)
+            head = next((h for h in reversed(lines[max(0, i - 3):i])
+                         if h.startswith("# jax ")), None)
+            if not said or not head:
+                continue
+            jax = re.match(r"# jax ([^\s,(]+)", head)[1]
+            assert jax in runs, (md.name, jax)
+            run = runs[jax]
+            outputs = run.get("outputs") or [run.get("output")]
+            # a many-line output: " | "; a long error: its opening
+            first = [o.splitlines()[0][:40] for o in outputs if o]
+            assert any(o in said[1] for o in first), (md.name, jax, said[1], outputs)
+            checked += 1
+    assert checked
