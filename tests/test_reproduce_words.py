@@ -26,7 +26,8 @@ def test_the_cuda_wheels_an_environment_held_are_said_pinned_not_left_to_pip():
     text = pins_said(doc)
     assert all(f"`{n}`" in text for n in held) and "are pinned" in text, text
     assert "which that environment (compiled without the GPU) did not hold" not in text, text
-    for p in [*doc["probes"], *(doc.get("interior") or ())]:  # none held: the old words, the wheels left to pip
+    # none held: the old words, the wheels left to pip
+    for p in [*doc["probes"], *(doc.get("interior") or ())]:
         p["installed"] = {n: v for n, v in (p.get("installed") or {}).items()
                           if not n.startswith("nvidia-")}
     assert "did not hold: pip picks their versions" in pins_said(doc)
