@@ -190,3 +190,18 @@ def test_a_compare_program_is_said_as_the_rows_measured_it():
     assert f"{over} {', '.join(defined)}, variant 2" not in text, text
     cpu = load(SCAN_CPU)  # all the definition's values measured: said as measured
     assert f"v2 ({over} 1, 2; n_res 32, variant 2)" in how_text(cpu), how_text(cpu)
+
+
+def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
+    doc = load(SCAN_CPU)
+    first, last = doc["measured_part"]
+    text = how_text(doc)
+    assert doc["ends"]["reason"] == "the ends give the same value"
+    assert f"The oldest and newest releases measured (jax {first} and {last}): they give the " \
+           f"same value." in text, text
+    assert "The ends:" not in text and "the ends give" not in text, text
+    case = load(REPORTS / "cases" / "bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
+    inside = "\n".join(interior_lines(case))
+    budget = case["interior_check"]["budget"]
+    assert f"the time allowed for them (`--interior-budget`), {budget:.0f} s" in inside, inside
+    assert "set by" not in inside and "The ends agree" not in inside, inside

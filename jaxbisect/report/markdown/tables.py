@@ -292,6 +292,7 @@ def ends_reason(doc: dict) -> str:
         if doc["status"] == Status.FOUND:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
+    text = text.replace("the ends give the same value", "they give the same value")
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
 
@@ -321,7 +322,9 @@ def how_text(doc: dict) -> str:
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {ends_reason(doc)}."
+        first, last = doc["measured_part"][0], doc["measured_part"][-1]
+        how += (f" The oldest and newest releases measured (jax {first} and {last}): "
+                f"{ends_reason(doc)}.")
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
@@ -398,11 +401,12 @@ def interior_lines(doc: dict) -> list[str]:
         return []
     check = doc["interior_check"]
     return details("The releases inside", [
-        "The ends agree, so the search measures nothing between them; each release inside was "
-        "measured too and compared with both ends as the search compares a release (`old`: "
+        "The oldest and newest releases measured agree, so the search measures nothing "
+        "between them; each release between them was measured too and compared with both as "
+        "the search compares a release (`old`: "
         "as the ends; `cannot tell`: not told apart within its runs), about "
-        f"{check['estimate']:.0f} s by the ends' own run times, within the time allowed for "
-        f"the releases inside, {check['budget']:.0f} s (set by `--interior-budget`).", "",
+        f"{check['estimate']:.0f} s by their own run times, within the time allowed for "
+        f"them (`--interior-budget`), {check['budget']:.0f} s.", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])
