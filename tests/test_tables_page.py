@@ -203,5 +203,5 @@ def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
     case = load(REPORTS / "cases" / "bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
     inside = "\n".join(interior_lines(case))
     budget = case["interior_check"]["budget"]
-    assert f"the time allowed for them (`--interior-budget`), {budget:.0f} s" in inside, inside
+    assert f"the time allowed for them ({budget:.0f} s, `--interior-budget`)" in inside, inside
     assert "set by" not in inside and "The ends agree" not in inside, inside

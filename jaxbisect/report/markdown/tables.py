@@ -406,7 +406,7 @@ def interior_lines(doc: dict) -> list[str]:
         "the search compares a release (`old`: "
         "as the ends; `cannot tell`: not told apart within its runs), about "
         f"{check['estimate']:.0f} s by their own run times, within the time allowed for "
-        f"them (`--interior-budget`), {check['budget']:.0f} s.", "",
+        f"them ({check['budget']:.0f} s, `--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])
