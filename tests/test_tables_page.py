@@ -205,3 +205,17 @@ def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
     budget = case["interior_check"]["budget"]
     assert f"the time allowed for them ({budget:.0f} s, `--interior-budget`)" in inside, inside
     assert "set by" not in inside and "The ends agree" not in inside, inside
+
+
+def test_a_placements_confidence_is_said_as_what_it_is():
+    doc = load(REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    placed = next(p for p in doc["probes"] if p["confidence"] is not None)
+    headers, rows = probe_rows(doc)
+    row = next(r for r in rows if r[0] == placed["jax"])
+    assert row[2] == f"{placed['label']} ({placed['confidence'] * 100:.1f}% sure)", row
+    said = re.search(r"at (0\.\d+)$", placed["reason"])
+    assert said and f"at {float(said[1]) * 100:.1f}% confidence" in row[-1], row
+    ends = re.search(r"at (0\.\d+)", doc["ends"]["reason"])
+    text = how_text(doc)
+    assert ends and f"at {float(ends[1]) * 100:.1f}% confidence" in text, text
+    assert not re.search(r"\bat 0\.\d+|\(0\.\d+\)", " ".join([text, *map(str, row)]))

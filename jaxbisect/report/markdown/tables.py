@@ -16,6 +16,7 @@ from jaxbisect.report.markdown.words import (
     END_WORDS,
     by_release,
     clause_cut,
+    confidence_words,
     details,
     failure_of,
     filled_columns,
@@ -24,6 +25,7 @@ from jaxbisect.report.markdown.words import (
     pair_or_ends,
     pair_words,
     params_text,
+    percent_sure,
     plainly,
     probe_at,
     runs_of,
@@ -174,7 +176,7 @@ def figure_columns(doc: dict):
         fig, failure = probe["figure"], failure_of(probe)
         row = Shown.THIRD if probe["third"] else row_label(doc, probe)
         if probe["confidence"] is not None and row in (Label.OLD, Label.NEW):
-            row += f" ({probe['confidence']:.3f})"
+            row += f" ({percent_sure(probe['confidence'])} sure)"
         spread = (f"{shown(metric, u, fig['min'])} … {shown(metric, u, fig['max'])}"
                   if "median" in fig and fig["n"] > 1 else "")
         note = probe["reason"] if probe["reason"] and row not in (Label.OLD, Label.NEW) else ""
@@ -194,7 +196,7 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
         rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
-                     clause_cut(plainly(note), 160) if note else ""])
+                     clause_cut(confidence_words(plainly(note)), 160) if note else ""])
     # a figure's column no release has (a size the search never measured): "–" in every row
     return filled_columns(headers, rows, (*EMPTY_CELLS, "–") if len(rows) > 1 else EMPTY_CELLS)
 
@@ -292,7 +294,8 @@ def ends_reason(doc: dict) -> str:
         if doc["status"] == Status.FOUND:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
-    text = text.replace("the ends give the same value", "they give the same value")
+    text = confidence_words(text.replace("the ends give the same value",
+                                         "they give the same value"))
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
 
