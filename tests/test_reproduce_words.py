@@ -59,3 +59,23 @@ def test_every_printed_output_in_a_reproduce_block_is_a_recorded_run():
             assert any(o in said[1] for o in first), (md.name, jax, said[1], outputs)
             checked += 1
     assert checked
+
+
+def test_measure_py_holds_only_the_helpers_its_metric_uses():
+    import ast
+
+    from jaxbisect.report.markdown.reproduce import standalone_script
+
+    memory = standalone_script(load(REPORTS / "bisect-0.5.0-0.10.2-v5e-scan_growth-memory.json"))
+    ast.parse(memory)
+    measuring = memory[memory.index("# --- measuring"):]
+    assert "import statistics" not in measuring and "def concrete" not in measuring, measuring
+    assert "import numpy" not in measuring and "(jax only)" in measuring, measuring
+    timed = standalone_script(load(REPORTS / "cases" /
+                                   "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json"))
+    ast.parse(timed)
+    measuring = timed[timed.index("# --- measuring"):]
+    # a run's time: its data (concrete) and the quartile (statistics, time) are used
+    for used in ("import statistics, time", "def concrete(args)", "concrete(args)",
+                 "statistics.quantiles", "time.perf_counter"):
+        assert used in measuring, used
