@@ -219,3 +219,14 @@ def test_a_placements_confidence_is_said_as_what_it_is():
     text = how_text(doc)
     assert ends and f"at {float(ends[1]) * 100:.1f}% confidence" in text, text
     assert not re.search(r"\bat 0\.\d+|\(0\.\d+\)", " ".join([text, *map(str, row)]))
+
+
+@pytest.mark.parametrize("name", ["cases/bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json",
+                                  "cases/bisect-0.6.0-0.7.0-cpu-exp_nan_under_jit-output.json",
+                                  "bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json"])
+def test_the_releases_inside_define_every_behaviour_their_rows_say(name):
+    doc = load(REPORTS / name)
+    used = {r["label"] for r in doc["interior"]}
+    intro = interior_lines(doc)[2]
+    defined = set(re.findall(r"`([a-z ]+)`: ", intro))
+    assert defined == used, (defined, used, intro)

@@ -36,7 +36,7 @@ from jaxbisect.report.markdown.words import (
 )
 from jaxbisect.search.classify import Label
 from jaxbisect.search.metric_search import calibration_text
-from jaxbisect.search.placing import Shown
+from jaxbisect.search.placing import AgainstEnds, Shown
 from jaxbisect.search.rounds import Status
 
 LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
@@ -399,6 +399,20 @@ def probes_lines(doc: dict) -> list[str]:
                    [how_text(doc), "", *lines])
 
 
+INTERIOR_WORDS = {
+    AgainstEnds.OLD: "behaves as both of them",
+    AgainstEnds.DIFFERS: "behaves as neither of them",
+    AgainstEnds.CANNOT_TELL: "not told apart within its runs",
+}
+
+
+def interior_legend(rows: list[dict]) -> str:
+    """Every behaviour the rows inside say, defined, in the order they first appear."""
+    used = {r["label"] for r in rows}
+    labels = [x for x in INTERIOR_WORDS if x in used] + sorted(used - set(INTERIOR_WORDS))
+    return "; ".join(f"`{x}`: {INTERIOR_WORDS.get(x, x)}" for x in labels)
+
+
 def interior_lines(doc: dict) -> list[str]:
     if not doc.get("interior"):
         return []
@@ -406,8 +420,7 @@ def interior_lines(doc: dict) -> list[str]:
     return details("The releases inside", [
         "The oldest and newest releases measured agree, so the search measures nothing "
         "between them; each release between them was measured too and compared with both as "
-        "the search compares a release (`old`: "
-        "as the ends; `cannot tell`: not told apart within its runs), about "
+        f"the search compares a release ({interior_legend(doc['interior'])}), about "
         f"{check['estimate']:.0f} s by their own run times, within the time allowed for "
         f"them ({check['budget']:.0f} s, `--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
