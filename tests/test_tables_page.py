@@ -200,6 +200,9 @@ def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
     assert f"The oldest and newest releases measured (jax {first} and {last}): they give the " \
            f"same value." in text, text
     assert "The ends:" not in text and "the ends give" not in text, text
+    differ = load(REPORTS / "cases" / "bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    assert differ["ends"]["reason"] == "the ends give different values"
+    assert "measured (jax 0.6.0 and 0.6.2): they give different values." in how_text(differ)
     case = load(REPORTS / "cases" / "bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
     inside = "\n".join(interior_lines(case))
     budget = case["interior_check"]["budget"]

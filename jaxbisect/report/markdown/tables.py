@@ -294,8 +294,7 @@ def ends_reason(doc: dict) -> str:
         if doc["status"] == Status.FOUND:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
-    text = confidence_words(text.replace("the ends give the same value",
-                                         "they give the same value"))
+    text = confidence_words(re.sub(r"^the ends give ", "they give ", text))
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
 
