@@ -171,7 +171,7 @@ def test_a_search_count_is_out_of_the_releases_it_could_measure_and_the_range_as
     assert skipped  # releases the machine cannot install, left out before the search
     text = "\n".join([search_line(doc), *probes_lines(doc)])
     said = f"of the {candidates} measurable here ({candidates + skipped} in the range asked)"
-    assert f"({doc['search']['probes']} {said})" in text and "at most" in text, text
+    assert f"measured, {doc['search']['probes']} {said}:" in text and "at most" in text, text
     assert f"of the {candidates} in the range" not in text, text
     cpu = load(SCAN_CPU)  # nothing skipped: the candidates are the range
     assert f"of the {cpu['search']['candidates']} in the range when" in search_line(cpu)

@@ -392,7 +392,7 @@ def probes_lines(doc: dict) -> list[str]:
         lines += ["Skipped or left out:", "",
                   *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
                   *grouped_skips(doc["skipped"]), ""]
-    return details(f"Releases the search measured ({search['probes']} {of_candidates(doc)})"
+    return details(f"Releases the search measured, {search['probes']} {of_candidates(doc)}"
                    f": the table, the search"
                    f"{', the chart' if drawn else ''}",
                    [how_text(doc), "", *lines])
