@@ -69,3 +69,18 @@ def test_a_fix_on_a_target_names_the_ways_around_it_before_the_fix(recorded_cata
                                    "brings": "new"}]
     assert {(t["release"], t["behaviour"]) for t in doc["tests"]} == {
         ("0.4.38", "old"), ("0.4.38", "new"), ("0.4.35", "new"), ("0.4.35", "old")}
+
+
+def test_an_explanation_on_a_target_is_titled_in_the_words_its_bisections_use():
+    import json
+    from pathlib import Path
+
+    from jaxbisect.report.markdown.explain import render_explain
+
+    reports = Path(__file__).resolve().parent.parent / "reports"
+    doc = json.loads((reports / "explain-0.5.0-a6000-scan_growth-memory-0ab78550.json").read_text())
+    bisect = json.loads((reports / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json").read_text())
+    assert doc["target"] == bisect["target"] == "a6000"
+    title = render_explain(doc).splitlines()[0]
+    assert title.endswith(f"under jax {doc['explain']} ({bisect['measured']})"), title
+    assert "(a6000)" not in title

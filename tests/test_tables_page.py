@@ -125,9 +125,12 @@ def test_the_ends_compared_in_the_reports_unit():
     from jaxbisect.report.markdown.tables import ends_reason
 
     doc = load(REPORTS / "cases" / "bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory.json")
-    old, new = (float(x) for x in doc["ends"]["reason"].split(",")[0].split(" vs "))
+    medians = {p["jax"]: p["figure"]["median"] for p in doc["probes"]}
+    old, new = (medians[v] for v in (doc["measured_part"][0], doc["measured_part"][-1]))
     text = ends_reason(doc)
+    # the rows' figures (441208256 B: 420.77 MiB), not the reason's rounded 4.412e+08 (420.76)
     assert f"{old / 2**20:.2f} MiB vs {new / 2**20:.2f} MiB" in text, text
+    assert "420.77 MiB" in text and "420.76" not in text, text
     assert not re.search(r"\de[+-]\d", text), text
 
 
@@ -158,3 +161,75 @@ def test_a_headline_says_an_output_differs_between_the_recorded_runs():
         assert f"{value:.3g}" in line, (value, line)
     old = doc["last_old"]["jax"]
     assert f"nan (float64) at jax {old}" in line  # an end whose runs agree: its one value
+
+
+def test_a_search_count_is_out_of_the_releases_it_could_measure_and_the_range_asked():
+    from jaxbisect.report.markdown.tables import probes_lines
+
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    candidates, skipped = doc["search"]["candidates"], len(doc["skipped"])
+    assert skipped  # releases the machine cannot install, left out before the search
+    text = "\n".join([search_line(doc), *probes_lines(doc)])
+    said = f"of the {candidates} measurable here ({candidates + skipped} in the range asked)"
+    assert f"measured, {doc['search']['probes']} {said}:" in text and "at most" in text, text
+    assert f"of the {candidates} in the range" not in text, text
+    cpu = load(SCAN_CPU)  # nothing skipped: the candidates are the range
+    assert f"of the {cpu['search']['candidates']} in the range when" in search_line(cpu)
+
+
+def test_a_compare_program_is_said_as_the_rows_measured_it():
+    doc = load(REPORTS / "bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    over = doc["over"]["name"]
+    measured = {k for p in doc["probes"] for k in ((p.get("compare") or {}).get("v2") or {})
+                .get("figures", {})}
+    defined = [str(v) for v in doc["case"]["compare"]["v2"][over]]
+    assert sorted(measured) != sorted(defined)  # the definition asks more than was measured
+    text = how_text(doc)
+    assert f"v2 (variant 2; {over} {', '.join(sorted(measured))} only, of " \
+           f"{', '.join(defined)} asked)" in text, text
+    assert f"{over} {', '.join(defined)}, variant 2" not in text, text
+    cpu = load(SCAN_CPU)  # all the definition's values measured: said as measured
+    assert f"v2 ({over} 1, 2; n_res 32, variant 2)" in how_text(cpu), how_text(cpu)
+
+
+def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
+    doc = load(SCAN_CPU)
+    first, last = doc["measured_part"]
+    text = how_text(doc)
+    assert doc["ends"]["reason"] == "the ends give the same value"
+    assert f"The oldest and newest releases measured (jax {first} and {last}): they give the " \
+           f"same value." in text, text
+    assert "The ends:" not in text and "the ends give" not in text, text
+    differ = load(REPORTS / "cases" / "bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+    assert differ["ends"]["reason"] == "the ends give different values"
+    assert "measured (jax 0.6.0 and 0.6.2): they give different values." in how_text(differ)
+    case = load(REPORTS / "cases" / "bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json")
+    inside = "\n".join(interior_lines(case))
+    budget = case["interior_check"]["budget"]
+    assert f"the time allowed for them ({budget:.0f} s, `--interior-budget`)" in inside, inside
+    assert "set by" not in inside and "The ends agree" not in inside, inside
+
+
+def test_a_placements_confidence_is_said_as_what_it_is():
+    doc = load(REPORTS / "cases" / "bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    placed = next(p for p in doc["probes"] if p["confidence"] is not None)
+    headers, rows = probe_rows(doc)
+    row = next(r for r in rows if r[0] == placed["jax"])
+    assert row[2] == f"{placed['label']} ({placed['confidence'] * 100:.1f}% sure)", row
+    said = re.search(r"at (0\.\d+)$", placed["reason"])
+    assert said and f"at {float(said[1]) * 100:.1f}% confidence" in row[-1], row
+    ends = re.search(r"at (0\.\d+)", doc["ends"]["reason"])
+    text = how_text(doc)
+    assert ends and f"at {float(ends[1]) * 100:.1f}% confidence" in text, text
+    assert not re.search(r"\bat 0\.\d+|\(0\.\d+\)", " ".join([text, *map(str, row)]))
+
+
+@pytest.mark.parametrize("name", ["cases/bisect-0.4.35-0.4.38-cpu-jit_kwarg_named_f-error.json",
+                                  "cases/bisect-0.6.0-0.7.0-cpu-exp_nan_under_jit-output.json",
+                                  "bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json"])
+def test_the_releases_inside_define_every_behaviour_their_rows_say(name):
+    doc = load(REPORTS / name)
+    used = {r["label"] for r in doc["interior"]}
+    intro = interior_lines(doc)[2]
+    defined = set(re.findall(r"`([a-z ]+)`: ", intro))
+    assert defined == used, (defined, used, intro)

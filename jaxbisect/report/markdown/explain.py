@@ -3,6 +3,7 @@ release, from its document alone."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from jaxbisect.evidence.explain import baseline_shape_words
@@ -13,15 +14,27 @@ from jaxbisect.report.markdown.words import details, params_text, table
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.placing import Verdict
 from jaxbisect.stages.program import case_source
+from repro.target import TargetError
+from repro.target import load as load_target
+
+
+def place_words(doc: dict) -> str:
+    """Where the explanation measured, as the bisections' reports say it: a target's own
+    words ("compiled for NVIDIA RTX A6000, without the GPU"), never its key ("a6000")."""
+    place = doc.get("place") or doc.get("target") or doc["backend"]
+    if doc.get("target"):
+        with contextlib.suppress(TargetError, OSError, ValueError, KeyError):
+            return load_target(doc["target"]).plan_words
+    if "/" in place:  # a spec file's path: its name
+        place = place.rsplit("/", 1)[-1].removesuffix(".json")
+    return place
 
 
 def render_explain(doc: dict) -> str:
     explanation, metric = doc["explanation"], doc["metric"]["name"]
     unit, case, release = doc["metric"]["unit"], doc["case"], doc["explain"]
     over = doc.get("over") or {}
-    place = doc.get("place") or doc.get("target") or doc["backend"]
-    if "/" in place:  # a spec file's path: its name
-        place = place.rsplit("/", 1)[-1].removesuffix(".json")
+    place = place_words(doc)
 
     def cell(t: dict) -> str:  # a shape's word, and its figures at each value where known
         word = figure_cell(metric, unit, t["figure"])

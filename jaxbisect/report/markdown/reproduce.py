@@ -4,6 +4,7 @@ at each end, or this toolkit's own command), and the plain pip and python lines 
 from __future__ import annotations
 
 import inspect
+import re
 import shlex
 import textwrap
 
@@ -279,8 +280,16 @@ def pins_said(doc: dict) -> str:
     said = ("Each line pins every package that release's environment held when it was "
             "measured, as the packages table lists them")
     if "[cuda" in pip_install(doc, doc["probes"][0]["jax"]) and doc.get("target"):
-        said += ("; `jax[cuda12]` also pulls NVIDIA's CUDA wheels, which that environment "
-                 "(compiled without the GPU) did not hold: pip picks their versions")
+        held = sorted({n for p in [*(doc.get("probes") or ()), *(doc.get("interior") or ())]
+                       for n in (p.get("installed") or {}) if n.startswith("nvidia-")})
+        if held:  # the CUDA wheels the environments held are on the lines, pinned
+            said += (f"; `jax[cuda12]` also pulls NVIDIA's CUDA wheels: those the "
+                     f"environments held ({', '.join(f'`{n}`' for n in held)}) are pinned; "
+                     f"the others it pulls were not in them (compiled without the GPU), so "
+                     f"pip picks their versions")
+        else:
+            said += ("; `jax[cuda12]` also pulls NVIDIA's CUDA wheels, which that environment "
+                     "(compiled without the GPU) did not hold: pip picks their versions")
     return said + "."
 
 
@@ -350,11 +359,23 @@ def standalone_script(doc: dict) -> str | None:
                      f"        fn, args = case(**{{**{params!r}, {name!r}: value}})\n"
                      + textwrap.indent(snippet, "    "))
     cut_case = case_source(case["source"]).rstrip()
+    numpy = " and numpy" if re.search(r"\bnumpy\.|\bconcrete\(", measuring) else ""
     return (f"{cut_case}\n\n\n# --- measuring, as `python -m repro --case` does "
-            f"(jax and numpy only) ---\nimport statistics, time  # noqa: E402\n\nimport numpy  "
-            f"# noqa: E402\n\n\n{inspect.getsource(concrete)}\n\nif __name__ == \"__main__\":\n"
+            f"(jax{numpy} only) ---\n{measuring_helpers(measuring)}if __name__ == \"__main__\":\n"
             f"    print(\"jax\", jax.__version__, jax.devices()[0].device_kind)\n"
             f"{measuring}\n")
+
+
+def measuring_helpers(measuring: str) -> str:
+    """The imports and the ``concrete`` helper the measuring lines use, and only those (a
+    compiled plan's memory needs neither ``statistics`` nor data to run on)."""
+    modules = [m for m in ("statistics", "time") if re.search(rf"\b{m}\.", measuring)]
+    parts = [f"import {', '.join(modules)}  # noqa: E402\n"] if modules else []
+    if re.search(r"\bnumpy\.", measuring):
+        parts.append("import numpy  # noqa: E402\n")
+    if re.search(r"\bconcrete\(", measuring):
+        parts.append(f"\n{inspect.getsource(concrete)}")
+    return "\n" + "\n".join(parts) + ("\n\n" if parts else "")
 
 
 def standalone_lines(doc: dict) -> list[str]:

@@ -16,6 +16,7 @@ from jaxbisect.report.markdown.words import (
     END_WORDS,
     by_release,
     clause_cut,
+    confidence_words,
     details,
     failure_of,
     filled_columns,
@@ -24,6 +25,7 @@ from jaxbisect.report.markdown.words import (
     pair_or_ends,
     pair_words,
     params_text,
+    percent_sure,
     plainly,
     probe_at,
     runs_of,
@@ -34,7 +36,7 @@ from jaxbisect.report.markdown.words import (
 )
 from jaxbisect.search.classify import Label
 from jaxbisect.search.metric_search import calibration_text
-from jaxbisect.search.placing import Shown
+from jaxbisect.search.placing import AgainstEnds, Shown
 from jaxbisect.search.rounds import Status
 
 LOOK = re.compile(r" \(look \d+\)")  # the sequential test's internal step: no reader's word
@@ -65,6 +67,37 @@ def compare_params(doc: dict) -> dict:
         return known
     labels = {k for p in doc["probes"] for k in (p.get("compare") or {})}
     return {k: {} for k in sorted(labels)}
+
+
+def compared_words(doc: dict) -> dict:
+    """Each COMPARE program as the rows measured it: its own parameters (those its series ran
+    at that differ from the case's) and the values of the swept parameter it has figures at,
+    with the ones its definition asks that gave none; the definition alone where no row holds
+    it (a document from before the series kept their parameters)."""
+    over = (doc.get("over") or {}).get("name")
+    asked_case = (doc.get("case") or {}).get("params") or {}
+    words = {}
+    for c, defined in compare_params(doc).items():
+        got = [s for p in doc["probes"] if (s := (p.get("compare") or {}).get(c))]
+        if not got:
+            words[c] = params_text(defined)
+            continue
+        params = {k: v for s in got for k, v in (s.get("params") or {}).items()
+                  if k != over and asked_case.get(k) != v}
+        params = params or {k: v for k, v in defined.items() if k != over}
+        text = params_text(params)
+        values = sorted({k for s in got for k, f in (s.get("figures") or {}).items()
+                         if f is not None}, key=_number_key)
+        wanted = defined.get(over) if over else None
+        wanted = [str(v) for v in (wanted if isinstance(wanted, (list, tuple)) else
+                                   doc["over"]["values"] if over else ())]
+        if over and values and values != wanted:
+            text += (f"; {over} {', '.join(values)} only"
+                     + (f", of {', '.join(wanted)} asked" if wanted else ""))
+        elif over and over in defined and values:  # the program's own values, all measured
+            text = f"{over} {', '.join(values)}; {text}"
+        words[c] = text.lstrip("; ")
+    return words
 
 
 def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
@@ -143,7 +176,7 @@ def figure_columns(doc: dict):
         fig, failure = probe["figure"], failure_of(probe)
         row = Shown.THIRD if probe["third"] else row_label(doc, probe)
         if probe["confidence"] is not None and row in (Label.OLD, Label.NEW):
-            row += f" ({probe['confidence']:.3f})"
+            row += f" ({percent_sure(probe['confidence'])} sure)"
         spread = (f"{shown(metric, u, fig['min'])} … {shown(metric, u, fig['max'])}"
                   if "median" in fig and fig["n"] > 1 else "")
         note = probe["reason"] if probe["reason"] and row not in (Label.OLD, Label.NEW) else ""
@@ -163,7 +196,7 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
         rows.append([probe["jax"], probe["jaxlib"], row, *middle, number,
-                     clause_cut(plainly(note), 160) if note else ""])
+                     clause_cut(confidence_words(plainly(note)), 160) if note else ""])
     # a figure's column no release has (a size the search never measured): "–" in every row
     return filled_columns(headers, rows, (*EMPTY_CELLS, "–") if len(rows) > 1 else EMPTY_CELLS)
 
@@ -231,6 +264,17 @@ VS = re.compile(rf"^(?P<old>{NUMBER}) vs (?P<new>{NUMBER}), (?P<ratio>{NUMBER})x
 PAIRED = re.compile(rf"last/first end (?P<ratio>{NUMBER})x over (?P<n>\d+) interleaved pairs")
 
 
+def end_figure(doc: dict, i: int, said_: float) -> float:
+    """An end's figure as the rows show it (the probe's median, full precision), where the
+    reason's rounded number (4.412e+08) is that figure; else the reason's own number. One
+    quantity is printed one way: 441208256 B is 420.77 MiB everywhere, not 420.76 here."""
+    with contextlib.suppress(StopIteration, KeyError, TypeError, IndexError):
+        median = probe_at(doc, doc["measured_part"][i])["figure"]["median"]
+        if median and abs(median - said_) <= 1e-3 * abs(median):
+            return float(median)
+    return said_
+
+
 def ends_reason(doc: dict) -> str:
     """How the ends compared, in the report's unit (MiB, not 8.48e+07 bytes), and a paired
     ratio said as what it is: the median of the pairs' ratios, not the ratio of the medians
@@ -239,7 +283,8 @@ def ends_reason(doc: dict) -> str:
     text = LOOK.sub("", doc["ends"]["reason"])
     vs = VS.match(text)
     if vs and u:
-        old, new = (shown(metric, u, float(vs[k])) for k in ("old", "new"))
+        old, new = (shown(metric, u, end_figure(doc, i, float(vs[k])))
+                    for i, k in ((0, "old"), (-1, "new")))
         text = f"{old} vs {new}, {vs['ratio']}×" + text[vs.end():]
     paired = PAIRED.search(text)
     if paired:
@@ -249,6 +294,7 @@ def ends_reason(doc: dict) -> str:
         if doc["status"] == Status.FOUND:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
+    text = confidence_words(re.sub(r"^the ends give ", "they give ", text))
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
 
@@ -272,13 +318,15 @@ def how_text(doc: dict) -> str:
            + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if case else "")
            + (f" (the case asks {other})" if other else "")
            + (f"; beside it, {where}, " + ", ".join(
-               f"{c} ({params_text(p)})" if p else c for c, p in compare.items())
+               f"{c} ({said_})" if said_ else c for c, said_ in compared_words(doc).items())
               if compare else "")
            + (", the median of one figure a run (a run: one process; its figure: the 25th "
               "percentile of its calls), with their spread" if noisy else "")
            + (f"; XLA_FLAGS `{doc['xla_flags']}`" if doc.get("xla_flags") else "") + ".")
     if doc["ends"]:
-        how += f" The ends: {ends_reason(doc)}."
+        first, last = doc["measured_part"][0], doc["measured_part"][-1]
+        how += (f" The oldest and newest releases measured (jax {first} and {last}): "
+                f"{ends_reason(doc)}.")
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
@@ -288,11 +336,22 @@ def how_text(doc: dict) -> str:
     return how
 
 
+def of_candidates(doc: dict) -> str:
+    """The count a search's numbers are out of: the releases it could measure, and the range
+    asked beside it where releases were skipped before the search (not installable here)."""
+    candidates = doc["search"]["candidates"]
+    probed = {p["jax"] for p in doc.get("probes") or ()}
+    asked = candidates + len({s["jax"] for s in doc.get("skipped") or ()} - probed)
+    if asked == candidates:
+        return f"of the {candidates} in the range"
+    return f"of the {candidates} measurable here ({asked} in the range asked)"
+
+
 def search_line(doc: dict) -> str:
     """The search's counts, as the JSON has them, and the releases inside where measured."""
-    search, candidates = doc["search"], doc["search"]["candidates"]
+    search = doc["search"]
     line = (f"Search: {search['probes']} releases measured ({search['remeasures']} measured "
-            f"again), at most {search['limit']['probes']} of the {candidates} in the range when "
+            f"again), at most {search['limit']['probes']} {of_candidates(doc)} when "
             f"none is skipped; {search['runs']} runs in all")
     inside = doc.get("interior") or []
     if inside and (doc.get("interior_check") or {}).get("measured"):
@@ -333,10 +392,24 @@ def probes_lines(doc: dict) -> list[str]:
         lines += ["Skipped or left out:", "",
                   *[f"- jax {p['jax']}: {skip_reason(p)}" for p in skipped],
                   *grouped_skips(doc["skipped"]), ""]
-    return details(f"Releases the search measured ({search['probes']} of the "
-                   f"{search['candidates']} in the range): the table, the search"
+    return details(f"Releases the search measured, {search['probes']} {of_candidates(doc)}"
+                   f": the table, the search"
                    f"{', the chart' if drawn else ''}",
                    [how_text(doc), "", *lines])
+
+
+INTERIOR_WORDS = {
+    AgainstEnds.OLD: "behaves as both of them",
+    AgainstEnds.DIFFERS: "behaves as neither of them",
+    AgainstEnds.CANNOT_TELL: "not told apart within its runs",
+}
+
+
+def interior_legend(rows: list[dict]) -> str:
+    """Every behaviour the rows inside say, defined, in the order they first appear."""
+    used = {r["label"] for r in rows}
+    labels = [x for x in INTERIOR_WORDS if x in used] + sorted(used - set(INTERIOR_WORDS))
+    return "; ".join(f"`{x}`: {INTERIOR_WORDS.get(x, x)}" for x in labels)
 
 
 def interior_lines(doc: dict) -> list[str]:
@@ -344,11 +417,11 @@ def interior_lines(doc: dict) -> list[str]:
         return []
     check = doc["interior_check"]
     return details("The releases inside", [
-        "The ends agree, so the search measures nothing between them; each release inside was "
-        "measured too and compared with both ends as the search compares a release (`old`: "
-        "as the ends; `cannot tell`: not told apart within its runs), about "
-        f"{check['estimate']:.0f} s by the ends' own run times, within the time allowed for "
-        f"the releases inside, {check['budget']:.0f} s (set by `--interior-budget`).", "",
+        "The oldest and newest releases measured agree, so the search measures nothing "
+        "between them; each release between them was measured too and compared with both as "
+        f"the search compares a release ({interior_legend(doc['interior'])}), about "
+        f"{check['estimate']:.0f} s by their own run times, within the time allowed for "
+        f"them ({check['budget']:.0f} s, `--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])

@@ -176,6 +176,20 @@ def measured_not_installable(text: str) -> str:
     return text.replace(NOT_INSTALLABLE_GPU, "not measured here: needs a real GPU")
 
 
+AT_CONFIDENCE = re.compile(r"\bat (0\.\d{2,})\b")  # "… at 0.9939": the test's confidence
+
+
+def percent_sure(confidence: float) -> str:
+    """A confidence (0.99875) as a reader says it: 99.9%."""
+    return f"{confidence * 100:.1f}%"
+
+
+def confidence_words(text: str) -> str:
+    """A placement's bare confidence ("the old behaviour at 0.9988", "change 148x … 383x at
+    0.9939") said as what it is: "at 99.9% confidence"."""
+    return AT_CONFIDENCE.sub(lambda m: f"at {percent_sure(float(m[1]))} confidence", text)
+
+
 def plainly(text: str | None) -> str:
     """A failure of the toolkit's own (a network, a setting XLA refused, a step that raised)
     said in words, without the exception's own text: never the program's measured error,
