@@ -29,6 +29,7 @@ from jaxbisect.lab.machine import parallel_runs
 from jaxbisect.lab.pins import load_table
 from jaxbisect.lab.runs import store_key
 from jaxbisect.lab.store import COMPLETE
+from jaxbisect.report.figures import figure, seen
 from jaxbisect.search.budgets import Deadline, explain_limit
 from jaxbisect.search.classify import Direction, Label, Placement
 from jaxbisect.search.comparing import (
@@ -97,8 +98,10 @@ def check_argv(b: MetricBisection) -> list[str] | None:
     figures = []
     for i in (s.result.last_old, s.result.first_new):
         samples = s.placed[i].samples
+        # A scalar's check figure is the one the report's table shows for the release (its
+        # probe's median of what the row shows), not another median of the raw samples.
         figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
-                       repr(sorted(samples)[len(samples) // 2]))
+                       repr(figure(q.metric, seen(q, s.placed[i]))["median"]))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
     if q.metric == "error" and any(is_crash(f) for f in figures):
