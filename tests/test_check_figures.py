@@ -4,6 +4,7 @@ old and the first new release (the probe's figure), not another median of raw sa
 from jaxbisect.evidence.explain import check_argv
 from jaxbisect.lab.catalogue import load_catalogue
 from jaxbisect.report.figures import figure, seen
+from jaxbisect.search.classify import Direction, Ends
 from jaxbisect.search.placing import MetricSearch, Placed
 from jaxbisect.search.question import Run, question_from
 from jaxbisect.search.rounds import SearchResult
@@ -34,3 +35,31 @@ def test_a_noisy_check_uses_the_figure_the_table_shows():
     at = argv.index("--check")
     shown = [figure(q.metric, seen(q, placed[i]))["median"] for i in (0, 1)]
     assert [float(f) for f in argv[at + 1:at + 3]] == shown == [0.00011, 0.0305]
+
+
+def error_bisection(old_error: str, new_error: str) -> MetricBisection:
+    q = question_from("error", CASE, [], ())
+    releases = tuple(load_catalogue().get(v) for v in ("0.4.30", "0.4.31"))
+    placed = {i: Placed(i, (Run(release=v, number=1, status="ok", samples=(f,)),), values=(f,))
+              for i, (v, f) in enumerate((("0.4.30", old_error), ("0.4.31", new_error)))}
+    return MetricBisection(MetricRequest("0.4.30", "0.4.31", "cpu", q), releases, (),
+                           MetricSearch("found", SearchResult("found", 0, 1, True, (0, 1), ()),
+                                        placed, Ends(True, Direction.CHANGED, None, "differ")))
+
+
+def test_the_recorded_roles_follow_the_answer_s_direction():
+    """An error that goes is a fix: the reproducer's ends and the HLO figures are recorded as
+    "last bad" / "first fixed", the words the page gives the pair."""
+    from jaxbisect.evidence.hlo_bundle import role_words, side_of
+
+    fix = error_bisection("ValueError: boom", "no error")
+    assert fix.direction == "changed" and fix.pair_roles == ("last bad", "first fixed")
+    assert error_bisection("no error", "ValueError: boom").pair_roles == ("last good",
+                                                                          "first bad")
+    # Any recorded pair role (old reports said "last good" for a fix's older release) is
+    # shown in the words the page passes.
+    for old, new in (("last good", "first bad"), fix.pair_roles):
+        assert (side_of(old), side_of(new)) == (0, 1)
+        assert role_words(old, fix.pair_roles) == "last bad"
+        assert role_words(new, fix.pair_roles) == "first fixed"
+    assert side_of("between") is None and role_words("between", fix.pair_roles) == "between"

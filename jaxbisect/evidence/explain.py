@@ -29,7 +29,6 @@ from jaxbisect.lab.machine import parallel_runs
 from jaxbisect.lab.pins import load_table
 from jaxbisect.lab.runs import store_key
 from jaxbisect.lab.store import COMPLETE
-from jaxbisect.report.figures import figure, seen
 from jaxbisect.search.budgets import Deadline, explain_limit
 from jaxbisect.search.classify import Direction, Label, Placement
 from jaxbisect.search.comparing import (
@@ -89,6 +88,14 @@ def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
             for name, path in paths.items()}
 
 
+def table_figure(q: Question, placed) -> float:
+    """The scalar figure the report's table shows for a release: the median of what its row
+    shows (report/figures.py's figure over seen: a noisy case's one figure a run, else every
+    sample)."""
+    shown = placed.values if q.noisy and q.case is not None and placed.values else placed.samples
+    return statistics.median(float(v) for v in shown)
+
+
 def check_argv(b: MetricBisection) -> list[str] | None:
     """The case's own check for commit-level triage: exit 0 nearer the old release's figure,
     1 nearer the new one's (``python -m repro --case … --check OLD NEW``)."""
@@ -101,7 +108,7 @@ def check_argv(b: MetricBisection) -> list[str] | None:
         # A scalar's check figure is the one the report's table shows for the release (its
         # probe's median of what the row shows), not another median of the raw samples.
         figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
-                       repr(figure(q.metric, seen(q, s.placed[i]))["median"]))
+                       repr(table_figure(q, s.placed[i])))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
     if q.metric == "error" and any(is_crash(f) for f in figures):
