@@ -96,6 +96,18 @@ def table_figure(q: Question, placed) -> float:
     return statistics.median(float(v) for v in shown)
 
 
+def no_figure_reason(runs) -> str | None:
+    """Why a setting gave no figure: the first failed run's crash or error, its first line
+    (None where no run recorded one)."""
+    failed = next((r for r in runs if r.status != "ok" and (r.crash or r.error)), None)
+    if failed is None:
+        return None
+    if failed.crash:  # its own words: "crashed: SIGABRT"
+        return failed.crash.strip().splitlines()[0]
+    said = failed.error.strip().splitlines()
+    return f"{failed.status}: {said[0]}" if said else None
+
+
 def check_argv(b: MetricBisection) -> list[str] | None:
     """The case's own check for commit-level triage: exit 0 nearer the old release's figure,
     1 nearer the new one's (``python -m repro --case … --check OLD NEW``)."""
@@ -605,7 +617,9 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                 "changes": c.verdict == Verdict.CHANGED,
                 "direction": c.ends.direction if c.verdict == Verdict.CHANGED else None,
                 "ratio": c.ends.ratio if c.ends else None, "runs": c.runs,
-                "reason": c.ends.reason if c.ends else None, "safe": is_safe(name),
+                "reason": ((c.ends.reason if c.ends else None)
+                           or no_figure_reason(c.b_runs)),
+                "safe": is_safe(name),
                 # a shape's figures at each value without the pass (the word alone hides them)
                 "series": next((sized["figures"] for r in c.b_runs
                                 if (sized := series_of(r))), None) if question.over else None}
