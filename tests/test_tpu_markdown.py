@@ -135,3 +135,21 @@ def test_an_error_compiled_for_a_tpu_is_never_called_xlas_plan():
             assert "XLA's plan for a TPU v5e" in head
         else:
             assert "XLA's plan" not in head and "compiled for a TPU v5e without one" in head
+
+
+def test_the_three_parts_table_labels_the_pair_by_its_roles_not_the_range_s_ends():
+    """The range's old end is 0.6.1; the table's first rows are the pair (0.6.2, 0.7.0), a
+    fix's "last bad" and "first fixed", and each swap behaves as one of them."""
+    import json
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[1] / "reports" / "cases"
+            / "bisect-0.6.1-0.7.0-v5e-pallas_batched_dot_general-error.json")
+    doc = json.loads(path.read_text())
+    rows = [line for line in section(doc) if line.startswith("| 0.")]
+    assert not any("the old end" in r or "the new end" in r for r in rows)
+    assert rows[0].startswith(f"| {doc['last_old']['jax']} |")
+    assert rows[0].endswith("| last bad, as measured | |")
+    assert rows[1].endswith("| first fixed, as measured | |")
+    seen = {r.split(" | ")[3] for r in rows[2:]}
+    assert seen <= {"last bad", "first fixed", "no figure", "third"}, seen

@@ -88,6 +88,26 @@ def hlo_texts(lab: Lab, release: Release, backend: str, question: Question, *,
             for name, path in paths.items()}
 
 
+def table_figure(q: Question, placed) -> float:
+    """The scalar figure the report's table shows for a release: the median of what its row
+    shows (report/figures.py's figure over seen: a noisy case's one figure a run, else every
+    sample)."""
+    shown = placed.values if q.noisy and q.case is not None and placed.values else placed.samples
+    return statistics.median(float(v) for v in shown)
+
+
+def no_figure_reason(runs) -> str | None:
+    """Why a setting gave no figure: the first failed run's crash or error, its first line
+    (None where no run recorded one)."""
+    failed = next((r for r in runs if r.status != "ok" and (r.crash or r.error)), None)
+    if failed is None:
+        return None
+    if failed.crash:  # its own words: "crashed: SIGABRT"
+        return failed.crash.strip().splitlines()[0]
+    said = failed.error.strip().splitlines()
+    return f"{failed.status}: {said[0]}" if said else None
+
+
 def check_argv(b: MetricBisection) -> list[str] | None:
     """The case's own check for commit-level triage: exit 0 nearer the old release's figure,
     1 nearer the new one's (``python -m repro --case … --check OLD NEW``)."""
@@ -97,8 +117,10 @@ def check_argv(b: MetricBisection) -> list[str] | None:
     figures = []
     for i in (s.result.last_old, s.result.first_new):
         samples = s.placed[i].samples
+        # A scalar's check figure is the one the report's table shows for the release (its
+        # probe's median of what the row shows), not another median of the raw samples.
         figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
-                       repr(sorted(samples)[len(samples) // 2]))
+                       repr(table_figure(q, s.placed[i])))
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
     if q.metric == "error" and any(is_crash(f) for f in figures):
@@ -595,7 +617,9 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
                 "changes": c.verdict == Verdict.CHANGED,
                 "direction": c.ends.direction if c.verdict == Verdict.CHANGED else None,
                 "ratio": c.ends.ratio if c.ends else None, "runs": c.runs,
-                "reason": c.ends.reason if c.ends else None, "safe": is_safe(name),
+                "reason": ((c.ends.reason if c.ends else None)
+                           or no_figure_reason(c.b_runs)),
+                "safe": is_safe(name),
                 # a shape's figures at each value without the pass (the word alone hides them)
                 "series": next((sized["figures"] for r in c.b_runs
                                 if (sized := series_of(r))), None) if question.over else None}

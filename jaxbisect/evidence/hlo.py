@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxbisect.errors import InstallFailed, UserError
-from jaxbisect.evidence.hlo_bundle import pip_line, readme_text, write_atomic_if_changed
+from jaxbisect.evidence.hlo_bundle import pip_line, readme_text, side_of, write_atomic_if_changed
 from jaxbisect.evidence.hlo_fuel import FUEL_PASSES, first_rewrite
 from jaxbisect.files import write_atomic
 from jaxbisect.lab.environments import is_installed
@@ -292,7 +292,7 @@ def dump_and_compile(b, lab, extra: dict, say, *, came_with: str | None = None,
                                   say=say)
         except (InstallFailed, HarnessFailed) as exc:
             doc = {"status": "error", "error": str(exc)}
-        role = ("last good" if release == old else "first bad" if release == new
+        role = (b.pair_roles[0] if release == old else b.pair_roles[1] if release == new
                 else "older" if release.version < old.version
                 else "newer" if release.version > new.version else "between")
         return {"jax": str(release.version), "jaxlib": doc.get("jaxlib"),
@@ -305,9 +305,9 @@ def dump_and_compile(b, lab, extra: dict, say, *, came_with: str | None = None,
     with ThreadPoolExecutor(max(1, min(jobs, len(first))), thread_name_prefix="hlo") as pool:
         made = dict(zip(first, pool.map(figure, first)))
     figures = [made[r] for r in compiled]
-    ends = {f["role"]: f["label"] for f in figures if f["role"] in ("last good", "first bad")}
+    ends = {side_of(f["role"]): f["label"] for f in figures if side_of(f["role"]) is not None}
     reproduces = (None if Behaviour.SKIP in ends.values() or len(ends) < 2 else
-                  ends == {"last good": Behaviour.OLD, "first bad": Behaviour.NEW})
+                  ends == {0: Behaviour.OLD, 1: Behaviour.NEW})
     return Dumped(q, tuple(folders), tuple(figures), reproduces)
 
 

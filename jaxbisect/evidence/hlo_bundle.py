@@ -22,6 +22,16 @@ SAID = {True: "yes", False: "no", None: "cannot tell"}
 # reader sees for them by default (a regression's); the report passes its own, by the answer's
 # direction (a fix: "last bad" / "first fixed", report/markdown/words.py's pair_words).
 ROLES = ("last good", "first bad")
+# A figure's recorded role names the pair's older or newer release in the answer's words (a
+# fix: "last bad" / "first fixed"; reports made before roles followed the direction said
+# "last good" / "first bad" for every pair).
+SIDES = {**dict.fromkeys(("last good", "last bad", "last old"), 0),
+         **dict.fromkeys(("first bad", "first fixed", "fixed", "first new"), 1)}
+
+
+def side_of(role: str | None) -> int | None:
+    """0 for the pair's older release, 1 for its newer one, None for any other figure."""
+    return SIDES.get(role or "")
 
 
 def figure_columns(part: dict) -> list[str]:
@@ -41,7 +51,8 @@ def figure_cells(part: dict, figure) -> list:
 def role_words(role: str | None, roles: tuple[str, str] = ROLES) -> str:
     """A figure's ``role`` in the words of the answer's direction (``roles``: the older
     release's and the newer one's)."""
-    return dict(zip(ROLES, roles)).get(role or "", role or "–")
+    side = side_of(role)
+    return roles[side] if side is not None else role or "–"
 
 
 def figures_table(part: dict, roles: tuple[str, str] = ROLES) -> str:
@@ -157,7 +168,8 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
     pbs = " ".join(sorted(f for f in files if f.endswith(".pb")))
     if part.get("target"):  # compiled for a compile-only GPU: no GPU needed
         pbs += f" --target {part['target']}"
-    ends = {f["role"]: f for f in part["figures"]}
+    ends = {ROLES[side_of(f["role"])]: f for f in part["figures"]
+            if side_of(f["role"]) is not None}  # by the part's own role names
     lines = [f"# {label}: the HLO module that reproduces it without jax", "",
              f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
              f"the toolkit with `{SCRIPT}` below under each jaxlib).", "",

@@ -82,14 +82,22 @@ def stacked_liveness(instructions: list[HloInstruction], n_inner: int,
         if inst.opcode == "bitcast" and inst.operands:
             source = root.get(inst.operands[0], inst.operands[0])
         elif inst.opcode == "get-tuple-element" and inst.operands:
-            loop = by_name.get(inst.operands[0])
+            producer = by_name.get(inst.operands[0])
             index = re.search(r"index=(\d+)", inst.attributes)
-            if loop is not None and loop.opcode == "while" and index and loop.operands:
-                carried = by_name.get(loop.operands[0])
+            k = int(index.group(1)) if index else None
+            if producer is not None and producer.opcode == "while" and k is not None \
+                    and producer.operands:
+                carried = by_name.get(producer.operands[0])
                 if carried is not None and carried.opcode == "tuple":
-                    k = int(index.group(1))
                     if k < len(carried.operands):
                         source = root.get(carried.operands[k], carried.operands[k])
+            elif producer is not None and producer.opcode == "tuple" and k is not None \
+                    and k < len(producer.operands):
+                source = root.get(producer.operands[k], producer.operands[k])
+            elif producer is not None and k is not None:
+                # An element of a tuple-shaped value (a multi-output fusion): a buffer the
+                # producer makes, named by its index ("fusion{1}"), made where it is.
+                source = f"{producer.name}{{{k}}}"
         root[inst.name] = source
     last: dict[str, int] = {}
     for inst in reversed(instructions):  # a tuple's operands live as long as the tuple
@@ -104,6 +112,18 @@ def stacked_liveness(instructions: list[HloInstruction], n_inner: int,
     return root, last_use
 
 
+def untraced_carries(loop: HloInstruction, carried: HloInstruction | None, root: dict,
+                     n_inner: int, array_shape: Sequence[int]) -> int:
+    """How many stacked elements of the loop's state come in from a value the liveness does
+    not follow (not a ``tuple`` of arrays it traced): its count of them would read 0."""
+    elements = split_top_level(loop.shape[1:-1]) if loop.shape.startswith("(") else []
+    stacked = [k for k, e in enumerate(elements) if is_stacked(e.strip(), n_inner, array_shape)]
+    if carried is None or carried.opcode != "tuple":
+        return len(stacked)
+    return sum(1 for k in stacked
+               if k >= len(carried.operands) or carried.operands[k] not in root)
+
+
 def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
                      max_lines: int = 40) -> list[str]:
     """A few lines: the while loops of the entry computation in schedule order, and where the
@@ -116,6 +136,15 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
     loops = [i for i in instructions if i.opcode == "while"]
     by_name = {i.name: i for i in instructions}
     shape = "[" + ",".join(map(str, (n_inner, *array_shape))) + "]"
+
+    def made_at(buffer: str) -> int | None:  # "fusion{1}": made by the fusion
+        made = by_name.get(buffer) or by_name.get(buffer.rsplit("{", 1)[0])
+        return made.position if made is not None else None
+
+    made_by: dict[str, list[str]] = {}  # a tuple-shaped producer's stacked buffers
+    for buffer in dict.fromkeys(root.values()):
+        if buffer not in by_name and made_at(buffer) is not None:
+            made_by.setdefault(buffer.rsplit("{", 1)[0], []).append(buffer)
     lines = []
     peak = 0
     for inst in instructions:
@@ -125,13 +154,21 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
             carries = [root.get(o, o) for o in (carried.operands if carried else ())
                        if o in root]
             live = [b for b, end in last_use.items()
-                    if b in by_name and by_name[b].position < inst.position <= end]
-            peak = max(peak, len(live))
+                    if made_at(b) is not None and made_at(b) < inst.position <= end]
             trips = _trip_count(inst.attributes)
+            unfollowed = untraced_carries(inst, carried, root, n_inner, array_shape)
+            if not unfollowed:
+                peak = max(peak, len(live))
             lines.append(f"{inst.position:4d}  {inst.name}: loop {number} of {len(loops)}"
                          + (f" ({trips} trips)" if trips else "")
                          + (f", carries {', '.join(carries)}" if carries else "")
-                         + f"; stacked buffers live: {len(live)}")
+                         + (f"; stacked buffers live: {len(live)}" if not unfollowed else
+                            f"; stacked buffers live: not traced ({unfollowed} carried in from "
+                            f"a value this listing does not follow)"))
+        elif inst.name in made_by:
+            lines.append(f"{inst.position:4d}  {inst.name} = {inst.opcode}"
+                         f"({', '.join(inst.operands)}): creates {len(made_by[inst.name])} "
+                         f"stacked buffers (one value, a tuple of them)")
         elif inst.name in root and root[inst.name] == inst.name \
                 and inst.opcode != "get-tuple-element":
             what = {"copy": "copies", "dynamic-update-slice": "updates",

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import shlex
 
+from jaxbisect.files import display_path
 from jaxbisect.report.figures import figure, placed_fields, seen
 from jaxbisect.report.installs import venv_python
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import AgainstEnds
 from jaxbisect.search.rounds import Status
 from jaxbisect.stages.commits import CameWith, CommitBisection
+from jaxbisect.stages.program import FILE as PROGRAM_FILE
+from jaxbisect.stages.program import why_not
 from jaxbisect.stages.releases import MetricBisection
 
 
@@ -159,9 +162,17 @@ def reproduce_lines(c: dict, b: MetricBisection) -> list[str]:
     held = next((run.installed for i, c in enumerate(b.candidates) if str(c.version) ==
                  old["jax"] and b.placed_at(i) for run in b.placed_at(i).runs
                  if run.installed), None)
-    run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
-           f"{shlex.join(q.command)})" if q.command
-           else f"PYTHONPATH=$PWD/jax-src {flags}{venv}/bin/python measure.py")
+    if q.command:
+        run = (f"(. {venv}/bin/activate && PYTHONPATH=$PWD/jax-src {flags}"
+               f"{shlex.join(q.command)})")
+    elif why_not(q.metric, case=q.case, target=q.target) is None:
+        # The standalone program the report writes (and its page runs): its flags are its own.
+        run = f"PYTHONPATH=$PWD/jax-src {venv}/bin/python {PROGRAM_FILE}"
+    else:  # no plain program: the toolkit's harness on the case, from this checkout
+        argv = [a for a in q.harness_argv() if a != "--json"]
+        if "--case" in argv and q.case is not None:
+            argv[argv.index("--case") + 1] = display_path(q.case.path)
+        run = f"PYTHONPATH=$PWD/jax-src:$PWD {venv}/bin/python -m repro {shlex.join(argv)}"
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"{venv_python(old['jax'])} -m venv {venv} && {venv}/bin/pip install "
              f"{b.request.backend.pip_words(old['jax'], old['jaxlib'], held)}"]

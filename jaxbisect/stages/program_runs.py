@@ -38,8 +38,6 @@ from repro.verdict import relative_shape, shapes_alike
 RUNS = 2  # each end's runs: two that disagree make its output nondeterministic
 ONCE = ("memory",)  # a compiled plan's memory: one figure, run once (the search's too)
 FIRST = ("jax", "jaxlib")  # an install line's first pins; then the rest by name
-ROLES = {Direction.REGRESSION: ("last good", "first bad"),
-         Direction.CHANGED: ("last good", "first bad"), Direction.FIX: ("last bad", "fixed")}
 LIKE, UNLIKE = "like the ends", "unlike the ends"  # a came-and-went pair's roles
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
 Say = Callable[[str], None]
@@ -322,7 +320,7 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None, *,
                             target=q.target)
     if came_and_went:
         return came_and_went_part(b, program, lab, say, jobs)
-    old_role, new_role = ROLES.get(b.direction or Direction.CHANGED, ROLES[Direction.CHANGED])
+    old_role, new_role = b.pair_roles  # the answer's words for the pair
     old, new = sorted(b.pair, key=lambda r: Version(str(r.version)))
     say(f"the standalone program: {program.lines} lines, run "
         f"{'once' if runs_of(q.metric) == 1 else 'twice'} at jax {old.version} and "

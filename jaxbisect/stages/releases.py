@@ -159,6 +159,25 @@ class MetricBisection:
                         else Direction.FIX)
         return self.search.ends.direction
 
+    @property
+    def answer_direction(self) -> str | None:
+        """The direction the report's answer gives: an error that appears is a regression,
+        one that goes a fix (report/markdown/words.py's direction_of, from the same
+        figures)."""
+        direction = self.direction
+        if direction == Direction.CHANGED and self.request.question.metric == "error":
+            r, placed = self.search.result, self.search.placed
+            old, new = (next(iter(placed[i].samples), None) for i in (r.last_old, r.first_new))
+            return (Direction.REGRESSION if old == "no error" else
+                    Direction.FIX if new == "no error" else direction)
+        return direction
+
+    @property
+    def pair_roles(self) -> tuple[str, str]:
+        """What the pair's older and newer release are, in the answer's words: "last good" /
+        "first bad", "last bad" / "first fixed" or "last old" / "first new"."""
+        return PAIR_ROLES.get(self.answer_direction, PAIR_ROLES[Direction.CHANGED])
+
     def classifier(self) -> Classifier:
         """A classifier learned from the two ends, as the search began with."""
         q, placed = self.request.question, self.search.placed
@@ -440,6 +459,11 @@ class InstallsAhead:
 
 
 SHAPE_ORDER = {"shrinks": -1, "constant": 0, "grows": 1}
+# What a found change's pair is called at source (reproducer ends, HLO figures), by the
+# answer's direction: the words the page shows for it (report/markdown/words.py PAIR_WORDS).
+PAIR_ROLES = {Direction.REGRESSION: ("last good", "first bad"),
+              Direction.FIX: ("last bad", "first fixed"),
+              Direction.CHANGED: ("last old", "first new")}
 
 
 def naming(candidates: Sequence[Release], say: Say) -> Say:

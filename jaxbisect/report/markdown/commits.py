@@ -189,8 +189,9 @@ def agreement(doc: dict, c: dict) -> str | None:
     if culprit is None or came_with not in AGREES:
         return None
     found = CAME_WITH_WORDS[came_with]
+    why = (doc.get("attribution") or {}).get("reason") or "no reason was recorded"
     if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
-        rule = (f"could not tell ({culprit}: the modules could not be compared)"
+        rule = (f"could not tell ({culprit}: the modules could not be compared: {why})"
                 if culprit not in AGREES["jax"] + AGREES["jaxlib"] else f"says {culprit}")
         return (f"Comparing the two releases' lowered modules {rule}; the commit search "
                 f"found no jax commit that shows it "
@@ -198,8 +199,8 @@ def agreement(doc: dict, c: dict) -> str | None:
                 f"and the swaps place the change in libtpu {libtpu}.")
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
         return (f"Comparing the two releases' lowered modules could not tell ({culprit}: the "
-                f"modules could not be compared); the commit search measured that it came with "
-                f"{found}.")
+                f"modules could not be compared: {why}); the commit search measured that it "
+                f"came with {found}.")
     if culprit in AGREES[came_with]:
         return (f"This agrees with what comparing the two releases' lowered modules said "
                 f"({culprit}), now measured: it came with {found}.")

@@ -160,7 +160,8 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 "used after it starts (made before it, carried into it); a buffer a loop makes "
                 "inside itself is not counted there. The places at the peak (above) count every "
                 "buffer of the plan.", ""]
-        schedules = [schedule_lines(r["schedule"]) for r in (old, new)]
+        schedules = [schedule_lines(r["schedule"], (r.get("raw") or {}).get("after_optimizations"))
+                     for r in (old, new)]
         pair = (tuple(schedules) if not all(schedules) else what_differs(*schedules))
         out += [line for label, lines in zip((o, n), pair) if lines
                 for line in (_code([f"{label}:", *lines]), "")]
@@ -221,10 +222,45 @@ _AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most 
 _LIVE = re.compile(r"; stacked buffers live: (\d+)$")
 
 
-def schedule_lines(lines: list[str]) -> list[str]:
+_LOOP = re.compile(r"^\s*\d+\s+(\S+): loop \d+ of \d+")
+_STACKED = re.compile(r"; stacked (\[[\d,]+\]) buffers")
+_UNTRACED = re.compile(r"; stacked buffers live: not traced \((\d+) carried in from a value "
+                       r"this listing does not follow\)$")
+UNTRACED_WORDS = ("; made before it, used after its start: not counted (its stacked state "
+                  "comes in from a value this listing does not follow)")
+
+
+def untraced_loops(lines: list[str], raw: list[str] | None) -> set[str]:
+    """Loops a reading made before the listing followed tuple-shaped values counted 0 with no
+    carried buffer although their state holds a stacked array (the raw after_optimizations
+    line of the loop says so): that 0 is not a count."""
+    shape = next((m.group(1) for m in map(_STACKED.search, lines[:1]) if m), None)
+    if not shape:
+        return set()
+    dims = shape[1:-1]
+    out = set()
+    for line in lines[1:]:
+        m = _LOOP.match(line)
+        if m and ", carries " not in line and line.endswith("; stacked buffers live: 0"):
+            loop = next((r for r in raw or () if r.lstrip("%").startswith(f"{m.group(1)} = ")),
+                        None)
+            if loop and re.search(rf"\[{re.escape(dims)}\]", loop.split(" while(")[0]):
+                out.add(m.group(1))
+    return out
+
+
+def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
     """A schedule reading as the report shows it: the header without its "at most" count
     (a maximum over the loops' starts only, read beside the peak's places as a contradiction),
-    each loop's count said as what it counts."""
-    return [_LIVE.sub(r"; made before it, used after its start: \1",
-                      _AT_MOST.sub(r"; following the stacked \1 buffers", line))
-            for line in lines or ()]
+    each loop's count said as what it counts; a loop whose stacked state the reading did not
+    trace (``raw``: the release's after_optimizations lines) says so rather than 0."""
+    untraced = untraced_loops(list(lines or ()), raw)
+    out = []
+    for line in lines or ():
+        m = _LOOP.match(line)
+        if m and m.group(1) in untraced:
+            line = line.removesuffix("; stacked buffers live: 0") + UNTRACED_WORDS
+        out.append(_UNTRACED.sub(UNTRACED_WORDS, _LIVE.sub(
+            r"; made before it, used after its start: \1",
+            _AT_MOST.sub(r"; following the stacked \1 buffers", line))))
+    return out

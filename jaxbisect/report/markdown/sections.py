@@ -86,13 +86,27 @@ def commits_command(doc: dict) -> str:
     return shlex.join(argv if "--commits" in argv else [*argv, "--commits"])
 
 
+def not_compared_why(a: dict) -> str:
+    """Why the two releases' modules could not be compared: the attribution's recorded
+    ``reason``, or that none was recorded."""
+    return a.get("reason") or "no reason was recorded"
+
+
+def attribution_text(a: dict) -> str:
+    """The attribution's sentence; a comparison that could not be made says why."""
+    text = a["text"][0].upper() + a["text"][1:]
+    if a.get("culprit") == "unknown" and "could not be compared" in text:
+        text += f" ({not_compared_why(a)})"
+    return text + "."
+
+
 def attribution_lines(doc: dict) -> list[str]:
     """JAX, XLA's HLO passes, or below HLO, and the commits either side; the next step:
     ``--commits`` where the change is in jax's Python, the hand-off below the release where
     it is in jaxlib and no jax commit was named."""
     a = doc["attribution"]
     came_with = (doc.get("commits") or {}).get("came_with")
-    lines = ["## Where the change is", "", a["text"][0].upper() + a["text"][1:] + ".", ""]
+    lines = ["## Where the change is", "", attribution_text(a), ""]
     if doc["metric"]["name"] == "compile_time" and a.get("culprit") in ("xla", "below-hlo"):
         lines += ["The HLO rule reads the modules only: a compile_time change can also lie in "
                   "jax's own tracing and lowering (Python, before any module exists), which it "

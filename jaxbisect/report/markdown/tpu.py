@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from jaxbisect.report.installs import pip_words
+from jaxbisect.report.markdown.words import PAIR_WORDS, pair_words
 from jaxbisect.search.error_signature import core
 
 _CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
@@ -97,6 +98,13 @@ def unmeasured_words(part: dict) -> str:
                      for w in part.get("swaps") or () if _no_figure(w))
 
 
+def pair_roles(doc: dict) -> tuple[str, str]:
+    """The pair's words by the answer's direction ("last bad" / "first fixed" for a fix); a
+    document without a found pair: "last old" / "first new"."""
+    found = doc.get("direction") and doc.get("last_old") and doc.get("first_new")
+    return pair_words(doc) if found and doc.get("metric") else PAIR_WORDS["changed"]
+
+
 def section(doc: dict) -> list[str]:
     """The swaps measured (each release's parts, what each run showed), and the libtpu
     releases measured where the change came with libtpu; [] without the part."""
@@ -108,14 +116,16 @@ def section(doc: dict) -> list[str]:
              "runtime, closed source), pinned separately. Each release's jax and jaxlib were "
              "run with the other release's libtpu (`TPU_LIBRARY_PATH`):", "",
              "| jax | jaxlib | libtpu | behaves as | what it showed |", "|---|---|---|---|---|"]
-    for side, label in (("old", "the old end"), ("new", "the new end")):
+    roles = pair_roles(doc)
+    for side, role in zip(("old", "new"), roles):  # the pair, not the range's ends
         ends = part.get(side) or {}
         lines.append(f"| {ends.get('jax')} | {ends.get('jaxlib')} | {ends.get('libtpu')} | "
-                     f"{label} | |")
+                     f"{role}, as measured | |")
     for swap in part.get("swaps") or ():
         showed = (_swap_said(swap).replace("|", "\\|") if _no_figure(swap)
                   else _cell(swap.get("figure")))
-        lines.append(f"| {swap['jax']} | {swap['jaxlib']} | {swap['libtpu']} | {swap['seen']} "
+        seen = dict(zip(("old", "new"), roles)).get(swap["seen"], swap["seen"])
+        lines.append(f"| {swap['jax']} | {swap['jaxlib']} | {swap['libtpu']} | {seen} "
                      f"| {showed} |")
     said = (unmeasured_words(part) if part.get("part") == "cannot tell" else "")
     lines += ["", f"**{part.get('part')}**: {said or part.get('reason')}."]

@@ -1,0 +1,41 @@
+"""A shipped report's commit reproduce lines (``commits.reproduce``) run the program its page
+runs: the standalone program it wrote, never a file no report holds."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
+SHIPPED = sorted([*REPORTS.glob("bisect-*.json"), *REPORTS.glob("cases/bisect-*.json")])
+
+
+def commit_parts(doc: dict) -> list[dict]:
+    return [p for p in [doc.get("commits"), *(p.get("commits") or p
+                                              for p in doc.get("commits_by_pair") or ())]
+            if isinstance(p, dict) and p.get("reproduce")]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_the_commit_reproduce_lines_run_the_page_s_program(path):
+    doc = json.loads(path.read_text())
+    program = (doc.get("reproducer") or {}).get("file")
+    page = path.with_suffix(".md").read_text()
+    for part in commit_parts(doc):
+        runs = [line for line in part["reproduce"] if "checkout -q" in line]
+        assert runs
+        for line in runs:
+            ran = re.search(r"/bin/python (\S+)", line)
+            assert ran and ran.group(1) != "measure.py", line
+            if program and ran.group(1).endswith(".py"):
+                assert ran.group(1) == program, line
+                assert f"PYTHONPATH=$PWD/jax-src python {program}" in page
+
+
+def test_the_remade_report_records_its_program():
+    doc = json.loads((REPORTS / "bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")
+                     .read_text())
+    runs = [line.split("&& ")[-1].split("   #")[0] for line in doc["commits"]["reproduce"]
+            if "checkout -q" in line]
+    assert runs == ["PYTHONPATH=$PWD/jax-src venv-0.5.0/bin/python repro.py"] * 2
