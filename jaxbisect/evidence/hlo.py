@@ -198,8 +198,9 @@ def figure_of(doc: dict):
 
 
 def mib(value: int) -> float:
-    """Bytes in MiB to four significant digits (a minimized module's few KiB stay apart)."""
-    return float(f"{value / MIB:.4g}")
+    """Bytes in MiB to four decimals (a minimized module's few KiB stay apart); shown to two,
+    as every MiB figure of a report (hlo_bundle.shown_mib)."""
+    return round(value / MIB, 4)
 
 
 # --hlo-releases: the releases whose jaxlib compiles the module alone, besides the pair's.

@@ -41,11 +41,17 @@ def figure_columns(part: dict) -> list[str]:
     return ["figure (MiB)"]
 
 
+def shown_mib(value):
+    """A module's MiB figure as every MiB figure of a report: two decimals."""
+    return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else value
+
+
 def figure_cells(part: dict, figure) -> list:
     over = part.get("over")
     if over:
-        return [(figure or {}).get(str(v), "–") for v in over["values"]]
-    return [figure if figure is not None else "–"]
+        return [shown_mib((figure or {}).get(str(v), "–")) for v in over["values"]]
+    return [shown_mib(figure) if figure is not None else "–"]
 
 
 def role_words(role: str | None, roles: tuple[str, str] = ROLES) -> str:
@@ -123,8 +129,8 @@ def _figure_note(side: dict) -> str:
         return f" ({side['error']})"
     figure = side.get("figure")
     if isinstance(figure, dict):
-        return " (" + ", ".join(f"{k}: {v} MiB" for k, v in figure.items()) + ")"
-    return f" ({figure} MiB)" if figure is not None else ""
+        return " (" + ", ".join(f"{k}: {shown_mib(v)} MiB" for k, v in figure.items()) + ")"
+    return f" ({shown_mib(figure)} MiB)" if figure is not None else ""
 
 
 def setting_said(culprit: dict) -> str:
@@ -244,8 +250,8 @@ def rerender_readme(json_path: Path, doc: dict, roles: tuple[str, str] = ROLES) 
 
 def _said_figure(figure) -> str:
     if isinstance(figure, dict):
-        return " / ".join(f"{v} MiB" for v in figure.values())
-    return f"{figure} MiB" if figure is not None else "no figure"
+        return " / ".join(f"{shown_mib(v)} MiB" for v in figure.values())
+    return f"{shown_mib(figure)} MiB" if figure is not None else "no figure"
 
 
 def pip_line(run_installed: dict, release) -> str:

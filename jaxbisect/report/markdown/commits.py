@@ -329,12 +329,14 @@ def inside_lines(c: dict) -> list[str]:
             continue
         jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib",
                                                                c["runs_on"]["jaxlib"])
-        these = f"the {part['commits']} commits between the alike ends on jaxlib {jaxlib}"
+        these = (f"the {part['commits']} commits between the two releases (which behave "
+                 f"alike) on jaxlib {jaxlib}")
         untold = [x[:10] for x in part.get("cannot_tell", ())]
         if not part["measured"]:
             why = ("`--interior-budget 0`: off" if part["budget"] <= 0 else
-                   f"about {part['estimate']:.0f} s from the ends' own run times, over "
-                   f"`--interior-budget` {part['budget']:.0f} s")
+                   f"about {part['estimate']:.0f} s by the measured commits' own run times, "
+                   f"over the time allowed for them ({part['budget']:.0f} s, "
+                   f"`--interior-budget`)")
             lines += [f"Not looked at: {these}; {why}.", ""]
         elif part["changes"]:
             lines += [f"Looked at {these}: a change came and went among them: " + "; ".join(

@@ -30,6 +30,15 @@ def place_words(doc: dict) -> str:
     return place
 
 
+def no_figure_words(t: dict) -> str:
+    """A setting's verdict where it gave no figure: with its recorded reason (the crash's first
+    line), or saying none was recorded (an explanation from before reasons were kept)."""
+    verdict = t.get("verdict", "")
+    if verdict != "no figure":
+        return verdict
+    return f"no figure: {t['reason']}" if t.get("reason") else "no figure (no reason was recorded)"
+
+
 def render_explain(doc: dict) -> str:
     explanation, metric = doc["explanation"], doc["metric"]["name"]
     unit, case, release = doc["metric"]["unit"], doc["case"], doc["explain"]
@@ -52,7 +61,7 @@ def render_explain(doc: dict) -> str:
              {Direction.FIX: "lower", Direction.REGRESSION: "higher",
               Direction.CHANGED: "different"}.get(t["direction"], "the same")
              if t.get("verdict") in (Verdict.CHANGED, Verdict.SAME)
-             else t.get("verdict", "")] for t in explanation["tests"]]
+             else no_figure_words(t)] for t in explanation["tests"]]
     found = explanation.get("workarounds", [])
     ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
             + figure_cell(metric, unit, w["figure"]) + f" ({setting_kind(doc, w)}"

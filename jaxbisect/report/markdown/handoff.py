@@ -49,7 +49,7 @@ def check_words(argv: list[str]) -> str:
     old, new = argv[at + 1:at + 3]
     metric = argv[argv.index("--metric") + 1]
     unit = UNITS.get(metric)
-    return (f" `--check {old} {new}`: the last good and the first bad release's {metric} in "
+    return (f" `--check {old} {new}`: the older and the newer release's {metric} in "
             f"the harness's unit ({unit}), each the figure the table shows for that release "
             f"(the median of its runs in the search); a step "
             f"nearer the first passes." if unit and metric not in ("error", "output") else "")

@@ -1,0 +1,42 @@
+"""The last fresh reader's findings, held over the shipped records: the Why section says the
+flag search's finding, a setting with no figure says why (or that no reason was recorded), an
+HLO module's figure is shown as every MiB figure (two decimals)."""
+
+import json
+from pathlib import Path
+
+from jaxbisect.evidence.hlo import mib
+from jaxbisect.evidence.hlo_bundle import shown_mib
+from jaxbisect.report.markdown import render
+from jaxbisect.report.markdown.explain import no_figure_words
+from jaxbisect.report.markdown.sections import said_of
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+def test_a_flag_search_that_found_no_changed_default_says_so_under_why():
+    doc = json.loads((REPORTS / "cases/bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
+                     .read_text())
+    culprit = doc["explanation"]["culprit"]
+    assert not culprit.get("flag_defaults_changed") and "No XLA flag" in culprit["text"]
+    why = render(doc).split("## Why", 1)[1].split("\n## ", 1)[0]
+    assert culprit["text"].split(":")[0] in why
+    assert said_of({"text": "No XLA flag explains it: none of the 0 changed defaults …"}) is None
+
+
+def test_a_setting_with_no_figure_says_why_or_that_no_reason_was_kept():
+    assert no_figure_words({"verdict": "no figure", "reason": "crashed: SIGSEGV"}) == (
+        "no figure: crashed: SIGSEGV")
+    assert "no reason was recorded" in no_figure_words({"verdict": "no figure", "reason": None})
+    assert no_figure_words({"verdict": "changed"}) == "changed"
+    page = (REPORTS / "explain-0.5.0-a6000-scan_growth-memory-0ab78550.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "no figure" in line]
+    assert rows and all("no figure:" in r or "no reason was recorded" in r for r in rows)
+
+
+def test_an_hlo_modules_figure_is_shown_to_two_decimals_as_the_reports():
+    assert mib(441208256) == 420.769 and shown_mib(mib(441208256)) == "420.77"
+    assert shown_mib("–") == "–"
+    text = (REPORTS / "cases/bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory-hlo/README.md"
+            ).read_text()
+    assert "420.77" in text and "420.8 " not in text and "420.8|" not in text
