@@ -40,3 +40,26 @@ def test_an_hlo_modules_figure_is_shown_to_two_decimals_as_the_reports():
     text = (REPORTS / "cases/bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory-hlo/README.md"
             ).read_text()
     assert "420.77" in text and "420.8 " not in text and "420.8|" not in text
+
+
+def test_a_change_that_came_with_libtpu_offers_no_xla_commits_line():
+    doc = json.loads((REPORTS / "cases/bisect-0.8.3-0.9.0-v5e-pallas_bf16_batched_matvec-error-"
+                                "e4b85d1c.json").read_text())
+    assert doc["attribution"]["culprit"] == "libtpu" and doc["attribution"]["by"] == "swaps"
+    assert "XLA's commits between the two releases" not in render(doc)
+
+
+def test_a_lowered_diff_kept_without_its_differing_lines_says_so():
+    doc = json.loads((REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error.json")
+                     .read_text())
+    shown = render(doc)
+    assert "only beyond the part of their lines kept" in shown
+    assert "The lowered modules, where they differ" not in shown
+
+
+def test_a_checks_figures_are_the_tables_in_six_figures():
+    doc = json.loads((REPORTS / "cases/bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-"
+                                "run_time.json").read_text())
+    argv = doc["attribution"]["triage"]["argv"]
+    old, new = argv[argv.index("--check") + 1:argv.index("--check") + 3]
+    assert old == "0.000166975" and new == "0.0339544"

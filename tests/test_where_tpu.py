@@ -34,7 +34,7 @@ def test_a_tpu_change_is_placed_by_the_swaps_never_by_the_lowering_alone(culprit
     elif part == "needs both":
         assert out["culprit"] == "jax+libtpu"
     elif culprit == "jax":
-        assert out["culprit"] in ("jax/jaxlib", "tpu-unplaced")
+        assert out["culprit"] in ("jax/jaxlib", "tpu-unplaced", "tpu-unswapped")
     else:
         assert out["culprit"] in (culprit, "jax/jaxlib")
     if out["culprit"] != "libtpu":
@@ -47,3 +47,14 @@ def test_a_libtpu_change_is_named_by_the_first_libtpu_that_shows_it():
     assert "libtpu 0.0.33" in following_the_swaps(attribution("jax"), parts)["text"]
     parts["narrowed"]["exact"] = False  # a skip between: only the release's own is certain
     assert "libtpu 0.0.34" in following_the_swaps(attribution("jax"), parts)["text"]
+
+
+def test_a_pair_without_swaps_never_says_the_swaps_did_not_place_it():
+    """Where libtpu was not swapped (no ``libtpu`` part: the pair was not exact), the words
+    say so, never "the swaps … did not place it" (a result that does not exist)."""
+    from jaxbisect.evidence.where import following_the_swaps
+
+    out = following_the_swaps({"culprit": "jax", "text": "lowered modules differ"}, None)
+    assert out["culprit"] == "tpu-unswapped" and "was not swapped" in out["text"]
+    swapped = following_the_swaps({"culprit": "jax", "text": "x"}, {"part": "cannot tell"})
+    assert swapped["culprit"] == "tpu-unplaced" and "did not place it" in swapped["text"]

@@ -120,7 +120,7 @@ def check_argv(b: MetricBisection) -> list[str] | None:
         # A scalar's check figure is the one the report's table shows for the release (its
         # probe's median of what the row shows), not another median of the raw samples.
         figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
-                       repr(table_figure(q, s.placed[i])))
+                       f"{table_figure(q, s.placed[i]):.6g}")
     argv = [a for a in q.harness_argv() if a != "--json"]
     argv[argv.index("--case") + 1] = display_path(q.case.path)
     if q.metric == "error" and any(is_crash(f) for f in figures):

@@ -219,17 +219,23 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
 # A TPU target's change placed by the swaps of its release's parts (stages/libtpu.py):
 # the words a culprit gets where the swaps, not the modules, say where it is.
 TPU_WORDS = {
-    "libtpu": "the swaps say it came with libtpu {libtpu} (jax and jaxlib held, the new libtpu "
-              "alone shows it): the change is in libtpu, the TPU compiler and runtime, closed "
-              "source: its release is the finest level there is",
-    "jax+libtpu": "the swaps say it needs both: neither the new jax and jaxlib with the old "
-                  "libtpu nor the old ones with the new libtpu show it",
-    "jax/jaxlib": "the swaps say it came with jax/jaxlib (the new jax and jaxlib show it with "
-                  "the old libtpu)",
+    "libtpu": "swapping libtpu between the two releases says it came with libtpu {libtpu} "
+              "(jax and jaxlib held, the new libtpu alone shows it): the change is in libtpu, "
+              "the TPU compiler and runtime, closed source: its release is the finest level "
+              "there is",
+    "jax+libtpu": "swapping libtpu between the two releases says it needs both: neither the "
+                  "new jax and jaxlib with the old libtpu nor the old ones with the new libtpu "
+                  "show it",
+    "jax/jaxlib": "swapping libtpu between the two releases says it came with jax/jaxlib (the "
+                  "new jax and jaxlib show it with the old libtpu)",
     "tpu-unplaced": "for a TPU target a lowered module that differs does not say the change is "
                     "in jax (a Pallas kernel's payload differs between releases by its "
-                    "serialised bytes alone), and the swaps of the release's parts did not "
-                    "place it",
+                    "serialised bytes alone), and swapping libtpu between the two releases "
+                    "did not place it",
+    "tpu-unswapped": "for a TPU target a lowered module that differs does not say the change is "
+                     "in jax (a Pallas kernel's payload differs between releases by its "
+                     "serialised bytes alone); libtpu was not swapped between these releases "
+                     "(the pair is not exact), so where the change lies is not known",
 }
 
 
@@ -247,7 +253,7 @@ def following_the_swaps(attribution: dict, parts: dict | None) -> dict:
             "jax", "unknown"):
         culprit = "jax/jaxlib"
     if culprit is None and attribution.get("culprit") == "jax":
-        culprit = "tpu-unplaced"
+        culprit = "tpu-unplaced" if parts else "tpu-unswapped"
     if culprit is None:
         return attribution
     out = {**attribution, "culprit": culprit,

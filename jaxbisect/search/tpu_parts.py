@@ -53,10 +53,11 @@ def part_of(old_with_new_libtpu: Seen, new_with_old_libtpu: Seen) -> Parts:
         return Parts(Part.JAX, "the new jax and jaxlib show it with the old libtpu, and the "
                                "old ones do not with the new libtpu")
     if a is Seen.OLD and b is Seen.OLD:
-        return Parts(Part.BOTH, "neither swap shows it: only the new jax and jaxlib with the "
-                                "new libtpu do")
+        return Parts(Part.BOTH, "neither release's jax and jaxlib with the other's libtpu "
+                                "shows it: only the new jax and jaxlib with the new libtpu do")
     if a is Seen.NEW and b is Seen.NEW:
-        return Parts(Part.CANNOT_TELL, "both swaps show it: either new part alone brings it")
+        return Parts(Part.CANNOT_TELL, "each release's jax and jaxlib with the other's libtpu "
+                                       "shows it: either new part alone brings it")
     unlike = [f"{words}: {seen}" for words, seen in (("old jax+jaxlib with the new libtpu", a),
                                                      ("new jax+jaxlib with the old libtpu", b))
               if seen in (Seen.THIRD, Seen.NO_FIGURE)]

@@ -182,6 +182,11 @@ def newer_lines(c: dict) -> list[str]:
                .get(newer["came_with"], "")) + ".", ""]
 
 
+# Where comparing the lowered modules placed a change (evidence/where.py's culprits), in words.
+CULPRIT_WORDS = {"jax": "jax's lowering to StableHLO", "xla": "XLA (the modules are the same)",
+                 "below-hlo": "XLA below its HLO passes", "jaxlib": "jaxlib"}
+
+
 def agreement(doc: dict, c: dict) -> str | None:
     """The commit search's finding beside the HLO rule's, where both were made."""
     culprit = (doc.get("attribution") or {}).get("culprit")
@@ -191,22 +196,20 @@ def agreement(doc: dict, c: dict) -> str | None:
     found = CAME_WITH_WORDS[came_with]
     why = (doc.get("attribution") or {}).get("reason") or "no reason was recorded"
     if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
-        rule = (f"could not tell ({culprit}: the modules could not be compared: {why})"
-                if culprit not in AGREES["jax"] + AGREES["jaxlib"] else f"says {culprit}")
-        return (f"Comparing the two releases' lowered modules {rule}; the commit search "
-                f"found no jax commit that shows it "
-                f"(jax's Python behaves as the release whose jaxlib and libtpu it runs on), "
-                f"and the swaps place the change in libtpu {libtpu}.")
+        return (f"The commit search found no jax commit that shows it (jax's Python behaves "
+                f"as the release whose jaxlib and libtpu it runs on), and swapping libtpu "
+                f"between the two releases places the change in libtpu {libtpu}.")
+    said = CULPRIT_WORDS.get(culprit, culprit)
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
-        return (f"Comparing the two releases' lowered modules could not tell ({culprit}: the "
-                f"modules could not be compared: {why}); the commit search measured that it "
-                f"came with {found}.")
+        return (f"Comparing the two releases' lowered modules could not place it (they could "
+                f"not be compared: {why}); the commit search measured that it came with "
+                f"{found}.")
     if culprit in AGREES[came_with]:
-        return (f"This agrees with what comparing the two releases' lowered modules said "
-                f"({culprit}), now measured: it came with {found}.")
-    return (f"Comparing the two releases' lowered modules says {culprit}; the commit search "
-            f"measured that it came with {found}. Both are stated: one reads the modules, the "
-            f"other runs jax's Python.")
+        return (f"This agrees with comparing the two releases' lowered modules, which placed "
+                f"it in {said}; now measured: it came with {found}.")
+    return (f"Comparing the two releases' lowered modules places it in {said}; the commit "
+            f"search measured that it came with {found}. Both are stated: one reads the "
+            f"modules, the other runs jax's Python.")
 
 
 def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:

@@ -179,8 +179,8 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
 
 
 RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
-            "tables above rest on: sizes in bytes (`size=13107200`), or in XLA's own units "
-            "with no space (`12.50MiB`, `128.0KiB`), cut to whole KiB before 2 decimals (1 "
+            "tables above rest on: sizes in bytes (`size=…`), or in XLA's own units with no "
+            "space (`…MiB`, `…KiB`), cut to whole KiB before 2 decimals (1 "
             "for KiB), as the figures above are; the rows under `size; offset; …` are the "
             "memory usage report's, set in order of their offset.")
 

@@ -118,6 +118,8 @@ def attribution_lines(doc: dict) -> list[str]:
         count = (f" ({a['xla_commit_count']} commits)" if a.get("xla_commit_count") is not None
                  else "")
         lines += [f"XLA commits: {links['xla_compare']}{count}", ""]
+    elif a.get("by") == "swaps" and a.get("culprit") == "libtpu":
+        pass  # came with libtpu alone: XLA's commits between the jaxlibs are not its cause
     elif a.get("xla_note"):
         lines += [xla_note_words(a), ""]
     if a.get("by") == "swaps" and a.get("culprit") in ("libtpu", "jax+libtpu"):
@@ -159,8 +161,12 @@ def attribution_lines(doc: dict) -> list[str]:
     if shown:
         lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
     if a.get("diff"):
-        lines += details("The lowered modules, where they differ",
-                         unhidden_difference(a["diff"])[0], "diff")
+        shown = unhidden_difference(a["diff"])[0]
+        if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
+            lines += details("The lowered modules, where they differ", shown, "diff")
+        else:  # the record kept the lines around the difference, not the lines that differ
+            lines += ["The lowered modules differ, but only beyond the part of their lines kept "
+                      "with this report, so where cannot be shown here.", ""]
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
         shown, hidden = unhidden_difference(a["first_difference"])
         if hidden:

@@ -73,7 +73,8 @@ def first_screen_line(doc: dict) -> str | None:
     if said == "needs both":
         first = narrowed.get("first_new") if narrowed.get("exact") else None
         return (f"**Which part:** needs both: jax/jaxlib {new.get('jax')} and libtpu "
-                f"{first or new.get('libtpu')} together (neither swap shows it"
+                f"{first or new.get('libtpu')} together (neither release's jax and jaxlib "
+                f"with the other's libtpu shows it"
                 + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
                    f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
                    f"{_install(doc, narrowed['install']['new'])}`" if first else "") + ").")
