@@ -63,3 +63,18 @@ def test_a_checks_figures_are_the_tables_in_six_figures():
     argv = doc["attribution"]["triage"]["argv"]
     old, new = argv[argv.index("--check") + 1:argv.index("--check") + 3]
     assert old == "0.000166975" and new == "0.0339544"
+
+
+def test_the_time_limit_says_its_rule_never_a_first_runs_seconds_the_rows_may_not_hold():
+    from jaxbisect.report.markdown.sections import run_lines
+
+    doc = {"time_limit": {"seconds": 64.0, "explicit": False,
+                          "why": "20× the slower end's first run (3.2 s), 60 s at least"}}
+    (line, _) = run_lines(doc)[:2]
+    assert line == "Time limit of a run: 64 s (20× the slower end's first run, 60 s at least)."
+
+
+def test_an_errors_printed_line_says_its_quote_of_the_program_is_shown_as_an_ellipsis():
+    page = (REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error.md").read_text()
+    line = next(x for x in page.splitlines() if "RESOURCE_EXHAUSTED" in x and "prints" in x)
+    assert "prints (its quote of the program as …):" in line and "16.12M" in line

@@ -39,7 +39,15 @@ def test_a_change_that_needs_both_says_so(recorded_catalogue):
     doc = {"libtpu": part_for(recorded_catalogue, "pallas_vmem_limit", "pallas_vmem_limit.py",
                               "0.8.0", "0.8.1", {"0.8.0": "0.0.24", "0.8.1": "0.0.30"})}
     assert first_screen_line(doc).startswith("**Which part:** needs both")
-    assert "`pip install jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.30`" in first_screen_line(doc)
+    line = first_screen_line(doc)
+    assert "libtpu 0.0.30 is the first release on PyPI that shows it, after 0.0.29" in line
+    # the first libtpu that shows it is the first bad release's own: its install line is the
+    # reproduce block's, not said twice; another libtpu's is
+    assert "pip install" not in line
+    other = json.loads(json.dumps(doc, default=str))
+    other["libtpu"]["narrowed"]["first_new"] = "0.0.27"
+    other["libtpu"]["narrowed"]["install"]["new"] = "jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.27"
+    assert "`pip install jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.27`" in first_screen_line(other)
     assert "limit 32.00M" not in "\n".join(section(doc))  # neither swap failed
     assert first_screen_line({}) is None and section({}) == []
 

@@ -214,7 +214,11 @@ def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
     so (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
-    said = f"prints: {printed(end, at, error)}" if measured else unrun
+    shown = printed(end, at, error) if measured else ""
+    quoted = error and measured and "…" in shown and "…" not in (end.get("output") or "")
+    # An error's core shows the program's quoted instruction as "…": said so, as printed
+    said = (f"prints{' (its quote of the program as …)' if quoted else ''}: {shown}"
+            if measured else unrun)
     role = END_WORDS.get(end["role"], end["role"])
     return [f"{label}, {role}", end["install"], f"{end['command']}   # {said}"]
 

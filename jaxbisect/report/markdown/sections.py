@@ -466,7 +466,11 @@ def run_lines(doc: dict) -> list[str]:
     lines = []
     limit = doc.get("time_limit")
     if limit is not None:
-        lines += [f"Time limit of a run: {limit['seconds']:.0f} s ({limit['why']}).", ""]
+        # The rule, without the first run's seconds it was timed from: those come from the
+        # invocation that wrote the report, while the runs above may be stored from an earlier
+        # one (their own seconds), so the two figures need not agree.
+        why = re.sub(r" \([0-9.]+ s\)", "", limit["why"])
+        lines += [f"Time limit of a run: {limit['seconds']:.0f} s ({why}).", ""]
     if doc.get("cluster"):  # where the runs ran, when not here (executors.py)
         lines += [cluster_markdown(doc["cluster"])]
     if doc.get("machine"):

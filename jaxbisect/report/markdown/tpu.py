@@ -76,8 +76,11 @@ def first_screen_line(doc: dict) -> str | None:
                 f"{first or new.get('libtpu')} together (neither release's jax and jaxlib "
                 f"with the other's libtpu shows it"
                 + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
-                   f"on PyPI that shows it, after {narrowed['last_old']}: `pip install "
-                   f"{_install(doc, narrowed['install']['new'])}`" if first else "") + ").")
+                   f"on PyPI that shows it, after {narrowed['last_old']}"
+                   # its install line, where it is not the first bad release's own (above)
+                   + ("" if first == new.get("libtpu") else
+                      f": `pip install {_install(doc, narrowed['install']['new'])}`")
+                   if first else "") + ").")
     return f"**Which part:** cannot tell ({unmeasured_words(part) or part.get('reason')})."
 
 
