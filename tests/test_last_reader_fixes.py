@@ -53,7 +53,7 @@ def test_a_lowered_diff_kept_without_its_differing_lines_says_so():
     doc = json.loads((REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error.json")
                      .read_text())
     shown = render(doc)
-    assert "only beyond the part of their lines kept" in shown
+    assert "the lines that differ were not kept" in shown
     assert "The lowered modules, where they differ" not in shown
 
 
@@ -78,3 +78,22 @@ def test_an_errors_printed_line_says_its_quote_of_the_program_is_shown_as_an_ell
     page = (REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error.md").read_text()
     line = next(x for x in page.splitlines() if "RESOURCE_EXHAUSTED" in x and "prints" in x)
     assert "prints (its quote of the program as …):" in line and "16.12M" in line
+
+
+def test_a_sweep_cell_of_a_release_that_reports_0_bytes_is_no_figure():
+    from jaxbisect.report.sweep_summary import series_cell
+
+    got = {"figures": {"1": 65536, "2": 0}, "status": "unavailable", "over": "n_outer",
+           "shape": "memory reported as 0 bytes at n_outer 2 (this release does not measure it)",
+           "fallback": {"metric": "peak_memory"}}
+    assert series_cell("bytes", got, [1, 2]).startswith("not measured (memory reported as 0")
+    got = {**got, "status": "ok", "shape": "constant"}
+    assert series_cell("bytes", got, [1, 2]).startswith("0.00 … 0.06")
+    readme = (REPORTS / "repro" / "README.md").read_text()
+    row = next(x for x in readme.splitlines() if x.startswith("| 0.4.20") and "| cpu" in x)
+    assert "not measured" in row
+
+
+def test_a_bundle_readme_never_says_at_nothing():
+    for readme in REPORTS.glob("**/*-hlo/README.md"):
+        assert "\nAt .\n" not in readme.read_text(), readme

@@ -180,9 +180,11 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
              f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
              f"the toolkit with `{SCRIPT}` below under each jaxlib).", "",
              figures_table(part, roles), "",
-             "At " + ", ".join(f"{k}={v}" for k, v in (part.get("params") or {}).items())
-             + (f", over {part['over']['name']} (one module each)" if part.get("over") else "")
-             + ".", "", "## Files", ""]
+             *([("At " + ", ".join(f"{k}={v}" for k, v in (part.get("params") or {}).items())
+                 if part.get("params") else "At the case's own sizes")
+                + (f", over {part['over']['name']} (one module each)" if part.get("over")
+                   else "") + ".", ""]),
+             "## Files", ""]
     for f in sorted(files):
         if f.endswith(".pb"):
             lines.append(f"- `{f}`: the HloModuleProto jax "

@@ -95,6 +95,9 @@ def series_cell(unit: str, got: dict | None, values: list) -> str:
     figures = [f for f in ((got or {}).get("figures") or {}).values() if f is not None]
     if not figures:
         return "–"
+    if got.get("status") == "unavailable" and "0 bytes" in str(got.get("shape") or ""):
+        # a release that reports 0 bytes measured nothing: no figure, as the bisection's table
+        return f"not measured ({got['shape']})"
     ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
     text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
     measured = [str(v) for v in values if str(v) in got["figures"]]

@@ -165,16 +165,17 @@ def attribution_lines(doc: dict) -> list[str]:
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("The lowered modules, where they differ", shown, "diff")
         else:  # the record kept the lines around the difference, not the lines that differ
-            lines += ["The lowered modules differ, but only beyond the part of their lines kept "
-                      "with this report, so where cannot be shown here.", ""]
+            lines += ["The lowered modules differ, but the lines this report kept of them are "
+                      "the same: the lines that differ were not kept, so they cannot be shown "
+                      "here.", ""]
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
         shown, hidden = unhidden_difference(a["first_difference"])
         if hidden:
             lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
                       f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
                       f" differ{'' if hidden > 1 else 's'} only beyond the part of "
-                      f"{'each' if hidden > 1 else 'the'} line kept with this report, so where "
-                      f"cannot be shown here.", ""]
+                      f"{'each' if hidden > 1 else 'the'} line kept with this report, so the "
+                      f"difference cannot be shown here.", ""]
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
                              "names set aside), its first real difference", shown, "diff")
