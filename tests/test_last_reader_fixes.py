@@ -80,18 +80,18 @@ def test_an_errors_printed_line_says_its_quote_of_the_program_is_shown_as_an_ell
     assert "prints (its quote of the program as …):" in line and "16.12M" in line
 
 
-def test_a_sweep_cell_of_a_release_that_reports_0_bytes_is_no_figure():
+def test_a_sweep_cell_of_a_plan_of_0_bytes_is_no_figure_a_runs_peak_is_one():
     from jaxbisect.report.sweep_summary import series_cell
 
-    got = {"figures": {"1": 65536, "2": 0}, "status": "unavailable", "over": "n_outer",
-           "shape": "memory reported as 0 bytes at n_outer 2 (this release does not measure it)",
-           "fallback": {"metric": "peak_memory"}}
-    assert series_cell("bytes", got, [1, 2]).startswith("not measured (memory reported as 0")
-    got = {**got, "status": "ok", "shape": "constant"}
-    assert series_cell("bytes", got, [1, 2]).startswith("0.00 … 0.06")
+    plan = {"figures": {"1": 0, "2": 0}, "status": "unavailable", "over": "n_outer",
+            "shape": "memory reported as 0 bytes at n_outer 1, 2 (this release does not "
+                     "measure it)", "fallback": None, "metric": "memory"}
+    assert series_cell("bytes", plan, [1, 2]).startswith("not measured (memory reported as 0")
+    peak = {**plan, "figures": {"1": 65536, "2": 0}, "fallback": {"metric": "peak_memory"}}
+    assert series_cell("bytes", peak, [1, 2]).startswith("0.00 … 0.06")
     readme = (REPORTS / "repro" / "README.md").read_text()
     row = next(x for x in readme.splitlines() if x.startswith("| 0.4.20") and "| cpu" in x)
-    assert "not measured" in row
+    assert "not measured (memory reported" not in row and "0.00 (runtime)" in row
 
 
 def test_a_bundle_readme_never_says_at_nothing():

@@ -42,18 +42,26 @@ def test_the_table_intro_states_the_size_its_rows_were_measured_at():
             assert f"asks {k}={doc['case']['params'][k]!r}" in how
 
 
-def test_an_unavailable_compare_series_prints_no_figure():
+def test_an_unavailable_plan_prints_no_figure_and_a_runs_peak_its_figures():
+    """A compiled plan of 0 bytes (the release measures nothing) is no figure; a run's peak of
+    0 bytes (its growth below a page) is a figure like any other (the mission's v1 at 0.4.20:
+    0, 0, 0, 4096 bytes)."""
+    from jaxbisect.report.markdown.tables import unmeasured
+
+    plan = {"status": "unavailable", "figures": {"1": 0, "2": 0}, "metric": "memory",
+            "fallback": None}
+    assert unmeasured(plan)
+    assert not unmeasured({**plan, "metric": "peak_memory"})
+    assert not unmeasured({**plan, "fallback": {"metric": "peak_memory"}})
     doc = load(SCAN_CPU)
     headers, rows = probe_rows(doc)
-    unavailable = [(p["jax"], c) for p in doc["probes"]
-                   for c, s in (p.get("compare") or {}).items()
-                   if s.get("status") == "unavailable" and 0 in s["figures"].values()]
-    assert unavailable
-    for jax, c in unavailable:
+    peaks = [(p["jax"], c) for p in doc["probes"] for c, s in (p.get("compare") or {}).items()
+             if s.get("status") == "unavailable" and s.get("metric") == "peak_memory"]
+    assert peaks
+    for jax, c in peaks:
         row = next(r for r in rows if r[0] == jax)
         cell = row[next(i for i, h in enumerate(headers) if h.startswith(c))]
-        assert cell.startswith("not measured"), cell
-        assert not re.search(r"\d\.\d\d", cell), cell
+        assert re.match(r"\d+\.\d\d", cell) and "not measured" not in cell, cell
 
 
 def test_a_compare_series_with_real_figures_still_prints_them():

@@ -95,7 +95,8 @@ def series_cell(unit: str, got: dict | None, values: list) -> str:
     figures = [f for f in ((got or {}).get("figures") or {}).values() if f is not None]
     if not figures:
         return "–"
-    if got.get("status") == "unavailable" and "0 bytes" in str(got.get("shape") or ""):
+    if (got.get("status") == "unavailable" and "0 bytes" in str(got.get("shape") or "")
+            and not got.get("fallback") and got.get("metric") != "peak_memory"):
         # a release that reports 0 bytes measured nothing: no figure, as the bisection's table
         return f"not measured ({got['shape']})"
     ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]

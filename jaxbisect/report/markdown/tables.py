@@ -112,8 +112,11 @@ def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
 
 
 def unmeasured(series: dict) -> bool:
-    """A series its release did not measure: marked unavailable, with figures of 0 (memory
-    reported as 0 bytes), which are no figures at all."""
+    """A series its release did not measure: a compiled plan marked unavailable, with figures
+    of 0 (memory reported as 0 bytes), which are no figures at all. A run's peak always
+    measures: its 0 is a peak below what RSS can see (a page), a figure like any other."""
+    if series.get("metric") == "peak_memory" or series.get("fallback"):
+        return False
     return series.get("status") == "unavailable" and any(
         f == 0 for f in (series.get("figures") or {}).values())
 
