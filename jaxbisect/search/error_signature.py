@@ -50,16 +50,21 @@ def split_type(text: str) -> tuple[str | None, str]:
     return None, text
 
 
+def _past_quote(s: str, i: int) -> int:
+    """The index just past the quoted string opened at ``s[i]`` (escapes respected)."""
+    j, n = i + 1, len(s)
+    while j < n and s[j] != '"':
+        j += 2 if s[j] == "\\" else 1
+    return j + 1
+
+
 def _past_balanced(s: str, i: int) -> int:
     """The index just past the bracket opened at ``s[i]`` (quoted strings respected)."""
     stack, n = [], len(s)
     while i < n:
         c = s[i]
         if c == '"':
-            j = i + 1
-            while j < n and s[j] != '"':
-                j += 2 if s[j] == "\\" else 1
-            i = j + 1
+            i = _past_quote(s, i)
             continue
         if c in _OPEN:
             stack.append(_OPEN[c])
@@ -92,10 +97,7 @@ def _remove_instructions(s: str, mark: str) -> str:
         while j < n:
             c = s[j]
             if c == '"':
-                k = j + 1
-                while k < n and s[k] != '"':
-                    k += 2 if s[k] == "\\" else 1
-                j = k + 1
+                j = _past_quote(s, j)
                 continue
             if c in _OPEN:
                 j = _past_balanced(s, j)
