@@ -25,7 +25,7 @@ from jaxbisect.report.document import document, write_report
 from jaxbisect.report.markdown import render
 from jaxbisect.report.markdown.reproduce import standalone_script
 from jaxbisect.report.markdown.tables import probe_rows
-from jaxbisect.report.markdown.words import shape_words
+from jaxbisect.report.markdown.words import SHAPE_LEGEND, shape_words
 from jaxbisect.search.question import Run, question_from, with_params
 from jaxbisect.stages.releases import MetricRequest, bisect_metric, search_size, smaller_size
 from repro.case import CaseError, read_case
@@ -142,8 +142,8 @@ def test_a_shape_bisection_of_recorded_documents(recorded_catalogue):
         3112.79, 6164.55, 15319.82, 30578.61, 45837.40]  # the full size, not the search's
     assert list(doc["probes"][0]["compare"]["v2"]["figures"]) == ["1", "2"]
     headers, rows = probe_rows(document(b, None))
-    assert headers[4] == "n_outer=1 (MiB)" and rows[1][headers.index("shape")].startswith(
-        "grows (+1.00")
+    assert headers[4] == "n_outer=1 (MiB)" and rows[1][headers.index("shape")] == (
+        "grows 3051.76 MiB per n_outer")  # one stacked output: 100 × 200³ float32
     assert rows[0][headers.index("v1 (MiB)")] == "30.52"
     assert "--over" not in reproduce_argv(b)  # the case's own shape: nothing to add
     assert "for value in [1, 2, 5, 10, 15]:" in standalone_script(document(b, None))
@@ -179,7 +179,10 @@ def test_the_report_is_read_from_its_json_document(recorded_catalogue):
     new = stored["probes"][1]
     new["series"]["shape"], new["series"]["figures"]["15"] = "grows (+9.99/outer)", 7 * MB
     shown = render(stored)
-    said = shape_words("grows (+9.99/outer)")  # the stored label, in the report's words
+    # the stored label, in the report's words: its growth where the figures agree with it
+    said = shape_words("grows (+9.99/outer)", new["series"]["figures"])
+    assert said == "grows by 9.99 stacked outputs per n_outer"
+    assert SHAPE_LEGEND in shown  # what "from n_outer 2" and a stacked output are
     row = next(line for line in shown.splitlines() if line.startswith("| 0.5.1"))
     assert said in row and "| 7.00 " in row  # the table's
     assert "+1.00" not in row

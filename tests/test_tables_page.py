@@ -88,7 +88,7 @@ def test_the_tables_sections_speak_a_maintainers_words(path):
     assert not INNER.findall(text), INNER.findall(text)
     found = [w for w in inner_words() if re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE)]
     assert not found, found  # docs/glossary.md's words, held to the tables' intros too
-    assert "step #" in headers
+    assert "order measured" in headers
     assert "probe #" not in render(doc)
 
 

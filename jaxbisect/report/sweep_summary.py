@@ -21,6 +21,7 @@ from jaxbisect.files import (
 from jaxbisect.lab import backends
 from jaxbisect.lab.machine import machine_description
 from jaxbisect.report.figures import figure_text, shown_bare
+from jaxbisect.report.markdown.words import PER_OUTER, SHAPE_LEGEND, shape_words
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import (
     Shown,
@@ -140,7 +141,7 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
                       if series else "" for v in values),
                     *(series_cell(unit, (d.get("compare") or {}).get(label), values)
                       if series else "" for label in compare),
-                    series.get("shape") or ""]
+                    shape_words(series.get("shape"), series.get("figures"))]
         else:
             spread = (f"{figure_text(d['metric'], unit, {'median': fig['min']})} … "
                       f"{figure_text(d['metric'], unit, {'median': fig['max']})}"
@@ -178,7 +179,10 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
     for asked, releases in by_asked.items():
         which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
         lines.append(f"- Asked{which}: `{asked}`")
-    lines += [LABEL_LINE, "", results_table(results) if results else "_No results yet._", ""]
+    lines.append(LABEL_LINE)
+    if any(PER_OUTER.match(str((d.get("series") or {}).get("shape") or "")) for d in results):
+        lines.append(f"- {SHAPE_LEGEND}")
+    lines += ["", results_table(results) if results else "_No results yet._", ""]
     if unreadable:
         lines += [f"Unreadable result files (ignored): {', '.join(unreadable)}", ""]
     lines += [MACHINE_SUMMARY, "", "```text", *measured_on(results),

@@ -56,7 +56,9 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                     f"{versions[0]} → {shapes[1]} at jax {versions[1]}")
         return f"{shapes[0]} over {name} at jax {versions[0]} and {shapes[1]} at jax {versions[1]}"
     if doc["over"]:
-        shapes = [shape_words((p.get("series") or {}).get("shape")) or "no shape" for p in ends]
+        shapes = [shape_words((p.get("series") or {}).get("shape"),
+                              (p.get("series") or {}).get("figures")) or "no shape"
+                  for p in ends]
         name = doc["over"]["name"]
         if found:
             return (f"{metric} over {name}: {shapes[0]} at jax {versions[0]} → {shapes[1]} at "
@@ -518,13 +520,6 @@ def setting_kind(doc: dict, w: dict) -> str:
     return kind_of_setting(w["xla_flags"], w.get("safe", True))
 
 
-def fixed_line(doc: dict) -> str | None:
-    """"Fixed in", only where measured: the pair of a fix, or a change that went inside."""
-    if doc["status"] == Status.FOUND and doc["direction"] == Direction.FIX:
-        return f"- **Fixed in:** jax {doc['first_new']['jax']}."
-    return None  # a change that came and went: the answer's sentence names where it went
-
-
 def hlo_line(doc: dict) -> str | None:
     """The HLO bundle beside the report: XLA's side of the change, without jax."""
     h = doc.get("hlo_module")
@@ -557,7 +552,7 @@ def first_screen(doc: dict) -> list[str]:
              f"({measured_words(doc)})")
     part = tpu.first_screen_line(doc)
     facts = [pair_line(doc), part and f"- {part}", *commits_first_lines(doc),
-             culprit_line(doc), fixed_line(doc), hlo_line(doc)]
+             culprit_line(doc), hlo_line(doc)]
     facts = [cut(f, 420) for f in facts if f]
     return [title, "", answer_line(doc), "", *facts, *([""] if facts else []),
             *reproduce_block(doc)]

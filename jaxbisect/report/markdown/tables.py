@@ -14,6 +14,8 @@ from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
 from jaxbisect.report.markdown.words import (
     EMPTY_CELLS,
     END_WORDS,
+    PER_OUTER,
+    SHAPE_LEGEND,
     by_release,
     clause_cut,
     confidence_words,
@@ -164,7 +166,7 @@ def series_columns(doc: dict):
             *(shown_bare(u, figures.get(str(v))) for v in values),
             *(compared((probe.get("compare") or {}).get(c), beside)
               for c, beside in compare.items()),
-            shape_words(series["shape"]) if series else "–"], note
+            shape_words(series["shape"], figures) if series else "–"], note
     return headers, cells
 
 
@@ -194,7 +196,7 @@ def probe_rows(doc: dict) -> tuple[list[str], list[list]]:
     """The table of probes, a row a release in release order; its note column only where a
     row has a note."""
     columns, cells = (series_columns if doc["over"] else figure_columns)(doc)
-    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "step #", "note"], []
+    headers, rows = ["jax", "jaxlib", "behaviour", *columns, "order measured", "note"], []
     for probe in by_release(doc):
         row, middle, note = cells(probe)
         number = doc["search"]["order"].index(probe["jax"]) + 1  # its place in the search
@@ -385,7 +387,11 @@ def probes_lines(doc: dict) -> list[str]:
     """The section of every release probed: how, the table, the search, the chart, skips."""
     headers, rows = probe_rows(doc)
     search = doc["search"]
-    lines = [table(headers, rows), "", search_line(doc), ""]
+    lines = [table(headers, rows), ""]
+    if any(PER_OUTER.match(str(((p.get("series") or {}).get("shape")) or ""))
+           for p in doc["probes"]):
+        lines += [SHAPE_LEGEND, ""]
+    lines += [search_line(doc), ""]
     drawn = chart(doc)
     if drawn:
         lines += [drawn, ""]
