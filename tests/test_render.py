@@ -374,3 +374,20 @@ def test_ends_that_read_the_same_are_said_once():
     line = answer_line(other)
     assert "at both ends" not in line and "ValueError: another" in line
     assert "the same message" in line  # how ends that agree were compared, where they differ
+
+
+def test_a_tag_on_its_release_branch_says_why_the_dates_go_back():
+    """jax-v0.8.3 is tagged after main's last commit on jaxlib 0.8.3: the search line says
+    the tag is on its release branch, with both days as the commit table shows them."""
+    from jaxbisect.report.markdown.commits import branch_words
+
+    doc = doc_of("bisect-0.8.3-0.9.0-v5e-pallas_bf16_batched_matvec-error-e4b85d1c.json")
+    c = doc["commits"]
+    said = branch_words(c)
+    assert c["from_tag"] in said and "release branch" in said
+    assert c["old_end"]["date"][:10] in said and c["new_end"]["date"][:10] in said
+    assert said in render(doc)
+    c["old_end"] = {**c["old_end"], "date": "2026-01-01T00:00:00+00:00"}  # tagged before
+    assert branch_words(c) == ""
+    assert branch_words(doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")[
+        "commits"]) == ""

@@ -384,7 +384,9 @@ def alike_how(doc: dict) -> str:
     if doc["metric"]["name"] == "error":  # messages, compared by equality
         return "the same message"
     if doc["metric"]["name"] == "output":  # values, within a relative tolerance
-        return f"the same values within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} relative"
+        # (search/classify.py: a NaN matches only a NaN)
+        return (f"the same values (within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} "
+                f"relative; a NaN matches a NaN)")
     share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
     return f"the same within {share:.0%}"
 

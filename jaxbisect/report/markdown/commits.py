@@ -212,6 +212,19 @@ def agreement(doc: dict, c: dict) -> str | None:
             f"modules, the other runs jax's Python.")
 
 
+def branch_words(c: dict) -> str:
+    """Where the old tag is dated after the new end: it sits on its release branch, and the
+    search goes on along main from where that branch left it (the dates go back)."""
+    # each day as the commit table shows it: the date its author's clock gave
+    tagged, last = (str((c.get(k) or {}).get("date") or "")[:10] for k in ("old_end", "new_end"))
+    if not (tagged and last and tagged > last):
+        return ""
+    return (f" {c['from_tag']} is tagged on its release branch ({tagged}), after "
+            f"main had moved on: the commits after it are main's, from where that branch left "
+            f"main up to {short(c['new_end'])} ({last}), so their dates run from "
+            f"before the tag's.")
+
+
 def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     """One commits part's section."""
     title = f"## jax commits{f' ({pair[0]} → {pair[1]})' if pair else ''}"
@@ -223,10 +236,10 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
               f"{short(c['new_end'])}, the last that runs on jaxlib {c['runs_on']['jaxlib']}, "
               f"each as jax's Python of that commit on jax {c['runs_on']['jax']}'s environment "
               f"(a merge is one step: the state main was in; the commits inside it are listed "
-              f"where it is the first bad one)."
-              + (f" {commits_measured(c['search']['probes'])}, {c['search']['runs']} runs, at "
-                 f"most {c['search']['limit']['probes']} when none is skipped." if c.get("search")
-                 else ""), ""]
+              f"where it is the first bad one)." + branch_words(c)
+              + (f" {commits_measured(c['search']['probes'])} (at most "
+                 f"{c['search']['limit']['probes']} when none is skipped), "
+                 f"{c['search']['runs']} runs in all." if c.get("search") else ""), ""]
     lines += newer_lines(c)
     comparison = agreement(doc, c)
     if comparison:
