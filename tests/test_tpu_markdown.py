@@ -99,6 +99,10 @@ def test_where_the_swaps_place_it_in_libtpu_no_section_says_jaxlib(path):
     libtpu = (part.get("narrowed") or {}).get("first_new") or part["new"]["libtpu"]
     section = text.split("## jax commits", 1)[1].split("\n## ", 1)[0]
     assert f"libtpu {libtpu}" in section and "No jax commit" in section
+    # nor lists jaxlib's own commits as the place to look
+    listed = [c for c in (part.get("jaxlib_commits") or {}).get("commits", ())
+              if f"[{c['sha'][:10]}]({c['url']})" in text]
+    assert not listed, listed
 
 
 @pytest.mark.parametrize("path", NO_FIGURE, ids=lambda p: p.name)

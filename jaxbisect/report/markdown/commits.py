@@ -286,13 +286,16 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                   *[f"- `{x['sha'][:10]}` {subject(x['subject'])}: {x['why']}"
                     for x in c["skipped"]], ""]
     need = len(c["need_new"])
-    if c["came_with"] != "both":
-        lines += [f"Not seen by this search: the {need} commit{'' if need == 1 else 's'} after "
-                  f"{short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib "
+    if c["came_with"] != "both" and need:
+        older = c["runs_on"]["jaxlib"]
+        newer_ran = bool((c.get("newer") or {}).get("probes"))
+        lines += [f"Not seen on jaxlib {older}: the {need} commit{'' if need == 1 else 's'} "
+                  f"after {short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib "
                   f"{c['new_jaxlib']} (jax {c['new']}'s release preparation raised the minimum; "
                   f"where {c['to_tag']} sits on a release branch, its commits there too), and "
-                  f"jax code gated on the jaxlib version takes jaxlib "
-                  f"{c['runs_on']['jaxlib']}'s path throughout.", ""] if need else []
+                  f"jax code gated on the jaxlib version takes jaxlib {older}'s path throughout"
+                  + (f"; the other half above searches them on jaxlib {c['new_jaxlib']}."
+                     if newer_ran else "."), ""]
     if c["need_new"]:
         lines += details("the commits that need the newer jaxlib",
                          [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")

@@ -13,6 +13,7 @@ import re
 from jaxbisect.report.installs import pip_words
 from jaxbisect.report.markdown.words import PAIR_WORDS, pair_words
 from jaxbisect.search.error_signature import core
+from jaxbisect.search.tpu_parts import Part
 
 _CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
 
@@ -147,7 +148,8 @@ def section(doc: dict) -> list[str]:
             lines += ["", f"Skipped (no figure): {', '.join(narrowed['skipped'])}."]
         lines += ["", narrowed.get("finest") or ""]
     changes = part.get("jaxlib_commits") or {}
-    if changes.get("commits"):
+    # where the swaps place it in libtpu alone, jaxlib's commits are not where to look
+    if changes.get("commits") and part.get("part") != Part.LIBTPU:
         lines += ["", f"Commits that change the jax repository's jaxlib/ between the releases "
                       f"({changes['count']}; a jaxlib build at each would test them, the "
                       f"toolkit runs jax's Python only):", ""]
