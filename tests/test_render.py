@@ -391,3 +391,18 @@ def test_a_tag_on_its_release_branch_says_why_the_dates_go_back():
     assert branch_words(c) == ""
     assert branch_words(doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")[
         "commits"]) == ""
+
+
+@pytest.mark.parametrize("reason, said", [
+    ("raised: at n_outer 2: XlaRuntimeError: INTERNAL: Unsupported instruction opcode: slice",
+     " at n_outer 2: Unsupported instruction opcode: slice"),
+    ("raised: at n_outer 2: XlaRuntimeError: INTERNAL: ptxas exited, output: ptxas "
+     "/tmp/tempfile-vm-c2cd-8050, line 10; fatal", " at n_outer 2: ptxas exited, output: ptxas "
+     "(a temporary file), line 10; fatal"),
+    ("crashed: SIGABRT: Check failed: x == 1", ": crashed (SIGABRT): Check failed: x == 1"),
+    ("hangs past 60 s", ": hangs past 60 s"),
+])
+def test_a_pass_that_gave_no_figure_says_why_without_the_exception_class(reason, said):
+    from jaxbisect.report.markdown.explain import reason_words
+
+    assert reason_words(reason) == said

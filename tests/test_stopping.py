@@ -43,6 +43,15 @@ def question(repo: Path, reports: Path, *more: str) -> list[str]:
             "--", "python", "-c", STALLING]
 
 
+def searched(commits: dict, shas: list[str]) -> str:
+    """What the search measured at each commit (by its index in the history) and what it
+    skipped: the message of a first bad commit other than the history's."""
+    steps = [(shas.index(st["sha"]), st["runs_on"]["jaxlib"] if st.get("runs_on") else "",
+              st.get("label"), st.get("error") or st.get("figure")) for st in commits["steps"]]
+    skipped = [(shas.index(x["sha"]), x["why"]) for x in commits["skipped"]]
+    return f"steps {steps}; skipped {skipped}"
+
+
 def interrupt(process: subprocess.Popen) -> tuple[int, float]:
     """SIGINT to the run's process group (as a terminal's Ctrl-C): its exit status, and the
     seconds it took to exit."""
@@ -67,8 +76,8 @@ def test_a_refused_or_interrupted_commit_stage_leaves_the_finished_report(
     assert done.returncode == 0, err
     files = sorted(reports.glob("bisect-*"))
     finished = {p: p.read_bytes() for p in files}
-    assert json.loads(next(p for p in files if p.suffix == ".json").read_text())[
-        "commits"]["first_bad"]["sha"] == shas[7]
+    commits = json.loads(next(p for p in files if p.suffix == ".json").read_text())["commits"]
+    assert commits["first_bad"]["sha"] == shas[7], searched(commits, shas)
 
     # A clone that lacks the newer release's tag, with nowhere to fetch it from: exit 2.
     lacking = tmp_path / "lacking.git"
@@ -117,8 +126,8 @@ def test_ctrl_c_at_any_moment_exits_130_at_once_and_a_rerun_resumes(
     done = bisect(*question(repo, reports), cwd=repo.parent)
     out, err = done.communicate(timeout=600)
     assert done.returncode == 0, err
-    doc = json.loads(next(reports.glob("bisect-*.json")).read_text())
-    assert doc["commits"]["first_bad"]["sha"] == shas[7]
+    commits = json.loads(next(reports.glob("bisect-*.json")).read_text())["commits"]
+    assert commits["first_bad"]["sha"] == shas[7], searched(commits, shas)
 
 
 # --- came and went: the commits below both pairs, in a lab of recorded answers ---

@@ -586,10 +586,15 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     def run(asked: Question, number: int):
         return lab.run(release, backend, asked, number, timeout=timeout)
 
-    base = values_of([run(question, k) for k in range(1, batch + 1)], reduce)
+    base_runs = [run(question, k) for k in range(1, batch + 1)]
+    base = values_of(base_runs, reduce)
     doc = {"release": str(release.version), "metric": question.metric, "case": question.label,
            "baseline": middle(base), "passes_changed": [], "tests": [], "culprit": None,
-           "workarounds": []}
+           "workarounds": [],
+           # a shape's figures at each value with every pass (as each test's "series")
+           "baseline_series": next((sized["figures"] for r in base_runs
+                                    if (sized := series_of(r))), None) if question.over
+           else None}
 
     def named_none(text: str) -> dict:
         doc["culprit"] = {"kind": "none", "name": None, "text": text}
@@ -656,10 +661,20 @@ def explain_release(lab: Lab, release: Release, backend: str, question: Question
     doc["culprit"] = {"kind": "pass", "name": effects[0][0],
                       "text": f"Turning off one HLO pass at a time under jax "
                               f"{release.version}, {len(effects)} of the "
-                              f"{len(candidates[:MAX_PASSES])} passes that changed "
-                              f"{question.label}'s module change its {question.metric} "
+                              f"{counted_passes(doc['tests'], question.label)} "
+                              f"{question.metric} "
                               f"({base_word}): {shown}{cannot}"}
     return doc
+
+
+def counted_passes(tests: list[dict], label: str) -> str:
+    """"the 11 passes that changed scan_growth's module", or where some gave no figure
+    without them, "the 17 passes measured (of 21 that changed …; 4 gave no figure …)"."""
+    none = sum(t["verdict"] == Verdict.NO_FIGURE for t in tests)
+    if not none:
+        return f"{len(tests)} passes that changed {label}'s module change its"
+    return (f"{len(tests) - none} passes measured (of the {len(tests)} that changed {label}'s "
+            f"module, {none} gave no figure without them) change its")
 
 
 def baseline_shape_words(word: str) -> str:

@@ -36,7 +36,26 @@ def no_figure_words(t: dict) -> str:
     verdict = t.get("verdict", "")
     if verdict != "no figure":
         return verdict
-    return f"no figure: {t['reason']}" if t.get("reason") else "no figure (no reason was recorded)"
+    if not t.get("reason"):
+        return "no figure (no reason was recorded)"
+    return f"no figure{reason_words(t['reason'])}"
+
+
+# "raised: at n_outer 2: XlaRuntimeError: INTERNAL: msg": where, and XLA's message alone
+_RAISED_AT = re.compile(r"^raised: (?:(?P<at>at [^:]+): )?(?:\w+(?:Error|Exception): )?"
+                        r"(?:[A-Z_]+: )?(?P<message>.*)$", re.DOTALL)
+_TEMP_FILE = re.compile(r"(?<![\w.])/tmp/\S+?(?=[,;:\s]|$)")
+
+
+def reason_words(reason: str) -> str:
+    """Why a setting gave no figure, as the page says it: where (``at n_outer 2``) and XLA's
+    message without the exception's class or this machine's temporary files."""
+    reason = _TEMP_FILE.sub("(a temporary file)", reason)
+    if match := re.match(r"crashed: (SIG\w+): (.*)$", reason, re.DOTALL):
+        return f": crashed ({match[1]}): {match[2]}"
+    if match := _RAISED_AT.match(reason):
+        return f"{' ' + match['at'] if match['at'] else ''}: {match['message']}"
+    return f": {reason}"
 
 
 def render_explain(doc: dict) -> str:
@@ -72,7 +91,8 @@ def render_explain(doc: dict) -> str:
     parts = [
         f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
         "", culprit_words(explanation["culprit"]["text"]) + ".", "",
-        f"Baseline: {figure_cell(metric, unit, base)}"
+        f"Baseline (every pass on): "
+        f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",
         "Reproduce with this toolkit (its README's Quick start installs it):", "", "```sh",
         doc["reproduce"], "```", "", "## Details", "",
