@@ -3,6 +3,7 @@ flag search's finding, a setting with no figure says why (or that no reason was 
 HLO module's figure is shown as every MiB figure (two decimals)."""
 
 import json
+import re
 from pathlib import Path
 
 from jaxbisect.evidence.hlo import mib
