@@ -252,7 +252,20 @@ def test_a_parent_is_named_by_what_it_measured(path):
 @pytest.mark.parametrize("path", [p for p in DOCUMENTS if report(p)[0].get("status") == "found"],
                          ids=lambda p: p.stem)
 def test_the_headline_says_the_documents_direction(path):
-    """The markdown's word for the change is the JSON's ``direction``, never another."""
+    """The markdown's word for the change is the JSON's ``direction``; a "changed" one is a
+    regression or a fix only where the record says which end is right: the case's EXPECT, or
+    an error metric's "no error" at one end. The pair's words say the same."""
+    from jaxbisect.report.markdown.words import direction_of, pair_words
+
     doc, markdown = report(path)
-    word = {"regression": "Regression", "fix": "Fix", "changed": "Change"}[doc["direction"]]
+    said = direction_of(doc)
+    if said != doc["direction"]:
+        pair = [probe["figure"].get("value") for probe in doc["probes"]
+                if probe["jax"] in (doc["last_old"]["jax"], doc["first_new"]["jax"])]
+        assert doc["direction"] == "changed" and (
+            (doc.get("case") or {}).get("expect") is not None
+            or (doc["metric"]["name"] == "error" and "no error" in pair)), said
+    word = {"regression": "Regression", "fix": "Fix", "changed": "Change"}[said]
     assert first_screen(markdown).splitlines()[2].startswith(f"**{word} (")
+    first = dict(zip(("last_old", "first_new"), pair_words(doc)))
+    assert f"**{first['last_old'].capitalize()}:** jax {doc['last_old']['jax']}" in markdown

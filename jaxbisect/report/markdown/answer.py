@@ -19,6 +19,7 @@ from jaxbisect.report.markdown.expect import expect_sentence
 from jaxbisect.report.markdown.reproduce import reproduce_block
 from jaxbisect.report.markdown.words import (
     cut,
+    direction_of,
     label,
     pair_words,
     plainly,
@@ -446,7 +447,7 @@ def answer_line(doc: dict) -> str:
                 f"{ends_figures(doc)}, but this machine's noise does not let the tool decide at "
                 f"{CONFIDENCE:.0%} after {runs} runs of each end ({doc['ends']['reason']}). "
                 f"{undecided_advice(doc)}")
-    return (f"**{VERBS.get(doc['direction'], 'Change')} ({where}):** "
+    return (f"**{VERBS.get(direction_of(doc), 'Change')} ({where}):** "
             f"{ends_figures(doc, found=True)}."
             + quantities_sentence(doc, (doc["last_old"]["jax"], doc["first_new"]["jax"]))
             + expect_sentence(doc))

@@ -173,10 +173,13 @@ def newer_lines(c: dict) -> list[str]:
     newer = c.get("newer")
     if not newer:
         return []
+    before = (f", from the first that behaves as either release (the {newer['start']} before "
+              f"it fail or behave as neither)" if newer["start"] else "")
+    inside = (c.get("inside") or {}).get("newer") or {}
+    more = (f", then the {inside['commits']} between them" if inside.get("measured") else "")
     return [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
-            f"the commits of the range that pass jax's version check there, from the first "
-            f"that behaves as either release ({newer['start']} before it fail or behave as "
-            f"neither), {commits_measured(newer['probes'])}: "
+            f"the commits of the range that pass jax's version check there{before}; "
+            f"{commits_measured(newer['probes'])}{more}: "
             + (newer["reason"] or {"both": "the first bad commit above",
                                    "jaxlib": "every one behaves as the newer release"}
                .get(newer["came_with"], "")) + ".", ""]
@@ -252,6 +255,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                  "third behaviour" if st.get("third") else st["label"]]
                 for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
                     (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
+        rows += inside_rows(doc, c)
         lines += details(f"Each commit measured ({len(rows)})", [
             table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"], "label"],
                   rows)])
@@ -337,6 +341,29 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
                   f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
                   f"{shown['ends'][0]['command']}"]
     return lines
+
+
+# A commit between alike ends, placed against them (search/placing.py's AgainstEnds).
+BETWEEN_WORDS = {"old": "between, as both ends", "differs": "between, as neither end",
+                 "cannot tell": "between, cannot tell"}
+
+
+def inside_rows(doc: dict, c: dict) -> list[list]:
+    """The commit table's rows of the commits measured between alike ends (``inside``), each
+    with its subject and date where the record names the commit elsewhere."""
+    known = {x["sha"]: x for x in (*c["need_new"], *c["steps"], *c.get("between", ()))}
+    rows = []
+    for side in ("older", "newer"):
+        part = (c.get("inside") or {}).get(side) or {}
+        jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib",
+                                                               c["runs_on"]["jaxlib"])
+        for row in part.get("rows") or () if part.get("measured") else ():
+            named = known.get(row["sha"]) or {}
+            rows.append([row["sha"][:10], str(named.get("date") or "")[:10] or "–",
+                         subject(named["subject"]) if named.get("subject") else "–", jaxlib,
+                         figure_text(doc["metric"]["name"], unit(doc), row["figure"]),
+                         BETWEEN_WORDS.get(row["label"], row["label"])])
+    return rows
 
 
 def inside_lines(c: dict) -> list[str]:

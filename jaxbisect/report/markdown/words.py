@@ -9,6 +9,7 @@ from packaging.version import Version
 from tabulate import tabulate
 
 from jaxbisect.report.figures import figure_text
+from jaxbisect.report.markdown.expect import verdicts
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
 
@@ -271,11 +272,17 @@ PAIR_WORDS = {Direction.REGRESSION: ("last good", "first bad"),
 
 
 def direction_of(doc: dict) -> str:
-    """The change's direction; an error that appears is a regression, one that goes a fix."""
+    """The change's direction; where a case states what is right (EXPECT), the pair's end that
+    gives it says which; an error that appears is a regression, one that goes a fix."""
     direction = doc["direction"]
-    if doc["metric"]["name"] == "error" and direction == Direction.CHANGED:
-        old, new = (probe_at(doc, doc[k]["jax"])["figure"].get("value")
-                    for k in ("last_old", "first_new"))
+    if direction != Direction.CHANGED or not (doc.get("last_old") and doc.get("first_new")):
+        return direction
+    pair = (doc["last_old"]["jax"], doc["first_new"]["jax"])
+    right = verdicts(doc)  # the case's EXPECT, where it states what is right
+    if all(v in right for v in pair) and right[pair[0]] != right[pair[1]]:
+        return Direction.REGRESSION if right[pair[0]] else Direction.FIX
+    if doc["metric"]["name"] == "error":
+        old, new = (probe_at(doc, v)["figure"].get("value") for v in pair)
         return (Direction.REGRESSION if old == "no error" else
                 Direction.FIX if new == "no error" else direction)
     return direction
