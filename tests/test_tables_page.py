@@ -178,11 +178,14 @@ def test_a_search_count_is_out_of_the_releases_it_could_measure_and_the_range_as
     candidates, skipped = doc["search"]["candidates"], len(doc["skipped"])
     assert skipped  # releases the machine cannot install, left out before the search
     text = "\n".join([search_line(doc), *probes_lines(doc)])
-    said = f"of the {candidates} measurable here ({candidates + skipped} in the range asked)"
+    yanked = ", ".join(y["jax"] for y in doc["yanked"] if not y["candidate"])
+    said = (f"of the {candidates} measurable here ({candidates + skipped} in the range asked"
+            + (f"; yanked {yanked} left out)" if yanked else ")"))
     assert f"measured, {doc['search']['probes']} {said}:" in text and "at most" in text, text
     assert f"of the {candidates} in the range" not in text, text
     cpu = load(SCAN_CPU)  # nothing skipped: the candidates are the range
-    assert f"of the {cpu['search']['candidates']} in the range when" in search_line(cpu)
+    assert f"of the {cpu['search']['candidates']} in the range (yanked 0.4.32 left out) when" \
+        in search_line(cpu)
 
 
 def test_a_compare_program_is_said_as_the_rows_measured_it():
@@ -205,8 +208,9 @@ def test_the_tables_say_the_releases_measured_and_the_time_allowed_not_jargon():
     first, last = doc["measured_part"]
     text = how_text(doc)
     assert doc["ends"]["reason"] == "the ends give the same value"
+    # a shape's "value" is its word (constant, grows): said as a shape, never as a figure
     assert f"The oldest and newest releases measured (jax {first} and {last}): they give the " \
-           f"same value." in text, text
+           f"same shape over {doc['over']['name']}." in text, text
     assert "The ends:" not in text and "the ends give" not in text, text
     differ = load(REPORTS / "cases" / "bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
     assert differ["ends"]["reason"] == "the ends give different values"

@@ -29,14 +29,13 @@ from jaxbisect.report.markdown.words import (
     unit,
 )
 from jaxbisect.search.classify import Direction
-from jaxbisect.search.comparing import errors_alike
+from jaxbisect.search.comparing import OUTPUT_TOLERANCE, errors_alike
 from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.rounds import Status
 
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
-OUTPUT_TOLERANCE = 1e-5  # comparing.OUTPUT_TOLERANCE
 PEAK_EVERYWHERE = "a run's peak at every release"
 
 
@@ -386,8 +385,11 @@ def alike_how(doc: dict) -> str:
         return "the same message"
     if doc["metric"]["name"] == "output":  # values, within a relative tolerance
         # (search/classify.py: a NaN matches only a NaN)
-        return (f"the same values (within {doc['metric']['threshold'] or OUTPUT_TOLERANCE:g} "
-                f"relative; a NaN matches a NaN)")
+        given = doc["metric"]["threshold"]
+        rtol = given or OUTPUT_TOLERANCE
+        return (f"the same values (within {rtol:g} relative, {rtol * 1e-3:g} absolute"
+                + ("" if given else ", the default: --threshold sets it")
+                + "; a NaN matches a NaN)")
     share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
     return f"the same within {share:.0%}"
 

@@ -61,7 +61,7 @@ def render_bisection(doc: dict) -> str:
             body += lines(doc)
     parts += ["## Details", "", *interior_lines(doc), *probes_lines(doc),
               *standalone_lines(doc), *target_lines(doc), *body, *run_lines(doc),
-              *packages_lines(doc["probes"])]
+              *packages_lines([*doc["probes"], *(doc.get("interior") or ())])]
     return within_limit(parts)
 
 

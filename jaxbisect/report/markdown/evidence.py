@@ -167,8 +167,8 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
         out += details("XLA's own text, from its dumps", [RAW_NOTE, "", "\n".join(raw).rstrip()])
-    out += ["One release's dump, in its environment (the report's .json file holds the dump "
-            "files):", "",
+    out += ["One release's dumps, made again in its environment (the report's .json file "
+            "holds what was read from them: the figures and excerpts above):", "",
             _code([command], "sh"), ""]
     if plain:
         out += ["Without the toolkit, from the folder of the case file (*The program*), in the "

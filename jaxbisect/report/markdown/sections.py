@@ -278,11 +278,17 @@ def capped(text: str, most: int = DUMP_LINES) -> str:
     (a report is read, the JSON beside it is searched)."""
     def cut_block(m: re.Match) -> str:
         lines = m["body"].splitlines()
+        # a block that ends with its own count ("… 2 more lines": the record's cut)
+        inner = re.fullmatch(r"… (\d+) more lines?", lines[-1].strip()) if lines else None
+        if inner:
+            lines = lines[:-1]
         if len(lines) <= most:
             return m[0]
-        kept = "\n".join(lines[:most])
-        return (f"```text\n{kept}\n… {len(lines) - most} more lines left out (the "
-                f"report's .json file holds what they show)\n```")
+        kept, held = "\n".join(lines[:most]), len(lines) - most
+        beyond = int(inner[1]) if inner else 0
+        return (f"```text\n{kept}\n… {held + beyond} more lines left out (the report's "
+                + (f".json file holds the next {held}" if beyond else ".json file holds them")
+                + ")\n```")
     return TEXT_BLOCK.sub(cut_block, text)
 
 

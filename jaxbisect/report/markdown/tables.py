@@ -299,6 +299,8 @@ def ends_reason(doc: dict) -> str:
         if doc["status"] == Status.FOUND:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
+    if doc["over"] and text == "the ends give the same value":  # a shape's word, not a figure
+        text = "the ends give the same shape over " + doc["over"]["name"]
     text = confidence_words(re.sub(r"^the ends give ", "they give ", text))
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
@@ -347,9 +349,12 @@ def of_candidates(doc: dict) -> str:
     candidates = doc["search"]["candidates"]
     probed = {p["jax"] for p in doc.get("probes") or ()}
     asked = candidates + len({s["jax"] for s in doc.get("skipped") or ()} - probed)
+    yanked = [y["jax"] for y in doc.get("yanked") or () if not y.get("candidate")]
+    left = f"yanked {', '.join(yanked)} left out" if yanked else ""
     if asked == candidates:
-        return f"of the {candidates} in the range"
-    return f"of the {candidates} measurable here ({asked} in the range asked)"
+        return f"of the {candidates} in the range" + (f" ({left})" if left else "")
+    return (f"of the {candidates} measurable here ({asked} in the range asked"
+            f"{'; ' + left if left else ''})")
 
 
 def search_line(doc: dict) -> str:
@@ -437,8 +442,9 @@ def interior_lines(doc: dict) -> list[str]:
 
 
 def packages_lines(probes: list[dict]) -> list[str]:
-    """Every package recorded in each probed release's environment (its date-resolved set)."""
-    installed = sorted(((p["jax"], p["installed"]) for p in probes if p.get("installed")),
+    """Every package recorded in each measured release's environment (its date-resolved set):
+    the search's releases and those measured inside alike ends, a row a release."""
+    installed = sorted({p["jax"]: p["installed"] for p in probes if p.get("installed")}.items(),
                        key=lambda jp: Version(jp[0]))
     names = sorted({n for _, packages in installed for n in packages} - {"jax"})
     if not names:
