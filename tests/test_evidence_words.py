@@ -92,6 +92,12 @@ def test_run_hlo_module_lines_keep_the_bundle_path_across_the_cd_into_xla():
     words = shlex.split(lines[2])
     assert words[:2] == ["bazel", "run"]
     assert "$BUNDLE/module-n_outer-5.txt" in words and "$PWD/module-n_outer-5.txt" not in words
+    # bazel runs the tool in its runfiles tree: the dump goes under the bundle, by its path
+    assert "--xla_dump_to=$BUNDLE/xla-dump" in words
+    assert lines[3].startswith("# ") and "$BUNDLE/xla-dump/" in lines[3]
+    compared = run_hlo_module_line({**PART, "xla_compare": "https://github.com/openxla/xla/"
+                                    "compare/aaa111...bbb222"}).splitlines()
+    assert "git checkout -q bbb222" in compared[1]  # the newer jaxlib's XLA
     in_report = details_lines(PART)
     assert "BUNDLE=$PWD/bisect-x-hlo   # the bundle folder, as an absolute path" in in_report[
         in_report.index("```sh") + 1]

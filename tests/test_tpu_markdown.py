@@ -165,3 +165,20 @@ def test_the_three_parts_table_labels_the_pair_by_its_roles_not_the_range_s_ends
     assert rows[1].endswith("| first fixed, as measured | |")
     seen = {r.split(" | ")[3] for r in rows[2:]}
     assert seen <= {"last bad", "first fixed", "no figure", "third"}, seen
+
+
+def test_a_next_step_of_commits_says_where_mosaic_versions_will_give_no_figure():
+    """A TPU report whose range held a run that gave no figure for a Mosaic version its libtpu
+    cannot read offers --commits with that said; a report without such a run says nothing."""
+    from jaxbisect.report.markdown.sections import mosaic_caveat
+
+    reports = Path(__file__).resolve().parent.parent / "reports" / "cases"
+    dot = json.loads((reports / "bisect-0.6.1-0.7.0-v5e-pallas_batched_dot_general-error.json")
+                     .read_text())
+    said = mosaic_caveat(dot)
+    assert said and "jax 0.7.0" in said[0] and "libtpu 0.0.17" in said[0]
+    assert said[0] in (reports / "bisect-0.6.1-0.7.0-v5e-pallas_batched_dot_general-error.md"
+                       ).read_text()
+    for swap in dot["libtpu"]["swaps"]:
+        swap["reason"] = None
+    assert mosaic_caveat(dot) == []

@@ -145,13 +145,14 @@ def attribution_lines(doc: dict) -> list[str]:
                       "module; jax's own commits between the two releases tell jax's Python "
                       "from the jaxlib, without building anything"
                       + (" (before the rebuilds below)" if rebuilds else "") + ":", "",
-                      "```sh", commits_command(doc), "```", ""]
+                      "```sh", commits_command(doc), "```", "", *mosaic_caveat(doc)]
         elif (compiled := compiler_error(doc)) and came_with is None:
             lines += [f"**Next step:** the error (`{compiled}`) is raised "
                       f"{COMPILER_WORDS[compiled]}, after jax's Python has lowered the "
                       f"program; jax's own commits between the two releases tell a change in "
                       f"jax's Python (its lowering) from one in the jaxlib, without building "
-                      f"anything:", "", "```sh", commits_command(doc), "```", ""]
+                      f"anything:", "", "```sh", commits_command(doc), "```", "",
+                      *mosaic_caveat(doc)]
         lines += xla_range
         if a.get("xla_culprit_commits"):
             lines += render_culprit_commits(a["xla_culprit_commits"])
@@ -502,3 +503,21 @@ def xla_note_words(a: dict) -> str:
             + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
                else ", and those sources were not at hand when it ran")
             + "; `--jax-repo PATH` with a clone of jax that holds them links them.")
+
+
+def mosaic_caveat(doc: dict) -> list[str]:
+    """Where a release of the range gave no figure here because its jax wrote a Mosaic
+    version the libtpu it ran with cannot read (compiled without a chip), the commit search
+    meets the same at the commits after that change: said before anyone runs it."""
+    runs = [(p["jax"], p.get("libtpu") or (p.get("installed") or {}).get("libtpu"),
+             p.get("reason")) for p in doc.get("probes") or ()]
+    runs += [(w["jax"], w["libtpu"], w.get("reason"))
+             for w in (doc.get("libtpu") or {}).get("swaps") or ()]
+    seen = next(((jax, libtpu) for jax, libtpu, why in runs if "Mosaic version" in str(why)),
+                None)
+    if seen is None:
+        return []
+    return [f"Compiled without a chip, a commit whose jax writes a newer Mosaic version than "
+            f"its environment's libtpu reads gives no figure (as jax {seen[0]} did with "
+            f"libtpu {seen[1]} above): those commits end as cannot tell here, where on a "
+            f"Cloud TPU VM they would not (jax writes a version its libtpu reads there).", ""]
