@@ -218,7 +218,7 @@ def shared_space_words(labelled: Sequence[tuple[str, dict]]) -> list[str]:
             + "). They say which arrays the plan holds, not how its bytes divide.", ""]
 
 
-_AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most \d+$")
+_AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most (\d+)$")
 _LIVE = re.compile(r"; stacked buffers live: (\d+)$")
 
 
@@ -249,11 +249,22 @@ def untraced_loops(lines: list[str], raw: list[str] | None) -> set[str]:
     return out
 
 
+def counted_header(m: re.Match) -> str:
+    return (f"; stacked {m[1]} buffers made outside the loops and live at a loop's start: at "
+            f"most {m[2]} (those a loop makes inside its body are not counted here)")
+
+
+def untraced_header(m: re.Match) -> str:
+    return (f"; stacked {m[1]} buffers: no count, this listing does not follow them into "
+            f"every loop (below)")
+
+
 def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
-    """A schedule reading as the report shows it: the header without its "at most" count
-    (a maximum over the loops' starts only, read beside the peak's places as a contradiction),
-    each loop's count said as what it counts; a loop whose stacked state the reading did not
-    trace (``raw``: the release's after_optimizations lines) says so rather than 0."""
+    """A schedule reading as the report shows it: the header's "at most" count said as what
+    it counts (buffers made outside the loops, at a loop's start: not the peak's), as records
+    written later say it, or none where a loop's stacked state was not traced; each loop's
+    count said as what it counts; a loop whose stacked state the reading did not trace
+    (``raw``: the release's after_optimizations lines) says so rather than 0."""
     untraced = untraced_loops(list(lines or ()), raw)
     out = []
     for line in lines or ():
@@ -262,5 +273,5 @@ def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
             line = line.removesuffix("; stacked buffers live: 0") + UNTRACED_WORDS
         out.append(_UNTRACED.sub(UNTRACED_WORDS, _LIVE.sub(
             r"; made before it, used after its start: \1",
-            _AT_MOST.sub(r"; following the stacked \1 buffers", line))))
+            _AT_MOST.sub(untraced_header if untraced else counted_header, line))))
     return out
