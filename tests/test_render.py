@@ -406,3 +406,13 @@ def test_a_pass_that_gave_no_figure_says_why_without_the_exception_class(reason,
     from jaxbisect.report.markdown.explain import reason_words
 
     assert reason_words(reason) == said
+
+
+def test_a_diff_cut_inside_its_hunk_says_how_many_lines_are_not_kept():
+    from jaxbisect.report.markdown.sections import hunks_cut
+
+    whole = ["--- old", "+++ new", "@@ -1,3 +1,2 @@", " a", "-b", "-c", "+d"]
+    assert hunks_cut(whole) == []
+    assert hunks_cut(whole[:-2]) == [
+        "… the hunk goes on: 1 old and 1 new lines not kept with this report"]
+    assert hunks_cut(["no hunk"]) == []

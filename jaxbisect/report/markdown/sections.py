@@ -164,7 +164,8 @@ def attribution_lines(doc: dict) -> list[str]:
     if a.get("diff"):
         shown = unhidden_difference(a["diff"])[0]
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
-            lines += details("The lowered modules, where they differ", shown, "diff")
+            lines += details("The lowered modules, where they differ",
+                             shown + hunks_cut(shown), "diff")
         else:  # the record kept the lines around the difference, not the lines that differ
             lines += ["The lowered modules differ, but the lines this report kept of them are "
                       "the same: the lines that differ were not kept, so they cannot be shown "
@@ -179,8 +180,29 @@ def attribution_lines(doc: dict) -> list[str]:
                       f"difference cannot be shown here.", ""]
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
-                             "names set aside), its first real difference", shown, "diff")
+                             "names set aside), its first real difference",
+                             shown + hunks_cut(shown), "diff")
     return lines
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
+
+
+def hunks_cut(diff: list[str]) -> list[str]:
+    """A closing line where the diff's last hunk shows fewer lines than its header counts
+    (the record keeps a diff's first lines only): how many of each side are not shown."""
+    at = max((k for k, line in enumerate(diff) if _HUNK.match(line)), default=None)
+    if at is None:
+        return []
+    header = _HUNK.match(diff[at])
+    body = diff[at + 1:]
+    old = sum(1 for line in body if line[:1] in " -")
+    new = sum(1 for line in body if line[:1] in " +")
+    missing = (int(header["old"] or 1) - old, int(header["new"] or 1) - new)
+    if max(missing) <= 0:
+        return []
+    return [f"… the hunk goes on: {missing[0]} old and {missing[1]} new lines not kept with "
+            f"this report"]
 
 
 def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
