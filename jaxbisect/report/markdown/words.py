@@ -14,7 +14,7 @@ from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
 
 LIMIT = 65_536  # GitHub's comment limit, in characters
-SUBJECT_WIDTH = 72
+SUBJECT_WIDTH = 120
 
 
 EMPTY_CELLS = (None, "")
