@@ -27,7 +27,7 @@ MAX_PROGRAM = 40
 
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
 URL = re.compile(r"https?://[^\s)<>\]|`'\"]+")
-GITHUB = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+(?:\.git#\S+)?"
+GITHUB = re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+(?:\.git#\S+)?"
                     r"(?:/(?:commit/[0-9a-f]{7,40}|pull/\d+|issues/\d+|compare/\S+\.\.\.\S+"
                     r"|tree/\S+|blob/\S+))?/?$")
 EXCEPTION = re.compile(r"\b\w*(?:Error|Exception): |<urlopen error|\[Errno |Traceback \(most")

@@ -217,7 +217,7 @@ def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
     shown = printed(end, at, error) if measured else ""
     quoted = error and measured and "…" in shown and "…" not in (end.get("output") or "")
     # An error's core shows the program's quoted instruction as "…": said so, as printed
-    said = (f"prints{' (its quote of the program as …)' if quoted else ''}: {shown}"
+    said = (f"prints{' (the instruction it quotes shown as …)' if quoted else ''}: {shown}"
             if measured else unrun)
     role = END_WORDS.get(end["role"], end["role"])
     return [f"{label}, {role}", end["install"], f"{end['command']}   # {said}"]
