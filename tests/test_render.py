@@ -321,7 +321,7 @@ def test_an_error_bisections_runs_agree_between_the_lab_the_table_and_the_json(
     doc = document(b, None)
     assert doc["search"]["runs"] == len(lab.asked) == 6 and doc["crashes"] == []
     headers, rows = probe_rows(doc)
-    assert sum(int(row[headers.index("runs")]) for row in rows) == len(lab.asked)
+    assert sum(int(row[headers.index("program runs")]) for row in rows) == len(lab.asked)
     assert f"runs: {len(lab.asked)}," in probes_line(b)  # the terminal's count too
 
 

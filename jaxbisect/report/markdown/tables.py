@@ -173,9 +173,10 @@ def series_columns(doc: dict):
 def figure_columns(doc: dict):
     """One figure a release: its median, spread, samples and runs; and a probe's cells."""
     metric, u = doc["metric"]["name"], unit(doc)
+    # "program runs": each process run (an error's figure is one message, from its runs)
     headers = [metric, "spread (min … max)",
                "figures" if doc["metric"]["kind"] == "noisy" and doc["case"] else "samples",
-               "runs"]
+               "program runs"]
 
     def cells(probe: dict) -> tuple[str, list, str]:
         fig, failure = probe["figure"], failure_of(probe)
