@@ -416,3 +416,13 @@ def test_a_diff_cut_inside_its_hunk_says_how_many_lines_are_not_kept():
     assert hunks_cut(whole[:-2]) == [
         "… the hunk goes on: 1 old and 1 new lines not kept with this report"]
     assert hunks_cut(["no hunk"]) == []
+
+
+def test_a_release_without_compiled_statistics_is_never_said_as_not_measured():
+    """jax 0.4.20's record carries the harness's "not measured by this release" beside the
+    run's peak it measured instead: the page says the statistics are empty."""
+    doc = doc_of("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
+    assert "not measured by this release" in json.dumps(doc)
+    page = render(doc)
+    assert "not measured by this release" not in page
+    assert "compiled statistics are empty" in page

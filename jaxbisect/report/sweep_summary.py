@@ -21,7 +21,7 @@ from jaxbisect.files import (
 from jaxbisect.lab import backends
 from jaxbisect.lab.machine import machine_description
 from jaxbisect.report.figures import figure_text, shown_bare
-from jaxbisect.report.markdown.words import PER_OUTER, SHAPE_LEGEND, shape_words
+from jaxbisect.report.markdown.words import PER_OUTER, SHAPE_LEGEND, shape_words, words_now
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import (
     Shown,
@@ -195,7 +195,7 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
             lines += [f"jax {d['release']} ({where_words(d)}):", "", "```text",
                       d["environment"].rstrip(), "```", ""]
         lines += ["</details>", ""]
-    return "\n".join(lines)
+    return words_now("\n".join(lines))
 
 
 SWEEP_RAN = ("the sweep that wrote this file ran on (results it kept may come from an earlier "

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from jaxbisect.report.markdown.bisection import render_bisection
 from jaxbisect.report.markdown.explain import render_explain
+from jaxbisect.report.markdown.words import words_now
 
 KINDS = {"metric": render_bisection, "metric-explain": render_explain}
 
 
 def render(doc: dict) -> str:
     """The markdown of a bisection's or an explanation's document."""
-    return KINDS[doc["kind"]](doc)
+    return words_now(KINDS[doc["kind"]](doc))
