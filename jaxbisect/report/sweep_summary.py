@@ -21,7 +21,13 @@ from jaxbisect.files import (
 from jaxbisect.lab import backends
 from jaxbisect.lab.machine import machine_description
 from jaxbisect.report.figures import figure_text, shown_bare
-from jaxbisect.report.markdown.words import PER_OUTER, SHAPE_LEGEND, shape_words, words_now
+from jaxbisect.report.markdown.words import (
+    PER_OUTER,
+    SHAPE_LEGEND,
+    params_text,
+    shape_words,
+    words_now,
+)
 from jaxbisect.search.classify import Label
 from jaxbisect.search.placing import (
     Shown,
@@ -37,7 +43,8 @@ UPDATED = "- Updated: "  # the one summary line that changes on every run
 MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 COMMAND = "- Command: "
 UPDATED_FORMAT = "%Y-%m-%d %H:%M"
-LABEL_LINE = ("- Label: old = behaves as the oldest release swept with it, new = as the newest, "
+LABEL_LINE = ("- Label (each backend's rows against that backend's own): old = behaves as the "
+              "oldest release swept with it, new = as the newest, "
               "cannot tell = its runs could not tell which, third behaviour = as neither; "
               "like the ends = the oldest and newest behave alike, and so does it; measured = "
               "swept alone, nothing to compare it with; no figure = run, but gave none; "
@@ -159,6 +166,25 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def columns_line(results: list[dict]) -> str:
+    """What the mode column and each program measured beside the case say: the parameters
+    that set each apart from the case's row (from the results' own records)."""
+    if not any(d.get("over") for d in results):
+        return ""
+    base = next(((d.get("series") or {}).get("params") or {} for d in results
+                 if (d.get("series") or {}).get("params")), {})
+    beside = {}
+    for d in results:
+        for label, got in (d.get("compare") or {}).items():
+            differs = {k: v for k, v in (got.get("params") or {}).items() if base.get(k) != v}
+            beside.setdefault(label, differs)
+    said = "; ".join(f"{label} = the same program at {params_text(p)}" if p else label
+                     for label, p in sorted(beside.items()))
+    return ("- Columns: mode = compiled (the compiled plan's statistics) or runtime (a run's "
+            "peak, where a release's compiled statistics are empty, at the sizes named)"
+            + (f"; {said}, measured beside it" if said else "") + ".")
+
+
 def results_table(results: list[dict]) -> str:
     headers, rows = results_rows(results)
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
@@ -180,6 +206,9 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
         which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
         lines.append(f"- Asked{which}: `{asked}`")
     lines.append(LABEL_LINE)
+    columns = columns_line(results)
+    if columns:
+        lines.append(columns)
     if any(PER_OUTER.match(str((d.get("series") or {}).get("shape") or "")) for d in results):
         lines.append(f"- {SHAPE_LEGEND}")
     lines += ["", results_table(results) if results else "_No results yet._", ""]
