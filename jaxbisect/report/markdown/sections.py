@@ -177,7 +177,16 @@ def attribution_lines(doc: dict) -> list[str]:
                       "here.", ""]
     elif a.get("optimized_hlo") == "differs" and a.get("first_difference"):
         shown, hidden = unhidden_difference(a["first_difference"])
-        if hidden:
+        header = any(line.startswith("-HloModule ") and "fingerprint" in line
+                     for line in a["first_difference"])
+        if hidden and header:
+            lines += ["XLA's optimized HLO differs (normalised: metadata, source locations and "
+                      "names set aside); its first differing line is the module's header, whose "
+                      "`frontend_attributes` hold a fingerprint (a hash of the module, which "
+                      "differs wherever anything in it does), and the record keeps no later "
+                      "difference: where the modules first differ pass by pass, and XLA's "
+                      "own text from its dumps, are below.", ""]
+        elif hidden:
             lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
                       f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
                       f" differ{'' if hidden > 1 else 's'} only beyond the part of "
@@ -529,7 +538,19 @@ def xla_note_words(a: dict) -> str:
             + (f" ({'; '.join(named)})" if named else "")
             + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
                else ", and those sources were not at hand when it ran")
-            + "; `--jax-repo PATH` with a clone of jax that holds them links them.")
+            + "; `--jax-repo PATH` with a clone of jax that holds them links them."
+            + pins_at(a))
+
+
+def pins_at(a: dict) -> str:
+    """Where each release's XLA pin is read by hand (jax's ``third_party/xla`` at the wheel's
+    commit), from the record's links."""
+    links = a.get("links") or {}
+    shown = [links[k] for k in ("xla_pin_old", "xla_pin_new") if links.get(k)]
+    if len(shown) != 2:
+        return ""
+    return (f" Each pin by hand (`XLA_COMMIT` in that folder): {shown[0]} and "
+            f"{shown[1]}.")
 
 
 def mosaic_caveat(doc: dict) -> list[str]:
