@@ -90,7 +90,9 @@ def render_explain(doc: dict) -> str:
     params = {k: v for k, v in case["params"].items() if case["defaults"].get(k) != v}
     parts = [
         f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
-        "", culprit_words(explanation["culprit"]["text"]) + ".", "",
+        "", culprit_words(explanation["culprit"]["text"]) + ". Only HLO passes are turned off "
+        "here: an XLA flag whose default changed between two releases is tried by a bisection "
+        "between them (its *Why*), not by `--explain`.", "",
         f"Baseline (every pass on): "
         f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",
