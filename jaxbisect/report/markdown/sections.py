@@ -15,7 +15,7 @@ from jaxbisect.report.figures import figure_cell
 from jaxbisect.report.markdown.answer import setting_kind
 from jaxbisect.report.markdown.evidence import render_buffers_markdown
 from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
-from jaxbisect.report.markdown.reproduce import shown_program
+from jaxbisect.report.markdown.reproduce import program_sizes, shown_program
 from jaxbisect.report.markdown.words import (
     cut,
     details,
@@ -290,6 +290,8 @@ def evidence_lines(doc: dict) -> list[str]:
     text = render_buffers_markdown(evidence, shlex.join(argv), ())
     if shown:
         flags = doc.get("xla_flags") or ""
+        sizes = program_sizes(shown["text"])
+        own = f" ({sizes})" if sizes else ""
         runs = ["XLA_FLAGS="
                 + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
                               .strip())
@@ -300,8 +302,9 @@ def evidence_lines(doc: dict) -> list[str]:
             f"environment of the reproduce block; XLA writes "
             f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
             f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
-            f"program (its sizes, which may differ from the dump's above: "
-            f"{params_text(evidence['params'])}):", "", "```sh", *runs, "```", ""])
+            f"program at its own sizes{own}, not the dump's above "
+            f"({params_text(evidence['params'])}), so their figures are the program's:",
+            "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
     return details(title.removeprefix("## "), [capped(body.strip()), ""])
 
