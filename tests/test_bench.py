@@ -22,10 +22,11 @@ def recorded() -> dict:
 
 def test_a_bisection_step_says_its_search_and_answer():
     note = bench.step_note(bench.STORED, recorded())
-    assert note.startswith("fully stored rerun; 6 probes in 6 rounds (limit 7 in 7, --jobs 1)")
+    assert note.startswith("a rerun, every result stored; 6 releases measured in 6 rounds "
+                           "(limit 7 in 7, --jobs 1)")
     stored = sum(p["cached"] for p in recorded()["probes"])
-    assert f"{stored} of 6 probes stored" in note
-    assert "search probes at n_res 32, n_outer 2,5" in note
+    assert f"{stored} of 6 from stored results" in note
+    assert "searched at n_res 32, n_outer 2,5" in note
     assert note.endswith("answer 0.5.0 → 0.5.1")
     assert bench.step_note(bench.COLD, {"harness": 12.34}).endswith("harness 12.3 s")
     steps = {"setup": {"began": 0.0, "seconds": 0.1}, "releases": {"began": 0.1, "seconds": 17.2},
