@@ -50,7 +50,7 @@ def resolve_backend(backend: str, target: str = "", gpu_elsewhere: bool = False)
     return backends.resolve(backend, target, elsewhere=gpu_elsewhere)
 
 
-def install_plan(release: Release, backend: str) -> InstallPlan:
+def install_plan(release: Release, backend: Backend) -> InstallPlan:
     chosen = backend
     release = release.environment_release
     if release.jaxlib is None:
@@ -92,7 +92,7 @@ def is_installed(release: Release, backend: str) -> bool:
 
 
 def ensure_environment(
-    release: Release, backend: str, *, progress: Progress | None = None,
+    release: Release, backend: Backend, *, progress: Progress | None = None,
     rebuild: bool = False, verify: bool = False,
 ) -> Environment:
     """A ready environment for ``release``: reused when complete, otherwise built afresh.

@@ -62,6 +62,8 @@ EVIDENCE_COLD_RUNS = 2.5
 EVIDENCE_STORED_RUNS = 0.05
 REPRO_BEFORE_S = 170.0  # a cold `nox -s repro` on two cores before releases ran side by side
 
+CPU = backends.get("cpu")  # the lab takes a backend, never its name
+
 
 @dataclass(frozen=True)
 class Row:
@@ -129,7 +131,7 @@ def bench_environments(args: argparse.Namespace, scratch: Path, say: Say) -> Res
     def uv_env(name: str):
         with patch.dict(os.environ, JAX_SCAN_REPRO_CACHE=str(scratch / name),
                         UV_CACHE_DIR=str(uv_cache)):
-            return _timed(lambda: ensure_environment(release, "cpu", progress=lambda _: None))
+            return _timed(lambda: ensure_environment(release, CPU, progress=lambda _: None))
 
     for name, how in (("uv-cold", "cold: empty uv cache, new environment"),
                       ("uv-warm", "warm: uv cache filled, new environment"),
@@ -439,15 +441,15 @@ def bench_commit_probe(args: argparse.Namespace, scratch: Path, say: Say) -> Res
     with patch.dict(os.environ, JAX_SCAN_REPRO_CACHE=str(scratch / "probe-cache")):
         lab = RealLab(lambda _: None, remeasure=True)
         for release in (old, new):  # environments first, and one run each to warm them
-            lab.run(release, "cpu", question, 0, timeout=600)
+            lab.run(release, CPU, question, 0, timeout=600)
         for k in range(6):
             release, commit = (old, new)[k % 2], commits[k % 2]
             # As the search does: the next commit's checkout made ready ahead of its probe.
-            times["ahead"].append(_timed(lambda c=commit: lab.environment(c, "cpu"))[0])
+            times["ahead"].append(_timed(lambda c=commit: lab.environment(c, CPU))[0])
             for kind, candidate in (("release", release), ("commit", commit)):
                 say(f"bench: a {kind} probe, jax {candidate.version} ({k + 1} of 6) …")
                 seconds, run = _timed(lambda r=candidate, n=k + 1: lab.run(
-                    r, "cpu", question, n, timeout=600))
+                    r, CPU, question, n, timeout=600))
                 if run.status != "ok":
                     raise UserError(f"the {kind} probe of jax {candidate.version} failed: "
                                     f"{run.error}")
