@@ -128,3 +128,9 @@ def test_render_refuses_a_file_that_is_not_a_bench_record(tmp_path):
     path.write_text('{"kind": "sweep-result"}')
     assert bench.main(["--render", str(path)]) != 0
     assert not (tmp_path / "bench.md").exists()
+
+
+def test_the_page_shows_no_clone_path_of_this_machine():
+    assert bench.shown_argv(["--jax-repo", "/work/x/jax", "--only", "case"]) == [
+        "--jax-repo", "path/to/jax", "--only", "case"]
+    assert bench.shown_argv(["--jax-repo=/home/me/jax"]) == ["--jax-repo=path/to/jax"]

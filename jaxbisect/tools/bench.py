@@ -411,7 +411,7 @@ SCENARIOS = {
 }
 
 
-COMMIT_RATIO = 1.2  # a commit probe costs at most 1.2× a release probe of the same question
+COMMIT_RATIO = 1.2  # a commit measured costs at most 1.2× a release of the same question
 
 
 def bench_commit_probe(args: argparse.Namespace, scratch: Path, say: Say) -> Results:
@@ -461,12 +461,12 @@ def bench_commit_probe(args: argparse.Namespace, scratch: Path, say: Say) -> Res
                        "each checkout made ready ahead as the search does",
              "ahead": "making a commit's checkout ready (switch, compile the changed modules "
                       "at low priority): done while the previous probe runs"}
-    rows = [Row(what if kind != "ahead" else "a commit's checkout, ahead of its probe",
+    rows = [Row(what if kind != "ahead" else "a commit's checkout, made ready ahead of its run",
                 kind if kind != "ahead" else "commit", median[kind],
                 f"median of {len(t)}, alternated ({', '.join(f'{x:.2f}' for x in t)} s); "
                 + notes[kind], median[kind] / args.harness_seconds)
             for kind, t in times.items()]
-    return Results(rows, [Check(f"a commit probe ≤ {COMMIT_RATIO}× a release probe of the same "
+    return Results(rows, [Check(f"a commit measured ≤ {COMMIT_RATIO}× a release measured, the same "
                                 f"question", f"{ratio:.2f}× ({median['commit']:.2f} s against "
                                 f"{median['release']:.2f} s)", ratio <= COMMIT_RATIO)])
 
@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     shutil.rmtree(scratch, ignore_errors=True)
-    command = shlex.join(["nox", "-s", "bench", *(["--", *argv] if argv else [])])
+    command = shlex.join(["nox", "-s", "bench", *(["--", *shown_argv(argv)] if argv else [])])
     doc = record(results, args, command, datetime.now(UTC),
                  _sharing(busy, own, time.perf_counter() - started))
     write_atomic(args.out.with_suffix(".json"), json.dumps(doc, indent=1) + "\n")
@@ -660,6 +660,21 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     say(f"bench: written to {args.out} and its record, {args.out.with_suffix('.json')}")
     return 0
+
+
+def shown_argv(argv: list[str]) -> list[str]:
+    """The bench's arguments as a page shows them: a jax clone's path (this machine's) as
+    the placeholder a reader puts theirs in."""
+    out, given = [], False
+    for a in argv:
+        if given:
+            out.append("path/to/jax")
+        elif a.startswith("--jax-repo="):
+            out.append("--jax-repo=path/to/jax")
+        else:
+            out.append(a)
+        given = a == "--jax-repo"
+    return out
 
 
 if __name__ == "__main__":
