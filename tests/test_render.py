@@ -22,7 +22,9 @@ from jaxbisect.report.markdown.words import LIMIT
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "reports"
-SHIPPED = sorted([*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")])
+# the bisections' and explanations' records (bench.json is the bench's, rendered by it)
+SHIPPED = sorted(p for p in [*REPORTS.glob("*.json"), *(REPORTS / "cases").glob("*.json")]
+                 if p.name.startswith(("bisect-", "explain-")))
 # The short answer with its reproduce block: up to three installs, each pinning the six
 # packages its release was measured with (about 100 characters a line).
 FIRST_LINES, FIRST_CHARS = 20, 1700

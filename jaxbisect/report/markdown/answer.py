@@ -327,17 +327,20 @@ def present_at_both(doc: dict) -> str:
     only where every release of it was measured alike (``measured_throughout``)."""
     ends = [probe_at(doc, v) for v in doc["measured_part"]]
     first, last = doc["measured_part"]
+    # the ends measured, where the range asked begins or ends where nothing was measured
+    both = ("both ends" if (first, last) == (doc["from"], doc["to"])
+            else "both ends measured")
     where = ("present throughout the range, every release of it measured" if
              measured_throughout(doc) else f"present at jax {first} and jax {last}")
     if doc["over"]:
         shapes = [(p.get("series") or {}).get("status") for p in ends]
         if shapes[0] == shapes[1] and shapes[0] in ("grows", "shrinks"):
-            return f" It {shapes[0]} with {doc['over']['name']} at both ends: {where}."
+            return f" It {shapes[0]} with {doc['over']['name']} at {both}: {where}."
     if doc["metric"]["name"] == "error":
         values = [p["figure"].get("value") for p in ends]
         alike = errors_alike(doc.get("error_match") or "")
         if alike(values[0], values[1]) and values[0] not in (None, "no error"):
-            return f" Both ends raise it: {where}."
+            return f" {both.capitalize()} raise it: {where}."
     return ""
 
 
@@ -614,6 +617,12 @@ def yanked_line(doc: dict) -> str | None:
                 f"(`--include-yanked`)" + (f"; probed: {'; '.join(probed)}." if probed else
                                            ", though the search did not need to probe it."))
     hint = doc.get("yanked_hint") or doc["reproduce"] + " --include-yanked"
+    first, last = (Version(v) for v in doc.get("measured_part") or (doc["from"], doc["to"]))
+    outside = [y["jax"] for y in doc["yanked"] if not first <= Version(y["jax"]) <= last]
+    if outside:  # before (or after) every release this machine could measure here
+        return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
+                f"answer says nothing of it; like the releases around it that were not "
+                f"measured here (above), `--include-yanked` would not measure it here.")
     return (f"**Yanked inside the range:** {named}. It was left out of the search, so this "
             f"answer says nothing of it; to measure it as a candidate too: `{hint}`")
 

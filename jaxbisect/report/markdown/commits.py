@@ -296,7 +296,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         lines += [f"Not seen on jaxlib {older}: the {need} commit{'' if need == 1 else 's'} "
                   f"after {short(c['new_end'])} need{'s' if need == 1 else ''} jaxlib "
                   f"{c['new_jaxlib']} (jax {c['new']}'s release preparation raised the minimum; "
-                  f"where {c['to_tag']} sits on a release branch, its commits there too), and "
+                  f"so do the commits on {c['to_tag']}'s release branch, where it has one), and "
                   f"jax code gated on the jaxlib version takes jaxlib {older}'s path throughout"
                   + (f"; the other half above searches them on jaxlib {c['new_jaxlib']}."
                      if newer_ran else "."), ""]
@@ -375,8 +375,8 @@ def inside_lines(c: dict) -> list[str]:
             continue
         jaxlib = c["new_jaxlib"] if side == "newer" else c.get("old_jaxlib",
                                                                c["runs_on"]["jaxlib"])
-        these = (f"the {part['commits']} commits between the two releases (which behave "
-                 f"alike) on jaxlib {jaxlib}")
+        these = (f"the {part['commits']} commits between the two end commits, which behave "
+                 f"alike on jaxlib {jaxlib}")
         untold = [x[:10] for x in part.get("cannot_tell", ())]
         if not part["measured"]:
             why = ("`--interior-budget 0`: off" if part["budget"] <= 0 else

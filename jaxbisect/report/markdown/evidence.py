@@ -255,8 +255,9 @@ def counted_header(m: re.Match) -> str:
 
 
 def untraced_header(m: re.Match) -> str:
-    return (f"; stacked {m[1]} buffers: no count, this listing does not follow them into "
-            f"every loop (below)")
+    return (f"; stacked {m[1]} buffers live at a loop's start: it counts at most {m[2]}, "
+            f"but it does not follow them into every loop (below), so that count is not the "
+            f"peak's")
 
 
 def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:

@@ -100,7 +100,8 @@ def render_explain(doc: dict) -> str:
         doc["reproduce"], "```", "", "## Details", "",
         *(details("Each setting that changed it", ways) if ways else []),
         *details("Every pass turned off", [
-            table(["pass turned off", metric, "ratio to the baseline", "against the baseline"],
+            table(["pass turned off", metric, "ratio to the baseline",
+                   "its shape against the baseline's" if over else "against the baseline"],
                   rows) if rows else "_No pass was turned off._"]),
         *(details(f"The program: {case['path']}, cut to what `case()` needs (the whole file "
                   f"is in this toolkit's clone)", [case_source(case["source"]).rstrip()],

@@ -3,6 +3,8 @@ bisection is evidence.handoff's)."""
 
 from __future__ import annotations
 
+import shlex
+
 from jaxbisect.evidence.pin_ranges import XLA_REPO_URL
 from jaxbisect.report.markdown.evidence import details, table
 from repro.case import UNITS
@@ -17,7 +19,16 @@ def source_words(source: str | None) -> str:
     return f"a jax clone at {ref}" if at and path.startswith(("/", "~", ".")) else source
 
 
-def render_xla_range(attribution: dict, tpu: bool = False) -> list[str]:
+def on_backend(argv: list[str], backend: str) -> list[str]:
+    """The triage test with the backend the report measured on named: in NVIDIA's GPU
+    containers ``python -m repro`` would run on the GPU otherwise (a CPU report's change)."""
+    if backend != "cpu" or "repro" not in argv or "--backend" in argv or "--target" in argv:
+        return argv
+    at = argv.index("repro") + 1
+    return [*argv[:at], "--backend", "cpu", *argv[at:]]
+
+
+def render_xla_range(attribution: dict, tpu: bool = False, backend: str = "") -> list[str]:
     """Markdown lines: where each XLA pin came from, and the hand-off command (none for a
     TPU: JAX-Toolbox rebuilds jax and XLA in NVIDIA's GPU containers, never libtpu)."""
     xla, sources = attribution.get("xla_commits") or {}, attribution.get("xla_pin_sources") or {}
@@ -32,10 +43,13 @@ def render_xla_range(attribution: dict, tpu: bool = False) -> list[str]:
         out.append("")
     triage = attribution.get("triage")
     if triage and not tpu:
+        argv = triage.get("argv") or []
+        command = (shlex.join(on_backend(argv, backend)) if argv and backend == "cpu"
+                   else triage["command"])
         out += ["**Below the release:** JAX-Toolbox's triage tool bisects the JAX and XLA "
                 "commits between these pins, rebuilding both at each step, with this "
                 "toolkit's check as the test:", "",
-                f"```sh\n{triage['command']}\n```", "",
+                f"```sh\n{command}\n```", "",
                 f"It needs {triage['needs']}." + check_words(triage.get("argv") or []), ""]
     return out
 

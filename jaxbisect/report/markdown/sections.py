@@ -138,7 +138,7 @@ def attribution_lines(doc: dict) -> list[str]:
                   commits_command(doc), "```", ""]
     else:
         tpu = str(doc.get("backend", "")).startswith("tpu")
-        xla_range = render_xla_range(a, tpu=tpu)
+        xla_range = render_xla_range(a, tpu=tpu, backend=str(doc.get("backend") or ""))
         if python_error(doc) and came_with is None:
             rebuilds = any(line.startswith("**Below the release:**") for line in xla_range)
             lines += ["**Next step:** the error is a Python exception raised before XLA has a "
@@ -533,7 +533,8 @@ def xla_note_words(a: dict) -> str:
     named = [f"jax {c['jax']}: `{(c.get('commit') or c.get('ref') or '?')[:10]}`"
              for c in (commits.get("old"), commits.get("new")) if c]
     note = a.get("xla_note") or ""
-    why = [*(["the clone of jax given (`--jax-repo`) did not hold those commits"]
+    why = [*(["the jax clone it read (`--jax-repo`, or the toolkit's own) did not hold those "
+              "commits"]
              if "did not have them" in note else []),
            *(["GitHub was not reachable"] if "GitHub could not be reached" in note else [])]
     return ("XLA's commits between the two releases: not found for this report. Each jaxlib "

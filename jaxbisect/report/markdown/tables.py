@@ -440,8 +440,11 @@ def interior_lines(doc: dict) -> list[str]:
         "The oldest and newest releases measured agree, so the search measures nothing "
         "between them; each release between them was measured too and compared with both as "
         f"the search compares a release ({interior_legend(doc['interior'])}), about "
-        f"{check['estimate']:.0f} s by their own run times, within the time allowed for "
-        f"them ({check['budget']:.0f} s, `--interior-budget`).", "",
+        f"{check['estimate']:.0f} s estimated from the ends' first runs"
+        + (f" ({len(doc['interior'])} × {check['per_release']:.1f} s)"
+           if check.get("per_release") else "")
+        + f", within the time allowed for them ({check['budget']:.0f} s, "
+        f"`--interior-budget`).", "",
         table(["jax", "behaviour", doc["metric"]["name"], "runs", "why"],
               [[r["jax"], r["label"], said(doc, r["figure"]), r["runs"], r["reason"] or ""]
                for r in doc["interior"]])])
