@@ -53,5 +53,5 @@ def test_jax_0_7_1_compiled_without_a_chip_is_a_named_skip_not_a_behaviour():
     assert (doc["status"], doc["exact"]) == ("found", False)
     assert (doc["last_old"]["jax"], doc["first_new"]["jax"]) == ("0.7.0", "0.7.2")
     assert doc["unplaced_between"] == ["0.7.1"]
-    assert "jax 0.7.1 in between, which could not be measured here" in screen
+    assert "jax 0.7.1 in between, which gave no figure here" in screen
     assert "- jax 0.7.1: cannot tell here: compiled without a chip" in text(SKIP_071, ".md")

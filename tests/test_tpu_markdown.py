@@ -12,6 +12,7 @@ from fake_lab import FakeLab
 from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
 
 from jaxbisect.report.markdown.tpu import commits_words, error_words, first_screen_line, section
+from jaxbisect.report.markdown.words import words_now
 from jaxbisect.stages.libtpu import libtpu_part
 
 
@@ -112,7 +113,7 @@ def test_a_swap_that_gave_no_figure_is_said_from_its_record(path):
     text = path.with_suffix(".md").read_text()
     screen = next(line for line in text.splitlines() if line.startswith("- **Which part:**"))
     for w in swaps:
-        why = w["reason"].removeprefix("cannot tell here: ")
+        why = words_now(w["reason"].removeprefix("cannot tell here: "))  # as pages say it
         assert f"with libtpu {w['libtpu']} gave no figure: {why}" in screen
         row = next(line for line in text.splitlines()
                    if line.startswith(f"| {w['jax']} | {w['jaxlib']} | {w['libtpu']} |"))

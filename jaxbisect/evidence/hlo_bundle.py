@@ -82,15 +82,17 @@ def run_hlo_module_line(part: dict, bundle: str = "$PWD") -> str:
     text = next((f for f in reversed(sorted(part["files"])) if f.endswith(".txt")), "module.txt")
     setting = (part.get("culprit") or {}).get("setting") or ""
     platform = "CUDA" if part.get("target") else "cpu"  # CUDA: on a machine with the GPU
+    gpu = "   # on a machine with the GPU" if part.get("target") else ""
     # the newer jaxlib's XLA (the compare link's second commit): the setting's effect is
     # measured on it; the dump goes under the bundle, an absolute path as the module's
     newer = str(part.get("xla_compare") or "").rpartition("...")[2]
-    checkout = (f"cd path/to/xla && git checkout -q {newer}   # your XLA checkout, at the newer "
-                f"jaxlib's XLA\n" if newer else "cd path/to/xla   # your XLA checkout\n")
+    checkout = (f"cd path/to/xla && git checkout -q {newer}   # your XLA checkout, at the "
+                f"newer end of the XLA range\n" if newer else
+                "cd path/to/xla   # your XLA checkout\n")
     return (f"BUNDLE={bundle}   # the bundle folder, as an absolute path\n" + checkout
             + f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo "
             f"--xla_dump_to=$BUNDLE/xla-dump --xla_dump_hlo_as_text $BUNDLE/{text}"
-            + (f" {setting}" if setting else "") + "\n"
+            + (f" {setting}" if setting else "") + gpu + "\n"
             "# XLA's plan: its memory report, $BUNDLE/xla-dump/*memory-usage-report.txt")
 
 

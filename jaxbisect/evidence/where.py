@@ -235,7 +235,7 @@ TPU_WORDS = {
     "tpu-unswapped": "for a TPU target a lowered module that differs does not say the change is "
                      "in jax (a Pallas kernel's payload differs between releases by its "
                      "serialised bytes alone); libtpu was not swapped between these two "
-                     "releases, as a release between them could not be measured (they are not "
+                     "releases, as a release between them gave no figure (they are not "
                      "consecutive), so where the change lies is not known",
 }
 

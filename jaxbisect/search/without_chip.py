@@ -28,7 +28,8 @@ def cannot_tell_here(figure: object, tpu_without_chip: bool) -> str | None:
     readable, written = found.groups()
     return (f"cannot tell here: compiled without a chip, this release's jax wrote its Pallas "
             f"kernel as Mosaic version {written} (it chooses by whether it runs on a Cloud TPU "
-            f"VM), which the libtpu it ran with reads only up to {readable}; a TPU VM would not")
+            f"VM), which the libtpu it ran with reads only up to {readable}; on a Cloud TPU VM "
+            f"jax would write one that libtpu reads")
 
 
 def tpu_without_chip(document: dict) -> bool:

@@ -468,7 +468,7 @@ def pair_line(doc: dict) -> str | None:
             f"**{after}:** jax {new['jax']}{own_jaxlib(new)}")
     unplaced, left_out = doc.get("unplaced_between"), doc.get("left_out_between")
     if unplaced:
-        line += (f" (or jax {', '.join(unplaced)} in between, which could not be measured "
+        line += (f" (or jax {', '.join(unplaced)} in between, which gave no figure "
                  f"here: see *Skipped or left out*)")
     if left_out:
         line += (f" (or jax {', '.join(left_out)} in between, which cannot be measured here: "

@@ -257,6 +257,8 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                     (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
         rows += inside_rows(doc, c)
         lines += details(f"Each commit measured ({len(rows)})", [
+            f"label: `old` = behaves as jax {c['old']}, `new` = as jax {c['new']} (this "
+            f"section's pair); between alike end commits, as both of them.", "",
             table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"], "label"],
                   rows)])
     first = c.get("first_bad")

@@ -139,7 +139,13 @@ def attribution_lines(doc: dict) -> list[str]:
     else:
         tpu = str(doc.get("backend", "")).startswith("tpu")
         xla_range = render_xla_range(a, tpu=tpu, backend=str(doc.get("backend") or ""))
-        if python_error(doc) and came_with is None:
+        between = doc.get("unplaced_between") or []
+        if between and came_with is None and (python_error(doc) or compiler_error(doc)):
+            lines += [f"**Next step:** jax {', '.join(between)} in between gave no figure "
+                      f"here, so the two releases are not consecutive and jax's commits "
+                      f"between them would end as cannot tell; measure jax "
+                      f"{', '.join(between)} where it gives one (a Cloud TPU VM) first.", ""]
+        elif python_error(doc) and came_with is None:
             rebuilds = any(line.startswith("**Below the release:**") for line in xla_range)
             lines += ["**Next step:** the error is a Python exception raised before XLA has a "
                       "module; jax's own commits between the two releases tell jax's Python "
@@ -292,6 +298,10 @@ def evidence_lines(doc: dict) -> list[str]:
         flags = doc.get("xla_flags") or ""
         sizes = program_sizes(shown["text"])
         own = f" ({sizes})" if sizes else ""
+        named = {k: v for k, v in evidence["params"].items() if f"{k}=" in sizes
+                 or f"{k} " in sizes}
+        same = bool(named) and all(f"{k}={v!r}" in sizes or f"{k}={v}" in sizes
+                                   for k, v in named.items())
         runs = ["XLA_FLAGS="
                 + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
                               .strip())
@@ -302,8 +312,9 @@ def evidence_lines(doc: dict) -> list[str]:
             f"environment of the reproduce block; XLA writes "
             f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
             f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
-            f"program at its own sizes{own}, not the dump's above "
-            f"({params_text(evidence['params'])}), so their figures are the program's:",
+            + (f"program, at the dump's sizes above{own}:" if same else
+               f"program at its own sizes{own}, not the dump's above "
+               f"({params_text(evidence['params'])}), so their figures are the program's:"),
             "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
     return details(title.removeprefix("## "), [capped(body.strip()), ""])

@@ -196,6 +196,9 @@ def confidence_words(text: str) -> str:
 WORDS_NOW = {
     "memory_analysis() reports 0 bytes (not measured by this release)":
         "memory_analysis() reports 0 bytes (this release's compiled statistics are empty)",
+    "; a TPU VM would not": "; on a Cloud TPU VM jax would write one that libtpu reads",
+    "as a release between them could not be measured (they are not":
+        "as a release between them gave no figure (they are not",
 }
 
 
