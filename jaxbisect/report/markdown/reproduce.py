@@ -8,7 +8,7 @@ import re
 import shlex
 import textwrap
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from jaxbisect.lab import backends
 from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
@@ -259,8 +259,12 @@ def reproduce_block(doc: dict) -> list[str]:
                          "without it")
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
-        return [f"Reproduce: `{shown['file']}` below (plain JAX, {shown['lines']} lines"
-                f"{'; ' + sizes if sizes else ''}), a fresh environment each{said}:",
+        origin = "plain JAX" if shown["measured"] else "plain JAX from the case file"
+        # the Python the environments were made with (a line that needs newer says so)
+        fresh = ("Python 3.11 " if any(Version(e["jax"]) < PY312_FROM for e in ends
+                                       if is_version(e["jax"])) else "")
+        return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
+                f"{'; ' + sizes if sizes else ''}), a fresh {fresh}environment each{said}:",
                 "```sh", *lines, "```", "",
                 *details("The same question asked with this toolkit (its README's Quick start "
                          f"installs it){saved_first(doc)}", [doc["reproduce"]], "sh")]
@@ -427,3 +431,11 @@ def standalone_lines(doc: dict) -> list[str]:
                   "```", ""]
     return details(f"Without the toolkit{on}: a fresh virtual environment per release "
                    f"(Python {python}) and the program", lines)
+
+
+def is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
