@@ -96,7 +96,8 @@ def render_explain(doc: dict) -> str:
         f"Baseline (every pass on): "
         f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",
-        "Reproduce with this toolkit (its README's Quick start installs it):", "", "```sh",
+        "Reproduce with this toolkit (run in its clone, as its README's Quick start sets up):",
+        "", "```sh",
         doc["reproduce"], "```", "", "## Details", "",
         *(details("Each setting that changed it", ways) if ways else []),
         *details("Every pass turned off", [

@@ -266,11 +266,12 @@ def reproduce_block(doc: dict) -> list[str]:
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
                 f"{'; ' + sizes if sizes else ''}), a fresh {fresh}environment each{said}:",
                 "```sh", *lines, "```", "",
-                *details("The same question asked with this toolkit (its README's Quick start "
-                         f"installs it){saved_first(doc)}", [doc["reproduce"]], "sh")]
+                *details("The same question asked with this toolkit (run in its clone, as its "
+                         f"README's Quick start sets up){saved_first(doc)}", [doc["reproduce"]],
+                         "sh")]
     r = doc.get("reproducer") or {}
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
-    return [f"Reproduce with this toolkit (its README's Quick start installs it)"
+    return [f"Reproduce with this toolkit (run in its clone, as its README's Quick start sets up)"
             f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
 
 
