@@ -32,7 +32,7 @@ def test_a_bisection_step_says_its_search_and_answer():
     steps = {"setup": {"began": 0.0, "seconds": 0.1}, "releases": {"began": 0.1, "seconds": 17.2},
              "tables": {"began": 17.3, "seconds": 4.0}}
     timed = bench.step_note(bench.TYPED_COLD, {**recorded(), "timings": {"steps": steps}})
-    assert timed.endswith("the search 17.2 s, tables 4.0 s")
+    assert timed.endswith("the search 17.2 s; the steps after it, some side by side: tables 4.0 s")
 
 
 def test_the_bisect_targets_follow_the_figures():
