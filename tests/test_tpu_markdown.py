@@ -183,3 +183,17 @@ def test_a_next_step_of_commits_says_where_mosaic_versions_will_give_no_figure()
     for swap in dot["libtpu"]["swaps"]:
         swap["reason"] = None
     assert mosaic_caveat(dot) == []
+
+
+def test_a_mosaic_error_names_its_operation_on_the_first_screen():
+    """The printed line is the error's first line; the operation Mosaic names (the message's
+    second part, in the record) is said under the reproduce block."""
+    from jaxbisect.report.markdown.reproduce import mlir_lines
+
+    reports = Path(__file__).resolve().parent.parent / "reports" / "cases"
+    name = "bisect-0.8.0-0.9.1-v5e-pallas_bf16_batched_matvec-error"
+    doc = json.loads((reports / f"{name}.json").read_text())
+    said = mlir_lines(doc, doc["reproducer"]["ends"])
+    assert said and '"tpu.reshape"' in said[0] and "jax 0.9.0" in said[0]
+    assert said[0] in (reports / f"{name}.md").read_text().split("<details>", 1)[0]
+    assert mlir_lines({"probes": []}, [{"jax": "0.1", "output": "no error"}]) == []

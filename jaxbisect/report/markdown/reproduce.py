@@ -265,7 +265,7 @@ def reproduce_block(doc: dict) -> list[str]:
                                        if is_version(e["jax"])) else "")
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
                 f"{'; ' + sizes if sizes else ''}), a fresh {fresh}environment each{said}:",
-                "```sh", *lines, "```", "",
+                "```sh", *lines, "```", "", *mlir_lines(doc, ends),
                 *details("The same question asked with this toolkit (run in its clone, as its "
                          f"README's Quick start sets up){saved_first(doc)}", [doc["reproduce"]],
                          "sh")]
@@ -440,3 +440,19 @@ def is_version(text: str) -> bool:
     except InvalidVersion:
         return False
     return True
+
+
+_MLIR = re.compile(r"The MLIR operation involved:\s*\n\s*(\S.*)")
+
+
+def mlir_lines(doc: dict, ends: list[dict]) -> list[str]:
+    """The operation a Mosaic error names (its message's second part, which the printed line
+    leaves out): what a Mosaic maintainer looks for first, for each end that raised one (from
+    the program's recorded output, else the release's own measured error)."""
+    def said(end: dict) -> str:
+        measured = next((p["figure"].get("value") for p in doc.get("probes") or ()
+                         if p["jax"] == end["jax"]), "")
+        return f"{end.get('output') or ''}\n{measured or ''}"
+    named = [(e["jax"], m[1].strip()) for e in ends if (m := _MLIR.search(said(e)))]
+    return [*(f"The operation Mosaic names (jax {jax}): `{op}`" for jax, op in named),
+            ""] if named else []
