@@ -197,3 +197,14 @@ def test_a_mosaic_error_names_its_operation_on_the_first_screen():
     assert said and '"tpu.reshape"' in said[0] and "jax 0.9.0" in said[0]
     assert said[0] in (reports / f"{name}.md").read_text().split("<details>", 1)[0]
     assert mlir_lines({"probes": []}, [{"jax": "0.1", "output": "no error"}]) == []
+
+
+def test_a_part_that_cannot_be_told_says_what_its_one_swap_rules_out():
+    from jaxbisect.report.markdown.tpu import ruled_out
+
+    part = {"old": {"jax": "0.6.2"}, "new": {"jax": "0.7.0"},
+            "swaps": [{"jax": "0.6.2", "libtpu": "0.0.19", "seen": "old"},
+                      {"jax": "0.7.0", "libtpu": "0.0.17", "seen": "no figure"}]}
+    assert "not libtpu alone" in ruled_out(part)
+    part["swaps"][0]["seen"] = "no figure"
+    assert ruled_out(part) == ""

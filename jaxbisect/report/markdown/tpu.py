@@ -82,7 +82,20 @@ def first_screen_line(doc: dict) -> str | None:
                    + ("" if first == new.get("libtpu") else
                       f": `pip install {_install(doc, narrowed['install']['new'])}`")
                    if first else "") + ").")
-    return f"**Which part:** cannot tell ({unmeasured_words(part) or part.get('reason')})."
+    return (f"**Which part:** cannot tell{ruled_out(part)} "
+            f"({unmeasured_words(part) or part.get('reason')}).")
+
+
+def ruled_out(part: dict) -> str:
+    """What the one swap that gave a figure rules out: the old jax and jaxlib with the new
+    libtpu behaving as before is not libtpu alone (search/tpu_parts.py's table)."""
+    old, new = part.get("old") or {}, part.get("new") or {}
+    for w in part.get("swaps") or ():
+        if w.get("jax") == old.get("jax") and w.get("seen") == "old":
+            return (f" which of jax/jaxlib {new.get('jax')} alone or both together: not libtpu "
+                    f"alone, as jax {old.get('jax')} with libtpu {w['libtpu']} behaves as "
+                    f"before")
+    return ""
 
 
 def _no_figure(swap: dict) -> bool:
