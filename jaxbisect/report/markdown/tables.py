@@ -340,6 +340,12 @@ def how_text(doc: dict) -> str:
         first, last = doc["measured_part"][0], doc["measured_part"][-1]
         how += (f" The oldest and newest releases measured (jax {first} and {last}): "
                 f"{ends_reason(doc)}.")
+    crash_runs = max(((r.get("crash_rate") or {}).get("runs", 1) for p in doc["probes"]
+                      for r in p["runs"]), default=1)
+    if metric == "error" and crash_runs > 1:  # what "samples" and "program runs" count
+        how += (f" An error's figure is one message (a sample); each end is run "
+                f"{crash_runs} times (program runs), so that a crash that comes only some of "
+                f"the time is told from one that comes every time.")
     if doc["calibration"]:
         how += f" Calibration: {calibration_text(doc['calibration'])}."
     if noisy and doc["status"] == Status.FOUND:
