@@ -64,7 +64,8 @@ def check_words(argv: list[str]) -> str:
     metric = argv[argv.index("--metric") + 1]
     unit = UNITS.get(metric)
     return (f" `--check {old} {new}`: the older and the newer release's {metric} in "
-            f"the harness's unit ({unit}), each the figure the table shows for that release "
+            f"`python -m repro`'s own unit ({unit}), each the figure the table shows for that "
+            f"release "
             f"(the median of its runs in the search); a step "
             f"nearer the first passes." if unit and metric not in ("error", "output") else "")
 
