@@ -122,3 +122,18 @@ def test_an_error_recorded_as_its_first_line_agrees_with_the_whole_message():
                      "Please report a bug at: https://github.com/google/jax/issues/new")
     assert agrees("error", False, [first], whole)[0]
     assert not agrees("error", False, [first], whole.replace("32-bit", "16-bit"))[0]
+
+
+def test_a_wrong_end_agrees_with_another_wrong_value_never_with_the_right_one():
+    """vmap_matvec_wrong_result (EXPECT 268435456.0; jax 0.10.2 wrong): another machine's
+    wrong value agrees with the report's claim; the expected value, or the right end's, does
+    not."""
+    from jaxbisect.tools.reports_check import wrong_as_said
+
+    doc = json.loads((Path(__file__).resolve().parent.parent / "reports" / "cases" /
+                      "bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json").read_text())
+    assert wrong_as_said(doc, "0.10.2", "output: float64[] [267911424.0]")
+    assert not wrong_as_said(doc, "0.10.2", "output: float64[] [268435456.0]")
+    assert not wrong_as_said(doc, "0.10.1", "output: float64[] [267911424.0]")
+    assert not wrong_as_said({**doc, "case": {**doc["case"], "expect": None}}, "0.10.2",
+                             "output: float64[] [267911424.0]")
