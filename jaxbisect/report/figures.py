@@ -125,3 +125,11 @@ def figure_text(metric: str, unit: str, fig: dict) -> str:
 def figure_cell(metric: str, unit: str, value) -> str:
     """One measured value (a number, a shape's [word, rate], an error line) as a figure."""
     return figure_text(metric, unit, figure(metric, () if value is None else (value,)))
+
+
+def peak_under(most: int) -> str:
+    """A run's peak that stayed under the tables' 0.01 MiB, in its own bytes: "0.00" would
+    read as a program that allocates nothing."""
+    if not most:
+        return "0 (a run's peak that did not rise)"
+    return f"under 0.01 (a run's peak rose {most} bytes at most)"

@@ -20,7 +20,7 @@ from jaxbisect.files import (
 )
 from jaxbisect.lab import backends
 from jaxbisect.lab.machine import machine_description
-from jaxbisect.report.figures import figure_text, shown_bare
+from jaxbisect.report.figures import figure_text, peak_under, shown_bare
 from jaxbisect.report.markdown.words import (
     PER_OUTER,
     SHAPE_LEGEND,
@@ -109,8 +109,10 @@ def series_cell(unit: str, got: dict | None, values: list) -> str:
         return f"not measured ({got['shape']})"
     ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
     text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+    if got.get("metric") == "peak_memory" and unit == "bytes" and max(figures) < 2**20 / 200:
+        text = peak_under(max(figures))  # a figure, never a bare "0.00"
     measured = [str(v) for v in values if str(v) in got["figures"]]
-    if got.get("fallback"):
+    if got.get("fallback") and "run's peak" not in text:
         text += " (runtime)"
     if len(measured) < len(values):
         text += f" ({got['over']} {', '.join(measured)} only)"

@@ -92,7 +92,7 @@ def render_explain(doc: dict) -> str:
         f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
         "", culprit_words(explanation["culprit"]["text"]) + ". Only HLO passes are turned off "
         "here: an XLA flag whose default changed between two releases is tried by a bisection "
-        "between them (its *Why*), not by `--explain`.", "",
+        "between them (that report's *Why* section), not by `--explain`.", "",
         f"Baseline (every pass on): "
         f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",

@@ -338,7 +338,8 @@ def capped(text: str, most: int = DUMP_LINES) -> str:
         kept, held = "\n".join(lines[:most]), len(lines) - most
         beyond = int(inner[1]) if inner else 0
         return (f"```text\n{kept}\n… {held + beyond} more lines left out (the report's "
-                + (f".json file holds the next {held}" if beyond else ".json file holds them")
+                + (f".json file holds the next {held}; the last {beyond} were not kept"
+                   if beyond else ".json file holds them")
                 + ")\n```")
     return TEXT_BLOCK.sub(cut_block, text)
 
@@ -460,7 +461,7 @@ def why_lines(doc: dict) -> list[str]:
         after = [f"jax {first[side]} after `{name.split('.after_')[1].split('.before_')[0]}`"
                  for side, name in files.items() if ".after_" in name]
         lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
-                         f"differ, pass by pass ({'; '.join(after)}; numbering removed)"
+                         f"differ, pass by pass ({'; '.join(after)}; names renumbered in order, #N)"
                          + (" (cut short)" if first.get("diff_truncated") else ""),
                          first["diff"], "diff")
     return lines

@@ -10,7 +10,7 @@ import re
 from packaging.version import Version
 
 from jaxbisect.report.chart import chart_markdown
-from jaxbisect.report.figures import MIB, column_unit, shown, shown_bare
+from jaxbisect.report.figures import MIB, column_unit, peak_under, shown, shown_bare
 from jaxbisect.report.markdown.words import (
     EMPTY_CELLS,
     END_WORDS,
@@ -50,7 +50,8 @@ def row_label(doc: dict, probe: dict) -> str:
     placed = probe["label"] not in (Shown.MEASURED, Shown.NO_FIGURE)
     if placed and doc["status"] != Status.FOUND and probe["jax"] in doc["measured_part"]:
         return END_WORDS["first end" if probe["jax"] == doc["measured_part"][0] else "last end"]
-    return probe["label"]
+    # the search's skip (as git bisect's 125) is said as the glossary says it
+    return "cannot tell" if probe["label"] == "skip" else probe["label"]
 
 
 def skip_reason(probe: dict) -> str:
@@ -152,6 +153,9 @@ def series_columns(doc: dict):
             return f"not measured ({plainly(got.get('shape') or 'no figure').split(' (')[0]})"
         ends = [shown_bare(u, f) for f in (min(figures), max(figures))]
         text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
+        if got.get("metric") == "peak_memory" and u == "bytes" and max(figures) < 2**20 / 200:
+            # a run's peak that stayed under the table's 0.01: its bytes, not "0.00 MiB"
+            text = peak_under(max(figures))
         if got["fallback"]:
             text += f" ({series_mode(doc, got, beside)})"
         if len(got["figures"]) < len(values):
@@ -446,7 +450,7 @@ def interior_lines(doc: dict) -> list[str]:
         "The oldest and newest releases measured agree, so the search measures nothing "
         "between them; each release between them was measured too and compared with both as "
         f"the search compares a release ({interior_legend(doc['interior'])}), about "
-        f"{check['estimate']:.0f} s estimated from the ends' first runs"
+        f"{check['estimate']:.0f} s estimated from the ends' run times"
         + (f" ({len(doc['interior'])} × {check['per_release']:.1f} s)"
            if check.get("per_release") else "")
         + f", within the time allowed for them ({check['budget']:.0f} s, "
