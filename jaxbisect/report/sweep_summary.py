@@ -188,8 +188,9 @@ def columns_line(results: list[dict]) -> str:
 
 
 def results_table(results: list[dict]) -> str:
+    """The results' table, as the page and the terminal show it (a record's words as said)."""
     headers, rows = results_rows(results)
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    return words_now(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
 
 
 def summary_text(results: list[dict], unreadable: list[str], command: str, now: datetime,
