@@ -28,9 +28,8 @@ SHIPPED = sorted(p for p in [*REPORTS.glob("*.json"), *(REPORTS / "cases").glob(
 # The short answer with its reproduce block: up to three installs, each pinning the six
 # packages its release was measured with (about 100 characters a line).
 FIRST_LINES, FIRST_CHARS = 20, 1700
-# A shipped report's first screen, as a maintainer reads it in an issue: a short answer
-# (its reproduce line names the Python its environments were made with).
-SHIPPED_CHARS = 1550
+# A shipped report's first screen, as a maintainer reads it in an issue: a short answer.
+SHIPPED_CHARS = 1500
 # A document made to hold every part at once (two commit parts, a culprit, a bundle): longer.
 WORST_CHARS = 1800
 # A path of this machine or a user's: a home, the clone, a temporary folder.

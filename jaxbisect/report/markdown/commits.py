@@ -52,8 +52,13 @@ def revert_words(first: dict) -> str:
 
 
 def compare_link(doc: dict) -> str:
+    """The XLA range on the first screen, its commits as 12 characters (GitHub's compare
+    page takes them so; the whole link is under *Where the change is*)."""
     xla = ((doc.get("attribution") or {}).get("links") or {}).get("xla_compare")
-    return f"; XLA: {xla}" if xla else ""
+    return "; XLA: " + SHA.sub(r"\1", xla) if xla else ""
+
+
+SHA = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28}\b")  # a whole commit's first 12 of 40
 
 
 def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:

@@ -261,10 +261,10 @@ def reproduce_block(doc: dict) -> list[str]:
         sizes = program_sizes(shown["text"])
         origin = "plain JAX" if shown["measured"] else "plain JAX from the case file"
         # the Python the environments were made with (a line that needs newer says so)
-        fresh = ("Python 3.11 " if any(Version(e["jax"]) < PY312_FROM for e in ends
-                                       if is_version(e["jax"])) else "")
+        fresh = ("Python 3.11 venv " if any(Version(e["jax"]) < PY312_FROM for e in ends
+                                       if is_version(e["jax"])) else "environment ")
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
-                f"{'; ' + sizes if sizes else ''}), a fresh {fresh}environment each{said}:",
+                f"{'; ' + sizes if sizes else ''}), a fresh {fresh}each{said}:",
                 "```sh", *lines, "```", "", *mlir_lines(doc, ends),
                 *details("The same question asked with this toolkit (run in its clone, as its "
                          f"README's Quick start sets up){saved_first(doc)}", [doc["reproduce"]],
