@@ -127,9 +127,11 @@ def figure_cell(metric: str, unit: str, value) -> str:
     return figure_text(metric, unit, figure(metric, () if value is None else (value,)))
 
 
-def peak_under(most: int) -> str:
-    """A run's peak that stayed under the tables' 0.01 MiB, in its own bytes: "0.00" would
-    read as a program that allocates nothing."""
-    if not most:
+def peak_under(series: dict, unit: str, figures: list) -> str | None:
+    """A run's peak series that stayed under the tables' 0.01 MiB, in its own bytes ("0.00"
+    would read as a program that allocates nothing); None for any other series."""
+    if series.get("metric") != "peak_memory" or unit != "bytes" or max(figures) >= MIB / 200:
+        return None
+    if not max(figures):
         return "0 (a run's peak that did not rise)"
-    return f"under 0.01 (a run's peak rose {most} bytes at most)"
+    return f"under 0.01 (a run's peak rose {max(figures)} bytes at most)"

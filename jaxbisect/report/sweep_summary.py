@@ -109,8 +109,7 @@ def series_cell(unit: str, got: dict | None, values: list) -> str:
         return f"not measured ({got['shape']})"
     ends = [shown_bare(unit, f) for f in (min(figures), max(figures))]
     text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
-    if got.get("metric") == "peak_memory" and unit == "bytes" and max(figures) < 2**20 / 200:
-        text = peak_under(max(figures))  # a figure, never a bare "0.00"
+    text = peak_under(got, unit, figures) or text
     measured = [str(v) for v in values if str(v) in got["figures"]]
     if got.get("fallback") and "run's peak" not in text:
         text += " (runtime)"

@@ -153,9 +153,7 @@ def series_columns(doc: dict):
             return f"not measured ({plainly(got.get('shape') or 'no figure').split(' (')[0]})"
         ends = [shown_bare(u, f) for f in (min(figures), max(figures))]
         text = ends[0] if ends[0] == ends[1] else " … ".join(ends)
-        if got.get("metric") == "peak_memory" and u == "bytes" and max(figures) < 2**20 / 200:
-            # a run's peak that stayed under the table's 0.01: its bytes, not "0.00 MiB"
-            text = peak_under(max(figures))
+        text = peak_under(got, u, figures) or text
         if got["fallback"]:
             text += f" ({series_mode(doc, got, beside)})"
         if len(got["figures"]) < len(values):

@@ -12,6 +12,7 @@ from jaxbisect.report.figures import figure_text
 from jaxbisect.report.markdown.expect import verdicts
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.rounds import Status
+from repro.verdict import slope
 
 LIMIT = 65_536  # GitHub's comment limit, in characters
 SUBJECT_WIDTH = 120
@@ -258,10 +259,7 @@ def per_outer_mib(figures: dict | None) -> float | None:
                     and isinstance(b, (int, float)) and not isinstance(b, bool))
     if len(points) < 2:
         return None
-    xs, ys = [x for x, _ in points], [y for _, y in points]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-            / sum((x - mx) ** 2 for x in xs) / 2**20)
+    return slope(points) / 2**20
 
 
 def shape_words(label: str | None, figures: dict | None = None) -> str:
