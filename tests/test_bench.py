@@ -33,6 +33,10 @@ def test_a_bisection_step_says_its_search_and_answer():
              "tables": {"began": 17.3, "seconds": 4.0}}
     timed = bench.step_note(bench.TYPED_COLD, {**recorded(), "timings": {"steps": steps}})
     assert timed.endswith("the search 17.2 s; the steps after it, some side by side: tables 4.0 s")
+    # a rerun whose steps after the search each took under 0.05 s names none, and no colon
+    quick = {**steps, "tables": {"began": 17.3, "seconds": 0.01}}
+    assert bench.step_note(bench.STORED, {**recorded(), "timings": {"steps": quick}}).endswith(
+        "the search 17.2 s")
 
 
 def test_the_bisect_targets_follow_the_figures():

@@ -63,3 +63,20 @@ def test_the_recorded_roles_follow_the_answer_s_direction():
         assert role_words(old, fix.pair_roles) == "last bad"
         assert role_words(new, fix.pair_roles) == "first fixed"
     assert side_of("between") is None and role_words("between", fix.pair_roles) == "between"
+
+
+def test_the_check_names_the_backend_it_measured_on():
+    """In NVIDIA's containers the harness's default is the GPU: a CPU answer's check says
+    ``--backend cpu``; a compile-only target's check names its target instead."""
+    q = question_from("error", CASE, [], ())
+    releases = tuple(load_catalogue().get(v) for v in ("0.4.30", "0.4.31"))
+    placed = {i: Placed(i, (Run(release=v, number=1, status="ok", samples=(f,)),), values=(f,))
+              for i, (v, f) in enumerate((("0.4.30", "no error"), ("0.4.31", "ValueError")))}
+    search = MetricSearch("found", SearchResult("found", 0, 1, True, (0, 1), ()), placed, None)
+    argv = check_argv(MetricBisection(MetricRequest("0.4.30", "0.4.31", "cpu", q), releases,
+                                      (), search))
+    assert argv[argv.index("--backend") + 1] == "cpu"
+    target = question_from("error", CASE, [], (), target="a6000")
+    argv = check_argv(MetricBisection(MetricRequest("0.4.30", "0.4.31", "cuda12-deviceless",
+                                                    target), releases, (), search))
+    assert "--backend" not in argv and argv[argv.index("--target") + 1] == "a6000"

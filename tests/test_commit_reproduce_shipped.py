@@ -39,3 +39,17 @@ def test_the_remade_report_records_its_program():
     runs = [line.split("&& ")[-1].split("   #")[0] for line in doc["commits"]["reproduce"]
             if "checkout -q" in line]
     assert runs == ["PYTHONPATH=$PWD/jax-src venv-0.5.0/bin/python repro.py"] * 2
+
+
+def test_a_change_no_jax_commit_shows_is_not_offered_as_two_commits_that_reproduce_it():
+    """libtpu's (or jaxlib's) change: the end commits behave alike; the block says so, and
+    names the two commits only where jax's own commits part the behaviour."""
+    from jaxbisect.report.markdown import render
+
+    path = REPORTS / "cases" / ("bisect-0.8.3-0.9.0-v5e-pallas_bf16_batched_matvec-error-"
+                                "e4b85d1c.json")
+    doc = json.loads(path.read_text())
+    assert doc["commits"]["came_with"] not in ("jax", "both")
+    page = render(doc)
+    assert "Reproduce the two commits" not in page
+    assert f"behave alike on jaxlib {doc['commits']['runs_on']['jaxlib']}" in page

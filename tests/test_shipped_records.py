@@ -26,7 +26,7 @@ import pytest
 
 from jaxbisect.lab.backends import PINNED_DEPS
 from jaxbisect.report.markdown.reproduce import changed_pairs
-from jaxbisect.stages.program import why_not
+from jaxbisect.stages.program import needs_its_gpu, why_not
 from jaxbisect.stages.program_runs import install_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,6 +92,9 @@ def lacks(doc: dict) -> list[tuple[str, str, str]]:
             out.append(("reproducer", "", "why no program runs here"))
         if ends:
             out.append(("reproducer", "", "no run where the program cannot run"))
+        if needs_its_gpu(doc["metric"]["name"], case=doc.get("case") or None,
+                         target=doc.get("target") or "") and not r.get("program"):
+            out.append(("reproducer", "", "the program the page shows, as written"))
         return out
     ran = {e.get("jax") for e in ends}
     out += [("reproducer", v, "a recorded run at each release where it differs")
@@ -200,6 +203,9 @@ def test_a_gpu_targets_change_says_why_it_has_no_run_and_shows_none():
     assert ("reproducer", "", "no run where the program cannot run") in lacks(doc)
     doc["reproducer"] = {**ran, "ends": [], "why_not": None}
     assert lacks(doc) == [("reproducer", "", "why no program runs here")]
+    # the program the page shows is the record's, written by the pipeline, never run
+    doc["reproducer"] = {**ran, "ends": [], "why_not": "needs that GPU", "program": None}
+    assert lacks(doc) == [("reproducer", "", "the program the page shows, as written")]
 
 
 def test_a_document_without_its_command_is_caught():

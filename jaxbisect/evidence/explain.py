@@ -121,7 +121,9 @@ def check_argv(b: MetricBisection) -> list[str] | None:
         # probe's median of what the row shows), not another median of the raw samples.
         figures.append(str(samples[0]) if q.metric == "error" else samples[0][0] if q.over else
                        f"{table_figure(q, s.placed[i]):.6g}")
-    argv = [a for a in q.harness_argv() if a != "--json"]
+    # The backend named: in NVIDIA's GPU containers the harness's own default is the GPU.
+    argv = [a for a in q.harness_argv() if a != "--json"] + \
+        b.request.backend.harness_args(q.target)
     argv[argv.index("--case") + 1] = display_path(q.case.path)
     if q.metric == "error" and any(is_crash(f) for f in figures):
         # A crashed process cannot answer --check itself, and git bisect run stops at an

@@ -25,6 +25,9 @@ def reproducer_line(doc: dict) -> str | None:
     part = doc.get("reproducer")
     if not part:
         return None
+    if part["why_not"] and part.get("program"):
+        return (f"standalone program ({part['lines']} lines, {part['file']}), not run: "
+                f"{part['why_not']}")
     if part["why_not"]:
         return f"no standalone program: {part['why_not']}"
     said = "; ".join(f"jax {end['jax']}: {', '.join(end['output'].splitlines())}"

@@ -76,6 +76,13 @@ def why_not(metric: str, *, case: CaseFile | None, target: str = "") -> str | No
     return None
 
 
+def needs_its_gpu(metric: str, *, case: CaseFile | None, target: str = "") -> bool:
+    """Whether a plain program is written though it cannot run here: a GPU the answer was
+    compiled for without one (the program runs on that GPU)."""
+    return (case is not None and bool(target) and metric in WRITTEN
+            and load_target(target).kind == "gpu")
+
+
 def _names(node: ast.AST) -> set[str]:
     """The names ``node`` reads (an attribute chain's first name: ``jax`` of jax.numpy.x)."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

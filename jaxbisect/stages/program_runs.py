@@ -32,7 +32,7 @@ from jaxbisect.lab.store import Key
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.crashes import crash_of
 from jaxbisect.search.rounds import Status
-from jaxbisect.stages.program import FILE, Program, why_not, write_program
+from jaxbisect.stages.program import FILE, Program, needs_its_gpu, why_not, write_program
 from repro.verdict import relative_shape, shapes_alike
 
 RUNS = 2  # each end's runs: two that disagree make its output nondeterministic
@@ -287,8 +287,11 @@ def reproducer(program: Program, ends: list[tuple[Release, str]], backend: str, 
             "why_not": None}
 
 
-def not_written(why: str) -> dict:
-    return {"file": None, "program": None, "lines": 0, "ends": [], "shows_change": None,
+def not_written(why: str, program: Program | None = None) -> dict:
+    """No program run: ``why``; a program written all the same (for a GPU the answer was
+    compiled for without one) is recorded, as the report shows it, with no end run."""
+    return {"file": FILE if program else None, "program": program and program.text,
+            "lines": program.lines if program else 0, "ends": [], "shows_change": None,
             "nondeterministic": False, "why_not": why}
 
 
@@ -313,9 +316,11 @@ def reproducer_of(b, lab, say: Say, minimal: dict | None = None, *,
         return None
     q = b.request.question
     why = why_not(q.metric, case=q.case, target=q.target)
-    if why:
-        return not_written(why)
     params, over = sizes(b, minimal)
+    if why:
+        return not_written(why, write_program(q.case, q.metric, params, over,
+                                              xla_flags=q.xla_flags, target=q.target)
+                           if needs_its_gpu(q.metric, case=q.case, target=q.target) else None)
     program = write_program(q.case, q.metric, params, over, xla_flags=q.xla_flags,
                             target=q.target)
     if came_and_went:

@@ -252,6 +252,8 @@ def step_note(step: Step, got: dict) -> str:
     s, probes = got["search"], got["probes"]
     sized = got.get("search_size") or {}
     timings = (got.get("timings") or {}).get("steps") or {}
+    after = [f"{name} {t['seconds']:.1f} s" for name, t in timings.items()
+             if name not in ("setup", "releases") and t["seconds"] >= 0.05]
     size = ", ".join([*(f"{k} {v}" for k, v in (sized.get("params") or {}).items()),
                       *([f"{got['over']['name']} {','.join(map(str, sized['over']))}"]
                         if sized.get("over") else [])])
@@ -262,9 +264,7 @@ def step_note(step: Step, got: dict) -> str:
         f"{sum(p['cached'] for p in probes)} of {len(probes)} from stored results",
         *([f"searched at {size}"] if size else []), f"answer {_answer(got)}",
         *([f"the search {timings['releases']['seconds']:.1f} s"
-           + ("; the steps after it, some side by side: " if len(timings) > 2 else "")
-           + ", ".join(f"{name} {t['seconds']:.1f} s" for name, t in timings.items()
-                       if name not in ("setup", "releases") and t["seconds"] >= 0.05)]
+           + (f"; the steps after it, some side by side: {', '.join(after)}" if after else "")]
           if "releases" in timings else [])])
 
 

@@ -312,8 +312,12 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                          [f"{short(x)} {x['subject']}" for x in c["need_new"]], "text")
     reproduce = commit_reproduce(doc, c)
     if reproduce:
-        lines += details("Reproduce the two commits without the toolkit (git, pip, python)",
-                         reproduce, "sh")
+        # jaxlib's (or libtpu's) change: the end commits show that no jax commit has it
+        title = ("Reproduce the two commits without the toolkit (git, pip, python)"
+                 if c["came_with"] in ("jax", "both") else
+                 f"The two end commits behave alike on jaxlib {c['runs_on']['jaxlib']} (no "
+                 f"jax commit shows the change), without the toolkit (git, pip, python)")
+        lines += details(title, reproduce, "sh")
     return lines
 
 

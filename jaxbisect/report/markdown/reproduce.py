@@ -7,6 +7,7 @@ import inspect
 import re
 import shlex
 import textwrap
+from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
@@ -119,8 +120,11 @@ def written_program(doc: dict) -> Program | None:
         params.pop(name, None)
     cased = CaseFile(path=case["path"], source=case["source"], sha256=case.get("sha256", ""),
                      defaults=dict(case.get("defaults") or {}), devices=case.get("devices"))
-    return write_program(cased, metric, params, over, xla_flags=doc.get("xla_flags") or "",
-                         target=doc.get("target") or "")
+    program = write_program(cased, metric, params, over, xla_flags=doc.get("xla_flags") or "",
+                            target=doc.get("target") or "")
+    recorded = (doc.get("reproducer") or {}).get("program")
+    # written by the pipeline and not run (a GPU it had no device of): the record's text
+    return replace(program, text=recorded) if recorded else program
 
 
 def shown_program(doc: dict) -> dict | None:
