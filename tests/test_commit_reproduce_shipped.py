@@ -52,4 +52,12 @@ def test_a_change_no_jax_commit_shows_is_not_offered_as_two_commits_that_reprodu
     assert doc["commits"]["came_with"] not in ("jax", "both")
     page = render(doc)
     assert "Reproduce the two commits" not in page
-    assert f"behave alike on jaxlib {doc['commits']['runs_on']['jaxlib']}" in page
+    block = page.split("(no jax commit shows the change), without the toolkit")[1]
+    block = block.split("</details>")[0]
+    # each jaxlib's end commits, each with what the toolkit measured there
+    checkouts = re.findall(r"# (\w{10}), as jax ([\d.]+)(?: too)?: the toolkit measured (.+)",
+                           block)
+    measured = {(st["sha"][:10], st["runs_on"]["jax"]): st["figure"]["value"].splitlines()[0]
+                for st in doc["commits"]["steps"]}
+    assert len(checkouts) == 4 and {v for _, v, _ in checkouts} == {"0.8.3", "0.9.0"}
+    assert all(measured[(sha, v)] == said for sha, v, said in checkouts)

@@ -315,6 +315,9 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         # jaxlib's (or libtpu's) change: the end commits show that no jax commit has it
         title = ("Reproduce the two commits without the toolkit (git, pip, python)"
                  if c["came_with"] in ("jax", "both") else
+                 "The end commits on each jaxlib behave as its release (no jax commit shows "
+                 "the change), without the toolkit (git, pip, python)"
+                 if sum("checkout -q" in line for line in reproduce) > 2 else
                  f"The two end commits behave alike on jaxlib {c['runs_on']['jaxlib']} (no "
                  f"jax commit shows the change), without the toolkit (git, pip, python)")
         lines += details(title, reproduce, "sh")
@@ -339,12 +342,28 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
         return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'])} -m venv",
                        re.sub(r"/bin/pip install .*$", f"/bin/{install}", line))
                 if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
-    steps = {st["sha"]: st for st in c.get("steps") or ()}
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
              f"clone:", install + python_note(on["jax"])]
-    for commit, role in pair:
-        st = steps.get(commit["sha"])
+    steps = {(st["sha"], st["runs_on"]["jaxlib"]): st for st in c.get("steps") or ()}
+    lines += commit_runs(doc, shown, [(commit, role, steps.get((commit["sha"], on["jaxlib"])))
+                                      for commit, role in pair])
+    newer = [st for st in c.get("steps") or () if st["runs_on"]["jaxlib"] == c["new_jaxlib"]
+             and st["runs_on"]["jaxlib"] != on["jaxlib"]]
+    if c["came_with"] != "jaxlib" or len(newer) < 2:
+        return lines
+    # The other half: the same program on the newer jaxlib's end commits (what they measured)
+    newer = [min(newer, key=lambda st: st["index"]), max(newer, key=lambda st: st["index"])]
+    lines += [f"# then jax {c['new']}'s environment (jaxlib {c['new_jaxlib']}), the same clone:",
+              pip_install(doc, c["new"], c["new_jaxlib"]) + python_note(c["new"])]
+    return lines + commit_runs(doc, shown, [(st, f"as jax {c['new']}" + (" too" if k else ""),
+                                             st) for k, st in enumerate(newer)])
+
+
+def commit_runs(doc: dict, shown: dict, runs: list[tuple[dict, str, dict | None]]) -> list[str]:
+    """A checkout and the program's run at each commit, with what the toolkit measured."""
+    lines = []
+    for commit, role, st in runs:
         figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
                   if st else None)
         gave = f": the toolkit measured {figure}" if figure else ""
