@@ -70,6 +70,10 @@ def lacks(doc: dict) -> list[tuple[str, str, str]]:
         if doc.get("over") and "baseline_series" not in doc.get("explanation", {}):
             out.append(("explanation", "", "baseline_series"))  # the baseline's figures
         return out
+    triage = (doc.get("attribution") or {}).get("triage") or {}
+    if triage and not {"--backend", "--target"} & set(triage.get("argv") or ()):
+        # in NVIDIA's containers the check's harness would measure the GPU
+        out.append(("attribution", "triage", "the backend its check measures on"))
     for part in ("probes", "interior"):
         for row in doc.get(part) or ():
             out += [(part, row["jax"], name) for name in unpinned(doc, row)]
@@ -134,6 +138,8 @@ def test_an_old_records_program_runs_lack_their_environments():
     ends, but the runs record no environment (its install lines were written from the
     probes')."""
     found = lacks(old("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json"))
+    assert ("attribution", "triage", "the backend its check measures on") in found
+    found.remove(("attribution", "triage", "the backend its check measures on"))
     assert {(part, where.split()[0]) for part, where, _ in found} == \
         {("reproducer", "0.5.0"), ("reproducer", "0.5.1")}
     assert {what for *_, what in found} == set(deps_of({"backend": "cpu"}))
@@ -212,3 +218,11 @@ def test_a_document_without_its_command_is_caught():
     doc = shipped("explain-0.5.1-cpu-scan_growth-memory-0ab78550.json")
     doc["reproduce"] = None
     assert lacks(doc) == [("reproduce", "", "the command that made it")]
+
+
+def test_a_triage_check_without_its_backend_is_caught():
+    doc = shipped("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")
+    argv = doc["attribution"]["triage"]["argv"]
+    at = argv.index("--backend")
+    doc["attribution"]["triage"]["argv"] = argv[:at] + argv[at + 2:]
+    assert lacks(doc) == [("attribution", "triage", "the backend its check measures on")]
