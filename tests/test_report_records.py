@@ -243,7 +243,9 @@ def test_no_shown_diff_line_is_cut_inside_a_word():
         shown += [(path.name, line) for block in DIFF_BLOCK.findall(render(doc))
                   for line in block.splitlines()
                   if line[:1] in "-+ " and not line.startswith(("---", "+++"))]
-    assert recorded_cuts and len(shown) > 100  # the records hold such cuts; the reports show
+    # today's pipeline records its lines cut between tokens (older records' cuts: the test
+    # below); the reports show many lines
+    assert recorded_cuts == 0 and len(shown) > 100
     cut = [(name, line) for name, line in shown if cut_inside_a_token(line)]
     assert not cut, cut[:5]
 
