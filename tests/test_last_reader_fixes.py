@@ -108,3 +108,32 @@ def test_a_sweep_cell_of_a_plan_of_0_bytes_is_no_figure_a_runs_peak_is_one():
 def test_a_bundle_readme_never_says_at_nothing():
     for readme in REPORTS.glob("**/*-hlo/README.md"):
         assert "\nAt .\n" not in readme.read_text(), readme
+
+
+def test_a_libtpu_narrowing_block_runs_each_libtpu_in_its_own_environment():
+    """Each libtpu the search placed the change between: a fresh venv with the held jax and
+    jaxlib, and the page's program run in it (an install alone runs nothing)."""
+    doc = json.loads((REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error"
+                                ".json").read_text())
+    narrowed = doc["libtpu"]["narrowed"]
+    block = render(doc).split("the search placed the change between libtpu", 1)[1]
+    block = block.split("```sh", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(block) == 4
+    for (install, run), libtpu in zip((block[:2], block[2:]),
+                                      (narrowed["last_old"], narrowed["first_new"])):
+        venv = f"libtpu-{libtpu}"
+        assert install.startswith(f"python3 -m venv {venv} && {venv}/bin/pip install ")
+        assert f"libtpu=={libtpu} " in install and f"jax=={narrowed['held']['jax']} " in install
+        assert run.startswith(f"{venv}/bin/python {doc['reproducer']['file']}")
+
+
+def test_a_timing_workaround_says_its_own_figure_never_restored():
+    """A noisy figure comes near the old one, never to it: the check says what it gave."""
+    doc = json.loads((REPORTS / "cases/bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-"
+                                "run_time.json").read_text())
+    w = doc["explanation"]["culprit"]["workarounds"][0]
+    page = render(doc)
+    culprit = next(line for line in page.splitlines() if line.startswith("- **Culprit:**"))
+    assert f"gives {w['figure'] * 1e3:.3f} ms, jax {doc['last_old']['jax']}'s behaviour" \
+        in culprit and "restores" not in culprit
+    assert "brings back the old run_time" not in page

@@ -419,7 +419,8 @@ def explain_flags(b: MetricBisection, lab: Lab, say: Say, *, deadline: Deadline 
     return {**base, "kind": "flag", "name": " ".join(f"--{f.name}" for f in search.culprit),
             "text": f"The change follows {names}, whose default changed "
                     f"({'; '.join(f'{f.old} → {f.new}' for f in search.culprit)}): {back} "
-                    f"under jax {new.version} brings back the old {q.metric}, and {forward} "
+                    f"under jax {new.version} brings back the old "
+                    f"{'behaviour' if q.noisy else q.metric}, and {forward} "
                     f"under jax {old.version} gives the new one."}
 
 

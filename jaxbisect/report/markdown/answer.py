@@ -27,6 +27,7 @@ from jaxbisect.report.markdown.words import (
     said,
     shape_words,
     unit,
+    value_words,
 )
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.comparing import OUTPUT_TOLERANCE, errors_alike
@@ -37,6 +38,8 @@ VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHA
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
 DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
 PEAK_EVERYWHERE = "a run's peak at every release"
+
+TIMINGS = ("run_time", "compile_time")  # noisy figures: never the same twice
 
 
 def ends_figures(doc: dict, found: bool = False) -> str:
@@ -506,8 +509,13 @@ def culprit_line(doc: dict) -> str | None:
     if checks:
         w = checks[0]
         before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
-        line += (f"; check: {check_command(doc, w)} restores {before} "
-                 f"{doc['metric']['name']} ({setting_kind(doc, w)})")
+        # a timing's own figure: "behaviour" is the classifier's reading, which a noisy
+        # figure only comes near (never the same figure)
+        timed = doc["metric"]["name"] in TIMINGS and isinstance(w.get("figure"), (int, float))
+        line += (f"; check: {check_command(doc, w)} gives {value_words(doc, w['figure'])}, "
+                 f"{before} behaviour ({setting_kind(doc, w)})" if timed
+                 else f"; check: {check_command(doc, w)} restores {before} "
+                      f"{doc['metric']['name']} ({setting_kind(doc, w)})")
     elif c["kind"] == "pass":
         line += "; the releases' HLO modules first differ after it"
     return line + "."

@@ -12,7 +12,7 @@ from jaxbisect.evidence.explain import none_brought_words
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.lab.executors import cluster_markdown
 from jaxbisect.report.figures import figure_cell
-from jaxbisect.report.markdown.answer import setting_kind
+from jaxbisect.report.markdown.answer import TIMINGS, setting_kind
 from jaxbisect.report.markdown.evidence import render_buffers_markdown
 from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
 from jaxbisect.report.markdown.reproduce import program_sizes, shown_program
@@ -358,6 +358,7 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
                 "- **Diagnostic** (a pass turned off: not a setting to run with): ")
         line += (f"`{w['xla_flags']}` under jax {w['release']} "
                  + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
+                    else "brings back the old behaviour" if metric in TIMINGS
                     else f"brings back the old {metric}"))
         if w.get("figure") is not None:
             line += f" ({value_words(doc, w['figure'])})"

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 
-from jaxbisect.report.installs import pip_words
+from jaxbisect.report.installs import pip_words, venv_python
 from jaxbisect.report.markdown.words import PAIR_WORDS, pair_words
 from jaxbisect.search.error_signature import core
 from jaxbisect.search.tpu_parts import Part
+from jaxbisect.stages.program import FILE
 
 _CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
 
@@ -150,16 +151,25 @@ def section(doc: dict) -> list[str]:
     narrowed = part.get("narrowed")
     if narrowed:
         held = narrowed.get("held") or part["old"]
-        lines += ["", f"libtpu releases measured with jax {held['jax']} and jaxlib "
+        lines += ["", f"libtpu releases searched with jax {held['jax']} and jaxlib "
                       f"{held['jaxlib']} held: {', '.join(narrowed['candidates'])} "
-                      f"(every release on PyPI between the two pins)."]
+                      f"(every release on PyPI between the two pins)"
+                      + (f"; the search placed the change between libtpu "
+                         f"{narrowed['last_old']} and {narrowed['first_new']}, each in a fresh "
+                         f"environment:" if narrowed.get("first_new") else ".")]
         if narrowed.get("first_new"):
-            before, after = (_install(doc, narrowed["install"][k]) for k in ("old", "new"))
-            lines += ["", "```", f"pip install {before}   # as before",
-                      f"pip install {after}   # shows the change", "```"]
+            lines += ["", "```sh"]
+            for side, said in (("old", "behaves as before"), ("new", "shows the change")):
+                libtpu = narrowed["last_old" if side == "old" else "first_new"]
+                venv = f"libtpu-{libtpu}"
+                lines += [f"{venv_python(held['jax'])} -m venv {venv} && {venv}/bin/pip install "
+                          f"{_install(doc, narrowed['install'][side])}",
+                          f"{venv}/bin/python {FILE}   # {said}, as the search placed it"]
+            lines.append("```")
         if narrowed.get("skipped"):
             lines += ["", f"Skipped (no figure): {', '.join(narrowed['skipped'])}."]
-        lines += ["", narrowed.get("finest") or ""]
+        finest = (narrowed.get("finest") or "").rstrip(".")
+        lines += ["", f"{finest}.", ""] if finest else [""]
     changes = part.get("jaxlib_commits") or {}
     # where the swaps place it in libtpu alone, jaxlib's commits are not where to look
     if changes.get("commits") and part.get("part") != Part.LIBTPU:
