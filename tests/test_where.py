@@ -179,3 +179,24 @@ def test_a_real_difference_past_200_characters_is_recorded_where_it_is():
 
     removed, added = _changed(first_difference(old, new))
     assert removed[0].endswith('"tile":[8,128]}') and added[0].endswith('"tile":[8,256]}')
+
+
+def test_a_modules_fingerprint_is_never_its_first_real_difference():
+    """Newer XLA prints a hash of the whole module in its header: it differs wherever anything
+    does, so the first difference shown is the first line that really differs."""
+    from jaxbisect.evidence.where import first_difference, normalize_optimized
+
+    def module(fingerprint: str, body: str) -> str:
+        return (f'HloModule jit_f, entry_computation_layout={{(f32[8])->f32[8]}}, '
+                f'frontend_attributes={{fingerprint_before_lhs="{fingerprint}"}}\n\n'
+                f'ENTRY %main.1 (p.1: f32[8]) -> f32[8] {{\n  %p.1 = f32[8] parameter(0)\n'
+                f'  ROOT %r.2 = f32[8] {body}(f32[8] %p.1)\n}}\n')
+
+    old = normalize_optimized(module("64e337bae0086e79", "negate"))
+    new = normalize_optimized(module("cd4c93a35fb28d5f", "exponential"))
+    changed = [line for line in first_difference(old, new)
+               if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+    assert changed == ["-ROOT r.#2 = f32[8] negate(f32[8] p.#1)",
+                       "+ROOT r.#2 = f32[8] exponential(f32[8] p.#1)"]
+    assert normalize_optimized(module("64e3", "negate")) == normalize_optimized(
+        module("cd4c", "negate"))

@@ -41,6 +41,9 @@ WORDS = {
 # Attributes of an instruction whose value never changes the program: where it came from
 # (metadata={op_name=… source_file=… source_line=… stack_frame_id=…}) and what it is called.
 _DROPPED_ATTRIBUTES = ("metadata", "op_name")
+# A module's fingerprint (newer XLA's frontend attribute): a hash of all of it, which differs
+# wherever anything does, so never the first real difference.
+_FINGERPRINT = re.compile(r'(\bfingerprint_\w*=)"[0-9a-f]+"')
 # The stack-frame tables newer XLA prints after the computations (source files, functions,
 # lines): provenance, like metadata.
 _FRAME_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -114,7 +117,8 @@ def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
     source files and lines, stack frames) and the stack-frame tables, op names, the
     backend-config keys that only name things (the whole backend config unless
     ``backend_config``), the module's name, instruction and computation numbering
-    (``%copy.5``, ``region_0.8``), the printer's comments, ``%`` signs and blank lines."""
+    (``%copy.5``, ``region_0.8``), the module's fingerprint, the printer's comments, ``%``
+    signs and blank lines."""
     dropped = _DROPPED_ATTRIBUTES if backend_config else (*_DROPPED_ATTRIBUTES, "backend_config")
     names: dict[str, str] = {}
 
@@ -134,6 +138,7 @@ def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
             line = _drop_attribute(line, name)
         line = _clean_backend_config(line) if backend_config else line
         line = _MODULE.sub("HloModule m", line)
+        line = _FINGERPRINT.sub(r'\1"…"', line)
         line = re.sub(r"/\*.*?\*/|\s*//.*$", "", line).replace("%", "").strip()
         if line:
             lines.append(_IDENTIFIER.sub(rename, line))
