@@ -65,3 +65,19 @@ def test_the_shipped_a6000_listing_does_not_say_0_for_loops_holding_stacked_stat
         loops = [line for line in shown if ": loop " in line]
         assert len(loops) == 3 and all("not counted" in line for line in loops)
         assert not any(line.endswith("used after its start: 0") for line in shown)
+
+
+def test_a_header_never_counts_0_at_loops_it_does_not_follow():
+    from jaxbisect.evidence.schedule import stacked_words
+
+    assert "not counted" in stacked_words("[4,2]", 0, 3, 3) and "at most" not in \
+        stacked_words("[4,2]", 0, 3, 3)
+    assert "at most 1 at the 1 loop it follows (the other 2 not counted)" in stacked_words(
+        "[4,2]", 1, 3, 2)
+    assert "at most 2 (" in stacked_words("[4,2]", 2, 3, 0)
+    old = json.loads(A6000.read_text())["evidence"]["releases"]["old"]
+    for header in (old["schedule"][0],  # today's, and an older record's words for it
+                   "entry computation: 19 instructions, 3 while loops; stacked [100,32,32,32] "
+                   "buffers live at a loop's start: at most 0"):
+        shown = schedule_lines([header, *old["schedule"][1:]], old["raw"]["after_optimizations"])
+        assert "at most" not in shown[0] and "not counted (no loop's" in shown[0]

@@ -124,6 +124,22 @@ def untraced_carries(loop: HloInstruction, carried: HloInstruction | None, root:
                if k >= len(carried.operands) or carried.operands[k] not in root)
 
 
+def stacked_words(shape: str, peak: int, loops: int, untraced: int) -> str:
+    """What the header counts: buffers the entry computation makes (outside the loops), at the
+    loops whose stacked state it follows; one a loop makes inside its body is not among them,
+    so a count never contradicts a peak placed inside a loop, and a loop it does not follow is
+    never counted 0."""
+    inside = "those a loop makes inside its body are not counted here"
+    if loops and untraced == loops:
+        return (f"stacked {shape} buffers made outside the loops and live at a loop's start: "
+                f"not counted (no loop's stacked state comes from a value this listing "
+                f"follows; {inside})")
+    followed = (f" at the {loops - untraced} loop{'' if loops - untraced == 1 else 's'} it "
+                f"follows (the other {untraced} not counted)" if untraced else "")
+    return (f"stacked {shape} buffers made outside the loops and live at a loop's start: at "
+            f"most {peak}{followed} ({inside})")
+
+
 def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
                      max_lines: int = 40) -> list[str]:
     """A few lines: the while loops of the entry computation in schedule order, and where the
@@ -146,7 +162,7 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
         if buffer not in by_name and made_at(buffer) is not None:
             made_by.setdefault(buffer.rsplit("{", 1)[0], []).append(buffer)
     lines = []
-    peak = 0
+    peak, untraced = 0, 0
     for inst in instructions:
         if inst.opcode == "while":
             number = loops.index(inst) + 1
@@ -159,6 +175,7 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
             unfollowed = untraced_carries(inst, carried, root, n_inner, array_shape)
             if not unfollowed:
                 peak = max(peak, len(live))
+            untraced += bool(unfollowed)
             lines.append(f"{inst.position:4d}  {inst.name}: loop {number} of {len(loops)}"
                          + (f" ({trips} trips)" if trips else "")
                          + (f", carries {', '.join(carries)}" if carries else "")
@@ -177,12 +194,8 @@ def schedule_summary(hlo_text: str, n_inner: int, array_shape: Sequence[int],
                          f"({', '.join(inst.operands)}): {what} a stacked buffer")
     if not loops:
         lines.append("no while loops in the entry computation")
-    # What it counts, said in the header: buffers the entry computation makes (outside the
-    # loops); one a loop makes inside its body is not among them, so 0 here never contradicts
-    # a peak placed inside a loop.
     header = (f"entry computation: {len(instructions)} instructions, {len(loops)} while loops; "
-              f"stacked {shape} buffers made outside the loops and live at a loop's start: "
-              f"at most {peak} (those a loop makes inside its body are not counted here)")
+              + stacked_words(shape, peak, len(loops), untraced))
     if len(lines) > max_lines:
         lines = lines[:max_lines - 1] + [f"… {len(lines) - max_lines + 1} more lines"]
     return [header, *lines]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from jaxbisect.evidence.common import UNITS
+from jaxbisect.evidence.schedule import stacked_words
 from jaxbisect.report.figures import mib
 
 
@@ -218,7 +219,10 @@ def shared_space_words(labelled: Sequence[tuple[str, dict]]) -> list[str]:
             + "). They say which arrays the plan holds, not how its bytes divide.", ""]
 
 
-_AT_MOST = re.compile(r"; stacked (\S+) buffers live at a loop's start: at most (\d+)$")
+# A schedule's header, as any record says it: the stacked shape and the count at most.
+_HEADER = re.compile(r"; stacked (?P<shape>\S+) buffers (?:made outside the loops and )?live at "
+                     r"a loop's start: at most (?P<peak>\d+)(?: \(those a loop makes inside "
+                     r"its body are not counted here\))?$")
 _LIVE = re.compile(r"; stacked buffers live: (\d+)$")
 
 
@@ -249,15 +253,6 @@ def untraced_loops(lines: list[str], raw: list[str] | None) -> set[str]:
     return out
 
 
-def counted_header(m: re.Match) -> str:
-    return (f"; stacked {m[1]} buffers made outside the loops and live at a loop's start: at "
-            f"most {m[2]} (those a loop makes inside its body are not counted here)")
-
-
-def untraced_header(m: re.Match) -> str:
-    return (f"; stacked {m[1]} buffers live at a loop's start: it counts at most {m[2]}, "
-            f"but it does not follow them into every loop (below), so that count is not the "
-            f"peak's")
 
 
 def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
@@ -267,12 +262,18 @@ def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
     count said as what it counts; a loop whose stacked state the reading did not trace
     (``raw``: the release's after_optimizations lines) says so rather than 0."""
     untraced = untraced_loops(list(lines or ()), raw)
+    loops = [m.group(1) for m in map(_LOOP.match, lines or ()) if m]
+    untraced |= {m.group(1) for line in lines or () if _UNTRACED.search(line)
+                 for m in [_LOOP.match(line)] if m}
     out = []
     for line in lines or ():
         m = _LOOP.match(line)
         if m and m.group(1) in untraced:
             line = line.removesuffix("; stacked buffers live: 0") + UNTRACED_WORDS
+        header = _HEADER.search(line)
+        if header:  # any record's header, in today's words (evidence/schedule.py's)
+            line = line[:header.start()] + "; " + stacked_words(
+                header["shape"], int(header["peak"]), len(loops), len(untraced))
         out.append(_UNTRACED.sub(UNTRACED_WORDS, _LIVE.sub(
-            r"; made before it, used after its start: \1",
-            _AT_MOST.sub(untraced_header if untraced else counted_header, line))))
+            r"; made before it, used after its start: \1", line)))
     return out
