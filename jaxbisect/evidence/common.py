@@ -9,7 +9,7 @@ MB = 1024**2
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 _ARRAY_SHAPE = re.compile(r"^([a-zA-Z]\w*)\[([^\]]*)\]")
 QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-MAX_LINE_CHARS = 200
+MAX_LINE_CHARS = 280  # most HLO instructions whole: a cut hides operands
 
 
 def balanced_end(text: str, start: int) -> int:
