@@ -99,7 +99,7 @@ def test_a_sweep_cell_of_a_plan_of_0_bytes_is_no_figure_a_runs_peak_is_one():
     assert series_cell("bytes", peak, [1, 2]).startswith("0.00 … 0.06")
     # a run's peak under the table's 0.01 MiB: its bytes, never a bare "0.00"
     flat = {**peak, "figures": {"1": 0, "2": 4096}, "metric": "peak_memory"}
-    assert series_cell("bytes", flat, [1, 2]).startswith("under 0.01 (a run's peak rose 4096")
+    assert series_cell("bytes", flat, [1, 2]).startswith("not seen (a run's peak rose 4096")
     readme = (REPORTS / "repro" / "README.md").read_text()
     row = next(x for x in readme.splitlines() if x.startswith("| 0.4.20") and "| cpu" in x)
     assert "not measured (memory reported" not in row and "a run's peak" in row
@@ -137,3 +137,43 @@ def test_a_timing_workaround_says_its_own_figure_never_restored():
     assert f"gives {w['figure'] * 1e3:.3f} ms, jax {doc['last_old']['jax']}'s behaviour" \
         in culprit and "restores" not in culprit
     assert "brings back the old run_time" not in page
+
+
+def test_what_two_figures_were_the_same_within_is_recorded():
+    """The tolerance a deterministic answer compared within is in its record, and its page
+    says that one: an output's relative and absolute, another figure's share."""
+    from jaxbisect.report.document import tolerance_of
+    from jaxbisect.report.markdown.answer import alike_how
+    from jaxbisect.search.classify import DEFAULT_THRESHOLD
+    from jaxbisect.search.question import question_from
+
+    case = "repro/cases/exp_nan_under_jit.py"
+    assert tolerance_of(question_from("output", case, [], ()), None) == {
+        "tolerance": {"relative": 1e-5, "absolute": 1e-8}}
+    assert tolerance_of(question_from("output", case, [], ()), 0.1)["tolerance"] == {
+        "relative": 0.1, "absolute": 0.1 * 1e-3}
+    assert tolerance_of(question_from("error", case, [], ()), None) == {}
+    assert tolerance_of(question_from("memory", case, [], ()), None) == {
+        "tolerance": {"relative": DEFAULT_THRESHOLD}}
+    doc = {"over": None, "metric": {"name": "output", "kind": "deterministic",
+                                    "threshold": None,
+                                    "tolerance": {"relative": 2e-5, "absolute": 3e-8}}}
+    assert "within 2e-05 relative, 3e-08 absolute" in alike_how(doc)
+    doc["metric"] = {"name": "memory", "kind": "deterministic", "threshold": None}
+    assert alike_how(doc) == f"the same within {DEFAULT_THRESHOLD:.0%}"
+
+
+def test_a_lines_python_is_the_one_its_environment_ran():
+    """Each probe records the Python its environment ran; an install line's Python note and a
+    venv line's interpreter follow it (the releases' Requires-Python for older records)."""
+    from jaxbisect.report.installs import python_needed, python_of, venv_python
+
+    doc = json.loads((REPORTS / "bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
+                     .read_text())
+    ran = {p["jax"]: p["python"] for p in doc["probes"]}
+    assert ran["0.10.2"].startswith("3.11.") and ran["0.12.0"].startswith("3.12.")
+    assert (python_of("0.10.2", doc), python_needed("0.10.2", doc)) == ("3.11", None)
+    assert venv_python("0.12.0", doc) == "python3.12"
+    moved = {**doc, "probes": [{**p, "python": "3.13.0"} for p in doc["probes"]]}
+    assert python_of("0.12.0", moved) == "3.13" and venv_python("0.10.2", moved) == "python3.13"
+    assert python_of("0.12.0", {}) == "3.12" and python_of("0.10.2", {}) == "3.11"

@@ -31,7 +31,7 @@ def test_a_libtpu_change_names_the_first_libtpu_with_its_exact_install_line(
     line = first_screen_line(doc)
     assert "`pip install jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33`" in line
     body = "\n".join(section(doc))
-    assert "libtpu==0.0.32.1   # as before" in body
+    assert "libtpu==0.0.32.1\nlibtpu-0.0.32.1/bin/python repro.py   # behaves as before" in body
     assert not re.search(r"\bGPU\b", line + body)
     assert re.search(r"libtpu==0\.0\.32(?![.\d])", body) is None  # never a prefix
 

@@ -176,9 +176,10 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
 
 
 def readme_text(part: dict, files: list[str], label: str, installs: dict,
-                roles: tuple[str, str] = ROLES) -> str:
+                roles: tuple[str, str] = ROLES, pythons: dict[str, str] | None = None) -> str:
     """The bundle's README: what it holds, how to run it, what was measured (``installs`` by
-    the part's own role names; ``roles``: the words a reader sees for them)."""
+    the part's own role names; ``roles``: the words a reader sees for them; ``pythons``: each
+    release's interpreter as its record says it ran, else by its Requires-Python)."""
     pbs = " ".join(sorted(f for f in files if f.endswith(".pb")))
     if part.get("target"):  # compiled for a compile-only GPU: no GPU needed
         pbs += f" --target {part['target']}"
@@ -209,8 +210,9 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
               "", "## Run it", "", "```sh"]
     for role, venv in (("last good", "old"), ("first bad", "new")):
         if role in installs and role in ends:
-            python = ("python3.12" if Version(ends[role]["jax"]) >= Version("0.11")
-                      else "python3")  # jax 0.11+ needs Python 3.12 (report/installs.py)
+            python = (pythons or {}).get(ends[role]["jax"]) or (
+                "python3.12" if Version(ends[role]["jax"]) >= Version("0.11")
+                else "python3")  # jax 0.11+ needs Python 3.12 (report/installs.py)
             lines += [f"{python} -m venv {venv} && "
                       f"{venv}/bin/{installs[role]}",
                       f"{venv}/bin/python {SCRIPT} {pbs}   # jax {ends[role]['jax']}: "
@@ -236,7 +238,8 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
     return "\n".join(lines)
 
 
-def rerender_readme(json_path: Path, doc: dict, roles: tuple[str, str] = ROLES) -> Path | None:
+def rerender_readme(json_path: Path, doc: dict, roles: tuple[str, str] = ROLES,
+                    pythons: dict[str, str] | None = None) -> Path | None:
     """``--render``: the bundle README beside a report remade from the report's document (its
     ``hlo_module`` part, the ends' installs as the probes recorded them), where the bundle is
     there; written only where it differs. ``roles``: the pair's words (the answer's
@@ -254,7 +257,8 @@ def rerender_readme(json_path: Path, doc: dict, roles: tuple[str, str] = ROLES) 
             release = SimpleNamespace(version=end["jax"], jaxlib=end["jaxlib"])
             installs[role] = pip_line(probe["installed"], release)
     files = sorted(part["files"])
-    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs, roles))
+    write_atomic_if_changed(readme, readme_text(part, files, doc["label"], installs, roles,
+                                                pythons))
     return readme
 
 

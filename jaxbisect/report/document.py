@@ -20,10 +20,13 @@ from jaxbisect.report.chart import write_png
 from jaxbisect.report.commands import explain_argv, reproduce_argv, sweep_argv
 from jaxbisect.report.commits import commits_by_pair_document, commits_document
 from jaxbisect.report.figures import figure, figure_text, placed_fields, seen
+from jaxbisect.report.installs import venv_python
 from jaxbisect.report.markdown import KINDS, render
 from jaxbisect.report.markdown.tables import shape_chart
 from jaxbisect.report.markdown.words import pair_words
 from jaxbisect.search.budgets import INTERIOR_BUDGET
+from jaxbisect.search.classify import DEFAULT_THRESHOLD
+from jaxbisect.search.comparing import OUTPUT_TOLERANCE
 from jaxbisect.search.interior import changes_text
 from jaxbisect.search.metric_search import crashes_of
 from jaxbisect.search.placing import AgainstEnds, Placed
@@ -171,6 +174,9 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
                      # and answered with its one hung run (budgets.EndsTimer).
                      for r in {r.number: r for r in placed.runs}.values()],
             "installed": next((r.installed for r in placed.runs if r.installed), {}),
+            # the Python its environment ran (the harness's own record of it)
+            "python": next((r.document["python"] for r in placed.runs
+                            if (r.document or {}).get("python")), None),
             **({"series": series_of(b.full_run(index)),
                 "compare": {label: series_of(run) for label, run in
                             ((b.sized.compare if b.sized else {}).get(index) or {}).items()}}
@@ -190,7 +196,7 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         **({"error_match": q.error_match} if q.error_match else {}),
         "metric": {"name": q.metric, "unit": unit_of(b) or None,
                    "kind": "noisy" if q.noisy else "deterministic",
-                   "threshold": req.threshold},
+                   "threshold": req.threshold, **tolerance_of(q, req.threshold)},
         "label": q.label,
         "case": ({**q.case.as_json(q.params), "path": display_path(q.case.path),
                   "source": q.case.source, "compare": q.case.compare,
@@ -404,7 +410,8 @@ def write_report(b: MetricBisection, folder: Path, extra: dict | None = None,
     stored = as_stored(doc) if write_json_if_changed(json_path, doc) else \
         json.loads(json_path.read_text(encoding="utf-8"))
     write_rendered(md_path, render(stored))
-    rerender_readme(json_path, stored, bundle_roles(stored))  # the bundle's, in the same words
+    rerender_readme(json_path, stored, bundle_roles(stored),  # the bundle's, in the same words
+                    bundle_pythons(stored))
     return md_path, doc
 
 
@@ -459,8 +466,25 @@ def rerender(json_path: Path) -> Path:
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise UserError(f"--render: {json_path} lacks a part its schema has ({exc!r})") from None
     write_rendered(md_path, text)
-    rerender_readme(json_path, doc, bundle_roles(doc))
+    rerender_readme(json_path, doc, bundle_roles(doc), bundle_pythons(doc))
     return md_path
+
+
+def tolerance_of(q, threshold: float | None) -> dict:
+    """What two figures of a deterministic metric were the same within (``--threshold``, else
+    the classifier's default): an output's relative and absolute tolerance, another figure's
+    share; nothing for a noisy metric (a test) or an error (equality)."""
+    if q.noisy or q.over or q.metric in ("error", "exit_code"):
+        return {}
+    if q.metric == "output":
+        rtol = threshold or OUTPUT_TOLERANCE
+        return {"tolerance": {"relative": rtol, "absolute": rtol * 1e-3}}
+    return {"tolerance": {"relative": threshold or DEFAULT_THRESHOLD}}
+
+
+def bundle_pythons(doc: dict) -> dict[str, str]:
+    """Each measured release's interpreter for the bundle's venv lines, as its record says."""
+    return {p["jax"]: venv_python(p["jax"], doc) for p in doc.get("probes") or ()}
 
 
 def bundle_roles(doc: dict) -> tuple[str, str]:

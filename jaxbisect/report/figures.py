@@ -128,10 +128,12 @@ def figure_cell(metric: str, unit: str, value) -> str:
 
 
 def peak_under(series: dict, unit: str, figures: list) -> str | None:
-    """A run's peak series that stayed under the tables' 0.01 MiB, in its own bytes ("0.00"
-    would read as a program that allocates nothing); None for any other series."""
+    """A run's peak series that stayed under the tables' 0.01 MiB: not a figure of the program
+    (a process's peak moves by pages and rises only past what the process already holds, so
+    it does not see an allocation that small), said as what the peak did; None for any other
+    series."""
     if series.get("metric") != "peak_memory" or unit != "bytes" or max(figures) >= MIB / 200:
         return None
     if not max(figures):
-        return "0 (a run's peak that did not rise)"
-    return f"under 0.01 (a run's peak rose {max(figures)} bytes at most)"
+        return "not seen (a run's peak did not rise)"
+    return f"not seen (a run's peak rose {max(figures)} bytes at most)"

@@ -46,22 +46,34 @@ def parsed(line: str) -> dict:
 PY312_FROM = Version("0.11")  # jax 0.11 and later: Requires-Python >= 3.12 (PyPI)
 
 
-def python_needed(jax: str) -> str | None:
-    """The Python a release needs beyond what a plain ``python3`` may be ("3.12"), or None."""
+def python_of(jax: str, doc: dict | None = None) -> str | None:
+    """The Python (``3.11``, ``3.12``) of a release's environment: as the document records it
+    ran (``python`` of its probe), else by the releases' Requires-Python; None for no
+    release."""
+    recorded = next((row.get("python") for row in (doc or {}).get("probes") or ()
+                     if row.get("jax") == jax and row.get("python")), None)
+    if recorded:
+        return ".".join(recorded.split(".")[:2])
     try:
-        return "3.12" if Version(jax) >= PY312_FROM else None
+        return "3.12" if Version(jax) >= PY312_FROM else "3.11"
     except InvalidVersion:
         return None
 
 
-def venv_python(jax: str) -> str:
+def python_needed(jax: str, doc: dict | None = None) -> str | None:
+    """The Python a release needs beyond what a plain ``python3`` may be ("3.12"), or None."""
+    python = python_of(jax, doc)
+    return python if python and Version(python) >= Version("3.12") else None
+
+
+def venv_python(jax: str, doc: dict | None = None) -> str:
     """The interpreter a ``-m venv`` line for ``jax`` names: ``python3.12`` where it needs it."""
-    return f"python{python_needed(jax)}" if python_needed(jax) else "python3"
+    return f"python{python_needed(jax, doc)}" if python_needed(jax, doc) else "python3"
 
 
-def python_note(jax: str) -> str:
+def python_note(jax: str, doc: dict | None = None) -> str:
     """A comment closing an install line whose release needs a newer Python than 3.11."""
-    need = python_needed(jax)
+    need = python_needed(jax, doc)
     return f"   # Python {need} or newer" if need else ""
 
 
@@ -85,7 +97,7 @@ def pip_install(doc: dict, jax: str, jaxlib: str | None = None) -> str:
 
 def install_line(doc: dict, jax: str, jaxlib: str | None = None) -> str:
     """A pasted ``pip install`` line, with the Python it needs said on it where that is 3.12."""
-    return pip_install(doc, jax, jaxlib) + python_note(jax)
+    return pip_install(doc, jax, jaxlib) + python_note(jax, doc)
 
 
 def pinned(line: str) -> bool:

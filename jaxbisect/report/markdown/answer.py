@@ -29,14 +29,13 @@ from jaxbisect.report.markdown.words import (
     unit,
     value_words,
 )
-from jaxbisect.search.classify import Direction
+from jaxbisect.search.classify import DEFAULT_THRESHOLD, Direction
 from jaxbisect.search.comparing import OUTPUT_TOLERANCE, errors_alike
 from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.rounds import Status
 
 VERBS = {Direction.REGRESSION: "Regression", Direction.FIX: "Fix", Direction.CHANGED: "Change"}
 CONFIDENCE = 0.95  # classify.DEFAULT_CONFIDENCE, as the undecided sentence says it
-DETERMINISTIC_THRESHOLD = 0.05  # classify.DEFAULT_THRESHOLD
 PEAK_EVERYWHERE = "a run's peak at every release"
 
 TIMINGS = ("run_time", "compile_time")  # noisy figures: never the same twice
@@ -392,11 +391,14 @@ def alike_how(doc: dict) -> str:
     if doc["metric"]["name"] == "output":  # values, within a relative tolerance
         # (search/classify.py: a NaN matches only a NaN)
         given = doc["metric"]["threshold"]
-        rtol = given or OUTPUT_TOLERANCE
-        return (f"the same values (within {rtol:g} relative, {rtol * 1e-3:g} absolute"
+        recorded = doc["metric"].get("tolerance") or {}  # older records: the default then
+        rtol = recorded.get("relative") or given or OUTPUT_TOLERANCE
+        atol = recorded.get("absolute") or rtol * 1e-3
+        return (f"the same values (within {rtol:g} relative, {atol:g} absolute"
                 + ("" if given else ", the default: --threshold sets it")
                 + "; a NaN matches a NaN)")
-    share = doc["metric"]["threshold"] or DETERMINISTIC_THRESHOLD
+    share = ((doc["metric"].get("tolerance") or {}).get("relative")
+             or doc["metric"]["threshold"] or DEFAULT_THRESHOLD)
     return f"the same within {share:.0%}"
 
 

@@ -339,12 +339,12 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
           {"jax": c["new"], "jaxlib": c["new_jaxlib"]})
     install = pip_install(doc, on["jax"], on["jaxlib"])
     if shown is None:  # the document's own lines, its install pinned as measured
-        return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'])} -m venv",
+        return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'], doc)} -m venv",
                        re.sub(r"/bin/pip install .*$", f"/bin/{install}", line))
                 if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
     lines = ["git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
-             f"clone:", install + python_note(on["jax"])]
+             f"clone:", install + python_note(on["jax"], doc)]
     steps = {(st["sha"], st["runs_on"]["jaxlib"]): st for st in c.get("steps") or ()}
     lines += commit_runs(doc, shown, [(commit, role, steps.get((commit["sha"], on["jaxlib"])))
                                       for commit, role in pair])
@@ -355,7 +355,7 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
     # The other half: the same program on the newer jaxlib's end commits (what they measured)
     newer = [min(newer, key=lambda st: st["index"]), max(newer, key=lambda st: st["index"])]
     lines += [f"# then jax {c['new']}'s environment (jaxlib {c['new_jaxlib']}), the same clone:",
-              pip_install(doc, c["new"], c["new_jaxlib"]) + python_note(c["new"])]
+              pip_install(doc, c["new"], c["new_jaxlib"]) + python_note(c["new"], doc)]
     return lines + commit_runs(doc, shown, [(st, f"as jax {c['new']}" + (" too" if k else ""),
                                              st) for k, st in enumerate(newer)])
 

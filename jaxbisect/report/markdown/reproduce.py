@@ -12,7 +12,13 @@ from dataclasses import replace
 from packaging.version import InvalidVersion, Version
 
 from jaxbisect.lab import backends
-from jaxbisect.report.installs import PY312_FROM, install_line, pip_install, venv_python
+from jaxbisect.report.installs import (
+    install_line,
+    pip_install,
+    python_needed,
+    python_of,
+    venv_python,
+)
 from jaxbisect.report.markdown.words import (
     END_WORDS,
     cut,
@@ -265,7 +271,7 @@ def reproduce_block(doc: dict) -> list[str]:
         sizes = program_sizes(shown["text"])
         origin = "plain JAX" if shown["measured"] else "plain JAX from the case file"
         # the Python the environments were made with (a line that needs newer says so)
-        fresh = ("Python 3.11 venv " if any(Version(e["jax"]) < PY312_FROM for e in ends
+        fresh = ("Python 3.11 venv " if any(python_of(e["jax"], doc) == "3.11" for e in ends
                                        if is_version(e["jax"])) else "environment ")
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
                 f"{'; ' + sizes if sizes else ''}), a fresh {fresh}each{said}:",
@@ -407,14 +413,14 @@ def standalone_lines(doc: dict) -> list[str]:
     backend = backends.get(doc["backend"])
     on = backend.machine_words(doc)
     flags = f"XLA_FLAGS={shlex.quote(doc['xla_flags'])} " if doc.get("xla_flags") else ""
-    python = "3.12" if any(Version(v) >= PY312_FROM for v in releases) else "3.11"
+    python = "3.12" if any(python_needed(v, doc) for v in releases) else "3.11"
     lines = ["```sh"]
     for version in releases:
         jaxlib = probe_at(doc, version)["jaxlib"]
         venv = f"venv-{version}"
         run = (f"{flags}{venv}/bin/python measure.py" if doc.get("case")
                else f". {venv}/bin/activate && {flags}{shlex.join(doc['command'] or ())}")
-        lines += [f"{venv_python(version)} -m venv {venv} && "
+        lines += [f"{venv_python(version, doc)} -m venv {venv} && "
                   f"{venv}/bin/{pip_install(doc, version, jaxlib)}", run]
     lines += ["```", "", f"({pins_said(doc)})", ""]
     script = standalone_script(doc)

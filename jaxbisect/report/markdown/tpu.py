@@ -162,7 +162,8 @@ def section(doc: dict) -> list[str]:
             for side, said in (("old", "behaves as before"), ("new", "shows the change")):
                 libtpu = narrowed["last_old" if side == "old" else "first_new"]
                 venv = f"libtpu-{libtpu}"
-                lines += [f"{venv_python(held['jax'])} -m venv {venv} && {venv}/bin/pip install "
+                python = venv_python(held["jax"], doc)
+                lines += [f"{python} -m venv {venv} && {venv}/bin/pip install "
                           f"{_install(doc, narrowed['install'][side])}",
                           f"{venv}/bin/python {FILE}   # {said}, as the search placed it"]
             lines.append("```")
