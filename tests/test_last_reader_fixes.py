@@ -177,3 +177,13 @@ def test_a_lines_python_is_the_one_its_environment_ran():
     moved = {**doc, "probes": [{**p, "python": "3.13.0"} for p in doc["probes"]]}
     assert python_of("0.12.0", moved) == "3.13" and venv_python("0.10.2", moved) == "python3.13"
     assert python_of("0.12.0", {}) == "3.12" and python_of("0.10.2", {}) == "3.11"
+
+
+def test_a_kernels_payload_difference_is_said_with_the_versions_that_wrote_it():
+    """Lowered modules that differ only inside a Pallas kernel's serialised payload: no diff
+    of cut base64, but the MLIR producer each payload's bytecode names."""
+    doc = json.loads((REPORTS / "cases/bisect-0.7.0-0.7.2-v5e-pallas_bf16_batched_matvec-"
+                                "error.json").read_text())
+    page = render(doc)
+    assert "The lowered modules, where they differ" not in page
+    assert "`MLIR21.0.0git` at jax 0.7.0, `MLIR22.0.0git` at jax 0.7.2" in page

@@ -165,8 +165,8 @@ def test_a_row_measured_at_other_sizes_says_so_in_the_row(recorded_catalogue):
     doc = {"case": {"params": at}}
     real = {"params": {**at, "n_res": 32}, "fallback": {"metric": "peak_memory"},
             "metric": "peak_memory"}
-    assert series_mode(doc, real) == "runtime, n_res 32"
-    assert series_mode(doc, {"params": at, "fallback": None, "metric": "memory"}) == "compiled"
+    assert series_mode(doc, real) == "a run's peak, n_res 32"
+    assert series_mode(doc, {"params": at, "fallback": None, "metric": "memory"}) == "compiled plan"
 
 
 def test_reports_and_lines_never_show_the_internal_backend_name_nor_private_paths(

@@ -201,7 +201,7 @@ def test_no_case_is_the_scan_case_with_its_shape_and_compare_programs(recorded_c
     assert by_release["0.5.0"]["n_outer=10 (MiB)"] == "6164.55"
     assert by_release["0.5.1"]["v1 (MiB)"] == "30.52"
     assert by_release["0.5.1"]["v2 (MiB)"] == "30.52 (n_outer 1, 2 only)"
-    assert by_release["0.4.20"]["mode"] == "runtime, n_res 32"
+    assert by_release["0.4.20"]["mode"] == "a run's peak, n_res 32"
     assert by_release["0.4.20"]["n_outer=15 (MiB)"] == "–"
 
 

@@ -149,15 +149,26 @@ def setting_said(culprit: dict) -> str:
             + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else ""))
 
 
+def sizes_words(part: dict) -> str:
+    """The sizes the module was dumped at: "n_res 32, one module at each n_outer 2, 5"."""
+    said = [f"{k} {v}" for k, v in (part.get("params") or {}).items()]
+    over = part.get("over")
+    if over:
+        said.append(f"one module at each {over['name']} "
+                    f"{', '.join(map(str, over['values']))}")
+    return ", ".join(said) if said else "the case's own sizes"
+
+
 def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     """The report's <details> section on the module; without a bundle, one line saying why
     (the short answer leaves it out). ``roles``: the pair's words (the answer's direction)."""
     if not part.get("bundle"):
-        return ([f"No HLO bundle: {why_not_words(part['why_not'])}.", ""]
+        return ([f"No HLO bundle (the module XLA was handed, saved with a script that "
+                 f"compiles it alone, no jax): {why_not_words(part['why_not'])}.", ""]
                 if part.get("why_not") else [])
     culprit = part.get("culprit") or {}
     body = [f"The module XLA was handed, dumped before its optimisations under the {roles[0]} "
-            f"release at the answer's sizes, compiled by `{SCRIPT}` (no jax tracing) under "
+            f"release at {sizes_words(part)}, compiled by `{SCRIPT}` (no jax tracing) under "
             f"each jaxlib, one process a module, judged as the bisection judges a release:", "",
             figures_table(part, roles), "",
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
@@ -185,9 +196,14 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
         pbs += f" --target {part['target']}"
     ends = {ROLES[side_of(f["role"])]: f for f in part["figures"]
             if side_of(f["role"]) is not None}  # by the part's own role names
-    lines = [f"# {label}: the HLO module that reproduces it without jax", "",
-             f"Reproduces from the module alone: **{SAID[part['reproduces']]}** (measured by "
-             f"the toolkit with `{SCRIPT}` below under each jaxlib).", "",
+    pair = [ends[r]["jax"] for r in ROLES if r in ends]
+    change = (f"the change between jax {pair[0]} ({roles[0]}) and {pair[1]} ({roles[1]})"
+              if len(pair) == 2 else "the change")
+    lines = [f"# {label}: the HLO module of {change}, without jax", "",
+             f"The module alone reproduces {change}"
+             + (f" (compiled for {part['target']} without it)" if part.get("target") else "")
+             + f": **{SAID[part['reproduces']]}** (measured by the toolkit with `{SCRIPT}` "
+             f"below under each jaxlib).", "",
              figures_table(part, roles), "",
              *([("At " + ", ".join(f"{k}={v}" for k, v in (part.get("params") or {}).items())
                  if part.get("params") else "At the case's own sizes")

@@ -79,8 +79,8 @@ def mode_of(d: dict) -> str:
     asked = (d.get("case") or {}).get("params") or {}
     smaller = ", ".join(f"{k} {v}" for k, v in (series.get("params") or {}).items()
                         if asked.get(k) != v)
-    mode = "runtime" if series.get("fallback") else \
-        "compiled" if d["metric"] == "memory" else d["metric"]
+    mode = "a run's peak" if series.get("fallback") else \
+        "compiled plan" if d["metric"] == "memory" else d["metric"]
     return mode + (f", {smaller}" if smaller else "")
 
 
@@ -181,8 +181,9 @@ def columns_line(results: list[dict]) -> str:
             beside.setdefault(label, differs)
     said = "; ".join(f"{label} = the same program at {params_text(p)}" if p else label
                      for label, p in sorted(beside.items()))
-    return ("- Columns: mode = compiled (the compiled plan's statistics) or runtime (a run's "
-            "peak, where a release's compiled statistics are empty, at the sizes named)"
+    return ("- Columns: mode = compiled plan (its statistics, `memory_analysis()`) or a run's "
+            "peak (the process's peak memory, where a release's compiled statistics are "
+            "empty, at the sizes named)"
             + (f"; {said}, measured beside it" if said else "") + ".")
 
 

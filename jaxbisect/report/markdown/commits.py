@@ -239,7 +239,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
     lines = [title, "", headline(doc, c), ""]
     if c.get("from_tag") is None:
         return lines
-    lines += [f"Searched: the {c['candidates']} commits from {c['from_tag']} "
+    lines += [f"The range searched: the {c['candidates']} commits from {c['from_tag']} "
               f"({short(c['old_end'])}) along jax's first-parent history to "
               f"{short(c['new_end'])}, the last that runs on jaxlib {c['runs_on']['jaxlib']}, "
               f"each as jax's Python of that commit on jax {c['runs_on']['jax']}'s environment "
@@ -247,7 +247,10 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
               f"where it is the first bad one)." + branch_words(c)
               + (f" {commits_measured(c['search']['probes'])} (at most "
                  f"{c['search']['limit']['probes']} when none is skipped), "
-                 f"{c['search']['runs']} runs in all." if c.get("search") else ""), ""]
+                 f"{c['search']['runs']} runs in all"
+                 + (": its two ends, which behave alike, so there was nothing to place "
+                    "between them." if c["search"]["probes"] == 2 and not c.get("first_bad")
+                    else ".") if c.get("search") else ""), ""]
     lines += newer_lines(c)
     comparison = agreement(doc, c)
     if comparison:

@@ -91,8 +91,10 @@ def render_explain(doc: dict) -> str:
     parts = [
         f"# {case['name']}: which HLO passes shape its {metric} under jax {release} ({place})",
         "", culprit_words(explanation["culprit"]["text"]) + ". Only HLO passes are turned off "
-        "here: an XLA flag whose default changed between two releases is tried by a bisection "
-        "between them (that report's *Why* section), not by `--explain`.", "",
+        "here, so a pass named here shapes the plan, which is not to say it is why a release "
+        "changed it: an XLA flag whose default changed between two releases is tried by "
+        "`python -m bisect --from A --to B` over them (in its report's *Why* section), not by "
+        "`--explain`.", "",
         f"Baseline (every pass on): "
         f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",

@@ -38,7 +38,12 @@ def render_xla_range(attribution: dict, tpu: bool = False, backend: str = "") ->
         out += ["**XLA pins** (the XLA commit each release's jaxlib was built with):", ""]
         for side in ("old", "new"):
             label = f"jax {(commits.get(side) or {}).get('jax') or '?'}"
-            out.append(f"- {label}: `{xla[side][:10]}`, from {source_words(sources.get(side))}"
+            said = source_words(sources.get(side))
+            wheel = (commits.get(side) or {}).get("commit") or ""
+            if said.startswith("a jax clone at jax-v") and wheel:  # read at the tag
+                said += (f" (the tag's commit: the wheel names its own, {wheel[:10]}, which "
+                         f"the pin was not read at)")
+            out.append(f"- {label}: `{xla[side][:10]}`, from {said}"
                        if xla.get(side) else f"- {label}: unknown")
         out.append("")
     triage = attribution.get("triage")

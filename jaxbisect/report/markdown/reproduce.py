@@ -435,7 +435,8 @@ def standalone_lines(doc: dict) -> list[str]:
                   f"script prints.", ""]
     if script:
         lines += [f"`measure.py` is the case `{case['path']}` cut to what `case()` needs, and "
-                  f"the lines that measure its {doc['metric']['name']} as the harness does:",
+                  f"the lines that measure its {doc['metric']['name']} as the toolkit's "
+                  f"harness (`python -m repro`) does:",
                   "", "```python", script.rstrip(), "```", ""]
     elif case:
         lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),

@@ -4,6 +4,7 @@ flags tried, the HLO bundle, where and on what the runs ran."""
 
 from __future__ import annotations
 
+import base64
 import re
 import shlex
 
@@ -169,14 +170,22 @@ def attribution_lines(doc: dict) -> list[str]:
         lines += ["JAX commits of the wheels: " + "; ".join(shown) + ".", ""]
     if a.get("diff"):
         shown = unhidden_difference(a["diff"])[0]
-        if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
-            lines += details("The lowered modules, where they differ",
-                             shown + hunks_cut(shown), "diff")
-        elif any("tpu_custom_call" in line for line in a["diff"] if line[:1] in "+-"):
+        changed = [line for line in a["diff"]
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        if changed and all("tpu_custom_call" in line for line in changed):
+            producers = payload_producers(changed)
             lines += ["The lowered modules differ only inside the Pallas kernel's "
                       "`tpu_custom_call`, in its serialised Mosaic payload (cut from this "
-                      "report): a payload differs between releases by its serialised bytes "
+                      "report)"
+                      + (f", whose MLIR bytecode starts with the version that wrote it: "
+                         f"`{producers[0]}` at jax {(doc.get('last_old') or {}).get('jax')}, "
+                         f"`{producers[1]}` at jax {(doc.get('first_new') or {}).get('jax')}"
+                         if producers else "")
+                      + ": a payload differs between releases by its serialised bytes "
                       "alone, so this does not place the change in jax.", ""]
+        elif any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
+            lines += details("The lowered modules, where they differ",
+                             shown + hunks_cut(shown), "diff")
         else:  # the record kept the lines around the difference, not the lines that differ
             lines += ["The lowered modules differ, but the lines this report kept of them are "
                       "the same: the lines that differ were not kept, so they cannot be shown "
@@ -203,6 +212,26 @@ def attribution_lines(doc: dict) -> list[str]:
                              "names set aside), its first real difference",
                              shown + hunks_cut(shown), "diff")
     return lines
+
+
+_PAYLOAD = re.compile(r'\\22body\\22: \\22([A-Za-z0-9+/]+)')
+
+
+def payload_producers(changed: list[str]) -> list[str] | None:
+    """The MLIR bytecode producer each side's Mosaic payload names (its base64 body's first
+    bytes, "MLIR21.0.0git"), where one removed and one added line hold one that differs."""
+    said = []
+    for mark in "-+":
+        body = next((m[1] for line in changed if line[:1] == mark
+                     for m in [_PAYLOAD.search(line)] if m), None)
+        if body is None:
+            return None
+        head = base64.b64decode(body[:48], validate=False)
+        producer = re.match(rb"ML\xefR.(MLIR[\x20-\x7e]+?)\x00", head, re.DOTALL)
+        if producer is None:
+            return None
+        said.append(producer[1].decode())
+    return said if said[0] != said[1] else None
 
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
@@ -555,7 +584,8 @@ def xla_note_words(a: dict) -> str:
             + (f" ({'; '.join(named)})" if named else "")
             + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
                else ", and those sources were not at hand when it ran")
-            + "; `--jax-repo PATH` with a clone of jax that holds them links them."
+            + "; the same command run again with `--jax-repo PATH` (a clone of jax that "
+              "holds those commits) links the XLA commits between them."
             + pins_at(a))
 
 

@@ -101,7 +101,9 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": compiled for a target, only its first value" if first else ""))
+                     + (": compiled for a target, only its first value (the toolkit's "
+                        "rule for a compile-only target: an unrolled loop is slow to compile "
+                        "for a GPU)" if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
@@ -114,8 +116,8 @@ def series_mode(doc: dict, series: dict, beside: dict | None = None) -> str:
     asked = {**doc["case"]["params"], **(beside or {})}
     smaller = ", ".join(f"{k} {v}" for k, v in (series["params"] or {}).items()
                         if asked.get(k) != v)
-    mode = ("runtime" if series["fallback"] or series["metric"] == "peak_memory" else
-            "compiled" if series["metric"] == "memory" else series["metric"])
+    mode = ("a run's peak" if series["fallback"] or series["metric"] == "peak_memory" else
+            "compiled plan" if series["metric"] == "memory" else series["metric"])
     return mode + (f", {smaller}" if smaller else "")
 
 
@@ -445,9 +447,10 @@ def interior_lines(doc: dict) -> list[str]:
         return []
     check = doc["interior_check"]
     return details("The releases inside", [
-        "The oldest and newest releases measured agree, so the search measures nothing "
-        "between them; each release between them was measured too and compared with both as "
-        f"the search compares a release ({interior_legend(doc['interior'])}), about "
+        "The oldest and newest releases measured agree, so the search had no change to "
+        "place between them; after it, a check of its own measured each release between them "
+        f"and compared it with both ends as the search compares a release "
+        f"({interior_legend(doc['interior'])}), about "
         f"{check['estimate']:.0f} s estimated from the ends' run times"
         + (f" ({len(doc['interior'])} × {check['per_release']:.1f} s)"
            if check.get("per_release") else "")
