@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jaxbisect.evidence.explain import baseline_shape_words, passes_said
 from jaxbisect.evidence.hlo_bundle import (
+    NO_BUNDLE,
     details_lines,
     readme_text,
     run_hlo_module_line,
@@ -119,7 +120,7 @@ def test_why_no_bundle_is_said_plainly():
                     "program's error")
     assert details_lines({"bundle": None, "why_not": "the module's figure is the compiled "
                           "plan's memory; this question's metric is output"})[0] == (
-        "No HLO bundle: a bundle reproduces a compiled memory plan; this report's figure is "
+        f"{NO_BUNDLE}: a bundle reproduces a compiled memory plan; this report's figure is "
         "the program's output.")
     unplaced = why_not_words("where the change lies is not known (the lowered modules were not "
                              "compared and the commits were not searched): no module is "

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jaxbisect.errors import UserError
 from jaxbisect.evidence.hlo import hlo_module, why_no_bundle
-from jaxbisect.evidence.hlo_bundle import details_lines
+from jaxbisect.evidence.hlo_bundle import NO_BUNDLE, details_lines
 from jaxbisect.evidence.hlo_fuel import first_rewrite
 from jaxbisect.lab import backends
 from repro.hlo import _encoded, _fields, proto_field, without_sources
@@ -101,7 +101,7 @@ def test_no_bundle_where_the_change_is_in_jax():
     part = hlo_module(found_bisection(), None, {"attribution": {"culprit": "jax"}}, print,
                       Path("r.md"))
     assert part["bundle"] is None and part["reproduces"] is None and part["why_not"]
-    assert details_lines(part) == [f"No HLO bundle: {part['why_not']}.", ""]
+    assert details_lines(part) == [f"{NO_BUNDLE}: {part['why_not']}.", ""]
 
 
 # -- which jaxlibs compile the module alone ------------------------------------------------

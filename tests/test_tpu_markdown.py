@@ -205,6 +205,6 @@ def test_a_part_that_cannot_be_told_says_what_its_one_swap_rules_out():
     part = {"old": {"jax": "0.6.2"}, "new": {"jax": "0.7.0"},
             "swaps": [{"jax": "0.6.2", "libtpu": "0.0.19", "seen": "old"},
                       {"jax": "0.7.0", "libtpu": "0.0.17", "seen": "no figure"}]}
-    assert "not libtpu alone" in ruled_out(part)
+    assert "alone or with libtpu: not libtpu alone" in ruled_out(part)
     part["swaps"][0]["seen"] = "no figure"
     assert ruled_out(part) == ""

@@ -18,6 +18,9 @@ from jaxbisect.lab import backends
 SCRIPT = "compile_hlo.py"
 RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
 SAID = {True: "yes", False: "no", None: "cannot tell"}
+# Where a report has none, what a bundle would have been (the word is the toolkit's).
+NO_BUNDLE = ("No HLO bundle (the module XLA was handed, saved with a script that compiles it "
+             "alone, no jax)")
 # The part's own names for the pair's two releases (its figures' ``role``), and the words a
 # reader sees for them by default (a regression's); the report passes its own, by the answer's
 # direction (a fix: "last bad" / "first fixed", report/markdown/words.py's pair_words).
@@ -163,8 +166,7 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     """The report's <details> section on the module; without a bundle, one line saying why
     (the short answer leaves it out). ``roles``: the pair's words (the answer's direction)."""
     if not part.get("bundle"):
-        return ([f"No HLO bundle (the module XLA was handed, saved with a script that "
-                 f"compiles it alone, no jax): {why_not_words(part['why_not'])}.", ""]
+        return ([f"{NO_BUNDLE}: {why_not_words(part['why_not'])}.", ""]
                 if part.get("why_not") else [])
     culprit = part.get("culprit") or {}
     body = [f"The module XLA was handed, dumped before its optimisations under the {roles[0]} "

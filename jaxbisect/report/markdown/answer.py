@@ -143,16 +143,17 @@ def runs_differ(doc: dict, version: str, probe: dict | None = None) -> str:
         return ""
     runs = (probe or probe_at(doc, version)).get("runs") or ()
     runs = runs if isinstance(runs, int) else len(runs)
-    said = f" in the bisection's {runs} run{'s' if runs != 1 else ''}"
-    if len(set(searched)) > 1:
-        said += f" (it differs between them: {'; '.join(dict.fromkeys(searched))})"
+    text = f" in the bisection's {runs} run{'s' if runs != 1 else ''}"
+    figure = said(doc, (probe or probe_at(doc, version)).get("figure"))
+    if len(set(searched)) > 1 and "differs between runs" not in figure:  # else said there
+        text += f" (it differs between them: {'; '.join(dict.fromkeys(searched))})"
     if printed:
         counted = {1: "one run", 2: "two runs", 3: "three runs"}.get(len(printed),
                                                                    f"{len(printed)} runs")
         named = list(dict.fromkeys(printed))
-        said += (f"; the program below printed {' and '.join(named)} in {counted}"
+        text += (f"; the program below printed {' and '.join(named)} in {counted}"
                  + (": it differs between runs" if len(named) > 1 else ""))
-    return said
+    return text
 
 
 def ends_read_alike(doc: dict) -> bool:

@@ -434,9 +434,11 @@ def standalone_lines(doc: dict) -> list[str]:
                   f"measured a run's peak there instead (the table above), which no short "
                   f"script prints.", ""]
     if script:
-        lines += [f"`measure.py` is the case `{case['path']}` cut to what `case()` needs, and "
-                  f"the lines that measure its {doc['metric']['name']} as the toolkit's "
-                  f"harness (`python -m repro`) does:",
+        lines += [f"`measure.py` is the case `{case['path']}` (its source as the record holds "
+                  f"it) cut to what `case()` needs, and the lines that measure its "
+                  f"{doc['metric']['name']} as the toolkit's harness (`python -m repro`) does; "
+                  f"written for this page, not run for this report (the tables' figures are "
+                  f"the harness's):",
                   "", "```python", script.rstrip(), "```", ""]
     elif case:
         lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),

@@ -93,9 +93,9 @@ def ruled_out(part: dict) -> str:
     old, new = part.get("old") or {}, part.get("new") or {}
     for w in part.get("swaps") or ():
         if w.get("jax") == old.get("jax") and w.get("seen") == "old":
-            return (f" whether it came with jax/jaxlib {new.get('jax')} alone or needs them "
-                    f"and libtpu {new.get('libtpu')} together; not with libtpu alone, as jax "
-                    f"{old.get('jax')} with libtpu {w['libtpu']} behaves as before")
+            return (f" whether jax/jaxlib {new.get('jax')} alone or with libtpu: not libtpu "
+                    f"alone, as jax {old.get('jax')} with libtpu {w['libtpu']} behaves as "
+                    f"before")
     return ""
 
 
