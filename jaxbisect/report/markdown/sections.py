@@ -493,7 +493,7 @@ def why_lines(doc: dict) -> list[str]:
         lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
                          f"differ, pass by pass ({'; '.join(after)}; names renumbered in order, #N)"
                          + (" (cut short)" if first.get("diff_truncated") else ""),
-                         first["diff"], "diff")
+                         first["diff"] + hunks_cut(first["diff"]), "diff")
     return lines
 
 
