@@ -128,7 +128,7 @@ def test_bisects_a_case_by_memory_and_reruns_from_the_store(tmp_path, jax_python
         "metric", "found", "regression", True)
     assert doc["last_old"]["jax"] == "0.5.0" and doc["first_new"]["jax"] == "0.5.1"
     assert doc["metric"] == {"name": "memory", "unit": "bytes", "kind": "deterministic",
-                             "threshold": None}
+                             "threshold": None, "tolerance": {"relative": 0.01}}
     assert doc["case"]["params"]["n_res"] == 32 and "def case(" in doc["case"]["source"]
     labels = {p["jax"]: p["label"] for p in doc["probes"]}
     assert labels == {"0.5.0": "old", "0.5.1": "new", "0.5.2": "new"}

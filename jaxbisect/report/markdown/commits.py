@@ -147,7 +147,8 @@ def headline(doc: dict, c: dict) -> str:
         newer = c.get("newer") or {}
         both_ways = newer_words(c) if newer else ""
         old = (doc.get("libtpu") or {}).get("old") or {}
-        return (f"**No jax commit shows it: the swaps place the change in libtpu {libtpu}.** "
+        return (f"**No jax commit shows it: swapping libtpu between the releases (*The three "
+                f"parts of a TPU release*, below) places the change in libtpu {libtpu}.** "
                 f"jax's Python at {short(c['new_end'])}, the last commit before jax {c['new']} "
                 f"that runs on jax {c['old']}'s jaxlib {c['runs_on']['jaxlib']} and libtpu "
                 f"{old.get('libtpu')}, behaves as jax {c['old']} there{both_ways}: the commits "
@@ -182,7 +183,7 @@ def newer_lines(c: dict) -> list[str]:
               f"it fail or behave as neither)" if newer["start"] else "")
     inside = (c.get("inside") or {}).get("newer") or {}
     more = (f", then the {inside['commits']} between them" if inside.get("measured") else "")
-    return [f"The other half, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
+    return [f"The second search, on jaxlib {newer['jaxlib']} (jax {c['new']}'s environment): "
             f"the commits of the range that pass jax's version check there{before}; "
             f"{commits_measured(newer['probes'])}{more}: "
             + (newer["reason"] or {"both": "the first bad commit above",
@@ -263,10 +264,15 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                  "third behaviour" if st.get("third") else st["label"]]
                 for st in sorted(c["steps"], key=lambda st: (  # the older jaxlib's first
                     (st.get("runs_on") or c["runs_on"])["jaxlib"] != older, st["index"]))]
-        rows += inside_rows(doc, c)
+        inside = inside_rows(doc, c)
+        rows += inside
+        said = {row[-1] for row in inside}  # the labels of commits between alike end commits
         lines += details(f"Each commit measured ({len(rows)})", [
             f"label: `old` = behaves as jax {c['old']}, `new` = as jax {c['new']} (this "
-            f"section's pair); between alike end commits, as both of them.", "",
+            f"section's pair)"
+            + ("".join(f"; `{w}`: a commit between two end commits that behave alike, "
+                       f"{BETWEEN_MEANS[w]}" for w in sorted(said) if w in BETWEEN_MEANS))
+            + ".", "",
             table(["commit", "date", "subject", "on jaxlib", doc["metric"]["name"], "label"],
                   rows)])
     first = c.get("first_bad")
@@ -308,7 +314,7 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
                   f"{c['new_jaxlib']} (jax {c['new']}'s release preparation raised the minimum; "
                   f"so do the commits on {c['to_tag']}'s release branch, where it has one), and "
                   f"jax code gated on the jaxlib version takes jaxlib {older}'s path throughout"
-                  + (f"; the other half above searches them on jaxlib {c['new_jaxlib']}."
+                  + (f"; the second search above measures them on jaxlib {c['new_jaxlib']}."
                      if newer_ran else "."), ""]
     if c["need_new"]:
         lines += details("the commits that need the newer jaxlib",
@@ -379,6 +385,9 @@ def commit_runs(doc: dict, shown: dict, runs: list[tuple[dict, str, dict | None]
 # A commit between alike ends, placed against them (search/placing.py's AgainstEnds).
 BETWEEN_WORDS = {"old": "between, as both ends", "differs": "between, as neither end",
                  "cannot tell": "between, cannot tell"}
+BETWEEN_MEANS = {"between, as both ends": "which behaves as both of them",
+                 "between, as neither end": "which behaves as neither of them",
+                 "between, cannot tell": "which could not be told from them"}
 
 
 def inside_rows(doc: dict, c: dict) -> list[list]:

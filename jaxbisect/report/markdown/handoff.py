@@ -71,8 +71,9 @@ def check_words(argv: list[str]) -> str:
     return (f" `--check {old} {new}`: the older and the newer release's {metric} in "
             f"`python -m repro`'s own unit ({unit}), each the figure the table shows for that "
             f"release "
-            f"(the median of its runs in the search); a step "
-            f"nearer the first passes." if unit and metric not in ("error", "output") else "")
+            f"(the median of its runs in the search); at each commit the triage tool tries, "
+            f"a figure nearer the older release's passes (exit 0) and one nearer the newer's "
+            f"fails (exit 1)." if unit and metric not in ("error", "output") else "")
 
 
 def render_culprit_commits(info: dict) -> list[str]:

@@ -254,9 +254,11 @@ def reproduce_block(doc: dict) -> list[str]:
             notes.append("its output does not show the change: see below")
         flaky = [e["jax"] for e in ends if figure_varies(doc, e["jax"])]
         if flaky:  # the bisection's runs said so, whatever the program's two runs printed
+            both = all(len(set(e.get("outputs") or ())) > 1 for e in ends if e["jax"] in flaky)
             notes.append(f"jax {', '.join(flaky)} print{'s' if len(flaky) == 1 else ''} "
-                         f"something else each run (the bisection's runs differed): one "
-                         f"run's output is shown")
+                         f"something else each run (the bisection's runs differed): "
+                         + ("each of the program's two runs is shown" if both
+                            else "one run's output is shown"))
         elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if shown["measured"] and measures_a_runs_peak(doc, shown["text"]):

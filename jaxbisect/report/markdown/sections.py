@@ -615,4 +615,5 @@ def mosaic_caveat(doc: dict) -> list[str]:
     return [f"Compiled without a chip, a commit whose jax writes a newer Mosaic version than "
             f"its environment's libtpu reads gives no figure (as jax {seen[0]} did with "
             f"libtpu {seen[1]} above): those commits end as cannot tell here, where on a "
-            f"Cloud TPU VM they would not (jax writes a version its libtpu reads there).", ""]
+            f"Cloud TPU VM they would not (jax writes a version its libtpu reads there), so "
+            f"run it on one to place every commit.", ""]

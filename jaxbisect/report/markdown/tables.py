@@ -306,9 +306,14 @@ def ends_reason(doc: dict) -> str:
         text = (text[:paired.start()] + f"the median of the last end's {metric} over the "
                 f"first's in {paired['n']} interleaved pairs (one run of each, one after the "
                 f"other) is {paired['ratio']}×" + text[paired.end():])
-        if doc["status"] == Status.FOUND:
+        pair = [(doc.get(k) or {}).get("jax") for k in ("last_old", "first_new")]
+        if doc["status"] == Status.FOUND and pair == list(doc["measured_part"]):
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
+        elif doc["status"] == Status.FOUND:  # the answer's pair lies inside the ends
+            text += (f"; this compares the oldest and newest releases measured, the answer "
+                     f"above jax {pair[0]} and {pair[1]} (the two medians it shows), so the "
+                     f"two ratios differ")
     if doc["over"] and text == "the ends give the same value":  # a shape's word, not a figure
         text = "the ends give the same shape over " + doc["over"]["name"]
     text = confidence_words(re.sub(r"^the ends give ", "they give ", text))

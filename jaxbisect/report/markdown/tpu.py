@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from jaxbisect.report.installs import pip_words, venv_python
+from jaxbisect.report.installs import pip_words, python_of, venv_python
 from jaxbisect.report.markdown.words import PAIR_WORDS, pair_words
 from jaxbisect.search.error_signature import core
 from jaxbisect.search.tpu_parts import Part
@@ -156,7 +156,8 @@ def section(doc: dict) -> list[str]:
                       f"(every release on PyPI between the two pins)"
                       + (f"; the search placed the change between libtpu "
                          f"{narrowed['last_old']} and {narrowed['first_new']}, each in a fresh "
-                         f"environment:" if narrowed.get("first_new") else ".")]
+                         f"Python {python_of(held['jax'], doc)} environment:"
+                         if narrowed.get("first_new") else ".")]
         if narrowed.get("first_new"):
             lines += ["", "```sh"]
             for side, said in (("old", "behaves as before"), ("new", "shows the change")):
