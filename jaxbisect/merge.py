@@ -20,7 +20,13 @@ from tabulate import tabulate
 
 from jaxbisect.errors import UserError
 from jaxbisect.files import RUN_DEPENDENT_KEYS, VOLATILE_KEYS, steady, write_atomic
-from jaxbisect.report.sweep_summary import read_result, result_order, results_table, version_key
+from jaxbisect.report.sweep_summary import (
+    RUN_RECORD,
+    read_result,
+    result_order,
+    results_table,
+    version_key,
+)
 from repro.options import OneLineParser
 
 PROG = "python -m jaxbisect.merge"
@@ -59,7 +65,8 @@ def find_results(paths: Iterable[Path]) -> tuple[list[Result], list[str]]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*.json") if p.is_file())
+            files += sorted(p for p in path.rglob("*.json")
+                            if p.is_file() and p.name != RUN_RECORD)  # a run's, not a result
         elif path.is_file():
             files.append(path)
         else:

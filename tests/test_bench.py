@@ -28,7 +28,8 @@ def test_a_bisection_step_says_its_search_and_answer():
     assert f"{stored} of 6 from stored results" in note
     assert "searched at n_res 32, n_outer 2,5" in note
     assert note.endswith("answer 0.5.0 → 0.5.1")
-    assert bench.step_note(bench.COLD, {"harness": 12.34}).endswith("harness runs 12.3 s in all")
+    assert bench.step_note(bench.COLD, {"harness": 12.34}).endswith(
+        "its releases' `python -m repro` runs 12.3 s in all")
     steps = {"setup": {"began": 0.0, "seconds": 0.1}, "releases": {"began": 0.1, "seconds": 17.2},
              "tables": {"began": 17.3, "seconds": 4.0}}
     timed = bench.step_note(bench.TYPED_COLD, {**recorded(), "timings": {"steps": steps}})

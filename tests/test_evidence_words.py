@@ -78,7 +78,7 @@ def test_the_shipped_remat_report_says_its_peak_buffers_share_space():
     assert arrays > old["largest_allocation"]["size_bytes"]  # the data that needs the words
     assert "The places held overlap" in text and "counted in 80.87 MiB" in text
     assert "holds most more of" not in text
-    assert "the report's .json file holds what was read from them" in text
+    assert "the report's .json file holds what was read from the dumps" in text
 
 
 PART = {"bundle": "bisect-x-hlo", "files": ["module-n_outer-5.pb", "module-n_outer-5.txt"],

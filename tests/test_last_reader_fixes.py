@@ -122,7 +122,7 @@ def test_a_libtpu_narrowing_block_runs_each_libtpu_in_its_own_environment():
     for (install, run), libtpu in zip((block[:2], block[2:]),
                                       (narrowed["last_old"], narrowed["first_new"])):
         venv = f"libtpu-{libtpu}"
-        assert install.startswith(f"python3 -m venv {venv} && {venv}/bin/pip install ")
+        assert install.startswith(f"python3.11 -m venv {venv} && {venv}/bin/pip install ")
         assert f"libtpu=={libtpu} " in install and f"jax=={narrowed['held']['jax']} " in install
         assert run.startswith(f"{venv}/bin/python {doc['reproducer']['file']}")
 

@@ -437,7 +437,7 @@ def test_the_python_a_release_needs_is_said_on_its_lines():
     held = {"jax": "0.11.2", "jaxlib": "0.11.2", "numpy": "2.5.3"}
     doc = {"backend": "cpu", "probes": [{"jax": "0.11.2", "jaxlib": "0.11.2", "installed": held}]}
     assert install_line(doc, "0.11.2").endswith("   # Python 3.12 or newer")
-    assert venv_python("0.11.2") == "python3.12" and venv_python("0.10.2") == "python3"
+    assert venv_python("0.11.2") == "python3.12" and venv_python("0.10.2") == "python3.11"
     doc["probes"][0].update(jax="0.10.2", installed={**held, "jax": "0.10.2"})
     assert "#" not in install_line(doc, "0.10.2")
 

@@ -254,19 +254,19 @@ def test_a_target_report_is_checked_by_hand_on_that_gpu_with_the_flags_asked(
                                          "a6000", "--xla-flags=--xla_foo=1 --xla_bar=a"])
     lines = standalone_lines(document(shaped(recorded_catalogue, request, {"*": "grows"}), None))
     assert "on a machine with the GPU (NVIDIA RTX A6000)" in lines[0]
-    commands = [line for line in lines if line.startswith(("python3 -m venv", "XLA_FLAGS"))]
+    commands = [line for line in lines if line.startswith(("python3.11 -m venv", "XLA_FLAGS"))]
     assert commands == [
         # jaxlib pinned beside jax (the fake runs record no environment: nothing else)
-        "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install 'jax[cuda12]==0.4.35' "
+        "python3.11 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install 'jax[cuda12]==0.4.35' "
         "jaxlib==0.4.35",
         "XLA_FLAGS='--xla_foo=1 --xla_bar=a' venv-0.4.35/bin/python measure.py",
-        "python3 -m venv venv-0.4.38 && venv-0.4.38/bin/pip install 'jax[cuda12]==0.4.38' "
+        "python3.11 -m venv venv-0.4.38 && venv-0.4.38/bin/pip install 'jax[cuda12]==0.4.38' "
         "jaxlib==0.4.38",
         "XLA_FLAGS='--xla_foo=1 --xla_bar=a' venv-0.4.38/bin/python measure.py"]
     cpu = asked(recorded_catalogue, ["--from", "0.4.35", "--to", "0.4.38", "--backend", "cpu"])
     plain = standalone_lines(document(shaped(recorded_catalogue, cpu, {"*": "grows"}), None))
     assert "GPU" not in plain[0]
-    assert "python3 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install jax==0.4.35 " \
+    assert "python3.11 -m venv venv-0.4.35 && venv-0.4.35/bin/pip install jax==0.4.35 " \
            "jaxlib==0.4.35" in plain
 
 

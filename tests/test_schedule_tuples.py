@@ -81,3 +81,10 @@ def test_a_header_never_counts_0_at_loops_it_does_not_follow():
                    "buffers live at a loop's start: at most 0"):
         shown = schedule_lines([header, *old["schedule"][1:]], old["raw"]["after_optimizations"])
         assert "at most" not in shown[0] and "not counted (no loop's" in shown[0]
+
+
+def test_a_loop_not_traced_is_said_once():
+    old = json.loads(A6000.read_text())["evidence"]["releases"]["old"]
+    shown = schedule_lines(old["schedule"], old["raw"]["after_optimizations"])
+    loops = [line for line in shown if ": loop " in line]
+    assert loops and all(line.count("this listing does not follow") == 1 for line in loops)

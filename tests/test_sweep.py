@@ -609,6 +609,29 @@ def test_render_rewrites_a_summary_from_its_results_alone(tmp_path):
                                                            "--release", "0.5.0"))
 
 
+def test_a_sweep_records_its_run_beside_its_results_and_renders_from_it(tmp_path):
+    """The summary's command, date and machine are the run's own record (sweep.json), written
+    with the summary; a render reads them from it, and a rerun with the same figures changes
+    neither."""
+    reports = tmp_path / "one"
+    reports.mkdir()
+    for path in (REPO / "reports" / "a6000").glob("jax-0.5.*.json"):
+        (reports / path.name).write_bytes(path.read_bytes())
+    sweep_summary.write_summary(reports, "nox -s repro_range -- --from 0.5.0", lambda: "box")
+    record = json.loads((reports / sweep_summary.RUN_RECORD).read_text())
+    assert (record["kind"], record["command"], record["machine"]) == (
+        sweep_summary.RUN_KIND, "nox -s repro_range -- --from 0.5.0", "box")
+    text = (reports / sweep_summary.SUMMARY).read_text()
+    assert sweep_summary.recorded(text) == sweep_summary.run_record(reports)
+    assert sweep_summary.RUN_RECORD not in sweep_summary.load_results(reports)[1]
+    files = {p.name: p.read_bytes() for p in reports.iterdir()}
+    sweep_summary.write_summary(reports, "nox -s repro_range -- --from 0.5.0", lambda: "other")
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == files
+    (reports / sweep_summary.SUMMARY).write_text("stale\n" + text)
+    sweep_summary.render_summary(reports)
+    assert (reports / sweep_summary.SUMMARY).read_text() == text
+
+
 def test_a_label_the_classifier_could_not_place_reads_cannot_tell():
     doc = json.loads((REPO / "reports" / "a6000" / "jax-0.5.0-a6000.json").read_text())
     headers, rows = sweep_summary.results_rows([{**doc, "label": "ambiguous"}])
@@ -622,6 +645,8 @@ def test_every_shipped_sweep_summary_is_its_results_rendered(folder):
     reports = REPO / "reports" / folder
     text = (reports / sweep_summary.SUMMARY).read_text()
     command, updated, machine = sweep_summary.recorded(text)
+    # what the page says of the run is its record's (sweep.json), not the page's own
+    assert sweep_summary.run_record(reports) == (command, updated, machine)
     results, unreadable = sweep_summary.load_results(reports)
     assert results and not unreadable
     assert sweep_summary.summary_text(results, unreadable, command, updated,

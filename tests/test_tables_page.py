@@ -151,9 +151,13 @@ def test_a_paired_ratio_says_what_it_is_beside_the_answers():
     assert paired
     text = ends_reason(doc)
     assert "median of the last end's run_time over the first's" in text
-    assert f"is {paired[1]}×" in text and "ratio in the answer above is that of the two medians" \
-        in text
+    # the answer's pair (0.4.31 → 0.4.33) is not the ends (0.4.30 → 0.4.33): said so
+    assert doc["last_old"]["jax"] != doc["measured_part"][0]
+    assert f"is {paired[1]}×" in text and "so the two ratios differ" in text
+    assert "another estimate of the same change" not in text
     assert not re.search(r"\dx\b", text), text
+    ends = {**doc, "last_old": {**doc["last_old"], "jax": doc["measured_part"][0]}}
+    assert "ratio in the answer above is that of the two medians" in ends_reason(ends)
 
 
 def test_a_headline_says_an_output_differs_between_the_recorded_runs():

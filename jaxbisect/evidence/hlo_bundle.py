@@ -20,7 +20,7 @@ RUN_HLO_MODULE = "bazel run //xla/tools:run_hlo_module --"
 SAID = {True: "yes", False: "no", None: "cannot tell"}
 # Where a report has none, what a bundle would have been (the word is the toolkit's).
 NO_BUNDLE = ("No HLO bundle (the module XLA was handed, saved with a script that compiles it "
-             "alone, no jax)")
+             "under each jaxlib, no jax tracing)")
 # The part's own names for the pair's two releases (its figures' ``role``), and the words a
 # reader sees for them by default (a regression's); the report passes its own, by the answer's
 # direction (a fix: "last bad" / "first fixed", report/markdown/words.py's pair_words).
@@ -183,7 +183,7 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
     if part.get("xla_compare"):
         body += [f"XLA compare: {part['xla_compare']}", ""]
     body += fuel_lines(part.get("fuel"))
-    summary = (f"The HLO module alone (no jax, XLA's side): reproduces: "
+    summary = (f"The HLO module alone (compiled by jaxlib, no jax tracing): reproduces: "
                f"{SAID[part.get('reproduces')]}; bundle {part['bundle']}/")
     return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
 
@@ -201,7 +201,7 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
     pair = [ends[r]["jax"] for r in ROLES if r in ends]
     change = (f"the change between jax {pair[0]} ({roles[0]}) and {pair[1]} ({roles[1]})"
               if len(pair) == 2 else "the change")
-    lines = [f"# {label}: the HLO module of {change}, without jax", "",
+    lines = [f"# {label}: the HLO module of {change}, without jax tracing", "",
              f"The module alone reproduces {change}"
              + (f" (compiled for {part['target']} without it)" if part.get("target") else "")
              + f": **{SAID[part['reproduces']]}** (measured by the toolkit with `{SCRIPT}` "
@@ -249,7 +249,7 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
                      if part.get("target") else "") + "):", "", "```sh",
                   run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
-        lines += [f"XLA commits between the two jaxlibs: {part['xla_compare']}", ""]
+        lines += [f"XLA commits between the two releases' pins: {part['xla_compare']}", ""]
     fuel = fuel_lines(part.get("fuel"))
     if fuel:
         lines += ["## Fuel", "", *fuel, ""]

@@ -67,8 +67,10 @@ def python_needed(jax: str, doc: dict | None = None) -> str | None:
 
 
 def venv_python(jax: str, doc: dict | None = None) -> str:
-    """The interpreter a ``-m venv`` line for ``jax`` names: ``python3.12`` where it needs it."""
-    return f"python{python_needed(jax, doc)}" if python_needed(jax, doc) else "python3"
+    """The interpreter a ``-m venv`` line for ``jax`` names, by its version (``python3.11``):
+    a bare ``python3`` may be older than the pinned packages allow."""
+    python = python_of(jax, doc)
+    return f"python{python}" if python else "python3"
 
 
 def python_note(jax: str, doc: dict | None = None) -> str:

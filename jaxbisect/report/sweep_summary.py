@@ -112,7 +112,7 @@ def series_cell(unit: str, got: dict | None, values: list) -> str:
     text = peak_under(got, unit, figures) or text
     measured = [str(v) for v in values if str(v) in got["figures"]]
     if got.get("fallback") and "run's peak" not in text:
-        text += " (runtime)"
+        text += " (a run's peak)"
     if len(measured) < len(values):
         text += f" ({got['over']} {', '.join(measured)} only)"
     return text
@@ -199,12 +199,14 @@ def summary_text(results: list[dict], unreadable: list[str], command: str, now: 
     first = (measured or results or [{}])[0]
     name = (first.get("case") or {}).get("name", "?")
     lines = [f"# {name}: {first.get('metric', '?')} by jax release", "",
-             ("Written by `jaxbisect.sweep` from the JSON results beside this file; do not edit "
-              "by hand, rerun the command instead."), "",
+             ("Written by `jaxbisect.sweep` from the JSON results beside this file and "
+              f"`{RUN_RECORD}` (the command, date and machine of the run that wrote it); do not "
+              "edit by hand, rerun the command instead."), "",
              f"{COMMAND}`{command}`", f"{UPDATED}{now:{UPDATED_FORMAT}} UTC"]
     by_asked: dict[str, list[str]] = {}
-    for d in measured:
-        by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
+    for d in results:  # every row's, a skipped one's too (its record holds what was asked)
+        if d.get("asked"):
+            by_asked.setdefault(asked_line(d), []).append(f"{d['release']} ({where_words(d)})")
     for asked, releases in by_asked.items():
         which = "" if len(by_asked) == 1 else f" (for {', '.join(releases)})"
         lines.append(f"- Asked{which}: `{asked}`")
@@ -279,14 +281,34 @@ def write_summary(reports: Path, command: str,
     reran it would change (the results it tabulates were kept as they were)."""
     results, unreadable = load_results(reports)
     path = reports / SUMMARY
-    text = summary_text(results, unreadable, command, datetime.now(UTC), machine)
+    now, described = datetime.now(UTC).replace(second=0, microsecond=0), machine()
+    text = summary_text(results, unreadable, command, now, lambda: described)
     try:
         old = path.read_text(encoding="utf-8")
     except OSError:
         old = None
-    if old is None or undated(old) != undated(text):
+    # The run's own record beside the results: written with the summary, so the two agree
+    if old is None or undated(old) != undated(text) or not (reports / RUN_RECORD).is_file():
+        write_atomic(reports / RUN_RECORD, json.dumps(
+            {"kind": RUN_KIND, "schema": 1, "command": command,
+             "run": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": described},
+            indent=2) + "\n")
         write_atomic(path, text)
     return path
+
+
+RUN_RECORD = "sweep.json"  # the command, date and machine of the run that wrote the summary
+RUN_KIND = "sweep-run"
+
+
+def run_record(reports: Path) -> tuple[str, datetime, str] | None:
+    """The sweep run's own record (``sweep.json``): its command, date and machine."""
+    try:
+        doc = json.loads((reports / RUN_RECORD).read_text(encoding="utf-8"))
+        return (doc["command"], datetime.strptime(doc["run"], "%Y-%m-%dT%H:%M:%SZ")
+                .replace(tzinfo=UTC), doc["machine"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def render_summary(reports: Path) -> Path:
@@ -303,7 +325,7 @@ def render_summary(reports: Path) -> Path:
     except OSError:
         raise UserError(f"{path}: no summary to take the sweep's command from (run the sweep "
                         f"itself)") from None
-    command, now, machine = recorded(old)
+    command, now, machine = run_record(reports) or recorded(old)  # older folders: carried
     if command is None:
         raise UserError(f"{path}: no '{COMMAND.strip()}' line to carry (run the sweep itself)")
     text = summary_text(results, unreadable, command, now or datetime.now(UTC),
@@ -371,6 +393,8 @@ def load_results(folder: Path) -> tuple[list[dict], list[str]]:
     the JSON files that are not one."""
     found, unreadable = [], []
     for path in sorted(folder.glob("*.json")):
+        if path.name == RUN_RECORD:  # the run's own record, not a result
+            continue
         document = read_result(path)
         if document is None:
             unreadable.append(path.name)

@@ -245,7 +245,7 @@ def _answer(doc: dict) -> str:
 def step_note(step: Step, got: dict) -> str:
     """A step's row: its words, then what its bisection did (or the harness's seconds)."""
     if "harness" in got:  # its releases' harness runs, side by side: more than the wall
-        return f"{step.how}; harness runs {got['harness']:.1f} s in all"
+        return f"{step.how}; its releases' `python -m repro` runs {got['harness']:.1f} s in all"
     if got.get("minimal"):
         params = ", ".join(f"{k}={v}" for k, v in (got["minimal"].get("params") or {}).items())
         return f"{step.how}: {got['minimal'].get('trials')} trials, smallest: {params}"
@@ -573,7 +573,8 @@ def report_text(doc: dict) -> str:
         f"- One harness run (`python -m repro` under jax {doc['harness']['release']} at the "
         f"report's sizes" + (f", the median of {len(runs)} in this run: "
                              f"{', '.join(f'{t:.2f}' for t in runs)} s" if runs else "")
-        + f"): {doc['harness']['seconds']:.2f} s",
+        + f"): {doc['harness']['seconds']:.2f} s; a row's *harness runs* are its seconds over "
+        f"this one",
         *([f"- {doc['sharing']}"] if doc.get("sharing") else []),
         "", table, "", checks, "",
         "<details><summary>Machine</summary>", "", "```text", doc["machine"], "```", "",

@@ -548,7 +548,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** alone (no jax): {check}."
+    return f"- **HLO module** alone (no jax tracing): {check}."
 
 
 PLAN = ("XLA's plan for a ", ", not a measurement on one")

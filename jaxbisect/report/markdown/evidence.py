@@ -168,8 +168,10 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
         out += details("XLA's own text, from its dumps", [RAW_NOTE, "", "\n".join(raw).rstrip()])
-    out += ["One release's dumps, made again in its environment (the report's .json file "
-            "holds what was read from them: the figures and excerpts above):", "",
+    out += ["One release's dumps, made again: from this toolkit's clone, with the `python` of "
+            "that release's environment (its `pip install` line in *Reproduce*; the report's "
+            ".json file holds what was read from the dumps: the figures and excerpts above):",
+            "",
             _code([command], "sh"), ""]
     if plain:
         out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
@@ -268,7 +270,7 @@ def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
     out = []
     for line in lines or ():
         m = _LOOP.match(line)
-        if m and m.group(1) in untraced:
+        if m and m.group(1) in untraced and line.endswith("; stacked buffers live: 0"):
             line = line.removesuffix("; stacked buffers live: 0") + UNTRACED_WORDS
         header = _HEADER.search(line)
         if header:  # any record's header, in today's words (evidence/schedule.py's)

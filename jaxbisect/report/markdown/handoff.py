@@ -35,14 +35,15 @@ def render_xla_range(attribution: dict, tpu: bool = False, backend: str = "") ->
     commits = attribution.get("commits") or {}
     out = []
     if xla.get("old") or xla.get("new"):
-        out += ["**XLA pins** (the XLA commit each release's jaxlib was built with):", ""]
+        out += ["**XLA pins** (the XLA commit jax's sources pin for each release's jaxlib, "
+                "read where each line says):", ""]
         for side in ("old", "new"):
             label = f"jax {(commits.get(side) or {}).get('jax') or '?'}"
             said = source_words(sources.get(side))
             wheel = (commits.get(side) or {}).get("commit") or ""
             if said.startswith("a jax clone at jax-v") and wheel:  # read at the tag
-                said += (f" (the tag's commit: the wheel names its own, {wheel[:10]}, which "
-                         f"the pin was not read at)")
+                said += (f" (the tag's commit; the wheel was built from {wheel[:10]}, where "
+                         f"the pin was not read, so this pin and the range below are the tag's)")
             out.append(f"- {label}: `{xla[side][:10]}`, from {said}"
                        if xla.get(side) else f"- {label}: unknown")
         out.append("")

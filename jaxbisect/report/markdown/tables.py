@@ -101,9 +101,9 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": compiled for a target, only its first value (the toolkit's "
-                        "rule for a compile-only target: an unrolled loop is slow to compile "
-                        "for a GPU)" if first else ""))
+                     + (": compiled for a target, only its first value (the toolkit "
+                        "compiles the case's second program for a compile-only target at its "
+                        "first value only)" if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
@@ -242,7 +242,7 @@ def shape_chart(doc: dict) -> dict | None:
     for v in versions:
         series = probe_at(doc, v).get("series")
         if series and all(isinstance(_number(x), (int, float)) for x in series["figures"]):
-            mode = " (runtime)" if series["fallback"] else ""
+            mode = " (a run's peak)" if series["fallback"] else ""
             lines[f"jax {v}{mode}"] = [(_number(x), f / scale)
                                        for x, f in series["figures"].items() if f is not None]
     if len(lines) < 2:
