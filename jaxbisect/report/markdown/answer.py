@@ -570,9 +570,11 @@ def first_screen(doc: dict) -> list[str]:
     title = (f"# {label(doc)}: {doc['metric']['name']} across jax {doc['from']} … {doc['to']} "
              f"({measured_words(doc)})")
     part = tpu.first_screen_line(doc)
-    facts = [pair_line(doc), part and f"- {part}", *commits_first_lines(doc),
-             culprit_line(doc), hlo_line(doc)]
+    facts = [pair_line(doc), *commits_first_lines(doc), culprit_line(doc), hlo_line(doc)]
+    # which part of a TPU release: its swap's reason whole (what no figure means there)
     facts = [cut(f, 420) for f in facts if f]
+    if part:
+        facts.insert(1, cut(f"- {part}", 480))
     return [title, "", answer_line(doc), "", *facts, *([""] if facts else []),
             *reproduce_block(doc)]
 
