@@ -137,3 +137,24 @@ def test_a_wrong_end_agrees_with_another_wrong_value_never_with_the_right_one():
     assert not wrong_as_said(doc, "0.10.1", "output: float64[] [267911424.0]")
     assert not wrong_as_said({**doc, "case": {**doc["case"], "expect": None}}, "0.10.2",
                              "output: float64[] [267911424.0]")
+
+
+def test_a_bundle_run_is_never_skipped_unsaid(tmp_path):
+    """Each ``compile_hlo.py`` line of a bundle README is run in the venv its line makes,
+    whatever Python names it; one whose venv no line makes is a finding, and one that needs
+    the CUDA wheels is said so (nothing installed)."""
+    from jaxbisect.tools.reports_check import check_bundle
+
+    readme = tmp_path / "b-hlo" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("\n".join([
+        "```sh",
+        "python3.12 -m venv new && new/bin/pip install 'jax[cuda12]==0.12.0' jaxlib==0.12.0 "
+        "jax-cuda12-plugin==0.12.0",
+        "new/bin/python compile_hlo.py module.pb --target a6000   # jax 0.12.0: 1.00 MiB",
+        "old/bin/python compile_hlo.py module.pb   # jax 0.11.2: 2.00 MiB",
+        "```", ""]))
+    lines = check_bundle(readme, lambda _: None)
+    assert [(x.jax, x.result) for x in lines] == [("0.12.0", "needs an accelerator"),
+                                                  ("0.11.2", "differs")]
+    assert "no line makes the venv old" in lines[1].why

@@ -438,13 +438,19 @@ def check_bundle(readme: Path, say) -> list[Line]:
     """A bundle's ``compile_hlo.py`` lines, each in the environment of the line that makes
     its venv, compared with the MiB the README says."""
     text = readme.read_text()
-    venvs = {m[1]: m[2] for m in re.finditer(r"python3 -m venv (\w+) && \1/bin/(pip install "
-                                             r"[^\n]+)", text)}
+    venvs = {m[1]: m[2] for m in re.finditer(r"python3(?:\.\d+)? -m venv (\w+) && \1/bin/"
+                                             r"(pip install [^\n]+)", text)}
     out = []
     for m in BUNDLE_RUN.finditer(text):
         line = venvs.get(m["venv"])
         name = f"{readme.parent.name}/README.md"
-        if line is None:
+        if line is None:  # a run with no venv line that makes its environment: said, not skipped
+            out.append(Line(name, "bundle", m[0].split("   #")[0], m["jax"], "differs",
+                            m["said"].strip(), "", f"no line makes the venv {m['venv']}"))
+            continue
+        if accelerator(line):
+            out.append(Line(name, "bundle", m[0].split("   #")[0], m["jax"],
+                            "needs an accelerator", m["said"].strip(), "", accelerator(line)))
             continue
         python = environment(line, python_for(m["jax"]), say)
         done = subprocess.run([str(python), "compile_hlo.py", *m["files"].split()],
