@@ -187,3 +187,22 @@ def test_a_kernels_payload_difference_is_said_with_the_versions_that_wrote_it():
     page = render(doc)
     assert "The lowered modules, where they differ" not in page
     assert "`MLIR21.0.0git` at jax 0.7.0, `MLIR22.0.0git` at jax 0.7.2" in page
+
+
+def test_the_search_size_is_said_beside_rows_of_another_size():
+    """The search compares shapes at a smaller size; the rows show each release at theirs:
+    said so, never "measured at" a size the rows do not show."""
+    doc = json.loads((REPORTS / "bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json").read_text())
+    assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
+    page = render(doc)
+    assert "compared each release's shape over n_outer at n_res 32, n_outer 2,5" in page
+    assert "measured again at their own size" in page and "scale-free" not in page
+
+
+def test_a_change_no_jax_commit_brings_never_reads_as_no_commit_showing_it():
+    """On the newer jaxlib every commit shows it: no jax commit *brings* it."""
+    doc = json.loads((REPORTS / "cases/bisect-0.8.3-0.9.0-v5e-pallas_bf16_batched_matvec-error-"
+                                "e4b85d1c.json").read_text())
+    assert any(st["label"] == "new" for st in doc["commits"]["steps"])
+    page = render(doc)
+    assert "jax commit shows" not in page and "No jax commit brings it" in page

@@ -202,7 +202,8 @@ def test_a_compare_program_is_said_as_the_rows_measured_it():
     assert sorted(measured) != sorted(defined)  # the definition asks more than was measured
     text = how_text(doc)
     assert f"v2 (variant 2; {over} {', '.join(sorted(measured))} only, of " \
-           f"{', '.join(defined)} asked: compiled for a target, only its first value (" in text, \
+           f"{', '.join(defined)} asked: compiled for a target, only its first value, as " \
+           f"the toolkit" in text, \
         text
     assert f"{over} {', '.join(defined)}, variant 2" not in text, text
     cpu = load(SCAN_CPU)  # all the definition's values measured: said as measured

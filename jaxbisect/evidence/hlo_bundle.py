@@ -91,7 +91,8 @@ def run_hlo_module_line(part: dict, bundle: str = "$PWD") -> str:
     newer = str(part.get("xla_compare") or "").rpartition("...")[2]
     checkout = (f"cd path/to/xla && git checkout -q {newer}   # your XLA checkout, at the "
                 f"newer end of the XLA range\n" if newer else
-                "cd path/to/xla   # your XLA checkout\n")
+                "cd path/to/xla   # your XLA checkout (this report found no XLA pins: one "
+                "recent enough to read the module)\n")
     return (f"BUNDLE={bundle}   # the bundle folder, as an absolute path\n" + checkout
             + f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo "
             f"--xla_dump_to=$BUNDLE/xla-dump --xla_dump_hlo_as_text $BUNDLE/{text}"
@@ -203,7 +204,8 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
               if len(pair) == 2 else "the change")
     lines = [f"# {label}: the HLO module of {change}, without jax tracing", "",
              f"The module alone reproduces {change}"
-             + (f" (compiled for {part['target']} without it)" if part.get("target") else "")
+             + (f" (compiled without a GPU, for the target `{part['target']}`)"
+                if part.get("target") else "")
              + f": **{SAID[part['reproduces']]}** (measured by the toolkit with `{SCRIPT}` "
              f"below under each jaxlib).", "",
              figures_table(part, roles), "",

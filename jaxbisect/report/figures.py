@@ -132,8 +132,24 @@ def peak_under(series: dict, unit: str, figures: list) -> str | None:
     (a process's peak moves by pages and rises only past what the process already holds, so
     it does not see an allocation that small), said as what the peak did; None for any other
     series."""
-    if series.get("metric") != "peak_memory" or unit != "bytes" or max(figures) >= MIB / 200:
+    if series.get("metric") != "peak_memory" or unit != "bytes":
         return None
-    if not max(figures):
-        return "not seen (a run's peak did not rise)"
-    return f"not seen (a run's peak rose {max(figures)} bytes at most)"
+    if max(figures) < MIB / 200:
+        return ("not seen (a run's peak did not rise)" if not max(figures) else
+                f"not seen (a run's peak rose {max(figures)} bytes at most)")
+    at = sorted(series.get("figures") or {}, key=_as_number)
+    flat = [k for k in at if series["figures"][k] == 0]
+    if not flat:
+        return None
+    over = series.get("over") or ""
+    rose = [f for f in figures if f]
+    said = " … ".join(dict.fromkeys(shown_bare(unit, f) for f in (min(rose), max(rose))))
+    return (f"not seen at {over} {', '.join(flat)} (a run's peak did not rise); {said} at "
+            f"{over} {', '.join(k for k in at if series['figures'][k])}")
+
+
+def _as_number(key: str):
+    try:
+        return (0, float(key))
+    except ValueError:
+        return (1, key)

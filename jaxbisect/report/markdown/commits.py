@@ -147,8 +147,9 @@ def headline(doc: dict, c: dict) -> str:
         newer = c.get("newer") or {}
         both_ways = newer_words(c) if newer else ""
         old = (doc.get("libtpu") or {}).get("old") or {}
-        return (f"**No jax commit shows it: swapping libtpu between the releases (*The three "
-                f"parts of a TPU release*, below) places the change in libtpu {libtpu}.** "
+        return (f"**No jax commit brings it (each behaves as the release whose jaxlib and "
+                f"libtpu it runs on): swapping libtpu between the releases (*The three parts of "
+                f"a TPU release*, below) places the change in libtpu {libtpu}.** "
                 f"jax's Python at {short(c['new_end'])}, the last commit before jax {c['new']} "
                 f"that runs on jax {c['old']}'s jaxlib {c['runs_on']['jaxlib']} and libtpu "
                 f"{old.get('libtpu')}, behaves as jax {c['old']} there{both_ways}: the commits "
@@ -205,7 +206,7 @@ def agreement(doc: dict, c: dict) -> str | None:
     found = CAME_WITH_WORDS[came_with]
     why = (doc.get("attribution") or {}).get("reason") or "no reason was recorded"
     if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
-        return (f"The commit search found no jax commit that shows it (jax's Python behaves "
+        return (f"The commit search found no jax commit that brings it (jax's Python behaves "
                 f"as the release whose jaxlib and libtpu it runs on), and swapping libtpu "
                 f"between the two releases places the change in libtpu {libtpu}.")
     said = CULPRIT_WORDS.get(culprit, culprit)
@@ -324,11 +325,11 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         # jaxlib's (or libtpu's) change: the end commits show that no jax commit has it
         title = ("Reproduce the two commits without the toolkit (git, pip, python)"
                  if c["came_with"] in ("jax", "both") else
-                 "The end commits on each jaxlib behave as its release (no jax commit shows "
+                 "The end commits on each jaxlib behave as its release (no jax commit brings "
                  "the change), without the toolkit (git, pip, python)"
                  if sum("checkout -q" in line for line in reproduce) > 2 else
                  f"The two end commits behave alike on jaxlib {c['runs_on']['jaxlib']} (no "
-                 f"jax commit shows the change), without the toolkit (git, pip, python)")
+                 f"jax commit brings the change), without the toolkit (git, pip, python)")
         lines += details(title, reproduce, "sh")
     return lines
 

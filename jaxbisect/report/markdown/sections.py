@@ -340,10 +340,11 @@ def evidence_lines(doc: dict) -> list[str]:
             f"Without the toolkit: `{shown['file']}` (above) with XLA's dumps on, in each "
             f"environment of the reproduce block; XLA writes "
             f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
-            f"`*after_optimizations.txt` into each `dump-…` folder, one set a compile of the "
-            + (f"program, at the dump's sizes above{own}:" if same else
-               f"program at its own sizes{own}, not the dump's above "
-               f"({params_text(evidence['params'])}), so their figures are the program's:"),
+            f"`*after_optimizations.txt` into each `dump-…` folder, one set for each compile "
+            + (f"of the program, at the dump's sizes above{own}:" if same else
+               f"of the program, at the program's own sizes{own}; these are not the sizes of "
+               f"the dump above ({params_text(evidence['params'])}), so their figures are the "
+               f"program's, not the tables' above:"),
             "", "```sh", *runs, "```", ""])
     title, _, body = text.partition("\n")
     return details(title.removeprefix("## "), [capped(body.strip()), ""])

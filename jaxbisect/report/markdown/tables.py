@@ -101,9 +101,8 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": compiled for a target, only its first value (the toolkit "
-                        "compiles the case's second program for a compile-only target at its "
-                        "first value only)" if first else ""))
+                     + (": compiled for a target, only its first value, as the toolkit "
+                        "compiles this program for a compile-only target" if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
@@ -311,9 +310,9 @@ def ends_reason(doc: dict) -> str:
             text += ("; the ratio in the answer above is that of the two medians it shows, "
                      "another estimate of the same change")
         elif doc["status"] == Status.FOUND:  # the answer's pair lies inside the ends
-            text += (f"; this compares the oldest and newest releases measured, the answer "
-                     f"above jax {pair[0]} and {pair[1]} (the two medians it shows), so the "
-                     f"two ratios differ")
+            text += (f"; this ratio compares the oldest and newest releases measured, while "
+                     f"the answer above compares jax {pair[0]} and {pair[1]} (the two medians "
+                     f"it shows), so the two ratios differ")
     if doc["over"] and text == "the ends give the same value":  # a shape's word, not a figure
         text = "the ends give the same shape over " + doc["over"]["name"]
     text = confidence_words(re.sub(r"^the ends give ", "they give ", text))
@@ -392,8 +391,15 @@ def search_line(doc: dict) -> str:
     if search["jobs"] > 1 and search["rounds"]:
         line += (f" Up to {search['jobs']} releases probed at once (--jobs), in rounds: "
                  + "; ".join(", ".join(r) for r in search["rounds"]) + ".")
-    if doc["search_size"]:
-        line += f" The {doc['search_size']['note'].replace('search probes', 'search measured')}."
+    sized = doc["search_size"]
+    if sized and sized.get("agreed") and sized.get("over") and doc.get("over"):
+        at = ", ".join([*(f"{k} {v}" for k, v in (sized.get("params") or {}).items()),
+                        f"{doc['over']['name']} {','.join(map(str, sized['over']))}"])
+        line += (f" The search compared each release's shape over {doc['over']['name']} at "
+                 f"{at}, a smaller size: at both ends the shape there is the one the rows "
+                 f"show; the rows are each release measured again at their own size.")
+    elif sized:
+        line += f" The {sized['note'].replace('search probes', 'search measured')}."
     return line
 
 

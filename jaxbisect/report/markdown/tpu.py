@@ -62,7 +62,8 @@ def first_screen_line(doc: dict) -> str | None:
             install = _install(doc, narrowed["install"]["new"])
             return (f"**Which part:** came with libtpu {narrowed['first_new']} (the first libtpu "
                     f"release on PyPI that shows it, jax {old.get('jax')} and jaxlib "
-                    f"{old.get('jaxlib')} held; after libtpu {narrowed['last_old']}): "
+                    f"{old.get('jaxlib')} held; after libtpu {narrowed['last_old']} in version "
+                    f"order): "
                     f"`pip install {install}`. libtpu is closed source: its release is the "
                     f"finest level there is.")
         return (f"**Which part:** came with libtpu (between {old.get('libtpu')} and "
