@@ -390,7 +390,8 @@ SCENARIOS = {
     "repro": Scenario("nox -s repro ({releases} releases)", (
         "nox", "-f", str(NOXFILE), "-s", "repro", "--envdir", "{envdir}", "--", "--reports",
         "{reports}", "--backend", "{backend}"), (
-        Step("cold", "cold: fresh JAX_SCAN_REPRO_CACHE and nox envdir, releases side by side"),
+        Step("cold", "cold: a fresh toolkit cache (JAX_SCAN_REPRO_CACHE) and nox envdir, "
+                     "uv's download cache kept, releases side by side"),
         Step("warm", "warm: environments and results stored, nothing to run"),
         Step("remeasured", "warm, --remeasure: environments ready", ("--remeasure",)),
         Step("one at a time", "warm, --remeasure --jobs 1 (one release at a time)",
