@@ -52,7 +52,7 @@ def test_a_change_no_jax_commit_shows_is_not_offered_as_two_commits_that_reprodu
     assert doc["commits"]["came_with"] not in ("jax", "both")
     page = render(doc)
     assert "Reproduce the two commits" not in page
-    block = page.split("(no jax commit brings the change), without the toolkit")[1]
+    block = page.split("(no jax commit measured brings the change), without the toolkit")[1]
     block = block.split("</details>")[0]
     # each jaxlib's end commits, each with what the toolkit measured there
     checkouts = re.findall(r"# (\w{10}), as jax ([\d.]+)(?: too)?: the toolkit measured (.+)",

@@ -196,7 +196,7 @@ def test_the_search_size_is_said_beside_rows_of_another_size():
     assert doc["search_size"]["agreed"] and doc["search_size"]["params"] == {"n_res": 32}
     page = render(doc)
     assert "compared each release's shape over n_outer at n_res 32, n_outer 2,5" in page
-    assert "measured again at their own size" in page and "scale-free" not in page
+    assert "the size its mode column names" in page and "scale-free" not in page
 
 
 def test_a_change_no_jax_commit_brings_never_reads_as_no_commit_showing_it():
@@ -205,4 +205,4 @@ def test_a_change_no_jax_commit_brings_never_reads_as_no_commit_showing_it():
                                 "e4b85d1c.json").read_text())
     assert any(st["label"] == "new" for st in doc["commits"]["steps"])
     page = render(doc)
-    assert "jax commit shows" not in page and "No jax commit brings it" in page
+    assert "jax commit shows" not in page and "No jax commit measured brings it" in page

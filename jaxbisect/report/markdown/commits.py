@@ -147,9 +147,10 @@ def headline(doc: dict, c: dict) -> str:
         newer = c.get("newer") or {}
         both_ways = newer_words(c) if newer else ""
         old = (doc.get("libtpu") or {}).get("old") or {}
-        return (f"**No jax commit brings it (each behaves as the release whose jaxlib and "
-                f"libtpu it runs on): swapping libtpu between the releases (*The three parts of "
-                f"a TPU release*, below) places the change in libtpu {libtpu}.** "
+        return (f"**No jax commit measured brings it (each measured one behaves as the "
+                f"release whose jaxlib and libtpu it runs on): swapping libtpu between the "
+                f"releases (*The three parts of a TPU release*, below) places the change in "
+                f"libtpu {libtpu}.** "
                 f"jax's Python at {short(c['new_end'])}, the last commit before jax {c['new']} "
                 f"that runs on jax {c['old']}'s jaxlib {c['runs_on']['jaxlib']} and libtpu "
                 f"{old.get('libtpu')}, behaves as jax {c['old']} there{both_ways}: the commits "
@@ -206,8 +207,9 @@ def agreement(doc: dict, c: dict) -> str | None:
     found = CAME_WITH_WORDS[came_with]
     why = (doc.get("attribution") or {}).get("reason") or "no reason was recorded"
     if came_with == "jaxlib" and (libtpu := libtpu_first(doc)):
-        return (f"The commit search found no jax commit that brings it (jax's Python behaves "
-                f"as the release whose jaxlib and libtpu it runs on), and swapping libtpu "
+        return (f"Among the jax commits it measured, the commit search found none that "
+                f"brings it (each behaves as the release whose jaxlib and libtpu it runs on), "
+                f"and swapping libtpu "
                 f"between the two releases places the change in libtpu {libtpu}.")
     said = CULPRIT_WORDS.get(culprit, culprit)
     if culprit not in AGREES["jax"] + AGREES["jaxlib"]:
@@ -325,11 +327,12 @@ def part_lines(doc: dict, c: dict, pair: list[str] | None) -> list[str]:
         # jaxlib's (or libtpu's) change: the end commits show that no jax commit has it
         title = ("Reproduce the two commits without the toolkit (git, pip, python)"
                  if c["came_with"] in ("jax", "both") else
-                 "The end commits on each jaxlib behave as its release (no jax commit brings "
-                 "the change), without the toolkit (git, pip, python)"
+                 "The end commits on each jaxlib behave as its release (no jax commit "
+                 "measured brings the change), without the toolkit (git, pip, python)"
                  if sum("checkout -q" in line for line in reproduce) > 2 else
                  f"The two end commits behave alike on jaxlib {c['runs_on']['jaxlib']} (no "
-                 f"jax commit brings the change), without the toolkit (git, pip, python)")
+                 f"jax commit measured brings the change), without the toolkit (git, pip, "
+                 f"python)")
         lines += details(title, reproduce, "sh")
     return lines
 

@@ -581,8 +581,8 @@ def xla_note_words(a: dict) -> str:
              if "did not have them" in note else []),
            *(["GitHub was not reachable"] if "GitHub could not be reached" in note else [])]
     return ("XLA's commits between the two releases: not found for this report. Each jaxlib "
-            "pins its XLA in jax's sources at the commit its wheel names"
-            + (f" ({'; '.join(named)})" if named else "")
+            "pins its XLA in jax's sources at the jax commit its wheel names"
+            + (f" (jax commits, not XLA's: {'; '.join(named)})" if named else "")
             + (f", and those sources were not at hand when it ran ({'; '.join(why)})" if why
                else ", and those sources were not at hand when it ran")
             + "; the same command run again with `--jax-repo PATH` (a clone of jax that "

@@ -397,7 +397,8 @@ def search_line(doc: dict) -> str:
                         f"{doc['over']['name']} {','.join(map(str, sized['over']))}"])
         line += (f" The search compared each release's shape over {doc['over']['name']} at "
                  f"{at}, a smaller size: at both ends the shape there is the one the rows "
-                 f"show; the rows are each release measured again at their own size.")
+                 f"show; each row's figures are at the size its mode column names (the size "
+                 f"asked where it names none).")
     elif sized:
         line += f" The {sized['note'].replace('search probes', 'search measured')}."
     return line
