@@ -30,7 +30,11 @@ def test_the_commit_reproduce_lines_run_the_page_s_program(path):
             assert ran and ran.group(1) != "measure.py", line
             if program and ran.group(1).endswith(".py"):
                 assert ran.group(1) == program, line
-                assert f"PYTHONPATH=$PWD/jax-src python {program}" in page
+                # the page's run: in the venv its block makes, from the one clone
+                assert re.search(rf"PYTHONPATH=\$PWD/jax-src venv-[\d.]+/bin/python "
+                                 rf"{re.escape(program)}", page)
+                assert page.count("git clone https://github.com/jax-ml/jax jax-src") == \
+                    page.count("[ -d jax-src ] || git clone")
 
 
 def test_the_remade_report_records_its_program():

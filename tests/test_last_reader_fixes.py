@@ -134,8 +134,8 @@ def test_a_timing_workaround_says_its_own_figure_never_restored():
     w = doc["explanation"]["culprit"]["workarounds"][0]
     page = render(doc)
     culprit = next(line for line in page.splitlines() if line.startswith("- **Culprit:**"))
-    assert f"gives {w['figure'] * 1e3:.3f} ms, jax {doc['last_old']['jax']}'s behaviour" \
-        in culprit and "restores" not in culprit
+    assert f"the toolkit's run gave {w['figure'] * 1e3:.3f} ms, jax " \
+        f"{doc['last_old']['jax']}'s behaviour" in culprit and "restores" not in culprit
     assert "brings back the old run_time" not in page
 
 

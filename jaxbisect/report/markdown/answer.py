@@ -514,11 +514,12 @@ def culprit_line(doc: dict) -> str | None:
         before = f"jax {doc['last_old']['jax']}'s" if doc.get("last_old") else "the old"
         # a timing's own figure: "behaviour" is the classifier's reading, which a noisy
         # figure only comes near (never the same figure)
+        # what the toolkit's own run with the setting gave (a check to run, not one run)
         timed = doc["metric"]["name"] in TIMINGS and isinstance(w.get("figure"), (int, float))
-        line += (f"; check: {check_command(doc, w)} gives {value_words(doc, w['figure'])}, "
-                 f"{before} behaviour ({setting_kind(doc, w)})" if timed
-                 else f"; check: {check_command(doc, w)} restores {before} "
-                      f"{doc['metric']['name']} ({setting_kind(doc, w)})")
+        gave = (f"{value_words(doc, w['figure'])}, {before} behaviour" if timed else
+                f"{before} shape" if doc.get("over") else f"{before} {doc['metric']['name']}")
+        line += (f"; check: {check_command(doc, w)}: the toolkit's run gave {gave} "
+                 f"({setting_kind(doc, w)})")
     elif c["kind"] == "pass":
         line += "; the releases' HLO modules first differ after it"
     return line + "."

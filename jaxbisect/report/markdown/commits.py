@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from jaxbisect.report.figures import figure_text
-from jaxbisect.report.installs import pip_install, python_note, venv_python
+from jaxbisect.report.installs import pip_install, venv_python
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.reproduce import shown_program
 from jaxbisect.report.markdown.words import cut, details, linked, short, subject, table, unit
@@ -355,12 +355,13 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
         return [re.sub(r"^python3 -m venv", f"{venv_python(on['jax'], doc)} -m venv",
                        re.sub(r"/bin/pip install .*$", f"/bin/{install}", line))
                 if "/bin/pip install " in line else line for line in c.get("reproduce") or ()]
-    lines = ["git clone https://github.com/jax-ml/jax jax-src",
+    # one clone for every block of the page, each environment its own venv
+    lines = ["[ -d jax-src ] || git clone https://github.com/jax-ml/jax jax-src",
              f"# jax {on['jax']}'s environment (jaxlib {on['jaxlib']}), jax's Python from the "
-             f"clone:", install + python_note(on["jax"], doc)]
+             f"clone:", venv_line(doc, on["jax"], on["jaxlib"])]
     steps = {(st["sha"], st["runs_on"]["jaxlib"]): st for st in c.get("steps") or ()}
     lines += commit_runs(doc, shown, [(commit, role, steps.get((commit["sha"], on["jaxlib"])))
-                                      for commit, role in pair])
+                                      for commit, role in pair], f"venv-{on['jax']}")
     newer = [st for st in c.get("steps") or () if st["runs_on"]["jaxlib"] == c["new_jaxlib"]
              and st["runs_on"]["jaxlib"] != on["jaxlib"]]
     if c["came_with"] != "jaxlib" or len(newer) < 2:
@@ -368,21 +369,32 @@ def commit_reproduce(doc: dict, c: dict) -> list[str]:
     # The other half: the same program on the newer jaxlib's end commits (what they measured)
     newer = [min(newer, key=lambda st: st["index"]), max(newer, key=lambda st: st["index"])]
     lines += [f"# then jax {c['new']}'s environment (jaxlib {c['new_jaxlib']}), the same clone:",
-              pip_install(doc, c["new"], c["new_jaxlib"]) + python_note(c["new"], doc)]
+              venv_line(doc, c["new"], c["new_jaxlib"])]
     return lines + commit_runs(doc, shown, [(st, f"as jax {c['new']}" + (" too" if k else ""),
-                                             st) for k, st in enumerate(newer)])
+                                             st) for k, st in enumerate(newer)],
+                               f"venv-{c['new']}")
 
 
-def commit_runs(doc: dict, shown: dict, runs: list[tuple[dict, str, dict | None]]) -> list[str]:
-    """A checkout and the program's run at each commit, with what the toolkit measured."""
+def venv_line(doc: dict, jax: str, jaxlib: str) -> str:
+    """A fresh venv for a release's environment, pinned as measured (its Python named)."""
+    venv = f"venv-{jax}"
+    return (f"{venv_python(jax, doc)} -m venv {venv} && {venv}/bin/"
+            f"{pip_install(doc, jax, jaxlib)}")
+
+
+def commit_runs(doc: dict, shown: dict, runs: list[tuple[dict, str, dict | None]],
+                venv: str) -> list[str]:
+    """A checkout and the program's run at each commit, in ``venv``, with what the toolkit
+    measured."""
     lines = []
+    command = re.sub(r"(^|\s)python ", rf"\1{venv}/bin/python ", shown["ends"][0]["command"])
     for commit, role, st in runs:
         figure = (st["error"] or figure_text(doc["metric"]["name"], unit(doc), st["figure"])
                   if st else None)
         gave = f": the toolkit measured {figure}" if figure else ""
         lines += [f"# {short(commit)}, {role}{gave}",
                   f"git -C jax-src checkout -q {commit['sha']} && PYTHONPATH=$PWD/jax-src "
-                  f"{shown['ends'][0]['command']}"]
+                  f"{command}"]
     return lines
 
 

@@ -271,7 +271,7 @@ def reproduce_block(doc: dict) -> list[str]:
                          "without it")
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
-        origin = "plain JAX" if shown["measured"] else "plain JAX from the case file"
+        origin = "plain JAX"  # written from the case file, run or not (the note says)
         # the Python the environments were made with (a line that needs newer says so)
         fresh = ("Python 3.11 venv " if any(python_of(e["jax"], doc) == "3.11" for e in ends
                                        if is_version(e["jax"])) else "environment ")
