@@ -26,7 +26,7 @@ from jaxbisect.report.markdown.tables import shape_chart
 from jaxbisect.report.markdown.words import pair_words
 from jaxbisect.search.budgets import INTERIOR_BUDGET
 from jaxbisect.search.classify import DEFAULT_THRESHOLD
-from jaxbisect.search.comparing import OUTPUT_TOLERANCE
+from jaxbisect.search.comparing import OUTPUT_TOLERANCE, output_atol
 from jaxbisect.search.interior import changes_text
 from jaxbisect.search.metric_search import crashes_of
 from jaxbisect.search.placing import AgainstEnds, Placed
@@ -478,7 +478,7 @@ def tolerance_of(q, threshold: float | None) -> dict:
         return {}
     if q.metric == "output":
         rtol = threshold or OUTPUT_TOLERANCE
-        return {"tolerance": {"relative": rtol, "absolute": rtol * 1e-3}}
+        return {"tolerance": {"relative": rtol, "absolute": output_atol(rtol)}}
     return {"tolerance": {"relative": threshold or DEFAULT_THRESHOLD}}
 
 

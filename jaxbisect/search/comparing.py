@@ -149,8 +149,13 @@ def errors_alike(pattern: str = "") -> Callable[[object, object], bool]:
                                    and same_error(a, b))
 
 
+def output_atol(rtol: float) -> float:
+    """An output's absolute tolerance beside its relative one (for values near zero)."""
+    return rtol * 1e-3
+
+
 def outputs_close(rtol: float) -> Callable[[object, object], bool]:
-    close = vectors_close(rtol=rtol, atol=rtol * 1e-3)
+    close = vectors_close(rtol=rtol, atol=output_atol(rtol))
     return lambda a, b: a[0] == b[0] and close(list(a[1]), list(b[1]))
 
 

@@ -45,13 +45,13 @@ from jaxbisect.lab.harness import RunTimedOut, run_script
 from jaxbisect.lab.interpreters import find_interpreters
 from jaxbisect.lab.machine import uv_binary
 from jaxbisect.report.installs import parsed
+from jaxbisect.report.markdown.answer import TIMINGS
 from jaxbisect.report.markdown.reproduce import changed_pairs, figure_varies, shown_program
 from jaxbisect.stages.program import FILE, Program
 from jaxbisect.stages.program_runs import ProgramRun, error_line, figures, numbers, shows
 
 PY312_FROM = Version("0.11")   # jax 0.11 and later need Python 3.12
 TIMEOUT = 900.0                # one run of a program (a compile at the full size is minutes)
-TIMINGS = ("run_time", "compile_time")
 VARYING_RUNS = 5               # runs of an end the bisection found nondeterministic, at most
 
 

@@ -30,7 +30,7 @@ from jaxbisect.report.markdown.words import (
     value_words,
 )
 from jaxbisect.search.classify import DEFAULT_THRESHOLD, Direction
-from jaxbisect.search.comparing import OUTPUT_TOLERANCE, errors_alike
+from jaxbisect.search.comparing import OUTPUT_TOLERANCE, errors_alike, output_atol
 from jaxbisect.search.placing import Behaviour
 from jaxbisect.search.rounds import Status
 
@@ -394,7 +394,7 @@ def alike_how(doc: dict) -> str:
         given = doc["metric"]["threshold"]
         recorded = doc["metric"].get("tolerance") or {}  # older records: the default then
         rtol = recorded.get("relative") or given or OUTPUT_TOLERANCE
-        atol = recorded.get("absolute") or rtol * 1e-3
+        atol = recorded.get("absolute") or output_atol(rtol)
         return (f"the same values (within {rtol:g} relative, {atol:g} absolute"
                 + ("" if given else ", the default: --threshold sets it")
                 + "; a NaN matches a NaN)")
