@@ -101,8 +101,12 @@ def test_the_culprits_are_named_in_the_first_screen():
 def test_the_first_bad_commit_is_linked_in_the_first_screen():
     doc = doc_of("bisect-0.5.3-0.6.0-cpu-jvp_vmap_symbolic_zero-error-e4b85d1c.json")
     screen = first_screen(render(doc))
-    assert doc["commits"]["first_bad"]["url"] in screen
-    assert doc["commits"]["first_bad"]["pr_url"] in screen
+    first = doc["commits"]["first_bad"]
+    # by the 10 characters it is shown by; the whole hash in its section
+    assert f"[`{first['sha'][:10]}`](https://github.com/jax-ml/jax/commit/{first['sha'][:10]})" \
+        in screen
+    assert first["url"] in render(doc) and first["url"] not in screen
+    assert first["pr_url"] in screen
     assert "0.6.1" not in screen  # the range does not measure it
 
 
@@ -190,7 +194,7 @@ def test_the_parts_other_helpers_write_render_in_the_first_screen():
     screen = first_screen(render(both))
     assert "Needs both" in screen and "xla_extension_version >= 312" in screen
     assert "**HLO module**" in screen and "reproduces the change" in screen
-    assert both["commits"]["first_bad"]["url"] in screen
+    assert both["commits"]["first_bad"]["sha"][:10] in screen
     assert_readable(render(both))
     pairs = copy.deepcopy(doc)
     pairs.pop("reproducer")  # several pairs are named where the ends are alike: no program

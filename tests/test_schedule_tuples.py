@@ -87,4 +87,4 @@ def test_a_loop_not_traced_is_said_once():
     old = json.loads(A6000.read_text())["evidence"]["releases"]["old"]
     shown = schedule_lines(old["schedule"], old["raw"]["after_optimizations"])
     loops = [line for line in shown if ": loop " in line]
-    assert loops and all(line.count("this listing does not follow") == 1 for line in loops)
+    assert loops and all(line.count("could not be followed back") == 1 for line in loops)

@@ -106,8 +106,11 @@ def test_a_change_shows_a_short_plain_program_where_the_behaviour_differs(path):
                                       *((r.get("went") or {}).get("ends") or ())]}
     for pair in changed_pairs(doc):
         for jax in pair[:2]:
-            install = re.search(rf"^pip install .*\bjax(\[\w+\])?=={re.escape(jax)}\b.*$\n"
-                                rf"^python repro\.py +# (?P<said>[^\n]*)$", screen, re.M)
+            # each release's own venv, made on its line and run on the next
+            install = re.search(rf"^python3\.\d+ -m venv (?P<venv>\w+) && (?P=venv)/bin/pip "
+                                rf"install .*\bjax(\[\w+\])?=={re.escape(jax)}\b.*$\n"
+                                rf"^(?P=venv)/bin/python repro\.py +# (?P<said>[^\n]*)$",
+                                screen, re.M)
             assert install, f"no install of jax {jax} with its output in the first screen"
             assert "(no output)" not in install["said"]
             if jax in measured:  # what the program printed there, from the JSON

@@ -11,7 +11,13 @@ import pytest
 from fake_lab import FakeLab
 from test_libtpu_stage import PYPI_LIBTPU, answered, found_pair, held
 
-from jaxbisect.report.markdown.tpu import commits_words, error_words, first_screen_line, section
+from jaxbisect.report.markdown.tpu import (
+    SECTION,
+    commits_words,
+    error_words,
+    first_screen_line,
+    section,
+)
 from jaxbisect.report.markdown.words import words_now
 from jaxbisect.stages.libtpu import libtpu_part
 
@@ -29,8 +35,13 @@ def test_a_libtpu_change_names_the_first_libtpu_with_its_exact_install_line(
                               "pallas_bf16_batched_matvec.py", "0.8.3", "0.9.0",
                               {"0.8.3": "0.0.32.1", "0.9.0": "0.0.34"})}
     line = first_screen_line(doc)
-    assert "`pip install jax==0.8.3 jaxlib==0.8.3 libtpu==0.0.33`" in line
+    # its lines are the section's (a venv each), named from the first screen: no bare pip
+    assert "came with libtpu 0.0.33" in line and "pip install" not in line
+    assert f"*{SECTION}*" in line
     body = "\n".join(section(doc))
+    assert f"### {SECTION}" in body
+    assert ("python3.11 -m venv libtpu-0.0.33 && libtpu-0.0.33/bin/pip install jax==0.8.3 "
+            "jaxlib==0.8.3 libtpu==0.0.33") in body
     assert "libtpu==0.0.32.1\nlibtpu-0.0.32.1/bin/python repro.py   # behaves as before" in body
     assert not re.search(r"\bGPU\b", line + body)
     assert re.search(r"libtpu==0\.0\.32(?![.\d])", body) is None  # never a prefix
@@ -48,7 +59,8 @@ def test_a_change_that_needs_both_says_so(recorded_catalogue):
     other = json.loads(json.dumps(doc, default=str))
     other["libtpu"]["narrowed"]["first_new"] = "0.0.27"
     other["libtpu"]["narrowed"]["install"]["new"] = "jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.27"
-    assert "`pip install jax==0.8.1 jaxlib==0.8.1 libtpu==0.0.27`" in first_screen_line(other)
+    assert f"(its lines: *{SECTION}*, below)" in first_screen_line(other)
+    assert "libtpu==0.0.27" in "\n".join(section(other))
     assert "limit 32.00M" not in "\n".join(section(doc))  # neither swap failed
     assert first_screen_line({}) is None and section({}) == []
 

@@ -6,6 +6,7 @@ a user asks to try (``--try-xla-flags``), and the HLO passes that changed the mo
 from __future__ import annotations
 
 import math
+import re
 import shlex
 import statistics
 from collections.abc import Callable
@@ -448,8 +449,19 @@ def difference_sentence(first: dict | None) -> str:
         return (f" Pass by pass, the two releases' HLO modules already differ as pipeline "
                 f"`{first['pipeline']}` starts, before any of its passes: in what the "
                 f"comparison of lowered modules leaves out (names, metadata, layouts).")
+    after = {side: AFTER_PASS.search(first.get(f"{side}_file") or "") for side in ("old", "new")}
+    if all(after.values()) and after["old"][1] != after["new"][1]:  # each ran its own passes
+        return (f" Pass by pass, the two releases' HLO modules first differ where they run "
+                f"different passes (pipeline `{first['pipeline']}`): after `{after['old'][1]}` "
+                f"in jax {first['old']}, after `{after['new'][1]}` in jax {first['new']}.")
     return (f" Pass by pass, the two releases' HLO modules first differ after "
             f"`{first['pass']}` (pipeline `{first['pipeline']}`).")
+
+
+# A per-pass dump's file name: "module_0001.jit_f.0054.PIPELINE.after_PASS.before_NEXT.txt"
+AFTER_PASS = re.compile(r"\.after_([^.]+)\.before_")
+STORED_DIFFERENCE = re.compile(r" Pass by pass, the two releases' HLO modules first differ "
+                               r"after `[^`]+` \(pipeline `[^`]+`\)\.")
 
 
 def explain_passes(b: MetricBisection, lab: Lab, say: Say, *,

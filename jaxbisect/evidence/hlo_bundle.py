@@ -94,7 +94,7 @@ def run_hlo_module_line(part: dict, bundle: str = "$PWD") -> str:
                 "cd path/to/xla   # your XLA checkout (this report found no XLA pins: one "
                 "recent enough to read the module)\n")
     return (f"BUNDLE={bundle}   # the bundle folder, as an absolute path\n" + checkout
-            + f"{RUN_HLO_MODULE} --platform={platform} --input_format=hlo "
+            + f"{RUN_HLO_MODULE} --platform={platform} --reference_platform= --input_format=hlo "
             f"--xla_dump_to=$BUNDLE/xla-dump --xla_dump_hlo_as_text $BUNDLE/{text}"
             + (f" {setting}" if setting else "") + gpu + "\n"
             "# XLA's plan: its memory report, $BUNDLE/xla-dump/*memory-usage-report.txt")
@@ -248,7 +248,9 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
                   "From this folder, with an XLA checkout (`run_hlo_module` is a Bazel target "
                   "of XLA's; not run by the toolkit"
                   + ("; it runs the module, on a machine with the GPU"
-                     if part.get("target") else "") + "):", "", "```sh",
+                     if part.get("target") else "")
+                  + "; `--reference_platform=` skips the run on XLA's interpreter it would "
+                  "compare the results with, slow and not what the plan needs):", "", "```sh",
                   run_hlo_module_line(part), "```", ""]
     if part.get("xla_compare"):
         lines += [f"XLA commits between the two releases' pins: {part['xla_compare']}", ""]

@@ -132,8 +132,8 @@ def stacked_words(shape: str, peak: int, loops: int, untraced: int) -> str:
     inside = "those a loop makes inside its body are not counted here"
     if loops and untraced == loops:
         return (f"stacked {shape} buffers made outside the loops and live at a loop's start: "
-                f"not counted (no loop's stacked state comes from a value this listing "
-                f"follows; {inside})")
+                f"not counted (no loop's stacked state could be followed back to a buffer "
+                f"of the entry computation; {inside})")
     followed = (f" at the {loops - untraced} loop{'' if loops - untraced == 1 else 's'} it "
                 f"follows (the other {untraced} not counted)" if untraced else "")
     return (f"stacked {shape} buffers made outside the loops and live at a loop's start: at "

@@ -26,6 +26,7 @@ from jaxbisect.report.markdown.words import (
     SHAPE_LEGEND,
     params_text,
     shape_words,
+    value_named,
     words_now,
 )
 from jaxbisect.search.classify import Label
@@ -167,6 +168,24 @@ def results_rows(results: list[dict]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def case_words(results: list[dict]) -> Callable[[str, object], str | None]:
+    """What the case's own docstring calls a parameter's value (``value_named``), read from
+    the case file the results were asked with, where its sha256 is the results' (else
+    nothing is said)."""
+    import hashlib
+
+    asked = next((d.get("asked") for d in results if d.get("asked")), None) or []
+    path = asked[asked.index("--case") + 1] if "--case" in asked[:-1] else None
+    shas = {(d.get("case") or {}).get("sha256") for d in results} - {None}
+    file = Path(__file__).resolve().parents[2] / path if path else None
+    source = ""
+    if file and file.is_file() and len(shas) == 1:
+        source = file.read_text(encoding="utf-8")
+        if hashlib.sha256(source.encode()).hexdigest() not in shas:
+            source = ""
+    return lambda name, value: value_named(source, name, value)
+
+
 def columns_line(results: list[dict]) -> str:
     """What the mode column and each program measured beside the case say: the parameters
     that set each apart from the case's row (from the results' own records)."""
@@ -179,8 +198,12 @@ def columns_line(results: list[dict]) -> str:
         for label, got in (d.get("compare") or {}).items():
             differs = {k: v for k, v in (got.get("params") or {}).items() if base.get(k) != v}
             beside.setdefault(label, differs)
-    said = "; ".join(f"{label} = the same program at {params_text(p)}" if p else label
-                     for label, p in sorted(beside.items()))
+    named = case_words(results)
+    said = "; ".join(f"{label} = the same program at {params_text(p)}"
+                     + (f" ({', '.join(w for k, v in p.items() if (w := named(k, v)))}, "
+                        f"as the case's docstring says)"
+                        if any(named(k, v) for k, v in p.items()) else "")
+                     if p else label for label, p in sorted(beside.items()))
     return ("- Columns: mode = compiled plan (its statistics, `memory_analysis()`) or a run's "
             "peak (the process's peak memory, where a release's compiled statistics are "
             "empty, at the sizes named)"

@@ -258,14 +258,21 @@ def core(message: str, exception_type: str | None = None) -> str:
     """The error as a maintainer reads it, in one line: its status and own words with every
     figure ("RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on
     stack for …. Scoped allocation with size 24.00M and limit 16.00M exceeded scoped vmem
-    limit by 8.00M."), the quoted program shown as "…"."""
+    limit by 8.00M."), what it quotes of the program said by its kind ("[instruction]")."""
     if exception_type is None:
         exception_type, message = split_type(message)
     message = without_mosaic_quote(message)
     name, message = (exception_name(exception_type, message) if exception_type
                      else (None, message))
-    words = re.sub(r"<(?:src|jaxpr|url|hex|blob|frame)>", "…", without_quotes(message, mark="…"))
+    words = re.sub(r"<(src|jaxpr|url|hex|blob|frame)>", lambda m: f"[{LEFT_OUT[m[1]]}]",
+                   without_quotes(message, mark=f"[{LEFT_OUT['instr']}]"))
     return f"{name}: {words}" if name else words
+
+
+# What an error's core shows in place of what it quotes of the program or the machine, in
+# words a reader needs no key for ("for [instruction]. Scoped allocation …").
+LEFT_OUT = {"instr": "instruction", "src": "path", "jaxpr": "jaxpr", "url": "link",
+            "hex": "address", "blob": "payload", "frame": "frame"}
 
 
 def same_error(a: str, b: str) -> bool:

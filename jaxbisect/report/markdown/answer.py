@@ -69,6 +69,8 @@ def ends_figures(doc: dict, found: bool = False) -> str:
                 f"{versions[1]}" + sized_ends(doc, ends))
     differ = [runs_differ(doc, e["jax"]) for e in ends]
     shown = [said(doc, rounded(e["figure"]) if d else e["figure"]) for e, d in zip(ends, differ)]
+    if metric == "error":  # a message's own last stop, before " at jax …" goes on the sentence
+        shown = [f[:-1] if f.endswith(".") and not f.endswith("..") else f for f in shown]
     if not found and ends_read_alike(doc):  # said once
         asked = tuple(versions) == (doc["from"], doc["to"])  # the headline names them
         return f"{shown[0]} at both ends" + ("" if asked else f" (jax {', '.join(versions)})")

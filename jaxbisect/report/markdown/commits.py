@@ -52,13 +52,13 @@ def revert_words(first: dict) -> str:
 
 
 def compare_link(doc: dict) -> str:
-    """The XLA range on the first screen, its commits as 12 characters (GitHub's compare
-    page takes them so; the whole link is under *Where the change is*)."""
+    """The XLA range on the first screen, its commits by the 10 characters a commit is shown
+    by (GitHub's compare page takes them so; the whole link is under *Where the change is*)."""
     xla = ((doc.get("attribution") or {}).get("links") or {}).get("xla_compare")
     return "; XLA: " + SHA.sub(r"\1", xla) if xla else ""
 
 
-SHA = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{28}\b")  # a whole commit's first 12 of 40
+SHA = re.compile(r"\b([0-9a-f]{10})[0-9a-f]{30}\b")  # a whole commit's first 10 of 40
 
 
 def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
@@ -71,12 +71,11 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
         first = c["first_bad"]
         where = "" if c["exact"] else f" (or {counted(len(c['between']), 'commit')} before it)"
         return (f"- **{FIRST_WORDS.get(c.get('kind'), FIRST_WORDS['came'])}{at}:** "
-                f"{linked(first)}{where}, "
-                f"{first['date'][:10]}{revert_words(first)}")
+                f"{linked(first, brief=True)}{where}{revert_words(first)}")
     if c["came_with"] == "both":
         first = c.get("first_bad")
         gate = f" (gate: `{c['jaxlib_gate']}`)" if c.get("jaxlib_gate") else ""
-        commit = f"jax commit {linked(first)}" if first else "a jax commit"
+        commit = f"jax commit {linked(first, brief=True)}" if first else "a jax commit"
         return (f"- **Needs both{at}:** jaxlib {c['new_jaxlib']} and {commit}{gate}"
                 f"{xla}")
     if c["came_with"] == "jaxlib":
@@ -99,8 +98,8 @@ def newer_words(c: dict, short: bool = False) -> str:
                 f"jax {c['new']}")
     unseen = inside.get("commits")
     if short:  # the first screen's: the same, in fewer words
-        return (f"; on jaxlib {newer['jaxlib']} the range's end commits behave as jax "
-                f"{c['new']}" + (f" ({unseen} between unmeasured)" if unseen else ""))
+        return (f"; on jaxlib {newer['jaxlib']} both end commits behave as jax "
+                f"{c['new']}" + (f", {unseen} between unmeasured" if unseen else ""))
     return (f"; the range's first and last jax commits that run on jaxlib {newer['jaxlib']} "
             f"both behave as jax {c['new']} there"
             + (f"; the {unseen} between them were not measured" if unseen else ""))
@@ -149,7 +148,7 @@ def headline(doc: dict, c: dict) -> str:
         old = (doc.get("libtpu") or {}).get("old") or {}
         return (f"**No jax commit measured brings it (each measured one behaves as the "
                 f"release whose jaxlib and libtpu it runs on): swapping libtpu between the "
-                f"releases (*The three parts of a TPU release*, below) places the change in "
+                f"releases (*{tpu.SECTION}*, below) places the change in "
                 f"libtpu {libtpu}.** "
                 f"jax's Python at {short(c['new_end'])}, the last commit before jax {c['new']} "
                 f"that runs on jax {c['old']}'s jaxlib {c['runs_on']['jaxlib']} and libtpu "

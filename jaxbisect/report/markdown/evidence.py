@@ -233,7 +233,7 @@ _STACKED = re.compile(r"; stacked (\[[\d,]+\]) buffers")
 _UNTRACED = re.compile(r"; stacked buffers live: not traced \((\d+) carried in from a value "
                        r"this listing does not follow\)$")
 UNTRACED_WORDS = ("; made before it, used after its start: not counted (its stacked state "
-                  "comes in from a value this listing does not follow)")
+                  "could not be followed back to a buffer of the entry computation)")
 
 
 def untraced_loops(lines: list[str], raw: list[str] | None) -> set[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import re
 import shlex
+import string
 import textwrap
 from dataclasses import replace
 
@@ -13,10 +14,8 @@ from packaging.version import InvalidVersion, Version
 
 from jaxbisect.lab import backends
 from jaxbisect.report.installs import (
-    install_line,
     pip_install,
     python_needed,
-    python_of,
     venv_python,
 )
 from jaxbisect.report.markdown.words import (
@@ -143,7 +142,7 @@ def shown_program(doc: dict) -> dict | None:
         ends = [*r["ends"], *((r.get("went") or {}).get("ends") or ())]
         flaky = r.get("nondeterministic") or (r.get("went") or {}).get("nondeterministic")
         shows = [r.get("shows_change"), (r.get("went") or {}).get("shows_change", True)]
-        ends = [{**e, "install": install_line(doc, e["jax"], e.get("jaxlib"))} for e in ends]
+        ends = [{**e, "install": pip_install(doc, e["jax"], e.get("jaxlib"))} for e in ends]
         return {"file": r["file"], "text": r["program"], "lines": r["lines"],
                 "ends": unique_ends(ends), "nondeterministic": bool(flaky),
                 "shows_change": None if None in shows else all(shows), "measured": True}
@@ -158,7 +157,7 @@ def shown_program(doc: dict) -> dict | None:
         for jax, role in zip((old, new), roles):
             jaxlib = jaxlib_of(doc, jax)
             ends.append({"jax": jax, "jaxlib": jaxlib, "role": role,
-                         "install": install_line(doc, jax, jaxlib), "command": program.command,
+                         "install": pip_install(doc, jax, jaxlib), "command": program.command,
                          "output": None, "exit": None})  # never run: no output
     return {"file": FILE, "text": program.text, "lines": program.lines,
             "ends": unique_ends(ends), "nondeterministic": False, "shows_change": None,
@@ -199,8 +198,8 @@ def leaf_of(output: str, at: int) -> str:
 def printed(end: dict, at: int | None = None, error: bool = False) -> str:
     """What an end printed, on one line: both runs where they differ; ``at``: only the line
     where the ends first differ (an output's first differing leaf), never a shared prefix;
-    ``error``: an error as its core (its own words and figures, the quoted program "…"),
-    never cut inside the instruction it quotes."""
+    ``error``: an error as its core (its own words and figures, what it quotes of the
+    program said as "[instruction]"), never cut inside the instruction it quotes."""
     runs = end.get("outputs") or [end.get("output")]
     if error:
         runs = [core(o.strip()) if o and o.strip() != "no error" else o for o in runs]
@@ -217,20 +216,32 @@ def printed(end: dict, at: int | None = None, error: bool = False) -> str:
     return cut(said[0], longest)
 
 
-def end_lines(end: dict, measured: bool, unrun: str = "not run for this report",
+def end_lines(end: dict, venv: str, measured: bool, unrun: str = "not run for this report",
               at: int | None = None, error: bool = False) -> list[str]:
     """One install of the reproduce block: its label first (never scrolled out of view),
-    the pip line, the run and what it printed in a recorded run; a program never run says
-    so (``unrun``: why) and shows no figure under its name."""
+    the line that makes its venv (``venv``: the interpreter and the folder) and installs into
+    it, the run in it and what it printed in a recorded run; a program never run says so
+    (``unrun``: why) and shows no figure under its name."""
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
     shown = printed(end, at, error) if measured else ""
-    quoted = error and measured and "…" in shown and "…" not in (end.get("output") or "")
-    # An error's core shows the program's quoted instruction as "…": said so, as printed
-    said = (f"prints{' (the instruction it quotes shown as …)' if quoted else ''}: {shown}"
-            if measured else unrun)
+    # an error's core names what it leaves out in brackets ("for [instruction]. Scoped …")
+    said = f"prints: {shown}" if measured else unrun
     role = END_WORDS.get(end["role"], end["role"])
-    return [f"{label}, {role}", end["install"], f"{end['command']}   # {said}"]
+    python, folder = venv.split()
+    return [f"{label}, {role}", f"{python} -m venv {folder} && {folder}/bin/{end['install']}",
+            f"{in_venv(end['command'], folder)}   # {said}"]
+
+
+def in_venv(command: str, folder: str) -> str:
+    """``command`` (``[XLA_FLAGS=… ]python repro.py``) run by the venv's own interpreter."""
+    flags, _, rest = command.rpartition("python ")
+    return f"{flags}{folder}/bin/python {rest}"
+
+
+def venv_folder(i: int) -> str:
+    """The ``i``-th venv folder of a reproduce block (one a release): ``a``, ``b``, …"""
+    return string.ascii_lowercase[i] if i < len(string.ascii_lowercase) else f"v{i}"
 
 
 def reproduce_block(doc: dict) -> list[str]:
@@ -247,8 +258,9 @@ def reproduce_block(doc: dict) -> list[str]:
               if shown["measured"] and len(ends) == 2 and doc["metric"]["name"] == "output"
               else None)
         error = doc["metric"]["name"] == "error"
-        lines = [line for end in ends
-                 for line in end_lines(end, shown["measured"], unrun, at, error)]
+        lines = [line for i, end in enumerate(ends)
+                 for line in end_lines(end, f"{venv_python(end['jax'], doc)} {venv_folder(i)}",
+                                       shown["measured"], unrun, at, error)]
         notes = []
         if shown["shows_change"] is False:
             notes.append("its output does not show the change: see below")
@@ -272,11 +284,8 @@ def reproduce_block(doc: dict) -> list[str]:
         said = f" ({'; '.join(notes)})" if notes else ""
         sizes = program_sizes(shown["text"])
         origin = "plain JAX"  # written from the case file, run or not (the note says)
-        # the Python the environments were made with (a line that needs newer says so)
-        fresh = ("Python 3.11 venv " if any(python_of(e["jax"], doc) == "3.11" for e in ends
-                                       if is_version(e["jax"])) else "environment ")
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
-                f"{'; ' + sizes if sizes else ''}), a fresh {fresh}each{said}:",
+                f"{'; ' + sizes if sizes else ''}){said}:",
                 "```sh", *lines, "```", "", *mlir_lines(doc, ends),
                 *details("The same question asked with this toolkit (run in its clone, as its "
                          f"README's Quick start sets up){saved_first(doc)}", [doc["reproduce"]],

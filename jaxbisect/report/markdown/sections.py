@@ -9,14 +9,14 @@ import re
 import shlex
 
 from jaxbisect.evidence.common import around_pair, whole_tokens
-from jaxbisect.evidence.explain import none_brought_words
+from jaxbisect.evidence.explain import STORED_DIFFERENCE, difference_sentence, none_brought_words
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.lab.executors import cluster_markdown
 from jaxbisect.report.figures import figure_cell
 from jaxbisect.report.markdown.answer import TIMINGS, setting_kind
 from jaxbisect.report.markdown.evidence import render_buffers_markdown
 from jaxbisect.report.markdown.handoff import render_culprit_commits, render_xla_range
-from jaxbisect.report.markdown.reproduce import program_sizes, shown_program
+from jaxbisect.report.markdown.reproduce import program_sizes, shown_program, venv_folder
 from jaxbisect.report.markdown.words import (
     cut,
     details,
@@ -28,6 +28,7 @@ from jaxbisect.report.markdown.words import (
 )
 from jaxbisect.search.placing import Behaviour, Verdict
 from jaxbisect.search.rounds import Status
+from repro.target import load as load_target
 
 
 def in_jax_python(doc: dict) -> bool:
@@ -334,11 +335,15 @@ def evidence_lines(doc: dict) -> list[str]:
         runs = ["XLA_FLAGS="
                 + shlex.quote(f"{flags} --xla_dump_to=dump-{e['jax']} --xla_dump_hlo_as_text"
                               .strip())
-                + f" python {shown['file']}   # in jax {e['jax']}'s environment"
-                for e in shown["ends"]]
+                + f" {venv_folder(i)}/bin/python {shown['file']}   # jax {e['jax']}"
+                for i, e in enumerate(shown["ends"])]
+        # a GPU's compile needs it: without one, jax runs on the CPU, a plan of its own
+        gpu = (f" on a machine with the GPU it was compiled for "
+               f"({load_target(doc['target']).description})"
+               if doc.get("target") and load_target(doc["target"]).kind == "gpu" else "")
         text += "\n".join([
             f"Without the toolkit: `{shown['file']}` (above) with XLA's dumps on, in each "
-            f"environment of the reproduce block; XLA writes "
+            f"venv of the reproduce block{gpu}; XLA writes "
             f"`*after_optimizations-buffer-assignment.txt`, `*-memory-usage-report.txt` and "
             f"`*after_optimizations.txt` into each `dump-…` folder, one set for each compile "
             + (f"of the program, at the dump's sizes above{own}:" if same else
@@ -438,6 +443,8 @@ def said_of(c: dict) -> str | None:
     text = c.get("text")
     if not text or "none of the 0 " in text:  # a count of nothing says nothing
         return None
+    if c.get("first_difference"):  # said from the record's own files, as today's pipeline
+        text = STORED_DIFFERENCE.sub(lambda m: difference_sentence(c["first_difference"]), text)
     untold = [t for t in c.get("tests") or () if t.get("behaviour") in UNTOLD]
     if c.get("kind") == "none" and untold:  # "cannot tell" is its own answer, never "no"
         told = len(c.get("tests") or ()) - len(untold)

@@ -35,6 +35,7 @@ from jaxbisect.report.markdown.words import (
     shape_words,
     table,
     unit,
+    value_named,
 )
 from jaxbisect.search.classify import Label
 from jaxbisect.search.metric_search import calibration_text
@@ -88,7 +89,9 @@ def compared_words(doc: dict) -> dict:
         params = {k: v for s in got for k, v in (s.get("params") or {}).items()
                   if k != over and asked_case.get(k) != v}
         params = params or {k: v for k, v in defined.items() if k != over}
-        text = params_text(params)
+        source = (doc.get("case") or {}).get("source") or ""
+        text = params_text(params) + "".join(
+            f", {w}" for k, v in params.items() if (w := value_named(source, k, v)))
         values = sorted({k for s in got for k, f in (s.get("figures") or {}).items()
                          if f is not None}, key=_number_key)
         wanted = defined.get(over) if over else None
@@ -101,8 +104,9 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": compiled for a target, only its first value, as the toolkit "
-                        "compiles this program for a compile-only target" if first else ""))
+                     + (": for a compile-only target the toolkit compiles a program that "
+                        "sets its own values at the first of them only, as each compile there "
+                        "can take minutes (an unrolled loop's, for a GPU)" if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
@@ -359,7 +363,10 @@ def how_text(doc: dict) -> str:
     if noisy and doc["status"] == Status.FOUND:
         how += (" Each release between the ends was measured in rounds beside a fresh run of "
                 "each end (old, it, new, one after the other) and placed from the ratios within "
-                "its rounds.")
+                "its rounds: old (new) where it is confidently nearer that end on a log scale, "
+                "within half the ends' change of it (its note gives its ratio to each end): "
+                "a few tens of percent off an end is that end's behaviour beside a change of "
+                "many times.")
     return how
 
 

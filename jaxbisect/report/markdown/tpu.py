@@ -16,6 +16,7 @@ from jaxbisect.search.error_signature import core
 from jaxbisect.search.tpu_parts import Part
 from jaxbisect.stages.program import FILE
 
+SECTION = "The three parts of a TPU release"
 _CELL_MAX = 160  # a table cell's error: its core, cut only past its figures
 
 
@@ -59,13 +60,11 @@ def first_screen_line(doc: dict) -> str | None:
     narrowed = part.get("narrowed") or {}
     if said == "came with libtpu":
         if narrowed.get("first_new") and narrowed.get("exact"):
-            install = _install(doc, narrowed["install"]["new"])
-            return (f"**Which part:** came with libtpu {narrowed['first_new']} (the first libtpu "
-                    f"release on PyPI that shows it, jax {old.get('jax')} and jaxlib "
-                    f"{old.get('jaxlib')} held; after libtpu {narrowed['last_old']} in version "
-                    f"order): "
-                    f"`pip install {install}`. libtpu is closed source: its release is the "
-                    f"finest level there is.")
+            return (f"**Which part:** came with libtpu {narrowed['first_new']}: with jax "
+                    f"{old.get('jax')} and jaxlib {old.get('jaxlib')} held, the first libtpu "
+                    f"release on PyPI that shows it, after {narrowed['last_old']} in version "
+                    f"order (the lines that show it: *{SECTION}*, below). libtpu is closed "
+                    f"source: its release is the finest level there is.")
         return (f"**Which part:** came with libtpu (between {old.get('libtpu')} and "
                 f"{new.get('libtpu')}: jax {old.get('jax')} with libtpu {new.get('libtpu')} "
                 f"shows it, jax {new.get('jax')} with libtpu {old.get('libtpu')} does not).")
@@ -80,9 +79,8 @@ def first_screen_line(doc: dict) -> str | None:
                 f"with the other's libtpu shows it"
                 + (f"; with jax {new.get('jax')} held, libtpu {first} is the first release "
                    f"on PyPI that shows it, after {narrowed['last_old']}"
-                   # its install line, where it is not the first bad release's own (above)
-                   + ("" if first == new.get("libtpu") else
-                      f": `pip install {_install(doc, narrowed['install']['new'])}`")
+                   # its lines, where it is not the first bad release's own (above)
+                   + ("" if first == new.get("libtpu") else f" (its lines: *{SECTION}*, below)")
                    if first else "") + ").")
     return (f"**Which part:** cannot tell{ruled_out(part)} "
             f"({unmeasured_words(part) or part.get('reason')}).")
@@ -131,7 +129,7 @@ def section(doc: dict) -> list[str]:
     part = doc.get("libtpu")
     if not part:
         return []
-    lines = ["### The three parts of a TPU release", "",
+    lines = [f"### {SECTION}", "",
              "A TPU release is jax's Python, jaxlib (C++) and libtpu (the TPU compiler and "
              "runtime, closed source), pinned separately. Each release's jax and jaxlib were "
              "run with the other release's libtpu (`TPU_LIBRARY_PATH`):", "",

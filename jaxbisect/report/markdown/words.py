@@ -125,10 +125,19 @@ def subject(text: str, most: int = SUBJECT_WIDTH) -> str:
     return " ".join(kept)
 
 
-def linked(c: dict) -> str:
-    """A commit as a link, its subject and its pull request."""
-    pr = f" ([#{c['pr']}]({c['pr_url']}))" if c.get("pr") else ""
-    return f"[`{short(c)}`]({c['url']}) {subject(c['subject'])}{pr}"
+def linked(c: dict, brief: bool = False) -> str:
+    """A commit as a link, its subject and its pull request (a merge's subject names it: its
+    number there is the link). ``brief``: the link names the commit by the 10 characters it is
+    shown by, as GitHub takes it (a first screen's; the whole hash is in its section)."""
+    url = c["url"][:-30] if brief and re.search(r"/[0-9a-f]{40}$", c["url"]) else c["url"]
+    said, pr = subject(c["subject"]), ""
+    if c.get("pr"):
+        merge = f"Merge pull request #{c['pr']} "
+        if said.startswith(merge):
+            said = f"Merge pull request [#{c['pr']}]({c['pr_url']}) {said[len(merge):]}"
+        else:
+            pr = f" ([#{c['pr']}]({c['pr_url']}))"
+    return f"[`{short(c)}`]({url}) {said}{pr}"
 
 
 def cut(text: str, most: int) -> str:
@@ -195,6 +204,9 @@ def confidence_words(text: str) -> str:
 # Words the harness writes into a record, and how a page says them (the record keeps the
 # harness's, which the store's keys depend on).
 WORDS_NOW = {
+    "not counted (no loop's stacked state comes from a value this listing follows;":
+        "not counted (no loop's stacked state could be followed back to a buffer of the entry "
+        "computation;",
     "memory_analysis() reports 0 bytes (not measured by this release)":
         "memory_analysis() reports 0 bytes (this release's compiled statistics are empty)",
     "; a TPU VM would not": "; on a Cloud TPU VM jax would write one that libtpu reads",
@@ -203,11 +215,34 @@ WORDS_NOW = {
 }
 
 
+def value_named(source: str, name: str, value) -> str | None:
+    """What a case's docstring calls one value of a parameter, where it names it so: "the
+    carry-only scan (``variant=1``)" gives "the carry-only scan"; None where it does not."""
+    import ast
+
+    try:
+        doc = " ".join((ast.get_docstring(ast.parse(source or "")) or "").split())
+    except SyntaxError:
+        return None
+    m = re.search(rf"\b(the|an?)\s+([^(),;.`]{{3,40}}?)\s+\(``{re.escape(name)}="
+                  rf"{re.escape(str(value))}``\)", doc)
+    return f"{m[1]} {m[2]}" if m else None
+
+
 def words_now(text: str) -> str:
     """``text`` with a record's older words said as the pages say them now (WORDS_NOW)."""
     for old, new in WORDS_NOW.items():
         text = text.replace(old, new)
+    for old, new in PATTERNS_NOW:
+        text = old.sub(new, text)
     return text
+
+
+# Older words with a figure in them (a date, a tag): the same, by pattern.
+PATTERNS_NOW = [
+    (re.compile(r"\((https://\S+) at (jax-v[\d.]+), made (\d{4}-\d\d-\d\d)\)"),
+     r"(read from \1 at its tag \2 on \3)"),
+]
 
 
 def plainly(text: str | None) -> str:
