@@ -158,3 +158,19 @@ def test_a_bundle_run_is_never_skipped_unsaid(tmp_path):
     assert [(x.jax, x.result) for x in lines] == [("0.12.0", "needs an accelerator"),
                                                   ("0.11.2", "differs")]
     assert "no line makes the venv old" in lines[1].why
+
+
+def test_a_first_screen_run_outside_the_venv_its_line_makes_is_a_finding():
+    """Each release of a shipped first screen runs in the venv its own line makes; a bare
+    ``pip install`` (the active environment), or a run in another venv, is named."""
+    from jaxbisect.tools.reports_check import unmade_runs
+
+    pages = [p for p in REPORTS.rglob("*.md") if p.name.startswith(("bisect-", "explain-"))]
+    assert pages and not {p.name: u for p in pages if (u := unmade_runs(p.read_text()))}
+    made = ("python3.11 -m venv a && a/bin/pip install jax==0.5.0 jaxlib==0.5.0\n"
+            "a/bin/python repro.py   # prints: 1\n")
+    assert unmade_runs(made) == {}
+    assert unmade_runs("pip install jax==0.5.0 jaxlib==0.5.0\npython repro.py\n") == \
+        {"0.5.0": "its install line makes no venv"}
+    other = made.replace("a/bin/python repro.py", "b/bin/python repro.py")
+    assert "not the venv a" in unmade_runs(other)["0.5.0"]

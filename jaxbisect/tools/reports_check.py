@@ -377,6 +377,30 @@ def wrong_as_said(doc: dict, jax: str, printed: str) -> bool:
     return bool(values) and judged(expect, {"values": values}, "output") is False
 
 
+# A first screen's release: the line that makes its venv and installs into it, and the run
+# in that venv on the next line.
+VENV_RUN = re.compile(r"^(?P<python>python3(?:\.\d+)?) -m venv (?P<venv>\w+) && "
+                      r"(?P=venv)/bin/(?P<install>pip install [^#\n]+?)\s*$\n"
+                      r"^(?:XLA_FLAGS=\S+ )?(?P<run>\S+) repro\.py\b", re.MULTILINE)
+
+
+def unmade_runs(markdown: str) -> dict[str, str]:
+    """Each release on the first screen whose run does not use the venv its line makes
+    (``a/bin/python`` after ``python3.11 -m venv a && a/bin/pip install …``), with why: pasted,
+    such a run would use whatever Python the shell has."""
+    screen = markdown.split("<details>", 1)[0]
+    out = {}
+    for install in install_lines(screen):
+        jax = parsed(install).get("jax")
+        m = next((m for m in VENV_RUN.finditer(screen) if parsed(m["install"]).get("jax") == jax),
+                 None)
+        if m is None:
+            out[jax] = "its install line makes no venv"
+        elif m["run"] != f"{m['venv']}/bin/python":
+            out[jax] = f"its run uses {m['run']}, not the venv {m['venv']} its line makes"
+    return out
+
+
 def printed_installs(markdown: str) -> dict[str, str]:
     """The first screen's install line for each release (the program's environment)."""
     screen = markdown.split("<details>", 1)[0]
@@ -393,6 +417,7 @@ def check_programs(path: Path, say) -> list[Line]:
     if not r.get("program") or not ends:
         return []
     lines = printed_installs(markdown)
+    unmade = unmade_runs(markdown)
     out, seen = [], set()
     for end in ends:
         if end["jax"] in seen:
@@ -401,9 +426,9 @@ def check_programs(path: Path, say) -> list[Line]:
         line = lines.get(end["jax"])
         said = end.get("outputs") or [end.get("output") or ""]
         text = f"{end['command']}  (jax {end['jax']})"
-        if line is None:
+        if line is None or end["jax"] in unmade:
             out.append(Line(path.name, "program", text, end["jax"], "differs", said[0], "",
-                            "the report prints no install for it"))
+                            unmade.get(end["jax"]) or "the report prints no install for it"))
             continue
         need = accelerator(line) or (doc.get("target") and not str(doc.get("backend", ""))
                                      .startswith("tpu") and "the GPU it was compiled for")
