@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 
 GROWS_AT = 0.5  # stacked buffers per extra outer iteration; the bug gives ~1.0, a fixed plan ~0.0
+FITTED_FROM = 2  # the least n_outer a shape is fitted at (n_outer 1 keeps nothing across steps)
 
 def stacked_buffer_bytes(n_inner: int, n_res: int, itemsize: int) -> int:
     return n_inner * n_res**3 * itemsize
@@ -64,7 +65,7 @@ def verdict(points: list[tuple[int, int | None]], unit_bytes: int) -> dict:
     # n_outer = 1 sits below even a constant plan: one stacked buffer and nothing to keep
     # across outer iterations (jax 0.5.0 on the CPU: 1 buffer at n_outer 1, 2 at every
     # n_outer after). So 1 vs 2 cannot tell the bug from a fixed plan: fit n_outer >= 2 only.
-    fitted = [(n, b) for n, b in points if n >= 2]
+    fitted = [(n, b) for n, b in points if n >= FITTED_FROM]
     if len({n for n, _ in fitted}) < 2:
         return answer("needs at least two n_outer values of 2 or more")
     growth = round(slope([(n, b / unit_bytes) for n, b in fitted]), 4)

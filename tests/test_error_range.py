@@ -51,9 +51,8 @@ def test_the_failure_is_worded_three_ways_and_kept_whole():
     assert len({line.splitlines()[0][:300] for line in failing}) == 3   # the old figure's
     assert {core(line) for line in failing} >= {
         "JaxRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while "
-        "allocating on stack for [instruction]. Scoped allocation with size 64.00M and limit "
-        "32.00M "
-        "exceeded scoped vmem limit by 32.00M."}
+        "allocating on stack for [the instruction it quotes]. Scoped allocation with size "
+        "64.00M and limit 32.00M exceeded scoped vmem limit by 32.00M."}
     assert all("limit 32.00M" in core(line) for line in failing)
 
 

@@ -178,9 +178,9 @@ def test_the_core_of_a_harness_figure_splits_its_type_off():
            "Scoped allocation with size 24.00M and limit 16.00M exceeded scoped vmem limit."
     assert split_type(line)[0] == "JaxRuntimeError"
     assert core(line) == ("JaxRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory "
-                          "space vmem while allocating on stack for [instruction]. Scoped "
-                          "allocation with "
-                          "size 24.00M and limit 16.00M exceeded scoped vmem limit.")
+                          "space vmem while allocating on stack for [the instruction it "
+                          "quotes]. Scoped allocation with size 24.00M and limit 16.00M "
+                          "exceeded scoped vmem limit.")
     assert split_type("RESOURCE_EXHAUSTED: x") == (None, "RESOURCE_EXHAUSTED: x")
 
 

@@ -83,11 +83,11 @@ def test_the_time_limit_says_its_rule_never_a_first_runs_seconds_the_rows_may_no
 
 
 def test_an_errors_printed_line_names_what_it_leaves_out_of_the_quote():
-    """The program's quoted instruction is said as "[instruction]", never a bare "…" a
-    reader takes for a cut (in the headline, the tables and the printed line alike)."""
+    """The program's quoted instruction is said as "[the instruction it quotes]", never a
+    bare "…" a reader takes for a cut (in the headline, the tables and the printed line)."""
     page = (REPORTS / "cases/bisect-0.7.0-0.8.1-v5e-pallas_fused_matmul_vmem-error.md").read_text()
     line = next(x for x in page.splitlines() if "RESOURCE_EXHAUSTED" in x and "prints" in x)
-    assert "on stack for [instruction]. Scoped" in line and "16.12M" in line
+    assert "on stack for [the instruction it quotes]. Scoped" in line and "16.12M" in line
     assert not [x for x in page.splitlines() if "stack for …" in x]
 
 

@@ -91,6 +91,6 @@ def test_the_sweep_label_line_says_each_label_shown_as_label_equals_meaning():
 def test_the_first_screen_names_the_end_commits_in_fewer_words():
     doc = _doc("bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")
     said = newer_words(doc["commits"], short=True)
-    assert said == "; on jaxlib 0.5.1 both end commits behave as jax 0.5.1, 523 between " \
+    assert said == ", on jaxlib 0.5.1 both end commits as jax 0.5.1, 523 between " \
         "unmeasured"
     assert said in render(doc).split("\n## ", 1)[0]

@@ -205,7 +205,9 @@ def test_a_long_diff_line_is_cut_around_its_first_difference(prefix, old, new):
     shown, hidden = unhidden_difference([a, b])
     assert hidden == 0 and len(shown) == 2
     assert "X" in shown[0] and "Y" in shown[1]  # the first difference is always in view
-    assert all(len(line) <= 2 * 80 + 3 for line in shown) or len(a) <= 160
+    from jaxbisect.report.markdown.sections import AROUND
+
+    assert all(len(line) <= 2 * AROUND + 3 for line in shown) or len(a) <= 2 * AROUND
 
 
 def test_a_pair_the_record_cut_before_it_differs_is_not_shown_as_a_difference():

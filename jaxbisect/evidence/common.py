@@ -103,6 +103,28 @@ def around_pair(a: str, b: str, before: int, after: int,
     return cut(a, ends[0]), cut(b, ends[1])
 
 
+# An HLO instruction's head: its name, shape and opcode, up to the operands' bracket.
+HLO_HEAD = re.compile(r"^(?:ROOT )?[\w.#-]+ = .*?\b[a-z][\w-]*\(")
+HEAD_CHARS = 100  # a longer head (a wide tuple's shape) is not kept apart
+MIN_AROUND = 40   # the least of a line kept after its head around the difference
+
+
+def around_keeping_head(a: str, b: str, before: int, after: int,
+                        whole_within: int = 0) -> tuple[str, str]:
+    """``around_pair``, but where two HLO instructions first differ past their shared head
+    (name, shape, opcode), the head is kept first and the rest cut around the difference in
+    what room is left: a cut line still says which instruction it is."""
+    m = HLO_HEAD.match(a)
+    keep = m[0] if m and len(m[0]) <= HEAD_CHARS and b.startswith(m[0]) else ""
+    room, at = before + after - len(keep), first_differing(a, b)
+    if (not keep or at <= before or at < len(keep) or room < 2 * MIN_AROUND
+            or max(len(a), len(b)) <= whole_within):  # nothing of the head would be cut
+        return around_pair(a, b, before, after, whole_within=whole_within)
+    lead = min(at - len(keep), room // 2)
+    cut_a, cut_b = around_pair(a[len(keep):], b[len(keep):], lead, room - lead)
+    return keep + cut_a, keep + cut_b
+
+
 def whole_tokens(line: str) -> str:
     """A diff line an older record cut inside a token (``calls=fused_compu…``,
     ``-…ment.#27, …``): the partial token at each cut dropped, what is left said with ``…``.

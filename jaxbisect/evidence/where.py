@@ -17,7 +17,7 @@ import re
 from jaxbisect.evidence.common import (
     MAX_LINE_CHARS,
     QUOTED,
-    around_pair,
+    around_keeping_head,
     balanced_end,
     first_differing,
     shortened,
@@ -150,30 +150,17 @@ def normalize_optimized(text: str, *, backend_config: bool = True) -> list[str]:
 LEAD_CHARS = 60
 
 
-# An HLO instruction's head: its name, shape and opcode, up to the operands' bracket.
-_HEAD = re.compile(r"^(?:ROOT )?[\w.#-]+ = .*?\b[a-z][\w-]*\(")
-HEAD_CHARS = 100  # a longer head (a wide tuple's shape) is not kept apart
-
-
 def _around(a: str, b: str) -> tuple[str, str]:
     """A removed and an added diff line (each its mark first), each longer than
     ``MAX_LINE_CHARS`` cut to about that around their first differing character, between two
-    tokens: ``…`` where something was cut. Where the difference lies past an instruction's
-    head (its name, shape and opcode), the head is kept first, so the line still says which
-    instruction it is."""
+    tokens: ``…`` where something was cut; an instruction's head kept first where the
+    difference lies past it."""
     width = MAX_LINE_CHARS - 3  # the mark and two "…"
     at = first_differing(a[1:], b[1:])
-    head = _HEAD.match(a[1:])
-    keep = head.group(0) if head and len(head.group(0)) <= HEAD_CHARS else ""
-    if (not keep or not b[1:].startswith(keep) or at < len(keep) + LEAD_CHARS
-            or max(len(a), len(b)) <= MAX_LINE_CHARS):
-        keep = ""
-    rest_a, rest_b, width = a[1 + len(keep):], b[1 + len(keep):], width - len(keep)
-    at -= len(keep)
-    lead = max(LEAD_CHARS, at - (max(len(rest_a), len(rest_b)) - width))  # near the end
-    cut_a, cut_b = around_pair(rest_a, rest_b, lead, width - lead,
-                               whole_within=MAX_LINE_CHARS - 1 - len(keep))
-    return a[:1] + keep + cut_a, b[:1] + keep + cut_b
+    lead = max(LEAD_CHARS, at - (max(len(a), len(b)) - 1 - width))  # near the end: more before
+    cut_a, cut_b = around_keeping_head(a[1:], b[1:], lead, width - lead,
+                                       whole_within=MAX_LINE_CHARS - 1)
+    return a[:1] + cut_a, b[:1] + cut_b
 
 
 def _kept_where_they_differ(hunk: list[str]) -> list[str]:

@@ -257,8 +257,9 @@ def without_mosaic_quote(message: str) -> str:
 def core(message: str, exception_type: str | None = None) -> str:
     """The error as a maintainer reads it, in one line: its status and own words with every
     figure ("RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on
-    stack for …. Scoped allocation with size 24.00M and limit 16.00M exceeded scoped vmem
-    limit by 8.00M."), what it quotes of the program said by its kind ("[instruction]")."""
+    stack for [the instruction it quotes]. Scoped allocation with size 24.00M and limit
+    16.00M exceeded scoped vmem limit by 8.00M."): what it quotes of the program said by its
+    kind, in brackets."""
     if exception_type is None:
         exception_type, message = split_type(message)
     message = without_mosaic_quote(message)
@@ -270,9 +271,10 @@ def core(message: str, exception_type: str | None = None) -> str:
 
 
 # What an error's core shows in place of what it quotes of the program or the machine, in
-# words a reader needs no key for ("for [instruction]. Scoped allocation …").
-LEFT_OUT = {"instr": "instruction", "src": "path", "jaxpr": "jaxpr", "url": "link",
-            "hex": "address", "blob": "payload", "frame": "frame"}
+# words a reader needs no key for ("for [the instruction it quotes]. Scoped allocation …").
+LEFT_OUT = {"instr": "the instruction it quotes", "src": "a source path",
+            "jaxpr": "the jaxpr it quotes", "url": "a link", "hex": "an address",
+            "blob": "a payload", "frame": "a stack frame"}
 
 
 def same_error(a: str, b: str) -> bool:

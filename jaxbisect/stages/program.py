@@ -22,6 +22,7 @@ from repro.devices import HOST_SOURCE
 from repro.target import load as load_target
 from repro.tpu_target import DEVICES_IMPORT
 from repro.units import KIB_TEXT, plan_lines, printed_mib
+from repro.verdict import FITTED_FROM
 
 FILE = "repro.py"
 MAX_LINES = 40
@@ -168,7 +169,11 @@ def _call(params: dict, defaults: dict, over_name: str | None = None) -> str:
 
 
 def series_values(values: tuple) -> tuple:
-    """At most SERIES_VALUES of a shape's values: the first, the middle and the last."""
+    """At most SERIES_VALUES of a shape's values: the first, the middle and the last, of those
+    the shape is fitted at (from FITTED_FROM on) where two or more are: a program that prints
+    n_outer 1 beside 5 shows a step the shape's verdict leaves out."""
+    fitted = tuple(v for v in values if not isinstance(v, (int, float)) or v >= FITTED_FROM)
+    values = fitted if len(fitted) >= 2 else tuple(values)
     if len(values) <= SERIES_VALUES:
         return tuple(values)
     return (values[0], values[len(values) // 2], values[-1])
@@ -205,12 +210,18 @@ def footer(case: CaseFile, metric: str, params: dict, over: tuple,
     needs = ["numpy"] if concrete and metric in ("run_time", "output", "error") else []
     if metric == "memory" and peak:
         said = f"{PEAK_SIZE}, a run's peak"
-        if over:
-            name, values = over
-            return needs, [f"for value in {series_values(values)!r}:",
-                           f"    fn, args = {_call(params, case.defaults, name)}",
-                           *(f"    {line}" for line in PEAK),
-                           f"    print(f\"{name}={{value}}: {said}\")"]
+        if over:  # each value in a process of its own: pages an earlier value left
+            name, values = over  # resident would not count as the next one's peak
+            return [*needs, "json", "subprocess", "sys"], [
+                f"if len(sys.argv) > 1:  # one {name} a process: its peak is its own",
+                "    value = json.loads(sys.argv[1])",
+                f"    fn, args = {_call(params, case.defaults, name)}",
+                *(f"    {line}" for line in PEAK),
+                f"    print(f\"{name}={{value}}: {said}\")",
+                "else:",
+                f"    for value in {series_values(values)!r}:",
+                "        subprocess.run([sys.executable, sys.argv[0], json.dumps(value)], "
+                "check=True)"]
         return needs, [f"fn, args = {call}", *PEAK, f"print(f\"memory: {said}\")"]
     if metric == "memory":
         compiled = "fn.lower(*args).compile()"

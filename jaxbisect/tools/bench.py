@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -72,10 +73,16 @@ BENCH_WORDS_NOW = {"scan case at its search size": f"scan case {SEARCH_SIZES}",
                                                         f"{BEFORE_WORDS} ("}
 
 
+JOBS_WORDS = "--jobs 2 measures two releases a round, and may measure more in all"
+JOBS_NOW = re.compile(r"^the default --jobs \(here (\d+)\) the faster on (\d+) cores: "
+                      r"--jobs 2 against 1$")
+
+
 def words_now(text: str) -> str:
     for old, new in BENCH_WORDS_NOW.items():
         text = text.replace(old, new)
-    return text
+    return JOBS_NOW.sub(rf"the default --jobs (here \1) is the faster on \2 cores: --jobs 2 "
+                        rf"against --jobs 1, warm ({JOBS_WORDS})", text)
 
 CPU = backends.get("cpu")  # the lab takes a backend, never its name
 
@@ -353,8 +360,8 @@ def bisect_checks(t: Timed, unit: float, args: argparse.Namespace) -> list[Check
         Check("releases measured and rounds within ⌈log2 n⌉ + 2", f"{s['probes']} releases, "
               f"{len(s['rounds'])} rounds; limit {s['limit']['probes']}",
               max(s["probes"], len(s["rounds"])) <= s["limit"]["probes"]),
-        Check(f"the default --jobs (here {default_jobs()}) the faster on {os.cpu_count()} cores: "
-              f"--jobs 2 against 1",
+        Check(f"the default --jobs (here {default_jobs()}) is the faster on {os.cpu_count()} "
+              f"cores: --jobs 2 against --jobs 1, warm ({JOBS_WORDS})",
               f"{two:.1f} s against {warm:.1f} s warm: "
               + ("helps" if two < warm * 0.95 else "does not help"),
               (default_jobs() == 1) == (two >= warm * 0.95))]
@@ -591,6 +598,9 @@ def report_text(doc: dict) -> str:
         + f"): {doc['harness']['seconds']:.2f} s; a row's *harness runs* are its seconds over "
         f"this one",
         *([f"- {doc['sharing']}"] if doc.get("sharing") else []),
+        "- Bisect rows: a *round* is one step of the search, the releases it measures side by "
+        "side (--jobs at a time); *limit P in R*: the most releases (P) and rounds (R) the search "
+        "takes when no release is skipped (the two ends, then halving the range between)",
         "", table, "", checks, "",
         "<details><summary>Machine</summary>", "", "```text", doc["machine"], "```", "",
         "</details>", ""])

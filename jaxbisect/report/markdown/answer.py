@@ -16,7 +16,7 @@ from jaxbisect.report.figures import shown
 from jaxbisect.report.markdown import tpu
 from jaxbisect.report.markdown.commits import commits_first_lines
 from jaxbisect.report.markdown.expect import expect_sentence
-from jaxbisect.report.markdown.reproduce import reproduce_block
+from jaxbisect.report.markdown.reproduce import in_venv, reproduce_block, venv_of
 from jaxbisect.report.markdown.words import (
     cut,
     direction_of,
@@ -398,7 +398,7 @@ def alike_how(doc: dict) -> str:
         rtol = recorded.get("relative") or given or OUTPUT_TOLERANCE
         atol = recorded.get("absolute") or output_atol(rtol)
         return (f"the same values (within {rtol:g} relative, {atol:g} absolute"
-                + ("" if given else ", the default: --threshold sets it")
+                + ("" if given else ", the default: --threshold sets the relative one")
                 + "; a NaN matches a NaN)")
     share = ((doc["metric"].get("tolerance") or {}).get("relative")
              or doc["metric"]["threshold"] or DEFAULT_THRESHOLD)
@@ -448,6 +448,12 @@ def answer_line(doc: dict) -> str:
                  + ("" if ends_read_alike(doc) else f": {alike_how(doc)}"))
         inside = doc.get("interior_check") or {}
         if inside.get("changes"):
+            shown = {said(doc, probe_at(doc, v)["figure"]) for v in doc["measured_part"]}
+            if not ends_read_alike(doc) and len(shown) == 1 and not doc["over"]:
+                # the same words at both ends: how they were compared is not the news here
+                (figure,) = shown
+                alike = (f"{subject}{verb} {figure} at both ends"
+                         + ("; a NaN matches a NaN" if "nan" in figure.lower() else ""))
             agree = alike if ends_read_alike(doc) else f"the ends agree ({alike})"
             return (f"**Came and went ({where}) inside {asked}:** {agree}; inside "
                     f"them it {changes_words(doc)}." + expect_sentence(doc))
@@ -532,6 +538,10 @@ def check_command(doc: dict, w: dict) -> str:
     document has one, else under the release."""
     end = next((e for e in (doc.get("reproducer") or {}).get("ends") or ()
                 if e["jax"] == w["release"]), None)
+    folder = venv_of(doc, w["release"]) if end else None
+    if end and folder:  # in the reproduce block's venv of that release
+        return (f"`XLA_FLAGS={w['xla_flags']} {in_venv(end['command'], folder)}` "
+                f"(jax {w['release']}, venv {folder})")
     if end:
         return f"`XLA_FLAGS={w['xla_flags']} {end['command']}` (jax {w['release']})"
     return f"`XLA_FLAGS={w['xla_flags']}` under jax {w['release']}"
@@ -551,7 +561,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** alone (no jax tracing): {check}."
+    return f"- **HLO module** alone (without jax): {check}."
 
 
 PLAN = ("XLA's plan for a ", ", not a measurement on one")

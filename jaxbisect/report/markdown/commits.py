@@ -82,9 +82,9 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
         newer = c.get("newer") or {}
         both_ways = (newer_words(c, short=True) if newer.get("came_with") == "jaxlib"
                      else "")
-        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (its commit "
-                f"`{short(c['new_end'])}` behaves as jax {c['old']} on jaxlib "
-                f"{c['runs_on']['jaxlib']}{both_ways}){xla}")
+        return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (on jaxlib "
+                f"{c['runs_on']['jaxlib']} commit `{short(c['new_end'])}` behaves as jax "
+                f"{c['old']}{both_ways}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
 
@@ -98,7 +98,7 @@ def newer_words(c: dict, short: bool = False) -> str:
                 f"jax {c['new']}")
     unseen = inside.get("commits")
     if short:  # the first screen's: the same, in fewer words
-        return (f"; on jaxlib {newer['jaxlib']} both end commits behave as jax "
+        return (f", on jaxlib {newer['jaxlib']} both end commits as jax "
                 f"{c['new']}" + (f", {unseen} between unmeasured" if unseen else ""))
     return (f"; the range's first and last jax commits that run on jaxlib {newer['jaxlib']} "
             f"both behave as jax {c['new']} there"

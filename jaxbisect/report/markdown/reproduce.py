@@ -199,7 +199,7 @@ def printed(end: dict, at: int | None = None, error: bool = False) -> str:
     """What an end printed, on one line: both runs where they differ; ``at``: only the line
     where the ends first differ (an output's first differing leaf), never a shared prefix;
     ``error``: an error as its core (its own words and figures, what it quotes of the
-    program said as "[instruction]"), never cut inside the instruction it quotes."""
+    program said as "[the instruction it quotes]"), never cut inside the instruction it quotes."""
     runs = end.get("outputs") or [end.get("output")]
     if error:
         runs = [core(o.strip()) if o and o.strip() != "no error" else o for o in runs]
@@ -225,7 +225,7 @@ def end_lines(end: dict, venv: str, measured: bool, unrun: str = "not run for th
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
     shown = printed(end, at, error) if measured else ""
-    # an error's core names what it leaves out in brackets ("for [instruction]. Scoped …")
+    # an error's core names what it leaves out in brackets ("[the instruction it quotes]")
     said = f"prints: {shown}" if measured else unrun
     role = END_WORDS.get(end["role"], end["role"])
     python, folder = venv.split()
@@ -237,6 +237,14 @@ def in_venv(command: str, folder: str) -> str:
     """``command`` (``[XLA_FLAGS=… ]python repro.py``) run by the venv's own interpreter."""
     flags, _, rest = command.rpartition("python ")
     return f"{flags}{folder}/bin/python {rest}"
+
+
+def venv_of(doc: dict, jax: str) -> str | None:
+    """The reproduce block's venv folder of release ``jax`` (``b``), or None where the block
+    does not install it."""
+    shown = shown_program(doc)
+    at = [e["jax"] for e in (shown or {}).get("ends") or ()]
+    return venv_folder(at.index(jax)) if jax in at else None
 
 
 def venv_folder(i: int) -> str:

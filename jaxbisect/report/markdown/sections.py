@@ -8,7 +8,7 @@ import base64
 import re
 import shlex
 
-from jaxbisect.evidence.common import around_pair, whole_tokens
+from jaxbisect.evidence.common import MAX_LINE_CHARS, around_keeping_head, whole_tokens
 from jaxbisect.evidence.explain import STORED_DIFFERENCE, difference_sentence, none_brought_words
 from jaxbisect.evidence.hlo_bundle import details_lines
 from jaxbisect.lab.executors import cluster_markdown
@@ -186,7 +186,7 @@ def attribution_lines(doc: dict) -> list[str]:
                       "alone, so this does not place the change in jax.", ""]
         elif any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("The lowered modules, where they differ",
-                             shown + hunks_cut(shown), "diff")
+                             with_hunk_cut(shown), "diff")
         else:  # the record kept the lines around the difference, not the lines that differ
             lines += ["The lowered modules differ, but the lines this report kept of them are "
                       "the same: the lines that differ were not kept, so they cannot be shown "
@@ -211,7 +211,7 @@ def attribution_lines(doc: dict) -> list[str]:
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
                              "names set aside), its first real difference",
-                             shown + hunks_cut(shown), "diff")
+                             with_hunk_cut(shown), "diff")
     return lines
 
 
@@ -236,6 +236,20 @@ def payload_producers(changed: list[str]) -> list[str] | None:
 
 
 _HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
+
+
+def with_hunk_cut(diff: list[str]) -> list[str]:
+    """A diff as shown: where the record kept only its first lines, its removed lines at the
+    end with none of what replaced them are left out too (a change shown by half reads as a
+    removal), and a closing line says how many of each side are not shown."""
+    if not hunks_cut(diff):
+        return diff
+    end = len(diff)
+    while end and diff[end - 1][:1] == "-" and not diff[end - 1].startswith("---"):
+        end -= 1
+    kept = diff[:end] if end < len(diff) and not _HUNK.match(diff[end - 1] if end else "") \
+        else diff
+    return kept + hunks_cut(kept)
 
 
 def hunks_cut(diff: list[str]) -> list[str]:
@@ -300,13 +314,15 @@ def _unhidden(diff: list[str]) -> tuple[list[str], int]:
     return out, hidden
 
 
-AROUND = 80  # characters kept either side of a long line's first difference
+# characters kept either side of a long line's first difference: a line as long as the
+# pipeline keeps one (MAX_LINE_CHARS), the mark and two "…" aside
+AROUND = (MAX_LINE_CHARS - 3) // 2
 
 
 def around_difference(old: str, new: str) -> list[str]:
     """Two long lines cut around their first differing character, between two tokens, never
     at a shared prefix: "…" where something was left out."""
-    cut_old, cut_new = around_pair(old[1:], new[1:], AROUND, AROUND)
+    cut_old, cut_new = around_keeping_head(old[1:], new[1:], AROUND, AROUND)
     return [old[:1] + cut_old, new[:1] + cut_new]
 
 
@@ -498,11 +514,18 @@ def why_lines(doc: dict) -> list[str]:
         files = {side: first.get(f"{side}_file") or "" for side in ("old", "new")}
         after = [f"jax {first[side]} after `{name.split('.after_')[1].split('.before_')[0]}`"
                  for side, name in files.items() if ".after_" in name]
+        # XLA's own "name#N" (no dot): element N of a tuple-shaped value, beside our ".#N"
+        element = ("; `name#N` without the dot: element N of a tuple-shaped value, as XLA "
+                   "writes it" if any(TUPLE_ELEMENT.search(x) for x in first["diff"]) else "")
         lines += details(f"Where the modules of jax {first['old']} and {first['new']} first "
-                         f"differ, pass by pass ({'; '.join(after)}; names renumbered in order, #N)"
+                         f"differ, pass by pass ({'; '.join(after)}; names renumbered in order, "
+                         f"#N{element})"
                          + (" (cut short)" if first.get("diff_truncated") else ""),
-                         first["diff"] + hunks_cut(first["diff"]), "diff")
+                         with_hunk_cut(first["diff"]), "diff")
     return lines
+
+
+TUPLE_ELEMENT = re.compile(r"\w#\d+\b")
 
 
 def tried_lines(doc: dict) -> list[str]:

@@ -104,9 +104,10 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": for a compile-only target the toolkit compiles a program that "
-                        "sets its own values at the first of them only, as each compile there "
-                        "can take minutes (an unrolled loop's, for a GPU)" if first else ""))
+                     + (": on a compile-only target the toolkit compiles each program "
+                        "beside the case at the first of its own values only (compiling an "
+                        "unrolled loop for a GPU takes minutes from the second on)"
+                        if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
