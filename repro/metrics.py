@@ -425,6 +425,11 @@ def measure(case: CaseFile, params: dict, metric: str, compiler: Compiler,
     return _result(metric, **fields)
 
 
+# A shape's words for figures of 0 bytes, said of a compiled plan (repro/verdict.py).
+PEAK_ZERO = re.compile(r"memory reported as 0 bytes at ([^()]+?) \(this release does not "
+                       r"measure it\)")
+
+
 def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compiler: Compiler,
                    sampling: Sampling = Sampling(), hlo_out: Path | None = None) -> dict:
     """The metric at each value of ``over = (name, values)``, in this process, and the
@@ -469,8 +474,14 @@ def measure_series(case: CaseFile, params: dict, over: tuple, metric: str, compi
         return result
     figures = [(p["at"], p["value"] if p["status"] == "ok" else None) for p in points]
     hook = getattr(load_module(case), "shape", None)
-    result["shape"] = shape = (hook(name, figures, case.resolve(rest)) if hook is not None
-                               else relative_shape(name, figures))
+    shape = (hook(name, figures, case.resolve(rest)) if hook is not None
+             else relative_shape(name, figures))
+    if (fallback or metric == "peak_memory") and shape.get("reason"):  # a run's peak of 0
+        # is a peak that did not rise, not a release that measures nothing
+        shape = {**shape, "reason": PEAK_ZERO.sub(
+            r"a run's peak did not rise at \1 (it held no more than was resident before it)",
+            shape["reason"])}
+    result["shape"] = shape
     if shape["status"] == "unavailable":
         result.update(status="unavailable", error=shape.get("reason") or "no shape")
         return result

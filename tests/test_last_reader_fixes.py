@@ -100,9 +100,10 @@ def test_a_sweep_cell_of_a_plan_of_0_bytes_is_no_figure_a_runs_peak_is_one():
     assert series_cell("bytes", plan, [1, 2]).startswith("not measured (memory reported as 0")
     peak = {**plan, "figures": {"1": 65536, "2": 0}, "fallback": {"metric": "peak_memory"}}
     assert series_cell("bytes", peak, [1, 2]).startswith("0.00 … 0.06")
-    # a run's peak under the table's 0.01 MiB: its bytes, never a bare "0.00"
+    # a run's peak under the table's 0.01 MiB: said in the column's unit, never a bare "0.00"
     flat = {**peak, "figures": {"1": 0, "2": 4096}, "metric": "peak_memory"}
-    assert series_cell("bytes", flat, [1, 2]).startswith("not seen (a run's peak rose 4096")
+    assert series_cell("bytes", flat, [1, 2]).startswith(
+        "not seen (a run's peak rose less than 0.01 MiB)")
     readme = (REPORTS / "repro" / "README.md").read_text()
     row = next(x for x in readme.splitlines() if x.startswith("| 0.4.20") and "| cpu" in x)
     assert "not measured (memory reported" not in row and "a run's peak" in row

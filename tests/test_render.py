@@ -133,11 +133,18 @@ def test_no_sentence_counts_nothing_and_crashed_passes_are_said_apart():
     assert "passes tried" not in render(a6000)
 
 
-def test_a_pass_turned_off_is_a_diagnostic_never_a_workaround():
+def test_a_pass_turned_off_is_a_workaround_only_where_it_ran_and_correctness_allows():
+    # compiled for a GPU without it: the plan changed, nothing ran: a diagnostic
     a6000 = doc_of("bisect-0.10.2-0.12.0.1-a6000-scan_growth-memory.json")
-    assert "**Workaround" not in render(a6000)
+    assert "**Workaround" not in render(a6000) and "(diagnostic)" in first_screen(render(a6000))
+    # run on the CPU, a pass correctness does not depend on, the right output back: a way out
     matvec = doc_of("bisect-0.9.2-0.10.2-cpu-vmap_matvec_wrong_result-output.json")
-    assert "**Workaround" not in render(matvec) and "(workaround)" not in render(matvec)
+    assert "**Workaround:** `--xla_disable_hlo_passes=dot-library-rewriter`" in render(matvec)
+    assert "(workaround)" in first_screen(render(matvec))
+    unsafe = copy.deepcopy(matvec)  # one correctness depends on: never a fix
+    for w in unsafe["explanation"]["culprit"]["workarounds"]:
+        w["safe"] = False
+    assert "**Workaround" not in render(unsafe) and "(diagnostic)" in render(unsafe)
     cpu = doc_of("bisect-0.5.0-0.5.1-cpu-scan_growth-memory.json")  # a CPU flag: a user's option
     assert "**Workaround:**" in render(cpu)
 
@@ -424,6 +431,13 @@ def test_a_diff_cut_inside_its_hunk_says_how_many_lines_are_not_kept():
     assert hunks_cut(whole[:-2]) == [
         "… the hunk goes on: 1 old and 1 new lines not kept with this report"]
     assert hunks_cut(["no hunk"]) == []
+    # a record that ends on a removed line: shown, and its replacement said to be not kept
+    from jaxbisect.report.markdown.sections import with_hunk_cut
+
+    assert with_hunk_cut(whole[:-2]) == [*whole[:-2], "… the hunk goes on: 1 old and 1 new "
+                                         "lines not kept with this report, what replaced the "
+                                         "last removed line above among them"]
+    assert with_hunk_cut(whole) == whole
 
 
 def test_a_release_without_compiled_statistics_is_never_said_as_not_measured():

@@ -91,8 +91,9 @@ def run_hlo_module_line(part: dict, bundle: str = "$PWD") -> str:
     newer = str(part.get("xla_compare") or "").rpartition("...")[2]
     checkout = (f"cd path/to/xla && git checkout -q {newer}   # your XLA checkout, at the "
                 f"newer end of the XLA range\n" if newer else
-                "cd path/to/xla   # your XLA checkout (this report found no XLA pins: one "
-                "recent enough to read the module)\n")
+                "cd path/to/xla   # your XLA checkout (this report found no XLA pins): at "
+                "least as new as the newer release's jaxlib, so that it reads the module and "
+                "has the setting's pass\n")
     return (f"BUNDLE={bundle}   # the bundle folder, as an absolute path\n" + checkout
             + f"{RUN_HLO_MODULE} --platform={platform} --reference_platform= --input_format=hlo "
             f"--xla_dump_to=$BUNDLE/xla-dump --xla_dump_hlo_as_text $BUNDLE/{text}"
@@ -145,10 +146,11 @@ def _figure_note(side: dict) -> str:
     return f" ({shown_mib(figure)} MiB)" if figure is not None else ""
 
 
-def setting_said(culprit: dict) -> str:
-    """The setting that undoes the change, said as what it is (the first screen's words)."""
+def setting_said(culprit: dict, compiled_only: bool = False) -> str:
+    """The setting that undoes the change, said as what it is (the first screen's words;
+    ``compiled_only``: the bundle's module compiled for a target without it)."""
     kind = setting_kind(culprit["setting"], is_safe(culprit["pass"]) if culprit.get("pass")
-                        else True)
+                        else True, compiled_only)
     return (f"{kind.capitalize()} ({SETTING_WORDS[kind]}): `{culprit['setting']}`"
             + (f" (the pass `{culprit['pass']}`)" if culprit.get("pass") else ""))
 
@@ -177,7 +179,8 @@ def details_lines(part: dict, roles: tuple[str, str] = ROLES) -> list[str]:
             f"Files in `{part['bundle']}/`: " + ", ".join(f"`{f}`" for f in part["files"])
             + ".", ""]
     if culprit.get("setting"):
-        body += [f"{setting_said(culprit)}; in XLA (a Bazel target of XLA's, not run here), "
+        said = setting_said(culprit, bool(part.get("target")))
+        body += [f"{said}; in XLA (a Bazel target of XLA's, not run here), "
                  f"from the report's folder, with an XLA checkout:",
                  "", "```sh",
             run_hlo_module_line(part, f"$PWD/{part['bundle']}"), "```", ""]
@@ -241,7 +244,8 @@ def readme_text(part: dict, files: list[str], label: str, installs: dict,
     culprit = part.get("culprit") or {}
     if culprit.get("setting"):
         lines += ["## In XLA", "",
-                  f"{setting_said(culprit)}. With it the {roles[1]} jaxlib "
+                  f"{setting_said(culprit, bool(part.get('target')))}. With it the {roles[1]} "
+                  f"jaxlib "
                   + (f"behaves as the {culprit['under_first_bad']} one (measured):"
                      if culprit.get("under_first_bad") else "was not measured:"), "", "```sh",
                   f"XLA_FLAGS='{culprit['setting']}' new/bin/python {SCRIPT} {pbs}", "```", "",

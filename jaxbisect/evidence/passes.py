@@ -59,24 +59,26 @@ def passes_that_changed(names: list[str]) -> list[str]:
 
 
 def is_safe(pass_name: str) -> bool:
-    """Whether turning the pass off may be offered as a fix (never for DIAGNOSTIC_ONLY)."""
+    """Whether correctness does not depend on the pass, so that turning it off may be offered
+    as a workaround where it was measured running (never for DIAGNOSTIC_ONLY)."""
     return pass_name not in DIAGNOSTIC_ONLY
 
 
-def setting_kind(xla_flags: str, safe: bool = True) -> str:
-    """What a flag setting that brings the old behaviour back is, in a maintainer's words:
-    "workaround" for a flag set back to its old value (results kept right, a user's option on
-    the new release); "diagnostic" for any HLO pass turned off (it shows where the change is,
-    on every target alike; not a setting to run with) and for a setting correctness depends
-    on."""
-    if not safe or "xla_disable_hlo_passes" in xla_flags:
+def setting_kind(xla_flags: str, safe: bool = True, compiled_only: bool = False) -> str:
+    """What a setting that brings the other release's behaviour back is, in a maintainer's
+    words: "workaround" where it keeps results right and is a user's option where it was
+    measured: a flag set back to its old value, or a pass correctness does not depend on
+    (``safe``) turned off on the backend the program ran on; "diagnostic" for a pass
+    correctness depends on, and for a pass turned off on a target compiled without it
+    (``compiled_only``: the plan changed, nothing ran there): it shows where the change is."""
+    if not safe or (compiled_only and "xla_disable_hlo_passes" in xla_flags):
         return "diagnostic"
     return "workaround"
 
 
 SETTING_WORDS = {
-    "workaround": "a flag setting that restores the old behaviour on the new release",
-    "diagnostic": "a pass turned off: it shows where the change is, it is not a fix",
+    "workaround": "a setting that brings the other release's behaviour back, results kept right",
+    "diagnostic": "it shows where the change is, it is not a fix",
 }
 
 

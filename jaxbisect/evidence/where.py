@@ -223,6 +223,8 @@ def where_the_change_is(old_lowered: str | None, new_lowered: str | None,
             "first_difference": shown}
 
 
+PAYLOAD_WORDS = ("a Pallas kernel's payload is the kernel as each release's Mosaic serialises "
+                 "it, which may differ for one kernel")
 # A TPU target's change placed by the swaps of its release's parts (stages/libtpu.py):
 # the words a culprit gets where the swaps, not the modules, say where it is.
 TPU_WORDS = {
@@ -236,12 +238,10 @@ TPU_WORDS = {
     "jax/jaxlib": "swapping libtpu between the two releases says it came with jax/jaxlib (the "
                   "new jax and jaxlib show it with the old libtpu)",
     "tpu-unplaced": "for a TPU target a lowered module that differs does not say the change is "
-                    "in jax (a Pallas kernel's payload differs between releases by its "
-                    "serialised bytes alone), and swapping libtpu between the two releases "
+                    f"in jax ({PAYLOAD_WORDS}), and swapping libtpu between the two releases "
                     "did not place it",
     "tpu-unswapped": "for a TPU target a lowered module that differs does not say the change is "
-                     "in jax (a Pallas kernel's payload differs between releases by its "
-                     "serialised bytes alone); libtpu was not swapped between these two "
+                     f"in jax ({PAYLOAD_WORDS}); libtpu was not swapped between these two "
                      "releases, as a release between them gave no figure (they are not "
                      "consecutive), so where the change lies is not known",
 }

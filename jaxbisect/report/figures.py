@@ -136,7 +136,7 @@ def peak_under(series: dict, unit: str, figures: list) -> str | None:
         return None
     if max(figures) < MIB / 200:
         return ("not seen (a run's peak did not rise)" if not max(figures) else
-                f"not seen (a run's peak rose {max(figures)} bytes at most)")
+                "not seen (a run's peak rose less than 0.01 MiB)")
     at = sorted(series.get("figures") or {}, key=_as_number)
     flat = [k for k in at if series["figures"][k] == 0]
     if not flat:

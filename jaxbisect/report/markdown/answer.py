@@ -549,7 +549,8 @@ def check_command(doc: dict, w: dict) -> str:
 
 def setting_kind(doc: dict, w: dict) -> str:
     """"workaround" or "diagnostic" (evidence/passes.py's one rule, the HLO section's too)."""
-    return kind_of_setting(w["xla_flags"], w.get("safe", True))
+    return kind_of_setting(w["xla_flags"], w.get("safe", True),
+                           compiled_only=bool(doc.get("target")))
 
 
 def hlo_line(doc: dict) -> str | None:

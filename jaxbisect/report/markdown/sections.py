@@ -182,8 +182,9 @@ def attribution_lines(doc: dict) -> list[str]:
                          f"`{producers[0]}` at jax {(doc.get('last_old') or {}).get('jax')}, "
                          f"`{producers[1]}` at jax {(doc.get('first_new') or {}).get('jax')}"
                          if producers else "")
-                      + ": a payload differs between releases by its serialised bytes "
-                      "alone, so this does not place the change in jax.", ""]
+                      + ": the payload is the kernel as each release's Mosaic serialises it, "
+                      "which may differ for one kernel, so a different payload alone does not "
+                      "say the change is in jax.", ""]
         elif any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
             lines += details("The lowered modules, where they differ",
                              with_hunk_cut(shown), "diff")
@@ -239,22 +240,19 @@ _HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
 
 
 def with_hunk_cut(diff: list[str]) -> list[str]:
-    """A diff as shown: where the record kept only its first lines, its removed lines at the
-    end with none of what replaced them are left out too (a change shown by half reads as a
-    removal), and a closing line says how many of each side are not shown."""
-    if not hunks_cut(diff):
-        return diff
+    """A diff as shown: every line the record holds, and where it kept only its first lines,
+    a closing line saying how many of each side are not kept; where it ends on removed lines,
+    that what replaced them is among those (a change shown by half is said as such)."""
     end = len(diff)
     while end and diff[end - 1][:1] == "-" and not diff[end - 1].startswith("---"):
         end -= 1
-    kept = diff[:end] if end < len(diff) and not _HUNK.match(diff[end - 1] if end else "") \
-        else diff
-    return kept + hunks_cut(kept)
+    return diff + hunks_cut(diff, len(diff) - end)
 
 
-def hunks_cut(diff: list[str]) -> list[str]:
+def hunks_cut(diff: list[str], removed: int = 0) -> list[str]:
     """A closing line where the diff's last hunk shows fewer lines than its header counts
-    (the record keeps a diff's first lines only): how many of each side are not shown."""
+    (the record keeps a diff's first lines only): how many of each side are not kept, and
+    that what replaced the ``removed`` lines it ends on is among them."""
     at = max((k for k, line in enumerate(diff) if _HUNK.match(line)), default=None)
     if at is None:
         return []
@@ -265,8 +263,10 @@ def hunks_cut(diff: list[str]) -> list[str]:
     missing = (int(header["old"] or 1) - old, int(header["new"] or 1) - new)
     if max(missing) <= 0:
         return []
+    lines = "the last removed line" if removed == 1 else f"the {removed} removed lines"
     return [f"… the hunk goes on: {missing[0]} old and {missing[1]} new lines not kept with "
-            f"this report"]
+            f"this report" + (f", what replaced {lines} above among them"
+                              if removed and missing[1] > 0 else "")]
 
 
 def unhidden_difference(diff: list[str]) -> tuple[list[str], int]:
@@ -406,7 +406,8 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
         line = ("- **Workaround:** " if kind == "workaround" else
                 "- **Diagnostic** (correctness depends on this pass; never a fix): "
                 if not w.get("safe", True) else
-                "- **Diagnostic** (a pass turned off: not a setting to run with): ")
+                "- **Diagnostic** (a pass turned off for a target compiled without it: no run "
+                "shows the results kept right): ")
         line += (f"`{w['xla_flags']}` under jax {w['release']} "
                  + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else "brings back the old behaviour" if metric in TIMINGS

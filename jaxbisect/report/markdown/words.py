@@ -15,7 +15,7 @@ from jaxbisect.search.rounds import Status
 from repro.verdict import slope
 
 LIMIT = 65_536  # GitHub's comment limit, in characters
-SUBJECT_WIDTH = 120
+SUBJECT_WIDTH = 180  # a commit subject whole: an XLA revision in it is evidence
 
 
 EMPTY_CELLS = (None, "")
@@ -204,6 +204,9 @@ def confidence_words(text: str) -> str:
 # Words the harness writes into a record, and how a page says them (the record keeps the
 # harness's, which the store's keys depend on).
 WORDS_NOW = {
+    "a Pallas kernel's payload differs between releases by its serialised bytes alone":
+        "a Pallas kernel's payload is the kernel as each release's Mosaic serialises it, which "
+        "may differ for one kernel",
     "not counted (no loop's stacked state comes from a value this listing follows;":
         "not counted (no loop's stacked state could be followed back to a buffer of the entry "
         "computation;",
