@@ -52,7 +52,7 @@ def test_the_failure_is_worded_three_ways_and_kept_whole():
     assert {core(line) for line in failing} >= {
         "JaxRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while "
         "allocating on stack for [the instruction it quotes]. Scoped allocation with size "
-        "64.00M and limit 32.00M exceeded scoped vmem limit by 32.00M."}
+        "64.00M and limit 32.00M exceeded scoped vmem limit by 32.00M. […]"}  # advice: […]
     assert all("limit 32.00M" in core(line) for line in failing)
 
 

@@ -224,3 +224,15 @@ def test_one_error_worded_differently_at_every_release_fails_everywhere():
     assert everywhere_error(worded) is not None
     moved = [whole(FAMILIES["vmem_oom_64M_of_16M"][0]), whole(FAMILIES["vmem_oom_64M_of_32M"][0])]
     assert everywhere_error(moved) is None
+
+
+def test_an_errors_core_says_when_it_leaves_its_advice_out():
+    """What follows an error's own words (its advice, a link) is left out of its core, and
+    the core says so with "[…]": never dropped unmarked; a message without any stays whole."""
+    vmem = ("JaxRuntimeError: RESOURCE_EXHAUSTED: Scoped allocation with size 24.00M and limit "
+            "16.00M exceeded scoped vmem limit by 8.00M. It should not be possible to run out "
+            "of scoped vmem -  see go/compile-time-vmem-oom for more information.")
+    assert core(vmem).endswith("exceeded scoped vmem limit by 8.00M. […]")
+    assert "go/compile-time" not in core(vmem)
+    plain = "TypeError: result_paths() got multiple values for argument 'f'"
+    assert core(plain) == plain

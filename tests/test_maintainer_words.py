@@ -88,9 +88,11 @@ def test_the_sweep_label_line_says_each_label_shown_as_label_equals_meaning():
             assert f"{label} = " in line, (folder, label)
 
 
-def test_the_first_screen_names_the_end_commits_in_fewer_words():
+def test_the_first_screen_names_the_end_commits_on_each_jaxlib_and_what_was_not_measured():
     doc = _doc("bisect-0.5.0-0.5.1-cpu-scan_growth-memory-e4b85d1c.json")
-    said = newer_words(doc["commits"], short=True)
-    assert said == ", on jaxlib 0.5.1 both end commits as jax 0.5.1, 523 between " \
-        "unmeasured"
+    inside = doc["commits"]["inside"]
+    said = (f"(on jaxlib 0.5.0 the end commits behave as jax 0.5.0, on 0.5.1 as jax 0.5.1; "
+            f"{inside['older']['commits']} and {inside['newer']['commits']} between them "
+            f"unmeasured)")
+    assert not inside["older"]["measured"] and not inside["newer"]["measured"]
     assert said in render(doc).split("\n## ", 1)[0]

@@ -435,8 +435,8 @@ def test_a_diff_cut_inside_its_hunk_says_how_many_lines_are_not_kept():
     from jaxbisect.report.markdown.sections import with_hunk_cut
 
     assert with_hunk_cut(whole[:-2]) == [*whole[:-2], "… the hunk goes on: 1 old and 1 new "
-                                         "lines not kept with this report, what replaced the "
-                                         "last removed line above among them"]
+                                         "lines not kept with this report (among the new "
+                                         "ones, what replaced the last removed line above)"]
     assert with_hunk_cut(whole) == whole
 
 

@@ -77,7 +77,8 @@ def setting_kind(xla_flags: str, safe: bool = True, compiled_only: bool = False)
 
 
 SETTING_WORDS = {
-    "workaround": "a setting that brings the other release's behaviour back, results kept right",
+    "workaround": "a user's setting that brings the other release's behaviour back: a flag's "
+                  "old default, or a pass XLA's results do not depend on turned off",
     "diagnostic": "it shows where the change is, it is not a fix",
 }
 

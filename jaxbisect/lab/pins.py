@@ -113,8 +113,8 @@ def lookup(release: Mapping, table: PinTable) -> PinFound:
     """The pin of one release (``release_commit``'s dict: jaxlib, commit = the wheel's JAX
     commit or None): from the wheel's commit where the table has it, else from the tag."""
     jaxlib, wheel = release.get("jaxlib"), release.get("commit")
-    where = (f"{TABLE_WORDS} (read from {table.source} at its tag {table.newest_tag} on "
-             f"{table.made})")
+    where = (f"{TABLE_WORDS} (made on {table.made} from {table.source}'s tags up to "
+             f"{table.newest_tag})")
     if wheel and (pin := table.by_jax_commit.get(wheel)):
         return PinFound(pin.xla_commit, wheel,
                         f"the wheel's commit {wheel[:10]} (tag {pin.tag}) in {where}")

@@ -267,7 +267,16 @@ def core(message: str, exception_type: str | None = None) -> str:
                      else (None, message))
     words = re.sub(r"<(src|jaxpr|url|hex|blob|frame)>", lambda m: f"[{LEFT_OUT[m[1]]}]",
                    without_quotes(message, mark=f"[{LEFT_OUT['instr']}]"))
+    if words and (any(m in message for m in _TAIL_MARKERS)
+                  or any(advice.search(message) for advice in _ADVICE)):
+        words += " […]"  # what follows its own words (advice, a link, a dump): left out, said
     return f"{name}: {words}" if name else words
+
+
+# The advice an error ends with, which without_quotes leaves out (a link, "please file").
+_ADVICE = (re.compile(r"(?m)^\s*See (?:details at )?https?://\S+"),
+           re.compile(r"Please file an? (?:issue|bug)"),
+           re.compile(r"It should not be possible to run out of scoped vmem -"))
 
 
 # What an error's core shows in place of what it quotes of the program or the machine, in

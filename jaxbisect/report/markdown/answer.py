@@ -541,7 +541,7 @@ def check_command(doc: dict, w: dict) -> str:
     folder = venv_of(doc, w["release"]) if end else None
     if end and folder:  # in the reproduce block's venv of that release
         return (f"`XLA_FLAGS={w['xla_flags']} {in_venv(end['command'], folder)}` "
-                f"(jax {w['release']}, venv {folder})")
+                f"(venv {folder}: jax {w['release']})")
     if end:
         return f"`XLA_FLAGS={w['xla_flags']} {end['command']}` (jax {w['release']})"
     return f"`XLA_FLAGS={w['xla_flags']}` under jax {w['release']}"
@@ -562,7 +562,7 @@ def hlo_line(doc: dict) -> str | None:
         return None
     check = {True: "reproduces the change", False: "does not reproduce the change",
              None: "not run"}[h.get("reproduces")]
-    return f"- **HLO module** alone (without jax): {check}."
+    return f"- **HLO module** alone (no jax tracing): {check}."
 
 
 PLAN = ("XLA's plan for a ", ", not a measurement on one")

@@ -80,15 +80,27 @@ def first_line(doc: dict, c: dict, pair: list[str] | None) -> str:
                 f"{xla}")
     if c["came_with"] == "jaxlib":
         newer = c.get("newer") or {}
-        both_ways = (newer_words(c, short=True) if newer.get("came_with") == "jaxlib"
-                     else "")
+        if newer.get("came_with") == "jaxlib" and c.get("steps"):
+            # both halves: what each jaxlib's end commits gave, and what was not measured
+            inside = c.get("inside") or {}
+            unseen = [(side.get("commits") or 0, jaxlib) for side, jaxlib in (
+                (inside.get("older") or {}, c["runs_on"]["jaxlib"]),
+                (inside.get("newer") or {}, newer["jaxlib"])) if not side.get("measured")]
+            unseen = [(n, j) for n, j in unseen if n]
+            said = ("" if not unseen else
+                    f"; {unseen[0][0]} and {unseen[1][0]} between them unmeasured"
+                    if len(unseen) == 2 else
+                    f"; {unseen[0][0]} between them on {unseen[0][1]} unmeasured")
+            return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (on jaxlib "
+                    f"{c['runs_on']['jaxlib']} the end commits behave as jax {c['old']}, on "
+                    f"{newer['jaxlib']} as jax {c['new']}{said}){xla}")
         return (f"- **Came with jaxlib {c['new_jaxlib']}{at}**, not jax's Python (on jaxlib "
                 f"{c['runs_on']['jaxlib']} commit `{short(c['new_end'])}` behaves as jax "
-                f"{c['old']}{both_ways}){xla}")
+                f"{c['old']}){xla}")
     return f"- **Commits{at}: cannot tell** ({cut(c.get('reason') or c['status'], 160)})."
 
 
-def newer_words(c: dict, short: bool = False) -> str:
+def newer_words(c: dict) -> str:
     """What the newer jaxlib's half measured, no more: every commit only where the commits
     between its ends were looked at, else its ends and the count left unseen."""
     newer = c["newer"]
@@ -97,9 +109,6 @@ def newer_words(c: dict, short: bool = False) -> str:
         return (f"; on jaxlib {newer['jaxlib']} every commit that runs there behaves as "
                 f"jax {c['new']}")
     unseen = inside.get("commits")
-    if short:  # the first screen's: the same, in fewer words
-        return (f", on jaxlib {newer['jaxlib']} both end commits as jax "
-                f"{c['new']}" + (f", {unseen} between unmeasured" if unseen else ""))
     return (f"; the range's first and last jax commits that run on jaxlib {newer['jaxlib']} "
             f"both behave as jax {c['new']} there"
             + (f"; the {unseen} between them were not measured" if unseen else ""))

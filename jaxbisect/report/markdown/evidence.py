@@ -86,7 +86,8 @@ def _kept(lines: Sequence[str], keep: set[int]) -> list[str]:
     return out
 
 
-def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] = ()) -> str:
+def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
+                            plain: Sequence[str] = ()) -> str:
     """A case's buffers at the peak (evidence/collect.py's ``peak_evidence``) as markdown;
     ``command`` remakes one release's dump, ``plain`` both without the toolkit."""
     old, new = evidence["releases"]["old"], evidence["releases"]["new"]
@@ -117,8 +118,9 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
            f"values that are never live together share a place in it). Sizes from the dump "
-           f"are rounded as XLA's own text rounds them (to whole KiB, then 2 decimals), with "
-           f"the byte count beside the largest:", "",
+           f"are rounded as XLA's own text rounds them (under 1 MiB: KiB to 1 decimal; from "
+           f"1 MiB: cut to whole KiB, then 2 decimals), with the byte count beside the "
+           f"largest:", "",
            table(["", o, n], rows), "", *shared_space_words(((o, old), (n, new)))]
     moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
     for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
@@ -168,11 +170,15 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
         out += details("XLA's own text, from its dumps", [RAW_NOTE, "", "\n".join(raw).rstrip()])
-    out += ["One release's dumps, made again: from this toolkit's clone, with the `python` of "
-            "that release's environment (its `pip install` line in *Reproduce*; the report's "
-            ".json file holds what was read from the dumps: the figures and excerpts above):",
-            "",
-            _code([command], "sh"), ""]
+    if isinstance(command, str):
+        out += ["One release's dumps, made again: from this toolkit's clone, with the `python` "
+                "of that release's environment (its `pip install` line in *Reproduce*; the "
+                "report's .json file holds what was read from the dumps: the figures and "
+                "excerpts above):", "", _code([command], "sh"), ""]
+    else:  # each release's venv of the reproduce block, made in the clone
+        out += ["Each release's dumps, made again: from this toolkit's clone, in the venvs of "
+                "*Reproduce* made there (the report's .json file holds what was read from the "
+                "dumps: the figures and excerpts above):", "", _code(list(command), "sh"), ""]
     if plain:
         out += ["Without the toolkit, from the folder of the case file (*The program*), in the "
                 "environments of *Reproduce*; XLA writes `*after_optimizations-buffer-"
@@ -183,9 +189,11 @@ def render_buffers_markdown(evidence: dict, command: str, plain: Sequence[str] =
 
 RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
             "tables above rest on: sizes in bytes (`size=…`), or in XLA's own units with no "
-            "space (`…MiB`, `…KiB`), cut to whole KiB before 2 decimals (1 "
-            "for KiB), as the figures above are; the rows under `size; offset; …` are the "
-            "memory usage report's, set in order of their offset.")
+            "space (`…MiB`, `…KiB`): under 1 MiB, KiB to 1 decimal; from 1 MiB, cut to "
+            "whole KiB before 2 decimals, as the figures above are; in the memory usage "
+            "report, a line under `Total bytes used` reads, as XLA's column header there says, "
+            "`cumulative_size; total_size - cumulative_size; allocation`, and the rows under "
+            "`size; offset; …` are its allocations, set in order of their offset.")
 
 
 def places_words(reading: dict, shown: int = 3) -> str:

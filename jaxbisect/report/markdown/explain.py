@@ -84,7 +84,9 @@ def render_explain(doc: dict) -> str:
     found = explanation.get("workarounds", [])
     ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
             + figure_cell(metric, unit, w["figure"]) + f" ({setting_kind(doc, w)}"
-            + ("" if w["safe"] else ": correctness depends on this pass; never a fix") + ")"
+            + (": correctness depends on this pass; never a fix" if not w["safe"] else
+               ": measured by compiling for a target without it, never run"
+               if setting_kind(doc, w) == "diagnostic" else "") + ")"
             for w in found]
     base = explanation["baseline"]
     params = {k: v for k, v in case["params"].items() if case["defaults"].get(k) != v}

@@ -197,22 +197,25 @@ def attribution_lines(doc: dict) -> list[str]:
         header = any(line.startswith("-HloModule ") and "fingerprint" in line
                      for line in a["first_difference"])
         if hidden and header:
-            lines += ["XLA's optimized HLO differs (normalised: metadata, source locations and "
-                      "names set aside); its first differing line is the module's header, whose "
-                      "`frontend_attributes` hold a fingerprint (a hash of the module, which "
-                      "differs wherever anything in it does), and the record keeps no later "
-                      "difference: where the modules first differ pass by pass, and XLA's "
-                      "own text from its dumps, are below.", ""]
+            lines += ["XLA's optimized HLO differs (normalised: metadata and source locations "
+                      "set aside, names renumbered in order, #N); its first differing line is "
+                      "the module's header, whose `frontend_attributes` hold a fingerprint (a "
+                      "hash of the module, which differs wherever anything in it does), and "
+                      "the record keeps no later difference: where the modules first differ "
+                      "pass by pass, and XLA's own text from its dumps, are below.", ""]
         elif hidden:
-            lines += [f"XLA's optimized HLO differs (normalised: metadata, source locations and "
-                      f"names set aside), but its first differing line{'s' if hidden > 1 else ''}"
+            lines += [f"XLA's optimized HLO differs (normalised: metadata and source "
+                      f"locations set aside, names renumbered in order, #N), but its first "
+                      f"differing line{'s' if hidden > 1 else ''}"
                       f" differ{'' if hidden > 1 else 's'} only beyond the part of "
                       f"{'each' if hidden > 1 else 'the'} line kept with this report, so the "
                       f"difference cannot be shown here.", ""]
         if any(line[:1] in "+-" and not line.startswith(("+++", "---")) for line in shown):
-            lines += details("XLA's optimized HLO (normalised: metadata, source locations and "
-                             "names set aside), its first real difference",
-                             with_hunk_cut(shown), "diff")
+            element = ("; `name#N` without the dot: element N of a tuple-shaped value, as "
+                       "XLA writes it" if any(TUPLE_ELEMENT.search(x) for x in shown) else "")
+            lines += details("XLA's optimized HLO (normalised: metadata and source locations "
+                             f"set aside, names renumbered in order, #N{element}), its first "
+                             "real difference", with_hunk_cut(shown), "diff")
     return lines
 
 
@@ -265,7 +268,7 @@ def hunks_cut(diff: list[str], removed: int = 0) -> list[str]:
         return []
     lines = "the last removed line" if removed == 1 else f"the {removed} removed lines"
     return [f"… the hunk goes on: {missing[0]} old and {missing[1]} new lines not kept with "
-            f"this report" + (f", what replaced {lines} above among them"
+            f"this report" + (f" (among the new ones, what replaced {lines} above)"
                               if removed and missing[1] > 0 else "")]
 
 
@@ -339,7 +342,9 @@ def evidence_lines(doc: dict) -> list[str]:
     # Without the toolkit: the report's own program with XLA's dumps on, in the reproduce
     # block's environments (never a file the report does not print).
     shown = shown_program(doc)
-    text = render_buffers_markdown(evidence, shlex.join(argv), ())
+    runs = ([f"{shlex.join([f'{venv_folder(i)}/bin/python', *argv[1:]])}   # jax {e['jax']}"
+             for i, e in enumerate(shown["ends"])] if shown else shlex.join(argv))
+    text = render_buffers_markdown(evidence, runs, ())
     if shown:
         flags = doc.get("xla_flags") or ""
         sizes = program_sizes(shown["text"])
@@ -395,6 +400,11 @@ def capped(text: str, most: int = DUMP_LINES) -> str:
     return TEXT_BLOCK.sub(cut_block, text)
 
 
+def target_words(doc: dict) -> str:
+    """The compile-only target a document measured, as its description says it."""
+    return load_target(doc["target"]).description if doc.get("target") else "its target"
+
+
 def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
     """Every flag setting that brought the old figure back, one a line: the flag, the
     release, the figure, whether (and how) the reverse was tested, and whether it is a
@@ -406,8 +416,8 @@ def workaround_lines(doc: dict, workarounds: list[dict]) -> list[str]:
         line = ("- **Workaround:** " if kind == "workaround" else
                 "- **Diagnostic** (correctness depends on this pass; never a fix): "
                 if not w.get("safe", True) else
-                "- **Diagnostic** (a pass turned off for a target compiled without it: no run "
-                "shows the results kept right): ")
+                f"- **Diagnostic** (measured by compiling for {target_words(doc)} without "
+                f"one, never run: a pass turned off is not offered as a fix there): ")
         line += (f"`{w['xla_flags']}` under jax {w['release']} "
                  + (f"gives the fixed {metric} before the fix" if w.get("brings") == Behaviour.NEW
                     else "brings back the old behaviour" if metric in TIMINGS

@@ -244,7 +244,7 @@ def words_now(text: str) -> str:
 # Older words with a figure in them (a date, a tag): the same, by pattern.
 PATTERNS_NOW = [
     (re.compile(r"\((https://\S+) at (jax-v[\d.]+), made (\d{4}-\d\d-\d\d)\)"),
-     r"(read from \1 at its tag \2 on \3)"),
+     r"(made on \3 from \1's tags up to \2)"),
 ]
 
 
