@@ -148,8 +148,9 @@ def test_the_check_figures_say_their_unit():
     argv = ["python", "-m", "repro", "--metric", "run_time", "--check", "0.0001647", "0.0424334"]
     said = check_words(argv)
     assert "0.0001647 0.0424334" in said and "(s)" in said
-    assert check_words([*argv[:3], "--metric", "memory", "--over", "n_outer=2,5", "--check",
-                        "constant", "grows"]) == ""
+    shape = check_words([*argv[:3], "--metric", "memory", "--over", "n_outer=2,5", "--check",
+                         "constant", "grows"])  # shapes, in words: which passes, which fails
+    assert "shape over n_outer" in shape and "passes (exit 0)" in shape
     assert check_words(["python", "-m", "repro", "--metric", "error", "--check", "a", "b"]) == ""
 
 

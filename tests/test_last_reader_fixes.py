@@ -210,3 +210,45 @@ def test_a_change_no_jax_commit_brings_never_reads_as_no_commit_showing_it():
     assert any(st["label"] == "new" for st in doc["commits"]["steps"])
     page = render(doc)
     assert "jax commit shows" not in page and "No jax commit measured brings it" in page
+
+
+def _doc(name: str) -> dict:
+    return json.loads(next(REPORTS.rglob(name)).read_text())
+
+
+def test_the_check_inside_alike_ends_names_the_releases_it_could_not_measure():
+    doc = _doc("bisect-0.4.20-0.5.0-a6000-scan_growth-memory.json")
+    lo, hi = doc["measured_part"]
+    from packaging.version import Version
+
+    between = [s["jax"] for s in doc["skipped"] if Version(lo) < Version(s["jax"]) < Version(hi)]
+    assert between and not set(between) & set(doc["interior_check"]["releases"])
+    assert f"each release between them that runs here (not jax {', '.join(between)}:" in \
+        render(doc)
+
+
+def test_a_timing_release_placed_with_an_end_it_differs_from_is_said_with_its_ratio():
+    doc = _doc("bisect-0.4.30-0.4.33-cpu-while_loop_cpu_slowdown-run_time.json")
+    by = {p["jax"]: p for p in doc["probes"]}
+    ratio = by["0.4.31"]["figure"]["median"] / by["0.4.30"]["figure"]["median"]
+    assert by["0.4.31"]["label"] == "old" and ratio > 1.1
+    said = f"jax 0.4.31 is {ratio:.2f}× jax 0.4.30's run_time"
+    assert said in render(doc)
+    assert "python -m bisect --from 0.4.30 --to 0.4.31 " in render(doc)
+
+
+def test_two_releases_short_lists_are_shown_whole_to_compare():
+    doc = _doc("bisect-0.4.38-0.5.2-cpu-remat_scan_memory-memory.json")
+    values = doc["evidence"]["releases"]["new"]["largest_allocation"]["values"]
+    markdown = render(doc)
+    assert len(values) > 5  # more than the first part of a cut block would keep
+    for v in values:
+        assert re.search(rf"^\s*{v['values']} × {re.escape(v['shape'])} ", markdown, re.M), v
+
+
+def test_a_run_peak_swept_at_fewer_values_says_which():
+    doc = _doc("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
+    got = {k for p in doc["probes"] for k in (p["series"].get("figures") or {})}
+    missing = [str(v) for v in doc["over"]["values"] if str(v) not in got]
+    assert missing == ["15"]
+    assert "so not at n_outer 15" in render(doc)

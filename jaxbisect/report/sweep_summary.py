@@ -204,10 +204,20 @@ def columns_line(results: list[dict]) -> str:
                         f"as the case's docstring says)"
                         if any(named(k, v) for k, v in p.items()) else "")
                      if p else label for label, p in sorted(beside.items()))
+    fell = next(((d.get("series") or {}).get("fallback") for d in results
+                 if (d.get("series") or {}).get("fallback")), None)
+    peak = (f" and at {d_over(results)} {', '.join(map(str, fell['values']))} only, the "
+            f"sizes the case sets for it (– beyond them)" if fell and fell.get("values") else "")
     return ("- Columns: mode = compiled plan (its statistics, `memory_analysis()`) or a run's "
             "peak (the process's peak memory, where a release's compiled statistics are "
-            "empty, at the sizes named)"
+            f"empty, at the sizes named{peak})"
             + (f"; {said}, measured beside it" if said else "") + ".")
+
+
+def d_over(results: list[dict]) -> str:
+    """The swept parameter's name, as the results hold it."""
+    over = next((d["over"] for d in results if d.get("over")), None)
+    return over[0] if isinstance(over, (list, tuple)) else (over or {}).get("name", "")
 
 
 def results_table(results: list[dict]) -> str:

@@ -598,6 +598,8 @@ def report_text(doc: dict) -> str:
         + f"): {doc['harness']['seconds']:.2f} s; a row's *harness runs* are its seconds over "
         f"this one",
         *([f"- {doc['sharing']}"] if doc.get("sharing") else []),
+        "- The *tool* column: the installer (uv, pip), or for one probe measured, whether it "
+        "ran a *release* or a jax *commit*",
         "- Bisect rows: a *round* is one step of the search, the releases it measures side by "
         "side (--jobs at a time); *limit P in R*: the most releases (P) and rounds (R) the search "
         "takes when no release is skipped (the two ends, then halving the range between)",

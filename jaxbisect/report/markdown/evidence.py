@@ -169,7 +169,9 @@ def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
         out += [line for label, lines in zip((o, n), pair) if lines
                 for line in (_code([f"{label}:", *lines]), "")]
     if raw:
-        out += details("XLA's own text, from its dumps", [RAW_NOTE, "", "\n".join(raw).rstrip()])
+        note = RAW_NOTE + (COLUMNS_NOTE if any("\nTotal bytes used" in x for x in raw)
+                           else "")
+        out += details("XLA's own text, from its dumps", [note, "", "\n".join(raw).rstrip()])
     if isinstance(command, str):
         out += ["One release's dumps, made again: from this toolkit's clone, with the `python` "
                 "of that release's environment (its `pip install` line in *Reproduce*; the "
@@ -190,10 +192,13 @@ def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
 RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
             "tables above rest on: sizes in bytes (`size=…`), or in XLA's own units with no "
             "space (`…MiB`, `…KiB`): under 1 MiB, KiB to 1 decimal; from 1 MiB, cut to "
-            "whole KiB before 2 decimals, as the figures above are; in the memory usage "
-            "report, a line under `Total bytes used` reads, as XLA's column header there says, "
-            "`cumulative_size; total_size - cumulative_size; allocation`, and the rows under "
-            "`size; offset; …` are its allocations, set in order of their offset.")
+            "whole KiB before 2 decimals, as the figures above are; the rows under "
+            "`size; offset; …` are the memory usage report's allocations, set in order of "
+            "their offset.")
+# Older jaxlibs' memory usage report: the lines under "Total bytes used" have XLA's header
+COLUMNS_NOTE = (" In the memory usage report, a line under `Total bytes used` reads, as XLA's "
+                "column header there says, `cumulative_size; total_size - cumulative_size; "
+                "allocation`.")
 
 
 def places_words(reading: dict, shown: int = 3) -> str:
@@ -240,6 +245,16 @@ _LOOP = re.compile(r"^\s*\d+\s+(\S+): loop \d+ of \d+")
 _STACKED = re.compile(r"; stacked (\[[\d,]+\]) buffers")
 _UNTRACED = re.compile(r"; stacked buffers live: not traced \((\d+) carried in from a value "
                        r"this listing does not follow\)$")
+def untraced_words(carried: int) -> str:
+    """A loop whose stacked state the reading did not follow, with how many of its stacked
+    elements came in that way (the record's count)."""
+    return ("; made before it, used after its start: not counted (its "
+            + (f"{carried} stacked element{'s' if carried != 1 else ''} of state came" if carried
+               else "stacked state came")
+            + " in from a value that could not be followed back to a buffer of the entry "
+            "computation)")
+
+
 UNTRACED_WORDS = ("; made before it, used after its start: not counted (its stacked state "
                   "could not be followed back to a buffer of the entry computation)")
 
@@ -284,6 +299,6 @@ def schedule_lines(lines: list[str], raw: list[str] | None = None) -> list[str]:
         if header:  # any record's header, in today's words (evidence/schedule.py's)
             line = line[:header.start()] + "; " + stacked_words(
                 header["shape"], int(header["peak"]), len(loops), len(untraced))
-        out.append(_UNTRACED.sub(UNTRACED_WORDS, _LIVE.sub(
+        out.append(_UNTRACED.sub(lambda m: untraced_words(int(m[1])), _LIVE.sub(
             r"; made before it, used after its start: \1", line)))
     return out

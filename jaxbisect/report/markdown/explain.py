@@ -85,7 +85,8 @@ def render_explain(doc: dict) -> str:
     ways = [f"- jax {w['release']} with `XLA_FLAGS=\"{w['xla_flags']}\"`: "
             + figure_cell(metric, unit, w["figure"]) + f" ({setting_kind(doc, w)}"
             + (": correctness depends on this pass; never a fix" if not w["safe"] else
-               ": measured by compiling for a target without it, never run"
+               f": compiled for {load_target(doc['target']).description} without one, never "
+               f"run" if doc.get("target") else ": never run"
                if setting_kind(doc, w) == "diagnostic" else "") + ")"
             for w in found]
     base = explanation["baseline"]

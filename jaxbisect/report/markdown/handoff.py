@@ -63,10 +63,15 @@ def render_xla_range(attribution: dict, tpu: bool = False, backend: str = "") ->
 def check_words(argv: list[str]) -> str:
     """What the check's two figures are: the harness's own unit (seconds, bytes), which the
     report's tables may show in another."""
-    if "--check" not in argv or "--metric" not in argv or "--over" in argv:
-        return ""  # a shape's check names its shapes, in words
+    if "--check" not in argv or "--metric" not in argv:
+        return ""
     at = argv.index("--check")
     old, new = argv[at + 1:at + 3]
+    if "--over" in argv:  # a shape's check names its shapes, in words
+        return (f" `--check {old} {new}`: the older and the newer release's shape over "
+                f"{argv[argv.index('--over') + 1].split('=')[0]}; at each commit the triage "
+                f"tool tries, a shape like the older release's passes (exit 0) and one like "
+                f"the newer's fails (exit 1).")
     metric = argv[argv.index("--metric") + 1]
     unit = UNITS.get(metric)
     return (f" `--check {old} {new}`: the older and the newer release's {metric} in "

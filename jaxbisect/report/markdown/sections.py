@@ -391,6 +391,9 @@ def capped(text: str, most: int = DUMP_LINES) -> str:
             lines = lines[:-1]
         if len(lines) <= most:
             return m[0]
+        parts = [p for p in "\n".join(lines).split("\n\n") if p.strip()]
+        if len(parts) == 2 and all(len(p.splitlines()) <= most for p in parts):
+            return m[0]  # two releases' short lists side by side: both whole, to compare
         kept, held = "\n".join(lines[:most]), len(lines) - most
         beyond = int(inner[1]) if inner else 0
         return (f"```text\n{kept}\n… {held + beyond} more lines left out (the report's "

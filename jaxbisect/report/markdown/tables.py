@@ -324,6 +324,22 @@ def ends_reason(doc: dict) -> str:
     return re.sub(rf"({NUMBER})x\b", "\\1×", text)
 
 
+def peak_values_words(doc: dict) -> str:
+    """Where the rows' run's peak was measured at fewer values of the swept parameter than
+    asked (the case's own sizes for a run's peak): which, so an empty column says why."""
+    over = doc.get("over") or {}
+    asked = [str(v) for v in over.get("values") or ()]
+    peaks = [s for p in doc["probes"] if (s := p.get("series") or {})
+             and (s.get("metric") == "peak_memory" or s.get("fallback"))]
+    got = {k for s in peaks for k in (s.get("figures") or {})}
+    missing = [v for v in asked if v not in got]
+    if not peaks or not missing:
+        return ""
+    return (f"; a run's peak is measured at the sizes the case sets for it ({over['name']} "
+            f"{', '.join(v for v in asked if v in got)}), so not at {over['name']} "
+            f"{', '.join(missing)}")
+
+
 def how_text(doc: dict) -> str:
     """What each row measured, and how the ends and the machine's noise were read."""
     metric, case, over = doc["metric"]["name"], doc.get("case"), doc["over"]
@@ -343,6 +359,7 @@ def how_text(doc: dict) -> str:
               if over else "")
            + (f" with {', '.join(f'{k}={v!r}' for k, v in shaped.items())}" if case else "")
            + (f" (the case asks {other})" if other else "")
+           + peak_values_words(doc)
            + (f"; beside it, {where}, " + ", ".join(
                f"{c} ({said_})" if said_ else c for c, said_ in compared_words(doc).items())
               if compare else "")
@@ -488,13 +505,27 @@ def interior_legend(rows: list[dict]) -> str:
     return "; ".join(f"`{x}`: {INTERIOR_WORDS.get(x, x)}" for x in labels)
 
 
+HERE = "not measured here: "  # a skipped release's reason, said after its name
+
+
 def interior_lines(doc: dict) -> list[str]:
     if not doc.get("interior"):
         return []
     check = doc["interior_check"]
+    part = doc.get("measured_part") or (doc["from"], doc["to"])
+    between = [s for s in doc.get("skipped") or ()
+               if Version(part[0]) < Version(s["jax"]) < Version(part[1])]
+    yanked = [y["jax"] for y in doc.get("yanked") or ()
+              if not y.get("candidate") and Version(part[0]) < Version(y["jax"]) < Version(part[1])]
+    each = ("each release between them" if not between else
+            f"each release between them that runs here (not jax "
+            f"{', '.join(s['jax'] for s in between)}: "
+            f"{measured_not_installable(between[0]['reason']).removeprefix(HERE)})")
+    if yanked:
+        each += f" (yanked jax {', '.join(yanked)} left out)"
     return details("The releases inside", [
         "The oldest and newest releases measured agree, so the search had no change to "
-        "place between them; after it, a check of its own measured each release between them "
+        f"place between them; after it, a check of its own measured {each} "
         f"and compared it with both ends as the search compares a release "
         f"({interior_legend(doc['interior'])}), about "
         f"{check['estimate']:.0f} s estimated from the ends' run times"
