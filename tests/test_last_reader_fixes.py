@@ -138,8 +138,11 @@ def test_a_timing_workaround_says_its_own_figure_never_restored():
     w = doc["explanation"]["culprit"]["workarounds"][0]
     page = render(doc)
     culprit = next(line for line in page.splitlines() if line.startswith("- **Culprit:**"))
-    assert f"the toolkit's run gave {w['figure'] * 1e3:.3f} ms, jax " \
-        f"{doc['last_old']['jax']}'s behaviour" in culprit and "restores" not in culprit
+    old, new = (next(p for p in doc["probes"] if p["jax"] == doc[k]["jax"])
+                for k in ("last_old", "first_new"))
+    assert (f"the toolkit's run gave {w['figure'] * 1e3:.3f} ms, against jax {old['jax']}'s "
+            f"{old['figure']['median'] * 1e3:.3f} ms and jax {new['jax']}'s "
+            f"{new['figure']['median'] * 1e3:.3f} ms") in culprit and "restores" not in culprit
     assert "brings back the old run_time" not in page
 
 

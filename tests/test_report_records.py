@@ -392,7 +392,7 @@ def test_two_quantities_at_the_ends_are_said_plainly(path):
     # One quantity searched (a run's peak at every release) where the record says so; a
     # record searched by two says what was compared instead.
     one = (doc.get("search_size") or {}).get("metric") == "peak_memory"
-    assert ("measured by a run's peak" if one else "compared instead") in screen
+    assert ("searched by a run's peak" if one else "compared instead") in screen
     if runs_here(doc):
         r = doc["reproducer"]
         assert r["quantity"] == "peak" and all(e["exit"] == 0 and e["output"]

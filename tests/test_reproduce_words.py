@@ -45,7 +45,7 @@ def test_every_printed_output_in_a_reproduce_block_is_a_recorded_run():
         runs = {e["jax"]: e for e in [*(r.get("ends") or ()), *went]}
         lines = md.read_text().splitlines()
         for i, line in enumerate(lines):
-            said = re.match(r"\w+/bin/python repro\.py\s+# prints: (.*)", line)
+            said = re.match(r"\w+/bin/python repro\.py\s+# prints(?: \(in short\))?: (.*)", line)
             head = next((h for h in reversed(lines[max(0, i - 3):i])
                          if h.startswith("# jax ")), None)
             if not said or not head:

@@ -25,7 +25,11 @@ from pathlib import Path
 import pytest
 
 from jaxbisect.lab.backends import PINNED_DEPS
-from jaxbisect.report.markdown.reproduce import changed_pairs
+from jaxbisect.report.markdown.reproduce import (
+    changed_pairs,
+    shown_program,
+    standalone_script,
+)
 from jaxbisect.stages.program import needs_its_gpu, why_not
 from jaxbisect.stages.program_runs import install_line
 
@@ -78,6 +82,10 @@ def lacks(doc: dict) -> list[tuple[str, str, str]]:
         for row in doc.get(part) or ():
             out += [(part, row["jax"], name) for name in unpinned(doc, row)]
     r = doc.get("reproducer") or {}
+    if doc.get("case") and not changed_pairs(doc) and shown_program(doc) is None \
+            and standalone_script(doc) and not (doc.get("measure_program") or {}).get("program"):
+        # the page's plain program is the record's text, never one written at render time
+        out.append(("measure_program", "", "the plain program the page shows"))
     ends = [*(r.get("ends") or ()), *((r.get("went") or {}).get("ends") or ())]
     for end in ends:  # every recorded run (a pair's, or alike ends' one quantity)
         where = f"{end.get('jax')} ({end.get('role')})"
@@ -226,3 +234,13 @@ def test_a_triage_check_without_its_backend_is_caught():
     at = argv.index("--backend")
     doc["attribution"]["triage"]["argv"] = argv[:at] + argv[at + 2:]
     assert lacks(doc) == [("attribution", "triage", "the backend its check measures on")]
+
+
+def test_a_record_without_its_plain_program_is_caught():
+    """A page that shows ``measure.py`` shows the text its record holds."""
+    path = REPORTS / "bisect-0.5.0-0.10.2-a6000-scan_growth-memory.json"
+    doc = json.loads(path.read_text())
+    assert (doc.get("measure_program") or {}).get("program")
+    assert not [x for x in lacks(doc) if x[0] == "measure_program"]
+    older = {k: v for k, v in doc.items() if k != "measure_program"}
+    assert ("measure_program", "", "the plain program the page shows") in lacks(older)

@@ -264,6 +264,14 @@ def document(b: MetricBisection, report_path: Path | None, extra: dict | None = 
         doc.update(schema=SCHEMA_WITH_COMMITS,
                    commits_by_pair=commits_by_pair_document(commits, b))
     doc.update(extra or {})
+    if not (doc.get("reproducer") or {}).get("program"):
+        # the page's plain program where there is no standalone one: written here, with the
+        # record, so the page shows the text the record holds (never run: no output)
+        from jaxbisect.report.markdown.reproduce import standalone_script
+
+        script = standalone_script(doc)
+        if script:
+            doc["measure_program"] = {"file": "measure.py", "program": script, "run": False}
     return doc
 
 

@@ -45,7 +45,7 @@ MACHINE_SUMMARY = "<details><summary>Machine</summary>"
 COMMAND = "- Command: "
 UPDATED_FORMAT = "%Y-%m-%d %H:%M"
 LABEL_LINE = ("- Label (each backend's rows against that backend's own): old = behaves as the "
-              "oldest release swept with it, new = as the newest, "
+              "oldest release measured with it, new = as the newest, "
               "cannot tell = its runs could not tell which, third behaviour = as neither; "
               "like the ends = the oldest and newest behave alike, and so does it; measured = "
               "swept alone, nothing to compare it with; no figure = run, but gave none; "
@@ -209,7 +209,8 @@ def columns_line(results: list[dict]) -> str:
     peak = (f" and at {d_over(results)} {', '.join(map(str, fell['values']))} only, the "
             f"sizes the case sets for it (– beyond them)" if fell and fell.get("values") else "")
     return ("- Columns: mode = compiled plan (its statistics, `memory_analysis()`) or a run's "
-            "peak (the process's peak memory, where a release's compiled statistics are "
+            "peak (the memory a run held above what was resident before it, where a "
+            "release's compiled statistics are "
             f"empty, at the sizes named{peak})"
             + (f"; {said}, measured beside it" if said else "") + ".")
 

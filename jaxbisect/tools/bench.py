@@ -67,10 +67,10 @@ BEFORE_WORDS = "its time before releases ran side by side"
 WITH_EVIDENCE = "with the evidence the report adds after the search"
 SEARCH_SIZES = "at the sizes the bisection searches at (n_res 32, n_outer 2, 5)"
 # A record's older words, said as the rows say them now (the figures are the record's).
-BENCH_WORDS_NOW = {"scan case at its search size": f"scan case {SEARCH_SIZES}",
-                   ", evidence included": f", {WITH_EVIDENCE}",
-                   f"half of {REPRO_BEFORE_S:.0f} s (": f"half of {REPRO_BEFORE_S:.0f} s, "
-                                                        f"{BEFORE_WORDS} ("}
+# (words only: a figure the record does not hold is never added to it)
+BENCH_WORDS_NOW = {"scan case at its search size": "scan case at the sizes the bisection "
+                                                   "searches at",
+                   ", evidence included": f", {WITH_EVIDENCE}"}
 
 
 JOBS_WORDS = "--jobs 2 measures two releases a round, and may measure more in all"
@@ -598,8 +598,8 @@ def report_text(doc: dict) -> str:
         + f"): {doc['harness']['seconds']:.2f} s; a row's *harness runs* are its seconds over "
         f"this one",
         *([f"- {doc['sharing']}"] if doc.get("sharing") else []),
-        "- The *tool* column: the installer (uv, pip), or for one probe measured, whether it "
-        "ran a *release* or a jax *commit*",
+        "- The *tool* column: the installer (uv, pip), or, for one release or commit "
+        "measured, which of the two it ran (*release*, *commit*)",
         "- Bisect rows: a *round* is one step of the search, the releases it measures side by "
         "side (--jobs at a time); *limit P in R*: the most releases (P) and rounds (R) the search "
         "takes when no release is skipped (the two ends, then halving the range between)",

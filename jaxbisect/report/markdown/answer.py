@@ -218,8 +218,8 @@ def one_quantity(doc: dict, versions: tuple[str, str]) -> str:
            if fell else " An end has no compiled statistics.")
     sizes = ", ".join(f"{k}={v}" for k, v in (sized.get("params") or {}).items())
     over = doc["over"]["name"]
-    text = (f"{why} Every release was measured by a run's peak ({sizes}, {over} "
-            f"{', '.join(map(str, sized.get('over') or ()))})")
+    text = (f"{why} Every release was searched by a run's peak at {sizes}, {over} "
+            f"{', '.join(map(str, sized.get('over') or ()))}")
     both = sized_figures(doc, [probe_at(doc, v) for v in versions])
     return text + (f"; in the tables below, jax {versions[0]} → {versions[1]} at {both}."
                    if both else ".")
@@ -524,7 +524,13 @@ def culprit_line(doc: dict) -> str | None:
         # figure only comes near (never the same figure)
         # what the toolkit's own run with the setting gave (a check to run, not one run)
         timed = doc["metric"]["name"] in TIMINGS and isinstance(w.get("figure"), (int, float))
-        gave = (f"{value_words(doc, w['figure'])}, {before} behaviour" if timed else
+        ends = [probe_at(doc, doc[k]["jax"]) for k in ("last_old", "first_new")
+                if doc.get(k)] if timed else []
+        medians = [(e["jax"], (e.get("figure") or {}).get("median")) for e in ends]
+        gave = (f"{value_words(doc, w['figure'])}, against "
+                + " and ".join(f"jax {j}'s {value_words(doc, m)}" for j, m in medians)
+                if timed and len(medians) == 2 and all(m for _, m in medians) else
+                f"{value_words(doc, w['figure'])}, {before} behaviour" if timed else
                 f"{before} shape" if doc.get("over") else f"{before} {doc['metric']['name']}")
         line += (f"; check: {check_command(doc, w)}: the toolkit's run gave {gave} "
                  f"({setting_kind(doc, w)})")

@@ -225,8 +225,10 @@ def end_lines(end: dict, venv: str, measured: bool, unrun: str = "not run for th
     label = f"# jax {end['jax']}" + (f" (jaxlib {end['jaxlib']})" if end.get("jaxlib") and
                                      end["jaxlib"] != end["jax"] else "")
     shown = printed(end, at, error) if measured else ""
-    # an error's core names what it leaves out in brackets ("[the instruction it quotes]")
-    said = f"prints: {shown}" if measured else unrun
+    # an error's core names what it leaves out in brackets ("[the instruction it quotes]"):
+    # said as such where it is not the message as printed
+    short = error and measured and "[" in shown and shown not in (end.get("output") or "")
+    said = f"prints{' (in short)' if short else ''}: {shown}" if measured else unrun
     role = END_WORDS.get(end["role"], end["role"])
     python, folder = venv.split()
     return [f"{label}, {role}", f"{python} -m venv {folder} && {folder}/bin/{end['install']}",
@@ -442,7 +444,8 @@ def standalone_lines(doc: dict) -> list[str]:
         lines += [f"{venv_python(version, doc)} -m venv {venv} && "
                   f"{venv}/bin/{pip_install(doc, version, jaxlib)}", run]
     lines += ["```", "", f"({pins_said(doc)})", ""]
-    script = standalone_script(doc)
+    recorded = (doc.get("measure_program") or {}).get("program")
+    script = recorded or standalone_script(doc)
     case = doc.get("case")
     fell_back = [v for v in releases if ((probe_at(doc, v).get("series") or {})
                                          .get("fallback"))]
@@ -456,8 +459,9 @@ def standalone_lines(doc: dict) -> list[str]:
         lines += [f"`measure.py` is the case `{case['path']}` (its source as the record holds "
                   f"it) cut to what `case()` needs, and the lines that measure its "
                   f"{doc['metric']['name']} as the toolkit's harness (`python -m repro`) does; "
-                  f"written for this page, not run for this report (the tables' figures are "
-                  f"the harness's):",
+                  + ("written with this report (its record holds it as `measure_program`) "
+                     if recorded else "written for this page ")
+                  + "and not run for it (the tables' figures are the harness's):",
                   "", "```python", script.rstrip(), "```", ""]
     elif case:
         lines += [f"The case, `{case['path']}`:", "", "```python", case["source"].rstrip(),
