@@ -203,7 +203,7 @@ def test_a_compare_program_is_said_as_the_rows_measured_it():
     text = how_text(doc)
     # the value named as the case's docstring names it; why only the first was compiled
     assert f"v2 (variant 2, the unrolled loop; {over} {', '.join(sorted(measured))} only, of " \
-           f"{', '.join(defined)} asked: on any compile-only target the toolkit compiles" in text, \
+           f"{', '.join(defined)} asked: on any compile-only target, a program compared" in text, \
         text
     assert f"{over} {', '.join(defined)}, variant 2" not in text, text
     cpu = load(SCAN_CPU)  # all the definition's values measured: said as measured

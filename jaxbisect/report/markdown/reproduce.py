@@ -284,8 +284,9 @@ def reproduce_block(doc: dict) -> list[str]:
         elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if shown["measured"] and measures_a_runs_peak(doc, shown["text"]):
-            notes.append("it prints its own runs, not the tables' figures: a run's peak moves "
-                         "by a few percent from run to run")
+            notes.append("Linux only (it reads /proc); it prints its own runs: a run's peak, "
+                         "the memory held above what was resident before it, moves a few "
+                         "percent run to run")
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
                          if not gpu else

@@ -104,10 +104,10 @@ def compared_words(doc: dict) -> dict:
                      and values == wanted[:1])
             text += (f"; {over} {', '.join(values)} only"
                      + (f", of {', '.join(wanted)} asked" if wanted else "")
-                     + (": on any compile-only target the toolkit compiles each program "
-                        "beside the case at the first of its own values only, a rule made "
-                        "for GPUs (an unrolled loop's compile for one takes minutes from the "
-                        "second value on)" if first else ""))
+                     + (f": on any compile-only target, a program compared beside the case "
+                        f"is compiled at the first {over} it names only, a rule made for GPUs "
+                        f"(compiling an unrolled loop for a GPU takes minutes from the second "
+                        f"value on)" if first else ""))
         elif over and over in defined and values:  # the program's own values, all measured
             text = f"{over} {', '.join(values)}; {text}"
         words[c] = text.lstrip("; ")
