@@ -85,19 +85,25 @@ def test_a_job_cancelled_from_outside_is_submitted_once_more(slurm_cluster, tmp_
     said = []
     ex = SlurmExecutor(folder=tmp_path, say=said.append)
     cancelled = []
+    go = tmp_path / "go"  # the job answers only once the first one was cancelled: no race
 
     def cancel_first_job() -> None:
-        for _ in range(200):
-            running = [line.split()[0] for line in queue(ex.tag) if line.endswith("RUNNING")]
-            if running:
-                subprocess.run(["scancel", running[0]], check=True)
-                cancelled.append(running[0])
-                return
-            time.sleep(0.1)
+        try:
+            for _ in range(300):
+                running = [line.split()[0] for line in queue(ex.tag)
+                           if line.endswith("RUNNING")]
+                if running:
+                    subprocess.run(["scancel", running[0]], check=True)
+                    cancelled.append(running[0])
+                    return
+                time.sleep(0.1)
+        finally:
+            go.touch()
 
     outsider = threading.Thread(target=cancel_first_job)
     outsider.start()
-    done = ex.run(["sh", "-c", "sleep 3; echo answer"], env=ENV, timeout=60)
+    done = ex.run(["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.1; done; echo answer"],
+                  env=ENV, timeout=60)
     outsider.join()
     assert done.returncode == 0 and done.stdout == "answer\n"
     assert cancelled and done.where["job"] != cancelled[0]

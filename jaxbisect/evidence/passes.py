@@ -77,8 +77,9 @@ def setting_kind(xla_flags: str, safe: bool = True, compiled_only: bool = False)
 
 
 SETTING_WORDS = {
-    "workaround": "a user's setting that brings the other release's behaviour back: a flag's "
-                  "old default, or a pass XLA's results do not depend on turned off",
+    "workaround": "a user's setting that brings the other release's behaviour back: a flag "
+                  "set to its old default, or turning off a pass that XLA's results do not "
+                  "depend on",
     "diagnostic": "it shows where the change is, it is not a fix",
 }
 

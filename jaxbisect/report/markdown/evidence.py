@@ -118,9 +118,9 @@ def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
            f"XLA's plan of the case at {params or 'its defaults'}, from each release's dump "
            f"(its buffer assignment; the largest allocation is sized to the plan's peak, and "
            f"values that are never live together share a place in it). Sizes from the dump "
-           f"are rounded as XLA's own text rounds them (under 1 MiB: KiB to 1 decimal; from "
-           f"1 MiB: cut to whole KiB, then 2 decimals), with the byte count beside the "
-           f"largest:", "",
+           f"are rounded as XLA's own text rounds them (under 1 KiB: bytes; under 1 MiB: KiB "
+           f"to 1 decimal; from 1 MiB: cut to whole KiB, then 2 decimals), with the byte "
+           f"count beside the largest:", "",
            table(["", o, n], rows), "", *shared_space_words(((o, old), (n, new)))]
     moved = {}  # the shapes one plan holds at the peak in more places (≥ 1 % of the most)
     for key, more, fewer, change, sign in (("new_at_peak", n, o, "bytes_added", "+"),
@@ -191,7 +191,8 @@ def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
 
 RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
             "tables above rest on: sizes in bytes (`size=…`), or in XLA's own units with no "
-            "space (`…MiB`, `…KiB`): under 1 MiB, KiB to 1 decimal; from 1 MiB, cut to "
+            "space (`…B`, `…KiB`, `…MiB`): under 1 KiB, bytes; under 1 MiB, KiB to 1 "
+            "decimal; from 1 MiB, cut to "
             "whole KiB before 2 decimals, as the figures above are; the rows under "
             "`size; offset; …` are the memory usage report's allocations, set in order of "
             "their offset.")

@@ -10,7 +10,7 @@ from jaxbisect.evidence.explain import baseline_shape_words
 from jaxbisect.report.figures import figure_cell, shown
 from jaxbisect.report.markdown.answer import setting_kind
 from jaxbisect.report.markdown.bisection import within_limit
-from jaxbisect.report.markdown.words import details, params_text, table
+from jaxbisect.report.markdown.words import IN_THE_CLONE, details, params_text, table
 from jaxbisect.search.classify import Direction
 from jaxbisect.search.placing import Verdict
 from jaxbisect.stages.program import case_source
@@ -101,7 +101,7 @@ def render_explain(doc: dict) -> str:
         f"Baseline (every pass on): "
         f"{cell({'figure': base, 'series': explanation.get('baseline_series')})}"
         + (f" ({params_text(params)})" if params else "") + ".", "",
-        "Reproduce with this toolkit (run in its clone, as its README's Quick start sets up):",
+        f"Reproduce with this toolkit ({IN_THE_CLONE}):",
         "", "```sh",
         doc["reproduce"], "```", "", "## Details", "",
         *(details("Each setting that changed it", ways) if ways else []),

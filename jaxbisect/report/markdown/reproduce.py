@@ -20,6 +20,7 @@ from jaxbisect.report.installs import (
 )
 from jaxbisect.report.markdown.words import (
     END_WORDS,
+    IN_THE_CLONE,
     cut,
     details,
     pair_or_ends,
@@ -298,13 +299,12 @@ def reproduce_block(doc: dict) -> list[str]:
         return [f"Reproduce: `{shown['file']}` below ({origin}, {shown['lines']} lines"
                 f"{'; ' + sizes if sizes else ''}){said}:",
                 "```sh", *lines, "```", "", *mlir_lines(doc, ends),
-                *details("The same question asked with this toolkit (run in its clone, as its "
-                         f"README's Quick start sets up){saved_first(doc)}", [doc["reproduce"]],
-                         "sh")]
+                *details(f"The same question asked with this toolkit ({IN_THE_CLONE})"
+                         f"{saved_first(doc)}", [doc["reproduce"]], "sh")]
     r = doc.get("reproducer") or {}
     why = f" No standalone program: {r['why_not']}." if r.get("why_not") else ""
-    return [f"Reproduce with this toolkit (run in its clone, as its README's Quick start sets up)"
-            f"{saved_first(doc)}:{why}", "", "```sh", doc["reproduce"], "```", ""]
+    return [f"Reproduce with this toolkit ({IN_THE_CLONE}){saved_first(doc)}:{why}", "",
+            "```sh", doc["reproduce"], "```", ""]
 
 
 def measures_a_runs_peak(doc: dict, program: str) -> bool:

@@ -15,6 +15,10 @@ from jaxbisect.search.rounds import Status
 from repro.verdict import slope
 
 LIMIT = 65_536  # GitHub's comment limit, in characters
+# Where the toolkit's own command runs (`python -m bisect` from the clone's root only: away
+# from it the standard library's `bisect` answers, silently)
+IN_THE_CLONE = ("from the root of its clone, in the environment its README's Quick start "
+                "sets up; `jax-bisect` takes the same arguments from anywhere")
 SUBJECT_WIDTH = 180  # a commit subject whole: an XLA revision in it is evidence
 
 
