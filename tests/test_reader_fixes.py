@@ -89,8 +89,8 @@ def test_a_program_that_measures_a_runs_peak_says_its_runs_are_its_own():
     doc = doc_of("bisect-0.4.20-0.5.0-cpu-scan_growth-memory.json")
     assert doc["reproducer"]["quantity"] == "peak"
     (line,) = [x for x in reproduce_block(doc) if x.startswith("Reproduce:")]
-    assert "its own runs" in line and "moves a few percent run to run" in line
-    assert "Linux only (it reads /proc)" in line and "/proc/" in doc["reproducer"]["program"]
+    assert "its own runs" in line and "moves a few percent from run to run" in line
+    assert "Linux only: it reads /proc" in line and "/proc/" in doc["reproducer"]["program"]
     other = doc_of("bisect-0.6.0-0.6.2-cpu-exp_nan_under_jit-output.json")
     assert other["reproducer"].get("quantity") != "peak"
     assert not any("moves a few percent" in x or "Linux only" in x

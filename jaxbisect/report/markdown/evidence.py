@@ -189,13 +189,15 @@ def render_buffers_markdown(evidence: dict, command: str | Sequence[str],
     return "\n".join(out)
 
 
-RAW_NOTE = ("The lines below are XLA's text as its dump files hold it, cut to the ones the "
-            "tables above rest on: sizes in bytes (`size=…`), or in XLA's own units with no "
-            "space (`…B`, `…KiB`, `…MiB`): under 1 KiB, bytes; under 1 MiB, KiB to 1 "
-            "decimal; from 1 MiB, cut to "
-            "whole KiB before 2 decimals, as the figures above are; the rows under "
-            "`size; offset; …` are the memory usage report's allocations, set in order of "
-            "their offset.")
+RAW_NOTE = ("The lines below are XLA's text from its dump files, cut to the ones the tables "
+            "above rest on: sizes in bytes (`size=…`), or in XLA's own units with no space "
+            "(`…B`, `…KiB`, `…MiB`): under 1 KiB, bytes; under 1 MiB, KiB to 1 decimal; from "
+            "1 MiB, cut to whole KiB before 2 decimals, as the figures above are. One part is "
+            "set anew: the rows under the line `size; offset; …` (a header of the toolkit's) "
+            "are the memory usage report's rows for the places, inside an allocation, that "
+            "hold the case's stacked shape, without XLA's running total in front, their shapes "
+            "sorted and the rows in order of their offset (XLA's order changes from run to "
+            "run).")
 # Older jaxlibs' memory usage report: the lines under "Total bytes used" have XLA's header
 COLUMNS_NOTE = (" In the memory usage report, a line under `Total bytes used` reads, as XLA's "
                 "column header there says, `cumulative_size; total_size - cumulative_size; "

@@ -285,9 +285,9 @@ def reproduce_block(doc: dict) -> list[str]:
         elif shown["nondeterministic"]:
             notes.append("its output differs between runs of one release")
         if shown["measured"] and measures_a_runs_peak(doc, shown["text"]):
-            notes.append("Linux only (it reads /proc); it prints its own runs: a run's peak, "
-                         "the memory held above what was resident before it, moves a few "
-                         "percent run to run")
+            notes.append("Linux only: it reads /proc. It prints its own runs; a run's peak "
+                         "(memory held above what was resident before it) moves a few percent "
+                         "from run to run")
         if not shown["measured"]:
             notes.append("not run for this report: the figures above are the bisection's"
                          if not gpu else
